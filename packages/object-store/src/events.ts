@@ -1,0 +1,65 @@
+/**
+ * The reflector-to-loop wire format. Go writes to a store by method call; here a source sends the
+ * same operations as values, so any producer (a Kubernetes reflector, an in-process registry, a test)
+ * can drive a store through one `AsyncIterable`.
+ */
+
+/** Identity of one cached object, unique within one store (for Kubernetes objects `namespace/name`). */
+export type ObjectKey = string;
+
+/**
+ * A key the work queue and retry scheduler dedup by value. Restricted to primitives so that
+ * `Map`/`Set` equality (SameValueZero) is value equality; encode compound keys as strings.
+ */
+export type ParentKey = string | number | bigint | boolean;
+
+/** The object under `key` now has this state (created or updated). */
+export interface UpsertEvent<T> {
+  readonly type: 'upsert';
+  readonly key: ObjectKey;
+  readonly object: T;
+}
+
+/** The object under `key` is gone. */
+export interface DeleteEvent {
+  readonly type: 'delete';
+  readonly key: ObjectKey;
+}
+
+/**
+ * The whole world as of one listing: every object the source knows, and nothing else.
+ * Applying it deletes every cached object missing from `objects` (deletions missed while disconnected).
+ */
+export interface ReplaceEvent<T> {
+  readonly type: 'replace';
+  readonly objects: ReadonlyMap<ObjectKey, T>;
+}
+
+/** One operation on a store. */
+export type SourceEvent<T> = UpsertEvent<T> | DeleteEvent | ReplaceEvent<T>;
+
+/** Builds an {@link UpsertEvent}. */
+export function upsertEvent<T>(key: ObjectKey, object: T): UpsertEvent<T> {
+  return { type: 'upsert', key, object };
+}
+
+/** Builds a {@link DeleteEvent}. */
+export function deleteEvent(key: ObjectKey): DeleteEvent {
+  return { type: 'delete', key };
+}
+
+/** Builds a {@link ReplaceEvent} from any iterable of `[key, object]` pairs (later pairs win). */
+export function replaceEvent<T>(objects: Iterable<readonly [ObjectKey, T]>): ReplaceEvent<T> {
+  return { type: 'replace', objects: objects instanceof Map ? (objects as ReadonlyMap<ObjectKey, T>) : new Map(objects) };
+}
+
+/**
+ * Something that can open a stream of source events. Each `open` starts a fresh stream that must
+ * begin with a {@link ReplaceEvent} (the listing) and then carries upserts/deletes; aborting
+ * `signal` ends it. A reflector implements this; so can any in-process registry.
+ */
+export interface Source<T> {
+  /** Short name used in logs. */
+  readonly name: string;
+  open(signal: AbortSignal): AsyncIterable<SourceEvent<T>>;
+}

@@ -1,0 +1,15 @@
+/**
+ * The logging surface every package writes to. pino's and console's methods both satisfy it:
+ * structured fields first, then a message. Fields never carry credentials.
+ */
+export interface Logger {
+  debug(fields: Record<string, unknown>, message: string): void;
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+const noop = (): void => {};
+
+/** A logger that drops everything: the default, so tests and libraries are silent unless asked. */
+export const silentLogger: Logger = Object.freeze({ debug: noop, info: noop, warn: noop, error: noop });
