@@ -1,2 +1,3 @@
 export * from './events.js';
 export * from './logger.js';
+export * from './clock.js';
