@@ -1,3 +1,4 @@
 export * from './events.js';
 export * from './logger.js';
 export * from './clock.js';
+export * from './object-store.js';

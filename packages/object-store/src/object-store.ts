@@ -1,0 +1,323 @@
+import type { ObjectKey, ParentKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent } from './events.js';
+import { silentLogger, type Logger } from './logger.js';
+
+/**
+ * Maps a cached object to the parent key whose reconcile owns it (controller-runtime's
+ * `EnqueueRequestForOwner`, but from whatever the object carries, e.g. labels).
+ *
+ * Returns `undefined` when the object cannot be attributed. A key map that throws, or returns
+ * anything but a parent key (string, number, bigint, boolean), also counts as "cannot map".
+ * It is called exactly once per object per event, so it may be costly but should be pure.
+ */
+export type KeyMap<T, P extends ParentKey> = (object: T, key: ObjectKey) => P | undefined;
+
+/**
+ * Logged (never thrown into the stream) when the key map cannot attribute an object. The object is
+ * not stored; if it was cached it is evicted and the parent it left is re-driven.
+ */
+export class UnmappableObjectError extends Error {
+  /** Stable across dual ESM/CJS builds, where `instanceof` can fail. */
+  readonly code = 'UNMAPPABLE_OBJECT' as const;
+  /** The object key the key map could not attribute. */
+  readonly key: ObjectKey;
+  /**
+   * @param key the object key.
+   * @param options `cause` is what the key map threw (or a `TypeError` for a value that is not a
+   *   parent key); absent when it returned `undefined`.
+   */
+  constructor(key: ObjectKey, options?: ErrorOptions) {
+    super(
+      `object ${JSON.stringify(key)} cannot be mapped to a parent key: ${
+        options && 'cause' in options ? `key map failed: ${describeCause(options.cause)}` : 'key map returned undefined'
+      }; it is not cached`,
+      options,
+    );
+    this.name = 'UnmappableObjectError';
+    this.key = key;
+  }
+}
+
+/** Thrown by {@link ObjectStore.apply} for a value that is not a source event; the store is left unchanged. */
+export class InvalidSourceEventError extends TypeError {
+  /** Stable across dual ESM/CJS builds, where `instanceof` can fail. */
+  readonly code = 'INVALID_SOURCE_EVENT' as const;
+  /** The rejected value. */
+  readonly event: unknown;
+  constructor(event: unknown, problem: string) {
+    super(`not a source event: ${problem}`);
+    this.name = 'InvalidSourceEventError';
+    this.event = event;
+  }
+}
+
+/** Thrown by the {@link ObjectStore} constructor for unusable options. */
+export class InvalidObjectStoreOptionsError extends TypeError {
+  /** Stable across dual ESM/CJS builds, where `instanceof` can fail. */
+  readonly code = 'INVALID_OBJECT_STORE_OPTIONS' as const;
+  constructor(problem: string) {
+    super(`invalid object store options: ${problem}`);
+    this.name = 'InvalidObjectStoreOptionsError';
+  }
+}
+
+/** Options for {@link ObjectStore}. */
+export interface ObjectStoreOptions<T, P extends ParentKey> {
+  /** Attributes each object to its parent key; see {@link KeyMap}. */
+  keyMap: KeyMap<T, P>;
+  /** Receives one {@link UnmappableObjectError} per unmappable object. Defaults to {@link silentLogger}. */
+  logger?: Logger;
+}
+
+/**
+ * The read-only view of an {@link ObjectStore} a reconcile gets. Methods returning collections
+ * return snapshots: they never change after they are returned, so a reconcile can hold one across
+ * `await`s. Objects are shared, not copied: neither the store nor its readers may mutate them.
+ */
+export interface ObjectStoreReader<T, P extends ParentKey> {
+  /** The cached object under `key`, or `undefined`. */
+  get(key: ObjectKey): T | undefined;
+  /** Whether an object is cached under `key`. */
+  has(key: ObjectKey): boolean;
+  /** Number of cached objects. */
+  readonly size: number;
+  /** The parent key `key` was attributed to when it was last upserted, or `undefined` when not cached. */
+  parentOf(key: ObjectKey): P | undefined;
+  /** Snapshot of the objects attributed to `parent` (an empty map for an unknown parent). */
+  members(parent: P): ReadonlyMap<ObjectKey, T>;
+  /** Parent keys with at least one member, in first-attribution order. */
+  parents(): P[];
+  /** Whether `parent` has at least one member. */
+  hasMembers(parent: P): boolean;
+  /** Object keys of every cached object. */
+  keys(): ObjectKey[];
+  /** Snapshot of the whole store. */
+  snapshot(): ReadonlyMap<ObjectKey, T>;
+}
+
+/**
+ * A cache of objects by object key with a parent index built by a key map: client-go's `Store`
+ * plus the `Replace()` half of `DeltaFIFO`. Source events are applied as values; each returns
+ * the parent keys it affects, for the caller to enqueue after `apply` returns (cache before notify).
+ *
+ * Single-threaded by construction: `apply` is synchronous, so no reader sees a half-applied event.
+ * The store never mutates, copies or freezes the objects it is given; it replaces them on upsert.
+ */
+export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T, P> {
+  // Invariant, kept by #put and #remove (the only writers):
+  //   #objects.has(k) ⇔ #parentOf.has(k);
+  //   #parentOf.get(k) === p ⇔ #members.get(p).get(k) === #objects.get(k);
+  //   no member map is empty, so #members.keys() is exactly the parents with members.
+  // The parent index is the key map's result at upsert time, never recomputed: deleting or moving
+  // an object uses the parent it was cached under, whatever the key map would say now.
+  readonly #objects = new Map<ObjectKey, T>();
+  readonly #parentOf = new Map<ObjectKey, P>();
+  readonly #members = new Map<P, Map<ObjectKey, T>>();
+  readonly #keyMap: KeyMap<T, P>;
+  readonly #logger: Logger;
+
+  /** @throws {InvalidObjectStoreOptionsError} when `keyMap` is not a function. */
+  constructor(options: ObjectStoreOptions<T, P>) {
+    if (typeof options?.keyMap !== 'function') throw new InvalidObjectStoreOptionsError('keyMap must be a function');
+    this.#keyMap = options.keyMap;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  /**
+   * Applies one source event and returns every parent key whose member set it may have changed:
+   * - upsert: the object's parent (also when nothing changed: level-triggered, resync relies on
+   *   it), plus the parent it left when the key map now gives another one;
+   * - delete: the parent it was cached under; nothing for an unknown key;
+   * - replace: every parent of the world's objects (old and new for moved ones), then the parents
+   *   of cached objects missing from the world, which get a synthesised delete.
+   * An object the key map cannot map is not stored (evicted if cached, its old parent returned)
+   * and an {@link UnmappableObjectError} is logged.
+   *
+   * @throws {InvalidSourceEventError} for a value that is not a source event (store unchanged).
+   */
+  apply(event: SourceEvent<T>): ReadonlySet<P> {
+    const affected = new Set<P>();
+    const failures: UnmappableObjectError[] = [];
+    switch ((event as { type?: unknown } | null)?.type) {
+      case 'upsert': {
+        const { key, object } = event as UpsertEvent<T>;
+        assertObjectKey(event, key);
+        this.#upsert(key, object, affected, failures);
+        break;
+      }
+      case 'delete': {
+        const { key } = event as DeleteEvent;
+        assertObjectKey(event, key);
+        this.#remove(key, affected);
+        break;
+      }
+      case 'replace':
+        this.#replace(event as ReplaceEvent<T>, affected, failures);
+        break;
+      default:
+        throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete' or 'replace'`);
+    }
+    // Logged after the store is consistent, so a throwing logger cannot leave it half-applied.
+    for (const error of failures) this.#logUnmappable(error);
+    return affected;
+  }
+
+  get(key: ObjectKey): T | undefined {
+    return this.#objects.get(key);
+  }
+
+  has(key: ObjectKey): boolean {
+    return this.#objects.has(key);
+  }
+
+  get size(): number {
+    return this.#objects.size;
+  }
+
+  parentOf(key: ObjectKey): P | undefined {
+    return this.#parentOf.get(key);
+  }
+
+  members(parent: P): ReadonlyMap<ObjectKey, T> {
+    const members = this.#members.get(parent);
+    return members ? new Map(members) : new Map();
+  }
+
+  parents(): P[] {
+    return [...this.#members.keys()];
+  }
+
+  hasMembers(parent: P): boolean {
+    return this.#members.has(parent);
+  }
+
+  keys(): ObjectKey[] {
+    return [...this.#objects.keys()];
+  }
+
+  snapshot(): ReadonlyMap<ObjectKey, T> {
+    return new Map(this.#objects);
+  }
+
+  #replace(event: ReplaceEvent<T>, affected: Set<P>, failures: UnmappableObjectError[]): void {
+    const world = event.objects as ReadonlyMap<unknown, T> | undefined;
+    if (
+      world === null ||
+      typeof world !== 'object' ||
+      typeof world.has !== 'function' ||
+      typeof world.entries !== 'function'
+    ) {
+      throw new InvalidSourceEventError(event, 'a replace event needs objects: ReadonlyMap<ObjectKey, T>');
+    }
+    // Validated before the first write, so a bad key leaves the store untouched.
+    for (const key of world.keys()) assertObjectKey(event, key);
+    const typedWorld = world as ReadonlyMap<ObjectKey, T>;
+    for (const [key, object] of typedWorld) this.#upsert(key, object, affected, failures);
+    // Deletion synthesis: a cached object missing from the world was deleted while we were not
+    // watching. Deleting the current entry while iterating a Map is well-defined.
+    for (const key of this.#objects.keys()) {
+      if (!typedWorld.has(key)) this.#remove(key, affected);
+    }
+  }
+
+  #upsert(key: ObjectKey, object: T, affected: Set<P>, failures: UnmappableObjectError[]): void {
+    const parent = this.#attribute(object, key, failures);
+    if (parent === UNMAPPABLE) {
+      this.#remove(key, affected);
+      return;
+    }
+    const previous = this.#put(key, object, parent);
+    if (previous !== undefined) affected.add(previous);
+    affected.add(parent);
+  }
+
+  /** Runs the key map once; any failure becomes a pending {@link UnmappableObjectError}. */
+  #attribute(object: T, key: ObjectKey, failures: UnmappableObjectError[]): P | typeof UNMAPPABLE {
+    let parent: unknown;
+    try {
+      parent = this.#keyMap(object, key);
+    } catch (cause) {
+      failures.push(new UnmappableObjectError(key, { cause }));
+      return UNMAPPABLE;
+    }
+    if (parent === undefined) {
+      failures.push(new UnmappableObjectError(key));
+      return UNMAPPABLE;
+    }
+    if (!isParentKey(parent)) {
+      const cause = new TypeError(
+        `key map returned ${parent === null ? 'null' : typeof parent}; expected a string, number, bigint, boolean or undefined`,
+      );
+      failures.push(new UnmappableObjectError(key, { cause }));
+      return UNMAPPABLE;
+    }
+    return parent as P;
+  }
+
+  /** Caches `object` under `parent`; returns the parent it moved away from, if it moved. */
+  #put(key: ObjectKey, object: T, parent: P): P | undefined {
+    const previous = this.#parentOf.get(key);
+    this.#objects.set(key, object);
+    this.#parentOf.set(key, parent);
+    let members = this.#members.get(parent);
+    if (!members) {
+      members = new Map();
+      this.#members.set(parent, members);
+    }
+    members.set(key, object);
+    // SameValueZero, the comparison the index Maps use, so NaN is one parent and not two.
+    if (previous === undefined || sameValueZero(previous, parent)) return undefined;
+    this.#leave(previous, key);
+    return previous;
+  }
+
+  /** Removes `key` if cached and adds the parent it was cached under to `affected`. */
+  #remove(key: ObjectKey, affected: Set<P>): void {
+    if (!this.#objects.has(key)) return;
+    const parent = this.#parentOf.get(key) as P;
+    this.#objects.delete(key);
+    this.#parentOf.delete(key);
+    this.#leave(parent, key);
+    affected.add(parent);
+  }
+
+  #leave(parent: P, key: ObjectKey): void {
+    const members = this.#members.get(parent);
+    if (!members) return;
+    members.delete(key);
+    if (members.size === 0) this.#members.delete(parent);
+  }
+
+  #logUnmappable(error: UnmappableObjectError): void {
+    // A key map that threw is a bug in the caller's code; `undefined` is an object that does not
+    // (or no longer does) carry what identifies its parent.
+    const fields = { err: error, key: error.key, cause: error.cause };
+    if ('cause' in error) this.#logger.error(fields, error.message);
+    else this.#logger.warn(fields, error.message);
+  }
+}
+
+const UNMAPPABLE: unique symbol = Symbol('unmappable');
+
+function isParentKey(value: unknown): value is ParentKey {
+  const t = typeof value;
+  return t === 'string' || t === 'number' || t === 'bigint' || t === 'boolean';
+}
+
+function sameValueZero(a: unknown, b: unknown): boolean {
+  return a === b || (a !== a && b !== b);
+}
+
+function assertObjectKey(event: unknown, key: unknown): asserts key is ObjectKey {
+  if (typeof key !== 'string') {
+    throw new InvalidSourceEventError(event, `object keys must be strings; got ${key === null ? 'null' : typeof key}`);
+  }
+}
+
+function describeCause(cause: unknown): string {
+  if (cause instanceof Error) return cause.message;
+  try {
+    return String(cause);
+  } catch {
+    return typeof cause;
+  }
+}
