@@ -1,1 +1,4 @@
-export {};
+export * from './errors.js';
+export * from './meta.js';
+export * from './pod.js';
+export * from './watch.js';

@@ -161,39 +161,48 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
     return affected;
   }
 
+  /** The cached object under `key`, or `undefined`. */
   get(key: ObjectKey): T | undefined {
     return this.#objects.get(key);
   }
 
+  /** Whether an object is cached under `key`. */
   has(key: ObjectKey): boolean {
     return this.#objects.has(key);
   }
 
+  /** Number of cached objects. */
   get size(): number {
     return this.#objects.size;
   }
 
+  /** The parent key recorded when `key` was last upserted, or `undefined` when not cached. */
   parentOf(key: ObjectKey): P | undefined {
     return this.#parentOf.get(key);
   }
 
+  /** A copy of `parent`'s members, so a reconcile can hold it across `await`s; empty for an unknown parent. O(members). */
   members(parent: P): ReadonlyMap<ObjectKey, T> {
     const members = this.#members.get(parent);
     return members ? new Map(members) : new Map();
   }
 
+  /** Parent keys with at least one member, in first-attribution order (what resync re-drives). */
   parents(): P[] {
     return [...this.#members.keys()];
   }
 
+  /** Whether `parent` has at least one member. O(1). */
   hasMembers(parent: P): boolean {
     return this.#members.has(parent);
   }
 
+  /** Object keys of every cached object (a fresh array). */
   keys(): ObjectKey[] {
     return [...this.#objects.keys()];
   }
 
+  /** A copy of the whole store. O(size). */
   snapshot(): ReadonlyMap<ObjectKey, T> {
     return new Map(this.#objects);
   }
@@ -204,7 +213,8 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
       world === null ||
       typeof world !== 'object' ||
       typeof world.has !== 'function' ||
-      typeof world.entries !== 'function'
+      typeof world.keys !== 'function' ||
+      typeof world[Symbol.iterator] !== 'function'
     ) {
       throw new InvalidSourceEventError(event, 'a replace event needs objects: ReadonlyMap<ObjectKey, T>');
     }

@@ -1,0 +1,41 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { binaryDir, ENV, readVersions } from '../src/index.js';
+
+const script = join(import.meta.dirname, '..', 'provision', 'build.sh');
+
+// These run without building anything: they check the script's contract with the harness.
+describe('provision/build.sh', () => {
+  it('fails with exit 127 and a clear message when go is not on PATH', () => {
+    const result = spawnSync('/bin/bash', [script], { env: { PATH: '/nonexistent', HOME: '/tmp' }, encoding: 'utf8' });
+    expect(result.status).toBe(127);
+    expect(result.stderr).toContain("'go' is not on PATH");
+    expect(result.stderr).toContain(ENV.kubeconfig);
+  });
+
+  it('--print-dir names the same cache directory the harness computes, keyed by both versions', () => {
+    const env = { ...process.env, [ENV.cache]: '/tmp/e2e-cache-probe' };
+    const result = spawnSync('bash', [script, '--print-dir'], { env, encoding: 'utf8' });
+    expect(result.status).toBe(0);
+    const versions = readVersions();
+    expect(result.stdout.trim()).toBe(binaryDir(versions, env));
+    expect(result.stdout.trim()).toBe(`/tmp/e2e-cache-probe/k8s-${versions.kubernetes}-etcd-${versions.etcd}`);
+  });
+
+  it('the wrapper module pins k8s.io/kubernetes and replaces every staging module with the matching tag', async () => {
+    const { readFileSync } = await import('node:fs');
+    const versions = readVersions();
+    const gomod = readFileSync(join(import.meta.dirname, '..', 'provision', 'kube-apiserver', 'go.mod'), 'utf8');
+    expect(gomod).toContain(`k8s.io/kubernetes ${versions.kubernetes}`);
+    const replaces = [...gomod.matchAll(/^\s+(k8s\.io\/\S+) => (\S+) (\S+)$/gm)];
+    expect(replaces.length).toBeGreaterThanOrEqual(30);
+    for (const [, from, to, version] of replaces) {
+      expect(to).toBe(from);
+      expect(version).toBe(versions.staging);
+    }
+    const etcdmod = readFileSync(join(import.meta.dirname, '..', 'provision', 'etcd', 'go.mod'), 'utf8');
+    expect(etcdmod).toContain(`go.etcd.io/etcd/server/v3 ${versions.etcd}`);
+    expect(gomod).toContain(`go.etcd.io/etcd/client/v3 ${versions.etcd}`);
+  });
+});

@@ -1,0 +1,60 @@
+/**
+ * Typed errors of this package. Each carries a stable string `code`, because a dual ESM/CJS install
+ * can load two copies of a class and defeat `instanceof`.
+ */
+
+/** One validation problem, flattened from zod: where it is and what is wrong. */
+export interface ValidationIssue {
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+}
+
+/** A watch frame whose envelope (type, cursor, or `Status`) cannot be read. The reflector logs and skips it. */
+export class MalformedWatchFrameError extends Error {
+  readonly code = 'WATCH_FRAME_MALFORMED' as const;
+  /** The frame's `type` if one could be read. */
+  readonly frameType: string | undefined;
+  /** The frame's cursor (`object.metadata.resourceVersion`) if one could be read, so a reader can advance past it. */
+  readonly resourceVersion: string | undefined;
+  readonly issues: readonly ValidationIssue[];
+
+  constructor(message: string, details: { frameType?: string | undefined; resourceVersion?: string | undefined; issues?: readonly ValidationIssue[] } = {}) {
+    super(message);
+    this.name = 'MalformedWatchFrameError';
+    this.frameType = details.frameType;
+    this.resourceVersion = details.resourceVersion;
+    this.issues = details.issues ?? [];
+  }
+}
+
+/**
+ * An object (a LIST item, or the payload of an `ADDED` / `MODIFIED` / `DELETED` frame) that does not
+ * validate against its schema: the apiserver broke the contract. Not skipped, because skipping would
+ * leave the cache silently short of an object.
+ */
+export class InvalidObjectError extends Error {
+  readonly code = 'OBJECT_INVALID' as const;
+  /** `namespace/name` (or `name`) when the metadata could be read. */
+  readonly objectKey: string | undefined;
+  /** The frame type the object arrived in, or `'LIST'`. */
+  readonly frameType: string;
+  readonly issues: readonly ValidationIssue[];
+
+  constructor(message: string, details: { objectKey?: string | undefined; frameType: string; issues: readonly ValidationIssue[] }) {
+    super(message);
+    this.name = 'InvalidObjectError';
+    this.objectKey = details.objectKey;
+    this.frameType = details.frameType;
+    this.issues = details.issues;
+  }
+}
+
+/** True when `error` is a {@link MalformedWatchFrameError}, across module copies. */
+export function isMalformedWatchFrameError(error: unknown): error is MalformedWatchFrameError {
+  return (error as { code?: unknown } | null)?.code === 'WATCH_FRAME_MALFORMED';
+}
+
+/** True when `error` is an {@link InvalidObjectError}, across module copies. */
+export function isInvalidObjectError(error: unknown): error is InvalidObjectError {
+  return (error as { code?: unknown } | null)?.code === 'OBJECT_INVALID';
+}

@@ -1,0 +1,104 @@
+import { z } from 'zod';
+
+/**
+ * Shared building blocks for object views: timestamps, empty-by-default maps and lists, the
+ * standard metadata view, and {@link objectKey}.
+ */
+
+const EMPTY_STRING_MAP: Readonly<Record<string, string>> = Object.freeze({});
+const EMPTY_LIST: readonly never[] = Object.freeze([]);
+
+function toEpochMs(value: string | Date | null, ctx: z.core.$RefinementCtx<string | Date | null>): number | undefined {
+  if (value === null) return undefined;
+  // Both client shapes meet here: LIST through the generated deserializer yields `Date`,
+  // raw JSON yields an RFC3339 string; the view holds one number for either.
+  const ms = typeof value === 'string' ? Date.parse(value) : value.getTime();
+  if (Number.isNaN(ms)) {
+    ctx.issues.push({ code: 'custom', message: `not an RFC3339 timestamp: ${String(value)}`, input: value });
+    return undefined;
+  }
+  return ms;
+}
+
+/**
+ * A Kubernetes `Time` as epoch milliseconds. Reads an RFC3339 string (raw JSON, the watch shape)
+ * or a `Date` (@kubernetes/client-node class instances, the LIST shape); `null` (Go's zero `Time`)
+ * and an absent field both read as `undefined`.
+ */
+export const timestamp = z.optional(z.union([z.string(), z.date(), z.null()]).transform(toEpochMs));
+
+/**
+ * A `map[string]string` (labels, annotations, selectors). Absent or `null` reads as a shared frozen
+ * `{}`: no consumer distinguishes "absent" from "empty", and the shared empty costs no memory per object.
+ */
+export const stringMap = z
+  .record(z.string(), z.string())
+  .nullish()
+  .transform((value): Readonly<Record<string, string>> => value ?? EMPTY_STRING_MAP);
+
+/**
+ * A list of `item`. Absent or `null` reads as a shared frozen `[]`, for the same reasons as
+ * {@link stringMap}.
+ */
+export function listOf<T extends z.ZodType>(item: T) {
+  return z
+    .array(item)
+    .nullish()
+    .transform((value): readonly z.output<T>[] => value ?? EMPTY_LIST);
+}
+
+/** The owner reference fields a pool tracker reads. */
+export const ownerReferenceSchema = z.object({
+  apiVersion: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  uid: z.string(),
+  controller: z.boolean().optional(),
+});
+
+/**
+ * The standard `metadata` view every object schema shares. `name` is required (it is the object
+ * key); everything else the apiserver always sets is still optional, so a hand-built object (a
+ * test, an in-process source) validates too. Unknown fields are dropped.
+ */
+export const objectMetaSchema = z.object({
+  name: z.string(),
+  namespace: z.string().optional(),
+  uid: z.string().optional(),
+  resourceVersion: z.string().optional(),
+  generation: z.number().int().optional(),
+  labels: stringMap,
+  annotations: stringMap,
+  ownerReferences: listOf(ownerReferenceSchema),
+  creationTimestamp: timestamp,
+  deletionTimestamp: timestamp,
+});
+
+/** The metadata view (output of {@link objectMetaSchema}). */
+export type ObjectMeta = z.output<typeof objectMetaSchema>;
+/** Owner reference view. */
+export type OwnerReference = z.output<typeof ownerReferenceSchema>;
+
+/**
+ * Builds an object schema with the standard metadata view plus the fields you name, e.g.
+ * `objectSchema({ spec: z.object({ replicas: z.number() }), status: z.object({}).optional() })`
+ * for a custom resource. Unknown top-level fields (`apiVersion`, `kind`, anything else) are dropped.
+ */
+export function objectSchema<const Shape extends z.core.$ZodLooseShape>(shape: Shape) {
+  return z.object({ ...shape, metadata: objectMetaSchema });
+}
+
+/** The least an object view must carry for the reflector and {@link objectKey}. */
+export interface KubernetesObjectView {
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string | undefined;
+    readonly resourceVersion?: string | undefined;
+  };
+}
+
+/** The object key: `namespace/name`, or `name` for a cluster-scoped object (client-go's `MetaNamespaceKeyFunc`). */
+export function objectKey(object: KubernetesObjectView): string {
+  const { namespace, name } = object.metadata;
+  return namespace ? `${namespace}/${name}` : name;
+}

@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { listOf, objectSchema, timestamp } from './meta.js';
+
+/** The container state fields a pool tracker reads (at most one of the three is set). */
+export const containerStateSchema = z.object({
+  waiting: z.object({ reason: z.string().optional() }).optional(),
+  running: z.object({ startedAt: timestamp }).optional(),
+  terminated: z
+    .object({
+      exitCode: z.number().int(),
+      reason: z.string().optional(),
+      startedAt: timestamp,
+      finishedAt: timestamp,
+    })
+    .optional(),
+});
+
+/** One entry of `status.containerStatuses`. */
+export const containerStatusSchema = z.object({
+  name: z.string(),
+  ready: z.boolean(),
+  started: z.boolean().optional(),
+  restartCount: z.number().int(),
+  state: containerStateSchema.optional(),
+});
+
+/** One entry of `status.conditions` (`Ready`, `PodScheduled`, ...); `status` is `True` / `False` / `Unknown`. */
+export const podConditionSchema = z.object({
+  type: z.string(),
+  status: z.string(),
+});
+
+/** The `spec` fields a pool tracker reads. */
+export const podSpecSchema = z.object({
+  nodeName: z.string().optional(),
+  containers: listOf(z.object({ name: z.string() })),
+});
+
+/** The `status` fields a pool tracker reads. */
+export const podStatusSchema = z.object({
+  phase: z.string().optional(),
+  podIP: z.string().optional(),
+  podIPs: listOf(z.object({ ip: z.string() })),
+  hostIP: z.string().optional(),
+  startTime: timestamp,
+  conditions: listOf(podConditionSchema),
+  containerStatuses: listOf(containerStatusSchema),
+});
+
+/**
+ * The partial core/v1 `Pod` view: only what a pool tracker reads; every other field is dropped, so
+ * the cache holds only this. Reads both client shapes (class instances with `Date`, raw JSON with
+ * strings). An absent `spec` / `status` reads as an empty one.
+ */
+export const podSchema = objectSchema({
+  spec: podSpecSchema.prefault({}),
+  status: podStatusSchema.prefault({}),
+});
+
+/** A validated pod view. */
+export type Pod = z.output<typeof podSchema>;
+/** The pod `status` view. */
+export type PodStatus = z.output<typeof podStatusSchema>;
+/** One container status view. */
+export type ContainerStatus = z.output<typeof containerStatusSchema>;
+/** One container state view. */
+export type ContainerState = z.output<typeof containerStateSchema>;
+/** One pod condition view. */
+export type PodCondition = z.output<typeof podConditionSchema>;
+
+/**
+ * Where a kind lives in the API. `group: ''` is the core group (`/api/v1/...`); anything else is
+ * served under `/apis/{group}/{version}/...`.
+ */
+export interface ApiResource {
+  readonly group: string;
+  readonly version: string;
+  /** The lower-case plural resource name, as in the URL (`pods`, `trainercells`). */
+  readonly plural: string;
+}
+
+/** Where pods live in the API: core group, `v1`, `pods`. */
+export const podResource: ApiResource = Object.freeze({ group: '', version: 'v1', plural: 'pods' });

@@ -1,0 +1,140 @@
+import { z } from 'zod';
+import { InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
+import { listOf, objectKey } from './meta.js';
+
+/** One `details.causes[]` entry of a `Status`. `reason` is the wire name of Go's `StatusCause.Type`. */
+export const statusCauseSchema = z.object({
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  field: z.string().optional(),
+});
+
+/** The `Status` fields a reader needs to tell a dead cursor from a transient failure. */
+export const statusSchema = z.object({
+  code: z.number().int().optional(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  details: z.object({ causes: listOf(statusCauseSchema) }).optional(),
+});
+
+/** A `Status` view (the payload of an `ERROR` frame, or the body of a failed request). */
+export type ApiStatus = z.output<typeof statusSchema>;
+
+/** The watch event types the apiserver sends. */
+export const watchEventTypes = ['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR'] as const;
+/** A watch event type. */
+export type WatchEventType = (typeof watchEventTypes)[number];
+
+const cursorCarrier = z.object({ metadata: z.object({ resourceVersion: z.string() }) });
+
+/**
+ * The envelope of one watch frame: its `type`, its cursor (`object.metadata.resourceVersion`) and,
+ * for `ERROR`, the `Status`. Read from every frame; the payload is validated against an object
+ * schema only for `ADDED` / `MODIFIED` / `DELETED` (a `BOOKMARK` carries a bare cursor and an
+ * `ERROR` a `Status`, so validating either as an object would fail on every frame).
+ */
+export const watchFrameSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']), object: cursorCarrier }),
+  z.object({ type: z.literal('BOOKMARK'), object: cursorCarrier }),
+  z.object({ type: z.literal('ERROR'), object: statusSchema }),
+]);
+
+/** The envelope view (output of {@link watchFrameSchema}). */
+export type WatchFrameEnvelope = z.output<typeof watchFrameSchema>;
+
+/** A frame that carries an object. */
+export interface ObjectFrame<T> {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  readonly resourceVersion: string;
+  readonly object: T;
+}
+
+/** A bookmark: the cursor moved, nothing else happened. */
+export interface BookmarkFrame {
+  readonly type: 'BOOKMARK';
+  readonly resourceVersion: string;
+}
+
+/** The watch failed in-band. */
+export interface ErrorFrame {
+  readonly type: 'ERROR';
+  readonly status: ApiStatus;
+}
+
+/** One read watch frame. */
+export type WatchFrame<T> = ObjectFrame<T> | BookmarkFrame | ErrorFrame;
+
+function flatten(error: z.ZodError): ValidationIssue[] {
+  return error.issues.map((issue) => ({ path: issue.path, message: issue.message }));
+}
+
+function field(value: unknown, name: string): unknown {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
+}
+
+function salvageKey(raw: unknown): string | undefined {
+  const metadata = field(raw, 'metadata');
+  const name = field(metadata, 'name');
+  if (typeof name !== 'string') return undefined;
+  const namespace = field(metadata, 'namespace');
+  return objectKey({ metadata: { name, namespace: typeof namespace === 'string' ? namespace : undefined } });
+}
+
+/**
+ * Validates one object against `schema`. Throws {@link InvalidObjectError} (with the object key when
+ * the metadata is readable) instead of returning a partial object.
+ */
+export function parseObject<T>(schema: z.ZodType<T>, raw: unknown, frameType: string): T {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  const key = salvageKey(raw);
+  const issues = flatten(result.error);
+  const first = issues[0];
+  const where = first ? ` at ${first.path.map(String).join('.') || '<root>'}: ${first.message}` : '';
+  throw new InvalidObjectError(`${frameType} object ${key ?? '<unnamed>'} does not validate${where}`, { objectKey: key, frameType, issues });
+}
+
+/**
+ * Reads one decoded watch frame. Throws {@link MalformedWatchFrameError} when the envelope cannot
+ * be read (carrying the cursor when one is readable, so a reader can advance past the frame), and
+ * {@link InvalidObjectError} when an `ADDED` / `MODIFIED` / `DELETED` payload does not validate.
+ */
+export function readWatchFrame<T>(raw: unknown, schema: z.ZodType<T>): WatchFrame<T> {
+  const envelope = watchFrameSchema.safeParse(raw);
+  if (!envelope.success) {
+    const type = field(raw, 'type');
+    const resourceVersion = field(field(field(raw, 'object'), 'metadata'), 'resourceVersion');
+    throw new MalformedWatchFrameError(`unreadable watch frame envelope (type ${typeof type === 'string' ? type : '<none>'})`, {
+      frameType: typeof type === 'string' ? type : undefined,
+      resourceVersion: typeof resourceVersion === 'string' ? resourceVersion : undefined,
+      issues: flatten(envelope.error),
+    });
+  }
+  const frame = envelope.data;
+  switch (frame.type) {
+    case 'BOOKMARK':
+      return { type: 'BOOKMARK', resourceVersion: frame.object.metadata.resourceVersion };
+    case 'ERROR':
+      return { type: 'ERROR', status: frame.object };
+    default:
+      return {
+        type: frame.type,
+        resourceVersion: frame.object.metadata.resourceVersion,
+        object: parseObject(schema, (raw as { object: unknown }).object, frame.type),
+      };
+  }
+}
+
+/**
+ * Reads one watch line (one JSON document). A line that is not JSON is a
+ * {@link MalformedWatchFrameError}; otherwise as {@link readWatchFrame}.
+ */
+export function parseWatchLine<T>(line: string, schema: z.ZodType<T>): WatchFrame<T> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(line);
+  } catch (error) {
+    throw new MalformedWatchFrameError(`watch line is not JSON: ${(error as Error).message}`);
+  }
+  return readWatchFrame(raw, schema);
+}

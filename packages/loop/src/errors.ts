@@ -1,0 +1,68 @@
+/**
+ * Typed errors. Each carries a stable string `code`, because a dual ESM/CJS install can load two
+ * copies of a class and defeat `instanceof`; match on `code`.
+ */
+
+/** Invalid {@link ReconcileLoopOptions}: thrown by the constructor, before anything runs. */
+export class ReconcileLoopOptionsError extends Error {
+  readonly code = 'RECONCILE_LOOP_INVALID_OPTIONS' as const;
+  override readonly name = 'ReconcileLoopOptionsError';
+}
+
+/** `start()` was called on a loop that was already started (or stopped): a loop starts once. */
+export class LoopAlreadyStartedError extends Error {
+  readonly code = 'RECONCILE_LOOP_ALREADY_STARTED' as const;
+  override readonly name = 'LoopAlreadyStartedError';
+}
+
+/**
+ * The loop was stopped. `start()` rejects with it when `stop()` interrupts the start, and it is the
+ * abort reason the in-flight reconcile's signal carries during `stop()`.
+ */
+export class LoopStoppedError extends Error {
+  readonly code = 'RECONCILE_LOOP_STOPPED' as const;
+  override readonly name = 'LoopStoppedError';
+}
+
+/** `start()` gave up: the source did not deliver its first replace (the listing) within `syncTimeoutMs`. */
+export class SyncTimeoutError extends Error {
+  readonly code = 'RECONCILE_LOOP_SYNC_TIMEOUT' as const;
+  override readonly name = 'SyncTimeoutError';
+  constructor(
+    readonly sourceName: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`source "${sourceName}" did not sync within ${timeoutMs} ms; nothing was reconciled and the loop is stopped`);
+  }
+}
+
+/**
+ * A reconcile ran longer than `reconcileTimeoutMs`. It is the abort reason of that reconcile's
+ * signal, and the failure the retry scheduler backs off from.
+ */
+export class ReconcileTimeoutError extends Error {
+  readonly code = 'RECONCILE_LOOP_RECONCILE_TIMEOUT' as const;
+  override readonly name = 'ReconcileTimeoutError';
+  constructor(
+    readonly parentKey: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`reconcile of parent key ${parentKey} did not finish within ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * `stop()` was called from inside a reconcile that is still running. The stop goes ahead, but its
+ * promise rejects with this instead of waiting: waiting would wait for the very reconcile that is
+ * awaiting it. The rejection is pre-handled, so `void loop.stop()` is the way to stop from a reconcile.
+ */
+export class StopInsideReconcileError extends Error {
+  readonly code = 'RECONCILE_LOOP_STOP_INSIDE_RECONCILE' as const;
+  override readonly name = 'StopInsideReconcileError';
+  constructor() {
+    super(
+      'stop() cannot be awaited inside reconcile: it waits for the in-flight reconcile, which is the caller. ' +
+        'The stop has begun; write `void loop.stop()` and return from reconcile.',
+    );
+  }
+}

@@ -1,0 +1,442 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  DEFAULT_BASE_DELAY_MS,
+  DEFAULT_MAX_DELAY_MS,
+  RetryScheduler,
+  RetrySchedulerKeyError,
+  RetrySchedulerOptionsError,
+  systemClock,
+  type RetryKey,
+  type RetrySchedulerOptions,
+} from '../src/index.js';
+import { FakeClock } from './fake-clock.js';
+
+function setup<K extends RetryKey = string>(options: Partial<RetrySchedulerOptions<K>> = {}) {
+  const clock = new FakeClock(1_000);
+  const fired: Array<{ key: K; at: number }> = [];
+  const scheduler = new RetryScheduler<K>({
+    onRetry: (key) => fired.push({ key, at: clock.now() }),
+    clock,
+    ...options,
+  });
+  return { clock, fired, scheduler };
+}
+
+describe('RetryScheduler backoff', () => {
+  it('[retry_scheduler: per-key exponential backoff] delay = base * 2^(failures-1), capped at maxDelayMs', () => {
+    const { scheduler } = setup({ baseDelayMs: 10, maxDelayMs: 100 });
+    const delays = Array.from({ length: 7 }, () => scheduler.schedule('a'));
+    expect(delays).toEqual([10, 20, 40, 80, 100, 100, 100]);
+    expect(scheduler.failures('a')).toBe(7);
+    // Another key has its own count.
+    expect(scheduler.schedule('b')).toBe(10);
+  });
+
+  it('[retry_scheduler: default delays] 100 ms base and client-go\'s 1000 s cap', () => {
+    expect(DEFAULT_BASE_DELAY_MS).toBe(100);
+    expect(DEFAULT_MAX_DELAY_MS).toBe(1_000_000);
+    const { scheduler } = setup();
+    const delays = Array.from({ length: 16 }, () => scheduler.schedule('a'));
+    expect(delays.slice(0, 5)).toEqual([100, 200, 400, 800, 1600]);
+    expect(delays[13]).toBe(819_200);
+    expect(delays[14]).toBe(1_000_000);
+    expect(delays[15]).toBe(1_000_000);
+  });
+
+  it('[retry_scheduler: per-key exponential backoff] a huge failure count stays at the cap, never NaN or Infinity', () => {
+    const { scheduler } = setup({ baseDelayMs: 0, maxDelayMs: 50 });
+    for (let i = 0; i < 1100; i++) expect(scheduler.schedule('zero')).toBe(0);
+    const s2 = setup({ baseDelayMs: 1, maxDelayMs: Infinity }).scheduler;
+    let last = 0;
+    for (let i = 0; i < 1100; i++) last = s2.schedule('k');
+    expect(Number.isNaN(last)).toBe(false);
+    expect(last).toBe(2 ** 1023);
+  });
+
+  it('[retry_scheduler: per-key exponential backoff] forget resets the failure count', () => {
+    const { scheduler } = setup();
+    scheduler.schedule('a');
+    scheduler.schedule('a');
+    scheduler.forget('a');
+    expect(scheduler.failures('a')).toBe(0);
+    expect(scheduler.schedule('a')).toBe(100);
+  });
+
+  it('[retry_scheduler: per-key exponential backoff] a fired key keeps its failure count until forgotten', () => {
+    const { scheduler, clock, fired } = setup();
+    scheduler.schedule('a');
+    clock.advance(100);
+    expect(fired.map((f) => f.key)).toEqual(['a']);
+    expect(scheduler.failures('a')).toBe(1);
+    expect(scheduler.schedule('a')).toBe(200);
+  });
+
+  it('[retry_scheduler: invalid input] bad options and non-primitive keys are typed errors', () => {
+    const onRetry = (): void => {};
+    expect(() => new RetryScheduler({ onRetry, baseDelayMs: -1 })).toThrow(RetrySchedulerOptionsError);
+    expect(() => new RetryScheduler({ onRetry, baseDelayMs: Number.NaN })).toThrow(RetrySchedulerOptionsError);
+    expect(() => new RetryScheduler({ onRetry, baseDelayMs: 10, maxDelayMs: 5 })).toThrow(
+      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_OPTIONS' }),
+    );
+    expect(() => new RetryScheduler({ onRetry: undefined as unknown as () => void })).toThrow(RetrySchedulerOptionsError);
+    const { scheduler } = setup();
+    expect(() => scheduler.schedule({} as unknown as string)).toThrow(RetrySchedulerKeyError);
+    expect(() => scheduler.schedule(null as unknown as string)).toThrow(
+      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_KEY' }),
+    );
+    expect(scheduler.pending).toBe(0);
+  });
+});
+
+describe('RetryScheduler deadlines', () => {
+  it('[retry_scheduler: latest-wins deadlines] a new failure replaces the pending deadline; the key fires once, at the latest', () => {
+    const { scheduler, clock, fired } = setup();
+    scheduler.schedule('a'); // deadline 1100
+    clock.advance(50);
+    scheduler.schedule('a'); // replaced: 1050 + 200 = 1250
+    expect(scheduler.deadline('a')).toBe(1250);
+    expect(scheduler.pending).toBe(1);
+    clock.advance(100); // past the replaced deadline 1100
+    expect(fired).toEqual([]);
+    clock.advance(100);
+    expect(fired).toEqual([{ key: 'a', at: 1250 }]);
+    clock.advance(10_000);
+    expect(fired).toHaveLength(1);
+    expect(scheduler.deadline('a')).toBeUndefined();
+    expect(scheduler.pending).toBe(0);
+  });
+
+  it('[retry_scheduler: latest-wins deadlines] latest wins even when it is earlier than the replaced deadline', () => {
+    const { scheduler, clock, fired } = setup();
+    for (let i = 0; i < 4; i++) scheduler.schedule('a'); // 800 ms
+    scheduler.forget('a');
+    scheduler.schedule('a'); // 100 ms
+    clock.advance(100);
+    expect(fired).toEqual([{ key: 'a', at: 1100 }]);
+    clock.advance(1000);
+    expect(fired).toHaveLength(1);
+  });
+
+  it('[retry_scheduler: latest-wins deadlines] a forgotten key never fires', () => {
+    const { scheduler, clock, fired } = setup();
+    scheduler.schedule('a');
+    scheduler.schedule('b');
+    scheduler.forget('a');
+    expect(scheduler.pending).toBe(1);
+    clock.advance(10_000);
+    expect(fired.map((f) => f.key)).toEqual(['b']);
+  });
+
+  it('[retry_scheduler: one exact timer] a retry fires at its deadline, not up to a poll interval late', () => {
+    const { scheduler, clock, fired } = setup({ baseDelayMs: 37 });
+    scheduler.schedule('a');
+    clock.advance(36);
+    expect(fired).toEqual([]);
+    clock.advance(1);
+    expect(fired).toEqual([{ key: 'a', at: 1037 }]);
+  });
+
+  it('[retry_scheduler: one exact timer] nothing is armed while no key is pending (zero idle wakeups)', () => {
+    const { scheduler, clock } = setup();
+    clock.advance(3_600_000);
+    expect(clock.setTimeoutCalls).toBe(0);
+    scheduler.schedule('a');
+    expect(clock.active).toBe(1);
+    clock.advance(100);
+    expect(clock.active).toBe(0);
+    const calls = clock.setTimeoutCalls;
+    clock.advance(3_600_000);
+    expect(clock.setTimeoutCalls).toBe(calls);
+    scheduler.schedule('b');
+    scheduler.forget('b');
+    expect(clock.active).toBe(0);
+  });
+
+  it('[retry_scheduler: one exact timer] one timer for the earliest deadline, re-armed only when the earliest changes', () => {
+    const { scheduler, clock, fired } = setup();
+    for (let i = 0; i < 3; i++) scheduler.schedule('slow'); // 400 ms → 1400
+    expect(clock.delays).toEqual([100, 200, 400]);
+    scheduler.schedule('x'); // 1100: earlier, re-arm
+    scheduler.schedule('y'); // 1100: same earliest, no new timer
+    expect(clock.delays).toEqual([100, 200, 400, 100]);
+    expect(clock.active).toBe(1);
+    scheduler.forget('x');
+    scheduler.forget('y'); // earliest is 1400 again
+    expect(clock.delays).toEqual([100, 200, 400, 100, 400]);
+    expect(clock.maxActive).toBe(1);
+    clock.advance(400);
+    expect(fired).toEqual([{ key: 'slow', at: 1400 }]);
+  });
+
+  it('[retry_scheduler: one exact timer] keys due together fire in deadline order, then scheduling order', () => {
+    const { scheduler, clock, fired } = setup();
+    scheduler.schedule('late');
+    scheduler.schedule('late'); // 1200
+    scheduler.schedule('c'); // 1100
+    scheduler.schedule('a'); // 1100
+    scheduler.schedule('b'); // 1100
+    clock.advance(100);
+    expect(fired.map((f) => f.key)).toEqual(['c', 'a', 'b']);
+    // Same check when every deadline is overdue by the time the (single) timer runs.
+    const s2 = setup();
+    s2.scheduler.schedule('late');
+    s2.scheduler.schedule('late');
+    s2.scheduler.schedule('c');
+    s2.scheduler.schedule('a');
+    s2.clock.nowMs += 500; // time jumps without the timer running (a blocked event loop)
+    s2.clock.advance(0);
+    expect(s2.fired.map((f) => f.key)).toEqual(['c', 'a', 'late']);
+  });
+
+  it('[retry_scheduler: one exact timer] a timer that fires early re-arms instead of retrying early', () => {
+    const { scheduler, clock, fired } = setup();
+    clock.earlyMs = 30;
+    scheduler.schedule('a'); // deadline 1100, timer fires at 1070
+    clock.advance(70);
+    expect(fired).toEqual([]);
+    expect(clock.active).toBe(1);
+    clock.earlyMs = 0;
+    clock.advance(30);
+    expect(fired).toEqual([{ key: 'a', at: 1100 }]);
+  });
+
+  it('[retry_scheduler: one exact timer] a deadline beyond the 2^31-1 ms timer limit is reached by re-arming', () => {
+    const { scheduler, clock, fired } = setup({ baseDelayMs: 3_000_000_000, maxDelayMs: Infinity });
+    scheduler.schedule('far');
+    expect(clock.delays).toEqual([2 ** 31 - 1]);
+    clock.advance(2 ** 31 - 1);
+    expect(fired).toEqual([]);
+    clock.advance(3_000_000_000 - (2 ** 31 - 1));
+    expect(fired).toEqual([{ key: 'far', at: 1000 + 3_000_000_000 }]);
+  });
+
+  it('[retry_scheduler: lazy timer] constructing a scheduler touches no clock', () => {
+    const clock = { now: vi.fn(() => 0), setTimeout: vi.fn(), clearTimeout: vi.fn() };
+    new RetryScheduler({ onRetry: () => {}, clock });
+    expect(clock.now).not.toHaveBeenCalled();
+    expect(clock.setTimeout).not.toHaveBeenCalled();
+  });
+});
+
+describe('RetryScheduler callbacks', () => {
+  it('[retry_scheduler: re-entrant onRetry] onRetry may schedule the same key again; it fires again at the new deadline', () => {
+    const clock = new FakeClock(0);
+    const fired: Array<[string, number]> = [];
+    const scheduler: RetryScheduler<string> = new RetryScheduler<string>({
+      clock,
+      onRetry: (key) => {
+        fired.push([key, clock.now()]);
+        // The key has already left the pending set when its callback runs.
+        expect(scheduler.deadline(key)).toBeUndefined();
+        expect(scheduler.pending).toBe(0);
+        if (fired.length < 3) scheduler.schedule(key);
+      },
+    });
+    scheduler.schedule('a');
+    clock.advance(10_000);
+    expect(fired).toEqual([
+      ['a', 100],
+      ['a', 300],
+      ['a', 700],
+    ]);
+    expect(clock.maxActive).toBe(1);
+  });
+
+  it('[retry_scheduler: re-entrant onRetry] a zero delay rescheduled from onRetry goes to the next timer, not a spin', () => {
+    const clock = new FakeClock(0);
+    let calls = 0;
+    const scheduler: RetryScheduler<string> = new RetryScheduler<string>({
+      clock,
+      baseDelayMs: 0,
+      maxDelayMs: 0,
+      onRetry: (key) => {
+        calls += 1;
+        scheduler.schedule(key);
+      },
+    });
+    scheduler.schedule('a');
+    expect(clock.runNext()).toBe(true);
+    expect(calls).toBe(1);
+    expect(clock.active).toBe(1);
+    expect(clock.runNext()).toBe(true);
+    expect(calls).toBe(2);
+  });
+
+  it('[retry_scheduler: re-entrant onRetry] onRetry may forget another due key, which then does not fire', () => {
+    const clock = new FakeClock(0);
+    const fired: string[] = [];
+    const scheduler: RetryScheduler<string> = new RetryScheduler<string>({
+      clock,
+      onRetry: (key) => {
+        fired.push(key);
+        if (key === 'a') scheduler.forget('b');
+      },
+    });
+    scheduler.schedule('a');
+    scheduler.schedule('b');
+    scheduler.schedule('c');
+    clock.advance(100);
+    expect(fired).toEqual(['a', 'c']);
+  });
+
+  it('[retry_scheduler: shutdown] onRetry calling shutdown stops the sweep; nothing fires afterwards', () => {
+    const clock = new FakeClock(0);
+    const fired: string[] = [];
+    const scheduler: RetryScheduler<string> = new RetryScheduler<string>({
+      clock,
+      onRetry: (key) => {
+        fired.push(key);
+        scheduler.shutdown();
+      },
+    });
+    scheduler.schedule('a');
+    scheduler.schedule('b');
+    clock.advance(10_000);
+    expect(fired).toEqual(['a']);
+    expect(clock.active).toBe(0);
+  });
+
+  it('[retry_scheduler: throwing onRetry] is reported to onError and neither the sweep nor the timer breaks', () => {
+    const clock = new FakeClock(0);
+    const fired: string[] = [];
+    const errors: Array<[unknown, string]> = [];
+    const boom = new Error('boom');
+    const scheduler = new RetryScheduler<string>({
+      clock,
+      onRetry: (key) => {
+        fired.push(key);
+        if (key === 'a') throw boom;
+      },
+      onError: (error, key) => errors.push([error, key]),
+    });
+    scheduler.schedule('a');
+    scheduler.schedule('b');
+    scheduler.schedule('c');
+    scheduler.schedule('c'); // 200 ms: needs a later timer
+    clock.advance(1000);
+    expect(fired).toEqual(['a', 'b', 'c']);
+    expect(errors).toEqual([[boom, 'a']]);
+    expect(scheduler.deadline('a')).toBeUndefined();
+    scheduler.schedule('a');
+    clock.advance(1000);
+    expect(fired).toEqual(['a', 'b', 'c', 'a']);
+  });
+
+  it('[retry_scheduler: throwing onRetry] a throwing onError, or none at all, is swallowed', () => {
+    const clock = new FakeClock(0);
+    const fired: string[] = [];
+    const s1 = new RetryScheduler<string>({
+      clock,
+      onRetry: (key) => {
+        fired.push(key);
+        throw new Error('x');
+      },
+      onError: () => {
+        throw new Error('sink down');
+      },
+    });
+    const s2 = new RetryScheduler<string>({
+      clock,
+      onRetry: (key) => {
+        fired.push(`s2:${key}`);
+        throw new Error('y');
+      },
+    });
+    s1.schedule('a');
+    s1.schedule('b');
+    s2.schedule('a');
+    expect(() => clock.advance(100)).not.toThrow();
+    expect(fired).toEqual(['a', 'b', 's2:a']);
+  });
+});
+
+describe('RetryScheduler shutdown', () => {
+  it('[retry_scheduler: shutdown] cancels the timer, drops every key, nothing fires afterwards; idempotent', () => {
+    const { scheduler, clock, fired } = setup();
+    scheduler.schedule('a');
+    scheduler.schedule('b');
+    scheduler.shutdown();
+    expect(clock.active).toBe(0);
+    expect(scheduler.pending).toBe(0);
+    expect(scheduler.deadline('a')).toBeUndefined();
+    scheduler.shutdown();
+    clock.advance(10_000);
+    expect(fired).toEqual([]);
+  });
+
+  it('[retry_scheduler: schedule after shutdown] is a no-op returning -1, so a reconcile failing during stop is harmless', () => {
+    const { scheduler, clock, fired } = setup();
+    scheduler.shutdown();
+    expect(scheduler.schedule('late')).toBe(-1);
+    expect(scheduler.failures('late')).toBe(0);
+    expect(scheduler.pending).toBe(0);
+    expect(clock.setTimeoutCalls).toBe(0);
+    expect(() => scheduler.forget('late')).not.toThrow();
+    clock.advance(10_000);
+    expect(fired).toEqual([]);
+  });
+});
+
+describe('RetryScheduler scope', () => {
+  it('[retry_scheduler: delaying queue → onRetry] the scheduler holds no queue: its only output is one onRetry per due key', () => {
+    const proto = RetryScheduler.prototype as unknown as Record<string, unknown>;
+    const publicNames = Object.getOwnPropertyNames(proto)
+      .filter((n) => n !== 'constructor')
+      .sort();
+    expect(publicNames).toEqual(['deadline', 'failures', 'forget', 'pending', 'schedule', 'shutdown']);
+    const { scheduler, clock, fired } = setup();
+    scheduler.schedule('a');
+    clock.advance(100);
+    // Delivered once and not retained anywhere: no pending deadline, nothing to read back.
+    expect(fired).toEqual([{ key: 'a', at: 1100 }]);
+    expect(scheduler.pending).toBe(0);
+    expect(scheduler.deadline('a')).toBeUndefined();
+    clock.advance(100_000);
+    expect(fired).toHaveLength(1);
+  });
+
+  it('[retry_scheduler: bucket rate limiter dropped] many keys failing together all retry at the per-key delay, with no aggregate throttle', () => {
+    const { scheduler, clock, fired } = setup();
+    for (let i = 0; i < 500; i++) scheduler.schedule(`k${i}`);
+    clock.advance(100);
+    // client-go's 10 qps / 100 burst bucket would have spread the last 400 over 40 s.
+    expect(fired).toHaveLength(500);
+    expect(new Set(fired.map((f) => f.at))).toEqual(new Set([1100]));
+  });
+
+  it('[retry_scheduler: Result{RequeueAfter} dropped] a delay cannot be chosen per call: schedule takes only the key', () => {
+    expect(RetryScheduler.prototype.schedule.length).toBe(1);
+    const { scheduler } = setup();
+    const schedule = scheduler.schedule.bind(scheduler) as (key: string, afterMs: number) => number;
+    expect(schedule('a', 5_000)).toBe(100);
+    expect(scheduler.deadline('a')).toBe(1100);
+  });
+});
+
+describe('systemClock', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('[retry_scheduler: zero dependencies] its own systemClock follows vi.useFakeTimers', () => {
+    vi.useFakeTimers();
+    const fired: string[] = [];
+    const scheduler = new RetryScheduler<string>({ onRetry: (k) => fired.push(k) });
+    scheduler.schedule('a');
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(99);
+    expect(fired).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(fired).toEqual(['a']);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('[retry_scheduler: zero dependencies] systemClock timers are unref\'d, so a pending retry never holds the process open', () => {
+    const handle = systemClock.setTimeout(() => {}, 1e9) as { hasRef(): boolean };
+    try {
+      expect(handle.hasRef()).toBe(false);
+    } finally {
+      systemClock.clearTimeout(handle);
+    }
+  });
+});

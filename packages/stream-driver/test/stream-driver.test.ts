@@ -1,0 +1,362 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ObjectStore,
+  deleteEvent,
+  replaceEvent,
+  upsertEvent,
+  type SourceEvent,
+} from '@reconcile-loop/object-store';
+import {
+  DEFAULT_SOURCE_RETRY_DELAY_MS,
+  InProcessSource,
+  StreamDriver,
+  type StreamDriverOptions,
+} from '../src/index.js';
+import { ControlledSource, FakeClock, recordingLogger, settle } from './helpers.js';
+
+interface Cell {
+  pool: string;
+  v: number;
+}
+
+function setup(
+  options: Partial<StreamDriverOptions<Cell, string>> = {},
+  onOpen?: ControlledSource<Cell>['onOpen'],
+) {
+  const clock = new FakeClock();
+  const logger = recordingLogger();
+  const source = new ControlledSource<Cell>();
+  source.onOpen = onOpen;
+  const store = new ObjectStore<Cell, string>({ keyMap: (cell) => cell.pool });
+  const notified: string[][] = [];
+  const driver = new StreamDriver<Cell, string>({
+    source,
+    store,
+    onAffected: (parents) => notified.push([...parents]),
+    sourceRetryDelayMs: 1_000,
+    clock,
+    logger,
+    ...options,
+  });
+  const controller = new AbortController();
+  const running = driver.run(controller.signal);
+  return { clock, logger, source, store, notified, driver, controller, running };
+}
+
+const cell = (pool: string, v = 0): Cell => ({ pool, v });
+
+describe('StreamDriver', () => {
+  it('[source_stream_driver: WaitForCacheSync] waitForSync resolves only after the first replace is applied', async () => {
+    const { source, store, driver, controller, running } = setup();
+    let synced = false;
+    const waiting = driver.waitForSync().then(() => {
+      synced = true;
+      // Resolved after the replace is in the store, never before.
+      expect(store.has('a')).toBe(true);
+    });
+    await settle();
+    expect(source.streams).toHaveLength(1);
+    expect(synced).toBe(false);
+    expect(driver.synced).toBe(false);
+
+    source.last.push(replaceEvent([['a', cell('p1')]]));
+    await waiting;
+    expect(synced).toBe(true);
+    expect(driver.synced).toBe(true);
+    await expect(driver.waitForSync()).resolves.toBeUndefined();
+
+    controller.abort();
+    await running;
+  });
+
+  it('[source_stream_driver: WaitForCacheSync] waitForSync rejects with the abort reason, and with STREAM_DRIVER_STOPPED when run ends unsynced', async () => {
+    const { driver, controller, running } = setup();
+    const own = new AbortController();
+    const waitOwn = driver.waitForSync(own.signal);
+    const waitPlain = driver.waitForSync();
+    own.abort(new Error('gave up'));
+    await expect(waitOwn).rejects.toThrow('gave up');
+    controller.abort();
+    await running;
+    await expect(waitPlain).rejects.toMatchObject({ code: 'STREAM_DRIVER_STOPPED' });
+    await expect(driver.waitForSync()).rejects.toMatchObject({ code: 'STREAM_DRIVER_STOPPED' });
+    expect(driver.synced).toBe(false);
+  });
+
+  it('[source_stream_driver: WaitForCacheSync] synced stays true across a reopen', async () => {
+    const { clock, source, driver, controller, running } = setup({}, (stream) => stream.push(replaceEvent([])));
+    await driver.waitForSync();
+    source.last.fail(new Error('boom'));
+    await settle();
+    expect(driver.synced).toBe(true);
+    await clock.advance(1_000);
+    expect(source.streams).toHaveLength(2);
+    expect(driver.synced).toBe(true);
+    controller.abort();
+    await running;
+  });
+
+  it('[source_stream_driver: Streaming a listing into the store] a stream that does not open with a replace is closed, logged and reopened; its events never reach the store', async () => {
+    const { clock, logger, source, store, notified, driver, controller, running } = setup({}, (stream, index) => {
+      if (index === 0) stream.push(upsertEvent('a', cell('p1')));
+      else stream.push(replaceEvent([['b', cell('p2')]]));
+    });
+    await settle();
+    expect(source.streams[0]!.closed).toBe(true);
+    expect(store.has('a')).toBe(false);
+    expect(notified).toEqual([]);
+    const logged = logger.entries.find((e) => e.level === 'error');
+    expect(logged?.fields.err).toMatchObject({ code: 'STREAM_DID_NOT_OPEN_WITH_REPLACE', firstEventType: 'upsert' });
+
+    await clock.advance(999);
+    expect(source.streams).toHaveLength(1);
+    await clock.advance(1);
+    expect(source.streams).toHaveLength(2);
+    await driver.waitForSync();
+    expect([...store.keys()]).toEqual(['b']);
+    controller.abort();
+    await running;
+  });
+
+  it('[source_stream_driver: Streaming a listing into the store] a listing arrives as one replace and later replaces mid-stream are applied whole', async () => {
+    const { source, store, notified, driver, controller, running } = setup();
+    await settle();
+    source.last.push(replaceEvent([['a', cell('p1')], ['b', cell('p2')]]));
+    await driver.waitForSync();
+    source.last.push(replaceEvent([['b', cell('p2', 1)]]));
+    await settle();
+    expect(store.keys()).toEqual(['b']);
+    expect(notified).toEqual([['p1', 'p2'], ['p2', 'p1']]);
+    controller.abort();
+    await running;
+  });
+
+  it('[source_stream_driver: Cache-before-notify ordering] onAffected sees the store already holding the event', async () => {
+    const clock = new FakeClock();
+    const source = new ControlledSource<Cell>();
+    const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
+    const seen: Array<[string, number | undefined, number]> = [];
+    const driver = new StreamDriver<Cell, string>({
+      source,
+      store,
+      clock,
+      onAffected: (parents) => {
+        for (const parent of parents) seen.push([parent, store.get('a')?.v, store.members(parent).size]);
+      },
+    });
+    const controller = new AbortController();
+    const running = driver.run(controller.signal);
+    await settle();
+    source.last.push(replaceEvent([['a', cell('p1', 1)]]), upsertEvent('a', cell('p1', 2)), deleteEvent('a'));
+    await settle();
+    expect(seen).toEqual([
+      ['p1', 1, 1],
+      ['p1', 2, 1],
+      ['p1', undefined, 0],
+    ]);
+    controller.abort();
+    await running;
+  });
+
+  it('[source_stream_driver: Retry inside vs outside the stream] a stream that fails is reopened after sourceRetryDelayMs on the clock (outer retry)', async () => {
+    const { clock, logger, source, driver, controller, running } = setup({ sourceRetryDelayMs: 5_000 }, (stream) =>
+      stream.push(replaceEvent([])),
+    );
+    await driver.waitForSync();
+    const failure = new Error('stream died');
+    source.last.fail(failure);
+    await settle();
+    expect(source.streams[0]!.closed).toBe(true);
+    expect(logger.entries.some((e) => e.level === 'error' && e.fields.err === failure)).toBe(true);
+    await clock.advance(4_999);
+    expect(source.streams).toHaveLength(1);
+    await clock.advance(1);
+    expect(source.streams).toHaveLength(2);
+
+    // A stream that ends cleanly gets the same outer retry.
+    source.last.end();
+    await settle();
+    await clock.advance(4_999);
+    expect(source.streams).toHaveLength(2);
+    await clock.advance(1);
+    expect(source.streams).toHaveLength(3);
+    expect(logger.entries.some((e) => e.level === 'warn' && e.message.includes('ended'))).toBe(true);
+    controller.abort();
+    await running;
+    expect(clock.pending).toBe(0);
+  });
+
+  it('[source_stream_driver: Retry inside vs outside the stream] run never rejects for a stream failure: open() throwing and a malformed event are retried', async () => {
+    const clock = new FakeClock();
+    const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
+    let opens = 0;
+    const driver = new StreamDriver<Cell, string>({
+      source: {
+        name: 'flaky',
+        open: async function* () {
+          opens += 1;
+          if (opens === 1) throw new Error('cannot open');
+          yield replaceEvent([['a', cell('p1')]]);
+          if (opens === 2) yield { type: 'bogus' } as unknown as SourceEvent<Cell>;
+          await new Promise(() => {});
+        },
+      },
+      store,
+      onAffected: () => {},
+      sourceRetryDelayMs: 10,
+      clock,
+    });
+    const controller = new AbortController();
+    const running = driver.run(controller.signal);
+    await clock.advance(10);
+    expect(opens).toBe(2);
+    expect(driver.synced).toBe(true);
+    await clock.advance(10);
+    expect(opens).toBe(3);
+    expect(store.keys()).toEqual(['a']);
+    controller.abort();
+    // The third stream ignores its signal and is parked on a promise that never settles: the
+    // driver requests the close and still returns.
+    await expect(running).resolves.toBeUndefined();
+  });
+
+  it('[source_stream_driver: Closing a stream during teardown] a close that throws on abort is logged and swallowed', async () => {
+    const { logger, source, driver, controller, running } = setup({}, (stream) => {
+      stream.push(replaceEvent([]));
+      stream.closeError = new Error('close failed');
+    });
+    await driver.waitForSync();
+    controller.abort(new Error('stopping'));
+    await expect(running).resolves.toBeUndefined();
+    expect(source.last.closed).toBe(true);
+    const warn = logger.entries.find((e) => e.level === 'warn' && e.message.includes('closing'));
+    expect((warn?.fields.err as Error).message).toBe('close failed');
+  });
+
+  it('[source_stream_driver: Closing a stream during teardown] a close failure does not mask the stream failure being unwound', async () => {
+    const { clock, logger, source, driver, controller, running } = setup({}, (stream) => {
+      stream.push(replaceEvent([]));
+      stream.closeError = new Error('close failed');
+    });
+    await driver.waitForSync();
+    const failure = new Error('stream died');
+    source.last.fail(failure);
+    await settle();
+    const errors = logger.entries.filter((e) => e.level === 'error');
+    expect(errors.map((e) => e.fields.err)).toEqual([failure]);
+    expect(logger.entries.some((e) => e.level === 'warn' && (e.fields.err as Error).message === 'close failed')).toBe(true);
+    await clock.advance(1_000);
+    expect(source.streams).toHaveLength(2);
+    controller.abort();
+    await running;
+  });
+
+  it('[source_stream_driver: Closing a stream during teardown] abort closes the stream even while next() is pending', async () => {
+    const { source, driver, controller, running } = setup({}, (stream) => stream.push(replaceEvent([])));
+    await driver.waitForSync();
+    await settle();
+    expect(source.last.closed).toBe(false);
+    controller.abort();
+    await running;
+    expect(source.last.closed).toBe(true);
+    expect(source.streams).toHaveLength(1);
+  });
+
+  it('[source_stream_driver: source.Channel] an in-process source opens with a replace of its world, then streams changes; a reopen replays deletions missed while disconnected', async () => {
+    const clock = new FakeClock();
+    const registry = new InProcessSource<Cell>('registry', [['a', cell('p1')]]);
+    const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
+    const notified: string[][] = [];
+    const driver = new StreamDriver<Cell, string>({
+      source: registry,
+      store,
+      onAffected: (p) => notified.push([...p]),
+      sourceRetryDelayMs: 100,
+      clock,
+    });
+    const controller = new AbortController();
+    const running = driver.run(controller.signal);
+    await driver.waitForSync();
+    expect(store.keys()).toEqual(['a']);
+    registry.upsert('b', cell('p2'));
+    await settle();
+    expect(store.keys()).toEqual(['a', 'b']);
+    expect(registry.openStreams).toBe(1);
+
+    registry.disconnect();
+    await settle();
+    expect(registry.openStreams).toBe(0);
+    registry.delete('a'); // nobody is listening: a missed deletion
+    registry.upsert('c', cell('p3'));
+    await settle();
+    expect(store.keys()).toEqual(['a', 'b']);
+    notified.length = 0;
+
+    await clock.advance(100);
+    expect(store.keys().sort()).toEqual(['b', 'c']);
+    expect(notified).toEqual([['p2', 'p3', 'p1']]);
+    controller.abort();
+    await running;
+    await settle();
+    expect(registry.openStreams).toBe(0);
+  });
+
+  it('[source_stream_driver: source.Channel] disconnect with an error fails the open streams', async () => {
+    const registry = new InProcessSource<Cell>('registry');
+    const controller = new AbortController();
+    const iterator = registry.open(controller.signal)[Symbol.asyncIterator]();
+    await expect(iterator.next()).resolves.toMatchObject({ value: { type: 'replace' } });
+    registry.upsert('a', cell('p1'));
+    registry.disconnect(new Error('gone'));
+    await expect(iterator.next()).resolves.toMatchObject({ value: { type: 'upsert', key: 'a' } });
+    await expect(iterator.next()).rejects.toThrow('gone');
+    expect(registry.delete('missing')).toBe(false);
+    expect(registry.snapshot().size).toBe(1);
+  });
+
+  it('onAffected throwing is logged and the stream keeps flowing', async () => {
+    const logger = recordingLogger();
+    const registry = new InProcessSource<Cell>('registry');
+    const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
+    let calls = 0;
+    const driver = new StreamDriver<Cell, string>({
+      source: registry,
+      store,
+      logger,
+      clock: new FakeClock(),
+      onAffected: () => {
+        calls += 1;
+        throw new Error('handler bug');
+      },
+    });
+    const controller = new AbortController();
+    const running = driver.run(controller.signal);
+    await driver.waitForSync();
+    registry.upsert('a', cell('p1'));
+    registry.upsert('b', cell('p2'));
+    await settle();
+    expect(calls).toBe(2);
+    expect(store.size).toBe(2);
+    expect(logger.entries.filter((e) => e.level === 'error')).toHaveLength(2);
+    controller.abort();
+    await running;
+  });
+
+  it('rejects bad options and a second run with typed errors', async () => {
+    const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
+    const source = new InProcessSource<Cell>('s');
+    expect(() => new StreamDriver({ source, store, onAffected: () => {}, sourceRetryDelayMs: -1 })).toThrow(
+      expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }),
+    );
+    expect(() => new StreamDriver({ source: {} as never, store, onAffected: () => {} })).toThrow(
+      expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }),
+    );
+    expect(DEFAULT_SOURCE_RETRY_DELAY_MS).toBe(1_000);
+    const driver = new StreamDriver({ source, store, onAffected: () => {}, clock: new FakeClock() });
+    const controller = new AbortController();
+    const running = driver.run(controller.signal);
+    await expect(driver.run(controller.signal)).rejects.toMatchObject({ code: 'STREAM_DRIVER_ALREADY_RUN' });
+    controller.abort();
+    await running;
+  });
+});
