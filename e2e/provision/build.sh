@@ -18,7 +18,9 @@ if ! command -v go >/dev/null 2>&1 && [[ "${1:-}" != "--print-dir" ]]; then
   exit 127
 fi
 
-here="$(cd "${BASH_SOURCE[0]%/*}" && pwd)"
+src="${BASH_SOURCE[0]}"
+[[ "$src" == */* ]] || src="./$src"
+here="$(cd "${src%/*}" && pwd)"
 # shellcheck source=versions.env
 source "$here/versions.env"
 
@@ -50,7 +52,9 @@ build_one() { # <name> <module dir> <output> <ldflags>
   tmp="$out.tmp.$$"
   log "$name: downloading modules (go mod download)"
   (cd "$dir" && go mod download)
-  log "$name: compiling (first build takes minutes; progress every 100 packages)"
+  local total
+  total=$(cd "$dir" && go list -deps . 2>/dev/null | wc -l) || total='?'
+  log "$name: compiling ($total packages in the build, fewer when some are cached; the first build takes minutes)"
   set +e
   (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -v -trimpath -buildvcs=false \
       -ldflags "$ldflags" -o "$tmp" .) 2>&1 | while IFS= read -r line; do
@@ -59,7 +63,7 @@ build_one() { # <name> <module dir> <output> <ldflags>
       printf '%s\n' "$line" >&2
     else
       n=$((n + 1))
-      if (( n % 100 == 0 )); then log "$name: $n packages compiled"; fi
+      if (( n % 100 == 0 )); then log "$name: $n of at most $total packages compiled"; fi
     fi
   done
   local rc=${PIPESTATUS[0]}

@@ -7,7 +7,7 @@ interface Pair {
 }
 
 /**
- * A loopback TCP forwarder in front of an apiserver. `stall()` stops moving bytes in both
+ * A loopback TCP forwarder in front of an apiserver. `stall()` stops delivering bytes in both
  * directions while every connection stays open — a silent stall, the failure only an idle
  * timeout can catch: no FIN, no RST, no error. TLS passes through untouched.
  */
@@ -53,10 +53,6 @@ export class TcpProxy {
     upstream.on('error', close).on('close', close);
     client.on('data', (chunk: Buffer) => (this.#stalled ? pair.held.toUpstream.push(chunk) : upstream.write(chunk)));
     upstream.on('data', (chunk: Buffer) => (this.#stalled ? pair.held.toClient.push(chunk) : client.write(chunk)));
-    if (this.#stalled) {
-      client.pause();
-      upstream.pause();
-    }
   }
 
   /** URL of the proxy for an https apiserver behind it. */
@@ -86,13 +82,12 @@ export class TcpProxy {
     return this.#stalled;
   }
 
-  /** Stops forwarding: bytes already read are held, sockets stop reading, nothing is closed. */
+  /**
+   * Stops forwarding: bytes keep being read from both sides and are held (so a test can see
+   * they arrived), none is delivered, nothing is closed.
+   */
   stall(): void {
     this.#stalled = true;
-    for (const pair of this.#pairs) {
-      pair.client.pause();
-      pair.upstream.pause();
-    }
   }
 
   /** Forwards again, first delivering what was held. */
@@ -101,8 +96,6 @@ export class TcpProxy {
     for (const pair of this.#pairs) {
       for (const chunk of pair.held.toUpstream.splice(0)) pair.upstream.write(chunk);
       for (const chunk of pair.held.toClient.splice(0)) pair.client.write(chunk);
-      pair.client.resume();
-      pair.upstream.resume();
     }
   }
 

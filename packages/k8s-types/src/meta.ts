@@ -8,6 +8,29 @@ import { z } from 'zod';
 const EMPTY_STRING_MAP: Readonly<Record<string, string>> = Object.freeze({});
 const EMPTY_LIST: readonly never[] = Object.freeze([]);
 
+/** Bound on the intern table, so a stream of distinct values cannot grow it without limit. */
+const INTERN_CAPACITY = 16_384;
+const internTable = new Map<string, string>();
+
+/**
+ * Returns one shared instance of `value`. JSON.parse allocates a fresh string for every value, so
+ * without this every cached pod holds its own copy of `"kube-controller-manager"`-like values that
+ * thousands of pods share. The table is bounded: when full it starts over, which only loses sharing.
+ */
+export function intern(value: string): string {
+  const shared = internTable.get(value);
+  if (shared !== undefined) return shared;
+  if (internTable.size >= INTERN_CAPACITY) internTable.clear();
+  internTable.set(value, value);
+  return value;
+}
+
+/**
+ * A string field whose values repeat across objects (namespace, node name, phase, condition type,
+ * owner name...): validated as a string, stored as one shared instance (see {@link intern}).
+ */
+export const sharedString = z.string().transform(intern);
+
 function toEpochMs(value: string | Date | null, ctx: z.core.$RefinementCtx<string | Date | null>): number | undefined {
   if (value === null) return undefined;
   // Both client shapes meet here: LIST through the generated deserializer yields `Date`,
@@ -32,7 +55,7 @@ export const timestamp = z.optional(z.union([z.string(), z.date(), z.null()]).tr
  * `{}`: no consumer distinguishes "absent" from "empty", and the shared empty costs no memory per object.
  */
 export const stringMap = z
-  .record(z.string(), z.string())
+  .record(z.string(), sharedString)
   .nullish()
   .transform((value): Readonly<Record<string, string>> => value ?? EMPTY_STRING_MAP);
 
@@ -49,10 +72,10 @@ export function listOf<T extends z.ZodType>(item: T) {
 
 /** The owner reference fields a pool tracker reads. */
 export const ownerReferenceSchema = z.object({
-  apiVersion: z.string(),
-  kind: z.string(),
-  name: z.string(),
-  uid: z.string(),
+  apiVersion: sharedString,
+  kind: sharedString,
+  name: sharedString,
+  uid: sharedString,
   controller: z.boolean().optional(),
 });
 
@@ -63,7 +86,7 @@ export const ownerReferenceSchema = z.object({
  */
 export const objectMetaSchema = z.object({
   name: z.string(),
-  namespace: z.string().optional(),
+  namespace: sharedString.optional(),
   uid: z.string().optional(),
   resourceVersion: z.string().optional(),
   generation: z.number().int().optional(),

@@ -1,14 +1,14 @@
 import { z } from 'zod';
-import { listOf, objectSchema, timestamp } from './meta.js';
+import { listOf, objectSchema, sharedString, timestamp } from './meta.js';
 
 /** The container state fields a pool tracker reads (at most one of the three is set). */
 export const containerStateSchema = z.object({
-  waiting: z.object({ reason: z.string().optional() }).optional(),
+  waiting: z.object({ reason: sharedString.optional() }).optional(),
   running: z.object({ startedAt: timestamp }).optional(),
   terminated: z
     .object({
       exitCode: z.number().int(),
-      reason: z.string().optional(),
+      reason: sharedString.optional(),
       startedAt: timestamp,
       finishedAt: timestamp,
     })
@@ -17,31 +17,48 @@ export const containerStateSchema = z.object({
 
 /** One entry of `status.containerStatuses`. */
 export const containerStatusSchema = z.object({
-  name: z.string(),
+  name: sharedString,
   ready: z.boolean(),
   started: z.boolean().optional(),
   restartCount: z.number().int(),
   state: containerStateSchema.optional(),
 });
 
-/** One entry of `status.conditions` (`Ready`, `PodScheduled`, ...); `status` is `True` / `False` / `Unknown`. */
-export const podConditionSchema = z.object({
-  type: z.string(),
-  status: z.string(),
+const sharedConditions = new Map<string, Map<string, Readonly<{ type: string; status: string }>>>();
+
+/**
+ * One entry of `status.conditions` (`Ready`, `PodScheduled`, ...); `status` is `True` / `False` /
+ * `Unknown`. The view holds only type and status, so equal conditions are one shared frozen object
+ * (a handful of distinct values across every pod in the cache).
+ */
+export const podConditionSchema = z.object({ type: sharedString, status: sharedString }).transform((condition) => {
+  let byStatus = sharedConditions.get(condition.type);
+  if (byStatus === undefined) {
+    // Bounded like the intern table: condition types are a short, fixed vocabulary.
+    if (sharedConditions.size >= 1024) sharedConditions.clear();
+    byStatus = new Map();
+    sharedConditions.set(condition.type, byStatus);
+  }
+  let shared = byStatus.get(condition.status);
+  if (shared === undefined) {
+    shared = Object.freeze(condition);
+    byStatus.set(condition.status, shared);
+  }
+  return shared;
 });
 
 /** The `spec` fields a pool tracker reads. */
 export const podSpecSchema = z.object({
-  nodeName: z.string().optional(),
-  containers: listOf(z.object({ name: z.string() })),
+  nodeName: sharedString.optional(),
+  containers: listOf(z.object({ name: sharedString })),
 });
 
 /** The `status` fields a pool tracker reads. */
 export const podStatusSchema = z.object({
-  phase: z.string().optional(),
+  phase: sharedString.optional(),
   podIP: z.string().optional(),
   podIPs: listOf(z.object({ ip: z.string() })),
-  hostIP: z.string().optional(),
+  hostIP: sharedString.optional(),
   startTime: timestamp,
   conditions: listOf(podConditionSchema),
   containerStatuses: listOf(containerStatusSchema),

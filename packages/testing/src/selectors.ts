@@ -23,7 +23,8 @@ export class SelectorParseError extends Error {
 const NAME_RE = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const DNS1123_SUBDOMAIN_RE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-function keyError(key: string): string | undefined {
+/** Why `key` is not a valid label key, or undefined. */
+export function labelKeyError(key: string): string | undefined {
   const slash = key.indexOf('/');
   let name = key;
   if (slash >= 0) {
@@ -42,7 +43,8 @@ function keyError(key: string): string | undefined {
   return undefined;
 }
 
-function valueError(value: string): string | undefined {
+/** Why `value` is not a valid label value, or undefined. */
+export function labelValueError(value: string): string | undefined {
   if (value === '') return undefined;
   if (value.length > 63) return 'must be no more than 63 characters';
   if (!NAME_RE.test(value)) {
@@ -124,7 +126,7 @@ export function parseLabelSelector(input: string): LabelRequirement[] {
     const k = next();
     if (k.t !== 'id') fail(`found '${show(k)}', expected: identifier`);
     const key = (k as { v: string }).v;
-    const ke = keyError(key);
+    const ke = labelKeyError(key);
     if (ke !== undefined) fail(`Invalid value: ${JSON.stringify(key)}: ${ke}`);
     const after = peek();
     if (negate) {
@@ -142,7 +144,7 @@ export function parseLabelSelector(input: string): LabelRequirement[] {
       } else if (v.t !== ',' && v.t !== 'end') {
         fail(`found '${show(v)}', expected: identifier`);
       }
-      const ve = valueError(value);
+      const ve = labelValueError(value);
       if (ve !== undefined) fail(`Invalid value: ${JSON.stringify(value)}: ${ve}`);
       if (after.t === '>' || after.t === '<') {
         if (!/^-?\d+$/.test(value)) fail(`for 'Gt', 'Lt' operators, the value must be an integer`);
@@ -160,7 +162,7 @@ export function parseLabelSelector(input: string): LabelRequirement[] {
         const v = next();
         if (v.t === 'id') {
           if (!expectValue) fail(`found '${v.v}', expected: ',' or ')'`);
-          const ve = valueError(v.v);
+          const ve = labelValueError(v.v);
           if (ve !== undefined) fail(`Invalid value: ${JSON.stringify(v.v)}: ${ve}`);
           values.push(v.v);
           expectValue = false;

@@ -1,0 +1,564 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_RESYNC_PERIOD_MS,
+  InProcessSource,
+  ReconcileLoop,
+  replaceEvent,
+  upsertEvent,
+  type ReconcileContext,
+  type ReconcileLoopOptions,
+} from '../src/index.js';
+import { ControlledSource, FakeClock, recordingLogger, settle } from './helpers.js';
+
+interface Cell {
+  pool: string | undefined;
+  v: number;
+}
+
+const cell = (pool: string | undefined, v = 0): Cell => ({ pool, v });
+
+interface Call {
+  key: string;
+  at: number;
+  members: Record<string, number>;
+}
+
+type Body = (key: string, ctx: ReconcileContext<Cell, string>) => void | Promise<void>;
+
+function harness(
+  options: Partial<ReconcileLoopOptions<Cell, string>> & { body?: Body; initial?: Array<[string, Cell]> } = {},
+) {
+  const clock = new FakeClock();
+  const logger = recordingLogger();
+  const registry = new InProcessSource<Cell>('cells', options.initial ?? []);
+  const calls: Call[] = [];
+  const { body, initial: _initial, ...rest } = options;
+  const loop = new ReconcileLoop<Cell, string>({
+    source: registry,
+    keyMap: (c) => c.pool,
+    reconcile: async (key, ctx) => {
+      calls.push({ key, at: clock.now(), members: Object.fromEntries([...ctx.members].map(([k, c]) => [k, c.v])) });
+      await body?.(key, ctx);
+    },
+    clock,
+    logger,
+    ...rest,
+  });
+  const keys = () => calls.map((c) => c.key);
+  return { clock, logger, registry, calls, loop, keys };
+}
+
+describe('ReconcileLoop', () => {
+  it('[source_stream_driver: WaitForCacheSync] start() waits for the first replace; nothing is reconciled before it', async () => {
+    const clock = new FakeClock();
+    const source = new ControlledSource<Cell>();
+    const seen: Array<[string, number]> = [];
+    const loop = new ReconcileLoop<Cell, string>({
+      source,
+      keyMap: (c) => c.pool,
+      reconcile: (key, ctx) => {
+        seen.push([key, ctx.members.size]);
+      },
+      clock,
+    });
+    let started = false;
+    const starting = loop.start().then(() => (started = true));
+    loop.enqueue('p1'); // a manual trigger before sync waits for sync too
+    await settle();
+    expect(loop.state).toBe('starting');
+    expect(started).toBe(false);
+    expect(loop.synced).toBe(false);
+    expect(seen).toEqual([]);
+
+    source.last.push(replaceEvent([['a', cell('p1')], ['b', cell('p2')], ['c', cell('p2')]]));
+    await starting;
+    expect(loop.state).toBe('running');
+    await settle();
+    // Every parent of the listing is reconciled once, against the full listing.
+    expect(seen).toEqual([
+      ['p1', 1],
+      ['p2', 2],
+    ]);
+    await loop.stop();
+  });
+
+  it('[source_stream_driver: Cache-before-notify ordering] a reconcile reads the state of the event that triggered it', async () => {
+    const { registry, calls, loop } = harness({
+      initial: [['a', cell('p1', 1)]],
+      body: (key, ctx) => {
+        // The whole-store view agrees with the snapshot: the store was updated before the enqueue.
+        for (const [k, c] of ctx.members) expect(ctx.store.get(k)).toBe(c);
+        expect(ctx.store.hasMembers(key)).toBe(ctx.members.size > 0);
+      },
+    });
+    await loop.start();
+    await settle();
+    registry.upsert('a', cell('p1', 2));
+    await settle();
+    registry.upsert('b', cell('p1', 7));
+    await settle();
+    expect(calls.map((c) => c.members)).toEqual([{ a: 1 }, { a: 2 }, { a: 2, b: 7 }]);
+    expect(loop.store.get('b')).toEqual(cell('p1', 7));
+    await loop.stop();
+  });
+
+  it('[object_store: EnqueueRequestForOwner] an object whose key map stops mapping is evicted and re-drives the parent it left', async () => {
+    const { registry, calls, loop, keys } = harness({ initial: [['a', cell('p1')], ['b', cell('p1')]] });
+    await loop.start();
+    await settle();
+    calls.length = 0;
+    registry.upsert('a', cell(undefined)); // labels no longer map
+    await settle();
+    expect(calls).toEqual([{ key: 'p1', at: 0, members: { b: 0 } }]);
+    expect(loop.store.has('a')).toBe(false);
+
+    calls.length = 0;
+    registry.upsert('b', cell('p2')); // moves: both the parent left and the parent joined are re-driven
+    await settle();
+    expect(keys().sort()).toEqual(['p1', 'p2']);
+    expect(calls.find((c) => c.key === 'p1')?.members).toEqual({});
+    await loop.stop();
+  });
+
+  it('[loop: Resync period] resync re-enqueues only parents that still have members, every period, without jitter', async () => {
+    const { clock, registry, calls, loop, keys } = harness({
+      resyncPeriodMs: 1_000,
+      initial: [['a', cell('p1')], ['b', cell('p2')]],
+    });
+    await loop.start();
+    await settle();
+    registry.delete('b'); // p2 loses its last member
+    await settle();
+    expect(keys()).toEqual(['p1', 'p2', 'p2']);
+    calls.length = 0;
+    await clock.advance(999);
+    expect(calls).toEqual([]);
+    await clock.advance(1);
+    expect(calls).toEqual([{ key: 'p1', at: 1_000, members: { a: 0 } }]);
+    await clock.advance(1_000);
+    expect(calls.map((c) => c.at)).toEqual([1_000, 2_000]);
+    await loop.stop();
+    expect(clock.pending).toBe(0);
+  });
+
+  it('[loop: Resync period] defaults to 10 h, and 0 disables it', async () => {
+    expect(DEFAULT_RESYNC_PERIOD_MS).toBe(36_000_000);
+    const on = harness({ initial: [['a', cell('p1')]] });
+    await on.loop.start();
+    await settle();
+    await on.clock.advance(DEFAULT_RESYNC_PERIOD_MS - 1);
+    expect(on.keys()).toEqual(['p1']);
+    await on.clock.advance(1);
+    expect(on.keys()).toEqual(['p1', 'p1']);
+    await on.loop.stop();
+
+    const off = harness({ resyncPeriodMs: 0, initial: [['a', cell('p1')]] });
+    await off.loop.start();
+    await settle();
+    expect(off.clock.pending).toBe(0);
+    await off.clock.advance(10 * DEFAULT_RESYNC_PERIOD_MS);
+    expect(off.keys()).toEqual(['p1']);
+    await off.loop.stop();
+  });
+
+  it('[retry_scheduler: Delaying queue on earliest readyAt] a reconcile that throws is retried with exponential backoff; success forgets the backoff', async () => {
+    let failuresLeft = 3;
+    const { clock, registry, calls, loop, logger } = harness({
+      retry: { baseDelayMs: 100, maxDelayMs: 10_000 },
+      initial: [['a', cell('p1')]],
+      body: async () => {
+        if (failuresLeft === 0) return;
+        failuresLeft -= 1;
+        if (failuresLeft === 1) throw new Error('sync throw path'); // rejected promise and throw alike
+        await Promise.reject(new Error('transient'));
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advance(1_000);
+    expect(calls.map((c) => c.at)).toEqual([0, 100, 300, 700]);
+    expect(logger.entries.filter((e) => e.message.includes('retrying')).map((e) => e.fields.retryInMs)).toEqual([100, 200, 400]);
+
+    // Forgotten: the next failure starts again at the base delay.
+    failuresLeft = 1;
+    registry.upsert('a', cell('p1', 1));
+    await settle();
+    await clock.advance(100);
+    expect(calls.map((c) => c.at)).toEqual([0, 100, 300, 700, 1_000, 1_100]);
+    await loop.stop();
+  });
+
+  it('[loop: MaxConcurrentReconciles] one worker: reconciles never overlap', async () => {
+    let running = 0;
+    let peak = 0;
+    const { clock, registry, loop, keys } = harness({
+      body: async () => {
+        running += 1;
+        peak = Math.max(peak, running);
+        await new Promise<void>((resolve) => clock.setTimeout(resolve, 10));
+        running -= 1;
+      },
+    });
+    await loop.start();
+    for (const pool of ['p1', 'p2', 'p3']) registry.upsert(`${pool}-a`, cell(pool));
+    await clock.advance(100);
+    expect(keys()).toEqual(['p1', 'p2', 'p3']);
+    expect(peak).toBe(1);
+    await loop.stop();
+  });
+
+  it('[loop: Predicates] dropped: every event re-drives its parent, even one that changed nothing', async () => {
+    const { registry, loop, keys } = harness({ initial: [['a', cell('p1')]] });
+    await loop.start();
+    await settle();
+    registry.upsert('a', cell('p1'));
+    await settle();
+    registry.upsert('a', cell('p1'));
+    await settle();
+    expect(keys()).toEqual(['p1', 'p1', 'p1']);
+    await loop.stop();
+  });
+
+  it('[retry_scheduler: Result{RequeueAfter}] dropped: what reconcile returns schedules nothing', async () => {
+    const { clock, loop, keys } = harness({
+      resyncPeriodMs: 0,
+      initial: [['a', cell('p1')]],
+      body: () => ({ requeueAfter: 10 }) as unknown as void,
+    });
+    await loop.start();
+    await clock.advance(1_000);
+    expect(keys()).toEqual(['p1']);
+    expect(clock.pending).toBe(0);
+    await loop.stop();
+  });
+
+  it('[source_stream_driver: Retry inside vs outside the stream] a dead stream is reopened after sourceRetryDelayMs and its relist re-drives a deletion missed meanwhile', async () => {
+    const { clock, registry, calls, loop, logger } = harness({
+      sourceRetryDelayMs: 2_000,
+      initial: [['a', cell('p1')], ['b', cell('p2')]],
+    });
+    await loop.start();
+    await settle();
+    calls.length = 0;
+    registry.disconnect(new Error('registry restarted'));
+    await settle();
+    registry.delete('b'); // missed: no stream is open
+    await clock.advance(1_999);
+    expect(calls).toEqual([]);
+    expect(loop.store.has('b')).toBe(true);
+    await clock.advance(1);
+    expect(loop.store.has('b')).toBe(false);
+    expect(calls.find((c) => c.key === 'p2')).toEqual({ key: 'p2', at: 2_000, members: {} });
+    expect(logger.entries.some((e) => e.level === 'error' && (e.fields.err as Error).message === 'registry restarted')).toBe(true);
+    await loop.stop();
+  });
+
+  it('[source_stream_driver: source.Channel] dropped: in-process changes are method calls on a source, and a manual trigger is enqueue()', async () => {
+    const { registry, loop, keys } = harness({ initial: [['a', cell('p1')]] });
+    await loop.start();
+    await settle();
+    loop.enqueue('nobody'); // a parent without members is still reconciled when asked
+    loop.enqueue('p1');
+    loop.enqueue('p1'); // dedup: already queued
+    await settle();
+    registry.upsert('b', cell('p2'));
+    await settle();
+    expect(keys()).toEqual(['p1', 'nobody', 'p1', 'p2']);
+    expect(() => loop.enqueue({} as unknown as string)).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_INVALID_KEY' }));
+    await loop.stop();
+    loop.enqueue('p1'); // ignored once stopped
+    await settle();
+    expect(keys()).toEqual(['p1', 'nobody', 'p1', 'p2']);
+  });
+
+  it('[work_queue: ShutDown vs ShutDownWithDrain] stop() aborts the in-flight reconcile, drops queued keys (no drain) and waits for everything to end', async () => {
+    let reason: unknown;
+    let finished = false;
+    const { clock, registry, loop, keys } = harness({
+      initial: [['a', cell('p1')], ['b', cell('p2')], ['c', cell('p3')]],
+      body: async (key, ctx) => {
+        if (key !== 'p1') return;
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        reason = ctx.signal.reason;
+        await settle(2); // cleanup after abort; stop() must wait for it
+        finished = true;
+      },
+    });
+    await loop.start();
+    await settle();
+    expect(keys()).toEqual(['p1']);
+    const stopping = loop.stop();
+    expect(loop.state).toBe('stopping');
+    expect(finished).toBe(false);
+    await stopping;
+    expect(finished).toBe(true);
+    expect(reason).toMatchObject({ code: 'RECONCILE_LOOP_STOPPED' });
+    expect(keys()).toEqual(['p1']);
+    expect(loop.state).toBe('stopped');
+    expect(clock.pending).toBe(0);
+    await settle();
+    expect(registry.openStreams).toBe(0);
+    await expect(loop.stop()).resolves.toBeUndefined(); // idempotent
+  });
+
+  it('[work_queue: ShutDown vs ShutDownWithDrain] stop() scheduled from inside reconcile (void loop.stop() or setImmediate) stops the loop', async () => {
+    for (const schedule of ['void', 'setImmediate'] as const) {
+      let loopRef: ReconcileLoop<Cell, string> | undefined;
+      let stoppedFromInside: Promise<void> | undefined;
+      const { loop, keys } = harness({
+        initial: [['a', cell('p1')], ['b', cell('p2')]],
+        body: (key) => {
+          if (key !== 'p1') return;
+          if (schedule === 'void') void loopRef!.stop();
+          else setImmediate(() => (stoppedFromInside = loopRef!.stop()));
+        },
+      });
+      loopRef = loop;
+      await loop.start();
+      await settle();
+      expect(loop.state).toBe('stopped');
+      if (schedule === 'void') {
+        // The stop began inside p1's reconcile, so p2 (queued behind it) never ran.
+        expect(keys()).toEqual(['p1']);
+      } else {
+        // Ran after the reconcile returned: a plain, successful stop.
+        expect(keys()[0]).toBe('p1');
+        await expect(stoppedFromInside).resolves.toBeUndefined();
+      }
+    }
+  });
+
+  it('[work_queue: ShutDown vs ShutDownWithDrain] awaiting stop() inside reconcile rejects with StopInsideReconcileError instead of deadlocking', async () => {
+    let inside: unknown;
+    let loopRef: ReconcileLoop<Cell, string> | undefined;
+    const { loop, logger } = harness({
+      initial: [['a', cell('p1')]],
+      body: async () => {
+        try {
+          await loopRef!.stop();
+        } catch (error) {
+          inside = error;
+        }
+      },
+    });
+    loopRef = loop;
+    await loop.start();
+    await settle();
+    expect(inside).toMatchObject({ code: 'RECONCILE_LOOP_STOP_INSIDE_RECONCILE', name: 'StopInsideReconcileError' });
+    expect(loop.state).toBe('stopped'); // the stop went ahead
+    await expect(loop.stop()).resolves.toBeUndefined();
+    // Not retried: the loop is stopping, so the failure is not scheduled.
+    expect(logger.entries.some((e) => e.message.includes('retrying'))).toBe(false);
+  });
+
+  it('[work_queue: ShutDown vs ShutDownWithDrain] stop() after a failed start returns quietly and leaves nothing running', async () => {
+    const clock = new FakeClock();
+    const source = new ControlledSource<Cell>();
+    let reconciled = false;
+    const loop = new ReconcileLoop<Cell, string>({
+      source,
+      keyMap: (c) => c.pool,
+      reconcile: () => {
+        reconciled = true;
+      },
+      syncTimeoutMs: 5_000,
+      clock,
+    });
+    const owner = async (): Promise<void> => {
+      try {
+        await loop.start();
+      } catch (error) {
+        await loop.stop(); // the normal shape: must not mask `error`
+        throw error;
+      }
+    };
+    const outcome = owner();
+    outcome.catch(() => {});
+    await clock.advance(5_000);
+    await expect(outcome).rejects.toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
+    expect(loop.state).toBe('stopped');
+    expect(clock.pending).toBe(0);
+    expect(source.last.closed).toBe(true);
+    expect(source.streams).toHaveLength(1);
+    await clock.advance(60_000);
+    expect(source.streams).toHaveLength(1);
+    expect(reconciled).toBe(false);
+    await expect(loop.stop()).resolves.toBeUndefined();
+    await expect(loop.start()).rejects.toMatchObject({ code: 'RECONCILE_LOOP_ALREADY_STARTED' });
+  });
+
+  it('[loop deviation: syncTimeoutMs] a source that never syncs fails start() with SyncTimeoutError at the timeout, not before', async () => {
+    const clock = new FakeClock();
+    const source = new ControlledSource<Cell>();
+    const loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, syncTimeoutMs: 30_000, clock });
+    let settled = false;
+    const starting = loop.start().finally(() => (settled = true));
+    starting.catch(() => {});
+    source.last.push(upsertEvent('a', cell('p1'))); // not a listing: does not count as sync
+    await clock.advance(29_999);
+    expect(settled).toBe(false);
+    await clock.advance(1);
+    const error = await starting.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT', name: 'SyncTimeoutError', sourceName: 'controlled', timeoutMs: 30_000 });
+  });
+
+  it('[loop deviation: syncTimeoutMs] stop() during start() rejects the start with LoopStoppedError', async () => {
+    const clock = new FakeClock();
+    const source = new ControlledSource<Cell>();
+    const loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, clock });
+    const starting = loop.start();
+    starting.catch(() => {});
+    await settle();
+    await loop.stop();
+    await expect(starting).rejects.toMatchObject({ code: 'RECONCILE_LOOP_STOPPED' });
+    expect(source.last.closed).toBe(true);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('[loop deviation: reconcileTimeoutMs] a hung reconcile is aborted through its signal, counted as a failure, and does not stall other keys', async () => {
+    let hungReason: unknown;
+    let hangs = 1;
+    const { clock, calls, loop, logger } = harness({
+      reconcileTimeoutMs: 1_000,
+      retry: { baseDelayMs: 500 },
+      initial: [['a', cell('p1')], ['b', cell('p2')]],
+      body: async (key, ctx) => {
+        if (key !== 'p1' || hangs === 0) return;
+        hangs -= 1;
+        ctx.signal.addEventListener('abort', () => (hungReason = ctx.signal.reason));
+        await new Promise(() => {}); // ignores its signal entirely
+      },
+    });
+    await loop.start();
+    await settle();
+    expect(calls.map((c) => c.key)).toEqual(['p1']);
+    await clock.advance(999);
+    expect(calls.map((c) => c.key)).toEqual(['p1']);
+    await clock.advance(1);
+    expect(hungReason).toMatchObject({ code: 'RECONCILE_LOOP_RECONCILE_TIMEOUT', parentKey: 'p1', timeoutMs: 1_000 });
+    expect(calls.map((c) => [c.key, c.at])).toEqual([
+      ['p1', 0],
+      ['p2', 1_000],
+    ]);
+    expect(logger.entries.find((e) => e.message.includes('retrying'))?.fields).toMatchObject({ parentKey: 'p1', retryInMs: 500 });
+    await clock.advance(500);
+    expect(calls.map((c) => [c.key, c.at])).toEqual([
+      ['p1', 0],
+      ['p2', 1_000],
+      ['p1', 1_500],
+    ]);
+    await loop.stop();
+    expect(clock.pending).toBe(0);
+  });
+
+  it('[loop: Lifecycle] `await using` stops the loop at the end of the scope', async () => {
+    const clock = new FakeClock();
+    const registry = new InProcessSource<Cell>('cells', [['a', cell('p1')]]);
+    let captured: ReconcileLoop<Cell, string> | undefined;
+    const seen: string[] = [];
+    {
+      await using loop = new ReconcileLoop<Cell, string>({
+        source: registry,
+        keyMap: (c) => c.pool,
+        reconcile: (key) => {
+          seen.push(key);
+        },
+        clock,
+      });
+      captured = loop;
+      await loop.start();
+      await settle();
+      expect(loop.state).toBe('running');
+    }
+    expect(captured.state).toBe('stopped');
+    expect(seen).toEqual(['p1']);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('[loop: Lifecycle] `await using` unwinds a failed start carrying the start error, not a stop error', async () => {
+    const clock = new FakeClock();
+    const source = new ControlledSource<Cell>();
+    const body = async (): Promise<void> => {
+      await using loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, syncTimeoutMs: 10, clock });
+      await loop.start();
+    };
+    const outcome = body();
+    outcome.catch(() => {});
+    await clock.advance(10);
+    await expect(outcome).rejects.toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
+  });
+
+  it('[loop: Lifecycle] [Symbol.asyncDispose]() is stop(); stop() before start() retires the loop', async () => {
+    const registry = new InProcessSource<Cell>('cells');
+    const loop = new ReconcileLoop<Cell, string>({ source: registry, keyMap: (c) => c.pool, reconcile: () => {}, clock: new FakeClock() });
+    await loop[Symbol.asyncDispose]();
+    expect(loop.state).toBe('stopped');
+    expect(registry.openStreams).toBe(0);
+    await expect(loop.start()).rejects.toMatchObject({ code: 'RECONCILE_LOOP_ALREADY_STARTED' });
+  });
+
+  it('starting twice is a typed error', async () => {
+    const { loop } = harness();
+    await loop.start();
+    await expect(loop.start()).rejects.toMatchObject({ code: 'RECONCILE_LOOP_ALREADY_STARTED', name: 'LoopAlreadyStartedError' });
+    await loop.stop();
+  });
+
+  it('[source_stream_driver: Closing a stream during teardown] stop() resolves even when closing the stream throws, and logs it', async () => {
+    const clock = new FakeClock();
+    const logger = recordingLogger();
+    const source = new ControlledSource<Cell>();
+    source.onOpen = (stream) => {
+      stream.push(replaceEvent([]));
+      stream.closeError = new Error('close exploded');
+    };
+    const loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, clock, logger });
+    await loop.start();
+    await expect(loop.stop()).resolves.toBeUndefined();
+    expect(logger.entries.some((e) => (e.fields.err as Error | undefined)?.message === 'close exploded')).toBe(true);
+  });
+
+  it('rejects unusable options with RECONCILE_LOOP_INVALID_OPTIONS', () => {
+    const base = { source: new InProcessSource<Cell>('s'), keyMap: (c: Cell) => c.pool, reconcile: () => {} };
+    const bad: Array<Partial<ReconcileLoopOptions<Cell, string>>> = [
+      { resyncPeriodMs: -1 },
+      { resyncPeriodMs: 2 ** 31 },
+      { resyncPeriodMs: Number.NaN },
+      { syncTimeoutMs: 0 },
+      { reconcileTimeoutMs: Infinity },
+      { sourceRetryDelayMs: -5 },
+      { retry: { baseDelayMs: 100, maxDelayMs: 10 } },
+      { reconcile: undefined as never },
+      { keyMap: 'pool' as never },
+      { source: {} as never },
+    ];
+    for (const patch of bad) {
+      expect(() => new ReconcileLoop<Cell, string>({ ...base, ...patch })).toThrow(
+        expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }),
+      );
+    }
+  });
+
+  it('is silent by default and never logs the objects it caches', async () => {
+    const logger = recordingLogger();
+    const secret = { pool: 'p1', v: 0, token: 's3cr3t' };
+    const registry = new InProcessSource<Cell>('cells', [['a', secret]]);
+    const loop = new ReconcileLoop<Cell, string>({
+      source: registry,
+      keyMap: (c) => c.pool,
+      reconcile: () => {
+        throw new Error('fails');
+      },
+      logger,
+      clock: new FakeClock(),
+    });
+    await loop.start();
+    await settle();
+    await loop.stop();
+    expect(logger.entries.length).toBeGreaterThan(0);
+    expect(JSON.stringify(logger.entries, (_k, v: unknown) => (v instanceof Error ? v.message : v))).not.toContain('s3cr3t');
+  });
+});

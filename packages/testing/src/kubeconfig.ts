@@ -1,0 +1,38 @@
+/** Options for the kubeconfig the embedded apiserver writes. */
+export interface KubeconfigOptions {
+  /** Cluster, user and context name. Default `reconcile-loop`. */
+  name?: string;
+  /** The context's default namespace. Default `default`. */
+  namespace?: string;
+  /** Bearer token written for the user. Default: the server's required token, else `reconcile-loop`. */
+  token?: string;
+}
+
+function q(s: string): string {
+  return JSON.stringify(s);
+}
+
+/** A kubeconfig (YAML) pointing one context at `server` with a bearer token. */
+export function renderKubeconfig(server: string, o: Required<KubeconfigOptions>): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: ${q(o.name)}`,
+    '  cluster:',
+    `    server: ${q(server)}`,
+    'contexts:',
+    `- name: ${q(o.name)}`,
+    '  context:',
+    `    cluster: ${q(o.name)}`,
+    `    user: ${q(o.name)}`,
+    `    namespace: ${q(o.namespace)}`,
+    `current-context: ${q(o.name)}`,
+    'users:',
+    `- name: ${q(o.name)}`,
+    '  user:',
+    `    token: ${q(o.token)}`,
+    'preferences: {}',
+    '',
+  ].join('\n');
+}

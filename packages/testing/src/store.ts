@@ -1,0 +1,170 @@
+import type { ResourceType } from './resources.js';
+import type { KubeObject } from './types.js';
+
+/** One committed write: what watchers replay and what an Exact list undoes to rewind. */
+export interface StoredEvent {
+  readonly rev: number;
+  readonly resource: ResourceType;
+  /** `namespace/name`: the storage key under the resource. */
+  readonly key: string;
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  /** The state after the write; for DELETED the last state, stamped with the deletion revision. */
+  readonly object: KubeObject;
+  /** The state before the write, absent for ADDED. */
+  readonly prev: KubeObject | undefined;
+}
+
+/**
+ * An etcd-shaped store: one global revision bumped by every write, objects keyed by
+ * (resource, namespace/name), and an ordered history of writes for watch replay and
+ * reads at an exact revision. Compaction drops history up to a revision; reads and watches
+ * that need a dropped revision are answered 410 by the HTTP layer.
+ *
+ * Stored objects are never mutated after commit, so events and snapshots share them safely.
+ */
+export class MvccStore {
+  private rev = 1;
+  private compacted = 1;
+  private readonly objects = new Map<string, Map<string, KubeObject>>();
+  private readonly log: StoredEvent[] = [];
+  private readonly listeners = new Set<(e: StoredEvent) => void>();
+  private readonly revisionWaiters = new Set<() => void>();
+
+  constructor(private readonly maxHistory: number) {}
+
+  /** The newest revision (a fresh store is at 1, as a fresh etcd is). */
+  get revision(): number {
+    return this.rev;
+  }
+
+  /** Revisions at or below this one are gone from history; reading at exactly it still works. */
+  get compactedRevision(): number {
+    return this.compacted;
+  }
+
+  private bucket(r: ResourceType): Map<string, KubeObject> {
+    let b = this.objects.get(r.id);
+    if (b === undefined) {
+      b = new Map();
+      this.objects.set(r.id, b);
+    }
+    return b;
+  }
+
+  /** The current object under `key`, if any. */
+  get(r: ResourceType, key: string): KubeObject | undefined {
+    return this.objects.get(r.id)?.get(key);
+  }
+
+  /** Current objects of a resource, optionally one namespace, sorted by storage key. */
+  listCurrent(r: ResourceType, namespace: string | undefined): Array<[string, KubeObject]> {
+    return sortEntries(this.bucket(r), namespace);
+  }
+
+  /**
+   * Objects as they stood at revision `at` (at most the current one and at least the compacted
+   * one; the caller checks), rewound by undoing newer writes newest first.
+   */
+  listAt(r: ResourceType, namespace: string | undefined, at: number): Array<[string, KubeObject]> {
+    if (at >= this.rev) return this.listCurrent(r, namespace);
+    const snapshot = new Map(this.bucket(r));
+    for (let i = this.log.length - 1; i >= 0; i--) {
+      const e = this.log[i]!;
+      if (e.rev <= at) break;
+      if (e.resource.id !== r.id) continue;
+      if (e.prev === undefined) snapshot.delete(e.key);
+      else snapshot.set(e.key, e.prev);
+    }
+    return sortEntries(snapshot, namespace);
+  }
+
+  /** History entries with revision above `after`, oldest first. The caller checks `after >= compactedRevision`. */
+  eventsAfter(after: number): StoredEvent[] {
+    let lo = 0;
+    let hi = this.log.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.log[mid]!.rev <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.log.slice(lo);
+  }
+
+  /**
+   * Commits one write at the next revision, stamps `resourceVersion` on the stored object, records
+   * it in history and tells every listener synchronously (so a watcher never misses an event
+   * between reading history and subscribing).
+   */
+  commit(r: ResourceType, key: string, type: StoredEvent['type'], next: KubeObject): StoredEvent {
+    const rev = this.rev + 1;
+    const prev = this.bucket(r).get(key);
+    const object: KubeObject = { ...next, metadata: { ...next.metadata, resourceVersion: String(rev) } };
+    deepFreeze(object);
+    if (type === 'DELETED') this.bucket(r).delete(key);
+    else this.bucket(r).set(key, object);
+    this.rev = rev;
+    const event: StoredEvent = { rev, resource: r, key, type, object, prev };
+    this.log.push(event);
+    if (this.log.length > this.maxHistory) {
+      const dropped = this.log.splice(0, this.log.length - this.maxHistory);
+      this.compacted = Math.max(this.compacted, dropped[dropped.length - 1]!.rev);
+    }
+    for (const l of [...this.listeners]) l(event);
+    for (const w of [...this.revisionWaiters]) w();
+    return event;
+  }
+
+  /** Drops history up to `revision` (default: the current one). Returns the new compacted revision. */
+  compact(revision: number = this.rev): number {
+    const target = Math.min(Math.max(revision, this.compacted), this.rev);
+    let n = 0;
+    while (n < this.log.length && this.log[n]!.rev <= target) n++;
+    this.log.splice(0, n);
+    this.compacted = target;
+    return target;
+  }
+
+  /** Subscribes to commits; returns the unsubscribe function. */
+  subscribe(listener: (e: StoredEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Resolves true once the revision reaches `revision`, false after `timeoutMs` or when
+   * `signal` aborts. The watch cache blocks the same way before answering "too large".
+   */
+  waitForRevision(revision: number, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (this.rev >= revision) return Promise.resolve(true);
+    if (timeoutMs <= 0 || signal?.aborted === true) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (ok: boolean): void => {
+        clearTimeout(timer);
+        this.revisionWaiters.delete(check);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(ok);
+      };
+      const check = (): void => {
+        if (this.rev >= revision) done(true);
+      };
+      const onAbort = (): void => done(false);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.revisionWaiters.add(check);
+      signal?.addEventListener('abort', onAbort);
+    });
+  }
+}
+
+function sortEntries(m: Map<string, KubeObject>, namespace: string | undefined): Array<[string, KubeObject]> {
+  const prefix = namespace === undefined ? undefined : `${namespace}/`;
+  const out: Array<[string, KubeObject]> = [];
+  for (const e of m) if (prefix === undefined || e[0].startsWith(prefix)) out.push(e);
+  out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return out;
+}
+
+function deepFreeze(v: unknown): void {
+  if (typeof v !== 'object' || v === null || Object.isFrozen(v)) return;
+  Object.freeze(v);
+  for (const x of Object.values(v)) deepFreeze(x);
+}

@@ -1,0 +1,202 @@
+import type { ServerResponse } from 'node:http';
+import type { ResourceType } from './resources.js';
+import { matchesFields, matchesLabels, type FieldRequirement, type LabelRequirement } from './selectors.js';
+import type { KubeStatus } from './status.js';
+import type { StoredEvent } from './store.js';
+import { toTable, type IncludeObject, type TableVersion } from './table.js';
+import type { KubeObject } from './types.js';
+
+/** What one watch connection selects and how it prints. */
+export interface WatchSpec {
+  resource: ResourceType;
+  namespace: string | undefined;
+  labels: LabelRequirement[];
+  fields: FieldRequirement[];
+  bookmarks: boolean;
+  table: { version: TableVersion; include: IncludeObject } | undefined;
+}
+
+/** Timing for one watch connection, in milliseconds from its start. */
+export interface WatchTiming {
+  deadlineMs: number;
+  bookmarkIntervalMs: number;
+  bookmarkBeforeTimeoutMs: number;
+}
+
+const frameCache = new WeakMap<StoredEvent, Map<string, string>>();
+
+/**
+ * One open watch: newline-delimited JSON frames over a chunked 200 response. A stalled watch
+ * buffers frames and defers its timeout, so bytes stop while the socket stays open.
+ */
+export class WatchConnection {
+  private stalled = false;
+  private pending: string[] = [];
+  private endWhenUnstalled = false;
+  private ended = false;
+  private sentTableColumns = false;
+  private readonly timers: NodeJS.Timeout[] = [];
+
+  constructor(
+    private readonly res: ServerResponse,
+    readonly spec: WatchSpec,
+    private readonly currentRevision: () => number,
+    private readonly now: () => Date,
+    private readonly onEnd: (c: WatchConnection) => void,
+  ) {
+    res.on('close', () => this.finish());
+  }
+
+  /** Starts the deadline and bookmark timers; call once the initial frames are written. */
+  startTimers(t: WatchTiming): void {
+    if (this.ended) return;
+    this.timers.push(setTimeout(() => this.end(), t.deadlineMs));
+    if (!this.spec.bookmarks) return;
+    const pre = t.deadlineMs - t.bookmarkBeforeTimeoutMs;
+    if (pre >= 0 && pre < t.deadlineMs) this.timers.push(setTimeout(() => this.sendBookmark(), pre));
+    if (t.bookmarkIntervalMs > 0 && t.bookmarkIntervalMs < t.deadlineMs) {
+      this.timers.push(setInterval(() => this.sendBookmark(), t.bookmarkIntervalMs));
+    }
+  }
+
+  /** True until the stream ended or the client went away. */
+  get open(): boolean {
+    return !this.ended;
+  }
+
+  private matches(o: KubeObject): boolean {
+    if (this.spec.namespace !== undefined && o.metadata.namespace !== this.spec.namespace) return false;
+    if (!matchesLabels(this.spec.labels, o.metadata.labels)) return false;
+    if (this.spec.fields.length > 0 && !matchesFields(this.spec.fields, this.spec.resource.fieldSet(o))) return false;
+    return true;
+  }
+
+  /**
+   * Delivers one committed write through the selector, the way the watch cache does: an object
+   * that starts matching is ADDED, one that stops matching is DELETED.
+   */
+  deliver(e: StoredEvent): void {
+    if (e.resource.id !== this.spec.resource.id) return;
+    const now = e.type !== 'DELETED' && this.matches(e.object);
+    const before = e.prev !== undefined && this.matches(e.prev);
+    let type: 'ADDED' | 'MODIFIED' | 'DELETED';
+    if (e.type === 'DELETED') {
+      if (!before) return;
+      type = 'DELETED';
+    } else if (now && before) type = 'MODIFIED';
+    else if (now) type = 'ADDED';
+    else if (before) type = 'DELETED';
+    else return;
+    this.sendObject(type, e.object, e);
+  }
+
+  /** Sends an initial-state ADDED frame. */
+  sendInitial(o: KubeObject): void {
+    if (this.matches(o)) this.sendObject('ADDED', o, undefined);
+  }
+
+  private sendObject(type: 'ADDED' | 'MODIFIED' | 'DELETED', o: KubeObject, cacheKey: StoredEvent | undefined): void {
+    if (this.spec.table !== undefined) {
+      const table = toTable(this.spec.resource, [o], {
+        include: this.spec.table.include,
+        version: this.spec.table.version,
+        resourceVersion: o.metadata.resourceVersion ?? '',
+        withColumns: !this.sentTableColumns,
+        now: this.now(),
+      });
+      this.sentTableColumns = true;
+      this.write(JSON.stringify({ type, object: table }));
+      return;
+    }
+    if (cacheKey === undefined) {
+      this.write(JSON.stringify({ type, object: o }));
+      return;
+    }
+    let m = frameCache.get(cacheKey);
+    if (m === undefined) {
+      m = new Map();
+      frameCache.set(cacheKey, m);
+    }
+    let line = m.get(type);
+    if (line === undefined) {
+      line = JSON.stringify({ type, object: o });
+      m.set(type, line);
+    }
+    this.write(line);
+  }
+
+  /** A BOOKMARK carrying only kind, apiVersion and the current revision. */
+  sendBookmark(annotations?: Record<string, string>): void {
+    if (!this.spec.bookmarks || this.ended) return;
+    const metadata: Record<string, unknown> = { resourceVersion: String(this.currentRevision()) };
+    if (annotations !== undefined) metadata['annotations'] = annotations;
+    const r = this.spec.resource;
+    this.write(JSON.stringify({ type: 'BOOKMARK', object: { kind: r.kind, apiVersion: r.apiVersion, metadata } }));
+  }
+
+  /** An in-band ERROR frame followed by a clean end, as the apiserver reports watch failures. */
+  sendErrorAndEnd(status: KubeStatus): void {
+    this.write(JSON.stringify({ type: 'ERROR', object: status }));
+    this.end();
+  }
+
+  /** Writes one raw line (test injection); no validation. */
+  writeRaw(line: string): void {
+    this.write(line);
+  }
+
+  private write(line: string): void {
+    if (this.ended) return;
+    if (this.stalled) this.pending.push(line);
+    else this.res.write(`${line}\n`);
+  }
+
+  /** Stops writing; frames and the deadline wait for {@link unstall}. */
+  stall(): void {
+    this.stalled = true;
+  }
+
+  /** Flushes what a stall held back, then honours a deadline that passed meanwhile. */
+  unstall(): void {
+    if (!this.stalled) return;
+    this.stalled = false;
+    const lines = this.pending;
+    this.pending = [];
+    for (const l of lines) this.write(l);
+    if (this.endWhenUnstalled) this.end();
+  }
+
+  /** True while stalled. */
+  get isStalled(): boolean {
+    return this.stalled;
+  }
+
+  /** Ends the stream cleanly (the client reads EOF), unless stalled. */
+  end(): void {
+    if (this.ended) return;
+    if (this.stalled) {
+      this.endWhenUnstalled = true;
+      return;
+    }
+    this.res.end();
+    this.finish();
+  }
+
+  /** Ends now, even when stalled; `abrupt` resets the socket instead of finishing the response. */
+  drop(abrupt: boolean): void {
+    if (this.ended) return;
+    this.stalled = false;
+    this.pending = [];
+    if (abrupt) this.res.socket?.destroy();
+    else this.res.end();
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.length = 0;
+    this.onEnd(this);
+  }
+}
