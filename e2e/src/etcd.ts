@@ -58,6 +58,9 @@ export class Etcd {
         '--unsafe-no-fsync',
         // Compaction only when a test asks for it.
         '--auto-compaction-retention=0',
+        // As kubeadm does: progress notifications let the watch cache advance its resourceVersion
+        // without writes to that resource, which bookmarks need.
+        '--watch-progress-notify-interval=5s',
         '--log-level=warn',
       ],
     });

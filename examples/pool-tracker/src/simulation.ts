@@ -70,6 +70,11 @@ export const script: readonly Step[] = [
       put(s, cellPod('trainer-1', 'trainers', 'pending'));
     },
   },
+  {
+    atMs: 5_600 + SIM_SOURCE_RETRY_DELAY_MS,
+    say: "the stream reopened with a relist: engine-0's missed deletion was synthesized, trainer-1 caught up",
+    act: () => {},
+  },
   { atMs: 7_400, say: 'trainer-0 is deleted', act: (s) => remove(s, 'trainer-0') },
   { atMs: 8_200, say: 'engine-2 restarts', act: (s) => put(s, cellPod('engine-2', 'engines', 'crashed', 1)) },
   {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listOf, objectSchema, sharedString, timestamp } from './meta.js';
+import { compileSchema, listOf, objectSchema, sharedString, timestamp } from './meta.js';
 
 /** The container state fields a pool tracker reads (at most one of the three is set). */
 export const containerStateSchema = z.object({
@@ -69,10 +69,12 @@ export const podStatusSchema = z.object({
  * the cache holds only this. Reads both client shapes (class instances with `Date`, raw JSON with
  * strings). An absent `spec` / `status` reads as an empty one.
  */
-export const podSchema = objectSchema({
-  spec: podSpecSchema.prefault({}),
-  status: podStatusSchema.prefault({}),
-});
+export const podSchema = compileSchema(
+  objectSchema({
+    spec: podSpecSchema.prefault({}),
+    status: podStatusSchema.prefault({}),
+  }),
+);
 
 /** A validated pod view. */
 export type Pod = z.output<typeof podSchema>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
-import { listOf, objectKey } from './meta.js';
+import { compileSchema, listOf, objectKey } from './meta.js';
 
 /** One `details.causes[]` entry of a `Status`. `reason` is the wire name of Go's `StatusCause.Type`. */
 export const statusCauseSchema = z.object({
@@ -33,11 +33,13 @@ const cursorCarrier = z.object({ metadata: z.object({ resourceVersion: z.string(
  * schema only for `ADDED` / `MODIFIED` / `DELETED` (a `BOOKMARK` carries a bare cursor and an
  * `ERROR` a `Status`, so validating either as an object would fail on every frame).
  */
-export const watchFrameSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']), object: cursorCarrier }),
-  z.object({ type: z.literal('BOOKMARK'), object: cursorCarrier }),
-  z.object({ type: z.literal('ERROR'), object: statusSchema }),
-]);
+export const watchFrameSchema = compileSchema(
+  z.discriminatedUnion('type', [
+    z.object({ type: z.enum(['ADDED', 'MODIFIED', 'DELETED']), object: cursorCarrier }),
+    z.object({ type: z.literal('BOOKMARK'), object: cursorCarrier }),
+    z.object({ type: z.literal('ERROR'), object: statusSchema }),
+  ]),
+);
 
 /** The envelope view (output of {@link watchFrameSchema}). */
 export type WatchFrameEnvelope = z.output<typeof watchFrameSchema>;

@@ -330,7 +330,16 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
         }
         return;
       }
-      await this.#reconcileOne(key, signal);
+      try {
+        await this.#reconcileOne(key, signal);
+      } catch (error) {
+        // Only a throwing logger gets here; the worker must outlive it.
+        try {
+          this.#logger.error({ err: error, parentKey: String(key) }, 'worker error; continuing');
+        } catch {
+          // nothing left to report to
+        }
+      }
     }
   }
 

@@ -220,6 +220,37 @@ describe('StreamDriver', () => {
     await expect(running).resolves.toBeUndefined();
   });
 
+  it('[stream-driver deviation: abort with a pending next()] a source that ignores its signal cannot hang run(): the close is requested, not awaited', async () => {
+    let closeRequested = false;
+    const logger = recordingLogger();
+    const driver = new StreamDriver<Cell, string>({
+      source: {
+        name: 'stuck',
+        open: () => ({
+          [Symbol.asyncIterator]: () => ({
+            next: () => new Promise<IteratorResult<SourceEvent<Cell>>>(() => {}),
+            return: () => {
+              closeRequested = true;
+              return Promise.reject(new Error('late close failure'));
+            },
+          }),
+        }),
+      },
+      store: new ObjectStore<Cell, string>({ keyMap: (c) => c.pool }),
+      onAffected: () => {},
+      clock: new FakeClock(),
+      logger,
+    });
+    const controller = new AbortController();
+    const running = driver.run(controller.signal);
+    await settle();
+    controller.abort();
+    await expect(running).resolves.toBeUndefined();
+    expect(closeRequested).toBe(true);
+    await settle();
+    expect(logger.entries.some((e) => e.level === 'warn' && (e.fields.err as Error).message === 'late close failure')).toBe(true);
+  });
+
   it('[source_stream_driver: Closing a stream during teardown] a close that throws on abort is logged and swallowed', async () => {
     const { logger, source, driver, controller, running } = setup({}, (stream) => {
       stream.push(replaceEvent([]));

@@ -12,7 +12,10 @@ function q(s: string): string {
   return JSON.stringify(s);
 }
 
-/** A kubeconfig (YAML) pointing one context at `server` with a bearer token. */
+/**
+ * A kubeconfig (YAML) pointing one context at `server` with a bearer token. The cluster carries
+ * `insecure-skip-tls-verify: true` because @kubernetes/client-node 1.x refuses plain `http:` otherwise.
+ */
 export function renderKubeconfig(server: string, o: Required<KubeconfigOptions>): string {
   return [
     'apiVersion: v1',
@@ -21,6 +24,8 @@ export function renderKubeconfig(server: string, o: Required<KubeconfigOptions>)
     `- name: ${q(o.name)}`,
     '  cluster:',
     `    server: ${q(server)}`,
+    // @kubernetes/client-node 1.x refuses an http: server unless this is set (it has no TLS to skip).
+    '    insecure-skip-tls-verify: true',
     'contexts:',
     `- name: ${q(o.name)}`,
     '  context:',

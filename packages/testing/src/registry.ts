@@ -283,7 +283,7 @@ export class Registry {
     let obj = shape(r, b, meta);
     if (r.isPod) {
       const p = obj as Pod;
-      p.spec = defaultPodSpec(isRecord(p.spec) ? p.spec : {}) as Pod['spec'];
+      p.spec = defaultPodSpec(isRecord(p.spec) ? p.spec : {}) as NonNullable<Pod['spec']>;
       if (opts.direct !== true || !isRecord(p.status)) p.status = { phase: 'Pending', qosClass: qosClass(p) };
       obj = shape(r, p, meta);
     } else if (r.statusSubresource && opts.direct !== true) {
@@ -341,7 +341,7 @@ export class Registry {
       next = shape(r, b, meta);
       if (r.isPod) {
         const p = next as Pod;
-        p.spec = defaultPodSpec(isRecord(p.spec) ? p.spec : {}) as Pod['spec'];
+        p.spec = defaultPodSpec(isRecord(p.spec) ? p.spec : {}) as NonNullable<Pod['spec']>;
       }
       if ((r.isPod || r.statusSubresource) && opts.direct !== true) {
         if (old['status'] === undefined) delete next['status'];
@@ -388,8 +388,8 @@ export class Registry {
     }
     if (!isRecord(patched)) fail(badRequest('the patched object is not a JSON object'));
     const meta = isRecord(patched['metadata']) ? (patched['metadata'] as ObjectMeta) : {};
-    if (meta.resourceVersion === undefined || meta.resourceVersion === '') {
-      patched['metadata'] = { ...meta, resourceVersion: old.metadata.resourceVersion };
+    if ((meta.resourceVersion === undefined || meta.resourceVersion === '') && old.metadata.resourceVersion !== undefined) {
+      patched['metadata'] = { ...(meta as Record<string, Json>), resourceVersion: old.metadata.resourceVersion };
     }
     const upd: { subresource?: 'status'; fromPatch: boolean } = { fromPatch: true };
     if (opts.subresource !== undefined) upd.subresource = opts.subresource;
@@ -452,7 +452,8 @@ export class Registry {
   mutate(r: ResourceType, ns: string, name: string, fn: (o: KubeObject) => KubeObject): KubeObject {
     const old = this.get(r, ns, name);
     const next = fn(structuredClone(old) as KubeObject);
-    next.metadata = { ...next.metadata, resourceVersion: old.metadata.resourceVersion, name, namespace: ns };
+    next.metadata = { ...next.metadata, name, namespace: ns };
+    if (old.metadata.resourceVersion !== undefined) next.metadata.resourceVersion = old.metadata.resourceVersion;
     return this.update(r, ns, name, next, { direct: true });
   }
 }

@@ -14,6 +14,8 @@ export interface WatchSpec {
   fields: FieldRequirement[];
   bookmarks: boolean;
   table: { version: TableVersion; include: IncludeObject } | undefined;
+  /** Writes at or below this revision are already reflected in what the watch sent. */
+  afterRevision: number;
 }
 
 /** Timing for one watch connection, in milliseconds from its start. */
@@ -45,6 +47,8 @@ export class WatchConnection {
     private readonly onEnd: (c: WatchConnection) => void,
   ) {
     res.on('close', () => this.finish());
+    // A write racing a client disconnect surfaces here; the watch is simply over.
+    res.on('error', () => this.finish());
   }
 
   /** Starts the deadline and bookmark timers; call once the initial frames are written. */
@@ -76,7 +80,7 @@ export class WatchConnection {
    * that starts matching is ADDED, one that stops matching is DELETED.
    */
   deliver(e: StoredEvent): void {
-    if (e.resource.id !== this.spec.resource.id) return;
+    if (e.resource.id !== this.spec.resource.id || e.rev <= this.spec.afterRevision) return;
     const now = e.type !== 'DELETED' && this.matches(e.object);
     const before = e.prev !== undefined && this.matches(e.prev);
     let type: 'ADDED' | 'MODIFIED' | 'DELETED';

@@ -1,0 +1,216 @@
+/**
+ * Benchmarks 1 (watch pipeline throughput) and 2 (memory held per cached pod). They share one
+ * apiserver per size, because setting it up (N pods, then M committed modifications) is the slow part.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { ApiServerProcess } from '../lib/apiserver-process.js';
+import type { BenchContext } from '../lib/context.js';
+import { heapAfterGc, settleHeap } from '../lib/heap.js';
+import { startClientNode, startOurs, type Pipeline, type PipelineOptions } from '../lib/pipelines.js';
+import { fmt, fmtSummary, printTable, summarize, type Summary } from '../lib/stats.js';
+import { fetchList, fetchWatchLines, parseFloor, rawHttpParse } from '../lib/wire.js';
+
+/** Throughput at one size. */
+export interface ThroughputSizeResult {
+  pods: number;
+  frames: number;
+  /** Bytes a client reads: the LIST body plus every watch line. */
+  listBytes: number;
+  watchBytes: number;
+  /** Start to last frame applied and enqueued, ms. */
+  oursMs: Summary;
+  clientNodeMs: Summary;
+  /** Bare JSON.parse of the same bytes, ms. */
+  floorMs: Summary;
+  /** node:http + line split + JSON.parse, nothing else, ms. */
+  rawHttpMs: Summary;
+  /** Ratios of medians. */
+  oursOverFloor: number;
+  oursOverClientNode: number;
+  clientNodeOverFloor: number;
+  oursOverRawHttp: number;
+}
+
+/** Memory at one size, bytes per cached pod after a forced GC. */
+export interface MemorySizeResult {
+  pods: number;
+  /** After the LIST (sync), watch open and idle. */
+  oursAfterList: Summary;
+  clientNodeAfterList: Summary;
+  /** After the LIST plus M watch frames (every pod replaced by a watch version). */
+  oursAfterWatch: Summary;
+  clientNodeAfterWatch: Summary;
+}
+
+export interface WatchResult {
+  throughput: ThroughputSizeResult[];
+  memory: MemorySizeResult[];
+}
+
+type Start = (options: PipelineOptions) => Pipeline;
+
+async function timeRun(start: Start, options: PipelineOptions, pods: number, label: string): Promise<number> {
+  const begin = performance.now();
+  const pipeline = start(options);
+  try {
+    await pipeline.synced;
+    await pipeline.done;
+    const ms = performance.now() - begin;
+    if (pipeline.cacheSize() !== pods) throw new Error(`${label}: cache holds ${pipeline.cacheSize()} pods, expected ${pods}`);
+    if (pipeline.queued() === 0) throw new Error(`${label}: no parent key was enqueued`);
+    return ms;
+  } finally {
+    await pipeline.stop();
+  }
+}
+
+/** Heap retained per pod after a forced GC, at sync (idle watch) or after `frames` replayed frames. */
+async function memoryRun(start: Start, options: PipelineOptions, pods: number, label: string, server: ApiServerProcess): Promise<number> {
+  const base = await heapAfterGc();
+  const pipeline = start(options);
+  try {
+    await pipeline.synced;
+    await pipeline.done;
+    // The watch is open; let in-flight chunks land before measuring.
+    await delay(50);
+    const held = await heapAfterGc();
+    if (pipeline.cacheSize() !== pods) throw new Error(`${label}: cache holds ${pipeline.cacheSize()} pods, expected ${pods}`);
+    return (held - base) / pods;
+  } finally {
+    await pipeline.stop();
+    await server.dropWatches();
+  }
+}
+
+/** Benchmarks 1 and 2 over every size. */
+export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; memory: boolean }): Promise<WatchResult> {
+  const sizes = ctx.smoke ? [{ pods: 200, frames: 500 }] : [{ pods: 5_000, frames: 50_000 }, { pods: 20_000, frames: 50_000 }];
+  const throughput: ThroughputSizeResult[] = [];
+  const memory: MemorySizeResult[] = [];
+  for (const { pods, frames } of sizes) {
+    const setupStarted = performance.now();
+    const server = await ApiServerProcess.start(pods + frames + 100);
+    try {
+      await server.seed(pods);
+      const { revision: listedAt } = await server.revision();
+      const modified = await server.modify(frames);
+      const watchFrom = String(listedAt);
+      // The exact bytes a client reads; the watch capture also has the server serialize (and cache)
+      // every frame once, so no measured run pays for that.
+      const listBody = await fetchList(server.url);
+      const lines = await fetchWatchLines(server.url, watchFrom, frames);
+      const watchBytes = lines.reduce((n, l) => n + l.length + 1, 0);
+      console.log(
+        `  [${pods} pods, ${frames} frames] apiserver ready in ${((performance.now() - setupStarted) / 1000).toFixed(1)} s ` +
+          `(${(modified.ms / frames).toFixed(2)} ms per committed write); LIST ${(listBody.length / 1e6).toFixed(1)} MB, ` +
+          `watch ${(watchBytes / 1e6).toFixed(1)} MB, ${Math.round(listBody.length / pods)} B per listed pod`,
+      );
+      const options: PipelineOptions = { kubeconfig: server.kubeconfig, frames, watchFrom };
+
+      if (parts.throughput) {
+        // Warm-up: JIT and connection pools, at full size.
+        await timeRun(startOurs, options, pods, 'ours');
+        await timeRun(startClientNode, options, pods, 'client-node');
+        parseFloor(listBody, lines);
+        await rawHttpParse(server.url, watchFrom, frames);
+        await settleHeap();
+        const ours: number[] = [];
+        const clientNode: number[] = [];
+        const floor: number[] = [];
+        const raw: number[] = [];
+        const order = ['ours', 'clientNode', 'floor', 'raw'] as const;
+        for (let r = 0; r < ctx.runs; r++) {
+          // Rotate the order so no implementation always runs right after another's garbage.
+          for (let k = 0; k < order.length; k++) {
+            const which = order[(k + r) % order.length]!;
+            if (which === 'ours') ours.push(await timeRun(startOurs, options, pods, 'ours'));
+            else if (which === 'clientNode') clientNode.push(await timeRun(startClientNode, options, pods, 'client-node'));
+            else if (which === 'floor') floor.push(parseFloor(listBody, lines));
+            else raw.push(await rawHttpParse(server.url, watchFrom, frames));
+            await server.dropWatches();
+            await settleHeap();
+          }
+        }
+        const result: ThroughputSizeResult = {
+          pods,
+          frames,
+          listBytes: listBody.length,
+          watchBytes,
+          oursMs: summarize(ours),
+          clientNodeMs: summarize(clientNode),
+          floorMs: summarize(floor),
+          rawHttpMs: summarize(raw),
+          oursOverFloor: 0,
+          oursOverClientNode: 0,
+          clientNodeOverFloor: 0,
+          oursOverRawHttp: 0,
+        };
+        result.oursOverFloor = result.oursMs.median / result.floorMs.median;
+        result.oursOverClientNode = result.oursMs.median / result.clientNodeMs.median;
+        result.clientNodeOverFloor = result.clientNodeMs.median / result.floorMs.median;
+        result.oursOverRawHttp = result.oursMs.median / result.rawHttpMs.median;
+        throughput.push(result);
+      }
+
+      if (parts.memory) {
+        const idle: PipelineOptions = { kubeconfig: server.kubeconfig, frames: 0 };
+        const afterList = { ours: [] as number[], clientNode: [] as number[] };
+        const afterWatch = { ours: [] as number[], clientNode: [] as number[] };
+        await memoryRun(startOurs, idle, pods, 'ours', server); // warm-up
+        await memoryRun(startClientNode, idle, pods, 'client-node', server);
+        const memoryRuns = Math.max(1, Math.min(ctx.runs, 3));
+        for (let r = 0; r < memoryRuns; r++) {
+          afterList.ours.push(await memoryRun(startOurs, idle, pods, 'ours', server));
+          afterList.clientNode.push(await memoryRun(startClientNode, idle, pods, 'client-node', server));
+          afterWatch.ours.push(await memoryRun(startOurs, options, pods, 'ours', server));
+          afterWatch.clientNode.push(await memoryRun(startClientNode, options, pods, 'client-node', server));
+        }
+        memory.push({
+          pods,
+          oursAfterList: summarize(afterList.ours),
+          clientNodeAfterList: summarize(afterList.clientNode),
+          oursAfterWatch: summarize(afterWatch.ours),
+          clientNodeAfterWatch: summarize(afterWatch.clientNode),
+        });
+      }
+    } finally {
+      await server.close();
+    }
+  }
+
+  if (throughput.length > 0) {
+    printTable(
+      `1. Watch pipeline throughput: LIST of N pods, then M MODIFIED frames; start → last frame cached and its parent enqueued (ms, min / median / max of ${ctx.runs})`,
+      ['N', 'M', 'MB read', '(a) ours', '(b) client-node informer', '(c) JSON.parse floor', '(d) http + split + parse', '(a)/(c)', '(a)/(b)', '(b)/(c)', '(a)/(d)'],
+      throughput.map((t) => [
+        t.pods.toLocaleString('en-US'),
+        t.frames.toLocaleString('en-US'),
+        fmt((t.listBytes + t.watchBytes) / 1e6),
+        fmtSummary(t.oursMs),
+        fmtSummary(t.clientNodeMs),
+        fmtSummary(t.floorMs),
+        fmtSummary(t.rawHttpMs),
+        `${fmt(t.oursOverFloor)}×`,
+        `${fmt(t.oursOverClientNode)}×`,
+        `${fmt(t.clientNodeOverFloor)}×`,
+        `${fmt(t.oursOverRawHttp)}×`,
+      ]),
+    );
+  }
+  if (memory.length > 0) {
+    const kb = (s: Summary): string => `${fmt(s.min / 1024)} / ${fmt(s.median / 1024)} / ${fmt(s.max / 1024)}`;
+    printTable(
+      '2. Memory held per cached pod after a forced GC (KB, min / median / max)',
+      ['N', '(a) ours, after LIST', '(b) client-node, after LIST', '(a) ours, after M frames', '(b) client-node, after M frames', '(b)/(a) after LIST'],
+      memory.map((m) => [
+        m.pods.toLocaleString('en-US'),
+        kb(m.oursAfterList),
+        kb(m.clientNodeAfterList),
+        kb(m.oursAfterWatch),
+        kb(m.clientNodeAfterWatch),
+        `${fmt(m.clientNodeAfterList.median / m.oursAfterList.median)}×`,
+      ]),
+    );
+  }
+  return { throughput, memory };
+}

@@ -1,0 +1,112 @@
+/**
+ * Child-process entry: hosts the embedded apiserver on its own event loop and heap, so its CPU runs
+ * on the other core and its memory never shows up in the measuring process's heap. Driven over IPC
+ * by {@link ./apiserver-process.ts}.
+ */
+import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
+import { makePod, modifyPod, NAMESPACE, podName, SENT_AT_ANNOTATION, type PodJson } from './pods.js';
+import type { ChildReply, ChildRequest } from './apiserver-process.js';
+import { BENCH_TOKEN } from './wire.js';
+
+let server: ApiServer | undefined;
+let pods = 0;
+let seq = 0;
+
+function need(): ApiServer {
+  if (server === undefined) throw new Error('apiserver not started');
+  return server;
+}
+
+function wallNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** Commits one modification of pod `seq % pods` (round robin, so every pod changes equally often). */
+function writeOne(): void {
+  const i = seq % pods;
+  const s = seq++;
+  need().updatePod(NAMESPACE, podName(i), (pod) => modifyPod(pod as unknown as PodJson, s) as never);
+}
+
+/**
+ * Sends `rate` MODIFIED frames per second for `durationMs` into every open watch, each carrying its
+ * send time. Injected rather than committed: the registry's write path costs ~0.5 ms per write,
+ * which would make the test server, not the pipeline, the thing measured at 2,000 events/s. A late
+ * tick sends every frame that is due (no coordinated omission).
+ */
+async function inject(rate: number, durationMs: number): Promise<{ frames: number; maxBehindMs: number }> {
+  const s = need();
+  const base = Array.from({ length: pods }, (_, i) => makePod(i));
+  const firstRv = s.revision + 1;
+  const start = performance.now();
+  const total = Math.round((rate * durationMs) / 1000);
+  let frames = 0;
+  let maxBehindMs = 0;
+  while (frames < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - start) * rate) / 1000) + 1);
+    if (due - frames > 1) maxBehindMs = Math.max(maxBehindMs, ((due - frames - 1) * 1000) / rate);
+    while (frames < due) {
+      const i = frames % pods;
+      const pod = modifyPod(base[i]!, frames, { [SENT_AT_ANNOTATION]: wallNow().toFixed(3) });
+      pod.metadata.resourceVersion = String(firstRv + frames);
+      s.injectWatchFrame({ type: 'MODIFIED', object: pod });
+      frames++;
+    }
+    const wait = start + (frames * 1000) / rate - performance.now();
+    await new Promise((r) => setTimeout(r, Math.max(0, Math.floor(wait))));
+  }
+  return { frames, maxBehindMs };
+}
+
+async function handle(req: ChildRequest): Promise<unknown> {
+  switch (req.cmd) {
+    case 'start': {
+      server = await startApiServer({ maxHistory: req.maxHistory, bookmarkIntervalMs: 3_600_000, token: BENCH_TOKEN });
+      return { url: server.url, kubeconfig: server.kubeconfig() };
+    }
+    case 'seed': {
+      const s = need();
+      for (let i = pods; i < pods + req.count; i++) {
+        const pod = makePod(i);
+        delete (pod.metadata as Record<string, unknown>)['resourceVersion'];
+        s.createPod(pod as never);
+      }
+      pods += req.count;
+      return { revision: s.revision };
+    }
+    case 'modify': {
+      const start = performance.now();
+      for (let k = 0; k < req.count; k++) writeOne();
+      return { revision: need().revision, ms: performance.now() - start };
+    }
+    case 'inject':
+      return inject(req.rate, req.durationMs);
+    case 'clock':
+      return { wall: wallNow() };
+    case 'revision':
+      return { revision: need().revision };
+    case 'waitForWatches':
+      await need().waitForWatches(req.count, req.timeoutMs);
+      return { open: need().openWatchCount };
+    case 'openWatches':
+      return { open: need().openWatchCount };
+    case 'dropWatches':
+      return { dropped: need().dropWatches() };
+    case 'heap':
+      return { heapUsed: process.memoryUsage().heapUsed };
+    case 'close':
+      await server?.close();
+      server = undefined;
+      setImmediate(() => process.exit(0));
+      return {};
+  }
+}
+
+process.on('message', (message: ChildRequest) => {
+  handle(message).then(
+    (value) => process.send!({ id: message.id, ok: true, value } satisfies ChildReply),
+    (error: unknown) =>
+      process.send!({ id: message.id, ok: false, error: error instanceof Error ? `${error.stack ?? error.message}` : String(error) } satisfies ChildReply),
+  );
+});
+process.send!({ id: 0, ok: true, value: 'ready' } satisfies ChildReply);

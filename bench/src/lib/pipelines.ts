@@ -1,0 +1,171 @@
+/**
+ * The two pipelines under test, each started against the same apiserver and stopped cleanly:
+ * (a) ours — Reflector (through client-node's KubeConfig auth) → StreamDriver → ObjectStore → WorkQueue;
+ * (b) client-node's own informer — `ListWatch` + `Watch`, exactly what `makeInformer` builds.
+ *
+ * Both count the frames they have fully processed, so a run ends the moment the last one is in the
+ * cache with its parent enqueued.
+ */
+import { CoreV1Api, KubeConfig, ListWatch, Watch, type KubernetesObject, type V1PodList } from '@kubernetes/client-node';
+import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { ObjectStore } from '@reconcile-loop/object-store';
+import { KubeApiClient, Reflector, type ListWatchClient } from '@reconcile-loop/reflector';
+import { StreamDriver } from '@reconcile-loop/stream-driver';
+import { WorkQueue } from '@reconcile-loop/work-queue';
+import { NAMESPACE, PARENT_LABEL } from './pods.js';
+
+/** A running pipeline. */
+export interface Pipeline {
+  /** Resolves when the LIST is in the cache. */
+  readonly synced: Promise<void>;
+  /** Resolves when `frames` watch frames have been fully processed. */
+  readonly done: Promise<void>;
+  /** Objects in the cache now. */
+  cacheSize(): number;
+  /** Parent keys enqueued (deduplicated, still queued). */
+  queued(): number;
+  /** Stops watching and releases the connection. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface PipelineOptions {
+  kubeconfig: string;
+  /** Watch frames to wait for after the LIST. */
+  frames: number;
+  /**
+   * Replay from history: the LIST is the current state, but the watch starts from this older cursor,
+   * so the server streams frames it already serialized. Work per frame is unchanged; see BENCHMARKS.md.
+   */
+  watchFrom?: string;
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } {
+  let resolve!: () => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}
+
+function kubeConfig(text: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromString(text);
+  return kc;
+}
+
+const keyMap = (pod: Pod): string | undefined => pod.metadata.labels[PARENT_LABEL];
+
+/** (a) Ours. */
+export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectStore<Pod, string> } {
+  const kube = new KubeApiClient(kubeConfig(options.kubeconfig), podResource);
+  const client: ListWatchClient =
+    options.watchFrom === undefined
+      ? kube
+      : {
+          list: async (request) => ({ ...(await kube.list(request)), resourceVersion: options.watchFrom! }),
+          watch: (request) => kube.watch(request),
+        };
+  const reflector = new Reflector<Pod>({ client, schema: podSchema, namespace: NAMESPACE, name: 'bench' });
+  const store = new ObjectStore<Pod, string>({ keyMap });
+  const queue = new WorkQueue<string>();
+  const synced = deferred();
+  const done = deferred();
+  let events = 0;
+  const target = options.frames;
+  const driver = new StreamDriver<Pod, string>({
+    source: reflector,
+    store,
+    onAffected: (parents) => {
+      for (const parent of parents) queue.add(parent);
+      // The first event is the listing (a replace); every later one is one watch frame.
+      if (events === 0) synced.resolve();
+      if (events++ === target) done.resolve();
+    },
+    sourceRetryDelayMs: 60_000,
+  });
+  if (target === 0) synced.promise.then(done.resolve, () => {});
+  const controller = new AbortController();
+  const running = driver.run(controller.signal).then(
+    () => {
+      const error = new Error(`our pipeline ended after ${events - 1} of ${target} frames`);
+      synced.reject(error);
+      done.reject(error);
+    },
+    (error: unknown) => {
+      synced.reject(error);
+      done.reject(error);
+    },
+  );
+  return {
+    store,
+    synced: synced.promise,
+    done: done.promise,
+    cacheSize: () => store.size,
+    queued: () => queue.size,
+    stop: async () => {
+      controller.abort();
+      await running;
+    },
+  };
+}
+
+/** (b) @kubernetes/client-node's informer, as `makeInformer` builds it, listing through the generated client. */
+export function startClientNode(options: PipelineOptions): Pipeline & { informer: ListWatch<KubernetesObject> } {
+  const kc = kubeConfig(options.kubeconfig);
+  const api = kc.makeApiClient(CoreV1Api);
+  const queue = new WorkQueue<string>();
+  const synced = deferred();
+  const done = deferred();
+  let frames = 0;
+  const target = options.frames;
+  const listFn = async (): Promise<V1PodList> => {
+    const list = await api.listNamespacedPod({ namespace: NAMESPACE });
+    if (options.watchFrom !== undefined) list.metadata = { ...list.metadata, resourceVersion: options.watchFrom };
+    return list;
+  };
+  // makeInformer is `new ListWatch(path, new Watch(kc), listFn, false)`; built by hand only to count
+  // frames after ListWatch has handled each one (its own callbacks skip a frame whose
+  // resourceVersion equals the cached one, so they cannot count the replay).
+  const watch = new Watch(kc);
+  const counting = {
+    watch: (path: string, query: Record<string, unknown>, callback: (phase: string, object: unknown, data: unknown) => void, onDone: (err: unknown) => void) =>
+      watch.watch(
+        path,
+        query,
+        (phase, object, data) => {
+          callback(phase, object, data);
+          if (++frames === target) done.resolve();
+        },
+        onDone,
+      ),
+  } as unknown as Watch;
+  const informer = new ListWatch<KubernetesObject>(`/api/v1/namespaces/${NAMESPACE}/pods`, counting, listFn as never, false);
+  const enqueue = (object: KubernetesObject): void => {
+    const parent = object.metadata?.labels?.[PARENT_LABEL];
+    if (parent !== undefined) queue.add(parent);
+  };
+  informer.on('add', enqueue);
+  informer.on('update', enqueue);
+  informer.on('error', (error: unknown) => {
+    synced.reject(error);
+    done.reject(error);
+  });
+  // start() resolves once the LIST is cached and the watch request is issued.
+  informer.start().then(() => {
+    synced.resolve();
+    if (target === 0) done.resolve();
+  }, synced.reject);
+  return {
+    informer,
+    synced: synced.promise,
+    done: done.promise,
+    cacheSize: () => informer.list().length,
+    queued: () => queue.size,
+    stop: async () => {
+      await informer.stop();
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import {
+  InvalidObjectError,
+  isInvalidObjectError,
+  isMalformedWatchFrameError,
+  MalformedWatchFrameError,
+  parseWatchLine,
+  podSchema,
+  readWatchFrame,
+  watchFrameSchema,
+} from '../src/index.js';
+import { rawPod } from './fixtures.js';
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
+}
+
+describe('readWatchFrame', () => {
+  it('[k8s_reflector: Watch frame shape] reads type, cursor and object from an ADDED / MODIFIED / DELETED frame', () => {
+    for (const type of ['ADDED', 'MODIFIED', 'DELETED'] as const) {
+      const frame = readWatchFrame({ type, object: rawPod({ resourceVersion: '42' }) }, podSchema);
+      expect(frame).toMatchObject({ type, resourceVersion: '42', object: { metadata: { name: 'engine-0' } } });
+    }
+  });
+
+  it('[k8s_reflector: Frame payload type] a BOOKMARK carries a bare cursor and is not validated as a pod', () => {
+    const frame = readWatchFrame({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: '77', annotations: { 'k8s.io/initial-events-end': 'true' } } } }, podSchema);
+    expect(frame).toEqual({ type: 'BOOKMARK', resourceVersion: '77' });
+  });
+
+  it('[k8s_reflector: Frame payload type] an ERROR carries a Status: code, reason, message and causes (wire name of Go Causes[].Type)', () => {
+    const frame = readWatchFrame(
+      {
+        type: 'ERROR',
+        object: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          code: 504,
+          reason: 'Timeout',
+          message: 'Too large resource version: 10, current: 5',
+          details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 },
+        },
+      },
+      podSchema,
+    );
+    expect(frame).toEqual({
+      type: 'ERROR',
+      status: {
+        code: 504,
+        reason: 'Timeout',
+        message: 'Too large resource version: 10, current: 5',
+        details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] },
+      },
+    });
+  });
+
+  it('[k8s_reflector: Frame payload type] a pod frame whose object does not validate raises a typed error naming the object', () => {
+    const pod = rawPod({ name: 'broken', namespace: 'ns' });
+    (pod.status as Record<string, unknown>).containerStatuses = [{ name: 'engine', ready: true, restartCount: 'many' }];
+    const error = thrown(() => readWatchFrame({ type: 'MODIFIED', object: pod }, podSchema));
+    expect(error).toBeInstanceOf(InvalidObjectError);
+    expect(isInvalidObjectError(error)).toBe(true);
+    expect(error).toMatchObject({ code: 'OBJECT_INVALID', objectKey: 'ns/broken', frameType: 'MODIFIED' });
+    expect((error as InvalidObjectError).issues[0]?.path).toEqual(['status', 'containerStatuses', 0, 'restartCount']);
+  });
+
+  it('[k8s_reflector: watchHandler per-event metadata failure] an unreadable envelope is a MalformedWatchFrameError carrying whatever cursor it had', () => {
+    const unknownType = thrown(() => readWatchFrame({ type: 'SHRUGGED', object: { metadata: { resourceVersion: '9' } } }, podSchema));
+    expect(isMalformedWatchFrameError(unknownType)).toBe(true);
+    expect(unknownType).toMatchObject({ code: 'WATCH_FRAME_MALFORMED', frameType: 'SHRUGGED', resourceVersion: '9' });
+
+    const noCursor = thrown(() => readWatchFrame({ type: 'ADDED', object: { metadata: { name: 'x' } } }, podSchema));
+    expect(noCursor).toBeInstanceOf(MalformedWatchFrameError);
+    expect(noCursor).toMatchObject({ frameType: 'ADDED', resourceVersion: undefined });
+
+    expect(thrown(() => readWatchFrame('not an object', podSchema))).toBeInstanceOf(MalformedWatchFrameError);
+    expect(thrown(() => parseWatchLine('{"type":"ADDED",', podSchema))).toBeInstanceOf(MalformedWatchFrameError);
+  });
+
+  it('[k8s_reflector: Watch frame shape] the envelope schema reads only the cursor of a pod frame, not the pod', () => {
+    const envelope = watchFrameSchema.parse({ type: 'ADDED', object: rawPod({ resourceVersion: '5' }) });
+    expect(envelope).toEqual({ type: 'ADDED', object: { metadata: { resourceVersion: '5' } } });
+  });
+});

@@ -1,0 +1,212 @@
+import type { Clock, Logger, SourceEvent } from '@reconcile-loop/object-store';
+import type { ListRequest, ListResult, ListWatchClient, WatchRequest } from '../src/index.js';
+
+/** A manual clock: time moves only through {@link FakeClock.advance}. */
+export class FakeClock implements Clock {
+  #now = 0;
+  #nextId = 1;
+  readonly #timers = new Map<number, { at: number; callback: () => void }>();
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimeout(callback: () => void, delayMs: number): unknown {
+    const id = this.#nextId++;
+    this.#timers.set(id, { at: this.#now + Math.max(0, delayMs), callback });
+    return id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.#timers.delete(handle as number);
+  }
+
+  /** Timers scheduled and not yet fired or cleared. */
+  get pending(): number {
+    return this.#timers.size;
+  }
+
+  /** Moves time forward, firing due timers in deadline order (also ones scheduled while advancing). */
+  advance(ms: number): void {
+    const target = this.#now + ms;
+    for (;;) {
+      let dueId: number | undefined;
+      let dueAt = Number.POSITIVE_INFINITY;
+      for (const [id, timer] of this.#timers) {
+        if (timer.at <= target && timer.at < dueAt) {
+          dueAt = timer.at;
+          dueId = id;
+        }
+      }
+      if (dueId === undefined) break;
+      const timer = this.#timers.get(dueId)!;
+      this.#timers.delete(dueId);
+      this.#now = Math.max(this.#now, timer.at);
+      timer.callback();
+    }
+    this.#now = target;
+  }
+}
+
+/** Lets every pending promise chain and I/O callback run. Not a sleep: no time passes on any clock. */
+export async function flush(rounds = 10): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** Lets pending work schedule its timers, advances the fake clock, and lets the reactions run. */
+export async function advance(clock: FakeClock, ms: number): Promise<void> {
+  await flush();
+  clock.advance(ms);
+  await flush();
+}
+
+/** A pod as the apiserver sends it, small. */
+export function pod(name: string, resourceVersion: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion }, status: { phase: 'Running' }, ...extra };
+}
+
+/** One watch line, as the apiserver writes it. */
+export function line(type: string, object: unknown): string {
+  return JSON.stringify({ type, object });
+}
+
+/** A bookmark line. */
+export function bookmark(resourceVersion: string): string {
+  return line('BOOKMARK', { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion } });
+}
+
+/** An in-band ERROR line carrying a Status. */
+export function errorFrame(status: Record<string, unknown>): string {
+  return line('ERROR', { kind: 'Status', apiVersion: 'v1', status: 'Failure', ...status });
+}
+
+function abortError(): Error {
+  return Object.assign(new Error('The operation was aborted'), { name: 'AbortError' });
+}
+
+type Item = { kind: 'frame'; value: unknown } | { kind: 'end' } | { kind: 'error'; error: unknown };
+
+/** One fake watch: the test pushes frames, ends it or fails it. Honors its signal unless told not to. */
+export class FakeWatch implements AsyncIterable<unknown> {
+  readonly request: WatchRequest;
+  readonly #queue: Item[] = [];
+  #waiter: { resolve: (result: IteratorResult<unknown>) => void; reject: (error: unknown) => void } | undefined;
+  #finished = false;
+  /** True once the reflector called `return()` on the iterator. */
+  returned = false;
+
+  constructor(request: WatchRequest, honorSignal: boolean) {
+    this.request = request;
+    if (honorSignal) request.signal.addEventListener('abort', () => this.fail(abortError()), { once: true });
+  }
+
+  push(...values: unknown[]): this {
+    for (const value of values) this.#offer({ kind: 'frame', value });
+    return this;
+  }
+
+  end(): this {
+    this.#offer({ kind: 'end' });
+    return this;
+  }
+
+  fail(error: unknown): this {
+    this.#offer({ kind: 'error', error });
+    return this;
+  }
+
+  #offer(item: Item): void {
+    if (this.#finished) return;
+    const waiter = this.#waiter;
+    if (waiter) {
+      this.#waiter = undefined;
+      this.#settle(item, waiter.resolve, waiter.reject);
+    } else {
+      this.#queue.push(item);
+    }
+  }
+
+  #settle(item: Item, resolve: (result: IteratorResult<unknown>) => void, reject: (error: unknown) => void): void {
+    if (item.kind === 'frame') return resolve({ done: false, value: item.value });
+    this.#finished = true;
+    if (item.kind === 'end') resolve({ done: true, value: undefined });
+    else reject(item.error);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<unknown> {
+    return {
+      next: () =>
+        new Promise<IteratorResult<unknown>>((resolve, reject) => {
+          const item = this.#queue.shift();
+          if (item) this.#settle(item, resolve, reject);
+          else if (this.#finished) resolve({ done: true, value: undefined });
+          else this.#waiter = { resolve, reject };
+        }),
+      return: () => {
+        this.returned = true;
+        return Promise.resolve({ done: true, value: undefined });
+      },
+    };
+  }
+}
+
+type ListStep = ListResult | Error | 'hang';
+
+/** A scripted {@link ListWatchClient}: LIST answers come from a queue (or the default), every WATCH is a {@link FakeWatch}. */
+export class FakeClient implements ListWatchClient {
+  readonly lists: ListRequest[] = [];
+  readonly watches: FakeWatch[] = [];
+  readonly #listSteps: ListStep[] = [];
+  /** What a LIST answers when nothing is queued. */
+  defaultList: ListResult = { items: [], resourceVersion: '1' };
+  /** Whether new watches end when their signal aborts (a well-behaved client). */
+  honorSignal = true;
+
+  queueList(...steps: ListStep[]): this {
+    this.#listSteps.push(...steps);
+    return this;
+  }
+
+  list(request: ListRequest): Promise<ListResult> {
+    this.lists.push(request);
+    const step = this.#listSteps.shift() ?? this.defaultList;
+    if (step === 'hang') return new Promise<ListResult>(() => {}); // a connect that never completes, deaf to its signal
+    if (step instanceof Error) return Promise.reject(step);
+    return Promise.resolve(step);
+  }
+
+  watch(request: WatchRequest): AsyncIterable<unknown> {
+    const watch = new FakeWatch(request, this.honorSignal);
+    this.watches.push(watch);
+    return watch;
+  }
+
+  /** The latest watch. */
+  get watch0(): FakeWatch {
+    const watch = this.watches.at(-1);
+    if (!watch) throw new Error('no watch opened yet');
+    return watch;
+  }
+}
+
+/** Consumes a stream in the background, recording events and the error it ended with. */
+export function consume<T>(stream: AsyncIterable<SourceEvent<T>>): { events: SourceEvent<T>[]; readonly error: unknown; readonly ended: boolean; done: Promise<void> } {
+  const state = { events: [] as SourceEvent<T>[], error: undefined as unknown, ended: false, done: Promise.resolve() };
+  state.done = (async () => {
+    try {
+      for await (const event of stream) state.events.push(event);
+    } catch (error) {
+      state.error = error;
+    } finally {
+      state.ended = true;
+    }
+  })();
+  return state;
+}
+
+/** A logger that records every call. */
+export function recordingLogger(): Logger & { records: { level: string; fields: Record<string, unknown>; message: string }[] } {
+  const records: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+  const at = (level: string) => (fields: Record<string, unknown>, message: string) => void records.push({ level, fields, message });
+  return { records, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}

@@ -1,0 +1,238 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { inspect } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  ApiStatusError,
+  isApiStatusError,
+  KubeApiClient,
+  KubeApiProtocolError,
+  podReflector,
+  Reflector,
+  resourcePath,
+  splitWatchLines,
+  type KubeConfigAuth,
+} from '../src/index.js';
+import { advance, bookmark, consume, FakeClock, flush, line, pod, recordingLogger } from './helpers.js';
+
+const TOKEN = 'sup3r-s3cret-t0ken';
+
+// Compile-time proof that client-node's KubeConfig satisfies the structural interface.
+const _assignable: KubeConfigAuth = new KubeConfig();
+void _assignable;
+
+type Handler = (request: http.IncomingMessage, response: http.ServerResponse) => void | Promise<void>;
+
+const servers: http.Server[] = [];
+
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});
+
+async function serve(handler: Handler): Promise<{ base: string; requests: { url: URL; headers: http.IncomingHttpHeaders }[] }> {
+  const requests: { url: URL; headers: http.IncomingHttpHeaders }[] = [];
+  const server = http.createServer((request, response) => {
+    requests.push({ url: new URL(request.url ?? '/', 'http://x'), headers: request.headers });
+    void handler(request, response);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
+}
+
+/** A KubeConfig loaded from a string, the way a user's kubeconfig file is. */
+function kubeConfig(server: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromString(`
+apiVersion: v1
+kind: Config
+clusters:
+  - name: test
+    cluster:
+      server: ${server}
+      insecure-skip-tls-verify: true
+users:
+  - name: tester
+    user:
+      token: ${TOKEN}
+contexts:
+  - name: test
+    context:
+      cluster: test
+      user: tester
+current-context: test
+`);
+  return kc;
+}
+
+function json(response: http.ServerResponse, status: number, body: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json' });
+  response.end(JSON.stringify(body));
+}
+
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+async function collect(lines: AsyncIterable<string>): Promise<string[]> {
+  const out: string[] = [];
+  for await (const l of lines) out.push(l);
+  return out;
+}
+
+async function* chunks(...parts: string[]): AsyncGenerator<string> {
+  for (const part of parts) yield part;
+}
+
+describe('resourcePath', () => {
+  it('[k8s_api: deviation, generic resource path] core and group paths, namespaced and across namespaces', () => {
+    expect(resourcePath(podResource, 'pool-a')).toBe('/api/v1/namespaces/pool-a/pods');
+    expect(resourcePath(podResource)).toBe('/api/v1/pods');
+    const cells = { group: 'miles.io', version: 'v1alpha1', plural: 'trainercells' };
+    expect(resourcePath(cells, 'pool-a')).toBe('/apis/miles.io/v1alpha1/namespaces/pool-a/trainercells');
+    expect(resourcePath(cells)).toBe('/apis/miles.io/v1alpha1/trainercells');
+  });
+});
+
+describe('splitWatchLines', () => {
+  it('[k8s_api: LIST/WATCH calls] joins a frame split across chunks, splits several frames in one chunk, drops blank lines', async () => {
+    const a = line('ADDED', pod('a', '1'));
+    const b = line('ADDED', pod('b', '2'));
+    expect(await collect(splitWatchLines(chunks(a.slice(0, 10), a.slice(10, 30), `${a.slice(30)}\n${b}\n`, '\n', '\r\n')))).toEqual([a, b]);
+  });
+
+  it('[k8s_api: LIST/WATCH calls] a body that ends mid-frame is a protocol error, not a frame', async () => {
+    await expect(collect(splitWatchLines(chunks(`${bookmark('1')}\n{"type":"ADD`)))).rejects.toBeInstanceOf(KubeApiProtocolError);
+  });
+});
+
+describe('KubeApiClient over HTTP', () => {
+  it('[k8s_api: LIST/WATCH calls] LIST reads the raw JSON body (strings, not Dates) from the scoped path, with no cursor and no pagination', async () => {
+    const { base, requests } = await serve((_, response) =>
+      json(response, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '42' }, items: [pod('a', '40', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '40', creationTimestamp: '2024-05-01T10:11:12Z' } })] }),
+    );
+    const client = new KubeApiClient(kubeConfig(`${base}/k8s/clusters/c-1/`), podResource);
+    const result = await client.list({ namespace: 'ns', labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed', signal: new AbortController().signal });
+    expect(result.resourceVersion).toBe('42');
+    expect((result.items[0] as { metadata: { creationTimestamp: unknown } }).metadata.creationTimestamp).toBe('2024-05-01T10:11:12Z');
+    const { url, headers } = requests[0]!;
+    expect(url.pathname).toBe('/k8s/clusters/c-1/api/v1/namespaces/ns/pods');
+    expect(Object.fromEntries(url.searchParams)).toEqual({ labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed' });
+    expect(headers.accept).toBe('application/json');
+  });
+
+  it('[k8s_api: deviation, auth from the KubeConfig] a token from a KubeConfig loaded from a string reaches the server as a Bearer header', async () => {
+    const { base, requests } = await serve((_, response) => json(response, 200, { metadata: { resourceVersion: '1' }, items: null }));
+    const result = await new KubeApiClient(kubeConfig(base), podResource).list({ signal: new AbortController().signal });
+    expect(result.items).toEqual([]);
+    expect(requests[0]?.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    expect(requests[0]?.url.pathname).toBe('/api/v1/pods');
+  });
+
+  it('[k8s_api: LIST/WATCH calls] WATCH streams one line per frame, with a frame and a UTF-8 character split across chunks', async () => {
+    const first = line('ADDED', pod('a', '11', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '11', annotations: { note: 'café' } } }));
+    const second = bookmark('12');
+    const firstBytes = Buffer.from(`${first}\n`, 'utf8');
+    const split = firstBytes.indexOf(Buffer.from('é', 'utf8')) + 1; // between the two bytes of é
+    const { base, requests } = await serve(async (_, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write(firstBytes.subarray(0, split));
+      await tick();
+      response.write(firstBytes.subarray(split));
+      response.write(`${second}\n`);
+      response.end();
+    });
+    const client = new KubeApiClient(kubeConfig(base), podResource);
+    const lines = await collect(client.watch({ namespace: 'ns', resourceVersion: '10', timeoutSeconds: 312, allowWatchBookmarks: true, signal: new AbortController().signal }));
+    expect(lines).toEqual([first, second]);
+    expect(JSON.parse(lines[0]!).object.metadata.annotations.note).toBe('café');
+    const { url, headers } = requests[0]!;
+    expect(url.pathname).toBe('/api/v1/namespaces/ns/pods');
+    expect(Object.fromEntries(url.searchParams)).toEqual({ watch: 'true', resourceVersion: '10', timeoutSeconds: '312', allowWatchBookmarks: 'true' });
+    expect(headers.authorization).toBe(`Bearer ${TOKEN}`);
+  });
+
+  it('[k8s_reflector: ApiException shape] a 410 response is an ApiStatusError with the numeric status and the Status body', async () => {
+    const { base } = await serve((_, response) =>
+      json(response, 410, { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'too old resource version: 1 (50)', reason: 'Expired', code: 410 }),
+    );
+    const client = new KubeApiClient(kubeConfig(base), podResource);
+    const error = await collect(client.watch({ resourceVersion: '1', timeoutSeconds: 300, allowWatchBookmarks: true, signal: new AbortController().signal })).catch((e: unknown) => e);
+    expect(isApiStatusError(error)).toBe(true);
+    expect(error).toBeInstanceOf(ApiStatusError);
+    expect(error).toMatchObject({ statusCode: 410, status: { code: 410, reason: 'Expired', message: 'too old resource version: 1 (50)' } });
+  });
+
+  it('[k8s_reflector: deviation, prompt stop] aborting a request that is still waiting for the server rejects at once', async () => {
+    let arrived!: () => void;
+    const reached = new Promise<void>((resolve) => (arrived = resolve));
+    const { base } = await serve(() => arrived()); // never answers
+    const controller = new AbortController();
+    const pending = new KubeApiClient(kubeConfig(base), podResource).list({ signal: controller.signal });
+    await reached;
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('[k8s_api: LIST/WATCH calls] a LIST body without a cursor is a protocol error', async () => {
+    const { base } = await serve((_, response) => json(response, 200, { items: [] }));
+    await expect(new KubeApiClient(kubeConfig(base), podResource).list({ signal: new AbortController().signal })).rejects.toBeInstanceOf(KubeApiProtocolError);
+  });
+});
+
+describe('Reflector over KubeApiClient', () => {
+  it('[k8s_reflector: Reflector] lists, watches and relists on a 410 against a real HTTP server', async () => {
+    let lists = 0;
+    let watches = 0;
+    const { base, requests } = await serve((request, response) => {
+      const url = new URL(request.url ?? '/', 'http://x');
+      if (url.searchParams.get('watch') !== 'true') {
+        lists++;
+        return json(response, 200, { metadata: { resourceVersion: lists === 1 ? '10' : '30' }, items: lists === 1 ? [pod('a', '10')] : [pod('b', '30')] });
+      }
+      watches++;
+      if (watches === 1) {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(`${line('ADDED', pod('c', '11'))}\n${line('ERROR', { kind: 'Status', code: 410, reason: 'Expired' })}\n`);
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }); // stays open
+      response.flushHeaders();
+    });
+    const clock = new FakeClock();
+    const controller = new AbortController();
+    const reflector = podReflector({ kubeConfig: kubeConfig(base), namespace: 'ns', clock, random: () => 0 });
+    const stream = consume(reflector.open(controller.signal));
+    await flush(50);
+    expect(stream.events.map((e) => (e.type === 'replace' ? [...e.objects.keys()] : e.key))).toEqual([['ns/a'], 'ns/c']);
+    await advance(clock, 1_000); // backoff before the relist
+    await flush(50);
+    expect(stream.events.map((e) => (e.type === 'replace' ? [...e.objects.keys()] : e.key))).toEqual([['ns/a'], 'ns/c', ['ns/b']]);
+    expect(reflector.stats).toMatchObject({ lists: 2, relists: 1, watches: 2 });
+    expect(requests.filter((r) => r.url.searchParams.get('watch') === 'true').map((r) => r.url.searchParams.get('resourceVersion'))).toEqual(['10', '30']);
+    controller.abort();
+    await stream.done;
+    expect(stream.error).toBeUndefined();
+  });
+
+  it('[k8s_api: deviation, no credentials in logs] failures are logged without the token', async () => {
+    const { base } = await serve((_, response) => json(response, 401, { kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
+    const logger = recordingLogger();
+    const clock = new FakeClock();
+    const controller = new AbortController();
+    const reflector = new Reflector<Pod>({ client: new KubeApiClient(kubeConfig(base), podResource), schema: podSchema, clock, logger });
+    const stream = consume(reflector.open(controller.signal));
+    await flush(30);
+    await advance(clock, 1_000);
+    await flush(30);
+    controller.abort();
+    await stream.done;
+    expect(reflector.stats.listFailures).toBeGreaterThanOrEqual(2);
+    const logged = inspect(logger.records, { depth: 10, showHidden: true });
+    expect(logged).toContain('Unauthorized');
+    expect(logged).not.toContain(TOKEN);
+  });
+});

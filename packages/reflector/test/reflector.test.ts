@@ -1,0 +1,396 @@
+import { isInvalidObjectError, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
+import { describe, expect, it } from 'vitest';
+import { ApiStatusError, isCursorExpired, isCursorTooLarge, Reflector, ReflectorOptionsError, type ReflectorOptions } from '../src/index.js';
+import { advance, bookmark, consume, errorFrame, FakeClient, FakeClock, flush, line, pod, recordingLogger } from './helpers.js';
+
+function setup(options: Partial<ReflectorOptions<Pod>> = {}, prepare: (client: FakeClient) => void = () => {}) {
+  const clock = new FakeClock();
+  const client = new FakeClient();
+  prepare(client);
+  const controller = new AbortController();
+  const reflector = new Reflector<Pod>({
+    client,
+    schema: podSchema,
+    clock,
+    random: () => 0,
+    watchTimeoutSeconds: 300,
+    idleGraceMs: 30_000,
+    retryDelayMs: 1_000,
+    maxRetryDelayMs: 8_000,
+    ...options,
+  });
+  const stream = consume(reflector.open(controller.signal));
+  return { clock, client, controller, reflector, stream };
+}
+
+function keys(event: unknown): string[] {
+  return [...(event as ReplaceEvent<Pod>).objects.keys()];
+}
+
+describe('Reflector: list, watch, events', () => {
+  it('[k8s_reflector: Reflector] LISTs, emits a replace keyed by namespace/name, then one upsert or delete per watch frame, all in scope', async () => {
+    const { client, reflector, stream, controller } = setup({ namespace: 'ns', labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed' }, (c) =>
+      c.queueList({ items: [pod('a', '5'), pod('b', '6')], resourceVersion: '10' }),
+    );
+    await flush();
+    expect(stream.events).toHaveLength(1);
+    expect(stream.events[0]?.type).toBe('replace');
+    expect(keys(stream.events[0])).toEqual(['ns/a', 'ns/b']);
+    expect(client.lists[0]).toMatchObject({ namespace: 'ns', labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed' });
+    expect(client.watch0.request).toMatchObject({
+      namespace: 'ns',
+      labelSelector: 'app=engine',
+      fieldSelector: 'status.phase!=Failed',
+      resourceVersion: '10',
+      allowWatchBookmarks: true,
+    });
+
+    client.watch0.push(line('ADDED', pod('c', '11')), line('MODIFIED', pod('a', '12')), line('DELETED', pod('b', '13')));
+    await flush();
+    expect(stream.events.slice(1).map((e) => (e.type === 'replace' ? e.type : [e.type, e.key]))).toEqual([
+      ['upsert', 'ns/c'],
+      ['upsert', 'ns/a'],
+      ['delete', 'ns/b'],
+    ]);
+    expect(stream.events[3]).toEqual(deleteEvent('ns/b'));
+    const upsert = stream.events[2];
+    expect(upsert?.type === 'upsert' && upsert.object.metadata.resourceVersion).toBe('12');
+    expect(reflector.cursor).toBe('13');
+
+    controller.abort();
+    await stream.done;
+    expect(stream.error).toBeUndefined();
+  });
+
+  it('[k8s_reflector: Watch frame shape] a frame may arrive as a JSON line or as a decoded object', async () => {
+    const { client, reflector, stream } = setup();
+    await flush();
+    client.watch0.push(line('ADDED', pod('a', '2')), { type: 'ADDED', object: pod('b', '3') }, { type: 'BOOKMARK', object: { metadata: { resourceVersion: '4' } } });
+    await flush();
+    expect(stream.events.slice(1).map((e) => e.type !== 'replace' && e.key)).toEqual(['ns/a', 'ns/b']);
+    expect(reflector.cursor).toBe('4');
+  });
+
+  it('[k8s_reflector: cursor bookkeeping] the cursor follows the listing, every applied frame and every bookmark; counters add up', async () => {
+    const { client, reflector, clock } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '100' }));
+    expect(reflector.cursor).toBeUndefined();
+    await flush();
+    expect(reflector.cursor).toBe('100');
+    client.watch0.push(line('ADDED', pod('a', '101')));
+    await flush();
+    expect(reflector.cursor).toBe('101');
+    client.watch0.push(bookmark('150'));
+    await flush();
+    expect(reflector.cursor).toBe('150');
+    await advance(clock, 2_000);
+    client.watch0.end();
+    await flush();
+    expect(reflector.stats).toEqual({ lists: 1, relists: 0, watches: 2, bookmarks: 1, skippedFrames: 0, idleTimeouts: 0, listFailures: 0, watchFailures: 0 });
+  });
+});
+
+describe('Reflector: reopening and relisting', () => {
+  it('[k8s_reflector: ListAndWatch → Run → LIST again] a watch that ends on its timeout reopens from the cursor with no LIST', async () => {
+    const { client, clock, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '7' }));
+    await flush();
+    client.watch0.push(line('ADDED', pod('a', '8')));
+    await flush();
+    for (let i = 0; i < 3; i++) {
+      await advance(clock, 300_000); // the server closes at timeoutSeconds
+      client.watch0.end();
+      await flush();
+    }
+    expect(client.lists).toHaveLength(1);
+    expect(client.watches.map((w) => w.request.resourceVersion)).toEqual(['7', '8', '8', '8']);
+    expect(reflector.stats.watches).toBe(4);
+  });
+
+  it('[k8s_reflector: Bookmarks] a bookmark advances the cursor without an event, and the next watch resumes from it', async () => {
+    const { client, clock, stream, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '7' }));
+    await flush();
+    client.watch0.push(bookmark('90'));
+    await flush();
+    expect(reflector.cursor).toBe('90');
+    expect(stream.events).toHaveLength(1); // only the replace
+    await advance(clock, 60_000);
+    client.watch0.end();
+    await flush();
+    expect(client.watch0.request.resourceVersion).toBe('90');
+    expect(client.lists).toHaveLength(1);
+  });
+
+  it('[k8s_reflector: ApiException shape] HTTP 410 on WATCH relists (after the backoff) and emits a fresh replace', async () => {
+    const { client, clock, stream, reflector } = setup({}, (c) =>
+      c.queueList({ items: [pod('a', '1')], resourceVersion: '5' }, { items: [pod('b', '9')], resourceVersion: '9' }),
+    );
+    await flush();
+    client.watch0.fail(new ApiStatusError(410, { code: 410, reason: 'Expired', message: 'too old resource version: 5 (8)' }));
+    await flush();
+    expect(client.lists).toHaveLength(1);
+    await advance(clock, 1_000);
+    expect(client.lists).toHaveLength(2);
+    expect(keys(stream.events.at(-1))).toEqual(['ns/b']);
+    expect(client.watch0.request.resourceVersion).toBe('9');
+    expect(reflector.stats.relists).toBe(1);
+  });
+
+  it('[k8s_reflector: An ERROR frame reaching the consumer] an in-band ERROR frame with code 410 relists too', async () => {
+    const { client, clock, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '5' }, { items: [], resourceVersion: '20' }));
+    await flush();
+    client.watch0.push(errorFrame({ code: 410, reason: 'Expired', message: 'too old resource version' }));
+    await advance(clock, 1_000);
+    expect(client.lists).toHaveLength(2);
+    expect(reflector.cursor).toBe('20');
+    expect(reflector.stats.relists).toBe(1);
+  });
+
+  it('[k8s_reflector: IsTooLargeResourceVersion] 504 relists, by HTTP code, by ERROR-frame code, and by the ResourceVersionTooLarge cause', async () => {
+    const { client, clock } = setup();
+    await flush();
+    client.watch0.fail(new ApiStatusError(504));
+    await advance(clock, 1_000);
+    expect(client.lists).toHaveLength(2);
+
+    client.watch0.push(line('ADDED', pod('a', '2'))); // resets the backoff
+    client.watch0.push(errorFrame({ code: 504, reason: 'Timeout', message: 'Too large resource version: 9, current: 2' }));
+    await advance(clock, 1_000);
+    expect(client.lists).toHaveLength(3);
+
+    client.watch0.push(line('ADDED', pod('a', '3')));
+    // No code at all: only the cause (Go's Causes[].Type, JSON `reason`) says the cursor is from the future.
+    client.watch0.push(errorFrame({ details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] } }));
+    await advance(clock, 1_000);
+    expect(client.lists).toHaveLength(4);
+  });
+
+  it('[k8s_reflector: IsTooLargeResourceVersion] the classifiers read the cause, never a top-level Status.reason', () => {
+    expect(isCursorTooLarge({ code: 504 })).toBe(true);
+    expect(isCursorTooLarge(undefined, 504)).toBe(true);
+    expect(isCursorTooLarge({ details: { causes: [{ reason: 'ResourceVersionTooLarge' }] } })).toBe(true);
+    expect(isCursorTooLarge({ code: 500, reason: 'ResourceVersionTooLarge' })).toBe(false);
+    expect(isCursorExpired({ code: 410 })).toBe(true);
+    expect(isCursorExpired({ reason: 'Expired' })).toBe(true);
+    expect(isCursorExpired(undefined, 410)).toBe(true);
+    expect(isCursorExpired({ code: 500, reason: 'InternalError' })).toBe(false);
+  });
+
+  it('[k8s_reflector: ApiException shape] any other failure retries the WATCH from the cursor, without a LIST', async () => {
+    const { client, clock, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '5' }));
+    await flush();
+    client.watch0.push(line('ADDED', pod('a', '6')));
+    await flush();
+    client.watch0.fail(new ApiStatusError(500, { code: 500, reason: 'InternalError' }));
+    await advance(clock, 1_000);
+    client.watch0.push(errorFrame({ code: 500, reason: 'InternalError', message: 'etcd hiccup' }));
+    await advance(clock, 2_000);
+    client.watch0.fail(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+    await advance(clock, 4_000);
+    expect(client.lists).toHaveLength(1);
+    expect(client.watches.map((w) => w.request.resourceVersion)).toEqual(['5', '6', '6', '6']);
+    expect(reflector.stats.watchFailures).toBe(3);
+  });
+
+  it('[source_stream_driver: Retry inside vs outside the stream] a failed LIST is retried inside the stream, which stays open', async () => {
+    const { client, clock, stream } = setup({}, (c) => c.queueList(new Error('connect ECONNREFUSED'), new ApiStatusError(503), { items: [pod('a', '3')], resourceVersion: '3' }));
+    await flush();
+    expect(client.lists).toHaveLength(1);
+    await advance(clock, 1_000);
+    expect(client.lists).toHaveLength(2);
+    await advance(clock, 2_000);
+    expect(client.lists).toHaveLength(3);
+    expect(stream.events).toHaveLength(1);
+    expect(stream.ended).toBe(false);
+  });
+});
+
+describe('Reflector: bad frames', () => {
+  it('[k8s_reflector: watchHandler per-event metadata failure] an unreadable envelope is logged and skipped, the cursor advances past it, and the watch stays open', async () => {
+    const logger = recordingLogger();
+    const { client, reflector, stream } = setup({ logger }, (c) => c.queueList({ items: [], resourceVersion: '5' }));
+    await flush();
+    client.watch0.push(
+      '{"type":"ADDED","object":', // not JSON
+      JSON.stringify({ object: pod('x', '6') }), // no type
+      JSON.stringify({ type: 'RESIZED', object: { metadata: { resourceVersion: '7' } } }), // unknown type, readable cursor
+      line('ADDED', pod('a', '8')),
+    );
+    await flush();
+    expect(stream.events.slice(1).map((e) => e.type !== 'replace' && e.key)).toEqual(['ns/a']);
+    expect(reflector.stats.skippedFrames).toBe(3);
+    expect(client.watches).toHaveLength(1);
+    expect(reflector.cursor).toBe('8');
+    expect(logger.records.filter((r) => r.level === 'warn' && r.message.includes('unreadable envelope'))).toHaveLength(3);
+
+    client.watch0.push(JSON.stringify({ type: 'MODIFIED', object: { metadata: { resourceVersion: '9' } }, garbage: true }).replace('MODIFIED', 'WHATEVER'));
+    await flush();
+    expect(reflector.cursor).toBe('9'); // advanced past the skipped frame
+  });
+
+  it('[k8s_reflector: Frame payload type] a pod frame whose object does not validate raises a typed error out of the stream', async () => {
+    const { client, stream } = setup();
+    await flush();
+    client.watch0.push(line('MODIFIED', pod('bad', '3', { status: { phase: 7 } })));
+    await stream.done;
+    expect(isInvalidObjectError(stream.error)).toBe(true);
+    expect(stream.error).toMatchObject({ code: 'OBJECT_INVALID', objectKey: 'ns/bad', frameType: 'MODIFIED' });
+    expect(client.watch0.returned).toBe(true);
+  });
+
+  it('[k8s_reflector: Frame payload type] a LIST item that does not validate raises the same typed error', async () => {
+    const { stream } = setup({}, (c) => c.queueList({ items: [{ metadata: { namespace: 'ns' } }], resourceVersion: '1' }));
+    await stream.done;
+    expect(stream.error).toMatchObject({ code: 'OBJECT_INVALID', frameType: 'LIST' });
+  });
+});
+
+describe('Reflector: timing', () => {
+  it('[k8s_reflector: BackoffManager around reconnects] every WATCH sends timeoutSeconds (with jitter) and asks for bookmarks', async () => {
+    const randoms = [0, 0.5, 0.999];
+    const { client, clock } = setup({ random: () => randoms.shift() ?? 0 });
+    await flush();
+    for (let i = 0; i < 2; i++) {
+      await advance(clock, 300_000);
+      client.watch0.end();
+      await flush();
+    }
+    expect(client.watches.map((w) => [w.request.timeoutSeconds, w.request.allowWatchBookmarks])).toEqual([
+      [300, true],
+      [450, true],
+      [599, true],
+    ]);
+  });
+
+  it('[k8s_reflector: BackoffUntil] deviation: the retry delay doubles per consecutive failure up to the cap, and resets after a watch that delivered a frame', async () => {
+    const { client, clock, reflector } = setup({ retryDelayMs: 1_000, maxRetryDelayMs: 4_000 });
+    await flush();
+    const watchesAfter = async (ms: number): Promise<number> => {
+      await advance(clock, ms);
+      return client.watches.length;
+    };
+    expect(reflector.nextRetryDelayMs).toBe(1_000);
+    client.watch0.fail(new ApiStatusError(500));
+    await flush();
+    expect(await watchesAfter(999)).toBe(1);
+    expect(await watchesAfter(1)).toBe(2);
+    client.watch0.fail(new ApiStatusError(500));
+    await flush();
+    expect(await watchesAfter(1_999)).toBe(2);
+    expect(await watchesAfter(1)).toBe(3);
+    client.watch0.fail(new ApiStatusError(500));
+    await flush();
+    expect(await watchesAfter(4_000)).toBe(4);
+    client.watch0.fail(new ApiStatusError(500));
+    await flush();
+    expect(reflector.nextRetryDelayMs).toBe(4_000); // capped
+    expect(await watchesAfter(4_000)).toBe(5);
+
+    client.watch0.push(bookmark('2'));
+    client.watch0.fail(new ApiStatusError(500));
+    await flush();
+    expect(await watchesAfter(1_000)).toBe(6); // reset by the delivered frame
+  });
+
+  it('[k8s_reflector: BackoffUntil] deviation: a successful LIST does not reset the backoff, so LIST-then-410 loops slow down', async () => {
+    const { client, clock, reflector } = setup();
+    await flush();
+    for (const expected of [1_000, 2_000, 4_000]) {
+      expect(reflector.nextRetryDelayMs).toBe(expected);
+      client.watch0.fail(new ApiStatusError(410));
+      await advance(clock, expected);
+    }
+    expect(client.lists).toHaveLength(4);
+    expect(reflector.nextRetryDelayMs).toBe(8_000);
+  });
+
+  it('[k8s_reflector: deviation, very short watch] a watch that closes within a second without a frame backs off instead of spinning', async () => {
+    const { client, clock, reflector } = setup();
+    await flush();
+    client.watch0.end();
+    await flush();
+    expect(client.watches).toHaveLength(1);
+    await advance(clock, 1_000);
+    expect(client.watches).toHaveLength(2);
+    expect(reflector.stats.watchFailures).toBe(1);
+  });
+
+  it('[k8s_reflector: deviation, idle timeout] a watch silent for longer than its timeout plus the grace is torn down and reopened from the cursor', async () => {
+    const { client, clock, reflector } = setup({ watchTimeoutSeconds: 60, idleGraceMs: 5_000 }, (c) => {
+      c.queueList({ items: [], resourceVersion: '5' });
+      c.honorSignal = false; // a dead TCP connection: nothing ever arrives, not even an error
+    });
+    await flush();
+    await advance(clock, 30_000);
+    client.watch0.push(line('ADDED', pod('a', '6'))); // activity pushes the deadline out
+    await flush();
+    await advance(clock, 64_999);
+    expect(client.watches).toHaveLength(1);
+    const dead = client.watch0;
+    await advance(clock, 1);
+    expect(dead.request.signal.aborted).toBe(true);
+    expect(dead.returned).toBe(true);
+    expect(reflector.stats.idleTimeouts).toBe(1);
+    await advance(clock, 1_000); // backoff (reset by the delivered frame)
+    expect(client.watches).toHaveLength(2);
+    expect(client.watch0.request.resourceVersion).toBe('6');
+    expect(client.lists).toHaveLength(1);
+  });
+});
+
+describe('Reflector: stopping', () => {
+  it('[k8s_reflector: deviation, prompt stop] aborting while the LIST is still connecting ends the stream at once, even if the client ignores its signal', async () => {
+    const { client, controller, stream, clock } = setup({}, (c) => c.queueList('hang'));
+    await flush();
+    expect(client.lists).toHaveLength(1);
+    controller.abort();
+    await flush();
+    expect(stream.ended).toBe(true);
+    expect(stream.error).toBeUndefined();
+    expect(stream.events).toHaveLength(0);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('[k8s_reflector: deviation, prompt stop] aborting during a watch (client deaf to signals) or during a backoff ends the stream and leaves no timer', async () => {
+    const watching = setup({}, (c) => (c.honorSignal = false));
+    await flush();
+    watching.controller.abort();
+    await flush();
+    expect(watching.stream.ended).toBe(true);
+    expect(watching.client.watch0.request.signal.aborted).toBe(true);
+    expect(watching.clock.pending).toBe(0);
+
+    const backingOff = setup({}, (c) => c.queueList(new Error('down')));
+    await flush();
+    expect(backingOff.clock.pending).toBe(1);
+    backingOff.controller.abort();
+    await flush();
+    expect(backingOff.stream.ended).toBe(true);
+    expect(backingOff.clock.pending).toBe(0);
+  });
+
+  it('[k8s_reflector: deviation, prompt stop] a consumer that stops iterating tears the watch down', async () => {
+    const clock = new FakeClock();
+    const client = new FakeClient();
+    const reflector = new Reflector<Pod>({ client, schema: podSchema, clock });
+    const iterator = reflector.open(new AbortController().signal)[Symbol.asyncIterator]();
+    await iterator.next(); // the replace
+    const pending = iterator.next();
+    await flush();
+    client.watch0.push(line('ADDED', pod('a', '2')));
+    await pending;
+    await iterator.return?.();
+    expect(client.watch0.returned).toBe(true);
+    expect(client.watch0.request.signal.aborted).toBe(true);
+    expect(clock.pending).toBe(0);
+  });
+});
+
+describe('Reflector: options', () => {
+  it('[k8s_reflector: deviation, options] bad options are a typed error', () => {
+    const client = new FakeClient();
+    expect(() => new Reflector<Pod>({ client, schema: podSchema, retryDelayMs: -1 })).toThrow(ReflectorOptionsError);
+    expect(() => new Reflector<Pod>({ client, schema: podSchema, retryDelayMs: 10, maxRetryDelayMs: 5 })).toThrow(ReflectorOptionsError);
+    expect(() => new Reflector<Pod>({ client, schema: podSchema, watchTimeoutSeconds: 0 })).toThrow(/watchTimeoutSeconds/);
+    expect(() => new Reflector<Pod>({ client: {} as FakeClient, schema: podSchema })).toThrow(expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }));
+  });
+});

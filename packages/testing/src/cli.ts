@@ -1,0 +1,141 @@
+#!/usr/bin/env node
+/**
+ * `reconcile-loop-apiserver`: runs the embedded apiserver as a process until SIGINT/SIGTERM.
+ * Prints the URL as the first stdout line; everything else goes to stderr.
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { labelKeyError, labelValueError } from './selectors.js';
+import { startApiServer, type ApiServer } from './server.js';
+
+const USAGE = `Usage: reconcile-loop-apiserver [options]
+
+Serves a loopback Kubernetes API (pods, plus discovery) until SIGINT/SIGTERM.
+
+Options:
+  --port N            TCP port (default 0: an ephemeral port)
+  --host ADDR         listen address (default 127.0.0.1)
+  --kubeconfig PATH   write a kubeconfig for the server to PATH
+  --token TOKEN       require this bearer token (default: accept any or none)
+  --seed-pods N       create N pods at start (named pod-0 .. pod-N-1)
+  --namespace NS      namespace of seeded pods (default "default")
+  --labels k=v,...    labels of seeded pods
+  --node NAME         bind seeded pods to this node
+  -h, --help          show this help
+`;
+
+/** A command-line mistake; exits with status 2. */
+class UsageError extends Error {
+  readonly code = 'ERR_USAGE' as const;
+}
+
+function parseLabels(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (text.trim() === '') return out;
+  for (const pair of text.split(',')) {
+    const i = pair.indexOf('=');
+    if (i <= 0) throw new UsageError(`--labels: expected k=v, got ${JSON.stringify(pair)}`);
+    const k = pair.slice(0, i).trim();
+    const v = pair.slice(i + 1).trim();
+    const ke = labelKeyError(k);
+    if (ke !== undefined) throw new UsageError(`--labels: invalid key ${JSON.stringify(k)}: ${ke}`);
+    const ve = labelValueError(v);
+    if (ve !== undefined) throw new UsageError(`--labels: invalid value ${JSON.stringify(v)}: ${ve}`);
+    out[k] = v;
+  }
+  return out;
+}
+
+function int(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  if (!/^\d+$/.test(text)) throw new UsageError(`--${name}: expected a non-negative integer, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+/** Parses `argv`, starts the server and wires signals. Resolves with the server once listening. */
+export async function main(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<ApiServer | undefined> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      token: { type: 'string' },
+      'seed-pods': { type: 'string' },
+      namespace: { type: 'string' },
+      labels: { type: 'string' },
+      node: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help === true) {
+    out.write(USAGE);
+    return undefined;
+  }
+  const port = int('port', values.port, 0);
+  const seed = int('seed-pods', values['seed-pods'], 0);
+  const labels = parseLabels(values.labels ?? '');
+  const server = await startApiServer({
+    port,
+    ...(values.host !== undefined ? { host: values.host } : {}),
+    ...(values.token !== undefined ? { token: values.token } : {}),
+  });
+  if (seed > 0) {
+    server.seedPods(seed, {
+      namespace: values.namespace ?? 'default',
+      labels,
+      ...(values.node !== undefined ? { nodeName: values.node } : {}),
+    });
+  }
+  if (values.kubeconfig !== undefined) await server.writeKubeconfig(values.kubeconfig);
+  out.write(`${server.url}\n`);
+  err.write(`reconcile-loop-apiserver listening on ${server.url}\n`);
+  if (values.kubeconfig !== undefined) err.write(`kubeconfig written to ${values.kubeconfig}\n`);
+  if (seed > 0) err.write(`seeded ${seed} pod(s) in namespace ${values.namespace ?? 'default'}\n`);
+  return server;
+}
+
+function isEntryPoint(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  // Signal handlers go in before the server starts, so a signal right after the URL is printed is never fatal.
+  let started: Promise<ApiServer | undefined> = Promise.resolve(undefined);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`received ${signal}, shutting down\n`);
+    started
+      .then((server) => server?.close())
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  started = main(process.argv.slice(2));
+  started.then(
+    (server) => {
+      if (server === undefined) process.exit(0);
+    },
+    (e: unknown) => {
+      const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
+      const usage = code === 'ERR_USAGE' || code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' || code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL';
+      process.stderr.write(`reconcile-loop-apiserver: ${e instanceof Error ? e.message : String(e)}\n`);
+      if (usage) process.stderr.write(USAGE);
+      process.exit(usage ? 2 : 1);
+    },
+  );
+}

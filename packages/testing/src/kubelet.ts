@@ -1,0 +1,173 @@
+import { randomBytes } from 'node:crypto';
+import { ApiStatusError } from './errors.js';
+import { rfc3339, type Registry } from './registry.js';
+import { POD_RESOURCE } from './resources.js';
+import { conflict, failure } from './status.js';
+import type { Pod, PodContainerStatus } from './types.js';
+
+/** Options for {@link KubeletEmulator.setRunningReady}. */
+export interface RunningReadyOptions {
+  /** Ready condition and every container's `ready`. Default true. */
+  ready?: boolean;
+  /** `status.podIP`; default an address from 10.244.0.0/16 unique per pod. */
+  podIP?: string;
+  /** `status.hostIP`; default 10.0.0.1. */
+  hostIP?: string;
+}
+
+function clone<T>(v: T): T {
+  return structuredClone(v);
+}
+
+/**
+ * What a kubelet and the scheduler write to pods on a real cluster, as direct writes: binding,
+ * Running/Ready, container restarts, terminal phases and finishing a graceful deletion. Each
+ * write is one revision, so watchers see one MODIFIED (or DELETED) per call.
+ */
+export class KubeletEmulator {
+  private nextIp = 2;
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly now: () => Date,
+  ) {}
+
+  private write(ns: string, name: string, fn: (p: Pod) => void): Pod {
+    return clone(
+      this.registry.mutate(POD_RESOURCE, ns, name, (o) => {
+        fn(o as Pod);
+        return o;
+      }) as Pod,
+    );
+  }
+
+  private setCondition(p: Pod, type: string, status: 'True' | 'False'): void {
+    p.status ??= {};
+    const conditions = p.status.conditions ?? [];
+    const at = rfc3339(this.now());
+    const existing = conditions.find((c) => c.type === type);
+    if (existing === undefined) conditions.push({ type, status, lastProbeTime: null, lastTransitionTime: at });
+    else if (existing.status !== status) {
+      existing.status = status;
+      existing['lastTransitionTime'] = at;
+    }
+    p.status.conditions = conditions;
+  }
+
+  /** The scheduler's binding: sets `spec.nodeName` and PodScheduled=True. A bound pod answers 409. */
+  bind(namespace: string, name: string, nodeName: string): Pod {
+    const current = this.registry.get(POD_RESOURCE, namespace, name) as Pod;
+    const bound = current.spec?.nodeName;
+    if (bound !== undefined && bound !== '') {
+      throw new ApiStatusError(
+        conflict({ group: '', plural: 'pods/binding' }, name, `pod ${name} is already assigned to node "${bound}"`),
+      );
+    }
+    return this.write(namespace, name, (p) => {
+      p.spec = { ...p.spec, nodeName };
+      this.setCondition(p, 'PodScheduled', 'True');
+    });
+  }
+
+  /** Phase Running, every container running (and ready unless `ready: false`), IPs and conditions set. */
+  setRunningReady(namespace: string, name: string, opts: RunningReadyOptions = {}): Pod {
+    const current = this.registry.get(POD_RESOURCE, namespace, name) as Pod;
+    if ((current.spec?.nodeName ?? '') === '') {
+      throw new ApiStatusError(failure(400, 'BadRequest', `pod ${namespace}/${name} is not bound to a node; bind it first`));
+    }
+    const ready = opts.ready ?? true;
+    const at = rfc3339(this.now());
+    return this.write(namespace, name, (p) => {
+      p.status ??= {};
+      const prev = new Map((p.status.containerStatuses ?? []).map((c) => [c.name, c]));
+      p.status.phase = 'Running';
+      p.status.hostIP = opts.hostIP ?? p.status.hostIP ?? '10.0.0.1';
+      p.status.podIP = opts.podIP ?? p.status.podIP ?? `10.244.${Math.floor(this.nextIp / 250)}.${(this.nextIp++ % 250) + 2}`;
+      p.status['podIPs'] = [{ ip: p.status.podIP }];
+      p.status.startTime ??= at;
+      this.setCondition(p, 'PodScheduled', 'True');
+      this.setCondition(p, 'Initialized', 'True');
+      this.setCondition(p, 'ContainersReady', ready ? 'True' : 'False');
+      this.setCondition(p, 'Ready', ready ? 'True' : 'False');
+      p.status.containerStatuses = (p.spec?.containers ?? []).map((c): PodContainerStatus => {
+        const old = prev.get(c.name);
+        const running = old?.state?.['running'];
+        const status: PodContainerStatus = {
+          name: c.name,
+          state: running !== undefined ? old!.state! : { running: { startedAt: at } },
+          lastState: old?.lastState ?? {},
+          ready,
+          restartCount: old?.restartCount ?? 0,
+          image: c.image ?? '',
+          imageID: old?.imageID ?? '',
+          containerID: old?.containerID ?? `containerd://${randomBytes(32).toString('hex')}`,
+          started: true,
+        };
+        return status;
+      });
+    });
+  }
+
+  /** One container (default: the first) restarted: restartCount+1, lastState terminated, running again. */
+  bumpRestartCount(namespace: string, name: string, container?: string): Pod {
+    const at = rfc3339(this.now());
+    const current = this.registry.get(POD_RESOURCE, namespace, name) as Pod;
+    const target = container ?? current.spec?.containers?.[0]?.name;
+    if (target === undefined || !(current.spec?.containers ?? []).some((c) => c.name === target)) {
+      throw new ApiStatusError(failure(400, 'BadRequest', `pod ${namespace}/${name} has no container ${JSON.stringify(target ?? '')}`));
+    }
+    return this.write(namespace, name, (p) => {
+      p.status ??= {};
+      const list = p.status.containerStatuses ?? [];
+      let cs = list.find((c) => c.name === target);
+      if (cs === undefined) {
+        const spec = p.spec?.containers?.find((c) => c.name === target);
+        cs = { name: target, ready: false, restartCount: 0, image: spec?.image ?? '', imageID: '', started: false, state: {}, lastState: {} };
+        list.push(cs);
+      }
+      const startedAt = (cs.state?.['running'] as { startedAt?: string } | undefined)?.startedAt ?? at;
+      cs.restartCount += 1;
+      cs.lastState = { terminated: { exitCode: 1, reason: 'Error', startedAt, finishedAt: at, containerID: cs.containerID ?? '' } };
+      cs.state = { running: { startedAt: at } };
+      cs.containerID = `containerd://${randomBytes(32).toString('hex')}`;
+      cs.started = true;
+      p.status.containerStatuses = list;
+    });
+  }
+
+  /** A terminal phase: every container terminated (exit 0 for Succeeded, 1 for Failed), not ready. */
+  setPhase(namespace: string, name: string, phase: 'Succeeded' | 'Failed'): Pod {
+    const at = rfc3339(this.now());
+    return this.write(namespace, name, (p) => {
+      p.status ??= {};
+      p.status.phase = phase;
+      this.setCondition(p, 'Ready', 'False');
+      this.setCondition(p, 'ContainersReady', 'False');
+      p.status.containerStatuses = (p.spec?.containers ?? []).map((c) => {
+        const old = (p.status?.containerStatuses ?? []).find((s) => s.name === c.name);
+        return {
+          name: c.name,
+          ready: false,
+          restartCount: old?.restartCount ?? 0,
+          image: c.image ?? '',
+          imageID: old?.imageID ?? '',
+          started: false,
+          state: { terminated: { exitCode: phase === 'Succeeded' ? 0 : 1, reason: phase === 'Succeeded' ? 'Completed' : 'Error', finishedAt: at } },
+          lastState: old?.lastState ?? {},
+        };
+      });
+    });
+  }
+
+  /**
+   * What the kubelet does when a terminating pod's containers are gone: a delete with grace 0.
+   * The pod leaves (DELETED) unless finalizers hold it. Only a pod with `deletionTimestamp` qualifies.
+   */
+  finishGracefulDelete(namespace: string, name: string): Pod {
+    const current = this.registry.get(POD_RESOURCE, namespace, name) as Pod;
+    if (current.metadata.deletionTimestamp === undefined) {
+      throw new ApiStatusError(failure(400, 'BadRequest', `pod ${namespace}/${name} is not being deleted`));
+    }
+    return clone(this.registry.delete(POD_RESOURCE, namespace, name, { gracePeriodSeconds: 0 }).object as Pod);
+  }
+}

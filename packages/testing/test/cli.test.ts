@@ -1,0 +1,67 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.ts');
+
+let child: ChildProcessWithoutNullStreams | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  if (child !== undefined && child.exitCode === null) child.kill('SIGKILL');
+  child = undefined;
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+function launch(args: string[]): { proc: ChildProcessWithoutNullStreams; firstLine: Promise<string>; exit: Promise<number | null>; stderr: () => string } {
+  const proc = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: dirname(CLI), stdio: ['pipe', 'pipe', 'pipe'] });
+  child = proc;
+  let err = '';
+  proc.stderr.on('data', (c: Buffer) => {
+    err += c.toString('utf8');
+  });
+  const firstLine = new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: proc.stdout });
+    rl.once('line', resolve);
+    proc.once('exit', (code) => reject(new Error(`exited ${String(code)} before printing: ${err}`)));
+  });
+  // Tests that expect an early exit never await the line.
+  firstLine.catch(() => undefined);
+  const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, firstLine, exit, stderr: () => err };
+}
+
+describe('reconcile-loop-apiserver bin', () => {
+  it('[testing: bin] prints the URL, writes the kubeconfig, seeds labelled pods, exits 0 on SIGTERM', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rl-cli-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    const p = launch(['--port', '0', '--kubeconfig', kubeconfig, '--seed-pods', '3', '--namespace', 'pool', '--labels', 'app=demo,cell=engine']);
+    const url = await p.firstLine;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(await readFile(kubeconfig, 'utf8')).toContain(`server: "${url}"`);
+    const res = await fetch(`${url}/api/v1/namespaces/pool/pods?labelSelector=app%3Ddemo,cell%3Dengine`);
+    const list = (await res.json()) as { items: Array<{ metadata: { name: string } }> };
+    expect(list.items.map((i) => i.metadata.name)).toEqual(['pod-0', 'pod-1', 'pod-2']);
+    p.proc.kill('SIGTERM');
+    expect(await p.exit).toBe(0);
+    expect(p.stderr()).toContain('received SIGTERM');
+  }, 30_000);
+
+  it('[testing: bin] SIGINT also stops it cleanly', async () => {
+    const p = launch([]);
+    await p.firstLine;
+    p.proc.kill('SIGINT');
+    expect(await p.exit).toBe(0);
+  }, 30_000);
+
+  it('[testing: bin] a bad argument exits 2 with the usage', async () => {
+    const p = launch(['--labels', 'no-equals-sign']);
+    expect(await p.exit).toBe(2);
+    expect(p.stderr()).toContain('--labels: expected k=v');
+    expect(p.stderr()).toContain('Usage: reconcile-loop-apiserver');
+  }, 30_000);
+});
