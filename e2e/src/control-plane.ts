@@ -115,6 +115,8 @@ export class ControlPlane {
     } catch (error) {
       await Promise.allSettled(started.reverse().map((p) => p.stop()));
       // Keep the logs of a failed start; they are the only clue.
+      forgetRunDir(runDir);
+      if (error instanceof Error) error.message += `\n(logs kept in ${join(runDir, 'logs')})`;
       throw error;
     }
   }

@@ -58,7 +58,10 @@ function runs(pid: number, binary: string): boolean {
   }
 }
 
-/** Kills every tracked child at once with SIGKILL; safe inside an 'exit' handler. */
+/**
+ * Kills every tracked child with SIGKILL and removes the run directories still registered;
+ * synchronous, so it is safe inside an 'exit' handler.
+ */
 export function killAllSync(): void {
   if (keep) return;
   for (const child of children.values()) {
@@ -71,6 +74,8 @@ export function killAllSync(): void {
     }
   }
   children.clear();
+  for (const runDir of runDirs) rmSync(runDir, { recursive: true, force: true });
+  runDirs.clear();
   persist();
 }
 

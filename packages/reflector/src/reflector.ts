@@ -365,7 +365,11 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
       this.#clock.clearTimeout(timer);
       controller.abort();
       // Not awaited: a client that ignores its signal must not hold up teardown.
-      iterator?.return?.()?.catch(() => {});
+      try {
+        iterator?.return?.()?.catch(() => {});
+      } catch {
+        // A hand-written iterator may throw from return(); the watch is over either way.
+      }
     }
     if (stopped === 'aborted' || signal.aborted) return 'aborted';
     this.#stats.idleTimeouts++;

@@ -130,7 +130,7 @@ export interface TableOptions {
   resourceVersion: string;
   continueToken?: string;
   remainingItemCount?: number;
-  /** Watch events after the first omit column definitions, as the server's watch encoder does. */
+  /** False for watch events after the first: kubectl prints headers once, from the first Table. */
   withColumns: boolean;
   now: Date;
 }

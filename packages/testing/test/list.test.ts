@@ -206,6 +206,14 @@ describe('pagination', () => {
     expect(rest.json.items.map((p: { metadata: { name: string } }) => p.metadata.name)).toEqual(['pod-2', 'pod-3', 'pod-5']);
   });
 
+  it('[testing: list rv "0" with limit] pages from the newest state (a watch-cache server may ignore limit here)', async () => {
+    server.seedPods(3);
+    const a = await call(server, 'GET', `${PODS}?resourceVersion=0&limit=2`);
+    expect(a.json.items).toHaveLength(2);
+    expect(a.json.metadata.resourceVersion).toBe(String(server.revision));
+    expect(a.json.metadata.continue).toBeDefined();
+  });
+
   it('[testing: continue validation] a version with continue is 400; a garbage token is 400', async () => {
     server.seedPods(3);
     const first = await call(server, 'GET', `${PODS}?limit=1`);
