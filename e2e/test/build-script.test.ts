@@ -1,7 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { binaryDir, ENV, readVersions } from '../src/index.js';
+import { binaryDir, ENV, probeToolchain, readVersions, renderKubeconfig } from '../src/index.js';
+import { e2eAvailability } from '../src/environment.js';
 
 const script = join(import.meta.dirname, '..', 'provision', 'build.sh');
 
@@ -37,5 +40,47 @@ describe('provision/build.sh', () => {
     const etcdmod = readFileSync(join(import.meta.dirname, '..', 'provision', 'etcd', 'go.mod'), 'utf8');
     expect(etcdmod).toContain(`go.etcd.io/etcd/server/v3 ${versions.etcd}`);
     expect(gomod).toContain(`go.etcd.io/etcd/client/v3 ${versions.etcd}`);
+  });
+});
+
+describe('toolchain availability', () => {
+  function bareEnv(extra: Record<string, string> = {}): { env: NodeJS.ProcessEnv; cleanup: () => void } {
+    const cache = mkdtempSync(`${tmpdir()}/e2e-empty-cache-`);
+    return { env: { PATH: '/nonexistent', HOME: cache, [ENV.cache]: cache, ...extra }, cleanup: () => rmSync(cache, { recursive: true, force: true }) };
+  }
+
+  it('no go and no cached binaries: the layer is skipped with a reason naming the escape hatches', () => {
+    const { env, cleanup } = bareEnv();
+    try {
+      expect(probeToolchain(env).kind).toBe('missing');
+      const availability = e2eAvailability(env);
+      expect(availability.run).toBe(false);
+      if (!availability.run) {
+        expect(availability.reason).toContain(ENV.require);
+        expect(availability.reason).toContain(ENV.kubeconfig);
+      }
+    } finally {
+      cleanup();
+    }
+  });
+
+  it(`${ENV.require}=1 turns the missing toolchain into a failure instead of a skip`, () => {
+    const { env, cleanup } = bareEnv({ [ENV.require]: '1' });
+    try {
+      expect(() => e2eAvailability(env)).toThrow(expect.objectContaining({ code: 'E2E_PROVISION_FAILED' }));
+    } finally {
+      cleanup();
+    }
+  });
+
+  it(`${ENV.kubeconfig} runs against that cluster without needing a toolchain`, () => {
+    const { env, cleanup } = bareEnv({ [ENV.require]: '1' });
+    const kubeconfig = join(env[ENV.cache] ?? '', 'external.kubeconfig');
+    writeFileSync(kubeconfig, renderKubeconfig('external', { server: 'https://127.0.0.1:1', token: 't' }));
+    try {
+      expect(e2eAvailability({ ...env, [ENV.kubeconfig]: kubeconfig })).toEqual({ run: true, mode: 'external' });
+    } finally {
+      cleanup();
+    }
   });
 });

@@ -1,6 +1,6 @@
 module reconcile-loop.local/e2e/provision/etcd
 
-go 1.24
+go 1.25.0
 
 require go.etcd.io/etcd/server/v3 v3.6.5
 

@@ -128,13 +128,15 @@ describe('timestamps', () => {
 });
 
 describe('memory sharing', () => {
-  it('[k8s_types: deviation, shared values] repeated long strings and equal conditions are one instance across pods', () => {
+  it('[k8s_types: deviation, shared values] equal conditions are one frozen instance across pods, and interning keeps values intact', () => {
     const a = podSchema.parse(rawPod({ name: 'a' }));
     const b = podSchema.parse(rawPod({ name: 'b' }));
     expect(a.status.conditions[0]).toBe(b.status.conditions[0]);
+    expect(a.status.conditions[1]).not.toBe(a.status.conditions[0]);
     expect(Object.isFrozen(a.status.conditions[0])).toBe(true);
-    const long = ['shared-', 'namespace-value'].join('');
-    expect(intern(long)).toBe(intern(`shared-namespace-${'value'}`));
+    // String identity is not observable from JS (the saving is measured on the heap, see the README);
+    // what is observable is that a shared value is never a different value.
+    for (const value of ['short', 'a-value-longer-than-ten', '']) expect(intern(value)).toBe(value);
   });
 });
 

@@ -239,12 +239,13 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
         continue;
       }
       const startedAt = this.#clock.now();
-      const watch = { frames: 0 };
+      const watch = { applied: 0 };
       const outcome = yield* this.#watch(signal, watch);
       if (outcome === 'aborted') return;
-      // Proof that the whole path works: a frame arrived, or the server ended the watch on time.
-      const veryShort = outcome === 'ended' && watch.frames === 0 && this.#clock.now() - startedAt < VERY_SHORT_WATCH_MS;
-      if (watch.frames > 0 || (outcome === 'ended' && !veryShort)) this.#failures = 0;
+      // Proof that the whole path works: a frame was applied (an ERROR frame proves nothing), or the
+      // server ended the watch on time.
+      const veryShort = outcome === 'ended' && watch.applied === 0 && this.#clock.now() - startedAt < VERY_SHORT_WATCH_MS;
+      if (watch.applied > 0 || (outcome === 'ended' && !veryShort)) this.#failures = 0;
       if (outcome === 'ended' && !veryShort) continue; // reopen from the cursor, no LIST
       if (veryShort) {
         this.#stats.watchFailures++;
@@ -288,7 +289,7 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     }
   }
 
-  async *#watch(signal: AbortSignal, watch: { frames: number }): AsyncGenerator<SourceEvent<T>, WatchOutcome, undefined> {
+  async *#watch(signal: AbortSignal, watch: { applied: number }): AsyncGenerator<SourceEvent<T>, WatchOutcome, undefined> {
     const cursor = this.#cursor ?? '';
     const timeoutSeconds = Math.floor(this.#watchTimeoutSeconds * (1 + this.#random()));
     const idleMs = timeoutSeconds * 1000 + this.#idleGraceMs;
@@ -332,24 +333,14 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
         if (next === STOP || stopped) break;
         if (next.done) return 'ended';
         lastFrameAt = this.#clock.now();
-        watch.frames++;
         const frame = this.#read(next.value);
         if (frame === undefined) continue;
-        switch (frame.type) {
-          case 'BOOKMARK':
-            this.#cursor = frame.resourceVersion;
-            this.#stats.bookmarks++;
-            continue;
-          case 'ERROR':
-            return this.#watchFailed(frame.status, undefined, 'watch ERROR frame');
-          case 'DELETED':
-            this.#cursor = frame.resourceVersion;
-            yield deleteEvent(objectKey(frame.object));
-            continue;
-          default:
-            this.#cursor = frame.resourceVersion;
-            yield upsertEvent(objectKey(frame.object), frame.object);
-        }
+        if (frame.type === 'ERROR') return this.#watchFailed(frame.status, undefined, 'watch ERROR frame');
+        this.#cursor = frame.resourceVersion;
+        watch.applied++;
+        if (frame.type === 'BOOKMARK') this.#stats.bookmarks++;
+        else if (frame.type === 'DELETED') yield deleteEvent(objectKey(frame.object));
+        else yield upsertEvent(objectKey(frame.object), frame.object);
       }
     } catch (error) {
       if (signal.aborted) return 'aborted';

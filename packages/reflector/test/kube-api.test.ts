@@ -1,5 +1,7 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
@@ -87,6 +89,17 @@ async function* chunks(...parts: string[]): AsyncGenerator<string> {
   for (const part of parts) yield part;
 }
 
+describe('the client-node boundary', () => {
+  it('[k8s_api: the only module importing the client] deviation: no module imports @kubernetes/client-node at runtime, only its KubeConfig type shape', () => {
+    const dir = fileURLToPath(new URL('../src/', import.meta.url));
+    const runtimeImport = /^\s*import\s+(?!type\b)[^;]*from\s+['"]@kubernetes\/client-node['"]/m;
+    const files = readdirSync(dir).filter((f) => f.endsWith('.ts'));
+    expect(files.length).toBeGreaterThan(3);
+    for (const file of files) expect(readFileSync(`${dir}${file}`, 'utf8')).not.toMatch(runtimeImport);
+    expect(runtimeImport.test("import { KubeConfig } from '@kubernetes/client-node';")).toBe(true); // the check itself can fire
+  });
+});
+
 describe('resourcePath', () => {
   it('[k8s_api: deviation, generic resource path] core and group paths, namespaced and across namespaces', () => {
     expect(resourcePath(podResource, 'pool-a')).toBe('/api/v1/namespaces/pool-a/pods');
@@ -110,7 +123,7 @@ describe('splitWatchLines', () => {
 });
 
 describe('KubeApiClient over HTTP', () => {
-  it('[k8s_api: LIST/WATCH calls] LIST reads the raw JSON body (strings, not Dates) from the scoped path, with no cursor and no pagination', async () => {
+  it('[k8s_reflector: LIST pagination] dropped: one LIST reads the raw JSON body (strings, not Dates) from the scoped path, with no limit, continue or cursor', async () => {
     const { base, requests } = await serve((_, response) =>
       json(response, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '42' }, items: [pod('a', '40', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '40', creationTimestamp: '2024-05-01T10:11:12Z' } })] }),
     );
@@ -140,7 +153,7 @@ describe('KubeApiClient over HTTP', () => {
     const { base, requests } = await serve(async (_, response) => {
       response.writeHead(200, { 'content-type': 'application/json' });
       response.write(firstBytes.subarray(0, split));
-      await tick();
+      for (let i = 0; i < 20; i++) await tick(); // let the first part reach the client as its own chunk
       response.write(firstBytes.subarray(split));
       response.write(`${second}\n`);
       response.end();

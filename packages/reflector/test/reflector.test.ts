@@ -291,16 +291,20 @@ describe('Reflector: timing', () => {
     expect(await watchesAfter(1_000)).toBe(6); // reset by the delivered frame
   });
 
-  it('[k8s_reflector: BackoffUntil] deviation: a successful LIST does not reset the backoff, so LIST-then-410 loops slow down', async () => {
+  it('[k8s_reflector: BackoffUntil] deviation: neither a successful LIST nor an ERROR frame resets the backoff, so LIST-then-410 loops slow down', async () => {
     const { client, clock, reflector } = setup();
     await flush();
-    for (const expected of [1_000, 2_000, 4_000]) {
+    for (const expected of [1_000, 2_000, 4_000, 8_000]) {
       expect(reflector.nextRetryDelayMs).toBe(expected);
-      client.watch0.fail(new ApiStatusError(410));
-      await advance(clock, expected);
+      if (expected === 2_000 || expected === 8_000) client.watch0.push(errorFrame({ code: 410, reason: 'Expired' }));
+      else client.watch0.fail(new ApiStatusError(410));
+      await advance(clock, expected - 1);
+      const before = client.lists.length;
+      await advance(clock, 1);
+      expect(client.lists).toHaveLength(before + 1);
     }
-    expect(client.lists).toHaveLength(4);
-    expect(reflector.nextRetryDelayMs).toBe(8_000);
+    expect(client.lists).toHaveLength(5);
+    expect(reflector.nextRetryDelayMs).toBe(8_000); // capped
   });
 
   it('[k8s_reflector: deviation, very short watch] a watch that closes within a second without a frame backs off instead of spinning', async () => {
