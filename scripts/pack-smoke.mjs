@@ -17,7 +17,7 @@ const uses = {
   'work-queue': `const q = new m.WorkQueue(); q.add('a'); q.add('a'); if (q.size !== 1 || q.tryGet() !== 'a') throw new Error('dedup');`,
   'retry-scheduler': `const s = new m.RetryScheduler({ onRetry() {} }); if (!(s.schedule('a') > 0)) throw new Error('delay'); s.shutdown();`,
   'object-store': `const st = new m.ObjectStore({ keyMap: (o) => o.p }); const a = st.apply(m.replaceEvent([['k', { p: 'x' }]])); if (!a.has('x') || st.members('x').size !== 1) throw new Error('store');`,
-  'k8s-types': `const p = m.PodSchema.parse({ metadata: { name: 'a', namespace: 'n' } }); if (p.metadata.name !== 'a') throw new Error('pod');`,
+  'k8s-types': `const p = m.podSchema.parse({ metadata: { name: 'a', namespace: 'n' } }); if (p.metadata.name !== 'a') throw new Error('pod');`,
   'stream-driver': `if (typeof m.StreamDriver !== 'function') throw new Error('driver');`,
   'loop': `if (typeof m.ReconcileLoop !== 'function') throw new Error('loop');`,
   'reflector': `if (typeof m.Reflector !== 'function') throw new Error('reflector');`,

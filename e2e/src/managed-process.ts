@@ -61,6 +61,8 @@ export class ManagedProcess {
       closeSync(fd);
     }
     child.unref();
+    // A spawn failure (ENOENT, EACCES) arrives as an 'error' event; unhandled it would crash the run.
+    child.on('error', () => undefined);
     const pid = child.pid;
     if (pid === undefined) throw new ProcessExitedError(`${this.spec.name}: could not spawn ${this.spec.binary}`);
     this.#child = child;
