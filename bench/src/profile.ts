@@ -1,12 +1,18 @@
 /**
- * One pipeline run under the profiler, for finding where the time goes:
+ * Measured runs of one pipeline under the V8 profiler, for finding where the time goes. Only the
+ * measured runs are profiled (set-up and the apiserver child are not), one `.cpuprofile` per run:
  *
- *   node --cpu-prof --cpu-prof-dir=bench/results/profiles --expose-gc \
- *     --conditions=@reconcile-loop/source --import tsx bench/src/profile.ts --impl=ours --pods=5000 --frames=20000
+ *   node --expose-gc --max-old-space-size=8192 --conditions=@reconcile-loop/source --import tsx \
+ *     bench/src/profile.ts --impl=ours --pods=5000 --frames=30000
+ *   node --import tsx bench/src/profile-summary.ts bench/results/profiles/ours-replay-1.cpuprofile
  *
- * The apiserver child is not profiled (the flag is stripped from its argv). `--impl` is `ours`,
- * `client-node`, `floor` or `raw`; `--runs` repeats the measured run (the first one warms up).
+ * `--impl`: `ours`, `client-node`, `floor` or `raw`; `--via`: `replay` (default) or `apiserver`;
+ * `--runs`: measured runs after one unprofiled warm-up (default 2).
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ApiServerProcess } from './lib/apiserver-process.js';
 import { settleHeap } from './lib/heap.js';
 import { startClientNode, startOurs } from './lib/pipelines.js';
@@ -16,8 +22,15 @@ const arg = (name: string, fallback: string): string =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const impl = arg('impl', 'ours');
 const pods = Number(arg('pods', '5000'));
-const frames = Number(arg('frames', '20000'));
+const frames = Number(arg('frames', '30000'));
 const runs = Number(arg('runs', '2'));
+const via = arg('via', 'replay');
+const outDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'results', 'profiles');
+
+const session = new Session();
+session.connect();
+await session.post('Profiler.enable');
+await session.post('Profiler.setSamplingInterval', { interval: 100 });
 
 const server = await ApiServerProcess.start(pods + frames + 100);
 try {
@@ -26,25 +39,39 @@ try {
   await server.modify(frames);
   const listBody = await fetchList(server.url);
   const lines = await fetchWatchLines(server.url, watchFrom, frames);
-  for (let r = 0; r < runs; r++) {
+  const url = via === 'replay' ? (await server.startReplay(watchFrom, frames)).url : server.url;
+  const kubeconfig = server.kubeconfig.replace(server.url, url);
+  await mkdir(outDir, { recursive: true });
+  for (let r = 0; r <= runs; r++) {
     await settleHeap();
+    const profiled = r > 0;
+    if (profiled) await session.post('Profiler.start');
     const begin = performance.now();
+    let listMs = Number.NaN;
     if (impl === 'floor') {
       parseFloor(listBody, lines);
     } else if (impl === 'raw') {
-      await rawHttpParse(server.url, watchFrom, frames);
+      await rawHttpParse(url, watchFrom, frames);
     } else {
       const start = impl === 'ours' ? startOurs : startClientNode;
-      const pipeline = start({ kubeconfig: server.kubeconfig, frames, watchFrom });
+      const pipeline = start({ kubeconfig, frames, watchFrom });
       await pipeline.synced;
-      const synced = performance.now() - begin;
+      listMs = performance.now() - begin;
       await pipeline.done;
-      console.log(`${impl}: LIST ${synced.toFixed(0)} ms`);
       await pipeline.stop();
     }
-    console.log(`${impl} run ${r}: ${(performance.now() - begin).toFixed(0)} ms`);
+    const ms = performance.now() - begin;
+    if (profiled) {
+      const { profile } = await session.post('Profiler.stop');
+      const file = join(outDir, `${impl}-${via}-${r}.cpuprofile`);
+      await writeFile(file, JSON.stringify(profile));
+      console.log(`${impl} via ${via}, run ${r}: ${ms.toFixed(0)} ms (LIST ${listMs.toFixed(0)} ms) → ${file}`);
+    } else {
+      console.log(`${impl} via ${via}, warm-up: ${ms.toFixed(0)} ms`);
+    }
     await server.dropWatches();
   }
 } finally {
   await server.close();
+  session.disconnect();
 }

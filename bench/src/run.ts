@@ -8,10 +8,11 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runLatency, type LatencyResult } from './benchmarks/latency.js';
 import { runQueue } from './benchmarks/queue.js';
 import { runRelist } from './benchmarks/relist.js';
-import { runRetry } from './benchmarks/retry.js';
-import { runWatch } from './benchmarks/watch.js';
+import { runRetry, type RetryResult } from './benchmarks/retry.js';
+import { runWatch, type WatchResult } from './benchmarks/watch.js';
 import { checkNumber, checkNumbers, type BenchContext } from './lib/context.js';
 
 const args = process.argv.slice(2);
@@ -26,6 +27,7 @@ const benchmarks = {
   throughput: (c: BenchContext) => runWatch(c, { throughput: true, memory: selectedSet.has('memory') }),
   memory: (c: BenchContext) => (selectedSet.has('throughput') ? Promise.resolve(undefined) : runWatch(c, { throughput: false, memory: true })),
   relist: runRelist,
+  latency: runLatency,
   retry: runRetry,
   queue: runQueue,
 } as const;
@@ -57,28 +59,106 @@ for (const name of selected) {
     results[name] = result;
     console.log(`(${name}: ${((performance.now() - started) / 1000).toFixed(1)} s)`);
   } catch (error) {
-    failures.push(name);
+    failures.push(`${name} threw`);
     console.error(`\n${name} FAILED:`, error);
   }
 }
 
+// The headline numbers (medians at the default size: the first one), then every detail.
+const first = <T,>(list: readonly T[] | undefined): T | undefined => list?.[0];
+const watch = results['throughput'] as WatchResult | undefined ?? results['memory'] as WatchResult | undefined;
+const t = watch?.throughput.find((x) => x.via === 'replay');
+const tApi = watch?.throughput.find((x) => x.via === 'apiserver');
+const m = first(watch?.memory);
+const latency = results['latency'] as LatencyResult | undefined;
+const retry = results['retry'] as RetryResult | undefined;
 const summary = {
-  ...machine,
+  node: machine.node,
+  cpus: machine.cpus,
   date: new Date().toISOString(),
   mode: smoke ? 'smoke' : 'full',
   runs: ctx.runs,
-  loadAverageAtEnd: loadavg().map((l) => Math.round(l * 100) / 100),
-  ...results,
+  machine: { ...machine, loadAverageAtEnd: loadavg().map((l) => Math.round(l * 100) / 100) },
+  ...(t && {
+    throughput: {
+      pods: t.pods,
+      frames: t.frames,
+      oursMs: t.oursMs.median,
+      clientNodeMs: t.clientNodeMs.median,
+      floorMs: t.floorMs.median,
+      rawHttpMs: t.rawHttpMs.median,
+      oursOverFloor: t.oursOverFloor,
+      oursOverClientNode: t.oursOverClientNode,
+      clientNodeOverFloor: t.clientNodeOverFloor,
+      servedBy: 'replay of the embedded apiserver bytes (client-bound); see viaApiserver for the apiserver itself',
+      ...(tApi && {
+        viaApiserver: {
+          oursMs: tApi.oursMs.median,
+          clientNodeMs: tApi.clientNodeMs.median,
+          floorMs: tApi.floorMs.median,
+          rawHttpMs: tApi.rawHttpMs.median,
+          oursOverFloor: tApi.oursOverFloor,
+          oursOverClientNode: tApi.oursOverClientNode,
+        },
+      }),
+      sizes: watch!.throughput,
+    },
+  }),
+  ...(m && {
+    heapPerPodBytes: {
+      pods: m.pods,
+      ours: m.oursAfterList.median,
+      clientNode: m.clientNodeAfterList.median,
+      oursAfterWatch: m.oursAfterWatch.median,
+      clientNodeAfterWatch: m.clientNodeAfterWatch.median,
+      sizes: watch!.memory,
+    },
+  }),
+  ...(latency && { latencyMs: { p50: latency.p50Ms.median, p99: latency.p99Ms.median, max: latency.maxMs.median, detail: latency } }),
+  ...(retry && {
+    retryLatenessMs: { p50: retry.latenessP50Ms.median, p99: retry.latenessP99Ms.median, max: retry.latenessMaxMs.median },
+    idleWakeupsPerSec: Math.max(retry.idleWakeupsPerSec.scheduler, retry.idleWakeupsPerSec.loop),
+    retry,
+  }),
+  ...(results['relist'] !== undefined && { relist: results['relist'] }),
+  ...(results['queue'] !== undefined && { queue: results['queue'] }),
 };
+
+// The keys the issue names must be present and numeric whenever their benchmark ran.
+const required: Array<[string, boolean]> = [
+  ['node', true],
+  ['cpus', true],
+  ['date', true],
+  ['throughput.oursMs', selectedSet.has('throughput')],
+  ['throughput.clientNodeMs', selectedSet.has('throughput')],
+  ['throughput.floorMs', selectedSet.has('throughput')],
+  ['heapPerPodBytes.ours', selectedSet.has('memory')],
+  ['heapPerPodBytes.clientNode', selectedSet.has('memory')],
+  ['latencyMs.p99', selectedSet.has('latency')],
+  ['retryLatenessMs.p99', selectedSet.has('retry')],
+  ['idleWakeupsPerSec', selectedSet.has('retry')],
+];
+for (const [path, needed] of required) {
+  if (!needed) continue;
+  const value = path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], summary);
+  if (path === 'node' || path === 'date') {
+    if (typeof value !== 'string' || value === '') failures.push(`result key ${path} missing`);
+  } else {
+    try {
+      checkNumber(path, value);
+    } catch (error) {
+      failures.push((error as Error).message);
+    }
+  }
+}
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, '..', 'results', smoke ? 'smoke.json' : only ? `partial-${[...selected].join('-')}.json` : 'latest.json');
 await mkdir(dirname(out), { recursive: true });
 await writeFile(out, `${JSON.stringify(summary, null, 2)}\n`);
 console.log(`\nwrote ${out}`);
-checkNumber('cpus', summary.cpus);
 
 if (failures.length > 0) {
-  console.error(`\n${failures.length} benchmark(s) failed: ${failures.join(', ')}`);
+  console.error(`\nFAILED: ${failures.join('; ')}`);
   process.exitCode = 1;
 }

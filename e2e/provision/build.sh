@@ -40,8 +40,11 @@ log() { printf '[e2e-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 mkdir -p "$out_dir"
 
 # A binary is current when its --version output names the pinned version.
+# Captured, not piped into grep -q: grep exiting early would SIGPIPE the binary and pipefail
+# would call a current binary stale.
 is_current() { # <binary> <expected substring>
-  [[ -x "$1" ]] && "$1" --version 2>/dev/null | grep -qF -- "$2"
+  local out
+  [[ -x "$1" ]] && out="$("$1" --version 2>/dev/null)" && [[ "$out" == *"$2"* ]]
 }
 
 # Compiles one wrapper module; counts packages as `go build -v` reports them so a first

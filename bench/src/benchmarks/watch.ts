@@ -12,6 +12,8 @@ import { fetchList, fetchWatchLines, parseFloor, rawHttpParse } from '../lib/wir
 
 /** Throughput at one size. */
 export interface ThroughputSizeResult {
+  /** `replay`: the apiserver's bytes served at socket speed (client-bound); `apiserver`: the embedded apiserver itself. */
+  via: 'replay' | 'apiserver';
   pods: number;
   frames: number;
   /** Bytes a client reads: the LIST body plus every watch line. */
@@ -106,50 +108,62 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
           `watch ${(watchBytes / 1e6).toFixed(1)} MB, ${Math.round(listBody.length / pods)} B per listed pod`,
       );
       const options: PipelineOptions = { kubeconfig: server.kubeconfig, frames, watchFrom };
-
       if (parts.throughput) {
-        // Warm-up: JIT and connection pools, at full size.
-        await timeRun(startOurs, options, pods, 'ours');
-        await timeRun(startClientNode, options, pods, 'client-node');
-        parseFloor(listBody, lines);
-        await rawHttpParse(server.url, watchFrom, frames);
-        await settleHeap();
-        const ours: number[] = [];
-        const clientNode: number[] = [];
-        const floor: number[] = [];
-        const raw: number[] = [];
-        const order = ['ours', 'clientNode', 'floor', 'raw'] as const;
-        for (let r = 0; r < ctx.runs; r++) {
-          // Rotate the order so no implementation always runs right after another's garbage.
-          for (let k = 0; k < order.length; k++) {
-            const which = order[(k + r) % order.length]!;
-            if (which === 'ours') ours.push(await timeRun(startOurs, options, pods, 'ours'));
-            else if (which === 'clientNode') clientNode.push(await timeRun(startClientNode, options, pods, 'client-node'));
-            else if (which === 'floor') floor.push(parseFloor(listBody, lines));
-            else raw.push(await rawHttpParse(server.url, watchFrom, frames));
-            await server.dropWatches();
-            await settleHeap();
-          }
+        const replay = await server.startReplay(watchFrom, frames);
+        if (replay.listBytes !== Buffer.byteLength(listBody) || replay.watchBytes !== watchBytes) {
+          throw new Error(`replay captured ${replay.listBytes} + ${replay.watchBytes} bytes, expected ${Buffer.byteLength(listBody)} + ${watchBytes}`);
         }
-        const result: ThroughputSizeResult = {
-          pods,
-          frames,
-          listBytes: listBody.length,
-          watchBytes,
-          oursMs: summarize(ours),
-          clientNodeMs: summarize(clientNode),
-          floorMs: summarize(floor),
-          rawHttpMs: summarize(raw),
-          oursOverFloor: 0,
-          oursOverClientNode: 0,
-          clientNodeOverFloor: 0,
-          oursOverRawHttp: 0,
-        };
-        result.oursOverFloor = result.oursMs.median / result.floorMs.median;
-        result.oursOverClientNode = result.oursMs.median / result.clientNodeMs.median;
-        result.clientNodeOverFloor = result.clientNodeMs.median / result.floorMs.median;
-        result.oursOverRawHttp = result.oursMs.median / result.rawHttpMs.median;
-        throughput.push(result);
+        const targets = [
+          { via: 'replay' as const, url: replay.url, runs: ctx.runs },
+          { via: 'apiserver' as const, url: server.url, runs: ctx.smoke ? 1 : Math.min(ctx.runs, 3) },
+        ];
+        for (const target of targets) {
+          const options: PipelineOptions = { kubeconfig: server.kubeconfig.replace(server.url, target.url), frames, watchFrom };
+          // Warm-up: JIT and connection pools, at full size.
+          await timeRun(startOurs, options, pods, 'ours');
+          await timeRun(startClientNode, options, pods, 'client-node');
+          parseFloor(listBody, lines);
+          await rawHttpParse(target.url, watchFrom, frames);
+          await server.dropWatches();
+          await settleHeap();
+          const ours: number[] = [];
+          const clientNode: number[] = [];
+          const floor: number[] = [];
+          const raw: number[] = [];
+          const order = ['ours', 'clientNode', 'floor', 'raw'] as const;
+          for (let r = 0; r < target.runs; r++) {
+            // Rotate the order so no implementation always runs right after another's garbage.
+            for (let k = 0; k < order.length; k++) {
+              const which = order[(k + r) % order.length]!;
+              if (which === 'ours') ours.push(await timeRun(startOurs, options, pods, 'ours'));
+              else if (which === 'clientNode') clientNode.push(await timeRun(startClientNode, options, pods, 'client-node'));
+              else if (which === 'floor') floor.push(parseFloor(listBody, lines));
+              else raw.push(await rawHttpParse(target.url, watchFrom, frames));
+              await server.dropWatches();
+              await settleHeap();
+            }
+          }
+          const result: ThroughputSizeResult = {
+            via: target.via,
+            pods,
+            frames,
+            listBytes: listBody.length,
+            watchBytes,
+            oursMs: summarize(ours),
+            clientNodeMs: summarize(clientNode),
+            floorMs: summarize(floor),
+            rawHttpMs: summarize(raw),
+            oursOverFloor: 0,
+            oursOverClientNode: 0,
+            clientNodeOverFloor: 0,
+            oursOverRawHttp: 0,
+          };
+          result.oursOverFloor = result.oursMs.median / result.floorMs.median;
+          result.oursOverClientNode = result.oursMs.median / result.clientNodeMs.median;
+          result.clientNodeOverFloor = result.clientNodeMs.median / result.floorMs.median;
+          result.oursOverRawHttp = result.oursMs.median / result.rawHttpMs.median;
+          throughput.push(result);
+        }
       }
 
       if (parts.memory) {
@@ -181,8 +195,9 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
   if (throughput.length > 0) {
     printTable(
       `1. Watch pipeline throughput: LIST of N pods, then M MODIFIED frames; start → last frame cached and its parent enqueued (ms, min / median / max of ${ctx.runs})`,
-      ['N', 'M', 'MB read', '(a) ours', '(b) client-node informer', '(c) JSON.parse floor', '(d) http + split + parse', '(a)/(c)', '(a)/(b)', '(b)/(c)', '(a)/(d)'],
+      ['served by', 'N', 'M', 'MB read', '(a) ours', '(b) client-node informer', '(c) JSON.parse floor', '(d) http + split + parse', '(a)/(c)', '(a)/(b)', '(b)/(c)', '(a)/(d)'],
       throughput.map((t) => [
+        t.via,
         t.pods.toLocaleString('en-US'),
         t.frames.toLocaleString('en-US'),
         fmt((t.listBytes + t.watchBytes) / 1e6),

@@ -6,9 +6,11 @@
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { makePod, modifyPod, NAMESPACE, podName, SENT_AT_ANNOTATION, type PodJson } from './pods.js';
 import type { ChildReply, ChildRequest } from './apiserver-process.js';
+import { capture, startReplay, type ReplayServer } from './replay-server.js';
 import { BENCH_TOKEN } from './wire.js';
 
 let server: ApiServer | undefined;
+let replay: ReplayServer | undefined;
 let pods = 0;
 let seq = 0;
 
@@ -91,10 +93,17 @@ async function handle(req: ChildRequest): Promise<unknown> {
     case 'openWatches':
       return { open: need().openWatchCount };
     case 'dropWatches':
-      return { dropped: need().dropWatches() };
+      return { dropped: need().dropWatches() + (replay?.dropWatches() ?? 0) };
+    case 'startReplay': {
+      await replay?.close();
+      const bytes = await capture(need().url, req.resourceVersion, req.frames);
+      replay = await startReplay(bytes.list, bytes.watch, req.resourceVersion);
+      return { url: replay.url, listBytes: bytes.list.length, watchBytes: bytes.watch.length };
+    }
     case 'heap':
       return { heapUsed: process.memoryUsage().heapUsed };
     case 'close':
+      await replay?.close();
       await server?.close();
       server = undefined;
       setImmediate(() => process.exit(0));

@@ -12,6 +12,7 @@ export type ChildRequest = { id: number } & (
   | { cmd: 'waitForWatches'; count: number; timeoutMs: number }
   | { cmd: 'openWatches' }
   | { cmd: 'dropWatches' }
+  | { cmd: 'startReplay'; resourceVersion: string; frames: number }
   | { cmd: 'heap' }
   | { cmd: 'close' }
 );
@@ -123,6 +124,15 @@ export class ApiServerProcess {
     return this.#call('openWatches', {});
   }
 
+  /**
+   * Captures the apiserver's LIST body and `frames` watch frames from `resourceVersion`, byte for
+   * byte, and serves them from a replay server in this child (see replay-server.ts). Returns its URL.
+   */
+  startReplay(resourceVersion: string, frames: number): Promise<{ url: string; listBytes: number; watchBytes: number }> {
+    return this.#call('startReplay', { resourceVersion, frames });
+  }
+
+  /** Ends every open watch, on the apiserver and on the replay server. */
   dropWatches(): Promise<{ dropped: number }> {
     return this.#call('dropWatches', {});
   }

@@ -131,7 +131,7 @@ export function startClientNode(options: PipelineOptions): Pipeline & { informer
   // resourceVersion equals the cached one, so they cannot count the replay).
   const watch = new Watch(kc);
   const counting = {
-    watch: (path: string, query: Record<string, unknown>, callback: (phase: string, object: unknown, data: unknown) => void, onDone: (err: unknown) => void) =>
+    watch: (path: string, query: Record<string, string | number | boolean | undefined>, callback: (phase: string, object: unknown, data: unknown) => void, onDone: (err: unknown) => void) =>
       watch.watch(
         path,
         query,

@@ -5,10 +5,16 @@ import type { PodView } from './pod-view.js';
 export interface ClusterOptions {
   /** Path to a kubeconfig; default: `KUBECONFIG` / `~/.kube/config`, as the Kubernetes client resolves it. */
   kubeconfig?: string;
+  /** A kubeconfig's YAML text (the embedded apiserver's `server.kubeconfig()`); takes precedence over `kubeconfig`. */
+  kubeconfigYaml?: string;
   namespace: string;
   /** A label selector (e.g. `pool`, `pool in (engines,trainers)`); it should select only pods carrying the pool label. */
   selector: string;
   logger: Logger;
+  /** The reflector's first retry delay (default 1000 ms); the embedded scenario's tests shrink it. */
+  retryDelayMs?: number;
+  /** The reflector's retry delay cap (default 30 000 ms). */
+  maxRetryDelayMs?: number;
 }
 
 /** The cluster path could not be set up (no usable kubeconfig). */
@@ -18,9 +24,9 @@ export class ClusterSourceUnavailableError extends Error {
 }
 
 /**
- * The `Source<PodView>` for a real cluster: a pod reflector from `@reconcile-loop/reflector`,
- * authenticated by a client-node `KubeConfig`. Both imports are dynamic, so the simulated path never
- * loads a Kubernetes client. `Pod` from k8s-types satisfies `PodView`, so the reflector plugs in as is.
+ * The `Source<PodView>` for a real cluster (or the embedded apiserver, which takes the same path): a
+ * pod reflector from `@reconcile-loop/reflector`, authenticated by a client-node `KubeConfig`. Both
+ * imports are dynamic, so the in-process path never loads a Kubernetes client. `Pod` from k8s-types satisfies `PodView`, so the reflector plugs in as is.
  */
 export async function openClusterSource(options: ClusterOptions): Promise<Source<PodView>> {
   const [{ KubeConfig }, { podReflector }] = await Promise.all([
@@ -29,7 +35,8 @@ export async function openClusterSource(options: ClusterOptions): Promise<Source
   ]);
   const kubeConfig = new KubeConfig();
   try {
-    if (options.kubeconfig !== undefined) kubeConfig.loadFromFile(options.kubeconfig);
+    if (options.kubeconfigYaml !== undefined) kubeConfig.loadFromString(options.kubeconfigYaml);
+    else if (options.kubeconfig !== undefined) kubeConfig.loadFromFile(options.kubeconfig);
     else kubeConfig.loadFromDefault();
   } catch (cause) {
     throw new ClusterSourceUnavailableError(`cannot load the kubeconfig: ${(cause as Error).message}`, { cause });
@@ -43,5 +50,7 @@ export async function openClusterSource(options: ClusterOptions): Promise<Source
     namespace: options.namespace,
     labelSelector: options.selector,
     logger: options.logger,
+    ...(options.retryDelayMs !== undefined && { retryDelayMs: options.retryDelayMs }),
+    ...(options.maxRetryDelayMs !== undefined && { maxRetryDelayMs: options.maxRetryDelayMs }),
   });
 }

@@ -1,20 +1,36 @@
 /**
- * The pool tracker demo. Without a cluster it plays an embedded, churning pool of engine and
- * trainer cells for `--duration` seconds; with `KUBECONFIG` (or `--kubeconfig`) it tracks the pods of
- * a real cluster until Ctrl-C. Either way every reconcile prints its pool's view when it changes.
+ * The pool tracker demo. Without a cluster it starts the embedded apiserver in-process, points the
+ * pod reflector at it through client-node's KubeConfig, and churns a pool of engine and trainer
+ * cells through it for `--duration` seconds. `--source in-process` plays the same kind of churn
+ * through an `InProcessSource` (no HTTP). With `KUBECONFIG` (or `--kubeconfig`) it tracks the pods of
+ * a real cluster until Ctrl-C. Every reconcile prints its pool's view when it changes.
  *
- *   pnpm demo                      # simulated, 10 s
- *   pnpm demo --duration 4         # simulated, cut short
+ *   pnpm demo                      # embedded apiserver, 10 s
+ *   pnpm demo --duration 4         # cut short
+ *   pnpm demo --source in-process  # no HTTP
  *   pnpm demo --kubeconfig ~/.kube/config --namespace ml --selector pool
  */
 import { parseArgs } from 'node:util';
 import type { Logger } from '@reconcile-loop/loop';
 import { openClusterSource } from './cluster.js';
+import { DEMO_NAMESPACE, startEmbeddedScenario } from './embedded.js';
 import { createSimulation } from './simulation.js';
-import { createPoolTracker } from './tracker.js';
+import { createPoolTracker, type PoolView } from './tracker.js';
 
-const usage = `usage: pnpm demo [--duration <seconds>] [--simulate]
-                 [--kubeconfig <path>] [--namespace <ns>] [--selector <labels>] [--pool-label <label>] [--verbose]`;
+const usage = `usage: pnpm demo [--source embedded|in-process|cluster] [--duration <seconds>]
+                 [--kubeconfig <path>] [--namespace <ns>] [--selector <labels>] [--pool-label <label>] [--verbose]
+  default source: cluster when KUBECONFIG or --kubeconfig is set, embedded otherwise`;
+
+const SOURCES = ['embedded', 'in-process', 'cluster'] as const;
+type SourceKind = (typeof SOURCES)[number];
+
+function count(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+function finalPools(views: ReadonlyMap<string, PoolView>): string {
+  return [...views.values()].map((v) => `${v.pool} (${v.ready}/${v.cells.length} ready, ${v.restarts} restarts)`).join(', ') || 'none';
+}
 
 function consoleLogger(verbose: boolean): Logger {
   const line =
@@ -32,7 +48,7 @@ async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
       duration: { type: 'string' },
-      simulate: { type: 'boolean', default: false },
+      source: { type: 'string' },
       kubeconfig: { type: 'string' },
       namespace: { type: 'string', default: 'default' },
       selector: { type: 'string' },
@@ -50,6 +66,12 @@ async function main(): Promise<number> {
     console.error(`--duration must be a positive number of seconds\n${usage}`);
     return 2;
   }
+  const kubeconfig = values.kubeconfig ?? process.env['KUBECONFIG'];
+  const source = (values.source ?? (kubeconfig ? 'cluster' : 'embedded')) as SourceKind;
+  if (!SOURCES.includes(source)) {
+    console.error(`--source must be one of ${SOURCES.join(', ')}\n${usage}`);
+    return 2;
+  }
   const logger = consoleLogger(values.verbose);
   const print = (line: string): void => console.log(line);
 
@@ -61,18 +83,17 @@ async function main(): Promise<number> {
   process.once('SIGTERM', onSignal);
   const keepAlive = setInterval(() => {}, 1 << 30);
   try {
-    const kubeconfig = values.kubeconfig ?? process.env['KUBECONFIG'];
-    if (!values.simulate && kubeconfig) {
+    if (source === 'cluster') {
       const poolLabel = values['pool-label'];
       const selector = values.selector ?? poolLabel;
       print(`tracking pods in namespace ${values.namespace} matching "${selector}" (Ctrl-C to stop)`);
-      const source = await openClusterSource({
+      const clusterSource = await openClusterSource({
         ...(values.kubeconfig !== undefined && { kubeconfig: values.kubeconfig }),
         namespace: values.namespace,
         selector,
         logger,
       });
-      const tracker = createPoolTracker({ source, poolLabel, print, logger, syncTimeoutMs: 30_000 });
+      const tracker = createPoolTracker({ source: clusterSource, poolLabel, print, logger, syncTimeoutMs: 30_000 });
       await using loop = tracker.loop;
       await loop.start();
       await new Promise<void>((resolve) => {
@@ -80,13 +101,25 @@ async function main(): Promise<number> {
         abort.signal.addEventListener('abort', () => resolve(), { once: true });
         if (durationS !== undefined) setTimeout(resolve, durationS * 1000).unref();
       });
+    } else if (source === 'embedded') {
+      const durationMs = (durationS ?? 10) * 1000;
+      const scenario = await startEmbeddedScenario({ durationMs, print, logger, signal: abort.signal });
+      print(
+        `embedded apiserver at ${scenario.server.url}: a pool of engine and trainer cells in namespace ${DEMO_NAMESPACE}, ` +
+          `tracked for ${durationMs / 1000} s by the pod reflector through client-node's KubeConfig`,
+      );
+      const { converged } = await scenario.run();
+      const counts = scenario.server.requestCounts();
+      print(
+        `stopped cleanly; the apiserver served ${count(counts.list, 'LIST', 'LISTs')} (${count(scenario.relists.length, 'relist', 'relists')}) and ${count(counts.watch, 'WATCH', 'WATCHes')}; ` +
+          `final pools: ${finalPools(scenario.tracker.views)}${abort.signal.aborted ? ' (interrupted)' : converged ? '' : ' (the tracker had not caught up with the apiserver)'}`,
+      );
     } else {
       const durationMs = (durationS ?? 10) * 1000;
-      print(`simulated pool of engine and trainer cells for ${durationMs / 1000} s (no KUBECONFIG)`);
+      print(`in-process pool of engine and trainer cells for ${durationMs / 1000} s (an InProcessSource, no HTTP)`);
       const simulation = createSimulation({ durationMs, print, logger, signal: abort.signal });
       await simulation.run();
-      const pools = [...simulation.tracker.views.values()].map((v) => `${v.pool} (${v.ready}/${v.cells.length} ready)`);
-      print(`stopped cleanly; final pools: ${pools.join(', ') || 'none'}`);
+      print(`stopped cleanly; final pools: ${finalPools(simulation.tracker.views)}`);
     }
     return 0;
   } finally {

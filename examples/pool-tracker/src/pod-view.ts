@@ -7,6 +7,8 @@ export interface PodView {
     readonly name: string;
     readonly namespace?: string | undefined;
     readonly labels: Readonly<Record<string, string>>;
+    /** Set once a graceful deletion began (the pod is Terminating until the kubelet finishes it). */
+    readonly deletionTimestamp?: number | undefined;
   };
   readonly status: {
     readonly phase?: string | undefined;
@@ -18,6 +20,11 @@ export interface PodView {
 /** The pod's `Ready` condition is `True`. */
 export function isReady(pod: PodView): boolean {
   return pod.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+/** A graceful deletion began: kubectl shows the pod as `Terminating`. */
+export function isTerminating(pod: PodView): boolean {
+  return pod.metadata.deletionTimestamp !== undefined;
 }
 
 /** Container restarts summed over the pod's containers. */

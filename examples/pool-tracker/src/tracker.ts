@@ -1,9 +1,10 @@
 import { ReconcileLoop, type Clock, type Logger, type Source } from '@reconcile-loop/loop';
-import { isReady, restarts, type PodView } from './pod-view.js';
+import { isReady, isTerminating, restarts, type PodView } from './pod-view.js';
 
 /** One cell as the tracker reports it. */
 export interface CellView {
   readonly name: string;
+  /** The pod phase, or `Terminating` once a graceful deletion began (as kubectl prints it). */
   readonly phase: string;
   readonly ready: boolean;
   readonly restarts: number;
@@ -62,24 +63,11 @@ export function createPoolTracker(options: PoolTrackerOptions): PoolTracker {
       return pool ? `${pod.metadata.namespace ?? ''}/${pool}` : undefined;
     },
     reconcile: (pool, { members }) => {
-      const cells = [...members.values()]
-        .map((pod) => ({
-          name: pod.metadata.name,
-          phase: pod.status.phase ?? 'Unknown',
-          ready: isReady(pod),
-          restarts: restarts(pod),
-        }))
-        .sort((a, b) => a.name.localeCompare(b.name));
-      const view: PoolView = {
-        pool,
-        cells,
-        ready: cells.filter((c) => c.ready).length,
-        restarts: cells.reduce((sum, c) => sum + c.restarts, 0),
-      };
+      const view = poolView(pool, members.values());
       const previous = views.get(pool);
       if (previous && JSON.stringify(previous) === JSON.stringify(view)) return; // resync, or no visible change
-      if (!previous && cells.length === 0) return; // never seen, still empty
-      if (cells.length === 0) views.delete(pool);
+      if (!previous && view.cells.length === 0) return; // never seen, still empty
+      if (view.cells.length === 0) views.delete(pool);
       else views.set(pool, view);
       const atMs = now();
       reports.push({ atMs, view });
@@ -91,6 +79,24 @@ export function createPoolTracker(options: PoolTrackerOptions): PoolTracker {
     ...(options.syncTimeoutMs !== undefined && { syncTimeoutMs: options.syncTimeoutMs }),
   });
   return { loop, views, reports };
+}
+
+/** The view of one pool from its members: cells sorted by name, ready and restart counts. */
+export function poolView(pool: string, members: Iterable<PodView>): PoolView {
+  const cells = [...members]
+    .map((pod) => ({
+      name: pod.metadata.name,
+      phase: isTerminating(pod) ? 'Terminating' : (pod.status.phase ?? 'Unknown'),
+      ready: isReady(pod),
+      restarts: restarts(pod),
+    }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+  return {
+    pool,
+    cells,
+    ready: cells.filter((c) => c.ready).length,
+    restarts: cells.reduce((sum, c) => sum + c.restarts, 0),
+  };
 }
 
 /** `[  6.6s] pool sim/engines: 2 cells, 2 ready, 1 restart  (engine-1 Running ready r1, ...)` */

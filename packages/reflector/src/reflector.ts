@@ -291,7 +291,7 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
 
   async *#watch(signal: AbortSignal, watch: { applied: number }): AsyncGenerator<SourceEvent<T>, WatchOutcome, undefined> {
     const cursor = this.#cursor ?? '';
-    const timeoutSeconds = Math.floor(this.#watchTimeoutSeconds * (1 + this.#random()));
+    const timeoutSeconds = Math.max(1, Math.floor(this.#watchTimeoutSeconds * (1 + this.#random())));
     const idleMs = timeoutSeconds * 1000 + this.#idleGraceMs;
     const controller = new AbortController();
     let wake: ((value: typeof STOP) => void) | undefined;

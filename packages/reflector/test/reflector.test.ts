@@ -261,6 +261,12 @@ describe('Reflector: timing', () => {
     ]);
   });
 
+  it('[k8s_reflector: BackoffManager around reconnects] a sub-second watchTimeoutSeconds still sends timeoutSeconds >= 1 (0 would mean "no timeout" to the apiserver)', async () => {
+    const { client } = setup({ watchTimeoutSeconds: 0.5, random: () => 0 });
+    await flush();
+    expect(client.watches[0]?.request.timeoutSeconds).toBe(1);
+  });
+
   it('[k8s_reflector: BackoffUntil] deviation: the retry delay doubles per consecutive failure up to the cap, and resets after a watch that delivered a frame', async () => {
     const { client, clock, reflector } = setup({ retryDelayMs: 1_000, maxRetryDelayMs: 4_000 });
     await flush();

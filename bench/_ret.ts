@@ -1,0 +1,30 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { KubeApiClient, Reflector as Orig } from '@reconcile-loop/reflector';
+import { Reflector as Patched } from './src/_tmp/reflector/index.js';
+import { ApiServerProcess } from './src/lib/apiserver-process.js';
+import { heapAfterGc } from './src/lib/heap.js';
+import { NAMESPACE } from './src/lib/pods.js';
+const N = 5000;
+const server = await ApiServerProcess.start(30000);
+await server.seed(N);
+const kc = new KubeConfig(); kc.loadFromString(server.kubeconfig);
+const client = new KubeApiClient(kc, podResource);
+for (const [name, R] of [['orig', Orig], ['patched', Patched], ['orig', Orig], ['patched', Patched]] as const) {
+  const b = await heapAfterGc();
+  const reflector = new (R as typeof Orig)<Pod>({ client, schema: podSchema, namespace: NAMESPACE });
+  const ac = new AbortController();
+  const it = reflector.open(ac.signal)[Symbol.asyncIterator]();
+  let first: any = await it.next();
+  const pending = it.next();
+  await new Promise((r) => setTimeout(r, 300));
+  const m2 = await heapAfterGc();
+  const size = first.value.objects.size;
+  first = undefined;
+  const m3 = await heapAfterGc();
+  ac.abort(); await pending.catch(() => {}); await it.return?.(undefined);
+  await server.dropWatches();
+  const m4 = await heapAfterGc();
+  console.log(name, 'in watch, event held', Math.round((m2 - b) / N), 'event dropped', Math.round((m3 - b) / N), 'all gone', Math.round((m4 - b) / N), size);
+}
+await server.close();

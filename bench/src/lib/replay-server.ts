@@ -1,0 +1,127 @@
+/**
+ * A replay of the embedded apiserver's exact bytes, served as fast as the socket takes them.
+ *
+ * Why: the embedded apiserver writes each watch frame with its own `res.write` and delivers about
+ * 150–200 MB/s on this machine, roughly the speed of `JSON.parse` itself, so against it every
+ * client measures the test server. The replay captures one LIST body and the watch stream from a
+ * cursor, byte for byte, then serves them in 256 KB writes honouring backpressure; a client that
+ * falls behind reads full socket buffers, as it would from a real apiserver with a backlog.
+ * Same path, same query handling the pipelines use: LIST (no `watch`) returns the body; `watch=true`
+ * streams the frames and then holds the connection open like an idle watch. Bearer auth is checked.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { NAMESPACE } from './pods.js';
+import { BENCH_TOKEN } from './wire.js';
+
+const PATH = `/api/v1/namespaces/${NAMESPACE}/pods`;
+const WRITE_SIZE = 256 * 1024;
+
+function get(url: string, signal?: AbortSignal): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(url, { headers: { Authorization: `Bearer ${BENCH_TOKEN}` }, ...(signal && { signal }) }, (response) => {
+      if (response.statusCode !== 200) reject(new Error(`GET ${url}: HTTP ${String(response.statusCode)}`));
+      else resolve(response);
+    });
+    request.on('error', reject);
+  });
+}
+
+/** The LIST body and the first `frames` watch lines from `resourceVersion`, as raw bytes. */
+export async function capture(base: string, resourceVersion: string, frames: number): Promise<{ list: Buffer; watch: Buffer }> {
+  const listResponse = await get(`${base}${PATH}`);
+  const listChunks: Buffer[] = [];
+  for await (const chunk of listResponse as AsyncIterable<Buffer>) listChunks.push(chunk);
+  const list = Buffer.concat(listChunks);
+  const watchChunks: Buffer[] = [];
+  if (frames > 0) {
+    const controller = new AbortController();
+    const response = await get(`${base}${PATH}?watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=3600`, controller.signal);
+    let lines = 0;
+    try {
+      for await (const chunk of response as AsyncIterable<Buffer>) {
+        let at = -1;
+        while ((at = chunk.indexOf(10, at + 1)) !== -1) {
+          if (++lines === frames) {
+            watchChunks.push(chunk.subarray(0, at + 1));
+            break;
+          }
+        }
+        if (lines === frames) break;
+        watchChunks.push(chunk);
+      }
+    } catch (error) {
+      if (!controller.signal.aborted) throw error;
+    } finally {
+      controller.abort();
+      response.destroy();
+    }
+    if (lines < frames) throw new Error(`capture: watch ended after ${lines} of ${frames} frames`);
+  }
+  return { list, watch: Buffer.concat(watchChunks) };
+}
+
+/** A running replay server. */
+export interface ReplayServer {
+  readonly url: string;
+  /** Ends every open watch. */
+  dropWatches(): number;
+  close(): Promise<void>;
+}
+
+/** Serves `list` for LIST and `watch` for a watch from `resourceVersion` (any other cursor: 410). */
+export async function startReplay(list: Buffer, watch: Buffer, resourceVersion: string): Promise<ReplayServer> {
+  const watches = new Set<http.ServerResponse>();
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://replay');
+    if (req.headers.authorization !== `Bearer ${BENCH_TOKEN}`) {
+      res.writeHead(401, { 'Content-Type': 'application/json' }).end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}');
+      return;
+    }
+    if (url.pathname !== PATH) {
+      res.writeHead(404).end();
+      return;
+    }
+    if (url.searchParams.get('watch') !== 'true') {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(list.length) }).end(list);
+      return;
+    }
+    if (url.searchParams.get('resourceVersion') !== resourceVersion) {
+      res.writeHead(410, { 'Content-Type': 'application/json' }).end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}');
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    watches.add(res);
+    res.on('close', () => watches.delete(res));
+    let offset = 0;
+    const pump = (): void => {
+      while (offset < watch.length && !res.destroyed) {
+        const end = Math.min(watch.length, offset + WRITE_SIZE);
+        const ok = res.write(watch.subarray(offset, end));
+        offset = end;
+        if (!ok) {
+          res.once('drain', pump);
+          return;
+        }
+      }
+    };
+    pump();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dropWatches: () => {
+      const n = watches.size;
+      for (const res of watches) res.end();
+      watches.clear();
+      return n;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const res of watches) res.destroy();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
