@@ -31,19 +31,21 @@ for (let i = 0; i < profile.samples.length; i++) {
 }
 const totalUs = profile.endTime - profile.startTime;
 
-function shortUrl(url: string): string {
+function shortUrl(url: string, functionName: string): string {
+  // Functions without a script: zod's compiled validators (z.compile uses new Function) and the like.
+  if (url === '' && !functionName.startsWith('(')) return '(generated code, e.g. zod compiled validators)';
   const m = /\/(packages\/[^/]+\/src\/[^?]+|node_modules\/\.pnpm\/([^/]+)\/.*?([^/]+\.[cm]?js))/.exec(url);
   if (m?.[1]?.startsWith('packages/')) return m[1];
   if (m?.[2]) return `${m[2].split('@').slice(0, -1).join('@') || m[2]}:${m[3]}`;
   if (url.startsWith('node:')) return url;
-  return url.split('/').slice(-2).join('/') || '(native)';
+  return url.split('/').slice(-2).join('/') || '(vm)';
 }
 
 const byFunction = new Map<string, number>();
 const byFile = new Map<string, number>();
 for (const [id, us] of selfUs) {
   const node = byId.get(id)!;
-  const where = shortUrl(node.callFrame.url);
+  const where = shortUrl(node.callFrame.url, node.callFrame.functionName);
   const fn = `${node.callFrame.functionName || '(anonymous)'}  ${where}:${node.callFrame.lineNumber + 1}`;
   byFunction.set(fn, (byFunction.get(fn) ?? 0) + us);
   byFile.set(where, (byFile.get(where) ?? 0) + us);

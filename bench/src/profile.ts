@@ -6,7 +6,7 @@
  *     bench/src/profile.ts --impl=ours --pods=5000 --frames=30000
  *   node --import tsx bench/src/profile-summary.ts bench/results/profiles/ours-replay-1.cpuprofile
  *
- * `--impl`: `ours`, `client-node`, `floor` or `raw`; `--via`: `replay` (default) or `apiserver`;
+ * `--impl`: `ours`, `client-node`, `floor`, `raw` or `sync` (rung (e)); `--via`: `replay` (default) or `apiserver`;
  * `--runs`: measured runs after one unprofiled warm-up (default 2).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { ApiServerProcess } from './lib/apiserver-process.js';
 import { settleHeap } from './lib/heap.js';
 import { startClientNode, startOurs } from './lib/pipelines.js';
+import { syncPipeline } from './lib/ladder.js';
 import { fetchList, fetchWatchLines, parseFloor, rawHttpParse } from './lib/wire.js';
 
 const arg = (name: string, fallback: string): string =>
@@ -52,6 +53,8 @@ try {
       parseFloor(listBody, lines);
     } else if (impl === 'raw') {
       await rawHttpParse(url, watchFrom, frames);
+    } else if (impl === 'sync') {
+      await syncPipeline(url, watchFrom, frames, pods);
     } else {
       const start = impl === 'ours' ? startOurs : startClientNode;
       const pipeline = start({ kubeconfig, frames, watchFrom });

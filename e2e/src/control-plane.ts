@@ -146,8 +146,8 @@ export class ControlPlane {
     this.#tornDown = true;
     await Promise.allSettled([...this.#proxies].map((p) => p.close()));
     if (this.#keep) {
-      keepChildren();
       const pids = [this.etcd.process.pid, this.cached.process.pid, this.uncached.process.pid].filter((p) => p !== undefined);
+      keepChildren(pids, this.runDir);
       process.stderr.write(
         [
           '',

@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { cacheRoot } from './config.js';
 
-/** A child this process started and must end, unless the environment is kept. */
+/** A child this process started and must end (a kept environment's children are untracked). */
 export interface TrackedChild {
   readonly pid: number;
   readonly binary: string;
@@ -10,14 +10,12 @@ export interface TrackedChild {
 
 interface RunRecord {
   readonly owner: number;
-  readonly keep: boolean;
   readonly runDir: string;
   readonly children: TrackedChild[];
 }
 
 const children = new Map<number, TrackedChild>();
 const runDirs = new Set<string>();
-let keep = false;
 let handlersInstalled = false;
 
 function recordPath(): string {
@@ -28,11 +26,11 @@ function persist(): void {
   // The record outlives a SIGKILLed owner, so the next run can end what this one left.
   try {
     mkdirSync(join(cacheRoot(), 'runs'), { recursive: true });
-    if (children.size === 0 && !keep) {
+    if (children.size === 0) {
       rmSync(recordPath(), { force: true });
       return;
     }
-    const record: RunRecord = { owner: process.pid, keep, runDir: [...runDirs].join('\n'), children: [...children.values()] };
+    const record: RunRecord = { owner: process.pid, runDir: [...runDirs].join('\n'), children: [...children.values()] };
     writeFileSync(recordPath(), JSON.stringify(record));
   } catch {
     // best effort: the record only serves the reaper
@@ -63,7 +61,6 @@ function runs(pid: number, binary: string): boolean {
  * synchronous, so it is safe inside an 'exit' handler.
  */
 export function killAllSync(): void {
-  if (keep) return;
   for (const child of children.values()) {
     if (runs(child.pid, child.binary)) {
       try {
@@ -116,15 +113,19 @@ export function forgetRunDir(runDir: string): void {
   persist();
 }
 
-/** Keeps every child alive past this process (RECONCILE_LOOP_E2E_KEEP). */
-export function keepChildren(): void {
-  keep = true;
+/**
+ * Hands a kept environment (RECONCILE_LOOP_E2E_KEEP) to the user: its children and run
+ * directory are no longer ended or removed, by this process or by a later reaper.
+ */
+export function keepChildren(pids: readonly number[], runDir: string): void {
+  for (const pid of pids) children.delete(pid);
+  runDirs.delete(runDir);
   persist();
 }
 
 /**
  * Ends children left by earlier runs whose owner died without tearing down (SIGKILL, OOM),
- * and removes their run directories. Kept environments and live owners are left alone.
+ * and removes their run directories. Kept environments (untracked) and live owners are left alone.
  * Returns the pids it ended.
  */
 export function reapStaleRuns(): number[] {
@@ -146,7 +147,7 @@ export function reapStaleRuns(): number[] {
       rmSync(path, { force: true });
       continue;
     }
-    if (record.owner === process.pid || record.keep || alive(record.owner)) continue;
+    if (record.owner === process.pid || alive(record.owner)) continue;
     for (const child of record.children) {
       if (runs(child.pid, child.binary)) {
         try {

@@ -10,7 +10,7 @@ const script = join(import.meta.dirname, '..', 'provision', 'build.sh');
 
 // These run without building anything: they check the script's contract with the harness.
 describe('provision/build.sh', () => {
-  it('fails with exit 127 and a clear message when go is not on PATH', () => {
+  it('[test layers: self-provisioned] build.sh fails with exit 127 and a clear message when go is not on PATH', () => {
     const result = spawnSync('/bin/bash', [script], { env: { PATH: '/nonexistent', HOME: '/tmp' }, encoding: 'utf8' });
     expect(result.status).toBe(127);
     expect(result.stderr).toContain("'go' is not on PATH");
@@ -64,7 +64,7 @@ describe('toolchain availability', () => {
     }
   });
 
-  it(`${ENV.require}=1 turns the missing toolchain into a failure instead of a skip`, () => {
+  it(`[env: MILES_K8S_REQUIRE → ${ENV.require}] ${ENV.require}=1 turns the missing toolchain into a failure instead of a skip`, () => {
     const { env, cleanup } = bareEnv({ [ENV.require]: '1' });
     try {
       expect(() => e2eAvailability(env)).toThrow(expect.objectContaining({ code: 'E2E_PROVISION_FAILED' }));
@@ -73,7 +73,7 @@ describe('toolchain availability', () => {
     }
   });
 
-  it(`${ENV.kubeconfig} runs against that cluster without needing a toolchain`, () => {
+  it(`[env: MILES_K8S_KUBECONFIG → ${ENV.kubeconfig}] ${ENV.kubeconfig} runs against that cluster without needing a toolchain`, () => {
     const { env, cleanup } = bareEnv({ [ENV.require]: '1' });
     const kubeconfig = join(env[ENV.cache] ?? '', 'external.kubeconfig');
     writeFileSync(kubeconfig, renderKubeconfig('external', { server: 'https://127.0.0.1:1', token: 't' }));

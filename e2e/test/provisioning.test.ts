@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync, rmSync } from 'node:fs';
 import { CoreV1Api, KubeConfig, VersionApi, Watch, type V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { KubeletEmulator, podManifest, readVersions, type Endpoint } from '../src/index.js';
+import { ControlPlane, ENV, KubeletEmulator, podManifest, readVersions, type Endpoint } from '../src/index.js';
 import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/environment.js';
 
 // The provisioning smoke test: the environment itself, checked with @kubernetes/client-node
@@ -73,7 +74,7 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
     return ns;
   }
 
-  it('both apiservers are ready, report the pinned version, and verify TLS through the generated CA', async (ctx) => {
+  it('[test layers: real apiserver, no kubelet] both apiservers are ready, report the pinned version, and verify TLS through the generated CA', async (ctx) => {
     const cp = requireControlPlane(ctx, env());
     for (const endpoint of [cp.cachedEndpoint, cp.uncachedEndpoint]) {
       const { kc } = client(endpoint);
@@ -108,7 +109,7 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
     expect(new Set(rvs).size).toBe(3);
   });
 
-  it('after an etcd compaction the uncached apiserver answers the old resourceVersion with a real 410; the cached one still serves it', async (ctx) => {
+  it('[test layers: real apiserver, no kubelet] after an etcd compaction the uncached apiserver answers the old resourceVersion with a real 410; the cached one still serves it', async (ctx) => {
     const cp = requireControlPlane(ctx, env());
     const uncached = client(cp.uncachedEndpoint);
     const cached = client(cp.cachedEndpoint);
@@ -183,7 +184,7 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
     expect(Number(timed[0]?.object.metadata?.resourceVersion)).toBeGreaterThanOrEqual(Number(other.metadata?.resourceVersion));
   });
 
-  it('kubelet emulation: bind to a Node, Running/Ready, a restart, graceful delete then the final delete', async () => {
+  it('[test layers: kind cluster → kubelet emulation] bind to a Node, Running/Ready, a restart, graceful delete then the final delete', async () => {
     const { kc, core } = client(env().endpoint);
     const namespaceName = await namespace(core);
     const kubelet = new KubeletEmulator(kc, `e2e-node-${randomBytes(2).toString('hex')}`);
@@ -281,5 +282,32 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
     const cached = client(cp.cachedEndpoint).core;
     const list = await cached.listNamespacedPod({ namespace: namespaceName });
     expect(list.items.map((p) => p.metadata?.name)).toContain('etcd-survivor');
+  });
+});
+
+describe.skipIf(!availability.run || process.env[ENV.kubeconfig] !== undefined)('keeping the environment', () => {
+  it(`[env: MILES_K8S_KEEP → ${ENV.keep}] teardown with keep leaves every process up and reachable, and says how to end it`, async () => {
+    const cp = await ControlPlane.start({ keep: true });
+    const written: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array) => (written.push(String(chunk)), true)) as typeof process.stderr.write;
+    try {
+      await cp.teardown();
+    } finally {
+      process.stderr.write = write;
+    }
+    try {
+      for (const proc of [cp.etcd.process, cp.cached.process, cp.uncached.process]) expect(proc.running).toBe(true);
+      expect(existsSync(cp.cachedEndpoint.kubeconfigPath)).toBe(true);
+      const { core } = client(cp.cachedEndpoint);
+      expect((await core.listNamespace()).kind).toBe('NamespaceList');
+      const message = written.join('');
+      expect(message).toContain(`kill ${String(cp.etcd.process.pid)} ${String(cp.cached.process.pid)} ${String(cp.uncached.process.pid)}`);
+      expect(message).toContain(`${ENV.kubeconfig}=${cp.cachedEndpoint.kubeconfigPath}`);
+    } finally {
+      await Promise.allSettled([cp.cached.stop(), cp.uncached.stop()]);
+      await cp.etcd.stop();
+      rmSync(cp.runDir, { recursive: true, force: true });
+    }
   });
 });

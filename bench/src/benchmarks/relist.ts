@@ -78,7 +78,7 @@ async function oneRun(n: number): Promise<Omit<RelistSizeResult, 'pods' | 'apply
 
 /** Benchmark 3: a replace of N against a store of N with 10 % changed and 10 % gone. */
 export async function runRelist(ctx: BenchContext): Promise<RelistResult> {
-  const sizes = ctx.smoke ? [200] : [5_000, 20_000];
+  const sizes = (ctx.smoke ? [200] : [5_000, 20_000]).filter((n) => ctx.pods === undefined || ctx.pods.has(n));
   const out: RelistSizeResult[] = [];
   for (const n of sizes) {
     await oneRun(Math.min(n, 1_000)); // warm-up

@@ -8,6 +8,7 @@ import type { BenchContext } from '../lib/context.js';
 import { heapAfterGc, settleHeap } from '../lib/heap.js';
 import { startClientNode, startOurs, type Pipeline, type PipelineOptions } from '../lib/pipelines.js';
 import { fmt, fmtSummary, printTable, summarize, type Summary } from '../lib/stats.js';
+import { syncPipeline } from '../lib/ladder.js';
 import { fetchList, fetchWatchLines, parseFloor, rawHttpParse } from '../lib/wire.js';
 
 /** Throughput at one size. */
@@ -26,6 +27,8 @@ export interface ThroughputSizeResult {
   floorMs: Summary;
   /** node:http + line split + JSON.parse, nothing else, ms. */
   rawHttpMs: Summary;
+  /** (d) plus validation, ObjectStore and WorkQueue, driven synchronously from `data` events, ms. */
+  syncMs: Summary;
   /** Ratios of medians. */
   oursOverFloor: number;
   oursOverClientNode: number;
@@ -86,7 +89,9 @@ async function memoryRun(start: Start, options: PipelineOptions, pods: number, l
 
 /** Benchmarks 1 and 2 over every size. */
 export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; memory: boolean }): Promise<WatchResult> {
-  const sizes = ctx.smoke ? [{ pods: 200, frames: 500 }] : [{ pods: 5_000, frames: 50_000 }, { pods: 20_000, frames: 50_000 }];
+  const sizes = (ctx.smoke ? [{ pods: 200, frames: 500 }] : [{ pods: 5_000, frames: 50_000 }, { pods: 20_000, frames: 50_000 }]).filter(
+    (s) => ctx.pods === undefined || ctx.pods.has(s.pods),
+  );
   const throughput: ThroughputSizeResult[] = [];
   const memory: MemorySizeResult[] = [];
   for (const { pods, frames } of sizes) {
@@ -124,13 +129,15 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
           await timeRun(startClientNode, options, pods, 'client-node');
           parseFloor(listBody, lines);
           await rawHttpParse(target.url, watchFrom, frames);
+          await syncPipeline(target.url, watchFrom, frames, pods);
           await server.dropWatches();
           await settleHeap();
           const ours: number[] = [];
           const clientNode: number[] = [];
           const floor: number[] = [];
           const raw: number[] = [];
-          const order = ['ours', 'clientNode', 'floor', 'raw'] as const;
+          const sync: number[] = [];
+          const order = ['ours', 'clientNode', 'floor', 'raw', 'sync'] as const;
           for (let r = 0; r < target.runs; r++) {
             // Rotate the order so no implementation always runs right after another's garbage.
             for (let k = 0; k < order.length; k++) {
@@ -138,7 +145,8 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
               if (which === 'ours') ours.push(await timeRun(startOurs, options, pods, 'ours'));
               else if (which === 'clientNode') clientNode.push(await timeRun(startClientNode, options, pods, 'client-node'));
               else if (which === 'floor') floor.push(parseFloor(listBody, lines));
-              else raw.push(await rawHttpParse(target.url, watchFrom, frames));
+              else if (which === 'raw') raw.push(await rawHttpParse(target.url, watchFrom, frames));
+              else sync.push(await syncPipeline(target.url, watchFrom, frames, pods));
               await server.dropWatches();
               await settleHeap();
             }
@@ -153,6 +161,7 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
             clientNodeMs: summarize(clientNode),
             floorMs: summarize(floor),
             rawHttpMs: summarize(raw),
+            syncMs: summarize(sync),
             oursOverFloor: 0,
             oursOverClientNode: 0,
             clientNodeOverFloor: 0,
@@ -195,7 +204,7 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
   if (throughput.length > 0) {
     printTable(
       `1. Watch pipeline throughput: LIST of N pods, then M MODIFIED frames; start → last frame cached and its parent enqueued (ms, min / median / max of ${ctx.runs})`,
-      ['served by', 'N', 'M', 'MB read', '(a) ours', '(b) client-node informer', '(c) JSON.parse floor', '(d) http + split + parse', '(a)/(c)', '(a)/(b)', '(b)/(c)', '(a)/(d)'],
+      ['served by', 'N', 'M', 'MB read', '(a) ours', '(b) client-node informer', '(c) JSON.parse floor', '(d) http + split + parse', '(e) (d) + validate + store + queue, sync', '(a)/(c)', '(a)/(b)', '(b)/(c)', '(d)/(c)', '(e)/(c)'],
       throughput.map((t) => [
         t.via,
         t.pods.toLocaleString('en-US'),
@@ -205,10 +214,12 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
         fmtSummary(t.clientNodeMs),
         fmtSummary(t.floorMs),
         fmtSummary(t.rawHttpMs),
+        fmtSummary(t.syncMs),
         `${fmt(t.oursOverFloor)}×`,
         `${fmt(t.oursOverClientNode)}×`,
         `${fmt(t.clientNodeOverFloor)}×`,
-        `${fmt(t.oursOverRawHttp)}×`,
+        `${fmt(t.rawHttpMs.median / t.floorMs.median)}×`,
+        `${fmt(t.syncMs.median / t.floorMs.median)}×`,
       ]),
     );
   }

@@ -4,6 +4,8 @@ export interface BenchContext {
   readonly smoke: boolean;
   /** Repetitions per measurement (min / median / max are reported). */
   readonly runs: number;
+  /** When set, only these pod counts (N) run in the benchmarks that take several sizes. */
+  readonly pods?: ReadonlySet<number>;
 }
 
 /** Throws unless `value` is a finite number ≥ 0: a benchmark result that is not is malformed. */
