@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { FakeClock, settle } from '@reconcile-loop/test-support';
 import { createSimulation, script, SIM_SOURCE_RETRY_DELAY_MS } from '../src/simulation.js';
 import { createPoolTracker, type PoolView } from '../src/tracker.js';
 import { InProcessSource } from '@reconcile-loop/loop';
-import { FakeClock, settle } from './fake-clock.js';
 import type { PodView } from '../src/pod-view.js';
 
 const summary = (view: PoolView | undefined) =>
@@ -14,7 +14,7 @@ describe('pool tracker demo', () => {
     const lines: string[] = [];
     const sim = createSimulation({ durationMs: 10_000, print: (l) => lines.push(l), clock });
     const done = sim.run();
-    await clock.advance(10_000);
+    await clock.advanceAsync(10_000);
     await done;
 
     expect(sim.tracker.loop.state).toBe('stopped');
@@ -35,22 +35,22 @@ describe('pool tracker demo', () => {
     const done = sim.run();
     const store = sim.tracker.loop.store;
 
-    await clock.advance(6_000); // stream dropped at 5.6 s, engine-0 deleted at 5.8 s
+    await clock.advanceAsync(6_000); // stream dropped at 5.6 s, engine-0 deleted at 5.8 s
     expect(sim.source.get('sim/engine-0')).toBeUndefined();
     expect(store.has('sim/engine-0')).toBe(true); // the ghost, until the relist
     expect(summary(sim.tracker.views.get('sim/engines'))).toHaveProperty('engine-0');
 
     const relistAt = 5_600 + SIM_SOURCE_RETRY_DELAY_MS;
-    await clock.advance(relistAt - 1 - 6_000);
+    await clock.advanceAsync(relistAt - 1 - 6_000);
     expect(store.has('sim/engine-0')).toBe(true);
-    await clock.advance(1);
+    await clock.advanceAsync(1);
     expect(store.has('sim/engine-0')).toBe(false);
     expect(store.has('sim/trainer-1')).toBe(true);
     const engines = sim.tracker.reports.filter((r) => r.view.pool === 'sim/engines');
     expect(engines.at(-1)?.atMs).toBe(relistAt);
     expect(summary(engines.at(-1)?.view)).toEqual({ 'engine-1': 'ready r1', 'engine-2': 'ready r0' });
 
-    await clock.advance(10_000);
+    await clock.advanceAsync(10_000);
     await done;
   });
 
@@ -59,7 +59,7 @@ describe('pool tracker demo', () => {
     const lines: string[] = [];
     const sim = createSimulation({ durationMs: 2_000, print: (l) => lines.push(l), clock });
     const done = sim.run();
-    await clock.advance(2_000);
+    await clock.advanceAsync(2_000);
     await done;
     expect(lines.filter((l) => l.includes('~'))).toHaveLength(2);
     expect(sim.tracker.loop.state).toBe('stopped');
@@ -71,7 +71,7 @@ describe('pool tracker demo', () => {
     const abort = new AbortController();
     const sim = createSimulation({ durationMs: 10_000, print: () => {}, clock, signal: abort.signal });
     const done = sim.run();
-    await clock.advance(1_000);
+    await clock.advanceAsync(1_000);
     abort.abort();
     await done;
     await settle();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ControlledSource, FakeClock, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
   DEFAULT_RESYNC_PERIOD_MS,
   InProcessSource,
@@ -8,7 +9,6 @@ import {
   type ReconcileContext,
   type ReconcileLoopOptions,
 } from '../src/index.js';
-import { ControlledSource, FakeClock, recordingLogger, settle } from './helpers.js';
 
 interface Cell {
   pool: string | undefined;
@@ -131,11 +131,11 @@ describe('ReconcileLoop', () => {
     await settle();
     expect(keys()).toEqual(['p1', 'p2', 'p2']);
     calls.length = 0;
-    await clock.advance(999);
+    await clock.advanceAsync(999);
     expect(calls).toEqual([]);
-    await clock.advance(1);
+    await clock.advanceAsync(1);
     expect(calls).toEqual([{ key: 'p1', at: 1_000, members: { a: 0 } }]);
-    await clock.advance(1_000);
+    await clock.advanceAsync(1_000);
     expect(calls.map((c) => c.at)).toEqual([1_000, 2_000]);
     await loop.stop();
     expect(clock.pending).toBe(0);
@@ -146,9 +146,9 @@ describe('ReconcileLoop', () => {
     const on = harness({ initial: [['a', cell('p1')]] });
     await on.loop.start();
     await settle();
-    await on.clock.advance(DEFAULT_RESYNC_PERIOD_MS - 1);
+    await on.clock.advanceAsync(DEFAULT_RESYNC_PERIOD_MS - 1);
     expect(on.keys()).toEqual(['p1']);
-    await on.clock.advance(1);
+    await on.clock.advanceAsync(1);
     expect(on.keys()).toEqual(['p1', 'p1']);
     await on.loop.stop();
 
@@ -156,7 +156,7 @@ describe('ReconcileLoop', () => {
     await off.loop.start();
     await settle();
     expect(off.clock.pending).toBe(0);
-    await off.clock.advance(10 * DEFAULT_RESYNC_PERIOD_MS);
+    await off.clock.advanceAsync(10 * DEFAULT_RESYNC_PERIOD_MS);
     expect(off.keys()).toEqual(['p1']);
     await off.loop.stop();
   });
@@ -175,7 +175,7 @@ describe('ReconcileLoop', () => {
     });
     await loop.start();
     await settle();
-    await clock.advance(1_000);
+    await clock.advanceAsync(1_000);
     expect(calls.map((c) => c.at)).toEqual([0, 100, 300, 700]);
     expect(logger.entries.filter((e) => e.message.includes('retrying')).map((e) => e.fields.retryInMs)).toEqual([100, 200, 400]);
 
@@ -183,7 +183,7 @@ describe('ReconcileLoop', () => {
     failuresLeft = 1;
     registry.upsert('a', cell('p1', 1));
     await settle();
-    await clock.advance(100);
+    await clock.advanceAsync(100);
     expect(calls.map((c) => c.at)).toEqual([0, 100, 300, 700, 1_000, 1_100]);
     await loop.stop();
   });
@@ -201,7 +201,7 @@ describe('ReconcileLoop', () => {
     });
     await loop.start();
     for (const pool of ['p1', 'p2', 'p3']) registry.upsert(`${pool}-a`, cell(pool));
-    await clock.advance(100);
+    await clock.advanceAsync(100);
     expect(keys()).toEqual(['p1', 'p2', 'p3']);
     expect(peak).toBe(1);
     await loop.stop();
@@ -226,7 +226,7 @@ describe('ReconcileLoop', () => {
       body: () => ({ requeueAfter: 10 }) as unknown as void,
     });
     await loop.start();
-    await clock.advance(1_000);
+    await clock.advanceAsync(1_000);
     expect(keys()).toEqual(['p1']);
     expect(clock.pending).toBe(0);
     await loop.stop();
@@ -243,10 +243,10 @@ describe('ReconcileLoop', () => {
     registry.disconnect(new Error('registry restarted'));
     await settle();
     registry.delete('b'); // missed: no stream is open
-    await clock.advance(1_999);
+    await clock.advanceAsync(1_999);
     expect(calls).toEqual([]);
     expect(loop.store.has('b')).toBe(true);
-    await clock.advance(1);
+    await clock.advanceAsync(1);
     expect(loop.store.has('b')).toBe(false);
     expect(calls.find((c) => c.key === 'p2')).toEqual({ key: 'p2', at: 2_000, members: {} });
     expect(logger.entries.some((e) => e.level === 'error' && (e.fields.err as Error).message === 'registry restarted')).toBe(true);
@@ -374,13 +374,13 @@ describe('ReconcileLoop', () => {
     };
     const outcome = owner();
     outcome.catch(() => {});
-    await clock.advance(5_000);
+    await clock.advanceAsync(5_000);
     await expect(outcome).rejects.toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
     expect(loop.state).toBe('stopped');
     expect(clock.pending).toBe(0);
     expect(source.last.closed).toBe(true);
     expect(source.streams).toHaveLength(1);
-    await clock.advance(60_000);
+    await clock.advanceAsync(60_000);
     expect(source.streams).toHaveLength(1);
     expect(reconciled).toBe(false);
     await expect(loop.stop()).resolves.toBeUndefined();
@@ -395,9 +395,9 @@ describe('ReconcileLoop', () => {
     const starting = loop.start().finally(() => (settled = true));
     starting.catch(() => {});
     source.last.push(upsertEvent('a', cell('p1'))); // not a listing: does not count as sync
-    await clock.advance(29_999);
+    await clock.advanceAsync(29_999);
     expect(settled).toBe(false);
-    await clock.advance(1);
+    await clock.advanceAsync(1);
     const error = await starting.then(
       () => undefined,
       (e: unknown) => e,
@@ -435,16 +435,16 @@ describe('ReconcileLoop', () => {
     await loop.start();
     await settle();
     expect(calls.map((c) => c.key)).toEqual(['p1']);
-    await clock.advance(999);
+    await clock.advanceAsync(999);
     expect(calls.map((c) => c.key)).toEqual(['p1']);
-    await clock.advance(1);
+    await clock.advanceAsync(1);
     expect(hungReason).toMatchObject({ code: 'RECONCILE_LOOP_RECONCILE_TIMEOUT', parentKey: 'p1', timeoutMs: 1_000 });
     expect(calls.map((c) => [c.key, c.at])).toEqual([
       ['p1', 0],
       ['p2', 1_000],
     ]);
     expect(logger.entries.find((e) => e.message.includes('retrying'))?.fields).toMatchObject({ parentKey: 'p1', retryInMs: 500 });
-    await clock.advance(500);
+    await clock.advanceAsync(500);
     expect(calls.map((c) => [c.key, c.at])).toEqual([
       ['p1', 0],
       ['p2', 1_000],
@@ -487,7 +487,7 @@ describe('ReconcileLoop', () => {
     };
     const outcome = body();
     outcome.catch(() => {});
-    await clock.advance(10);
+    await clock.advanceAsync(10);
     await expect(outcome).rejects.toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
   });
 

@@ -31,6 +31,33 @@ export function abortReason(signal: AbortSignal): unknown {
 }
 
 /**
+ * Settles as `promise` does, or rejects with the signal's reason ({@link abortReason}) as soon as
+ * `signal` aborts (at once when it already has), even if `promise` never settles. Leaves no listener
+ * on `signal` once the result settles, and always observes `promise`, so its rejection after it
+ * lost the race is never unhandled.
+ */
+export function raceAbort<V>(promise: Promise<V>, signal: AbortSignal): Promise<V> {
+  if (signal.aborted) {
+    promise.catch(() => {});
+    return Promise.reject(abortReason(signal));
+  }
+  return new Promise<V>((resolve, reject) => {
+    const onAbort = (): void => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
  * Resolves after `delayMs` on `clock`, or rejects with the signal's reason as soon as `signal`
  * aborts (also when it is already aborted). Never leaves a timer or listener behind.
  */

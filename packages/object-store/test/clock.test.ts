@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { abortReason, sleep, systemClock } from '../src/index.js';
-import { FakeClock } from './fake-clock.js';
+import { FakeClock, settle } from '@reconcile-loop/test-support';
+import { abortReason, raceAbort, sleep, systemClock } from '../src/index.js';
 
 /** Settles-state probe that never waits on time: flushes microtasks only. */
 async function state(promise: Promise<unknown>): Promise<'pending' | 'resolved' | 'rejected'> {
@@ -79,6 +79,87 @@ describe('clock: sleep', () => {
     expect((reason as DOMException).name).toBe('AbortError');
     const given = new Error('x');
     expect(abortReason(AbortSignal.abort(given))).toBe(given);
+  });
+});
+
+describe('clock: raceAbort', () => {
+  /** Runs `body`, then lets Node report unhandled rejections; returns the reasons it reported. */
+  async function unhandledDuring(body: () => Promise<void>): Promise<unknown[]> {
+    const reported: unknown[] = [];
+    const record = (reason: unknown): void => void reported.push(reason);
+    process.on('unhandledRejection', record);
+    try {
+      await body();
+      await settle();
+    } finally {
+      process.off('unhandledRejection', record);
+    }
+    return reported;
+  }
+
+  it('[clock: raceAbort] resolves with the promise\'s value and leaves no listener', async () => {
+    const controller = new AbortController();
+    const raced = raceAbort(Promise.resolve(42), controller.signal);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    await expect(raced).resolves.toBe(42);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('[clock: raceAbort] passes the promise\'s own rejection through and leaves no listener', async () => {
+    const controller = new AbortController();
+    const failure = new Error('list failed');
+    await expect(raceAbort(Promise.reject(failure), controller.signal)).rejects.toBe(failure);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('[clock: raceAbort] rejects with the abort reason as soon as the signal aborts, though the promise never settles', async () => {
+    const controller = new AbortController();
+    const reason = new Error('stopping');
+    const raced = raceAbort(new Promise<never>(() => {}), controller.signal);
+    expect(await state(raced)).toBe('pending');
+    controller.abort(reason);
+    await expect(raced).rejects.toBe(reason);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('[clock: raceAbort] an abort without a reason rejects with an AbortError', async () => {
+    const controller = new AbortController();
+    const raced = raceAbort(new Promise<never>(() => {}), controller.signal);
+    controller.abort();
+    await expect(raced).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('[clock: raceAbort] an already-aborted signal rejects at once with its reason and adds no listener', async () => {
+    const reason = new Error('already');
+    const signal = AbortSignal.abort(reason);
+    const raced = raceAbort(Promise.resolve('too late'), signal);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+    await expect(raced).rejects.toBe(reason);
+  });
+
+  it('[clock: raceAbort] the losing promise\'s later rejection is not unhandled (abort while pending)', async () => {
+    const late = new Error('late failure');
+    const reported = await unhandledDuring(async () => {
+      let rejectLate!: (error: unknown) => void;
+      const losing = new Promise<never>((_resolve, reject) => (rejectLate = reject));
+      const controller = new AbortController();
+      const raced = raceAbort(losing, controller.signal);
+      controller.abort(new Error('stop'));
+      await expect(raced).rejects.toThrow('stop');
+      rejectLate(late);
+    });
+    expect(reported).not.toContain(late);
+  });
+
+  it('[clock: raceAbort] the losing promise\'s later rejection is not unhandled (signal already aborted)', async () => {
+    const late = new Error('late failure');
+    const reported = await unhandledDuring(async () => {
+      let rejectLate!: (error: unknown) => void;
+      const losing = new Promise<never>((_resolve, reject) => (rejectLate = reject));
+      await expect(raceAbort(losing, AbortSignal.abort(new Error('stop')))).rejects.toThrow('stop');
+      rejectLate(late);
+    });
+    expect(reported).not.toContain(late);
   });
 });
 

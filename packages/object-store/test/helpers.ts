@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { KeyMap, Logger, ObjectKey, ObjectStoreReader, ParentKey } from '../src/index.js';
+import type { KeyMap, ObjectKey, ObjectStoreReader, ParentKey } from '../src/index.js';
 
 /** A pod-like object: its parent comes from a label. */
 export interface Cell {
@@ -13,23 +13,6 @@ export function cell(pool: string | undefined, version = 1): Cell {
 
 /** The key map most tests use: the `pool` label, or "cannot map" when it is absent. */
 export const byPool: KeyMap<Cell, string> = (object) => object.labels['pool'];
-
-export interface LogCall {
-  readonly level: keyof Logger;
-  readonly fields: Record<string, unknown>;
-  readonly message: string;
-}
-
-/** A logger that records every call. */
-export function recordingLogger(): Logger & { readonly calls: LogCall[] } {
-  const calls: LogCall[] = [];
-  const at =
-    (level: keyof Logger) =>
-    (fields: Record<string, unknown>, message: string): void => {
-      calls.push({ level, fields, message });
-    };
-  return { calls, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
 
 /**
  * Recomputes the parent index from the cached objects alone and checks the store agrees with it:

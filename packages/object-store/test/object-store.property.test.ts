@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { recordingLogger } from '@reconcile-loop/test-support';
 import { ObjectStore, deleteEvent, replaceEvent, upsertEvent, type SourceEvent } from '../src/index.js';
-import { checkInvariants, recordingLogger } from './helpers.js';
+import { checkInvariants } from './helpers.js';
 
 /**
  * `label` decides what the key map does: a parent key, `undefined` (cannot map), a throw, or a
@@ -96,11 +97,11 @@ describe('object_store properties', () => {
       fc.property(eventsArb, (events) => {
         const { store, logger } = newStore();
         for (const event of events) {
-          const before = logger.calls.length;
+          const before = logger.entries.length;
           store.apply(event);
           checkInvariants(store, keyMap);
           // Every object the key map could not map was logged, once, and nothing else was.
-          expect(logger.calls.length - before).toBe(unmappableIn(event));
+          expect(logger.entries.length - before).toBe(unmappableIn(event));
         }
       }),
       { numRuns: 500 },

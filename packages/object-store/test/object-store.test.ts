@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { recordingLogger } from '@reconcile-loop/test-support';
 import {
   InvalidObjectStoreOptionsError,
   InvalidSourceEventError,
@@ -11,7 +12,7 @@ import {
   type ObjectStoreReader,
   type SourceEvent,
 } from '../src/index.js';
-import { byPool, cell, checkInvariants, recordingLogger, type Cell } from './helpers.js';
+import { byPool, cell, checkInvariants, type Cell } from './helpers.js';
 
 function newStore(keyMap: KeyMap<Cell, string> = byPool) {
   const logger = recordingLogger();
@@ -55,7 +56,7 @@ describe('object_store: Store', () => {
     const affected = store.apply(deleteEvent('ns/missing'));
     expect([...affected]).toEqual([]);
     expect(store.size).toBe(1);
-    expect(logger.calls).toEqual([]);
+    expect(logger.entries).toEqual([]);
   });
 
   it('[object_store: Store] delete returns the parent the object was cached under', () => {
@@ -140,7 +141,7 @@ describe('object_store: Replace() on relist', () => {
     );
     expect(store.keys()).toEqual(['ns/a']);
     expect(new Set(affected)).toEqual(new Set(['p1', 'p2']));
-    expect(logger.calls.map((c) => c.fields['key'])).toEqual(['ns/b', 'ns/new']);
+    expect(logger.entries.map((c) => c.fields['key'])).toEqual(['ns/b', 'ns/new']);
     checkInvariants(store, byPool);
   });
 
@@ -233,8 +234,8 @@ describe('object_store: EnqueueRequestForOwner', () => {
     expect([...affected]).toEqual(['p1']);
     expect(store.has('ns/a')).toBe(false);
     expect(store.hasMembers('p1')).toBe(false);
-    expect(logger.calls).toHaveLength(1);
-    const [call] = logger.calls;
+    expect(logger.entries).toHaveLength(1);
+    const [call] = logger.entries;
     expect(call?.level).toBe('warn');
     expect(call?.fields['key']).toBe('ns/a');
     expect('cause' in (call?.fields ?? {})).toBe(true);
@@ -254,7 +255,7 @@ describe('object_store: EnqueueRequestForOwner', () => {
     const affected = store.apply(upsertEvent('ns/a', cell(undefined)));
     expect(affected.size).toBe(0);
     expect(store.size).toBe(0);
-    expect(logger.calls).toHaveLength(1);
+    expect(logger.entries).toHaveLength(1);
   });
 
   it('[object_store: EnqueueRequestForOwner] a throwing key map counts as cannot map: logged at error with the thrown error as cause, never thrown into the stream', () => {
@@ -270,8 +271,8 @@ describe('object_store: EnqueueRequestForOwner', () => {
     }).not.toThrow();
     expect([...(affected ?? [])]).toEqual(['p1']);
     expect(store.has('ns/a')).toBe(false);
-    expect(logger.calls).toHaveLength(1);
-    const [call] = logger.calls;
+    expect(logger.entries).toHaveLength(1);
+    const [call] = logger.entries;
     expect(call?.level).toBe('error');
     expect(call?.fields['key']).toBe('ns/a');
     expect(call?.fields['cause']).toBe(boom);
@@ -285,8 +286,8 @@ describe('object_store: EnqueueRequestForOwner', () => {
       const { store, logger } = newStore(() => bad as unknown as string);
       expect(store.apply(upsertEvent('ns/a', cell('p1'))).size).toBe(0);
       expect(store.size).toBe(0);
-      expect(logger.calls[0]?.level).toBe('error');
-      expect(logger.calls[0]?.fields['cause']).toBeInstanceOf(TypeError);
+      expect(logger.entries[0]?.level).toBe('error');
+      expect(logger.entries[0]?.fields['cause']).toBeInstanceOf(TypeError);
     }
   });
 

@@ -14,6 +14,7 @@ import {
 import {
   abortReason,
   deleteEvent,
+  raceAbort,
   replaceEvent,
   silentLogger,
   sleep,
@@ -111,28 +112,6 @@ function positive(name: string, value: number, allowZero: boolean): number {
     throw new ReflectorOptionsError(`${name} must be a finite number ${allowZero ? '>= 0' : '> 0'}, got ${String(value)}`);
   }
   return value;
-}
-
-/** Rejects with the signal's reason as soon as it aborts, even if `promise` never settles. */
-function abortable<V>(promise: Promise<V>, signal: AbortSignal): Promise<V> {
-  if (signal.aborted) {
-    promise.catch(() => {});
-    return Promise.reject(abortReason(signal));
-  }
-  return new Promise<V>((resolve, reject) => {
-    const onAbort = (): void => reject(abortReason(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 /**
@@ -264,7 +243,7 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     this.#stats.lists++;
     if (relisting) this.#stats.relists++;
     try {
-      const listing = await abortable(this.#client.list({ ...this.#scope, signal }), signal);
+      const listing = await raceAbort(this.#client.list({ ...this.#scope, signal }), signal);
       if (!Array.isArray(listing?.items) || typeof listing.resourceVersion !== 'string') {
         throw new KubeApiProtocolError('LIST result needs an items array and a string resourceVersion');
       }

@@ -1,63 +1,12 @@
-import type { Clock, Logger, SourceEvent } from '@reconcile-loop/object-store';
+import type { SourceEvent } from '@reconcile-loop/object-store';
+import { settle, type FakeClock } from '@reconcile-loop/test-support';
 import type { ListRequest, ListResult, ListWatchClient, WatchRequest } from '../src/index.js';
-
-/** A manual clock: time moves only through {@link FakeClock.advance}. */
-export class FakeClock implements Clock {
-  #now = 0;
-  #nextId = 1;
-  readonly #timers = new Map<number, { at: number; callback: () => void }>();
-
-  now(): number {
-    return this.#now;
-  }
-
-  setTimeout(callback: () => void, delayMs: number): unknown {
-    const id = this.#nextId++;
-    this.#timers.set(id, { at: this.#now + Math.max(0, delayMs), callback });
-    return id;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.#timers.delete(handle as number);
-  }
-
-  /** Timers scheduled and not yet fired or cleared. */
-  get pending(): number {
-    return this.#timers.size;
-  }
-
-  /** Moves time forward, firing due timers in deadline order (also ones scheduled while advancing). */
-  advance(ms: number): void {
-    const target = this.#now + ms;
-    for (;;) {
-      let dueId: number | undefined;
-      let dueAt = Number.POSITIVE_INFINITY;
-      for (const [id, timer] of this.#timers) {
-        if (timer.at <= target && timer.at < dueAt) {
-          dueAt = timer.at;
-          dueId = id;
-        }
-      }
-      if (dueId === undefined) break;
-      const timer = this.#timers.get(dueId)!;
-      this.#timers.delete(dueId);
-      this.#now = Math.max(this.#now, timer.at);
-      timer.callback();
-    }
-    this.#now = target;
-  }
-}
-
-/** Lets every pending promise chain and I/O callback run. Not a sleep: no time passes on any clock. */
-export async function flush(rounds = 10): Promise<void> {
-  for (let i = 0; i < rounds; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
 
 /** Lets pending work schedule its timers, advances the fake clock, and lets the reactions run. */
 export async function advance(clock: FakeClock, ms: number): Promise<void> {
-  await flush();
+  await settle();
   clock.advance(ms);
-  await flush();
+  await settle();
 }
 
 /** A pod as the apiserver sends it, small. */
@@ -202,11 +151,4 @@ export function consume<T>(stream: AsyncIterable<SourceEvent<T>>): { events: Sou
     }
   })();
   return state;
-}
-
-/** A logger that records every call. */
-export function recordingLogger(): Logger & { records: { level: string; fields: Record<string, unknown>; message: string }[] } {
-  const records: { level: string; fields: Record<string, unknown>; message: string }[] = [];
-  const at = (level: string) => (fields: Record<string, unknown>, message: string) => void records.push({ level, fields, message });
-  return { records, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }

@@ -6,6 +6,7 @@ import { inspect } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
   ApiStatusError,
   isApiStatusError,
@@ -17,7 +18,7 @@ import {
   splitWatchLines,
   type KubeConfigAuth,
 } from '../src/index.js';
-import { advance, bookmark, consume, FakeClock, flush, line, pod, recordingLogger } from './helpers.js';
+import { advance, bookmark, consume, line, pod } from './helpers.js';
 
 const TOKEN = 'sup3r-s3cret-t0ken';
 
@@ -219,10 +220,10 @@ describe('Reflector over KubeApiClient', () => {
     const controller = new AbortController();
     const reflector = podReflector({ kubeConfig: kubeConfig(base), namespace: 'ns', clock, random: () => 0 });
     const stream = consume(reflector.open(controller.signal));
-    await flush(50);
+    await settle(50);
     expect(stream.events.map((e) => (e.type === 'replace' ? [...e.objects.keys()] : e.key))).toEqual([['ns/a'], 'ns/c']);
     await advance(clock, 1_000); // backoff before the relist
-    await flush(50);
+    await settle(50);
     expect(stream.events.map((e) => (e.type === 'replace' ? [...e.objects.keys()] : e.key))).toEqual([['ns/a'], 'ns/c', ['ns/b']]);
     expect(reflector.stats).toMatchObject({ lists: 2, relists: 1, watches: 2 });
     expect(requests.filter((r) => r.url.searchParams.get('watch') === 'true').map((r) => r.url.searchParams.get('resourceVersion'))).toEqual(['10', '30']);
@@ -238,13 +239,13 @@ describe('Reflector over KubeApiClient', () => {
     const controller = new AbortController();
     const reflector = new Reflector<Pod>({ client: new KubeApiClient(kubeConfig(base), podResource), schema: podSchema, clock, logger });
     const stream = consume(reflector.open(controller.signal));
-    await flush(30);
+    await settle(30);
     await advance(clock, 1_000);
-    await flush(30);
+    await settle(30);
     controller.abort();
     await stream.done;
     expect(reflector.stats.listFailures).toBeGreaterThanOrEqual(2);
-    const logged = inspect(logger.records, { depth: 10, showHidden: true });
+    const logged = inspect(logger.entries, { depth: 10, showHidden: true });
     expect(logged).toContain('Unauthorized');
     expect(logged).not.toContain(TOKEN);
   });

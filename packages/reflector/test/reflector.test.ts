@@ -1,8 +1,9 @@
 import { isInvalidObjectError, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
 import { describe, expect, it } from 'vitest';
+import { FakeClock, recordingLogger, settle } from '@reconcile-loop/test-support';
 import { ApiStatusError, isCursorExpired, isCursorTooLarge, Reflector, ReflectorOptionsError, type ReflectorOptions } from '../src/index.js';
-import { advance, bookmark, consume, errorFrame, FakeClient, FakeClock, flush, line, pod, recordingLogger } from './helpers.js';
+import { advance, bookmark, consume, errorFrame, FakeClient, line, pod } from './helpers.js';
 
 function setup(options: Partial<ReflectorOptions<Pod>> = {}, prepare: (client: FakeClient) => void = () => {}) {
   const clock = new FakeClock();
@@ -33,7 +34,7 @@ describe('Reflector: list, watch, events', () => {
     const { client, reflector, stream, controller } = setup({ namespace: 'ns', labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed' }, (c) =>
       c.queueList({ items: [pod('a', '5'), pod('b', '6')], resourceVersion: '10' }),
     );
-    await flush();
+    await settle();
     expect(stream.events).toHaveLength(1);
     expect(stream.events[0]?.type).toBe('replace');
     expect(keys(stream.events[0])).toEqual(['ns/a', 'ns/b']);
@@ -47,7 +48,7 @@ describe('Reflector: list, watch, events', () => {
     });
 
     client.watch0.push(line('ADDED', pod('c', '11')), line('MODIFIED', pod('a', '12')), line('DELETED', pod('b', '13')));
-    await flush();
+    await settle();
     expect(stream.events.slice(1).map((e) => (e.type === 'replace' ? e.type : [e.type, e.key]))).toEqual([
       ['upsert', 'ns/c'],
       ['upsert', 'ns/a'],
@@ -65,9 +66,9 @@ describe('Reflector: list, watch, events', () => {
 
   it('[k8s_reflector: Watch frame shape] a frame may arrive as a JSON line or as a decoded object', async () => {
     const { client, reflector, stream } = setup();
-    await flush();
+    await settle();
     client.watch0.push(line('ADDED', pod('a', '2')), { type: 'ADDED', object: pod('b', '3') }, { type: 'BOOKMARK', object: { metadata: { resourceVersion: '4' } } });
-    await flush();
+    await settle();
     expect(stream.events.slice(1).map((e) => e.type !== 'replace' && e.key)).toEqual(['ns/a', 'ns/b']);
     expect(reflector.cursor).toBe('4');
   });
@@ -75,17 +76,17 @@ describe('Reflector: list, watch, events', () => {
   it('[k8s_reflector: cursor bookkeeping] the cursor follows the listing, every applied frame and every bookmark; counters add up', async () => {
     const { client, reflector, clock } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '100' }));
     expect(reflector.cursor).toBeUndefined();
-    await flush();
+    await settle();
     expect(reflector.cursor).toBe('100');
     client.watch0.push(line('ADDED', pod('a', '101')));
-    await flush();
+    await settle();
     expect(reflector.cursor).toBe('101');
     client.watch0.push(bookmark('150'));
-    await flush();
+    await settle();
     expect(reflector.cursor).toBe('150');
     await advance(clock, 2_000);
     client.watch0.end();
-    await flush();
+    await settle();
     expect(reflector.stats).toEqual({ lists: 1, relists: 0, watches: 2, bookmarks: 1, skippedFrames: 0, idleTimeouts: 0, listFailures: 0, watchFailures: 0 });
   });
 });
@@ -93,13 +94,13 @@ describe('Reflector: list, watch, events', () => {
 describe('Reflector: reopening and relisting', () => {
   it('[k8s_reflector: ListAndWatch → Run → LIST again] a watch that ends on its timeout reopens from the cursor with no LIST', async () => {
     const { client, clock, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '7' }));
-    await flush();
+    await settle();
     client.watch0.push(line('ADDED', pod('a', '8')));
-    await flush();
+    await settle();
     for (let i = 0; i < 3; i++) {
       await advance(clock, 300_000); // the server closes at timeoutSeconds
       client.watch0.end();
-      await flush();
+      await settle();
     }
     expect(client.lists).toHaveLength(1);
     expect(client.watches.map((w) => w.request.resourceVersion)).toEqual(['7', '8', '8', '8']);
@@ -108,14 +109,14 @@ describe('Reflector: reopening and relisting', () => {
 
   it('[k8s_reflector: Bookmarks] a bookmark advances the cursor without an event, and the next watch resumes from it', async () => {
     const { client, clock, stream, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '7' }));
-    await flush();
+    await settle();
     client.watch0.push(bookmark('90'));
-    await flush();
+    await settle();
     expect(reflector.cursor).toBe('90');
     expect(stream.events).toHaveLength(1); // only the replace
     await advance(clock, 60_000);
     client.watch0.end();
-    await flush();
+    await settle();
     expect(client.watch0.request.resourceVersion).toBe('90');
     expect(client.lists).toHaveLength(1);
   });
@@ -124,9 +125,9 @@ describe('Reflector: reopening and relisting', () => {
     const { client, clock, stream, reflector } = setup({}, (c) =>
       c.queueList({ items: [pod('a', '1')], resourceVersion: '5' }, { items: [pod('b', '9')], resourceVersion: '9' }),
     );
-    await flush();
+    await settle();
     client.watch0.fail(new ApiStatusError(410, { code: 410, reason: 'Expired', message: 'too old resource version: 5 (8)' }));
-    await flush();
+    await settle();
     expect(client.lists).toHaveLength(1);
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
@@ -137,7 +138,7 @@ describe('Reflector: reopening and relisting', () => {
 
   it('[k8s_reflector: An ERROR frame reaching the consumer] an in-band ERROR frame with code 410 relists too', async () => {
     const { client, clock, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '5' }, { items: [], resourceVersion: '20' }));
-    await flush();
+    await settle();
     client.watch0.push(errorFrame({ code: 410, reason: 'Expired', message: 'too old resource version' }));
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
@@ -147,7 +148,7 @@ describe('Reflector: reopening and relisting', () => {
 
   it('[k8s_reflector: IsTooLargeResourceVersion] 504 relists, by HTTP code, by ERROR-frame code, and by the ResourceVersionTooLarge cause', async () => {
     const { client, clock } = setup();
-    await flush();
+    await settle();
     client.watch0.fail(new ApiStatusError(504));
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
@@ -177,9 +178,9 @@ describe('Reflector: reopening and relisting', () => {
 
   it('[k8s_reflector: ApiException shape] any other failure retries the WATCH from the cursor, without a LIST', async () => {
     const { client, clock, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '5' }));
-    await flush();
+    await settle();
     client.watch0.push(line('ADDED', pod('a', '6')));
-    await flush();
+    await settle();
     client.watch0.fail(new ApiStatusError(500, { code: 500, reason: 'InternalError' }));
     await advance(clock, 1_000);
     client.watch0.push(errorFrame({ code: 500, reason: 'InternalError', message: 'etcd hiccup' }));
@@ -193,7 +194,7 @@ describe('Reflector: reopening and relisting', () => {
 
   it('[source_stream_driver: Retry inside vs outside the stream] a failed LIST is retried inside the stream, which stays open', async () => {
     const { client, clock, stream } = setup({}, (c) => c.queueList(new Error('connect ECONNREFUSED'), new ApiStatusError(503), { items: [pod('a', '3')], resourceVersion: '3' }));
-    await flush();
+    await settle();
     expect(client.lists).toHaveLength(1);
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
@@ -208,28 +209,28 @@ describe('Reflector: bad frames', () => {
   it('[k8s_reflector: watchHandler per-event metadata failure] an unreadable envelope is logged and skipped, the cursor advances past it, and the watch stays open', async () => {
     const logger = recordingLogger();
     const { client, reflector, stream } = setup({ logger }, (c) => c.queueList({ items: [], resourceVersion: '5' }));
-    await flush();
+    await settle();
     client.watch0.push(
       '{"type":"ADDED","object":', // not JSON
       JSON.stringify({ object: pod('x', '6') }), // no type
       JSON.stringify({ type: 'RESIZED', object: { metadata: { resourceVersion: '7' } } }), // unknown type, readable cursor
       line('ADDED', pod('a', '8')),
     );
-    await flush();
+    await settle();
     expect(stream.events.slice(1).map((e) => e.type !== 'replace' && e.key)).toEqual(['ns/a']);
     expect(reflector.stats.skippedFrames).toBe(3);
     expect(client.watches).toHaveLength(1);
     expect(reflector.cursor).toBe('8');
-    expect(logger.records.filter((r) => r.level === 'warn' && r.message.includes('unreadable envelope'))).toHaveLength(3);
+    expect(logger.entries.filter((r) => r.level === 'warn' && r.message.includes('unreadable envelope'))).toHaveLength(3);
 
     client.watch0.push(JSON.stringify({ type: 'MODIFIED', object: { metadata: { resourceVersion: '9' } }, garbage: true }).replace('MODIFIED', 'WHATEVER'));
-    await flush();
+    await settle();
     expect(reflector.cursor).toBe('9'); // advanced past the skipped frame
   });
 
   it('[k8s_reflector: Frame payload type] a pod frame whose object does not validate raises a typed error out of the stream', async () => {
     const { client, stream } = setup();
-    await flush();
+    await settle();
     client.watch0.push(line('MODIFIED', pod('bad', '3', { status: { phase: 7 } })));
     await stream.done;
     expect(isInvalidObjectError(stream.error)).toBe(true);
@@ -248,11 +249,11 @@ describe('Reflector: timing', () => {
   it('[k8s_reflector: BackoffManager around reconnects] every WATCH sends timeoutSeconds (with jitter) and asks for bookmarks', async () => {
     const randoms = [0, 0.5, 0.999];
     const { client, clock } = setup({ random: () => randoms.shift() ?? 0 });
-    await flush();
+    await settle();
     for (let i = 0; i < 2; i++) {
       await advance(clock, 300_000);
       client.watch0.end();
-      await flush();
+      await settle();
     }
     expect(client.watches.map((w) => [w.request.timeoutSeconds, w.request.allowWatchBookmarks])).toEqual([
       [300, true],
@@ -263,43 +264,43 @@ describe('Reflector: timing', () => {
 
   it('[k8s_reflector: BackoffManager around reconnects] a sub-second watchTimeoutSeconds still sends timeoutSeconds >= 1 (0 would mean "no timeout" to the apiserver)', async () => {
     const { client } = setup({ watchTimeoutSeconds: 0.5, random: () => 0 });
-    await flush();
+    await settle();
     expect(client.watches[0]?.request.timeoutSeconds).toBe(1);
   });
 
   it('[k8s_reflector: BackoffUntil] deviation: the retry delay doubles per consecutive failure up to the cap, and resets after a watch that delivered a frame', async () => {
     const { client, clock, reflector } = setup({ retryDelayMs: 1_000, maxRetryDelayMs: 4_000 });
-    await flush();
+    await settle();
     const watchesAfter = async (ms: number): Promise<number> => {
       await advance(clock, ms);
       return client.watches.length;
     };
     expect(reflector.nextRetryDelayMs).toBe(1_000);
     client.watch0.fail(new ApiStatusError(500));
-    await flush();
+    await settle();
     expect(await watchesAfter(999)).toBe(1);
     expect(await watchesAfter(1)).toBe(2);
     client.watch0.fail(new ApiStatusError(500));
-    await flush();
+    await settle();
     expect(await watchesAfter(1_999)).toBe(2);
     expect(await watchesAfter(1)).toBe(3);
     client.watch0.fail(new ApiStatusError(500));
-    await flush();
+    await settle();
     expect(await watchesAfter(4_000)).toBe(4);
     client.watch0.fail(new ApiStatusError(500));
-    await flush();
+    await settle();
     expect(reflector.nextRetryDelayMs).toBe(4_000); // capped
     expect(await watchesAfter(4_000)).toBe(5);
 
     client.watch0.push(bookmark('2'));
     client.watch0.fail(new ApiStatusError(500));
-    await flush();
+    await settle();
     expect(await watchesAfter(1_000)).toBe(6); // reset by the delivered frame
   });
 
   it('[k8s_reflector: BackoffUntil] deviation: neither a successful LIST nor an ERROR frame resets the backoff, so LIST-then-410 loops slow down', async () => {
     const { client, clock, reflector } = setup();
-    await flush();
+    await settle();
     for (const expected of [1_000, 2_000, 4_000, 8_000]) {
       expect(reflector.nextRetryDelayMs).toBe(expected);
       if (expected === 2_000 || expected === 8_000) client.watch0.push(errorFrame({ code: 410, reason: 'Expired' }));
@@ -315,9 +316,9 @@ describe('Reflector: timing', () => {
 
   it('[k8s_reflector: deviation, very short watch] a watch that closes within a second without a frame backs off instead of spinning', async () => {
     const { client, clock, reflector } = setup();
-    await flush();
+    await settle();
     client.watch0.end();
-    await flush();
+    await settle();
     expect(client.watches).toHaveLength(1);
     await advance(clock, 1_000);
     expect(client.watches).toHaveLength(2);
@@ -329,10 +330,10 @@ describe('Reflector: timing', () => {
       c.queueList({ items: [], resourceVersion: '5' });
       c.honorSignal = false; // a dead TCP connection: nothing ever arrives, not even an error
     });
-    await flush();
+    await settle();
     await advance(clock, 30_000);
     client.watch0.push(line('ADDED', pod('a', '6'))); // activity pushes the deadline out
-    await flush();
+    await settle();
     await advance(clock, 64_999);
     expect(client.watches).toHaveLength(1);
     const dead = client.watch0;
@@ -350,10 +351,10 @@ describe('Reflector: timing', () => {
 describe('Reflector: stopping', () => {
   it('[k8s_reflector: deviation, prompt stop] aborting while the LIST is still connecting ends the stream at once, even if the client ignores its signal', async () => {
     const { client, controller, stream, clock } = setup({}, (c) => c.queueList('hang'));
-    await flush();
+    await settle();
     expect(client.lists).toHaveLength(1);
     controller.abort();
-    await flush();
+    await settle();
     expect(stream.ended).toBe(true);
     expect(stream.error).toBeUndefined();
     expect(stream.events).toHaveLength(0);
@@ -362,18 +363,18 @@ describe('Reflector: stopping', () => {
 
   it('[k8s_reflector: deviation, prompt stop] aborting during a watch (client deaf to signals) or during a backoff ends the stream and leaves no timer', async () => {
     const watching = setup({}, (c) => (c.honorSignal = false));
-    await flush();
+    await settle();
     watching.controller.abort();
-    await flush();
+    await settle();
     expect(watching.stream.ended).toBe(true);
     expect(watching.client.watch0.request.signal.aborted).toBe(true);
     expect(watching.clock.pending).toBe(0);
 
     const backingOff = setup({}, (c) => c.queueList(new Error('down')));
-    await flush();
+    await settle();
     expect(backingOff.clock.pending).toBe(1);
     backingOff.controller.abort();
-    await flush();
+    await settle();
     expect(backingOff.stream.ended).toBe(true);
     expect(backingOff.clock.pending).toBe(0);
   });
@@ -385,7 +386,7 @@ describe('Reflector: stopping', () => {
     const iterator = reflector.open(new AbortController().signal)[Symbol.asyncIterator]();
     await iterator.next(); // the replace
     const pending = iterator.next();
-    await flush();
+    await settle();
     client.watch0.push(line('ADDED', pod('a', '2')));
     await pending;
     await iterator.return?.();

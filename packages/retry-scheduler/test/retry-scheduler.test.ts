@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { FakeClock } from '@reconcile-loop/test-support';
 import {
   DEFAULT_BASE_DELAY_MS,
   DEFAULT_MAX_DELAY_MS,
@@ -9,7 +10,6 @@ import {
   type RetryKey,
   type RetrySchedulerOptions,
 } from '../src/index.js';
-import { FakeClock } from './fake-clock.js';
 
 function setup<K extends RetryKey = string>(options: Partial<RetrySchedulerOptions<K>> = {}) {
   const clock = new FakeClock(1_000);
@@ -141,15 +141,15 @@ describe('RetryScheduler deadlines', () => {
     clock.advance(3_600_000);
     expect(clock.setTimeoutCalls).toBe(0);
     scheduler.schedule('a');
-    expect(clock.active).toBe(1);
+    expect(clock.pending).toBe(1);
     clock.advance(100);
-    expect(clock.active).toBe(0);
+    expect(clock.pending).toBe(0);
     const calls = clock.setTimeoutCalls;
     clock.advance(3_600_000);
     expect(clock.setTimeoutCalls).toBe(calls);
     scheduler.schedule('b');
     scheduler.forget('b');
-    expect(clock.active).toBe(0);
+    expect(clock.pending).toBe(0);
   });
 
   it('[retry_scheduler: one exact timer] one timer for the earliest deadline, re-armed only when the earliest changes', () => {
@@ -159,11 +159,11 @@ describe('RetryScheduler deadlines', () => {
     scheduler.schedule('x'); // 1100: earlier, re-arm
     scheduler.schedule('y'); // 1100: same earliest, no new timer
     expect(clock.delays).toEqual([100, 200, 400, 100]);
-    expect(clock.active).toBe(1);
+    expect(clock.pending).toBe(1);
     scheduler.forget('x');
     scheduler.forget('y'); // earliest is 1400 again
     expect(clock.delays).toEqual([100, 200, 400, 100, 400]);
-    expect(clock.maxActive).toBe(1);
+    expect(clock.maxPending).toBe(1);
     clock.advance(400);
     expect(fired).toEqual([{ key: 'slow', at: 1400 }]);
   });
@@ -183,7 +183,7 @@ describe('RetryScheduler deadlines', () => {
     s2.scheduler.schedule('late');
     s2.scheduler.schedule('c');
     s2.scheduler.schedule('a');
-    s2.clock.nowMs += 500; // time jumps without the timer running (a blocked event loop)
+    s2.clock.jump(500); // time jumps without the timer running (a blocked event loop)
     s2.clock.advance(0);
     expect(s2.fired.map((f) => f.key)).toEqual(['c', 'a', 'late']);
   });
@@ -194,7 +194,7 @@ describe('RetryScheduler deadlines', () => {
     scheduler.schedule('a'); // deadline 1100, timer fires at 1070
     clock.advance(70);
     expect(fired).toEqual([]);
-    expect(clock.active).toBe(1);
+    expect(clock.pending).toBe(1);
     clock.earlyMs = 0;
     clock.advance(30);
     expect(fired).toEqual([{ key: 'a', at: 1100 }]);
@@ -239,7 +239,7 @@ describe('RetryScheduler callbacks', () => {
       ['a', 300],
       ['a', 700],
     ]);
-    expect(clock.maxActive).toBe(1);
+    expect(clock.maxPending).toBe(1);
   });
 
   it('[retry_scheduler: re-entrant onRetry] a zero delay rescheduled from onRetry goes to the next timer, not a spin', () => {
@@ -257,7 +257,7 @@ describe('RetryScheduler callbacks', () => {
     scheduler.schedule('a');
     expect(clock.runNext()).toBe(true);
     expect(calls).toBe(1);
-    expect(clock.active).toBe(1);
+    expect(clock.pending).toBe(1);
     expect(clock.runNext()).toBe(true);
     expect(calls).toBe(2);
   });
@@ -293,7 +293,7 @@ describe('RetryScheduler callbacks', () => {
     scheduler.schedule('b');
     clock.advance(10_000);
     expect(fired).toEqual(['a']);
-    expect(clock.active).toBe(0);
+    expect(clock.pending).toBe(0);
   });
 
   it('[retry_scheduler: throwing onRetry] is reported to onError and neither the sweep nor the timer breaks', () => {
@@ -356,7 +356,7 @@ describe('RetryScheduler shutdown', () => {
     scheduler.schedule('a');
     scheduler.schedule('b');
     scheduler.shutdown();
-    expect(clock.active).toBe(0);
+    expect(clock.pending).toBe(0);
     expect(scheduler.pending).toBe(0);
     expect(scheduler.deadline('a')).toBeUndefined();
     scheduler.shutdown();

@@ -1,5 +1,6 @@
 import {
   abortReason,
+  raceAbort,
   silentLogger,
   sleep,
   systemClock,
@@ -239,23 +240,13 @@ function describeType(event: unknown): string {
 
 /**
  * `iterator.next()`, or {@link ABORTED} as soon as the signal aborts while it is pending, so a source
- * that is slow to notice the abort cannot hold the driver. A `next()` that loses the race is still
- * observed, so its later rejection is never unhandled. Call only with a signal not yet aborted.
+ * that is slow to notice the abort cannot hold the driver. {@link raceAbort} still observes a `next()`
+ * that loses the race, so its later rejection is never unhandled. Call only with a signal not yet aborted.
  */
 function nextOrAborted<V>(iterator: AsyncIterator<V>, signal: AbortSignal): Promise<IteratorResult<V> | typeof ABORTED> {
-  const next = iterator.next();
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => resolve(ABORTED);
-    signal.addEventListener('abort', onAbort, { once: true });
-    next.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
+  return raceAbort(iterator.next(), signal).catch((error: unknown) => {
+    // Only the abort rejects with the signal's own reason (an aborted AbortSignal always carries one).
+    if (signal.aborted && error === signal.reason) return ABORTED;
+    throw error;
   });
 }

@@ -6,13 +6,13 @@ import {
   upsertEvent,
   type SourceEvent,
 } from '@reconcile-loop/object-store';
+import { ControlledSource, FakeClock, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
   DEFAULT_SOURCE_RETRY_DELAY_MS,
   InProcessSource,
   StreamDriver,
   type StreamDriverOptions,
 } from '../src/index.js';
-import { ControlledSource, FakeClock, recordingLogger, settle } from './helpers.js';
 
 interface Cell {
   pool: string;
@@ -89,7 +89,7 @@ describe('StreamDriver', () => {
     source.last.fail(new Error('boom'));
     await settle();
     expect(driver.synced).toBe(true);
-    await clock.advance(1_000);
+    await clock.advanceAsync(1_000);
     expect(source.streams).toHaveLength(2);
     expect(driver.synced).toBe(true);
     controller.abort();
@@ -108,9 +108,9 @@ describe('StreamDriver', () => {
     const logged = logger.entries.find((e) => e.level === 'error');
     expect(logged?.fields.err).toMatchObject({ code: 'STREAM_DID_NOT_OPEN_WITH_REPLACE', firstEventType: 'upsert' });
 
-    await clock.advance(999);
+    await clock.advanceAsync(999);
     expect(source.streams).toHaveLength(1);
-    await clock.advance(1);
+    await clock.advanceAsync(1);
     expect(source.streams).toHaveLength(2);
     await driver.waitForSync();
     expect([...store.keys()]).toEqual(['b']);
@@ -168,17 +168,17 @@ describe('StreamDriver', () => {
     await settle();
     expect(source.streams[0]!.closed).toBe(true);
     expect(logger.entries.some((e) => e.level === 'error' && e.fields.err === failure)).toBe(true);
-    await clock.advance(4_999);
+    await clock.advanceAsync(4_999);
     expect(source.streams).toHaveLength(1);
-    await clock.advance(1);
+    await clock.advanceAsync(1);
     expect(source.streams).toHaveLength(2);
 
     // A stream that ends cleanly gets the same outer retry.
     source.last.end();
     await settle();
-    await clock.advance(4_999);
+    await clock.advanceAsync(4_999);
     expect(source.streams).toHaveLength(2);
-    await clock.advance(1);
+    await clock.advanceAsync(1);
     expect(source.streams).toHaveLength(3);
     expect(logger.entries.some((e) => e.level === 'warn' && e.message.includes('ended'))).toBe(true);
     controller.abort();
@@ -208,10 +208,10 @@ describe('StreamDriver', () => {
     });
     const controller = new AbortController();
     const running = driver.run(controller.signal);
-    await clock.advance(10);
+    await clock.advanceAsync(10);
     expect(opens).toBe(2);
     expect(driver.synced).toBe(true);
-    await clock.advance(10);
+    await clock.advanceAsync(10);
     expect(opens).toBe(3);
     expect(store.keys()).toEqual(['a']);
     controller.abort();
@@ -276,7 +276,7 @@ describe('StreamDriver', () => {
     const errors = logger.entries.filter((e) => e.level === 'error');
     expect(errors.map((e) => e.fields.err)).toEqual([failure]);
     expect(logger.entries.some((e) => e.level === 'warn' && (e.fields.err as Error).message === 'close failed')).toBe(true);
-    await clock.advance(1_000);
+    await clock.advanceAsync(1_000);
     expect(source.streams).toHaveLength(2);
     controller.abort();
     await running;
@@ -323,7 +323,7 @@ describe('StreamDriver', () => {
     expect(store.keys()).toEqual(['a', 'b']);
     notified.length = 0;
 
-    await clock.advance(100);
+    await clock.advanceAsync(100);
     expect(store.keys().sort()).toEqual(['b', 'c']);
     expect(notified).toEqual([['p2', 'p3', 'p1']]);
     controller.abort();
