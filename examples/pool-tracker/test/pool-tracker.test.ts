@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FakeClock, settle } from '@reconcile-loop/test-support';
+import { ManualClock } from '@reconcile-loop/object-store';
+import { settle } from '@reconcile-loop/test-support';
 import { createSimulation, script, SIM_SOURCE_RETRY_DELAY_MS } from '../src/simulation.js';
 import { createPoolTracker, type PoolView } from '../src/tracker.js';
 import { InProcessSource } from '@reconcile-loop/loop';
@@ -10,7 +11,7 @@ const summary = (view: PoolView | undefined) =>
 
 describe('pool tracker demo', () => {
   it('[demo: churn scenario] reports every change and ends with the pool the script leaves', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const lines: string[] = [];
     const sim = createSimulation({ durationMs: 10_000, print: (l) => lines.push(l), clock });
     const done = sim.run();
@@ -30,7 +31,7 @@ describe('pool tracker demo', () => {
   });
 
   it('[object_store: Replace() on relist] a deletion missed while the stream was down disappears at the relist, not before', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const sim = createSimulation({ durationMs: 10_000, print: () => {}, clock });
     const done = sim.run();
     const store = sim.tracker.loop.store;
@@ -55,7 +56,7 @@ describe('pool tracker demo', () => {
   });
 
   it('[demo: churn scenario] --duration cuts the script and still stops cleanly', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const lines: string[] = [];
     const sim = createSimulation({ durationMs: 2_000, print: (l) => lines.push(l), clock });
     const done = sim.run();
@@ -67,7 +68,7 @@ describe('pool tracker demo', () => {
   });
 
   it('[demo: churn scenario] an abort signal ends the run early and cleanly', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const abort = new AbortController();
     const sim = createSimulation({ durationMs: 10_000, print: () => {}, clock, signal: abort.signal });
     const done = sim.run();
@@ -80,7 +81,7 @@ describe('pool tracker demo', () => {
   });
 
   it('[object_store: EnqueueRequestForOwner] a pod without the pool label is not tracked', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const unlabeled: PodView = {
       metadata: { name: 'sidecar', namespace: 'sim', labels: {} },
       status: { conditions: [], containerStatuses: [] },

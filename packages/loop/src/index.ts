@@ -17,7 +17,7 @@ export {
 } from './errors.js';
 
 // Re-exported so an in-process user needs this one package: a source, its events, and the types
-// a reconcile sees.
+// a reconcile sees, plus ManualClock for testing a controller without real time.
 export { InProcessSource, DEFAULT_SOURCE_RETRY_DELAY_MS } from '@reconcile-loop/stream-driver';
 export {
   upsertEvent,
@@ -25,6 +25,8 @@ export {
   replaceEvent,
   silentLogger,
   systemClock,
+  ManualClock,
+  InvalidClockStepError,
   type Source,
   type SourceEvent,
   type UpsertEvent,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ControlledSource, FakeClock, recordingLogger, settle } from '@reconcile-loop/test-support';
+import { ManualClock } from '@reconcile-loop/object-store';
+import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
   DEFAULT_RESYNC_PERIOD_MS,
   InProcessSource,
@@ -28,7 +29,7 @@ type Body = (key: string, ctx: ReconcileContext<Cell, string>) => void | Promise
 function harness(
   options: Partial<ReconcileLoopOptions<Cell, string>> & { body?: Body; initial?: Array<[string, Cell]> } = {},
 ) {
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const logger = recordingLogger();
   const registry = new InProcessSource<Cell>('cells', options.initial ?? []);
   const calls: Call[] = [];
@@ -50,7 +51,7 @@ function harness(
 
 describe('ReconcileLoop', () => {
   it('[source_stream_driver: WaitForCacheSync] start() waits for the first replace; nothing is reconciled before it', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const source = new ControlledSource<Cell>();
     const seen: Array<[string, number]> = [];
     const loop = new ReconcileLoop<Cell, string>({
@@ -352,7 +353,7 @@ describe('ReconcileLoop', () => {
   });
 
   it('[work_queue: ShutDown vs ShutDownWithDrain] stop() after a failed start returns quietly and leaves nothing running', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const source = new ControlledSource<Cell>();
     let reconciled = false;
     const loop = new ReconcileLoop<Cell, string>({
@@ -388,7 +389,7 @@ describe('ReconcileLoop', () => {
   });
 
   it('[loop deviation: syncTimeoutMs] a source that never syncs fails start() with SyncTimeoutError at the timeout, not before', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const source = new ControlledSource<Cell>();
     const loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, syncTimeoutMs: 30_000, clock });
     let settled = false;
@@ -406,7 +407,7 @@ describe('ReconcileLoop', () => {
   });
 
   it('[loop deviation: syncTimeoutMs] stop() during start() rejects the start with LoopStoppedError', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const source = new ControlledSource<Cell>();
     const loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, clock });
     const starting = loop.start();
@@ -455,7 +456,7 @@ describe('ReconcileLoop', () => {
   });
 
   it('[loop: Lifecycle] `await using` stops the loop at the end of the scope', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const registry = new InProcessSource<Cell>('cells', [['a', cell('p1')]]);
     let captured: ReconcileLoop<Cell, string> | undefined;
     const seen: string[] = [];
@@ -479,7 +480,7 @@ describe('ReconcileLoop', () => {
   });
 
   it('[loop: Lifecycle] `await using` unwinds a failed start carrying the start error, not a stop error', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const source = new ControlledSource<Cell>();
     const body = async (): Promise<void> => {
       await using loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, syncTimeoutMs: 10, clock });
@@ -493,7 +494,7 @@ describe('ReconcileLoop', () => {
 
   it('[loop: Lifecycle] [Symbol.asyncDispose]() is stop(); stop() before start() retires the loop', async () => {
     const registry = new InProcessSource<Cell>('cells');
-    const loop = new ReconcileLoop<Cell, string>({ source: registry, keyMap: (c) => c.pool, reconcile: () => {}, clock: new FakeClock() });
+    const loop = new ReconcileLoop<Cell, string>({ source: registry, keyMap: (c) => c.pool, reconcile: () => {}, clock: new ManualClock() });
     await loop[Symbol.asyncDispose]();
     expect(loop.state).toBe('stopped');
     expect(registry.openStreams).toBe(0);
@@ -508,7 +509,7 @@ describe('ReconcileLoop', () => {
   });
 
   it('[source_stream_driver: Closing a stream during teardown] stop() resolves even when closing the stream throws, and logs it', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const logger = recordingLogger();
     const source = new ControlledSource<Cell>();
     source.onOpen = (stream) => {
@@ -553,7 +554,7 @@ describe('ReconcileLoop', () => {
         throw new Error('fails');
       },
       logger,
-      clock: new FakeClock(),
+      clock: new ManualClock(),
     });
     await loop.start();
     await settle();

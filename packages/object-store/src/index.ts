@@ -2,3 +2,4 @@ export * from './events.js';
 export * from './logger.js';
 export * from './clock.js';
 export * from './object-store.js';
+export * from './manual-clock.js';

@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { FakeClock, settle } from '@reconcile-loop/test-support';
-import { abortReason, raceAbort, sleep, systemClock } from '../src/index.js';
+import { ManualClock, abortReason, raceAbort, sleep, systemClock } from '../src/index.js';
+import { macrotaskTurns } from './helpers.js';
 
 /** Settles-state probe that never waits on time: flushes microtasks only. */
 async function state(promise: Promise<unknown>): Promise<'pending' | 'resolved' | 'rejected'> {
@@ -15,8 +15,8 @@ async function state(promise: Promise<unknown>): Promise<'pending' | 'resolved' 
 }
 
 describe('clock: sleep', () => {
-  it('[clock: sleep] resolves once the fake clock reaches the delay, not before', async () => {
-    const clock = new FakeClock();
+  it('[clock: sleep] resolves once the manual clock reaches the delay, not before', async () => {
+    const clock = new ManualClock();
     const done = sleep(clock, 100);
     clock.advance(99);
     expect(await state(done)).toBe('pending');
@@ -26,14 +26,14 @@ describe('clock: sleep', () => {
   });
 
   it('[clock: sleep] a negative delay is clamped to zero', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const done = sleep(clock, -5);
     clock.advance(0);
     expect(await state(done)).toBe('resolved');
   });
 
   it('[clock: sleep] rejects with the abort reason and clears its timer and listener', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const controller = new AbortController();
     const reason = new Error('stopping');
     const done = sleep(clock, 1_000, controller.signal);
@@ -46,7 +46,7 @@ describe('clock: sleep', () => {
   });
 
   it('[clock: sleep] an abort without a reason rejects with an AbortError', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const controller = new AbortController();
     const done = sleep(clock, 1_000, controller.signal);
     controller.abort();
@@ -54,7 +54,7 @@ describe('clock: sleep', () => {
   });
 
   it('[clock: sleep] an already-aborted signal rejects at once and schedules no timer', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const reason = new Error('already');
     const done = sleep(clock, 1_000, AbortSignal.abort(reason));
     await expect(done).rejects.toBe(reason);
@@ -62,7 +62,7 @@ describe('clock: sleep', () => {
   });
 
   it('[clock: sleep] a sleep that resolves removes its abort listener, so a later abort does nothing', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const controller = new AbortController();
     const done = sleep(clock, 10, controller.signal);
     clock.advance(10);
@@ -90,7 +90,7 @@ describe('clock: raceAbort', () => {
     process.on('unhandledRejection', record);
     try {
       await body();
-      await settle();
+      await macrotaskTurns();
     } finally {
       process.off('unhandledRejection', record);
     }

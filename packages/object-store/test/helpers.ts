@@ -1,5 +1,42 @@
-import { expect } from 'vitest';
-import type { KeyMap, ObjectKey, ObjectStoreReader, ParentKey } from '../src/index.js';
+import { expect, vi } from 'vitest';
+import type { KeyMap, Logger, ObjectKey, ObjectStoreReader, ParentKey } from '../src/index.js';
+
+const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+
+/** One logger call, as {@link spyLogger} reports it. */
+export interface LoggedCall {
+  readonly level: keyof Logger;
+  readonly fields: Record<string, unknown>;
+  readonly message: string;
+}
+
+/**
+ * A {@link Logger} whose levels are `vi.fn()` spies (so one can be given a throwing implementation);
+ * `entries()` lists the calls of every level merged in call order.
+ */
+export function spyLogger() {
+  const spies = {
+    debug: vi.fn<Logger['debug']>(),
+    info: vi.fn<Logger['info']>(),
+    warn: vi.fn<Logger['warn']>(),
+    error: vi.fn<Logger['error']>(),
+  };
+  const entries = (): LoggedCall[] =>
+    LEVELS.flatMap((level) =>
+      spies[level].mock.calls.map(([fields, message], i) => ({
+        order: spies[level].mock.invocationCallOrder[i] ?? 0,
+        call: { level, fields, message },
+      })),
+    )
+      .sort((a, b) => a.order - b.order)
+      .map(({ call }) => call);
+  return { ...spies, entries };
+}
+
+/** Real macrotask turns, so Node can run callbacks and report unhandled rejections; no clock moves. */
+export async function macrotaskTurns(turns = 10): Promise<void> {
+  for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
 
 /** A pod-like object: its parent comes from a label. */
 export interface Cell {

@@ -1,8 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { recordingLogger } from '@reconcile-loop/test-support';
 import { ObjectStore, deleteEvent, replaceEvent, upsertEvent, type SourceEvent } from '../src/index.js';
-import { checkInvariants } from './helpers.js';
+import { checkInvariants, spyLogger } from './helpers.js';
 
 /**
  * `label` decides what the key map does: a parent key, `undefined` (cannot map), a throw, or a
@@ -52,7 +51,7 @@ const eventArb: fc.Arbitrary<SourceEvent<Obj>> = fc.oneof(
 const eventsArb = fc.array(eventArb, { maxLength: 40 });
 
 function newStore() {
-  const logger = recordingLogger();
+  const logger = spyLogger();
   return { store: new ObjectStore<Obj, string>({ keyMap, logger }), logger };
 }
 
@@ -97,11 +96,11 @@ describe('object_store properties', () => {
       fc.property(eventsArb, (events) => {
         const { store, logger } = newStore();
         for (const event of events) {
-          const before = logger.entries.length;
+          const before = logger.entries().length;
           store.apply(event);
           checkInvariants(store, keyMap);
           // Every object the key map could not map was logged, once, and nothing else was.
-          expect(logger.entries.length - before).toBe(unmappableIn(event));
+          expect(logger.entries().length - before).toBe(unmappableIn(event));
         }
       }),
       { numRuns: 500 },

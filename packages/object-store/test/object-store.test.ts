@@ -1,5 +1,4 @@
 import { describe, expect, it, vi } from 'vitest';
-import { recordingLogger } from '@reconcile-loop/test-support';
 import {
   InvalidObjectStoreOptionsError,
   InvalidSourceEventError,
@@ -12,10 +11,10 @@ import {
   type ObjectStoreReader,
   type SourceEvent,
 } from '../src/index.js';
-import { byPool, cell, checkInvariants, type Cell } from './helpers.js';
+import { byPool, cell, checkInvariants, spyLogger, type Cell } from './helpers.js';
 
 function newStore(keyMap: KeyMap<Cell, string> = byPool) {
-  const logger = recordingLogger();
+  const logger = spyLogger();
   const store = new ObjectStore<Cell, string>({ keyMap, logger });
   return { store, logger };
 }
@@ -56,7 +55,7 @@ describe('object_store: Store', () => {
     const affected = store.apply(deleteEvent('ns/missing'));
     expect([...affected]).toEqual([]);
     expect(store.size).toBe(1);
-    expect(logger.entries).toEqual([]);
+    expect(logger.entries()).toEqual([]);
   });
 
   it('[object_store: Store] delete returns the parent the object was cached under', () => {
@@ -141,7 +140,7 @@ describe('object_store: Replace() on relist', () => {
     );
     expect(store.keys()).toEqual(['ns/a']);
     expect(new Set(affected)).toEqual(new Set(['p1', 'p2']));
-    expect(logger.entries.map((c) => c.fields['key'])).toEqual(['ns/b', 'ns/new']);
+    expect(logger.entries().map((c) => c.fields['key'])).toEqual(['ns/b', 'ns/new']);
     checkInvariants(store, byPool);
   });
 
@@ -234,8 +233,8 @@ describe('object_store: EnqueueRequestForOwner', () => {
     expect([...affected]).toEqual(['p1']);
     expect(store.has('ns/a')).toBe(false);
     expect(store.hasMembers('p1')).toBe(false);
-    expect(logger.entries).toHaveLength(1);
-    const [call] = logger.entries;
+    expect(logger.entries()).toHaveLength(1);
+    const [call] = logger.entries();
     expect(call?.level).toBe('warn');
     expect(call?.fields['key']).toBe('ns/a');
     expect('cause' in (call?.fields ?? {})).toBe(true);
@@ -255,7 +254,7 @@ describe('object_store: EnqueueRequestForOwner', () => {
     const affected = store.apply(upsertEvent('ns/a', cell(undefined)));
     expect(affected.size).toBe(0);
     expect(store.size).toBe(0);
-    expect(logger.entries).toHaveLength(1);
+    expect(logger.entries()).toHaveLength(1);
   });
 
   it('[object_store: EnqueueRequestForOwner] a throwing key map counts as cannot map: logged at error with the thrown error as cause, never thrown into the stream', () => {
@@ -271,8 +270,8 @@ describe('object_store: EnqueueRequestForOwner', () => {
     }).not.toThrow();
     expect([...(affected ?? [])]).toEqual(['p1']);
     expect(store.has('ns/a')).toBe(false);
-    expect(logger.entries).toHaveLength(1);
-    const [call] = logger.entries;
+    expect(logger.entries()).toHaveLength(1);
+    const [call] = logger.entries();
     expect(call?.level).toBe('error');
     expect(call?.fields['key']).toBe('ns/a');
     expect(call?.fields['cause']).toBe(boom);
@@ -286,8 +285,8 @@ describe('object_store: EnqueueRequestForOwner', () => {
       const { store, logger } = newStore(() => bad as unknown as string);
       expect(store.apply(upsertEvent('ns/a', cell('p1'))).size).toBe(0);
       expect(store.size).toBe(0);
-      expect(logger.entries[0]?.level).toBe('error');
-      expect(logger.entries[0]?.fields['cause']).toBeInstanceOf(TypeError);
+      expect(logger.entries()[0]?.level).toBe('error');
+      expect(logger.entries()[0]?.fields['cause']).toBeInstanceOf(TypeError);
     }
   });
 
@@ -426,10 +425,10 @@ describe('object_store: deviations', () => {
   });
 
   it('[object_store: log after apply] unmappable objects are logged after the store is consistent, so a throwing logger cannot half-apply an event', () => {
-    const failing = recordingLogger();
-    failing.warn = () => {
+    const failing = spyLogger();
+    failing.warn.mockImplementation(() => {
       throw new Error('logger down');
-    };
+    });
     const store = new ObjectStore<Cell, string>({ keyMap: byPool, logger: failing });
     store.apply(replaceEvent([['ns/a', cell('p1')], ['ns/b', cell('p2')]]));
     expect(() =>

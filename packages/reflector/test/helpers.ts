@@ -1,9 +1,9 @@
-import type { SourceEvent } from '@reconcile-loop/object-store';
-import { settle, type FakeClock } from '@reconcile-loop/test-support';
+import type { ManualClock, SourceEvent } from '@reconcile-loop/object-store';
+import { settle } from '@reconcile-loop/test-support';
 import type { ListRequest, ListResult, ListWatchClient, WatchRequest } from '../src/index.js';
 
-/** Lets pending work schedule its timers, advances the fake clock, and lets the reactions run. */
-export async function advance(clock: FakeClock, ms: number): Promise<void> {
+/** Lets pending work schedule its timers, advances the manual clock, and lets the reactions run. */
+export async function advance(clock: ManualClock, ms: number): Promise<void> {
   await settle();
   clock.advance(ms);
   await settle();

@@ -6,7 +6,8 @@ import { inspect } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeClock, recordingLogger, settle } from '@reconcile-loop/test-support';
+import { ManualClock } from '@reconcile-loop/object-store';
+import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
   ApiStatusError,
   isApiStatusError,
@@ -216,7 +217,7 @@ describe('Reflector over KubeApiClient', () => {
       response.writeHead(200, { 'content-type': 'application/json' }); // stays open
       response.flushHeaders();
     });
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const controller = new AbortController();
     const reflector = podReflector({ kubeConfig: kubeConfig(base), namespace: 'ns', clock, random: () => 0 });
     const stream = consume(reflector.open(controller.signal));
@@ -235,7 +236,7 @@ describe('Reflector over KubeApiClient', () => {
   it('[k8s_api: deviation, no credentials in logs] failures are logged without the token', async () => {
     const { base } = await serve((_, response) => json(response, 401, { kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
     const logger = recordingLogger();
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const controller = new AbortController();
     const reflector = new Reflector<Pod>({ client: new KubeApiClient(kubeConfig(base), podResource), schema: podSchema, clock, logger });
     const stream = consume(reflector.open(controller.signal));

@@ -1,12 +1,12 @@
 import { isInvalidObjectError, podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
+import { ManualClock, deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
 import { describe, expect, it } from 'vitest';
-import { FakeClock, recordingLogger, settle } from '@reconcile-loop/test-support';
+import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { ApiStatusError, isCursorExpired, isCursorTooLarge, Reflector, ReflectorOptionsError, type ReflectorOptions } from '../src/index.js';
 import { advance, bookmark, consume, errorFrame, FakeClient, line, pod } from './helpers.js';
 
 function setup(options: Partial<ReflectorOptions<Pod>> = {}, prepare: (client: FakeClient) => void = () => {}) {
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const client = new FakeClient();
   prepare(client);
   const controller = new AbortController();
@@ -380,7 +380,7 @@ describe('Reflector: stopping', () => {
   });
 
   it('[k8s_reflector: deviation, prompt stop] a consumer that stops iterating tears the watch down', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const client = new FakeClient();
     const reflector = new Reflector<Pod>({ client, schema: podSchema, clock });
     const iterator = reflector.open(new AbortController().signal)[Symbol.asyncIterator]();

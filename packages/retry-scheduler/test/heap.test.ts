@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { FakeClock } from '@reconcile-loop/test-support';
+import { ManualClock } from '@reconcile-loop/object-store';
 import { MinHeap } from '../src/heap.js';
 import { RetryScheduler } from '../src/index.js';
 
@@ -56,7 +56,7 @@ describe('RetryScheduler at scale', () => {
       push.call(this, item);
       maxLength = Math.max(maxLength, this.length);
     });
-    const clock = new FakeClock(0);
+    const clock = new ManualClock(0);
     const scheduler = new RetryScheduler<number>({ onRetry: () => {}, clock, maxDelayMs: 100 });
     // One key rescheduled 10,000 times: lazy deletion alone would keep 10,000 entries.
     for (let i = 0; i < 10_000; i++) scheduler.schedule(1);
@@ -69,7 +69,7 @@ describe('RetryScheduler at scale', () => {
   });
 
   it('[retry_scheduler: one exact timer] 10,000 keys fire in deadline order, then scheduling order, with one timer at a time', () => {
-    const clock = new FakeClock(0);
+    const clock = new ManualClock(0);
     const fired: number[] = [];
     const scheduler = new RetryScheduler<number>({ onRetry: (k) => fired.push(k), clock, baseDelayMs: 1, maxDelayMs: 1 << 12 });
     // Deterministic shuffle of failure counts so deadlines interleave with scheduling order.

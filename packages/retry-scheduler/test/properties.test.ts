@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '@reconcile-loop/test-support';
+import { ManualClock } from '@reconcile-loop/object-store';
 import { RetryScheduler } from '../src/index.js';
 
 const BASE = 10;
@@ -82,7 +82,7 @@ describe('RetryScheduler properties', () => {
   it('[retry_scheduler: latest-wins deadlines] fired keys always equal a simple model; each fires once per schedule, only at its latest deadline, never after forget or shutdown', () => {
     fc.assert(
       fc.property(fc.array(opArb, { maxLength: 60 }), fc.subarray([...KEYS]), (ops, refailKeys) => {
-        const clock = new FakeClock(5_000);
+        const clock = new ManualClock(5_000);
         const refail = new Set<Key>(refailKeys);
         const model = new Model(clock.now(), refail);
         const fired: Array<[Key, number]> = [];

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { FakeClock } from '@reconcile-loop/test-support';
+import { ManualClock } from '@reconcile-loop/object-store';
 import {
   DEFAULT_BASE_DELAY_MS,
   DEFAULT_MAX_DELAY_MS,
@@ -12,7 +12,7 @@ import {
 } from '../src/index.js';
 
 function setup<K extends RetryKey = string>(options: Partial<RetrySchedulerOptions<K>> = {}) {
-  const clock = new FakeClock(1_000);
+  const clock = new ManualClock(1_000);
   const fired: Array<{ key: K; at: number }> = [];
   const scheduler = new RetryScheduler<K>({
     onRetry: (key) => fired.push({ key, at: clock.now() }),
@@ -220,7 +220,7 @@ describe('RetryScheduler deadlines', () => {
 
 describe('RetryScheduler callbacks', () => {
   it('[retry_scheduler: re-entrant onRetry] onRetry may schedule the same key again; it fires again at the new deadline', () => {
-    const clock = new FakeClock(0);
+    const clock = new ManualClock(0);
     const fired: Array<[string, number]> = [];
     const scheduler: RetryScheduler<string> = new RetryScheduler<string>({
       clock,
@@ -243,7 +243,7 @@ describe('RetryScheduler callbacks', () => {
   });
 
   it('[retry_scheduler: re-entrant onRetry] a zero delay rescheduled from onRetry goes to the next timer, not a spin', () => {
-    const clock = new FakeClock(0);
+    const clock = new ManualClock(0);
     let calls = 0;
     const scheduler: RetryScheduler<string> = new RetryScheduler<string>({
       clock,
@@ -263,7 +263,7 @@ describe('RetryScheduler callbacks', () => {
   });
 
   it('[retry_scheduler: re-entrant onRetry] onRetry may forget another due key, which then does not fire', () => {
-    const clock = new FakeClock(0);
+    const clock = new ManualClock(0);
     const fired: string[] = [];
     const scheduler: RetryScheduler<string> = new RetryScheduler<string>({
       clock,
@@ -280,7 +280,7 @@ describe('RetryScheduler callbacks', () => {
   });
 
   it('[retry_scheduler: shutdown] onRetry calling shutdown stops the sweep; nothing fires afterwards', () => {
-    const clock = new FakeClock(0);
+    const clock = new ManualClock(0);
     const fired: string[] = [];
     const scheduler: RetryScheduler<string> = new RetryScheduler<string>({
       clock,
@@ -297,7 +297,7 @@ describe('RetryScheduler callbacks', () => {
   });
 
   it('[retry_scheduler: throwing onRetry] is reported to onError and neither the sweep nor the timer breaks', () => {
-    const clock = new FakeClock(0);
+    const clock = new ManualClock(0);
     const fired: string[] = [];
     const errors: Array<[unknown, string]> = [];
     const boom = new Error('boom');
@@ -323,7 +323,7 @@ describe('RetryScheduler callbacks', () => {
   });
 
   it('[retry_scheduler: throwing onRetry] a throwing onError, or none at all, is swallowed', () => {
-    const clock = new FakeClock(0);
+    const clock = new ManualClock(0);
     const fired: string[] = [];
     const s1 = new RetryScheduler<string>({
       clock,

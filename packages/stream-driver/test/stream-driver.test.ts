@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
+  ManualClock,
   ObjectStore,
   deleteEvent,
   replaceEvent,
   upsertEvent,
   type SourceEvent,
 } from '@reconcile-loop/object-store';
-import { ControlledSource, FakeClock, recordingLogger, settle } from '@reconcile-loop/test-support';
+import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
   DEFAULT_SOURCE_RETRY_DELAY_MS,
   InProcessSource,
@@ -23,7 +24,7 @@ function setup(
   options: Partial<StreamDriverOptions<Cell, string>> = {},
   onOpen?: ControlledSource<Cell>['onOpen'],
 ) {
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const logger = recordingLogger();
   const source = new ControlledSource<Cell>();
   source.onOpen = onOpen;
@@ -132,7 +133,7 @@ describe('StreamDriver', () => {
   });
 
   it('[source_stream_driver: Cache-before-notify ordering] onAffected sees the store already holding the event', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const source = new ControlledSource<Cell>();
     const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
     const seen: Array<[string, number | undefined, number]> = [];
@@ -187,7 +188,7 @@ describe('StreamDriver', () => {
   });
 
   it('[source_stream_driver: Retry inside vs outside the stream] run never rejects for a stream failure: open() throwing and a malformed event are retried', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
     let opens = 0;
     const driver = new StreamDriver<Cell, string>({
@@ -238,7 +239,7 @@ describe('StreamDriver', () => {
       },
       store: new ObjectStore<Cell, string>({ keyMap: (c) => c.pool }),
       onAffected: () => {},
-      clock: new FakeClock(),
+      clock: new ManualClock(),
       logger,
     });
     const controller = new AbortController();
@@ -294,7 +295,7 @@ describe('StreamDriver', () => {
   });
 
   it('[source_stream_driver: source.Channel] an in-process source opens with a replace of its world, then streams changes; a reopen replays deletions missed while disconnected', async () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const registry = new InProcessSource<Cell>('registry', [['a', cell('p1')]]);
     const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
     const notified: string[][] = [];
@@ -354,7 +355,7 @@ describe('StreamDriver', () => {
       source: registry,
       store,
       logger,
-      clock: new FakeClock(),
+      clock: new ManualClock(),
       onAffected: () => {
         calls += 1;
         throw new Error('handler bug');
@@ -383,7 +384,7 @@ describe('StreamDriver', () => {
       expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }),
     );
     expect(DEFAULT_SOURCE_RETRY_DELAY_MS).toBe(1_000);
-    const driver = new StreamDriver({ source, store, onAffected: () => {}, clock: new FakeClock() });
+    const driver = new StreamDriver({ source, store, onAffected: () => {}, clock: new ManualClock() });
     const controller = new AbortController();
     const running = driver.run(controller.signal);
     await expect(driver.run(controller.signal)).rejects.toMatchObject({ code: 'STREAM_DRIVER_ALREADY_RUN' });

@@ -1,4 +1,3 @@
 export { ControlledSource, ControlledStream } from './controlled-source.js';
-export { FakeClock } from './fake-clock.js';
 export { recordingLogger, type LogEntry } from './recording-logger.js';
 export { settle } from './settle.js';
