@@ -4,9 +4,9 @@
  *
  *   node --expose-gc --max-old-space-size=8192 --conditions=@reconcile-loop/source --import tsx \
  *     bench/src/profile.ts --impl=ours --pods=5000 --frames=30000
- *   node --import tsx bench/src/profile-summary.ts bench/results/profiles/ours-replay-1.cpuprofile
+ *   node --import tsx bench/src/profile-summary.ts bench/results/profile-ours-replay-1.cpuprofile.json
  *
- * `--impl`: `ours`, `client-node`, `floor`, `raw` or `sync` (rung (e)); `--via`: `replay` (default) or `apiserver`;
+ * `--impl`: one or more (comma-separated) of `ours`, `client-node`, `floor`, `raw`, `sync` (rung (e)); `--via`: `replay` (default) or `apiserver`;
  * `--runs`: measured runs after one unprofiled warm-up (default 2).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -21,12 +21,13 @@ import { fetchList, fetchWatchLines, parseFloor, rawHttpParse } from './lib/wire
 
 const arg = (name: string, fallback: string): string =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
-const impl = arg('impl', 'ours');
+const impls = arg('impl', 'ours').split(',');
 const pods = Number(arg('pods', '5000'));
 const frames = Number(arg('frames', '30000'));
 const runs = Number(arg('runs', '2'));
 const via = arg('via', 'replay');
-const outDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'results', 'profiles');
+// bench/results/*.json is gitignored, hence the .cpuprofile.json name (DevTools loads it as a profile).
+const outDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
 
 const session = new Session();
 session.connect();
@@ -43,7 +44,7 @@ try {
   const url = via === 'replay' ? (await server.startReplay(watchFrom, frames)).url : server.url;
   const kubeconfig = server.kubeconfig.replace(server.url, url);
   await mkdir(outDir, { recursive: true });
-  for (let r = 0; r <= runs; r++) {
+  for (const impl of impls) for (let r = 0; r <= runs; r++) {
     await settleHeap();
     const profiled = r > 0;
     if (profiled) await session.post('Profiler.start');
@@ -66,7 +67,7 @@ try {
     const ms = performance.now() - begin;
     if (profiled) {
       const { profile } = await session.post('Profiler.stop');
-      const file = join(outDir, `${impl}-${via}-${r}.cpuprofile`);
+      const file = join(outDir, `profile-${impl}-${via}-${r}.cpuprofile.json`);
       await writeFile(file, JSON.stringify(profile));
       console.log(`${impl} via ${via}, run ${r}: ${ms.toFixed(0)} ms (LIST ${listMs.toFixed(0)} ms) → ${file}`);
     } else {

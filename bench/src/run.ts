@@ -16,7 +16,9 @@ import { runRetry, type RetryResult } from './benchmarks/retry.js';
 import { runWatch, type WatchResult } from './benchmarks/watch.js';
 import { checkNumber, checkNumbers, type BenchContext } from './lib/context.js';
 
-const args = process.argv.slice(2);
+const args = process.argv.slice(2).filter((a) => a !== '--');
+const known = ['--smoke', '--runs=', '--only=', '--pods='];
+for (const a of args) if (!known.some((k) => (k.endsWith('=') ? a.startsWith(k) : a === k))) throw new Error(`unknown flag: ${a}`);
 const smoke = args.includes('--smoke');
 const runsArg = args.find((a) => a.startsWith('--runs='));
 const onlyArg = args.find((a) => a.startsWith('--only='));
@@ -60,7 +62,15 @@ const failures: string[] = [];
 for (const name of selected) {
   const started = performance.now();
   try {
-    const result = await benchmarks[name](ctx);
+    // A hung benchmark must fail the run, not stall CI.
+    const limitMs = smoke ? 180_000 : 3_600_000;
+    let timer: NodeJS.Timeout | undefined;
+    const result = await Promise.race([
+      benchmarks[name](ctx),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${name} did not finish within ${limitMs / 1000} s`)), limitMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
     if (result === undefined) continue; // memory ran inside throughput
     checkNumbers(name, result);
     results[name] = result;
@@ -169,3 +179,6 @@ if (failures.length > 0) {
   console.error(`\nFAILED: ${failures.join('; ')}`);
   process.exitCode = 1;
 }
+
+// Exit explicitly: a benchmark that failed may have left a socket or an apiserver child behind.
+process.exit(process.exitCode ?? 0);

