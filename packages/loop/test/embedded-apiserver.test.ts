@@ -12,27 +12,18 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Pod } from '@reconcile-loop/k8s-types';
 import { podReflector, type Reflector } from '@reconcile-loop/reflector';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
+import { scaledClock, within as withinMs } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReconcileLoop, systemClock, type Clock, type ObjectKey } from '../src/index.js';
+import { ReconcileLoop, type ObjectKey } from '../src/index.js';
 
 /** One `timeoutSeconds` unit on the server, and 1000 ms on the reflector's clock. */
 const SECOND_MS = 50;
 const WAIT_MS = 3_000;
 const NS = 'pool-a';
 
-const fastClock: Clock = {
-  now: () => (systemClock.now() * 1000) / SECOND_MS,
-  setTimeout: (callback, delayMs) => systemClock.setTimeout(callback, (delayMs * SECOND_MS) / 1000),
-  clearTimeout: (handle) => systemClock.clearTimeout(handle),
-};
+const fastClock = scaledClock(SECOND_MS);
 
-function within<V>(promise: Promise<V>, what: string, ms = WAIT_MS): Promise<V> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+const within = <V>(promise: Promise<V>, what: string, ms = WAIT_MS): Promise<V> => withinMs(promise, what, ms);
 
 /** What one reconcile saw: its snapshot, and whether the whole-store view agreed with it. */
 interface Seen {

@@ -11,8 +11,9 @@
 import { createServer, type Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { objectSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { ObjectStore, systemClock, type Clock, type Logger, type SourceEvent } from '@reconcile-loop/object-store';
+import { ObjectStore, type Logger, type SourceEvent } from '@reconcile-loop/object-store';
 import { startApiServer, type ApiServer, type ApiServerOptions } from '@reconcile-loop/testing';
+import { recordingLogger, scaledClock, within as withinMs } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { kubeReflector, podReflector, type ReflectorOptions } from '../src/index.js';
@@ -23,21 +24,9 @@ const SECOND_MS = 50;
 const WAIT_MS = 3_000;
 const NS = 'pool-a';
 
-/** The system clock, running 1000 / SECOND_MS times faster: the reflector's 1000 ms are the server's second. */
-const fastClock: Clock = {
-  now: () => (systemClock.now() * 1000) / SECOND_MS,
-  setTimeout: (callback, delayMs) => systemClock.setTimeout(callback, (delayMs * SECOND_MS) / 1000),
-  clearTimeout: (handle) => systemClock.clearTimeout(handle),
-};
+const fastClock = scaledClock(SECOND_MS);
 
-/** Resolves with `promise`, or rejects after `ms` naming what never happened. */
-function within<V>(promise: Promise<V>, what: string, ms = WAIT_MS): Promise<V> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+const within = <V>(promise: Promise<V>, what: string, ms = WAIT_MS): Promise<V> => withinMs(promise, what, ms);
 
 /** Consumes a stream in the background; a test takes its events one at a time, in order. */
 class Tap<T> {
@@ -79,21 +68,6 @@ class Tap<T> {
   }
 }
 
-interface LogEntry {
-  level: string;
-  fields: Record<string, unknown>;
-  message: string;
-}
-
-function recordingLogger(): Logger & { entries: LogEntry[] } {
-  const entries: LogEntry[] = [];
-  const at =
-    (level: string) =>
-    (fields: Record<string, unknown>, message: string): void => {
-      entries.push({ level, fields, message });
-    };
-  return { entries, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
 
 function kubeConfigFor(server: ApiServer): KubeConfig {
   const kubeConfig = new KubeConfig();
