@@ -1,6 +1,5 @@
 import {
   abortReason,
-  raceAbort,
   silentLogger,
   sleep,
   systemClock,
@@ -166,13 +165,15 @@ export class StreamDriver<T, P extends ParentKey> {
     const name = this.#source.name;
     this.#logger.debug({ source: name }, 'opening source stream');
     const iterator = this.#source.open(signal)[Symbol.asyncIterator]();
+    // One abort listener per stream rather than one per event (this is the watch hot path).
+    const race = new AbortRace(signal);
     // Set when the abort won the race against a pending next(): the iterator is still busy.
     let busy = false;
     try {
       let first = true;
       for (;;) {
         if (signal.aborted) return 'aborted';
-        const result = await nextOrAborted(iterator, signal);
+        const result = await race.next(iterator);
         if (result === ABORTED) {
           busy = true;
           return 'aborted';
@@ -189,6 +190,7 @@ export class StreamDriver<T, P extends ParentKey> {
         if (affected.size > 0) this.#notify(affected);
       }
     } finally {
+      race.dispose();
       // An async generator queues return() behind its pending next(); a source that ignores the
       // abort would then hold the driver (and the loop's stop()) forever. JS cannot cancel that
       // await, so the close is requested but not waited for; it still logs if it fails.
@@ -240,13 +242,36 @@ function describeType(event: unknown): string {
 
 /**
  * `iterator.next()`, or {@link ABORTED} as soon as the signal aborts while it is pending, so a source
- * that is slow to notice the abort cannot hold the driver. {@link raceAbort} still observes a `next()`
- * that loses the race, so its later rejection is never unhandled. Call only with a signal not yet aborted.
+ * that is slow to notice the abort cannot hold the driver. `raceAbort` semantics, but with one abort
+ * listener for the whole stream instead of an add/remove per event. A `next()` that loses the race
+ * is still observed, so its later rejection is never unhandled.
  */
-function nextOrAborted<V>(iterator: AsyncIterator<V>, signal: AbortSignal): Promise<IteratorResult<V> | typeof ABORTED> {
-  return raceAbort(iterator.next(), signal).catch((error: unknown) => {
-    // Only the abort rejects with the signal's own reason (an aborted AbortSignal always carries one).
-    if (signal.aborted && error === signal.reason) return ABORTED;
-    throw error;
-  });
+class AbortRace {
+  readonly #signal: AbortSignal;
+  /** Settles the pending race; a stale one (already settled) ignores the call. */
+  #settle: ((value: typeof ABORTED) => void) | undefined;
+  readonly #onAbort = (): void => this.#settle?.(ABORTED);
+
+  constructor(signal: AbortSignal) {
+    this.#signal = signal;
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** Call only while the signal is not yet aborted. */
+  next<V>(iterator: AsyncIterator<V>): Promise<IteratorResult<V> | typeof ABORTED> {
+    const signal = this.#signal;
+    return new Promise((resolve, reject) => {
+      this.#settle = resolve;
+      iterator.next().then(resolve, (error: unknown) => {
+        // A source that rejects with the signal's own reason is reporting the abort, not failing.
+        if (signal.aborted && error === signal.reason) resolve(ABORTED);
+        else reject(error);
+      });
+    });
+  }
+
+  dispose(): void {
+    this.#settle = undefined;
+    this.#signal.removeEventListener('abort', this.#onAbort);
+  }
 }

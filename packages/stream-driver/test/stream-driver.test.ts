@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import {
   ManualClock,
@@ -250,6 +251,25 @@ describe('StreamDriver', () => {
     expect(closeRequested).toBe(true);
     await settle();
     expect(logger.entries.some((e) => e.level === 'warn' && (e.fields.err as Error).message === 'late close failure')).toBe(true);
+  });
+
+  it('[stream-driver deviation: abort with a pending next()] the abort race holds one signal listener per open stream and removes it on close', async () => {
+    const { clock, source, driver, controller, running } = setup({}, (stream) => stream.push(replaceEvent([])));
+    await driver.waitForSync();
+    // Each ControlledStream keeps its own abort listener; the rest belong to the driver.
+    const driverListeners = (): number => getEventListeners(controller.signal, 'abort').length - source.streams.length;
+    for (let reopen = 0; reopen < 3; reopen++) {
+      for (let v = 0; v < 50; v++) source.last.push(upsertEvent(`k${v}`, cell('p', v)));
+      await settle();
+      expect(driverListeners()).toBe(1);
+      source.last.end();
+      await settle();
+      await clock.advanceAsync(1_000);
+    }
+    expect(source.streams).toHaveLength(4);
+    expect(driverListeners()).toBe(1);
+    controller.abort();
+    await running;
   });
 
   it('[source_stream_driver: Closing a stream during teardown] a close that throws on abort is logged and swallowed', async () => {
