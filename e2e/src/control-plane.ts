@@ -6,6 +6,7 @@ import { ENV, flag } from './config.js';
 import { Etcd } from './etcd.js';
 import { KubeApiserver, type SharedSecrets } from './kube-apiserver.js';
 import { renderKubeconfig, type ClusterAccess } from './kubeconfig.js';
+import type { ManagedService } from './managed-process.js';
 import { forgetRunDir, keepChildren, reapStaleRuns } from './registry.js';
 import { TcpProxy } from './tcp-proxy.js';
 import { ensureBinaries, type Binaries } from './toolchain.js';
@@ -102,7 +103,7 @@ export class ControlPlane {
     const runDir = mkdtempSync(join(tmpdir(), 'reconcile-loop-e2e-'));
     mkdirSync(join(runDir, 'logs'));
     const secrets = makeSecrets(runDir);
-    const started: { stop(): Promise<void> }[] = [];
+    const started: ManagedService[] = [];
     try {
       const etcd = await Etcd.start({ binary: binaries.etcd, runDir });
       started.push(etcd);

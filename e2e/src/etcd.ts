@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from './ports.js';
-import { ManagedProcess, waitUntil } from './managed-process.js';
+import { ManagedProcess, ManagedService, waitUntil } from './managed-process.js';
 
 /** Raised when etcd's HTTP/JSON gateway refuses a request. */
 export class EtcdError extends Error {
@@ -23,13 +23,12 @@ export interface CompactResult {
  * A single-member etcd on loopback ephemeral ports, data in the run directory. Restart keeps
  * the data and ports, so apiservers reconnect to the same revisions.
  */
-export class Etcd {
+export class Etcd extends ManagedService {
   readonly clientUrl: string;
-  readonly process: ManagedProcess;
 
   private constructor(clientUrl: string, proc: ManagedProcess) {
+    super(proc);
     this.clientUrl = clientUrl;
-    this.process = proc;
   }
 
   /** Starts etcd and waits until /health reports true. */
@@ -70,29 +69,13 @@ export class Etcd {
   }
 
   /** Starts the (stopped) process again and waits for health. */
-  async startProcess(): Promise<void> {
+  override async startProcess(): Promise<void> {
     this.process.start();
     await waitUntil(this.process, 'etcd /health', async () => {
       const response = await fetch(`${this.clientUrl}/health`, { signal: AbortSignal.timeout(2_000) });
       const body = (await response.json()) as { health?: string };
       return body.health === 'true';
     });
-  }
-
-  /** Graceful stop (SIGTERM). */
-  stop(): Promise<void> {
-    return this.process.stop();
-  }
-
-  /** SIGKILL. */
-  kill(): Promise<void> {
-    return this.process.kill();
-  }
-
-  /** Stop (graceful unless `kill`) and start again with the same data and ports. */
-  async restart(options: { kill?: boolean } = {}): Promise<void> {
-    await (options.kill === true ? this.process.kill() : this.process.stop());
-    await this.startProcess();
   }
 
   async #post(path: string, body: unknown): Promise<Record<string, unknown>> {

@@ -6,7 +6,7 @@
 export { ENV, binaryDir, cacheRoot, readVersions, type Versions } from './config.js';
 export { ensureBinaries, probeToolchain, ProvisionError, which, type Binaries, type ToolchainStatus } from './toolchain.js';
 export { freePort } from './ports.js';
-export { ManagedProcess, ProcessExitedError, type ProcessSpec } from './managed-process.js';
+export { ManagedProcess, ManagedService, ProcessExitedError, type ProcessSpec } from './managed-process.js';
 export { Etcd, EtcdError, type CompactResult } from './etcd.js';
 export { KubeApiserver, probe, type KubeApiserverOptions, type SharedSecrets } from './kube-apiserver.js';
 export { renderKubeconfig, caFromServingBundle, type ClusterAccess } from './kubeconfig.js';

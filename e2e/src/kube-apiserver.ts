@@ -2,7 +2,7 @@ import { readFileSync, mkdirSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { caFromServingBundle, type ClusterAccess } from './kubeconfig.js';
-import { ManagedProcess, waitUntil } from './managed-process.js';
+import { ManagedProcess, ManagedService, waitUntil } from './managed-process.js';
 import { freePort } from './ports.js';
 
 /** Files every apiserver of one control plane shares: one admin token, one service-account key pair. */
@@ -47,18 +47,17 @@ export function probe(port: number, path: string, token: string): Promise<{ stat
  * One kube-apiserver on 127.0.0.1 with a self-signed serving certificate (written by the
  * apiserver into its cert dir on first start and reused after a restart, so the CA stays valid).
  */
-export class KubeApiserver {
+export class KubeApiserver extends ManagedService {
   readonly name: string;
   readonly port: number;
-  readonly process: ManagedProcess;
   readonly token: string;
   readonly certDir: string;
   #caPem: string | undefined;
 
   private constructor(name: string, port: number, proc: ManagedProcess, token: string, certDir: string) {
+    super(proc);
     this.name = name;
     this.port = port;
-    this.process = proc;
     this.token = token;
     this.certDir = certDir;
   }
@@ -121,25 +120,9 @@ export class KubeApiserver {
   }
 
   /** Starts the (stopped) process and waits until /readyz answers ok. */
-  async startProcess(timeoutMs = 120_000): Promise<void> {
+  override async startProcess(timeoutMs = 120_000): Promise<void> {
     this.process.start();
     await waitUntil(this.process, '/readyz', async () => (await probe(this.port, '/readyz', this.token)).status === 200, timeoutMs);
     this.#caPem ??= caFromServingBundle(readFileSync(join(this.certDir, 'apiserver.crt'), 'utf8'), '127.0.0.1');
-  }
-
-  /** Graceful stop (SIGTERM). */
-  stop(): Promise<void> {
-    return this.process.stop();
-  }
-
-  /** SIGKILL: connections drop without a goodbye. */
-  kill(): Promise<void> {
-    return this.process.kill();
-  }
-
-  /** Stop (graceful unless `kill`) and start again on the same port and certificate. */
-  async restart(options: { kill?: boolean } = {}): Promise<void> {
-    await (options.kill === true ? this.process.kill() : this.process.stop());
-    await this.startProcess();
   }
 }

@@ -126,6 +126,37 @@ export class ManagedProcess {
 }
 
 /**
+ * A control-plane server over one ManagedProcess: stop, kill and restart are the process's,
+ * readiness is the subclass's. Restart reuses the spec, so ports, data and certificates survive.
+ */
+export abstract class ManagedService {
+  readonly process: ManagedProcess;
+
+  protected constructor(proc: ManagedProcess) {
+    this.process = proc;
+  }
+
+  /** Starts the (stopped) process and waits until it is ready. */
+  abstract startProcess(): Promise<void>;
+
+  /** Graceful stop (SIGTERM, SIGKILL after the grace period). */
+  stop(): Promise<void> {
+    return this.process.stop();
+  }
+
+  /** SIGKILL: no chance to flush, connections drop without a goodbye. */
+  kill(): Promise<void> {
+    return this.process.kill();
+  }
+
+  /** Stop (graceful unless `kill`) and start again with the same ports and data. */
+  async restart(options: { kill?: boolean } = {}): Promise<void> {
+    await (options.kill === true ? this.process.kill() : this.process.stop());
+    await this.startProcess();
+  }
+}
+
+/**
  * Polls `probe` until it returns true, failing early when `proc` exits and with the log tail
  * after `timeoutMs`. Real time on purpose: this waits for a real process.
  */

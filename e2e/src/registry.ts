@@ -56,20 +56,24 @@ function runs(pid: number, binary: string): boolean {
   }
 }
 
+/** SIGKILLs `child` when it still runs its binary; true when the signal was sent. */
+function killIfRunning(child: TrackedChild): boolean {
+  if (!runs(child.pid, child.binary)) return false;
+  try {
+    process.kill(child.pid, 'SIGKILL');
+    return true;
+  } catch {
+    // raced with its exit
+    return false;
+  }
+}
+
 /**
  * Kills every tracked child with SIGKILL and removes the run directories still registered;
  * synchronous, so it is safe inside an 'exit' handler.
  */
 export function killAllSync(): void {
-  for (const child of children.values()) {
-    if (runs(child.pid, child.binary)) {
-      try {
-        process.kill(child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
+  for (const child of children.values()) killIfRunning(child);
   children.clear();
   for (const runDir of runDirs) rmSync(runDir, { recursive: true, force: true });
   runDirs.clear();
@@ -148,16 +152,7 @@ export function reapStaleRuns(): number[] {
       continue;
     }
     if (record.owner === process.pid || alive(record.owner)) continue;
-    for (const child of record.children) {
-      if (runs(child.pid, child.binary)) {
-        try {
-          process.kill(child.pid, 'SIGKILL');
-          ended.push(child.pid);
-        } catch {
-          // raced with its exit
-        }
-      }
-    }
+    for (const child of record.children) if (killIfRunning(child)) ended.push(child.pid);
     for (const runDir of record.runDir.split('\n')) {
       if (runDir.includes('reconcile-loop-e2e-')) rmSync(runDir, { recursive: true, force: true });
     }

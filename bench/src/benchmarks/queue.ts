@@ -1,7 +1,7 @@
 import { setImmediate as immediate } from 'node:timers/promises';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import type { BenchContext } from '../lib/context.js';
-import { fmt, printTable, summarize, type Summary } from '../lib/stats.js';
+import { fmt, fmtSummary, printTable, scaled, summarize, type Summary } from '../lib/stats.js';
 
 /** Result of benchmark 6. */
 export interface QueueResult {
@@ -128,7 +128,7 @@ export async function runQueue(ctx: BenchContext): Promise<QueueResult> {
     floorOpsPerSec: summarize(floor),
     asyncOpsPerSec: summarize(asyncRates),
   };
-  const m = (s: Summary): string => `${fmt(s.min / 1e6)} / ${fmt(s.median / 1e6)} / ${fmt(s.max / 1e6)}`;
+  const m = (s: Summary): string => fmtSummary(scaled(s, 1e6));
   printTable(
     `6. Queue: ${distinct.toLocaleString('en-US')} distinct parent keys, ${adds.toLocaleString('en-US')} adds, ${fmt(result.duplicateShare * 100)} % duplicates (M ops/s, min / median / max of ${ctx.runs})`,
     ['pattern', 'M ops/s', 'vs bare Set'],

@@ -7,7 +7,7 @@ import { ApiServerProcess } from '../lib/apiserver-process.js';
 import type { BenchContext } from '../lib/context.js';
 import { heapAfterGc, settleHeap } from '../lib/heap.js';
 import { startClientNode, startOurs, type Pipeline, type PipelineOptions } from '../lib/pipelines.js';
-import { fmt, fmtSummary, printTable, summarize, type Summary } from '../lib/stats.js';
+import { fmt, fmtSummary, printTable, scaled, summarize, type Summary } from '../lib/stats.js';
 import { syncPipeline } from '../lib/ladder.js';
 import { fetchList, fetchWatchLines, parseFloor, rawHttpParse } from '../lib/wire.js';
 
@@ -123,10 +123,10 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
           { via: 'apiserver' as const, url: server.url, runs: ctx.smoke ? 1 : Math.min(ctx.runs, 3) },
         ];
         for (const target of targets) {
-          const options: PipelineOptions = { kubeconfig: server.kubeconfig.replace(server.url, target.url), frames, watchFrom };
+          const viaTarget: PipelineOptions = { kubeconfig: server.kubeconfig.replace(server.url, target.url), frames, watchFrom };
           // Warm-up: JIT and connection pools, at full size.
-          await timeRun(startOurs, options, pods, 'ours');
-          await timeRun(startClientNode, options, pods, 'client-node');
+          await timeRun(startOurs, viaTarget, pods, 'ours');
+          await timeRun(startClientNode, viaTarget, pods, 'client-node');
           parseFloor(listBody, lines);
           await rawHttpParse(target.url, watchFrom, frames);
           await syncPipeline(target.url, watchFrom, frames, pods);
@@ -142,8 +142,8 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
             // Rotate the order so no implementation always runs right after another's garbage.
             for (let k = 0; k < order.length; k++) {
               const which = order[(k + r) % order.length]!;
-              if (which === 'ours') ours.push(await timeRun(startOurs, options, pods, 'ours'));
-              else if (which === 'clientNode') clientNode.push(await timeRun(startClientNode, options, pods, 'client-node'));
+              if (which === 'ours') ours.push(await timeRun(startOurs, viaTarget, pods, 'ours'));
+              else if (which === 'clientNode') clientNode.push(await timeRun(startClientNode, viaTarget, pods, 'client-node'));
               else if (which === 'floor') floor.push(parseFloor(listBody, lines));
               else if (which === 'raw') raw.push(await rawHttpParse(target.url, watchFrom, frames));
               else sync.push(await syncPipeline(target.url, watchFrom, frames, pods));
@@ -151,27 +151,26 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
               await settleHeap();
             }
           }
-          const result: ThroughputSizeResult = {
+          const oursMs = summarize(ours);
+          const clientNodeMs = summarize(clientNode);
+          const floorMs = summarize(floor);
+          const rawHttpMs = summarize(raw);
+          throughput.push({
             via: target.via,
             pods,
             frames,
             listBytes: listBody.length,
             watchBytes,
-            oursMs: summarize(ours),
-            clientNodeMs: summarize(clientNode),
-            floorMs: summarize(floor),
-            rawHttpMs: summarize(raw),
+            oursMs,
+            clientNodeMs,
+            floorMs,
+            rawHttpMs,
             syncMs: summarize(sync),
-            oursOverFloor: 0,
-            oursOverClientNode: 0,
-            clientNodeOverFloor: 0,
-            oursOverRawHttp: 0,
-          };
-          result.oursOverFloor = result.oursMs.median / result.floorMs.median;
-          result.oursOverClientNode = result.oursMs.median / result.clientNodeMs.median;
-          result.clientNodeOverFloor = result.clientNodeMs.median / result.floorMs.median;
-          result.oursOverRawHttp = result.oursMs.median / result.rawHttpMs.median;
-          throughput.push(result);
+            oursOverFloor: oursMs.median / floorMs.median,
+            oursOverClientNode: oursMs.median / clientNodeMs.median,
+            clientNodeOverFloor: clientNodeMs.median / floorMs.median,
+            oursOverRawHttp: oursMs.median / rawHttpMs.median,
+          });
         }
       }
 
@@ -224,7 +223,7 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
     );
   }
   if (memory.length > 0) {
-    const kb = (s: Summary): string => `${fmt(s.min / 1024)} / ${fmt(s.median / 1024)} / ${fmt(s.max / 1024)}`;
+    const kb = (s: Summary): string => fmtSummary(scaled(s, 1024));
     printTable(
       '2. Memory held per cached pod after a forced GC (KB, min / median / max)',
       ['N', '(a) ours, after LIST', '(b) client-node, after LIST', '(a) ours, after M frames', '(b) client-node, after M frames', '(b)/(a) after LIST'],

@@ -5,36 +5,24 @@
  * the transport floor (d) and our pipeline (a), so the report can say how much of (a) is the work
  * itself and how much is the per-frame async plumbing.
  */
-import http from 'node:http';
 import { compileSchema, objectKey, parseObject, parseWatchLine, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore, replaceEvent, upsertEvent, type ObjectKey } from '@reconcile-loop/object-store';
 import { WorkQueue } from '@reconcile-loop/work-queue';
-import { NAMESPACE, PARENT_LABEL } from './pods.js';
-import { BENCH_TOKEN } from './wire.js';
+import { PARENT_LABEL } from './pods.js';
+import { get, podsPath, podsWatchUrl } from './wire.js';
 
 const schema = compileSchema(podSchema);
-
-function get(url: string, signal?: AbortSignal): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const request = http.get(url, { headers: { Accept: 'application/json', Authorization: `Bearer ${BENCH_TOKEN}` }, ...(signal && { signal }) }, (response) => {
-      if (response.statusCode !== 200) reject(new Error(`GET ${url}: HTTP ${String(response.statusCode)}`));
-      else resolve(response);
-    });
-    request.on('error', reject);
-  });
-}
 
 /** Runs (e) to the last frame; returns ms. */
 export async function syncPipeline(base: string, resourceVersion: string, frames: number, pods: number): Promise<number> {
   const start = performance.now();
-  const path = `${base}/api/v1/namespaces/${NAMESPACE}/pods`;
   const store = new ObjectStore<Pod, string>({ keyMap: (pod) => pod.metadata.labels[PARENT_LABEL] });
   const queue = new WorkQueue<string>();
   const enqueue = (parents: ReadonlySet<string>): void => {
     for (const parent of parents) queue.add(parent);
   };
 
-  const listResponse = await get(path);
+  const listResponse = await get(podsPath(base));
   listResponse.setEncoding('utf8');
   let body = '';
   for await (const chunk of listResponse as AsyncIterable<string>) body += chunk;
@@ -49,7 +37,7 @@ export async function syncPipeline(base: string, resourceVersion: string, frames
 
   if (frames > 0) {
     const controller = new AbortController();
-    const response = await get(`${path}?watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=3600`, controller.signal);
+    const response = await get(podsWatchUrl(base, resourceVersion), controller.signal);
     await new Promise<void>((resolve, reject) => {
       let seen = 0;
       let rest: Buffer | undefined;

@@ -11,32 +11,22 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { NAMESPACE } from './pods.js';
-import { BENCH_TOKEN } from './wire.js';
+import { BENCH_TOKEN, get, podsPath, podsWatchUrl } from './wire.js';
 
-const PATH = `/api/v1/namespaces/${NAMESPACE}/pods`;
+/** The one path the replay serves: the pod collection the pipelines read. */
+const PATH = podsPath('');
 const WRITE_SIZE = 256 * 1024;
-
-function get(url: string, signal?: AbortSignal): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const request = http.get(url, { headers: { Authorization: `Bearer ${BENCH_TOKEN}` }, ...(signal && { signal }) }, (response) => {
-      if (response.statusCode !== 200) reject(new Error(`GET ${url}: HTTP ${String(response.statusCode)}`));
-      else resolve(response);
-    });
-    request.on('error', reject);
-  });
-}
 
 /** The LIST body and the first `frames` watch lines from `resourceVersion`, as raw bytes. */
 export async function capture(base: string, resourceVersion: string, frames: number): Promise<{ list: Buffer; watch: Buffer }> {
-  const listResponse = await get(`${base}${PATH}`);
+  const listResponse = await get(podsPath(base));
   const listChunks: Buffer[] = [];
   for await (const chunk of listResponse as AsyncIterable<Buffer>) listChunks.push(chunk);
   const list = Buffer.concat(listChunks);
   const watchChunks: Buffer[] = [];
   if (frames > 0) {
     const controller = new AbortController();
-    const response = await get(`${base}${PATH}?watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=3600`, controller.signal);
+    const response = await get(podsWatchUrl(base, resourceVersion), controller.signal);
     let lines = 0;
     try {
       for await (const chunk of response as AsyncIterable<Buffer>) {

@@ -37,6 +37,11 @@ export function fmt(value: number, unit = ''): string {
   return unit ? `${text} ${unit}` : text;
 }
 
+/** `s` in a larger unit (bytes to KB, ops to M ops): every field divided by `divisor`. */
+export function scaled(s: Summary, divisor: number): Summary {
+  return { min: s.min / divisor, median: s.median / divisor, max: s.max / divisor, runs: s.runs };
+}
+
 /** `min / median / max` for a table cell. */
 export function fmtSummary(s: Summary, unit = ''): string {
   return `${fmt(s.min)} / ${fmt(s.median)} / ${fmt(s.max)}${unit ? ` ${unit}` : ''}`;

@@ -8,7 +8,8 @@ import { NAMESPACE } from './pods.js';
 /** The bearer token the bench apiserver requires (so the pipelines' KubeConfig auth is exercised). */
 export const BENCH_TOKEN = 'bench-token';
 
-function get(url: string, signal?: AbortSignal): Promise<http.IncomingMessage> {
+/** GET `url` with the bench token; rejects on any status but 200 (draining that response). */
+export function get(url: string, signal?: AbortSignal): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
     const headers = { Accept: 'application/json', Authorization: `Bearer ${BENCH_TOKEN}` };
     const request = http.get(url, { headers, ...(signal && { signal }) }, (response) => {
@@ -28,6 +29,11 @@ export function podsPath(base: string): string {
   return `${base}/api/v1/namespaces/${NAMESPACE}/pods`;
 }
 
+/** A watch on the pod collection from `resourceVersion` that the server will not time out during a run. */
+export function podsWatchUrl(base: string, resourceVersion: string): string {
+  return `${podsPath(base)}?watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=3600`;
+}
+
 /** The LIST body as the server sends it. */
 export async function fetchList(base: string): Promise<string> {
   const response = await get(podsPath(base));
@@ -42,7 +48,7 @@ export async function fetchWatchLines(base: string, resourceVersion: string, cou
   const lines: string[] = [];
   if (count === 0) return lines;
   const controller = new AbortController();
-  const response = await get(`${podsPath(base)}?watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=3600`, controller.signal);
+  const response = await get(podsWatchUrl(base, resourceVersion), controller.signal);
   response.setEncoding('utf8');
   let partial = '';
   try {
@@ -80,7 +86,7 @@ export async function rawHttpParse(base: string, resourceVersion: string, frames
   sink = JSON.parse(await fetchList(base));
   if (frames > 0) {
     const controller = new AbortController();
-    const response = await get(`${podsPath(base)}?watch=true&resourceVersion=${resourceVersion}&timeoutSeconds=3600`, controller.signal);
+    const response = await get(podsWatchUrl(base, resourceVersion), controller.signal);
     response.setEncoding('utf8');
     let partial = '';
     let seen = 0;
