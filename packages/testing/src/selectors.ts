@@ -304,9 +304,3 @@ export function matchesFields(reqs: readonly FieldRequirement[], fields: Readonl
   }
   return true;
 }
-
-/** The `metadata.name` value a selector pins exactly, if any (a watch on one object). */
-export function exactField(reqs: readonly FieldRequirement[], field: string): string | undefined {
-  for (const r of reqs) if (r.field === field && r.op === '=') return r.value;
-  return undefined;
-}

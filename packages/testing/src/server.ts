@@ -111,6 +111,8 @@ export interface SeedPodsOptions {
 
 const MAX_BODY = 3 * 1024 * 1024;
 const DEFAULT_IMAGE = 'registry.k8s.io/pause:3.9';
+/** The typed controls' name for pods; `resource()` maps it to POD_RESOURCE without a scan. */
+const POD_REF: ResourceRef = { group: '', plural: 'pods' };
 const ALL_VERBS: Verb[] = ['list', 'watch', 'get', 'create', 'update', 'patch', 'delete', 'deletecollection', 'discovery'];
 
 function parseBool(v: string | null): boolean | undefined | 'invalid' {
@@ -119,6 +121,14 @@ function parseBool(v: string | null): boolean | undefined | 'invalid' {
   if (['0', 'f', 'F', 'false', 'FALSE', 'False', ''].includes(v)) return false;
   return 'invalid';
 }
+
+/** The Content-Type without parameters, lower-cased ('' when absent). */
+function mediaType(req: IncomingMessage): string {
+  return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/** Headers every JSON answer (including watch streams) carries. */
+const JSON_HEADERS = { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' } as const;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -133,6 +143,10 @@ interface Route {
   resource: ResourceType;
   namespace: string | undefined;
   name?: string;
+}
+
+function subresourceOf(route: Route): { subresource?: 'status' } {
+  return route.kind === 'status' ? { subresource: 'status' } : {};
 }
 
 /**
@@ -152,7 +166,6 @@ export class ApiServer implements AsyncDisposable {
   private readonly store: MvccStore;
   private readonly registry: Registry;
   private readonly resources = new Map<string, ResourceType>();
-  private readonly groups = new Map<string, string[]>();
   private readonly watches = new Set<WatchConnection>();
   private readonly counts = new Map<Verb, number>();
   private readonly failures: Array<{ verb: Verb; status: InjectedStatus; inBand: boolean }> = [];
@@ -164,6 +177,7 @@ export class ApiServer implements AsyncDisposable {
   private readonly now: () => Date;
   private readonly opts: Required<Omit<ApiServerOptions, 'port' | 'host' | 'token' | 'now' | 'kubeletAutoFinishDeleteMs' | 'version'>>;
   private readonly versionInfo: { major: string; minor: string; gitVersion: string };
+  private readonly token: string | undefined;
 
   /** @internal Use {@link startApiServer}. */
   constructor(
@@ -224,8 +238,6 @@ export class ApiServer implements AsyncDisposable {
     });
   }
 
-  private readonly token: string | undefined;
-
   // ---------------------------------------------------------------- typed controls
 
   /** The newest revision (every write bumps it; `resourceVersion` is its decimal string). */
@@ -253,9 +265,6 @@ export class ApiServer implements AsyncDisposable {
     const key = `${def.group}/${def.version}/${def.plural}`;
     if (this.resources.has(key)) throw new ApiServerUsageError('ERR_BAD_OPTION', `registerResource: ${def.plural}.${def.group}/${def.version} is already registered`);
     this.resources.set(key, customResource(def));
-    const versions = this.groups.get(def.group) ?? [];
-    if (!versions.includes(def.version)) versions.push(def.version);
-    this.groups.set(def.group, versions);
     return { group: def.group, version: def.version, plural: def.plural };
   }
 
@@ -372,6 +381,18 @@ export class ApiServer implements AsyncDisposable {
     throw new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `no resource ${ref.plural}.${ref.group} is registered`);
   }
 
+  /** Served API groups and their versions, in registration order (derived: `resources` is the one record). */
+  private groups(): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    for (const r of this.resources.values()) {
+      if (r.group === '') continue;
+      const versions = out.get(r.group) ?? [];
+      if (!versions.includes(r.version)) versions.push(r.version);
+      out.set(r.group, versions);
+    }
+    return out;
+  }
+
   private assertOpen(): void {
     if (this.closed) throw new ApiServerUsageError('ERR_APISERVER_CLOSED', 'the embedded apiserver is closed');
   }
@@ -379,36 +400,30 @@ export class ApiServer implements AsyncDisposable {
   /** Creates a pod as a client POST would (namespace default `default`, one pause container if none). */
   createPod(pod: PodInput): Pod {
     this.assertOpen();
-    const ns = pod.metadata.namespace ?? 'default';
     const body = structuredClone(pod) as Pod;
     body.spec ??= {};
     if (body.spec.containers === undefined) body.spec.containers = [{ name: 'main', image: DEFAULT_IMAGE }];
-    return structuredClone(this.registry.create(POD_RESOURCE, ns, body, { direct: true }) as Pod);
+    return this.createObject(POD_REF, body) as Pod;
   }
 
   /** The pod, or undefined. */
   getPod(namespace: string, name: string): Pod | undefined {
-    const o = this.store.get(POD_RESOURCE, `${namespace}/${name}`);
-    return o === undefined ? undefined : (structuredClone(o) as Pod);
+    return this.getObject(POD_REF, namespace, name) as Pod | undefined;
   }
 
   /** Current pods, optionally of one namespace, in key order. */
   listPods(namespace?: string): Pod[] {
-    return this.store.listCurrent(POD_RESOURCE, namespace).map(([, o]) => structuredClone(o) as Pod);
+    return this.listObjects(POD_REF, namespace) as Pod[];
   }
 
   /** Read-modify-write without preconditions; spec and status both change (generation follows spec). */
   updatePod(namespace: string, name: string, mutate: (pod: Pod) => Pod | void): Pod {
-    this.assertOpen();
-    return structuredClone(
-      this.registry.mutate(POD_RESOURCE, namespace, name, (o) => (mutate(o as Pod) as KubeObject | undefined) ?? o) as Pod,
-    );
+    return this.updateObject(POD_REF, namespace, name, mutate as (o: KubeObject) => KubeObject | void) as Pod;
   }
 
   /** Deletes as a client DELETE would: bound pods terminate gracefully unless `gracePeriodSeconds: 0`. */
   deletePod(namespace: string, name: string, opts: DeleteOptions = {}): Pod {
-    this.assertOpen();
-    return structuredClone(this.registry.delete(POD_RESOURCE, namespace, name, opts).object as Pod);
+    return this.deleteObject(POD_REF, namespace, name, opts) as Pod;
   }
 
   /** Creates `count` pods named `<prefix>-<i>` with the given labels (and binds them when `nodeName` is set). */
@@ -425,6 +440,8 @@ export class ApiServer implements AsyncDisposable {
     }
     return out;
   }
+
+  // Every object the typed controls hand out is a copy: callers never alias the store.
 
   /** Creates an object of any served resource (typed-API counterpart of POST). */
   createObject(ref: ResourceRef, obj: KubeObject): KubeObject {
@@ -504,8 +521,7 @@ export class ApiServer implements AsyncDisposable {
   private sendJson(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
     const text = JSON.stringify(body);
     res.writeHead(code, {
-      'Content-Type': 'application/json',
-      'Cache-Control': 'no-cache, private',
+      ...JSON_HEADERS,
       'Content-Length': String(Buffer.byteLength(text)),
       ...headers,
     });
@@ -679,7 +695,7 @@ export class ApiServer implements AsyncDisposable {
     if (injected !== undefined) {
       const s = this.injectedStatus(injected.status, verb, q.get('resourceVersion') ?? '');
       if (injected.inBand) {
-        res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
+        res.writeHead(200, JSON_HEADERS);
         res.end(`${JSON.stringify({ type: 'ERROR', object: s })}\n`);
       } else this.send(res, s);
       return;
@@ -717,17 +733,13 @@ export class ApiServer implements AsyncDisposable {
       case 'update': {
         this.checkContentType(req, ['application/json']);
         const body = await this.readJson(req, false);
-        const opts: { subresource?: 'status' } = {};
-        if (route.kind === 'status') opts.subresource = 'status';
-        this.sendJson(res, 200, this.registry.update(r, ns!, route.name!, body, opts));
+        this.sendJson(res, 200, this.registry.update(r, ns!, route.name!, body, subresourceOf(route)));
         return;
       }
       case 'patch': {
         const type = this.patchType(req, r);
         const body = await this.readJson(req, false);
-        const opts: { subresource?: 'status' } = {};
-        if (route.kind === 'status') opts.subresource = 'status';
-        this.sendJson(res, 200, this.registry.patch(r, ns!, route.name!, type, body, opts));
+        this.sendJson(res, 200, this.registry.patch(r, ns!, route.name!, type, body, subresourceOf(route)));
         return;
       }
       case 'delete': {
@@ -738,14 +750,13 @@ export class ApiServer implements AsyncDisposable {
         return;
       }
       case 'deletecollection': {
-        if (ns === undefined) return;
         const opts = await this.deleteOptions(req, q);
         const { labels, fields } = this.selectors(r, q);
         const deleted: KubeObject[] = [];
-        for (const [, o] of this.store.listCurrent(r, ns)) {
+        for (const [, o] of this.store.listCurrent(r, ns!)) {
           if (!this.selected(r, o, labels, fields)) continue;
           try {
-            deleted.push(this.registry.delete(r, ns, o.metadata.name ?? '', opts).object);
+            deleted.push(this.registry.delete(r, ns!, o.metadata.name ?? '', opts).object);
           } catch (e) {
             if (!isApiStatusError(e) || e.status.code !== 404) throw e;
           }
@@ -808,16 +819,17 @@ export class ApiServer implements AsyncDisposable {
       this.sendJson(res, 200, { kind: 'Namespace', apiVersion: 'v1', metadata: { name: segments[3] }, spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' } });
       return true;
     }
+    const groups = this.groups();
     const groupDoc = (g: string): Record<string, unknown> => {
-      const versions = (this.groups.get(g) ?? []).map((v) => ({ groupVersion: `${g}/${v}`, version: v }));
+      const versions = (groups.get(g) ?? []).map((v) => ({ groupVersion: `${g}/${v}`, version: v }));
       return { name: g, versions, preferredVersion: versions[0] };
     };
     if (path === 'apis') {
-      this.sendJson(res, 200, { kind: 'APIGroupList', apiVersion: 'v1', groups: [...this.groups.keys()].map(groupDoc) });
+      this.sendJson(res, 200, { kind: 'APIGroupList', apiVersion: 'v1', groups: [...groups.keys()].map(groupDoc) });
       return true;
     }
     const g = segments[1]!;
-    if (!this.groups.has(g)) {
+    if (!groups.has(g)) {
       this.send(res, pathNotFound());
       return true;
     }
@@ -836,13 +848,13 @@ export class ApiServer implements AsyncDisposable {
   }
 
   private checkContentType(req: IncomingMessage, accepted: string[]): void {
-    const ct = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const ct = mediaType(req);
     if (ct === '' || ct === '*/*' || accepted.includes(ct)) return;
     throw new ApiStatusError(unsupportedMediaType(accepted));
   }
 
   private patchType(req: IncomingMessage, r: ResourceType): PatchType {
-    const ct = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const ct = mediaType(req);
     if (ct === 'application/merge-patch+json') return 'merge';
     if (ct === 'application/json-patch+json') return 'json';
     if (ct === 'application/strategic-merge-patch+json' && r.isPod) return 'strategic';
@@ -961,12 +973,15 @@ export class ApiServer implements AsyncDisposable {
 
     let at: number;
     let startKey: string | undefined;
+    // A token minted by the 410 "inconsistent continue" answer (rv -1) keeps minting -1 tokens.
+    let inconsistentContinue = false;
     const prefix = ns === undefined ? '' : `${ns}/`;
     if (cont !== '') {
       if (rv !== '' && rv !== '0') throw new ApiStatusError(badRequest('specifying resource version is not allowed when using continue'));
       const token = decodeContinue(cont);
       if (typeof token === 'string') throw new ApiStatusError(badRequest(token));
       startKey = prefix + token.start;
+      inconsistentContinue = token.rv < 0;
       if (token.rv > 0) {
         if (token.rv < this.store.compactedRevision) {
           const s = expired(INCONSISTENT_CONTINUE_MESSAGE);
@@ -995,7 +1010,7 @@ export class ApiServer implements AsyncDisposable {
     if (limit > 0 && all.length > limit) {
       page = all.slice(0, limit);
       const lastKey = page[page.length - 1]![0];
-      next = encodeContinue(cont !== '' && decodeContinueRv(cont) < 0 ? -1 : at, `${lastKey.slice(prefix.length)}\u0000`);
+      next = encodeContinue(inconsistentContinue ? -1 : at, `${lastKey.slice(prefix.length)}\u0000`);
       if (labels.length === 0 && fields.length === 0) remaining = all.length - limit;
     }
     const items = page.map(([, o]) => o);
@@ -1050,7 +1065,7 @@ export class ApiServer implements AsyncDisposable {
     const requested = rv === '' ? undefined : this.parseRv(rv);
 
     const startStream = (afterRevision: number): WatchConnection => {
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' });
+      res.writeHead(200, { ...JSON_HEADERS, 'Transfer-Encoding': 'chunked' });
       res.flushHeaders();
       return new WatchConnection(
         res,
@@ -1123,11 +1138,6 @@ export class ApiServer implements AsyncDisposable {
     if (from <= this.store.revision) for (const e of this.store.eventsAfter(from)) conn.deliver(e);
     open(conn);
   }
-}
-
-function decodeContinueRv(token: string): number {
-  const t = decodeContinue(token);
-  return typeof t === 'string' ? 0 : t.rv;
 }
 
 /** Starts the embedded apiserver on loopback (an ephemeral port unless `port` is given). */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiServerUsageError, isApiStatusError, startApiServer, type ApiServer, type ApiServerOptions } from '../src/index.js';
-import { call, podBody, types, watch } from './helpers.js';
+import { PODS, WIDGET, call, podBody, types, watch } from './helpers.js';
 
 let server: ApiServer;
 async function start(o: ApiServerOptions = {}): Promise<ApiServer> {
@@ -14,7 +14,6 @@ afterEach(async () => {
   await server.close();
 });
 
-const PODS = '/api/v1/namespaces/default/pods';
 
 /** Settles pending I/O callbacks so bytes that were going to arrive have arrived. */
 async function roundTrip(s: ApiServer): Promise<void> {
@@ -320,7 +319,7 @@ describe('direct object writes', () => {
   it('[testing: registerResource] serves a custom kind, lists it in discovery, refuses duplicates', async () => {
     await start();
     const ref = server.registerResource({ group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets', shortNames: ['wd'] });
-    expect(() => server.registerResource({ group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets' })).toThrow(
+    expect(() => server.registerResource(WIDGET)).toThrow(
       expect.objectContaining({ code: 'ERR_BAD_OPTION' }),
     );
     const groups = await call(server, 'GET', '/apis');

@@ -1,4 +1,10 @@
-import type { ApiServer } from '../src/index.js';
+import type { ApiServer, ResourceDefinition } from '../src/index.js';
+
+/** The pod collection of the `default` namespace. */
+export const PODS = '/api/v1/namespaces/default/pods';
+
+/** The custom kind the tests register: namespaced `widgets.example.com/v1`. */
+export const WIDGET: ResourceDefinition = { group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets' };
 
 /** A decoded HTTP answer. */
 export interface Answer {

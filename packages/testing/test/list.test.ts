@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../src/index.js';
-import { call } from './helpers.js';
+import { PODS, WIDGET, call } from './helpers.js';
 
 let server: ApiServer;
 
@@ -11,7 +11,6 @@ afterEach(async () => {
   await server.close();
 });
 
-const PODS = '/api/v1/namespaces/default/pods';
 
 describe('LIST resourceVersion semantics', () => {
   it('[testing: list rv ""] reads the newest state and stamps the list with the global revision', async () => {
@@ -26,7 +25,7 @@ describe('LIST resourceVersion semantics', () => {
 
   it('[testing: list items] built-in list items carry no kind/apiVersion; custom resources do', async () => {
     server.seedPods(1);
-    const ref = server.registerResource({ group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets' });
+    const ref = server.registerResource(WIDGET);
     server.createObject(ref, { metadata: { name: 'w', namespace: 'default' }, spec: { size: 1 } });
     const pods = await call(server, 'GET', PODS);
     expect(pods.json.items[0].kind).toBeUndefined();
@@ -276,7 +275,7 @@ describe('selectors', () => {
     const b = await call(server, 'GET', `${PODS}?fieldSelector=${encodeURIComponent('spec.color=red')}`);
     expect(b.status).toBe(400);
     expect(b.json.message).toBe('field label not supported: spec.color');
-    const ref = server.registerResource({ group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets' });
+    const ref = server.registerResource(WIDGET);
     expect(ref.plural).toBe('widgets');
     const c = await call(server, 'GET', `/apis/example.com/v1/namespaces/default/widgets?fieldSelector=${encodeURIComponent('spec.x=1')}`);
     expect(c.status).toBe(400);

@@ -2,19 +2,18 @@ import { request } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../src/index.js';
-import { call, podBody } from './helpers.js';
+import { PODS, WIDGET, call, podBody } from './helpers.js';
 
 let server: ApiServer;
 beforeAll(async () => {
   server = await startApiServer({ tooLargeResourceVersionWaitMs: 5 });
-  server.registerResource({ group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets' });
+  server.registerResource(WIDGET);
   server.seedPods(2);
 });
 afterAll(async () => {
   await server.close();
 });
 
-const PODS = '/api/v1/namespaces/default/pods';
 
 function expectStatus(a: { status: number; json: unknown }, code: number, reason: string): void {
   expect(a.status).toBe(code);

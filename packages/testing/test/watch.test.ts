@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer, type ApiServerOptions } from '../src/index.js';
-import { call, podBody, types, watch } from './helpers.js';
+import { PODS, WIDGET, call, podBody, types, watch } from './helpers.js';
 
 let server: ApiServer;
 
@@ -12,7 +12,6 @@ afterEach(async () => {
   await server.close();
 });
 
-const PODS = '/api/v1/namespaces/default/pods';
 
 describe('WATCH', () => {
   it('[testing: watch framing] a 200 chunked application/json stream of one JSON object per line', async () => {
@@ -271,7 +270,7 @@ describe('WATCH', () => {
 
   it('[testing: watch of a custom resource] the generic path streams registered kinds', async () => {
     await start();
-    const ref = server.registerResource({ group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets' });
+    const ref = server.registerResource(WIDGET);
     const w = await watch(server, `/apis/example.com/v1/namespaces/default/widgets?watch=true&resourceVersion=${server.revision}`);
     await server.waitForWatches(1);
     const created = await call(server, 'POST', '/apis/example.com/v1/namespaces/default/widgets', {

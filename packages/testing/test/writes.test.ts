@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../src/index.js';
-import { call, podBody, watch } from './helpers.js';
+import { PODS, WIDGET, call, podBody, watch } from './helpers.js';
 
 let server: ApiServer;
 beforeEach(async () => {
@@ -10,12 +10,7 @@ afterEach(async () => {
   await server.close();
 });
 
-const PODS = '/api/v1/namespaces/default/pods';
 const WIDGETS = '/apis/example.com/v1/namespaces/default/widgets';
-
-function registerWidgets(): void {
-  server.registerResource({ group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets' });
-}
 
 describe('create', () => {
   it('[testing: create] assigns uid, creationTimestamp (RFC 3339 seconds), generation 1, resourceVersion, defaults and Pending', async () => {
@@ -106,7 +101,7 @@ describe('update', () => {
     expect(a.status).toBe(200);
     expect(a.json.metadata.labels).toEqual({ v: '2' });
     expect(a.json.metadata.uid).toBe(created.metadata.uid);
-    registerWidgets();
+    server.registerResource(WIDGET);
     await call(server, 'POST', WIDGETS, { body: { metadata: { name: 'w' }, spec: { size: 1 } } });
     const b = await call(server, 'PUT', `${WIDGETS}/w`, { body: { metadata: { name: 'w' }, spec: { size: 2 } } });
     expect(b.status).toBe(422);
@@ -150,7 +145,7 @@ describe('update', () => {
   });
 
   it('[testing: generation] bumps on spec changes only, never on metadata or status writes', async () => {
-    registerWidgets();
+    server.registerResource(WIDGET);
     const w = (await call(server, 'POST', WIDGETS, { body: { metadata: { name: 'w' }, spec: { size: 1 } } })).json;
     expect(w.metadata.generation).toBe(1);
     const labels = await call(server, 'PATCH', `${WIDGETS}/w`, { body: { metadata: { labels: { a: 'b' } } }, contentType: 'application/merge-patch+json' });
@@ -235,7 +230,7 @@ describe('patch', () => {
     const b = await call(server, 'PATCH', `${PODS}/p`, { body: 'metadata: {}', contentType: 'application/apply-patch+yaml' });
     expect(b.status).toBe(415);
     expect(b.json.reason).toBe('UnsupportedMediaType');
-    registerWidgets();
+    server.registerResource(WIDGET);
     await call(server, 'POST', WIDGETS, { body: { metadata: { name: 'w' } } });
     const c = await call(server, 'PATCH', `${WIDGETS}/w`, { body: { metadata: {} }, contentType: 'application/strategic-merge-patch+json' });
     expect(c.status).toBe(415);
@@ -281,7 +276,7 @@ describe('delete', () => {
   });
 
   it('[testing: finalizers] hold an object with deletionTimestamp until an update empties them', async () => {
-    registerWidgets();
+    server.registerResource(WIDGET);
     await call(server, 'POST', WIDGETS, { body: { metadata: { name: 'w', finalizers: ['example.com/hold'] } } });
     const a = await call(server, 'DELETE', `${WIDGETS}/w`);
     expect(a.status).toBe(200);
@@ -296,7 +291,7 @@ describe('delete', () => {
   });
 
   it('[testing: delete custom resource] an immediate delete answers a Success Status with the uid', async () => {
-    registerWidgets();
+    server.registerResource(WIDGET);
     const w = (await call(server, 'POST', WIDGETS, { body: { metadata: { name: 'w' } } })).json;
     const a = await call(server, 'DELETE', `${WIDGETS}/w`);
     expect(a.json).toEqual({
