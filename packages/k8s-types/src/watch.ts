@@ -102,10 +102,19 @@ export function parseObject<T>(schema: z.ZodType<T>, raw: unknown, frameType: st
  * {@link InvalidObjectError} when an `ADDED` / `MODIFIED` / `DELETED` payload does not validate.
  */
 export function readWatchFrame<T>(raw: unknown, schema: z.ZodType<T>): WatchFrame<T> {
+  // Hot path: an object or bookmark frame's envelope is a type and a cursor, read directly rather
+  // than through watchFrameSchema, which would build an output nothing keeps on every frame. Any
+  // frame this does not accept (ERROR, or a broken envelope) goes through the schema, whose verdict
+  // on these frames is the same.
+  const type = field(raw, 'type');
+  const object = field(raw, 'object');
+  const resourceVersion = field(field(object, 'metadata'), 'resourceVersion');
+  if (typeof resourceVersion === 'string') {
+    if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') return { type, resourceVersion, object: parseObject(schema, object, type) };
+    if (type === 'BOOKMARK') return { type, resourceVersion };
+  }
   const envelope = watchFrameSchema.safeParse(raw);
   if (!envelope.success) {
-    const type = field(raw, 'type');
-    const resourceVersion = field(field(field(raw, 'object'), 'metadata'), 'resourceVersion');
     throw new MalformedWatchFrameError(`unreadable watch frame envelope (type ${typeof type === 'string' ? type : '<none>'})`, {
       frameType: typeof type === 'string' ? type : undefined,
       resourceVersion: typeof resourceVersion === 'string' ? resourceVersion : undefined,

@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import {
   InvalidObjectError,
   isInvalidObjectError,
@@ -81,6 +83,31 @@ describe('readWatchFrame', () => {
 
     expect(thrown(() => readWatchFrame('not an object', podSchema))).toBeInstanceOf(MalformedWatchFrameError);
     expect(thrown(() => parseWatchLine('{"type":"ADDED",', podSchema))).toBeInstanceOf(MalformedWatchFrameError);
+  });
+
+  it('[k8s_reflector: Watch frame shape] readWatchFrame accepts exactly the frames the envelope schema accepts, with the same type and cursor', () => {
+    const cursor = fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.anything());
+    const metadata = fc.oneof(fc.record({ resourceVersion: cursor }, { requiredKeys: [] }), fc.anything());
+    const object = fc.oneof(fc.record({ metadata, code: fc.oneof(fc.integer(), fc.string()) }, { requiredKeys: [] }), fc.anything());
+    const type = fc.oneof(fc.constantFrom('ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR', 'added', ''), fc.anything());
+    const frame = fc.oneof(fc.record({ type, object }, { requiredKeys: [] }), fc.anything());
+    fc.assert(
+      fc.property(frame, (raw) => {
+        const envelope = watchFrameSchema.safeParse(raw);
+        let read: unknown;
+        try {
+          read = readWatchFrame(raw, z.unknown());
+        } catch (error) {
+          expect(isMalformedWatchFrameError(error)).toBe(true);
+          expect(envelope.success).toBe(false);
+          return;
+        }
+        expect(envelope.success).toBe(true);
+        const expected = envelope.data!;
+        expect(read).toMatchObject(expected.type === 'ERROR' ? { type: 'ERROR' } : { type: expected.type, resourceVersion: expected.object.metadata.resourceVersion });
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('[k8s_reflector: Watch frame shape] the envelope schema reads only the cursor of a pod frame, not the pod', () => {
