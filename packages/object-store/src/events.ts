@@ -62,4 +62,6 @@ export interface Source<T> {
   /** Short name used in logs. */
   readonly name: string;
   open(signal: AbortSignal): AsyncIterable<SourceEvent<T>>;
+  /** Optional: a snapshot of the source's health (see `SourceHealth`). */
+  health?(): import('./source-health.js').SourceHealth;
 }

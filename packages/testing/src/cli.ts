@@ -108,7 +108,12 @@ function isEntryPoint(): boolean {
   }
 }
 
-if (isEntryPoint()) {
+/**
+ * Runs the command as a process: wires SIGINT/SIGTERM, exits 0 after `--help` or a clean stop, 2 on
+ * a usage error, 1 on any other failure. The package's bin calls this; it must not depend on which
+ * file `argv[1]` names (the bin is a shim outside dist/, so an entry-point check there never matches).
+ */
+export function runCli(argv: string[] = process.argv.slice(2)): void {
   // Signal handlers go in before the server starts, so a signal right after the URL is printed is never fatal.
   let started: Promise<ApiServer | undefined> = Promise.resolve(undefined);
   let stopping = false;
@@ -125,7 +130,7 @@ if (isEntryPoint()) {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
-  started = main(process.argv.slice(2));
+  started = main(argv);
   started.then(
     (server) => {
       if (server === undefined) process.exit(0);
@@ -139,3 +144,5 @@ if (isEntryPoint()) {
     },
   );
 }
+
+if (isEntryPoint()) runCli();

@@ -1,0 +1,61 @@
+/**
+ * What a source reports about itself, so a loop can say why it is not synced or has gone stale
+ * without the source throwing. Transient failures (a 403 that RBAC may fix, a dropped watch) are
+ * retried inside the source and only ever show here; a permanent one ends the stream (see
+ * {@link PermanentSourceError}).
+ */
+import type { ObjectKey } from './events.js';
+
+/** One object held out of the store because it failed validation (a poison object). */
+export interface QuarantinedObject {
+  /** Its object key. */
+  readonly key: ObjectKey;
+  /** Its `metadata.resourceVersion`, when readable. */
+  readonly resourceVersion: string | undefined;
+  /** Why it was rejected (schema issues, one line each). */
+  readonly issues: readonly string[];
+  /** When it entered the quarantine (clock ms). */
+  readonly since: number;
+}
+
+/** A snapshot of a source's health; every time is in the source's clock (ms). */
+export interface SourceHealth {
+  /** True once the current stream delivered its listing and has not failed since. */
+  readonly listed: boolean;
+  /** True while a live stream (a watch) is open. */
+  readonly streaming: boolean;
+  /** When the last listing (first list or relist) completed. */
+  readonly lastListAt: number | undefined;
+  /** When the last frame or event arrived (bookmarks included). */
+  readonly lastEventAt: number | undefined;
+  /** The last failure; cleared by the next success. Carries the apiserver's `Status` when there was one. */
+  readonly lastError: unknown;
+  /** Failures since the last success. */
+  readonly consecutiveFailures: number;
+  /** Objects held out of the store because they failed validation. */
+  readonly quarantined: readonly QuarantinedObject[];
+}
+
+/** A source that can report its health. Optional: in-process sources need not. */
+export interface HealthReportingSource {
+  health(): SourceHealth;
+}
+
+/** True when `source` has a `health()` method. */
+export function reportsHealth(source: object): source is HealthReportingSource {
+  return typeof (source as { health?: unknown }).health === 'function';
+}
+
+/**
+ * Marks a failure no retry can heal (the first LIST answered 400 or 422, a client that cannot build a
+ * request). A source throws an error carrying `permanent: true` from its stream; the stream driver then
+ * stops reopening it and rejects everyone waiting for sync with that error.
+ */
+export interface PermanentSourceError extends Error {
+  readonly permanent: true;
+}
+
+/** True when `error` is marked permanent (duck-typed, so it holds across ESM/CJS copies). */
+export function isPermanentSourceError(error: unknown): error is PermanentSourceError {
+  return error instanceof Error && (error as { permanent?: unknown }).permanent === true;
+}
