@@ -39,8 +39,14 @@ import { WatchConnection } from './watch.js';
 /** Request verbs as the apiserver's audit and metrics name them (plus `discovery` for everything else). */
 export type Verb = 'list' | 'watch' | 'get' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection' | 'discovery';
 
-/** The failures {@link ApiServer.failNext} can inject. */
-export type InjectedStatus = 500 | 429 | 410 | 504;
+/**
+ * The failures {@link ApiServer.failNext} can inject: an HTTP status answered with the real server's
+ * Status body for it, or `'hang'` (the request is accepted and never answered until the client gives up
+ * or the server closes: a LIST or WATCH stuck behind a wedged backend).
+ */
+export type InjectedStatus = 400 | 401 | 403 | 404 | 410 | 422 | 429 | 500 | 504 | 'hang';
+
+const INJECTABLE: ReadonlySet<unknown> = new Set<InjectedStatus>([400, 401, 403, 404, 410, 422, 429, 500, 504, 'hang']);
 
 /** One injected failure for the next request(s) of a verb. */
 export interface FailNextOptions {
@@ -54,6 +60,8 @@ export interface FailNextOptions {
    * Default false: the HTTP status itself carries the failure.
    */
   inBand?: boolean;
+  /** 429 and 504 only: the `Retry-After` header and `details.retryAfterSeconds`. Default 1. */
+  retryAfterSeconds?: number;
 }
 
 /** How a watch from a resourceVersion newer than the store behaves. */
@@ -168,7 +176,7 @@ export class ApiServer implements AsyncDisposable {
   private readonly resources = new Map<string, ResourceType>();
   private readonly watches = new Set<WatchConnection>();
   private readonly counts = new Map<Verb, number>();
-  private readonly failures: Array<{ verb: Verb; status: InjectedStatus; inBand: boolean }> = [];
+  private readonly failures: Array<{ verb: Verb; status: InjectedStatus; inBand: boolean; retryAfterSeconds: number }> = [];
   private readonly waiters = new Set<() => void>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly inflight = new Set<AbortController>();
@@ -317,8 +325,10 @@ export class ApiServer implements AsyncDisposable {
   failNext(o: FailNextOptions): void {
     const times = o.times ?? 1;
     if (!Number.isInteger(times) || times < 1) throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: times must be a positive integer');
-    if (![500, 429, 410, 504].includes(o.status)) throw new ApiServerUsageError('ERR_BAD_OPTION', `failNext: unsupported status ${String(o.status)}`);
-    for (let i = 0; i < times; i++) this.failures.push({ verb: o.verb, status: o.status, inBand: o.inBand === true && o.verb === 'watch' });
+    if (!INJECTABLE.has(o.status)) throw new ApiServerUsageError('ERR_BAD_OPTION', `failNext: unsupported status ${String(o.status)}`);
+    const retryAfterSeconds = o.retryAfterSeconds ?? 1;
+    if (!Number.isInteger(retryAfterSeconds) || retryAfterSeconds < 0) throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: retryAfterSeconds must be an integer >= 0');
+    for (let i = 0; i < times; i++) this.failures.push({ verb: o.verb, status: o.status, inBand: o.inBand === true && o.verb === 'watch' && o.status !== 'hang', retryAfterSeconds });
   }
 
   /** Forgets failures queued by {@link failNext} that have not fired. */
@@ -540,18 +550,29 @@ export class ApiServer implements AsyncDisposable {
     this.notify();
   }
 
-  private takeFailure(v: Verb): { status: InjectedStatus; inBand: boolean } | undefined {
+  private takeFailure(v: Verb): { status: InjectedStatus; inBand: boolean; retryAfterSeconds: number } | undefined {
     const i = this.failures.findIndex((f) => f.verb === v);
     if (i < 0) return undefined;
     return this.failures.splice(i, 1)[0];
   }
 
-  private injectedStatus(status: InjectedStatus, verb: Verb, requestedRv: string): KubeStatus {
+  private injectedStatus(status: Exclude<InjectedStatus, 'hang'>, verb: Verb, requestedRv: string, retryAfterSeconds: number, r: ResourceType): KubeStatus {
+    const qualified = r.group === '' ? r.plural : `${r.plural}.${r.group}`;
     switch (status) {
+      case 400:
+        return badRequest('injected failure: the server rejected the request');
+      case 401:
+        return unauthorized();
+      case 403:
+        return failure(403, 'Forbidden', `${qualified} is forbidden: User "system:serviceaccount:default:injected" cannot ${verb} resource "${r.plural}" in API group "${r.group}"`, { kind: r.plural, ...(r.group === '' ? {} : { group: r.group }) });
+      case 404:
+        return pathNotFound();
+      case 422:
+        return failure(422, 'Invalid', 'injected failure: the request is invalid', {});
       case 500:
         return internalError('injected failure');
       case 429:
-        return tooManyRequests(1);
+        return tooManyRequests(retryAfterSeconds);
       case 410: {
         if (verb === 'watch') {
           const n = /^\d+$/.test(requestedRv) ? Number(requestedRv) : 0;
@@ -561,7 +582,7 @@ export class ApiServer implements AsyncDisposable {
       }
       case 504: {
         const n = /^\d+$/.test(requestedRv) ? Number(requestedRv) : this.store.revision + 1;
-        return tooLargeResourceVersion(Math.max(n, this.store.revision + 1), this.store.revision, 1);
+        return tooLargeResourceVersion(Math.max(n, this.store.revision + 1), this.store.revision, retryAfterSeconds);
       }
     }
   }
@@ -693,7 +714,9 @@ export class ApiServer implements AsyncDisposable {
     this.count(verb);
     const injected = this.takeFailure(verb);
     if (injected !== undefined) {
-      const s = this.injectedStatus(injected.status, verb, q.get('resourceVersion') ?? '');
+      // A hung request holds its socket until the client aborts or close() ends every connection.
+      if (injected.status === 'hang') return;
+      const s = this.injectedStatus(injected.status, verb, q.get('resourceVersion') ?? '', injected.retryAfterSeconds, route.resource);
       if (injected.inBand) {
         res.writeHead(200, JSON_HEADERS);
         res.end(`${JSON.stringify({ type: 'ERROR', object: s })}\n`);

@@ -141,6 +141,11 @@ describe('failNext', () => {
     [429, 'TooManyRequests', 'Too many requests, please try again later.'],
     [410, 'Expired', 'The resourceVersion for the provided list is too old.'],
     [504, 'Timeout', undefined],
+    [400, 'BadRequest', 'injected failure: the server rejected the request'],
+    [401, 'Unauthorized', 'Unauthorized'],
+    [403, 'Forbidden', 'pods is forbidden: User "system:serviceaccount:default:injected" cannot list resource "pods" in API group ""'],
+    [404, 'NotFound', 'the server could not find the requested resource'],
+    [422, 'Invalid', 'injected failure: the request is invalid'],
   ] as const)('[testing: failNext] the next LIST answers %i %s, then LIST works again', async (status, reason, message) => {
     await start();
     server.failNext({ verb: 'list', status });
@@ -166,6 +171,42 @@ describe('failNext', () => {
     expect(f.frame.type).toBe('ERROR');
     expect(f.frame.object).toMatchObject({ code: 504, reason: 'Timeout' });
     expect(await w.ended).toBe('eof');
+  });
+
+  it('[testing: failNext] retryAfterSeconds sets the 429 Retry-After header and details', async () => {
+    await start();
+    server.failNext({ verb: 'list', status: 429, retryAfterSeconds: 7 });
+    const a = await call(server, 'GET', PODS);
+    expect(a.headers.get('retry-after')).toBe('7');
+    expect(a.json.details.retryAfterSeconds).toBe(7);
+    expect(() => server.failNext({ verb: 'list', status: 429, retryAfterSeconds: -1 })).toThrow(ApiServerUsageError);
+  });
+
+  it("[testing: failNext] 'hang' accepts the request and never answers until the client aborts; the next one is served", async () => {
+    await start();
+    server.failNext({ verb: 'list', status: 'hang' });
+    const aborter = new AbortController();
+    const hung = fetch(`${server.url}${PODS}`, { signal: aborter.signal }).then(
+      () => 'answered',
+      () => 'aborted',
+    );
+    await server.waitForRequests('list', 1);
+    await roundTrip(server);
+    aborter.abort();
+    expect(await hung).toBe('aborted');
+    expect((await call(server, 'GET', PODS)).status).toBe(200);
+  });
+
+  it("[testing: failNext] a request left hanging does not keep close() from settling", async () => {
+    await start();
+    server.failNext({ verb: 'watch', status: 'hang' });
+    const hung = fetch(`${server.url}${PODS}?watch=true`).then(
+      () => 'answered',
+      () => 'reset',
+    );
+    await server.waitForRequests('watch', 1);
+    await server.close();
+    expect(await hung).toBe('reset');
   });
 
   it('[testing: failNext] times fails several requests; other verbs are unaffected; bad options throw', async () => {
