@@ -1,0 +1,393 @@
+import { systemClock, type Clock } from './clock.js';
+import {
+  WorkQueueBusyError,
+  WorkQueueDrainTimeoutError,
+  WorkQueueKeyError,
+  WorkQueueNotProcessingError,
+  WorkQueueOptionsError,
+  WorkQueueStoppedError,
+} from './errors.js';
+import { KeyFifo } from './fifo.js';
+import type { UnfinishedWork, WorkQueueHook, WorkQueueObserver } from './observer.js';
+
+/**
+ * A key the queue can hold. Only primitives: a `Set` compares them by value (SameValueZero), so
+ * dedup needs no key codec. Objects would compare by identity and two equal parent keys would be
+ * queued twice; a composite parent key is encoded to a string by the key map instead.
+ */
+export type QueueKey = string | number | bigint | boolean;
+
+/** Options for {@link WorkQueue}; every one is optional and `new WorkQueue()` is the seed's queue. */
+export interface WorkQueueOptions<K> {
+  /**
+   * client-go's per-key exclusion for several consumers. A handed-out key stays *held* until its
+   * consumer calls {@link WorkQueue.done}; an `add` of a held key marks it dirty, and it is queued
+   * again — at the back — right after that `done`. Any number of consumers may wait in `get`.
+   * Default `false`: one waiting consumer, a handed-out key is forgotten at once, `done` is a no-op.
+   */
+  exclusive?: boolean;
+  /** Metrics hooks; see {@link WorkQueueObserver}. */
+  observer?: WorkQueueObserver<K>;
+  /** Time source for hook timestamps, held-time accounting and drain deadlines. Default {@link systemClock}. */
+  clock?: Clock;
+  /** Receives what an observer hook threw. Without it such errors are dropped; a throwing `onError` is ignored. */
+  onError?: (error: unknown, hook: WorkQueueHook) => void;
+}
+
+/** Node clamps longer timers to 1 ms. */
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+function isQueueKey(value: unknown): value is QueueKey {
+  const t = typeof value;
+  return t === 'string' || t === 'number' || t === 'bigint' || t === 'boolean';
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
+
+interface Waiter<K> {
+  resolve(key: K): void;
+  reject(error: unknown): void;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+interface DrainWaiter {
+  resolve(): void;
+  reject(error: unknown): void;
+  timer: unknown;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+/**
+ * Insertion-ordered dedup queue of keys: the scheduling core of a reconcile loop. A key is queued
+ * at most once; `get` hands out the oldest.
+ *
+ * Two modes. The default is the seed's single-consumer queue: a handed-out key leaves the queue at
+ * once, so re-adding it during its reconcile queues it once more, and a second waiting `get`
+ * rejects with {@link WorkQueueBusyError}. With `{ exclusive: true }` it is client-go's
+ * queue/dirty/processing protocol for n consumers: a key is never held by two consumers at once,
+ * and a key added while held is handed out again right after its `done`.
+ *
+ * Invariants (exclusive mode): every key is in at most one of *queued*, *held*, *held and dirty*;
+ * a queued key is never held; waiting consumers exist only while nothing is queued. Fairness: a
+ * key goes to the back whenever it becomes ready again, so one hot key cannot starve the others.
+ *
+ * @typeParam K - the parent key type; a primitive, so dedup is by value.
+ */
+export class WorkQueue<K extends QueueKey> {
+  readonly #exclusive: boolean;
+  readonly #observer: WorkQueueObserver<K> | undefined;
+  readonly #clock: Clock;
+  readonly #onError: ((error: unknown, hook: WorkQueueHook) => void) | undefined;
+  /** Keys ready to hand out, oldest first. */
+  readonly #queue = new KeyFifo<K>();
+  /** Exclusive mode: held keys → clock time they were handed out, in hand-out order. */
+  readonly #processing = new Map<K, number>();
+  /** Exclusive mode: held keys re-added while held; always a subset of `#processing`'s keys. */
+  readonly #dirty = new Set<K>();
+  /** Pending key → time of the add that made it pending; kept only when an `onGet` hook wants it. */
+  readonly #addedAt = new Map<K, number>();
+  /** Consumers waiting in `get`, first come first served (at most one in the default mode). */
+  readonly #waiters = new Set<Waiter<K>>();
+  readonly #drains = new Set<DrainWaiter>();
+  #stopped = false;
+
+  /**
+   * Creates an empty, running queue.
+   *
+   * @throws {@link WorkQueueOptionsError} for an option of the wrong type.
+   */
+  constructor(options: WorkQueueOptions<K> = {}) {
+    const { exclusive = false, observer, clock = systemClock, onError } = options;
+    if (typeof exclusive !== 'boolean') throw new WorkQueueOptionsError('exclusive must be a boolean when given');
+    if (observer !== undefined && (observer === null || typeof observer !== 'object')) {
+      throw new WorkQueueOptionsError('observer must be an object when given');
+    }
+    if (typeof clock?.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
+      throw new WorkQueueOptionsError('clock must have now, setTimeout and clearTimeout');
+    }
+    if (onError !== undefined && typeof onError !== 'function') {
+      throw new WorkQueueOptionsError('onError must be a function when given');
+    }
+    this.#exclusive = exclusive;
+    this.#observer = observer;
+    this.#clock = clock;
+    this.#onError = onError;
+  }
+
+  /** Keys queued and not yet handed out (client-go's depth). A held dirty key is not counted. */
+  get size(): number {
+    return this.#queue.size;
+  }
+
+  /** Keys held by consumers (exclusive mode; always 0 in the default mode). */
+  get processingCount(): number {
+    return this.#processing.size;
+  }
+
+  /** Consumers waiting in `get`. */
+  get waiting(): number {
+    return this.#waiters.size;
+  }
+
+  /** Whether the queue runs client-go's per-key exclusion (the `exclusive` option). */
+  get exclusive(): boolean {
+    return this.#exclusive;
+  }
+
+  /** True once {@link WorkQueue.stop} (or {@link WorkQueue.drain}) was called. */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /**
+   * Makes `key` pending. An idle key is queued behind every queued key, or handed straight to the
+   * longest-waiting consumer. A no-op when `key` is already queued (it keeps its place) and after
+   * {@link WorkQueue.stop}. In exclusive mode a held key is marked dirty instead (once), and is
+   * queued at the back when its consumer calls `done`.
+   *
+   * @throws {@link WorkQueueKeyError} when `key` is not a string, number, bigint or boolean.
+   */
+  add(key: K): void {
+    if (!isQueueKey(key)) throw new WorkQueueKeyError(key);
+    if (this.#stopped || this.#queue.has(key)) return;
+    const observed = this.#observer !== undefined;
+    if (this.#exclusive && this.#processing.has(key)) {
+      if (this.#dirty.has(key)) return;
+      this.#dirty.add(key);
+      if (observed) this.#notifyAdd(key, this.#clock.now(), true);
+      return;
+    }
+    const at = observed || this.#exclusive ? this.#clock.now() : 0;
+    if (observed && this.#observer?.onGet !== undefined) this.#addedAt.set(key, at);
+    // State first, hooks after: a hook that calls back into the queue sees a consistent queue.
+    const waiter = this.#enqueue(key, at);
+    if (observed) {
+      this.#notifyAdd(key, at, false);
+      if (waiter !== undefined) this.#notifyGet(key, at);
+    }
+    waiter?.resolve(key);
+  }
+
+  /**
+   * Resolves with the oldest queued key and hands it out (exclusive mode: holds it until `done`).
+   * Waits while nothing is queued; waiting consumers are served first come first served.
+   * Rejects with the signal's reason when `signal` aborts (or already has), with
+   * {@link WorkQueueStoppedError} once the queue is stopped, and — in the default mode only — with
+   * {@link WorkQueueBusyError} when another `get` is already waiting.
+   */
+  get(signal?: AbortSignal): Promise<K> {
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    if (this.#stopped) return Promise.reject(new WorkQueueStoppedError());
+    if (!this.#exclusive && this.#waiters.size > 0) return Promise.reject(new WorkQueueBusyError());
+    const key = this.tryGet();
+    if (key !== undefined) return Promise.resolve(key);
+    return new Promise<K>((resolve, reject) => {
+      const waiter: Waiter<K> = { resolve, reject, signal, onAbort: undefined };
+      if (signal !== undefined) {
+        waiter.onAbort = () => {
+          if (!this.#waiters.has(waiter)) return;
+          this.#release(waiter);
+          reject(abortReason(signal));
+        };
+        signal.addEventListener('abort', waiter.onAbort, { once: true });
+      }
+      this.#waiters.add(waiter);
+    });
+  }
+
+  /** The oldest queued key, handed out like `get` does; `undefined` when none is queued. Never waits. */
+  tryGet(): K | undefined {
+    const key = this.#queue.shift();
+    if (key === undefined) return undefined;
+    if (this.#exclusive || this.#observer !== undefined) {
+      const at = this.#clock.now();
+      if (this.#exclusive) this.#processing.set(key, at);
+      this.#notifyGet(key, at);
+    }
+    return key;
+  }
+
+  /**
+   * Releases a key handed out by `get`/`tryGet`: the consumer finished with it. In exclusive mode a
+   * key re-added while held is queued now, at the back (or handed to a waiting consumer); after
+   * `stop` it is not. In the default mode nothing is held and `done` does nothing, so a consumer
+   * can call it unconditionally in either mode.
+   *
+   * @throws {@link WorkQueueNotProcessingError} in exclusive mode when no consumer holds `key`.
+   */
+  done(key: K): void {
+    if (!this.#exclusive) return;
+    const since = this.#processing.get(key);
+    if (since === undefined) throw new WorkQueueNotProcessingError(key);
+    const at = this.#clock.now();
+    this.#processing.delete(key);
+    // stop() clears the dirty set, so a key re-added before a stop is not resurrected after it.
+    const requeue = this.#dirty.delete(key);
+    const waiter = requeue ? this.#enqueue(key, at) : undefined;
+    const onDone = this.#observer?.onDone;
+    if (onDone !== undefined) {
+      this.#call('onDone', () => onDone.call(this.#observer, { key, at, workMs: at - since, requeued: requeue }));
+    }
+    if (waiter !== undefined) this.#notifyGet(key, at);
+    waiter?.resolve(key);
+    if (this.#processing.size === 0 && this.#drains.size > 0) this.#finishDrains();
+  }
+
+  /** Whether `key` is queued (a key already handed out, held or not, is not). */
+  has(key: K): boolean {
+    return this.#queue.has(key);
+  }
+
+  /** Whether a consumer holds `key` (exclusive mode; always false in the default mode). */
+  isProcessing(key: K): boolean {
+    return this.#processing.has(key);
+  }
+
+  /** Whether `key` is held and was re-added meanwhile, so `done` will queue it again (exclusive mode). */
+  isDirty(key: K): boolean {
+    return this.#dirty.has(key);
+  }
+
+  /**
+   * Held keys and how long they have been held, on the queue's clock: the source of client-go's
+   * unfinished-work and longest-running-processor gauges. All zero in the default mode.
+   */
+  unfinishedWork(): UnfinishedWork {
+    if (this.#processing.size === 0) return { processing: 0, totalMs: 0, longestMs: 0 };
+    const now = this.#clock.now();
+    let totalMs = 0;
+    let longestMs = 0;
+    for (const since of this.#processing.values()) {
+      const held = Math.max(0, now - since);
+      totalMs += held;
+      if (held > longestMs) longestMs = held;
+    }
+    return { processing: this.#processing.size, totalMs, longestMs };
+  }
+
+  /**
+   * Stops the queue: drops every queued key and every dirty mark, and rejects every waiting `get`
+   * with {@link WorkQueueStoppedError}. Later `add` calls are no-ops. Held keys stay held until
+   * their `done` (see {@link WorkQueue.drain} to wait for them). Idempotent.
+   */
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#queue.clear();
+    this.#dirty.clear();
+    this.#addedAt.clear();
+    for (const waiter of [...this.#waiters]) {
+      this.#release(waiter);
+      waiter.reject(new WorkQueueStoppedError());
+    }
+  }
+
+  /**
+   * client-go's `ShutDownWithDrain`: stops the queue (as {@link WorkQueue.stop}) and resolves once
+   * every held key is `done`. Rejects with {@link WorkQueueDrainTimeoutError} (naming the keys
+   * still held) when `timeoutMs` passes first, or with the signal's reason when `signal` aborts;
+   * either way the queue stays stopped and the held keys are still released by their `done`.
+   * In the default mode nothing is held, so it resolves at once.
+   *
+   * @param timeoutMs - the deadline, a finite number of ms ≥ 0 and ≤ 2³¹−1.
+   * @throws (as a rejection) {@link WorkQueueOptionsError} for a bad `timeoutMs`; the queue is then not stopped.
+   */
+  drain(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMER_DELAY_MS) {
+      return Promise.reject(
+        new WorkQueueOptionsError(`drain timeoutMs must be a finite number in [0, ${MAX_TIMER_DELAY_MS}]; got ${String(timeoutMs)}`),
+      );
+    }
+    this.stop();
+    if (this.#processing.size === 0) return Promise.resolve();
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    return new Promise<void>((resolve, reject) => {
+      const drain: DrainWaiter = { resolve, reject, timer: undefined, signal, onAbort: undefined };
+      drain.timer = this.#clock.setTimeout(() => {
+        if (!this.#drains.has(drain)) return;
+        this.#endDrain(drain);
+        reject(new WorkQueueDrainTimeoutError([...this.#processing.keys()], timeoutMs));
+      }, timeoutMs);
+      if (signal !== undefined) {
+        drain.onAbort = () => {
+          if (!this.#drains.has(drain)) return;
+          this.#endDrain(drain);
+          reject(abortReason(signal));
+        };
+        signal.addEventListener('abort', drain.onAbort, { once: true });
+      }
+      this.#drains.add(drain);
+    });
+  }
+
+  /**
+   * A key that is not held became ready: it is handed to the longest-waiting consumer (returned, so
+   * the caller resolves it after its hooks ran), or queued at the back.
+   */
+  #enqueue(key: K, at: number): Waiter<K> | undefined {
+    const first = this.#waiters.values().next();
+    if (first.done === true) {
+      this.#queue.push(key);
+      return undefined;
+    }
+    // A waiting consumer means nothing is queued, so handing the key over directly keeps order.
+    const waiter = first.value;
+    this.#release(waiter);
+    if (this.#exclusive) this.#processing.set(key, at);
+    return waiter;
+  }
+
+  #notifyAdd(key: K, at: number, dirty: boolean): void {
+    const observer = this.#observer as WorkQueueObserver<K>;
+    if (dirty && observer.onGet !== undefined) this.#addedAt.set(key, at);
+    const onAdd = observer.onAdd;
+    if (onAdd === undefined) return;
+    const depth = this.#queue.size;
+    this.#call('onAdd', () => onAdd.call(observer, { key, at, depth, dirty }));
+  }
+
+  #notifyGet(key: K, at: number): void {
+    const observer = this.#observer;
+    const onGet = observer?.onGet;
+    if (onGet === undefined) return;
+    const addedAt = this.#addedAt.get(key) ?? at;
+    this.#addedAt.delete(key);
+    const depth = this.#queue.size;
+    this.#call('onGet', () => onGet.call(observer, { key, at, depth, queuedMs: at - addedAt }));
+  }
+
+  #call(hook: WorkQueueHook, fn: () => void): void {
+    try {
+      fn();
+    } catch (error) {
+      try {
+        this.#onError?.(error, hook);
+      } catch {
+        // A failing error sink must not change what the queue does.
+      }
+    }
+  }
+
+  /** Detaches a waiting consumer and its abort listener, so nothing outlives a settled `get`. */
+  #release(waiter: Waiter<K>): void {
+    this.#waiters.delete(waiter);
+    if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+  }
+
+  #endDrain(drain: DrainWaiter): void {
+    this.#drains.delete(drain);
+    this.#clock.clearTimeout(drain.timer);
+    if (drain.onAbort !== undefined) drain.signal?.removeEventListener('abort', drain.onAbort);
+  }
+
+  #finishDrains(): void {
+    for (const drain of [...this.#drains]) {
+      this.#endDrain(drain);
+      drain.resolve();
+    }
+  }
+}
