@@ -383,7 +383,22 @@ describe('RetryScheduler scope', () => {
     const publicNames = Object.getOwnPropertyNames(proto)
       .filter((n) => n !== 'constructor')
       .sort();
-    expect(publicNames).toEqual(['deadline', 'failures', 'forget', 'pending', 'schedule', 'shutdown']);
+    // The budget and requeue-after calls added public members; none of them is a queue or a read-back of fired keys.
+    expect(publicNames).toEqual([
+      'deadline',
+      'fail',
+      'failures',
+      'forget',
+      'isParked',
+      'offer',
+      'parked',
+      'parkedCount',
+      'pending',
+      'release',
+      'requeueAfter',
+      'schedule',
+      'shutdown',
+    ]);
     const { scheduler, clock, fired } = setup();
     scheduler.schedule('a');
     clock.advance(100);
@@ -404,12 +419,15 @@ describe('RetryScheduler scope', () => {
     expect(new Set(fired.map((f) => f.at))).toEqual(new Set([1100]));
   });
 
-  it('[retry_scheduler: Result{RequeueAfter} dropped] a delay cannot be chosen per call: schedule takes only the key', () => {
+  it('[retry_scheduler: Result{RequeueAfter}] schedule still takes only the key: a timed re-check is the separate requeueAfter(key, ms)', () => {
     expect(RetryScheduler.prototype.schedule.length).toBe(1);
     const { scheduler } = setup();
     const schedule = scheduler.schedule.bind(scheduler) as (key: string, afterMs: number) => number;
     expect(schedule('a', 5_000)).toBe(100);
     expect(scheduler.deadline('a')).toBe(1100);
+    expect(scheduler.requeueAfter('b', 5_000)).toBe(5_000);
+    expect(scheduler.deadline('b')).toBe(6_000);
+    expect(scheduler.failures('b')).toBe(0);
   });
 });
 
