@@ -86,7 +86,7 @@ async function setup() {
     },
     syncTimeoutMs: WAIT_MS,
   });
-  cleanups.push(() => loop.stop());
+  cleanups.push(async () => void (await loop.stop()));
   return { server, reflector, loop, reconciles };
 }
 
