@@ -13,7 +13,7 @@ import { RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import { StreamDriver } from '@reconcile-loop/stream-driver';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import { readOnlyView, type Reconcile } from './context.js';
-import { LoopAlreadyStartedError, LoopStoppedError, StopInsideReconcileError, SyncTimeoutError, describeError } from './errors.js';
+import { LoopAlreadyStartedError, LoopStoppedError, StopInsideReconcileError, SyncTimeoutError } from './errors.js';
 import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
 import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
 import { ReconcileRunner, type ReconcileFrame } from './runner.js';
@@ -158,7 +158,7 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     } catch (error) {
       if (!(error instanceof LoopStoppedError)) {
         this.#error = error;
-        this.#logger.error({ source: this.#source.name, err: error }, `reconcile loop failed to start: ${describeError(error)}`);
+        this.#logger.error({ source: this.#source.name, err: error }, 'reconcile loop failed to start');
       }
       await this.#teardownOnce(this.#settings.gracefulShutdownTimeoutMs);
       throw error;
@@ -300,7 +300,7 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
   #onDriverFailed(error: unknown): void {
     if (this.#state !== 'running') return; // start() rejects with it, or a stop is already under way
     this.#error = error;
-    this.#logger.error({ source: this.#source.name, err: error }, `source failed permanently; stopping the reconcile loop: ${describeError(error)}`);
+    this.#logger.error({ source: this.#source.name, err: error }, 'source failed permanently; stopping the reconcile loop');
     void this.#teardownOnce(this.#settings.gracefulShutdownTimeoutMs);
     try {
       this.#onError?.(error);
