@@ -53,7 +53,13 @@ export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const { status, statusCode } = error as { status?: { code?: unknown; reason?: unknown; message?: unknown }; statusCode?: unknown };
   const code = typeof status?.code === 'number' ? status.code : typeof statusCode === 'number' ? statusCode : undefined;
-  if (code === undefined) return error.message;
+  if (code === undefined) {
+    // A wrapper (say a permanent error around an ApiStatusError) may carry the Status on its cause.
+    const { cause } = error as { cause?: unknown };
+    return cause instanceof Error && cause !== error && !(error instanceof SyncTimeoutError) && hasStatus(cause)
+      ? `${error.message} (${describeError(cause)})`
+      : error.message;
+  }
   const reason = typeof status?.reason === 'string' && status.reason !== '' ? ` ${status.reason}` : '';
   const message = typeof status?.message === 'string' && status.message !== '' ? status.message : error.message;
   return `${code}${reason}: ${message}`;
@@ -88,4 +94,9 @@ export class StopInsideReconcileError extends Error {
         'The stop has begun; write `void loop.stop()` and return from reconcile.',
     );
   }
+}
+
+function hasStatus(error: Error): boolean {
+  const { status, statusCode } = error as { status?: { code?: unknown }; statusCode?: unknown };
+  return typeof status?.code === 'number' || typeof statusCode === 'number';
 }

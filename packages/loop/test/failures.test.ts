@@ -10,6 +10,7 @@ import {
   DEFAULT_SYNC_TIMEOUT_MS,
   InProcessSource,
   ReconcileLoop,
+  describeError,
   replaceEvent,
   upsertEvent,
   type ReconcileLoopOptions,
@@ -328,5 +329,16 @@ describe('silence is never the failure mode', () => {
     expect(seen).not.toHaveProperty('apply');
     expect((seen as { get(k: string): unknown }).get('a')).toEqual(cell('p1'));
     await loop.stop();
+  });
+});
+
+describe('describeError', () => {
+  it('[loop: start always settles] one line per error: the Status when there is one (also on a wrapped cause), else the message', () => {
+    expect(describeError(forbidden())).toBe('403 Forbidden: pods is forbidden: User "system:serviceaccount:ml:tracker" cannot list resource "pods"');
+    expect(describeError(Object.assign(new Error('HTTP 500'), { statusCode: 500 }))).toBe('500: HTTP 500');
+    const wrapped = Object.assign(new Error('first LIST rejected'), { permanent: true, cause: badRequest() });
+    expect(describeError(wrapped)).toBe('first LIST rejected (400 BadRequest: unable to parse requirement: found "=", expected: identifier)');
+    expect(describeError(new Error('plain'))).toBe('plain');
+    expect(describeError('a string')).toBe('a string');
   });
 });
