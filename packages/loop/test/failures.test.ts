@@ -236,6 +236,25 @@ describe('stop() grace period', () => {
     expect(() => loop.stop({ graceMs: -1 })).toThrow(expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }));
   });
 
+  it('[loop: GracefulShutdownTimeout] a source whose close is still pending when the grace runs out is reported in abandonedSources', async () => {
+    const source = new ControlledSource<Cell>();
+    source.onOpen = (stream) => {
+      stream.push(replaceEvent([]));
+      stream.return = () => new Promise(() => {}); // a close that never settles
+    };
+    const { clock, loop } = make(source, { gracefulShutdownTimeoutMs: 1_000 });
+    await loop.start();
+    source.last.fail(new Error('dropped')); // the driver now awaits the hung close (bounded at 5 s)
+    await settle();
+    const stopping = loop.stop();
+    await clock.advanceAsync(1_000);
+    await expect(stopping).resolves.toEqual({ abandoned: [], abandonedSources: ['controlled'] });
+    expect(loop.state).toBe('stopped');
+    await clock.advanceAsync(4_000); // the driver's own close deadline ends it; nothing reopens
+    expect(source.streams).toHaveLength(1);
+    expect(clock.pending).toBe(0);
+  });
+
   it('[loop: GracefulShutdownTimeout] `await using` propagates the scope error after the grace instead of hanging on a stuck reconcile', async () => {
     const clock = new ManualClock();
     const registry = new InProcessSource<Cell>('cells', [['a', cell('p1')]]);
