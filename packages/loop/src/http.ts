@@ -64,8 +64,9 @@ export function healthHandler(reporter: HealthReporter, options: HealthHandlerOp
     const excluded = new Set(url.searchParams.getAll('exclude'));
     let checks = verdict.checks.filter((c) => !excluded.has(c.name));
     if (single !== undefined) {
-      checks = checks.filter((c) => c.name === single);
-      if (checks.length === 0) return send(res, 404, 'text/plain; charset=utf-8', `no check named ${single}\n`);
+      const wanted = safeDecode(single); // source names may hold spaces: /readyz/source:pods(ml,%20pool)
+      checks = checks.filter((c) => c.name === wanted);
+      if (checks.length === 0) return send(res, 404, 'text/plain; charset=utf-8', `no check named ${wanted}\n`);
     }
     const ok = checks.every((c) => c.ok);
     const status = ok ? 200 : 500;
@@ -88,4 +89,12 @@ function send(res: ResponseLike, status: number, type: string, body: string): vo
   res.setHeader('Content-Type', type);
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.end(body);
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }

@@ -81,6 +81,9 @@ describe('healthHandler', () => {
     expect(await get(`${base}/readyz/started`)).toMatchObject({ status: 200, body: 'ok' });
     expect(await get(`${base}/readyz/source:pods`)).toMatchObject({ status: 500 });
     expect(await get(`${base}/readyz/nope`)).toMatchObject({ status: 404 });
+    checks.push({ name: 'source:pods(ml, pool)', ok: true });
+    expect(await get(`${base}/readyz/source:pods(ml,%20pool)`)).toMatchObject({ status: 200, body: 'ok' });
+    checks.pop();
     const excluded = await get(`${base}/readyz?exclude=source:pods`);
     expect(excluded).toMatchObject({ status: 200, body: 'ok' });
     const json = await get(`${base}/readyz?format=json`);
