@@ -87,6 +87,7 @@ async function main(): Promise<number> {
     console.error(`--fault must be one of ${FAULTS.join(', ')}\n${usage}`);
     return 2;
   }
+  /** A number option: positive, or non-negative when `zero`. */
   const seconds = (name: string, text: string | undefined, zero: boolean): number | undefined => {
     if (text === undefined) return undefined;
     const n = Number(text);
@@ -98,6 +99,7 @@ async function main(): Promise<number> {
   let graceS: number | undefined;
   try {
     healthPort = seconds('health-port', values['health-port'], true);
+    if (healthPort !== undefined && !(Number.isInteger(healthPort) && healthPort <= 65_535)) throw new UsageError('--health-port must be a port number (0 for any free port)');
     syncTimeoutS = seconds('sync-timeout', values['sync-timeout'], false);
     graceS = seconds('grace', values.grace, true);
   } catch (error) {
