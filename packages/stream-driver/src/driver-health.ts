@@ -22,7 +22,10 @@ export interface StreamDriverHealth {
    * stream failure. Cleared by the next success.
    */
   readonly lastError: unknown;
-  /** Failures since the last success (the larger of the source's count and the driver's failed streams). */
+  /**
+   * Failures since the last success: the larger of the source's own count and the driver's — the
+   * streams that ended since the last healthy stretch, or 0 while a stream is open and listed.
+   */
   readonly consecutiveFailures: number;
   /** When the current run of failures was first seen (see {@link FailureWatch}); undefined while healthy. */
   readonly failingSince: number | undefined;

@@ -89,8 +89,6 @@ export class StreamDriver<T, P extends ParentKey> {
   #synced = false;
   #state: 'idle' | 'running' | 'ended' = 'idle';
   #permanentError: unknown;
-  /** Streams that ended or failed since a stream last applied its listing. */
-  #streamFailures = 0;
   #lastStreamError: unknown;
   #retryAt: number | undefined;
   #opens = 0;
@@ -201,7 +199,12 @@ export class StreamDriver<T, P extends ParentKey> {
     const now = this.#clock.now();
     const own = this.#sourceHealth();
     const pump = this.#pump.status;
-    const failures = Math.max(own?.consecutiveFailures ?? 0, this.#streamFailures, this.#permanentError === undefined ? 0 : 1);
+    // A stream that is open and listed is working; otherwise every stream that ended since the last
+    // healthy stretch counts, so a source that lists and dies at once keeps counting up (and its
+    // failingSince stays at the first failure) instead of looking healed by each brief listing.
+    const listedNow = pump.open && pump.listedAt !== undefined;
+    const driverFailures = listedNow ? 0 : this.#backoff.failures;
+    const failures = Math.max(own?.consecutiveFailures ?? 0, driverFailures, this.#permanentError === undefined ? 0 : 1);
     const neverListed = pump.listedAt === undefined && pump.openedAt !== undefined;
     const failingSince = this.#failures.observe(failures, neverListed ? pump.openedAt : undefined);
     const lastEventAt = latest(pump.lastEventAt, own?.lastEventAt);
@@ -209,7 +212,7 @@ export class StreamDriver<T, P extends ParentKey> {
     return {
       source: this.#source.name,
       synced: this.#synced,
-      streaming: pump.open && pump.listedAt !== undefined && (own === undefined || own.streaming),
+      streaming: listedNow && (own === undefined || own.streaming),
       lastSyncAt: latest(pump.lastReplaceAt, own?.lastListAt),
       lastEventAt,
       lastError,
@@ -225,10 +228,9 @@ export class StreamDriver<T, P extends ParentKey> {
 
   /** Counts a stream that ended or failed, logs it, and waits out the backoff; false when aborted meanwhile. */
   async #backOff(result: StreamResult, signal: AbortSignal): Promise<boolean> {
-    this.#streamFailures += 1;
     if (result.end === 'failed') this.#lastStreamError = result.error;
-    this.#failures.observe(this.#streamFailures);
     const retryInMs = this.#backoff.next({ listed: result.listedAt !== undefined, openMs: this.#clock.now() - result.openedAt });
+    this.#failures.observe(this.#backoff.failures);
     const fields = { source: this.#source.name, retryInMs, failures: this.#backoff.failures };
     if (result.end === 'failed') {
       this.#logger.error({ ...fields, err: result.error }, 'source stream failed; reopening after backoff');
@@ -248,7 +250,6 @@ export class StreamDriver<T, P extends ParentKey> {
 
   /** Called by the pump after a replace was applied to the store (never before: cache before notify). */
   #onListed(): void {
-    this.#streamFailures = 0;
     this.#lastStreamError = undefined;
     if (this.#synced) return;
     this.#synced = true;

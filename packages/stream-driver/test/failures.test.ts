@@ -307,6 +307,22 @@ describe('StreamDriver health', () => {
     await running;
   });
 
+  it('[stream-driver: health] a source that lists and dies at once keeps counting failures from the first one; a listed stream reads as healthy', async () => {
+    const { clock, source, driver, controller, running } = setup({ sourceRetryDelayMs: 1_000 }, (stream) => stream.push(replaceEvent([])));
+    await settle();
+    for (let i = 1; i <= 3; i++) {
+      source.last.fail(new Error(`poison ${i}`));
+      await settle();
+      // Probed while it waits to reopen (where a probe lands: the listed window is a moment).
+      expect(driver.health()).toMatchObject({ consecutiveFailures: i, failingSince: 0, streaming: false });
+      await clock.advanceAsync(2 ** (i - 1) * 1_000); // reopens and lists again
+    }
+    // Probed while a stream is open and listed: working, and the failure run is over.
+    expect(driver.health()).toMatchObject({ consecutiveFailures: 0, failingSince: undefined, streaming: true });
+    controller.abort();
+    await running;
+  });
+
   it('[stream-driver: health] without a source report: the driver counts failed streams, keeps the last error and the time to the next reopen; a throwing health() is tolerated', async () => {
     const { clock, logger, source, driver, controller, running } = setup({ sourceRetryDelayMs: 1_000 });
     await settle();
