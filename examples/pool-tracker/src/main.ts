@@ -8,21 +8,29 @@
  *   pnpm demo                      # embedded apiserver, 10 s
  *   pnpm demo --duration 4         # cut short
  *   pnpm demo --source in-process  # no HTTP
- *   pnpm demo --kubeconfig ~/.kube/config --namespace ml --selector pool
+ *   pnpm demo --kubeconfig ~/.kube/config --namespace ml --selector pool   # the long-running controller
+ *   pnpm demo --controller [--fault forbidden]     # the same controller against an embedded apiserver
  */
 import { parseArgs } from 'node:util';
 import type { Logger } from '@reconcile-loop/loop';
-import { openClusterSource } from './cluster.js';
+import { runController } from './controller.js';
 import { DEMO_NAMESPACE, startEmbeddedScenario } from './embedded.js';
+import { CONTROLLER_NAMESPACE, FAULTS, startFaultyCluster, type Fault } from './faults.js';
 import { createSimulation } from './simulation.js';
-import { createPoolTracker, type PoolView } from './tracker.js';
+import type { PoolView } from './tracker.js';
 
 const usage = `usage: pnpm demo [--source embedded|in-process|cluster] [--duration <seconds>]
                  [--kubeconfig <path>] [--namespace <ns>] [--selector <labels>] [--pool-label <label>] [--verbose]
-  default source: cluster when KUBECONFIG or --kubeconfig is set, embedded otherwise`;
+                 [--controller] [--fault ${FAULTS.join('|')}]
+                 [--health-port <port>] [--health-host <addr>] [--sync-timeout <seconds>] [--grace <seconds>]
+  default source: cluster when KUBECONFIG or --kubeconfig is set, embedded otherwise
+  cluster: the long-running controller (until SIGTERM/SIGINT; exit 1 when the cluster cannot be tracked)
+  --controller without a kubeconfig: that controller against an embedded apiserver, broken by --fault`;
 
 const SOURCES = ['embedded', 'in-process', 'cluster'] as const;
 type SourceKind = (typeof SOURCES)[number];
+
+class UsageError extends Error {}
 
 function count(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
@@ -54,6 +62,12 @@ async function main(): Promise<number> {
       selector: { type: 'string' },
       'pool-label': { type: 'string', default: 'pool' },
       verbose: { type: 'boolean', default: false },
+      controller: { type: 'boolean', default: false },
+      fault: { type: 'string', default: 'none' },
+      'health-port': { type: 'string' },
+      'health-host': { type: 'string', default: '127.0.0.1' },
+      'sync-timeout': { type: 'string' },
+      grace: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -67,7 +81,32 @@ async function main(): Promise<number> {
     return 2;
   }
   const kubeconfig = values.kubeconfig ?? process.env['KUBECONFIG'];
-  const source = (values.source ?? (kubeconfig ? 'cluster' : 'embedded')) as SourceKind;
+  const source = (values.source ?? (values.controller || kubeconfig ? 'cluster' : 'embedded')) as SourceKind;
+  const fault = values.fault as Fault;
+  if (!FAULTS.includes(fault)) {
+    console.error(`--fault must be one of ${FAULTS.join(', ')}\n${usage}`);
+    return 2;
+  }
+  /** A number option: positive, or non-negative when `zero`. */
+  const seconds = (name: string, text: string | undefined, zero: boolean): number | undefined => {
+    if (text === undefined) return undefined;
+    const n = Number(text);
+    if (!(Number.isFinite(n) && (zero ? n >= 0 : n > 0))) throw new UsageError(`--${name} must be a ${zero ? 'non-negative' : 'positive'} number`);
+    return n;
+  };
+  let healthPort: number | undefined;
+  let syncTimeoutS: number | undefined;
+  let graceS: number | undefined;
+  try {
+    healthPort = seconds('health-port', values['health-port'], true);
+    if (healthPort !== undefined && !(Number.isInteger(healthPort) && healthPort <= 65_535)) throw new UsageError('--health-port must be a port number (0 for any free port)');
+    syncTimeoutS = seconds('sync-timeout', values['sync-timeout'], false);
+    graceS = seconds('grace', values.grace, true);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`${error.message}\n${usage}`);
+    return 2;
+  }
   if (!SOURCES.includes(source)) {
     console.error(`--source must be one of ${SOURCES.join(', ')}\n${usage}`);
     return 2;
@@ -84,23 +123,29 @@ async function main(): Promise<number> {
   const keepAlive = setInterval(() => {}, 1 << 30);
   try {
     if (source === 'cluster') {
-      const poolLabel = values['pool-label'];
-      const selector = values.selector ?? poolLabel;
-      print(`tracking pods in namespace ${values.namespace} matching "${selector}" (Ctrl-C to stop)`);
-      const clusterSource = await openClusterSource({
-        ...(values.kubeconfig !== undefined && { kubeconfig: values.kubeconfig }),
-        namespace: values.namespace,
-        selector,
-        logger,
-      });
-      const tracker = createPoolTracker({ source: clusterSource, poolLabel, print, logger, syncTimeoutMs: 30_000 });
-      await using loop = tracker.loop;
-      await loop.start();
-      await new Promise<void>((resolve) => {
-        if (abort.signal.aborted) resolve();
-        abort.signal.addEventListener('abort', () => resolve(), { once: true });
-        if (durationS !== undefined) setTimeout(resolve, durationS * 1000).unref();
-      });
+      const useEmbedded = values.controller && !kubeconfig;
+      const cluster = useEmbedded ? await startFaultyCluster(fault, values.selector ?? values['pool-label']) : undefined;
+      // --duration ends the controller like a SIGTERM would (a bounded demo run).
+      if (durationS !== undefined) setTimeout(() => abort.abort(), durationS * 1000).unref();
+      if (cluster) print(`embedded apiserver at ${cluster.server.url} with a pool in namespace ${CONTROLLER_NAMESPACE}${fault === 'none' ? '' : `, broken: ${fault}`}`);
+      try {
+        return await runController({
+          ...(cluster ? { kubeconfigYaml: cluster.server.kubeconfig() } : values.kubeconfig !== undefined ? { kubeconfig: values.kubeconfig } : {}),
+          namespace: cluster ? CONTROLLER_NAMESPACE : values.namespace,
+          selector: cluster?.selector ?? values.selector ?? values['pool-label'],
+          poolLabel: values['pool-label'],
+          ...(healthPort !== undefined && { healthPort, healthHost: values['health-host'] }),
+          ...(syncTimeoutS !== undefined && { syncTimeoutMs: syncTimeoutS * 1000 }),
+          ...(graceS !== undefined && { graceMs: graceS * 1000 }),
+          ...(cluster?.hangReconcile && { beforeReconcile: () => new Promise<void>(() => {}) }),
+          signal: abort.signal,
+          print,
+          printError: (line) => console.error(line),
+          logger,
+        });
+      } finally {
+        await cluster?.server.close();
+      }
     } else if (source === 'embedded') {
       const durationMs = (durationS ?? 10) * 1000;
       const scenario = await startEmbeddedScenario({ durationMs, print, logger, signal: abort.signal });

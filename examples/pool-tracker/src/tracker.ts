@@ -101,7 +101,12 @@ export function poolView(pool: string, members: Iterable<PodView>): PoolView {
 
 /** `[  6.6s] pool sim/engines: 2 cells, 2 ready, 1 restart  (engine-1 Running ready r1, ...)` */
 export function formatReport(atMs: number, view: PoolView): string {
-  const head = `${stamp(atMs)} pool ${view.pool}:`;
+  return `${stamp(atMs)} ${describePool(view)}`;
+}
+
+/** `pool sim/engines: 2 cells, 2 ready, 1 restart  (engine-1 Running ready r1, ...)` */
+export function describePool(view: PoolView): string {
+  const head = `pool ${view.pool}:`;
   if (view.cells.length === 0) return `${head} no cells left`;
   const cells = view.cells.map((c) => `${c.name} ${c.phase}${c.ready ? ' ready' : ''} r${c.restarts}`).join(', ');
   const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;

@@ -24,16 +24,45 @@ export class LoopStoppedError extends Error {
   override readonly name = 'LoopStoppedError';
 }
 
-/** `start()` gave up: the source did not deliver its first replace (the listing) within `syncTimeoutMs`. */
+/**
+ * `start()` gave up: the source did not deliver its first replace (the listing) within
+ * `syncTimeoutMs`. `cause` is the source's last error at that moment (for a reflector, the
+ * `ApiStatusError` carrying the apiserver's `Status`, e.g. a 403), or undefined when it reported none.
+ */
 export class SyncTimeoutError extends Error {
   readonly code = 'RECONCILE_LOOP_SYNC_TIMEOUT' as const;
   override readonly name = 'SyncTimeoutError';
   constructor(
     readonly sourceName: string,
     readonly timeoutMs: number,
+    cause?: unknown,
   ) {
-    super(`source "${sourceName}" did not sync within ${timeoutMs} ms; nothing was reconciled and the loop is stopped`);
+    super(
+      `source "${sourceName}" did not sync within ${timeoutMs} ms; nothing was reconciled and the loop is stopped` +
+        (cause === undefined ? '' : `; last error: ${describeError(cause)}`),
+      cause === undefined ? undefined : { cause },
+    );
   }
+}
+
+/**
+ * One line for an error: `403 Forbidden: pods is forbidden: …` when it carries a Kubernetes
+ * `Status` (or an HTTP `statusCode`), else its message. Never includes request headers.
+ */
+export function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const { status, statusCode } = error as { status?: { code?: unknown; reason?: unknown; message?: unknown }; statusCode?: unknown };
+  const code = typeof status?.code === 'number' ? status.code : typeof statusCode === 'number' ? statusCode : undefined;
+  if (code === undefined) {
+    // A wrapper (say a permanent error around an ApiStatusError) may carry the Status on its cause.
+    const { cause } = error as { cause?: unknown };
+    return cause instanceof Error && cause !== error && !(error instanceof SyncTimeoutError) && hasStatus(cause)
+      ? `${error.message} (${describeError(cause)})`
+      : error.message;
+  }
+  const reason = typeof status?.reason === 'string' && status.reason !== '' ? ` ${status.reason}` : '';
+  const message = typeof status?.message === 'string' && status.message !== '' ? status.message : error.message;
+  return `${code}${reason}: ${message}`;
 }
 
 /**
@@ -65,4 +94,9 @@ export class StopInsideReconcileError extends Error {
         'The stop has begun; write `void loop.stop()` and return from reconcile.',
     );
   }
+}
+
+function hasStatus(error: Error): boolean {
+  const { status, statusCode } = error as { status?: { code?: unknown }; statusCode?: unknown };
+  return typeof status?.code === 'number' || typeof statusCode === 'number';
 }

@@ -1,12 +1,25 @@
+export { ReconcileLoop, type StopOptions, type StopReport } from './loop.js';
+export type { ReconcileContext, Reconcile } from './context.js';
 export {
-  ReconcileLoop,
   DEFAULT_RESYNC_PERIOD_MS,
+  DEFAULT_SYNC_TIMEOUT_MS,
+  DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
+  DEFAULT_HEALTH_LIMITS,
   type ReconcileLoopOptions,
-  type ReconcileLoopState,
-  type ReconcileContext,
-  type Reconcile,
   type RetryOptions,
-} from './loop.js';
+  type HealthLimits,
+} from './options.js';
+export {
+  verdicts,
+  type LoopHealth,
+  type SourceStatus,
+  type HealthCheck,
+  type HealthVerdict,
+  type HealthInputs,
+  type ReconcileLoopState,
+} from './health.js';
+export type { InFlightReconcile } from './runner.js';
+export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
 export {
   ReconcileLoopOptionsError,
   LoopAlreadyStartedError,
@@ -14,11 +27,18 @@ export {
   SyncTimeoutError,
   ReconcileTimeoutError,
   StopInsideReconcileError,
+  describeError,
 } from './errors.js';
 
 // Re-exported so an in-process user needs this one package: a source, its events, and the types
 // a reconcile sees, plus ManualClock for testing a controller without real time.
-export { InProcessSource, DEFAULT_SOURCE_RETRY_DELAY_MS } from '@reconcile-loop/stream-driver';
+export {
+  InProcessSource,
+  DEFAULT_SOURCE_RETRY_DELAY_MS,
+  DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,
+  DEFAULT_SOURCE_HEALTHY_AFTER_MS,
+  type StreamDriverHealth,
+} from '@reconcile-loop/stream-driver';
 export {
   upsertEvent,
   deleteEvent,
@@ -27,6 +47,7 @@ export {
   systemClock,
   ManualClock,
   InvalidClockStepError,
+  isPermanentSourceError,
   type Source,
   type SourceEvent,
   type UpsertEvent,
@@ -38,4 +59,7 @@ export {
   type ObjectStoreReader,
   type Logger,
   type Clock,
+  type SourceHealth,
+  type QuarantinedObject,
+  type PermanentSourceError,
 } from '@reconcile-loop/object-store';

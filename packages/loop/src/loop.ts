@@ -4,113 +4,40 @@ import {
   silentLogger,
   systemClock,
   type Clock,
-  type KeyMap,
   type Logger,
-  type ObjectKey,
   type ObjectStoreReader,
   type ParentKey,
   type Source,
 } from '@reconcile-loop/object-store';
 import { RetryScheduler } from '@reconcile-loop/retry-scheduler';
-import { DEFAULT_SOURCE_RETRY_DELAY_MS, StreamDriver } from '@reconcile-loop/stream-driver';
+import { StreamDriver } from '@reconcile-loop/stream-driver';
 import { WorkQueue } from '@reconcile-loop/work-queue';
-import {
-  LoopAlreadyStartedError,
-  LoopStoppedError,
-  ReconcileLoopOptionsError,
-  ReconcileTimeoutError,
-  StopInsideReconcileError,
-  SyncTimeoutError,
-} from './errors.js';
+import { readOnlyView, type Reconcile } from './context.js';
+import { LoopAlreadyStartedError, LoopStoppedError, StopInsideReconcileError, SyncTimeoutError } from './errors.js';
+import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
+import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
+import { ReconcileRunner, type ReconcileFrame } from './runner.js';
 
-/** Go's default resync period: 10 hours. */
-export const DEFAULT_RESYNC_PERIOD_MS = 10 * 60 * 60 * 1000;
-
-/** Node clamps a longer timer to 1 ms, which would turn a long period into a busy loop. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** What one reconcile call gets besides its parent key. */
-export interface ReconcileContext<T, P extends ParentKey> {
-  /** The parent key being reconciled. */
-  readonly parentKey: P;
-  /**
-   * Snapshot of the parent's members, taken from the synced store just before the call; it does not
-   * change while the reconcile runs. Empty when the parent lost its last member.
-   */
-  readonly members: ReadonlyMap<ObjectKey, T>;
-  /** Read-only view of the whole store (current state, not a snapshot). */
-  readonly store: ObjectStoreReader<T, P>;
-  /**
-   * Aborts when the loop stops (reason {@link LoopStoppedError}) or the reconcile exceeds
-   * `reconcileTimeoutMs` (reason {@link ReconcileTimeoutError}). Pass it to every I/O call.
-   */
-  readonly signal: AbortSignal;
+/** Options of one `stop()` call. */
+export interface StopOptions {
+  /** Overrides `gracefulShutdownTimeoutMs` for this stop (only the first stop's value counts). */
+  graceMs?: number;
 }
 
-/**
- * Brings the world in line with one parent's members. Must be idempotent: it can be abandoned by
- * `stop()` and re-run by a retry or a resync. Throwing (or rejecting) schedules a retry with backoff;
- * returning forgets the parent's backoff.
- */
-export type Reconcile<T, P extends ParentKey> = (parentKey: P, context: ReconcileContext<T, P>) => void | Promise<void>;
-
-/** Per-parent-key exponential backoff after a failed reconcile. */
-export interface RetryOptions {
-  /** Delay after the first failure; doubles per further failure. Default: the retry scheduler's (100 ms). */
-  baseDelayMs?: number;
-  /** Cap on the delay. Default: the retry scheduler's (1000 s). */
-  maxDelayMs?: number;
+/** What `stop()` left behind when the grace period ran out (both empty after a clean stop). */
+export interface StopReport<P extends ParentKey> {
+  /** Parent keys whose reconcile calls had not settled; they still run in the background. */
+  readonly abandoned: readonly P[];
+  /** Sources whose stream had not closed. */
+  readonly abandonedSources: readonly string[];
 }
 
-/** Options for {@link ReconcileLoop}. */
-export interface ReconcileLoopOptions<T, P extends ParentKey> {
-  /**
-   * The one source this loop tracks. One per loop because a replace is the whole world of one
-   * source: a second source's replace would delete every object of the first from the store.
-   */
-  source: Source<T>;
-  /** Attributes each object to its parent key (e.g. from a label); see `KeyMap`. */
-  keyMap: KeyMap<T, P>;
-  /** Called for each dequeued parent key, one at a time. */
-  reconcile: Reconcile<T, P>;
-  /**
-   * Re-enqueue every parent that still has members this often (level-triggered backstop).
-   * Default {@link DEFAULT_RESYNC_PERIOD_MS} (10 h), no jitter; `0` disables it.
-   */
-  resyncPeriodMs?: number;
-  /** Backoff for failed reconciles. */
-  retry?: RetryOptions;
-  /** Outer retry: wait before reopening a source stream that ended or failed. Default 1000 ms. */
-  sourceRetryDelayMs?: number;
-  /** `start()` rejects with {@link SyncTimeoutError} when the first replace takes longer. Default: wait forever. */
-  syncTimeoutMs?: number;
-  /**
-   * Abort a reconcile that runs longer (its signal aborts with {@link ReconcileTimeoutError}) and
-   * count it as a failure, so one hung parent key cannot stall the loop. Default: no limit.
-   */
-  reconcileTimeoutMs?: number;
-  /** Time source for every timer. Default `systemClock` (timers are `unref`'d). */
-  clock?: Clock;
-  /** Default: silent. */
-  logger?: Logger;
-}
-
-/** Lifecycle: `idle → starting → running → stopping → stopped`; a loop runs once. */
-export type ReconcileLoopState = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
-
-/** Marks the async context of one reconcile call, so `stop()` can tell it is being called from one. */
-interface ReconcileFrame {
-  /** True while the worker is still waiting for this call. */
-  active: boolean;
-}
-
-const RESOLVED: Promise<void> = Promise.resolve();
 const noop = (): void => {};
 
 /**
  * The controller: keeps a store synced from one source, and reconciles each affected parent key on
  * a single worker, retrying failures with per-key backoff and re-driving every parent with members
- * once per resync period.
+ * once per resync period. `health()` reports what a probe needs; `start()` always settles.
  *
  * ```ts
  * await using loop = new ReconcileLoop({ source, keyMap, reconcile });
@@ -119,10 +46,8 @@ const noop = (): void => {};
  */
 export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
   readonly #source: Source<T>;
-  readonly #reconcile: Reconcile<T, P>;
-  readonly #resyncPeriodMs: number;
-  readonly #syncTimeoutMs: number | undefined;
-  readonly #reconcileTimeoutMs: number | undefined;
+  readonly #settings: LoopSettings;
+  readonly #onError: ((error: unknown) => void) | undefined;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #store: ObjectStore<T, P>;
@@ -130,38 +55,31 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
   readonly #queue = new WorkQueue<P>();
   readonly #scheduler: RetryScheduler<P>;
   readonly #driver: StreamDriver<T, P>;
+  readonly #runner: ReconcileRunner<T, P>;
   /** Aborted by `stop()`: ends the driver, a waiting `get`, the sync wait and the in-flight reconcile. */
   readonly #controller = new AbortController();
   readonly #frames = new AsyncLocalStorage<ReconcileFrame>();
   #state: ReconcileLoopState = 'idle';
+  #startedAt: number | undefined;
+  /** The failure that ended the loop (never a plain stop). */
+  #error: unknown;
   #driverRun: Promise<void> | undefined;
+  #driverDone = false;
   #worker: Promise<void> | undefined;
   #resyncHandle: unknown;
-  #teardown: Promise<void> | undefined;
+  #teardown: Promise<StopReport<P>> | undefined;
 
   /** @throws {ReconcileLoopOptionsError} for unusable options; nothing is started. */
   constructor(options: ReconcileLoopOptions<T, P>) {
-    const { source, keyMap, reconcile } = options ?? ({} as Partial<ReconcileLoopOptions<T, P>>);
-    if (typeof source?.open !== 'function') throw new ReconcileLoopOptionsError('source must have an open(signal) method');
-    if (typeof keyMap !== 'function') throw new ReconcileLoopOptionsError('keyMap must be a function');
-    if (typeof reconcile !== 'function') throw new ReconcileLoopOptionsError('reconcile must be a function');
-    const resyncPeriodMs = duration('resyncPeriodMs', options.resyncPeriodMs ?? DEFAULT_RESYNC_PERIOD_MS, true);
-    const sourceRetryDelayMs = duration('sourceRetryDelayMs', options.sourceRetryDelayMs ?? DEFAULT_SOURCE_RETRY_DELAY_MS, true);
-    this.#syncTimeoutMs = optionalDuration('syncTimeoutMs', options.syncTimeoutMs);
-    this.#reconcileTimeoutMs = optionalDuration('reconcileTimeoutMs', options.reconcileTimeoutMs);
-    const { baseDelayMs, maxDelayMs } = options.retry ?? {};
-    if (baseDelayMs !== undefined) duration('retry.baseDelayMs', baseDelayMs, true);
-    if (maxDelayMs !== undefined && (typeof maxDelayMs !== 'number' || Number.isNaN(maxDelayMs) || maxDelayMs < (baseDelayMs ?? 0))) {
-      throw new ReconcileLoopOptionsError(`retry.maxDelayMs must be a number >= retry.baseDelayMs, got ${String(maxDelayMs)}`);
-    }
-
+    this.#settings = validateLoopOptions(options);
+    const { source, keyMap, reconcile } = options;
     this.#source = source;
-    this.#reconcile = reconcile;
-    this.#resyncPeriodMs = resyncPeriodMs;
+    this.#onError = options.onError;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
     this.#store = new ObjectStore<T, P>({ keyMap, logger: this.#logger });
     this.#reader = readOnlyView(this.#store);
+    const { baseDelayMs, maxDelayMs } = options.retry ?? {};
     this.#scheduler = new RetryScheduler<P>({
       onRetry: (key) => this.#queue.add(key),
       onError: (error, key) => this.#logger.error({ err: error, parentKey: String(key) }, 're-enqueueing a retry failed'),
@@ -176,7 +94,19 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
       onAffected: (parents) => {
         for (const parent of parents) this.#queue.add(parent);
       },
-      sourceRetryDelayMs,
+      ...(options.sourceRetryDelayMs !== undefined && { sourceRetryDelayMs: options.sourceRetryDelayMs }),
+      ...(options.maxSourceRetryDelayMs !== undefined && { maxSourceRetryDelayMs: options.maxSourceRetryDelayMs }),
+      ...(options.sourceHealthyAfterMs !== undefined && { sourceHealthyAfterMs: options.sourceHealthyAfterMs }),
+      clock: this.#clock,
+      logger: this.#logger,
+    });
+    this.#runner = new ReconcileRunner<T, P>({
+      reconcile: reconcile as Reconcile<T, P>,
+      store: this.#store,
+      reader: this.#reader,
+      scheduler: this.#scheduler,
+      frames: this.#frames,
+      reconcileTimeoutMs: this.#settings.reconcileTimeoutMs,
       clock: this.#clock,
       logger: this.#logger,
     });
@@ -202,11 +132,13 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
    * the worker and the resync timer. Parent keys affected by the listing are already queued, so
    * every parent is reconciled once after start.
    *
-   * A start that fails leaves nothing running: no stream, timer or pending promise, and a later
-   * `stop()` returns quietly, so the caller's `catch`/`finally` unwinds carrying this error.
+   * Always settles: after `syncTimeoutMs` (default 2 min) at the latest. A start that fails tears
+   * everything down itself — no stream, timer or pending promise is left and the state is
+   * `stopped` — so nobody has to call `stop()` after it (a later `stop()` returns quietly).
    *
    * @throws {LoopAlreadyStartedError} on a second call (a loop runs once).
-   * @throws {SyncTimeoutError} when `syncTimeoutMs` passes before the first replace.
+   * @throws the source's permanent error (e.g. a reflector's 400 with its `Status`) at once.
+   * @throws {SyncTimeoutError} when `syncTimeoutMs` passes before the first replace; `cause` is the source's last error.
    * @throws {LoopStoppedError} when `stop()` is called before the start completes.
    */
   async start(): Promise<void> {
@@ -214,18 +146,21 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
       throw new LoopAlreadyStartedError(`start() called on a ${this.#state} loop; a ReconcileLoop runs once, create a new one`);
     }
     this.#state = 'starting';
+    this.#startedAt = this.#clock.now();
     const signal = this.#controller.signal;
     this.#logger.debug({ source: this.#source.name }, 'reconcile loop starting');
-    this.#driverRun = this.#driver.run(signal).catch((error: unknown) => {
-      this.#logger.error({ source: this.#source.name, err: error }, 'stream driver failed');
-    });
+    this.#driverRun = this.#driver.run(signal).then(noop, (error: unknown) => this.#onDriverFailed(error));
+    void this.#driverRun.finally(() => (this.#driverDone = true));
     try {
       await this.#waitForSync(signal);
       // stop() may land between the sync and this continuation.
       if (signal.aborted) throw signal.reason;
     } catch (error) {
-      if (error instanceof SyncTimeoutError) this.#logger.error({ source: this.#source.name, err: error }, error.message);
-      await this.#teardownOnce();
+      if (!(error instanceof LoopStoppedError)) {
+        this.#error = error;
+        this.#logger.error({ source: this.#source.name, err: error }, 'reconcile loop failed to start');
+      }
+      await this.#teardownOnce(this.#settings.gracefulShutdownTimeoutMs);
       throw error;
     }
     this.#worker = this.#work(signal);
@@ -237,15 +172,19 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
   /**
    * Cancels everything, then waits for it to end: aborts the in-flight reconcile's signal, stops the
    * work queue (queued keys are dropped: no drain), shuts down the retry scheduler and the resync
-   * timer, and closes the source stream. Idempotent; concurrent calls share one teardown.
+   * timer, and closes the source stream. Waits at most `graceMs` (default `gracefulShutdownTimeoutMs`,
+   * 30 s): then it resolves anyway, logs a warning, and reports the reconciles and sources it
+   * abandoned. Idempotent; concurrent calls share one teardown (and the first call's grace).
    *
    * Before `start()` it retires the loop without starting anything; after a failed `start()` it
    * returns quietly. Inside a running reconcile it begins the stop but rejects at once with a
    * pre-handled {@link StopInsideReconcileError} instead of deadlocking: write `void loop.stop()`.
    */
-  stop(): Promise<void> {
+  stop(options: StopOptions = {}): Promise<StopReport<P>> {
+    const graceMs =
+      options.graceMs === undefined ? this.#settings.gracefulShutdownTimeoutMs : duration('graceMs', options.graceMs, true, true);
     const frame = this.#frames.getStore();
-    const stopping = this.#beginStop();
+    const stopping = this.#beginStop(graceMs);
     if (frame?.active) {
       const refused = Promise.reject(new StopInsideReconcileError());
       refused.catch(noop);
@@ -254,7 +193,11 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     return stopping;
   }
 
-  /** `await using loop = new ReconcileLoop(...)`: the scope's end stops the loop (see {@link ReconcileLoop.stop}). */
+  /**
+   * `await using loop = new ReconcileLoop(...)`: the scope's end stops the loop (see
+   * {@link ReconcileLoop.stop}) within the grace period, so a hung reconcile cannot hold the scope —
+   * and the error the scope is unwinding — forever. Never rejects for what the stop abandoned.
+   */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }
@@ -269,7 +212,39 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     this.#queue.add(parentKey);
   }
 
-  #beginStop(): Promise<void> {
+  /**
+   * A snapshot for probes and dashboards: state, sync, per-source status (last error with its
+   * Status, failures, quarantined keys, streaming, time since the last frame), queue depth,
+   * in-flight reconciles and their age, and the `ready` / `alive` verdicts. Synchronous and cheap.
+   */
+  health(): LoopHealth<P> {
+    const now = this.#clock.now();
+    const driver = this.#driver.health();
+    const source: SourceStatus = {
+      ...driver,
+      msSinceLastEvent: driver.lastEventAt === undefined ? undefined : now - driver.lastEventAt,
+    };
+    const sources = [source];
+    const inFlight = this.#runner.inFlight();
+    const { ready, alive } = verdicts({ state: this.#state, now, inFlight, sources, error: this.#error, limits: this.#settings.health });
+    const syncTimes = sources.map((s) => s.lastSyncAt);
+    return {
+      state: this.#state,
+      synced: sources.every((s) => s.synced),
+      at: now,
+      startedAt: this.#startedAt,
+      lastSyncAt: syncTimes.includes(undefined) ? undefined : Math.min(...(syncTimes as number[])),
+      queueDepth: this.#queue.size,
+      retriesPending: this.#scheduler.pending,
+      inFlight,
+      sources: Object.fromEntries(sources.map((s) => [s.source, s])),
+      error: this.#error,
+      ready,
+      alive,
+    };
+  }
+
+  #beginStop(graceMs: number): Promise<StopReport<P>> {
     switch (this.#state) {
       case 'idle':
         // Nothing runs yet; retire the loop so a later start() cannot leak past its owner's scope.
@@ -277,20 +252,20 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
         this.#controller.abort(new LoopStoppedError('the reconcile loop was stopped before it started'));
         this.#queue.stop();
         this.#scheduler.shutdown();
-        return RESOLVED;
+        return Promise.resolve(cleanStop<P>());
       case 'stopped':
-        return this.#teardown ?? RESOLVED;
+        return this.#teardown ?? Promise.resolve(cleanStop<P>());
       default:
-        return this.#teardownOnce();
+        return this.#teardownOnce(graceMs);
     }
   }
 
-  #teardownOnce(): Promise<void> {
-    this.#teardown ??= this.#doTeardown();
+  #teardownOnce(graceMs: number): Promise<StopReport<P>> {
+    this.#teardown ??= this.#doTeardown(graceMs);
     return this.#teardown;
   }
 
-  async #doTeardown(): Promise<void> {
+  async #doTeardown(graceMs: number): Promise<StopReport<P>> {
     this.#state = 'stopping';
     this.#logger.debug({ source: this.#source.name }, 'reconcile loop stopping');
     this.#controller.abort(new LoopStoppedError('the reconcile loop is stopping'));
@@ -298,18 +273,52 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     this.#resyncHandle = undefined;
     this.#queue.stop();
     this.#scheduler.shutdown();
-    await Promise.allSettled([this.#driverRun, this.#worker]);
+    const everything = Promise.allSettled([this.#driverRun, this.#worker, this.#runner.settled()]);
+    let timer: unknown;
+    const graceOver = new Promise<'grace over'>((resolve) => {
+      if (graceMs !== Infinity) timer = this.#clock.setTimeout(() => resolve('grace over'), graceMs);
+    });
+    const outcome = await Promise.race([everything, graceOver]);
+    if (timer !== undefined) this.#clock.clearTimeout(timer);
+    let report = cleanStop<P>();
+    if (outcome === 'grace over') {
+      report = {
+        abandoned: this.#runner.inFlight().map((c) => c.parentKey),
+        abandonedSources: this.#driverDone ? [] : [this.#source.name],
+      };
+      this.#logger.warn(
+        { source: this.#source.name, graceMs, abandoned: report.abandoned.map(String), abandonedSources: report.abandonedSources },
+        'reconcile loop stopped after its grace period; abandoned work still running in the background',
+      );
+    }
     this.#state = 'stopped';
     this.#logger.info({ source: this.#source.name }, 'reconcile loop stopped');
+    return report;
+  }
+
+  /** The driver stopped for good (a permanent source error). Before sync, start() reports it. */
+  #onDriverFailed(error: unknown): void {
+    if (this.#state !== 'running') return; // start() rejects with it, or a stop is already under way
+    this.#error = error;
+    this.#logger.error({ source: this.#source.name, err: error }, 'source failed permanently; stopping the reconcile loop');
+    void this.#teardownOnce(this.#settings.gracefulShutdownTimeoutMs);
+    try {
+      this.#onError?.(error);
+    } catch (callbackError) {
+      this.#logger.error({ err: callbackError }, 'onError threw; ignored');
+    }
   }
 
   async #waitForSync(signal: AbortSignal): Promise<void> {
-    const timeoutMs = this.#syncTimeoutMs;
-    if (timeoutMs === undefined) return this.#driver.waitForSync(signal);
+    const timeoutMs = this.#settings.syncTimeoutMs;
+    if (timeoutMs === Infinity) return this.#driver.waitForSync(signal);
     const local = new AbortController();
     const onStop = (): void => local.abort(signal.reason);
     signal.addEventListener('abort', onStop, { once: true });
-    const handle = this.#clock.setTimeout(() => local.abort(new SyncTimeoutError(this.#source.name, timeoutMs)), timeoutMs);
+    const handle = this.#clock.setTimeout(() => {
+      // The source's own last error (a 403 retried inside a reflector) is why it never synced.
+      local.abort(new SyncTimeoutError(this.#source.name, timeoutMs, this.#driver.health().lastError));
+    }, timeoutMs);
     try {
       await this.#driver.waitForSync(local.signal);
     } finally {
@@ -331,7 +340,7 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
         return;
       }
       try {
-        await this.#reconcileOne(key, signal);
+        await this.#runner.run(key, signal);
       } catch (error) {
         // Only a throwing logger gets here; the worker must outlive it.
         try {
@@ -343,65 +352,8 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     }
   }
 
-  async #reconcileOne(key: P, loopSignal: AbortSignal): Promise<void> {
-    const parentKey = String(key);
-    const controller = new AbortController();
-    const onStop = (): void => controller.abort(loopSignal.reason);
-    loopSignal.addEventListener('abort', onStop, { once: true });
-    const context: ReconcileContext<T, P> = Object.freeze({
-      parentKey: key,
-      members: this.#store.members(key),
-      store: this.#reader,
-      signal: controller.signal,
-    });
-    const frame: ReconcileFrame = { active: true };
-    const call = this.#frames.run(frame, () => invoke(this.#reconcile, key, context));
-    let timer: unknown;
-    try {
-      const timeoutMs = this.#reconcileTimeoutMs;
-      if (timeoutMs === undefined) {
-        await call;
-      } else {
-        const timedOut = new Promise<never>((_, reject) => {
-          timer = this.#clock.setTimeout(() => {
-            const error = new ReconcileTimeoutError(parentKey, timeoutMs);
-            controller.abort(error);
-            reject(error);
-          }, timeoutMs);
-        });
-        // JS cannot cancel the call: a reconcile that ignores its aborted signal keeps running in
-        // the background while the worker moves on. Its late outcome is only logged.
-        call.then(
-          () => {
-            if (controller.signal.reason instanceof ReconcileTimeoutError) {
-              this.#logger.debug({ parentKey }, 'a timed-out reconcile finished late');
-            }
-          },
-          noop,
-        );
-        await Promise.race([call, timedOut]);
-      }
-      this.#scheduler.forget(key);
-      this.#logger.debug({ parentKey }, 'reconciled');
-    } catch (error) {
-      if (loopSignal.aborted) {
-        this.#logger.debug({ parentKey, err: error }, 'reconcile ended by stop; not retried');
-      } else {
-        const retryInMs = this.#scheduler.schedule(key);
-        this.#logger.warn(
-          { parentKey, err: error, failures: this.#scheduler.failures(key), retryInMs },
-          'reconcile failed; retrying after backoff',
-        );
-      }
-    } finally {
-      frame.active = false;
-      if (timer !== undefined) this.#clock.clearTimeout(timer);
-      loopSignal.removeEventListener('abort', onStop);
-    }
-  }
-
   #armResync(): void {
-    if (this.#resyncPeriodMs === 0) return;
+    if (this.#settings.resyncPeriodMs === 0) return;
     this.#resyncHandle = this.#clock.setTimeout(() => {
       this.#resyncHandle = undefined;
       if (this.#state !== 'running') return;
@@ -410,41 +362,10 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
       for (const parent of parents) this.#queue.add(parent);
       this.#logger.debug({ parents: parents.length }, 'resync');
       this.#armResync();
-    }, this.#resyncPeriodMs);
+    }, this.#settings.resyncPeriodMs);
   }
 }
 
-/** Runs reconcile so a synchronous throw becomes a rejection like an async one. */
-async function invoke<T, P extends ParentKey>(reconcile: Reconcile<T, P>, key: P, context: ReconcileContext<T, P>): Promise<void> {
-  await reconcile(key, context);
-}
-
-function duration(name: string, value: unknown, zeroAllowed: boolean): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!zeroAllowed && value === 0) || value > MAX_TIMER_MS) {
-    throw new ReconcileLoopOptionsError(
-      `${name} must be a number of milliseconds ${zeroAllowed ? '>= 0' : '> 0'} and <= ${MAX_TIMER_MS}, got ${String(value)}`,
-    );
-  }
-  return value;
-}
-
-function optionalDuration(name: string, value: unknown): number | undefined {
-  return value === undefined ? undefined : duration(name, value, false);
-}
-
-/** A facade that exposes only the reader methods, so a reconcile cannot reach `apply`. */
-function readOnlyView<T, P extends ParentKey>(store: ObjectStore<T, P>): ObjectStoreReader<T, P> {
-  return Object.freeze({
-    get: (key: ObjectKey) => store.get(key),
-    has: (key: ObjectKey) => store.has(key),
-    get size() {
-      return store.size;
-    },
-    parentOf: (key: ObjectKey) => store.parentOf(key),
-    members: (parent: P) => store.members(parent),
-    parents: () => store.parents(),
-    hasMembers: (parent: P) => store.hasMembers(parent),
-    keys: () => store.keys(),
-    snapshot: () => store.snapshot(),
-  });
+function cleanStop<P extends ParentKey>(): StopReport<P> {
+  return { abandoned: [], abandonedSources: [] };
 }

@@ -14,7 +14,7 @@ import { podReflector, type Reflector } from '@reconcile-loop/reflector';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { scaledClock, within as withinMs } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReconcileLoop, type ObjectKey } from '../src/index.js';
+import { ReconcileLoop, healthHandler, type ObjectKey } from '../src/index.js';
 
 /** One `timeoutSeconds` unit on the server, and 1000 ms on the reflector's clock. */
 const SECOND_MS = 50;
@@ -66,7 +66,7 @@ afterEach(async () => {
  * The embedded apiserver with two engines and one trainer in {@link NS} (label `pool`) and a pod in
  * another namespace; a loop keyed by the `pool` label over a pod reflector on it. Not started.
  */
-async function setup() {
+async function setup(extra: { hangPool?: string; syncTimeoutMs?: number; beforeStart?: (server: ApiServer) => void } = {}) {
   const server: ApiServer = await startApiServer({ timeoutSecondsScaleMs: SECOND_MS });
   cleanups.push(() => server.close());
   server.seedPods(2, { namespace: NS, labels: { pool: 'engines' }, namePrefix: 'engine' });
@@ -80,13 +80,19 @@ async function setup() {
   const loop = new ReconcileLoop<Pod, string>({
     source: reflector,
     keyMap: (pod) => pod.metadata.labels['pool'],
-    reconcile: (pool, { members, store }) => {
+    reconcile: async (pool, { members, store }) => {
+      if (pool === extra.hangPool) {
+        reconciles.record({ pool, members, storeAgrees: true });
+        await new Promise(() => {}); // ignores its signal: only the grace period ends stop()
+      }
       const storeAgrees = [...members].every(([key, pod]) => store.get(key) === pod) && store.hasMembers(pool) === members.size > 0;
       reconciles.record({ pool, members, storeAgrees });
     },
-    syncTimeoutMs: WAIT_MS,
+    syncTimeoutMs: extra.syncTimeoutMs ?? WAIT_MS,
+    gracefulShutdownTimeoutMs: 200,
   });
-  cleanups.push(() => loop.stop());
+  extra.beforeStart?.(server);
+  cleanups.push(async () => void (await loop.stop()));
   return { server, reflector, loop, reconciles };
 }
 
@@ -184,5 +190,39 @@ describe('ReconcileLoop over the pod reflector against the embedded apiserver', 
     expect(counts).toMatchObject({ list: 1, watch: 1 });
     loop.enqueue('engines'); // ignored after stop
     expect(reconciles.all.filter((s) => s.pool === 'engines')).toHaveLength(1);
+  });
+
+  it('[loop: GracefulShutdownTimeout] a reconcile that never settles: stop() resolves after the grace, names the pool, and the watch is closed on the server (embedded apiserver)', async () => {
+    const { server, loop, reconciles } = await setup({ hangPool: 'engines' });
+    await loop.start();
+    await reconciles.next('engines');
+    await server.waitForWatches(1, WAIT_MS);
+    const report = await within(loop.stop(), 'stop() after its 200 ms grace');
+    expect(report).toEqual({ abandoned: ['engines'], abandonedSources: [] });
+    expect(loop.state).toBe('stopped');
+    await server.waitForWatches((open) => open === 0, WAIT_MS);
+  });
+
+  it('[loop: probes] RBAC forbidding the LIST: /readyz is 500 while the reflector retries, then start() rejects with SyncTimeoutError and nothing is left open (embedded apiserver)', async () => {
+    const { server, loop } = await setup({ syncTimeoutMs: 1_000, beforeStart: (s) => s.failNext({ verb: 'list', status: 403, times: 1_000 }) });
+    const starting = loop.start().then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
+    const handler = healthHandler(loop);
+    const probe = (url: string): { status: number; body: string } => {
+      const res = { statusCode: 0, body: '', setHeader: () => res, end: (body?: string) => void (res.body = body ?? '') };
+      handler({ url, method: 'GET', headers: {} }, res);
+      return { status: res.statusCode, body: res.body };
+    };
+    expect(probe('/readyz')).toMatchObject({ status: 500 });
+    expect(probe('/readyz?verbose').body).toContain('[-]source:pods failed: not synced yet');
+    expect(probe('/healthz')).toMatchObject({ status: 200 });
+    const error = await within(starting, 'start() to reject');
+    expect(error).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT', sourceName: 'pods', timeoutMs: 1_000 });
+    expect(loop.state).toBe('stopped');
+    expect(loop.health().ready.ok).toBe(false);
+    expect(server.requestCounts().list).toBeGreaterThan(1); // it kept retrying the 403
+    expect(server.openWatchCount).toBe(0);
   });
 });

@@ -18,6 +18,8 @@ interface Cell {
 
 const cell = (pool: string | undefined, v = 0): Cell => ({ pool, v });
 
+const CLEAN_STOP = { abandoned: [], abandonedSources: [] };
+
 interface Call {
   key: string;
   at: number;
@@ -299,13 +301,13 @@ describe('ReconcileLoop', () => {
     expect(clock.pending).toBe(0);
     await settle();
     expect(registry.openStreams).toBe(0);
-    await expect(loop.stop()).resolves.toBeUndefined(); // idempotent
+    await expect(loop.stop()).resolves.toEqual(CLEAN_STOP); // idempotent
   });
 
   it('[work_queue: ShutDown vs ShutDownWithDrain] stop() scheduled from inside reconcile (void loop.stop() or setImmediate) stops the loop', async () => {
     for (const schedule of ['void', 'setImmediate'] as const) {
       let loopRef: ReconcileLoop<Cell, string> | undefined;
-      let stoppedFromInside: Promise<void> | undefined;
+      let stoppedFromInside: Promise<unknown> | undefined;
       const { loop, keys } = harness({
         initial: [['a', cell('p1')], ['b', cell('p2')]],
         body: (key) => {
@@ -324,7 +326,7 @@ describe('ReconcileLoop', () => {
       } else {
         // Ran after the reconcile returned: a plain, successful stop.
         expect(keys()[0]).toBe('p1');
-        await expect(stoppedFromInside).resolves.toBeUndefined();
+        await expect(stoppedFromInside).resolves.toEqual(CLEAN_STOP);
       }
     }
   });
@@ -347,7 +349,7 @@ describe('ReconcileLoop', () => {
     await settle();
     expect(inside).toMatchObject({ code: 'RECONCILE_LOOP_STOP_INSIDE_RECONCILE', name: 'StopInsideReconcileError' });
     expect(loop.state).toBe('stopped'); // the stop went ahead
-    await expect(loop.stop()).resolves.toBeUndefined();
+    await expect(loop.stop()).resolves.toEqual(CLEAN_STOP);
     // Not retried: the loop is stopping, so the failure is not scheduled.
     expect(logger.entries.some((e) => e.message.includes('retrying'))).toBe(false);
   });
@@ -384,7 +386,7 @@ describe('ReconcileLoop', () => {
     await clock.advanceAsync(60_000);
     expect(source.streams).toHaveLength(1);
     expect(reconciled).toBe(false);
-    await expect(loop.stop()).resolves.toBeUndefined();
+    await expect(loop.stop()).resolves.toEqual(CLEAN_STOP);
     await expect(loop.start()).rejects.toMatchObject({ code: 'RECONCILE_LOOP_ALREADY_STARTED' });
   });
 
@@ -451,7 +453,11 @@ describe('ReconcileLoop', () => {
       ['p2', 1_000],
       ['p1', 1_500],
     ]);
-    await loop.stop();
+    // The first call still hangs in the background: stop() waits for it only as long as the grace.
+    expect(loop.health().inFlight).toEqual([{ parentKey: 'p1', startedAt: 0, ageMs: 1_500, timedOut: true }]);
+    const stopping = loop.stop({ graceMs: 2_000 });
+    await clock.advanceAsync(2_000);
+    await expect(stopping).resolves.toEqual({ abandoned: ['p1'], abandonedSources: [] });
     expect(clock.pending).toBe(0);
   });
 
@@ -518,7 +524,7 @@ describe('ReconcileLoop', () => {
     };
     const loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, clock, logger });
     await loop.start();
-    await expect(loop.stop()).resolves.toBeUndefined();
+    await expect(loop.stop()).resolves.toEqual(CLEAN_STOP);
     expect(logger.entries.some((e) => (e.fields.err as Error | undefined)?.message === 'close exploded')).toBe(true);
   });
 

@@ -1,5 +1,7 @@
 import {
   abortReason,
+  isPermanentSourceError,
+  reportsHealth,
   silentLogger,
   sleep,
   systemClock,
@@ -8,13 +10,18 @@ import {
   type ParentKey,
   type Source,
   type SourceEvent,
+  type SourceHealth,
 } from '@reconcile-loop/object-store';
 import {
-  StreamDidNotOpenWithReplaceError,
-  StreamDriverAlreadyRunError,
-  StreamDriverOptionsError,
-  StreamDriverStoppedError,
-} from './errors.js';
+  DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,
+  DEFAULT_SOURCE_HEALTHY_AFTER_MS,
+  DEFAULT_SOURCE_RETRY_DELAY_MS,
+  SourceBackoff,
+} from './backoff.js';
+import { FailureWatch, type StreamDriverHealth } from './driver-health.js';
+import { StreamDriverAlreadyRunError, StreamDriverStoppedError } from './errors.js';
+import { StreamPump, type StreamResult } from './pump.js';
+import { validateDriverOptions } from './options.js';
 
 /**
  * The one store method the driver needs. `ObjectStore` satisfies it; it returns the parent keys an
@@ -24,8 +31,8 @@ export interface StoreWriter<T, P extends ParentKey> {
   apply(event: SourceEvent<T>): ReadonlySet<P>;
 }
 
-/** Default wait before reopening a stream that ended or failed. */
-export const DEFAULT_SOURCE_RETRY_DELAY_MS = 1_000;
+/** Default bound on closing a stream (`iterator.return()`); a close still pending after it is abandoned and logged. */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
 
 /** Options for {@link StreamDriver}. */
 export interface StreamDriverOptions<T, P extends ParentKey> {
@@ -38,15 +45,26 @@ export interface StreamDriverOptions<T, P extends ParentKey> {
    * (cache before notify). Not called for an empty set. Must not throw; a throw is logged.
    */
   onAffected: (parents: ReadonlySet<P>) => void;
-  /** Outer retry: wait this long before reopening a stream that ended or failed. Default 1000 ms. */
+  /** Outer retry: the first reopen after a stream ended or failed waits this long; doubles per further failure. Default 1000 ms. */
   sourceRetryDelayMs?: number;
-  /** Time source for the retry delay. Default {@link systemClock}. */
+  /** Cap on the outer retry's delay. Default 30 000 ms (client-go's reflector backoff cap). */
+  maxSourceRetryDelayMs?: number;
+  /**
+   * A stream that applied its listing and stayed open this long is healthy: when it ends, the
+   * outer retry starts again from `sourceRetryDelayMs`. Default 120 000 ms (client-go's reset).
+   */
+  sourceHealthyAfterMs?: number;
+  /** Stretch each retry delay by up to this fraction, at random (client-go: 1.0). Default 0 (no jitter). */
+  sourceRetryJitter?: number;
+  /** Random source for the jitter, in [0, 1). Default `Math.random`. */
+  random?: () => number;
+  /** Bound on awaiting a stream's close; a close still pending after it is logged and abandoned. Default 5000 ms. */
+  closeTimeoutMs?: number;
+  /** Time source for every delay and timestamp. Default {@link systemClock}. */
   clock?: Clock;
   /** Default: silent. */
   logger?: Logger;
 }
-
-const ABORTED: unique symbol = Symbol('aborted');
 
 interface SyncWaiter {
   resolve(): void;
@@ -55,36 +73,53 @@ interface SyncWaiter {
 
 /**
  * Opens a source's stream, requires it to open with a replace (the listing), applies every source
- * event to the store and only then notifies `onAffected`; reopens the stream after
- * `sourceRetryDelayMs` whenever it ends or fails (the outer retry). The informer's `Run` /
- * `processLoop`, with `waitForSync()` as its `WaitForCacheSync` (the `SyncingSource` shape).
+ * event to the store and only then notifies `onAffected`; reopens the stream whenever it ends or
+ * fails, after an exponential backoff that only a healthy stretch resets (the outer retry), and stops
+ * for good on a permanent source error. The informer's `Run` / `processLoop`, with `waitForSync()` as
+ * its `WaitForCacheSync` (the `SyncingSource` shape), and `health()` for probes.
  */
 export class StreamDriver<T, P extends ParentKey> {
   readonly #source: Source<T>;
-  readonly #store: StoreWriter<T, P>;
-  readonly #onAffected: (parents: ReadonlySet<P>) => void;
-  readonly #retryDelayMs: number;
   readonly #clock: Clock;
   readonly #logger: Logger;
+  readonly #backoff: SourceBackoff;
+  readonly #pump: StreamPump<T, P>;
+  readonly #failures: FailureWatch;
+  readonly #waiters = new Set<SyncWaiter>();
   #synced = false;
   #state: 'idle' | 'running' | 'ended' = 'idle';
-  readonly #waiters = new Set<SyncWaiter>();
+  #permanentError: unknown;
+  #lastStreamError: unknown;
+  #retryAt: number | undefined;
+  #opens = 0;
 
   constructor(options: StreamDriverOptions<T, P>) {
-    const { source, store, onAffected } = options;
-    if (typeof source?.open !== 'function') throw new StreamDriverOptionsError('source must have an open(signal) method');
-    if (typeof store?.apply !== 'function') throw new StreamDriverOptionsError('store must have an apply(event) method');
-    if (typeof onAffected !== 'function') throw new StreamDriverOptionsError('onAffected must be a function');
-    const retryDelayMs = options.sourceRetryDelayMs ?? DEFAULT_SOURCE_RETRY_DELAY_MS;
-    if (!Number.isFinite(retryDelayMs) || retryDelayMs < 0) {
-      throw new StreamDriverOptionsError(`sourceRetryDelayMs must be a finite number >= 0, got ${String(retryDelayMs)}`);
-    }
-    this.#source = source;
-    this.#store = store;
-    this.#onAffected = onAffected;
-    this.#retryDelayMs = retryDelayMs;
+    const settings = validateDriverOptions(options, {
+      sourceRetryDelayMs: DEFAULT_SOURCE_RETRY_DELAY_MS,
+      maxSourceRetryDelayMs: DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,
+      sourceHealthyAfterMs: DEFAULT_SOURCE_HEALTHY_AFTER_MS,
+      closeTimeoutMs: DEFAULT_CLOSE_TIMEOUT_MS,
+    });
+    this.#source = options.source;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
+    this.#failures = new FailureWatch(this.#clock);
+    this.#backoff = new SourceBackoff({
+      baseMs: settings.sourceRetryDelayMs,
+      maxMs: settings.maxSourceRetryDelayMs,
+      healthyAfterMs: settings.sourceHealthyAfterMs,
+      jitter: settings.sourceRetryJitter,
+      random: options.random ?? Math.random,
+    });
+    this.#pump = new StreamPump<T, P>({
+      source: options.source,
+      store: options.store,
+      onAffected: options.onAffected,
+      onListed: () => this.#onListed(),
+      closeTimeoutMs: settings.closeTimeoutMs,
+      clock: this.#clock,
+      logger: this.#logger,
+    });
   }
 
   /** True once the first replace has been applied to the store; stays true across reopens. */
@@ -92,10 +127,17 @@ export class StreamDriver<T, P extends ParentKey> {
     return this.#synced;
   }
 
+  /** The failure that made the driver stop reopening (a `PermanentSourceError`), if any. */
+  get permanentError(): unknown {
+    return this.#permanentError;
+  }
+
   /**
    * Pumps the source into the store until `signal` aborts, reopening the stream after every end or
-   * failure. Resolves once the signal has aborted and the current stream is closed; never rejects
-   * for a stream failure. A driver runs once: a second call rejects with
+   * failure with exponential backoff. Resolves once the signal has aborted and the current stream is
+   * closed (or its close deadline passed). Rejects only with a permanent source error (one marked
+   * `permanent: true`, see `isPermanentSourceError`): the driver then stops reopening, and every
+   * `waitForSync()` rejects with it too. A driver runs once: a second call rejects with
    * {@link StreamDriverAlreadyRunError}.
    */
   async run(signal: AbortSignal): Promise<void> {
@@ -104,41 +146,30 @@ export class StreamDriver<T, P extends ParentKey> {
     const log = { source: this.#source.name };
     try {
       while (!signal.aborted) {
-        try {
-          const outcome = await this.#pump(signal);
-          if (outcome === 'aborted') break;
-          this.#logger.warn({ ...log, retryDelayMs: this.#retryDelayMs }, 'source stream ended; reopening after the source retry delay');
-        } catch (error) {
-          if (signal.aborted) break;
-          this.#logger.error({ ...log, err: error, retryDelayMs: this.#retryDelayMs }, 'source stream failed; reopening after the source retry delay');
+        this.#opens += 1;
+        const result = await this.#pump.run(signal);
+        if (result.end === 'aborted') break;
+        if (result.end === 'failed' && isPermanentSourceError(result.error)) {
+          this.#permanentError = result.error;
+          this.#failures.observe(1);
+          this.#logger.error({ ...log, err: result.error }, 'source failed permanently; not reopening it');
+          throw result.error;
         }
-        try {
-          await sleep(this.#clock, this.#retryDelayMs, signal);
-        } catch {
-          break; // only the signal rejects sleep
-        }
+        if (!(await this.#backOff(result, signal))) break;
       }
     } finally {
-      this.#state = 'ended';
-      if (!this.#synced) {
-        const error = new StreamDriverStoppedError(`source "${this.#source.name}" stopped before its first sync`);
-        for (const waiter of this.#waiters) waiter.reject(error);
-      }
-      this.#waiters.clear();
-      this.#logger.debug(log, 'stream driver stopped');
+      this.#end();
     }
   }
 
   /**
    * Resolves once the first replace has been applied (immediately if it already has). Rejects with
-   * the signal's reason if `signal` aborts first, and with {@link StreamDriverStoppedError} if
-   * `run()` ends before the first sync.
+   * the signal's reason if `signal` aborts first, with the permanent source error if the source
+   * failed for good, and with {@link StreamDriverStoppedError} if `run()` ended before the first sync.
    */
   waitForSync(signal?: AbortSignal): Promise<void> {
     if (this.#synced) return Promise.resolve();
-    if (this.#state === 'ended') {
-      return Promise.reject(new StreamDriverStoppedError(`source "${this.#source.name}" stopped before its first sync`));
-    }
+    if (this.#state === 'ended') return Promise.reject(this.#endError());
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise<void>((resolve, reject) => {
       const onAbort = (): void => {
@@ -160,118 +191,101 @@ export class StreamDriver<T, P extends ParentKey> {
     });
   }
 
-  /** One stream, from open to close. Resolves 'ended' when the stream ends, 'aborted' on the signal. */
-  async #pump(signal: AbortSignal): Promise<'ended' | 'aborted'> {
-    const name = this.#source.name;
-    this.#logger.debug({ source: name }, 'opening source stream');
-    const iterator = this.#source.open(signal)[Symbol.asyncIterator]();
-    // One abort listener per stream rather than one per event (this is the watch hot path).
-    const race = new AbortRace(signal);
-    // Set when the abort won the race against a pending next(): the iterator is still busy.
-    let busy = false;
+  /**
+   * A snapshot of the source as the driver sees it, merged with the source's own `health()` when it
+   * has one. Cheap and synchronous; safe to call from a probe at any time, also after `run()` ended.
+   */
+  health(): StreamDriverHealth {
+    const now = this.#clock.now();
+    const own = this.#sourceHealth();
+    const pump = this.#pump.status;
+    // A stream that is open and listed is working; otherwise every stream that ended since the last
+    // healthy stretch counts, so a source that lists and dies at once keeps counting up (and its
+    // failingSince stays at the first failure) instead of looking healed by each brief listing.
+    const listedNow = pump.open && pump.listedAt !== undefined;
+    const driverFailures = listedNow ? 0 : this.#backoff.failures;
+    const failures = Math.max(own?.consecutiveFailures ?? 0, driverFailures, this.#permanentError === undefined ? 0 : 1);
+    const neverListed = pump.listedAt === undefined && pump.openedAt !== undefined;
+    const failingSince = this.#failures.observe(failures, neverListed ? pump.openedAt : undefined);
+    const lastEventAt = latest(pump.lastEventAt, own?.lastEventAt);
+    const lastError = this.#permanentError ?? (own?.lastError !== undefined ? own.lastError : this.#lastStreamError);
+    return {
+      source: this.#source.name,
+      synced: this.#synced,
+      streaming: listedNow && (own === undefined || own.streaming),
+      lastSyncAt: latest(pump.lastReplaceAt, own?.lastListAt),
+      lastEventAt,
+      lastError,
+      consecutiveFailures: failures,
+      failingSince,
+      retryInMs: this.#retryAt === undefined ? undefined : Math.max(0, this.#retryAt - now),
+      opens: this.#opens,
+      permanentError: this.#permanentError,
+      quarantined: own?.quarantined ?? [],
+      sourceHealth: own,
+    };
+  }
+
+  /** Counts a stream that ended or failed, logs it, and waits out the backoff; false when aborted meanwhile. */
+  async #backOff(result: StreamResult, signal: AbortSignal): Promise<boolean> {
+    if (result.end === 'failed') this.#lastStreamError = result.error;
+    const retryInMs = this.#backoff.next({ listed: result.listedAt !== undefined, openMs: this.#clock.now() - result.openedAt });
+    this.#failures.observe(this.#backoff.failures);
+    const fields = { source: this.#source.name, retryInMs, failures: this.#backoff.failures };
+    if (result.end === 'failed') {
+      this.#logger.error({ ...fields, err: result.error }, 'source stream failed; reopening after backoff');
+    } else {
+      this.#logger.warn(fields, 'source stream ended; reopening after backoff');
+    }
+    this.#retryAt = this.#clock.now() + retryInMs;
     try {
-      let first = true;
-      for (;;) {
-        if (signal.aborted) return 'aborted';
-        const result = await race.next(iterator);
-        if (result === ABORTED) {
-          busy = true;
-          return 'aborted';
-        }
-        if (result.done) return 'ended';
-        const event = result.value;
-        if (first) {
-          if (!isReplace(event)) throw new StreamDidNotOpenWithReplaceError(name, describeType(event));
-          first = false;
-        }
-        // Cache before notify: the store holds the event before any parent key is handed on.
-        const affected = this.#store.apply(event);
-        if (!this.#synced && event.type === 'replace') this.#markSynced();
-        if (affected.size > 0) this.#notify(affected);
-      }
+      await sleep(this.#clock, retryInMs, signal);
+      return true;
+    } catch {
+      return false; // only the signal rejects sleep
     } finally {
-      race.dispose();
-      // An async generator queues return() behind its pending next(); a source that ignores the
-      // abort would then hold the driver (and the loop's stop()) forever. JS cannot cancel that
-      // await, so the close is requested but not waited for; it still logs if it fails.
-      if (busy) void this.#close(iterator);
-      else await this.#close(iterator);
+      this.#retryAt = undefined;
     }
   }
 
-  #markSynced(): void {
+  /** Called by the pump after a replace was applied to the store (never before: cache before notify). */
+  #onListed(): void {
+    this.#lastStreamError = undefined;
+    if (this.#synced) return;
     this.#synced = true;
     this.#logger.info({ source: this.#source.name }, 'source synced');
     for (const waiter of this.#waiters) waiter.resolve();
     this.#waiters.clear();
   }
 
-  #notify(affected: ReadonlySet<P>): void {
+  #end(): void {
+    this.#state = 'ended';
+    if (!this.#synced) {
+      const error = this.#endError();
+      for (const waiter of this.#waiters) waiter.reject(error);
+    }
+    this.#waiters.clear();
+    this.#logger.debug({ source: this.#source.name }, 'stream driver stopped');
+  }
+
+  #endError(): unknown {
+    return this.#permanentError ?? new StreamDriverStoppedError(`source "${this.#source.name}" stopped before its first sync`);
+  }
+
+  #sourceHealth(): SourceHealth | undefined {
+    if (!reportsHealth(this.#source)) return undefined;
     try {
-      this.#onAffected(affected);
+      return this.#source.health();
     } catch (error) {
-      // The store is already current; resync re-drives whatever this notification lost.
-      this.#logger.error({ source: this.#source.name, err: error }, 'onAffected threw; continuing');
+      // A probe must answer even when the source's report is broken; the driver's own view remains.
+      this.#logger.warn({ source: this.#source.name, err: error }, 'source health() threw; using the driver view only');
+      return undefined;
     }
   }
-
-  /**
-   * The single close path. Logs a failing close and never throws: a close failure must not mask the
-   * error (or the abort) being unwound, nor re-raise the failure the outer retry exists to recover from.
-   */
-  async #close(iterator: AsyncIterator<SourceEvent<T>>): Promise<void> {
-    if (typeof iterator.return !== 'function') return;
-    try {
-      await iterator.return();
-    } catch (error) {
-      this.#logger.warn({ source: this.#source.name, err: error }, 'closing source stream failed; ignored');
-    }
-  }
 }
 
-function isReplace(event: unknown): boolean {
-  return typeof event === 'object' && event !== null && (event as { type?: unknown }).type === 'replace';
-}
-
-function describeType(event: unknown): string {
-  if (typeof event === 'object' && event !== null && typeof (event as { type?: unknown }).type === 'string') {
-    return (event as { type: string }).type;
-  }
-  return event === null ? 'null' : typeof event;
-}
-
-/**
- * `iterator.next()`, or {@link ABORTED} as soon as the signal aborts while it is pending, so a source
- * that is slow to notice the abort cannot hold the driver. `raceAbort` semantics, but with one abort
- * listener for the whole stream instead of an add/remove per event. A `next()` that loses the race
- * is still observed, so its later rejection is never unhandled.
- */
-class AbortRace {
-  readonly #signal: AbortSignal;
-  /** Settles the pending race; a stale one (already settled) ignores the call. */
-  #settle: ((value: typeof ABORTED) => void) | undefined;
-  readonly #onAbort = (): void => this.#settle?.(ABORTED);
-
-  constructor(signal: AbortSignal) {
-    this.#signal = signal;
-    signal.addEventListener('abort', this.#onAbort, { once: true });
-  }
-
-  /** Call only while the signal is not yet aborted. */
-  next<V>(iterator: AsyncIterator<V>): Promise<IteratorResult<V> | typeof ABORTED> {
-    const signal = this.#signal;
-    return new Promise((resolve, reject) => {
-      this.#settle = resolve;
-      iterator.next().then(resolve, (error: unknown) => {
-        // A source that rejects with the signal's own reason is reporting the abort, not failing.
-        if (signal.aborted && error === signal.reason) resolve(ABORTED);
-        else reject(error);
-      });
-    });
-  }
-
-  dispose(): void {
-    this.#settle = undefined;
-    this.#signal.removeEventListener('abort', this.#onAbort);
-  }
+function latest(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return Math.max(a, b);
 }

@@ -23,7 +23,7 @@ export class StreamDriverStoppedError extends Error {
 
 /**
  * A stream whose first event was not a replace (the listing). Never thrown to callers: the driver
- * logs it with this error, closes the stream and reopens it after the source retry delay.
+ * logs it with this error, closes the stream and reopens it after the outer retry's backoff.
  */
 export class StreamDidNotOpenWithReplaceError extends Error {
   readonly code = 'STREAM_DID_NOT_OPEN_WITH_REPLACE' as const;

@@ -160,7 +160,7 @@ describe('StreamDriver', () => {
     await running;
   });
 
-  it('[source_stream_driver: Retry inside vs outside the stream] a stream that fails is reopened after sourceRetryDelayMs on the clock (outer retry)', async () => {
+  it('[source_stream_driver: Retry inside vs outside the stream] a stream that fails or ends is logged, closed and reopened on the clock (outer retry)', async () => {
     const { clock, logger, source, driver, controller, running } = setup({ sourceRetryDelayMs: 5_000 }, (stream) =>
       stream.push(replaceEvent([])),
     );
@@ -175,10 +175,10 @@ describe('StreamDriver', () => {
     await clock.advanceAsync(1);
     expect(source.streams).toHaveLength(2);
 
-    // A stream that ends cleanly gets the same outer retry.
+    // A stream that ends cleanly gets the same outer retry; it counts as the second failure in a row.
     source.last.end();
     await settle();
-    await clock.advanceAsync(4_999);
+    await clock.advanceAsync(9_999);
     expect(source.streams).toHaveLength(2);
     await clock.advanceAsync(1);
     expect(source.streams).toHaveLength(3);
@@ -213,7 +213,7 @@ describe('StreamDriver', () => {
     await clock.advanceAsync(10);
     expect(opens).toBe(2);
     expect(driver.synced).toBe(true);
-    await clock.advanceAsync(10);
+    await clock.advanceAsync(20); // the second failure in a row waits twice as long
     expect(opens).toBe(3);
     expect(store.keys()).toEqual(['a']);
     controller.abort();
@@ -264,7 +264,7 @@ describe('StreamDriver', () => {
       expect(driverListeners()).toBe(1);
       source.last.end();
       await settle();
-      await clock.advanceAsync(1_000);
+      await clock.advanceAsync(10_000);
     }
     expect(source.streams).toHaveLength(4);
     expect(driverListeners()).toBe(1);

@@ -1,0 +1,119 @@
+/**
+ * The loop's health report and the two verdicts a Deployment's probes ask for, with
+ * controller-runtime's manager semantics: ready = started and every source synced and not failing
+ * past a limit; alive = nothing wedged (the worker, a source) and no failure ended the loop.
+ */
+import type { ParentKey } from '@reconcile-loop/object-store';
+import type { StreamDriverHealth } from '@reconcile-loop/stream-driver';
+import { describeError } from './errors.js';
+import type { HealthLimits } from './options.js';
+import type { InFlightReconcile } from './runner.js';
+
+/** Lifecycle: `idle → starting → running → stopping → stopped`; a loop runs once. */
+export type ReconcileLoopState = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/** One source as the loop reports it: the stream driver's view plus the time since its last frame. */
+export interface SourceStatus extends StreamDriverHealth {
+  /** Clock ms since the last event or frame; undefined when none arrived yet. */
+  readonly msSinceLastEvent: number | undefined;
+}
+
+/** One named check, as in controller-runtime's `[+]name ok` / `[-]name failed: reason` lines. */
+export interface HealthCheck {
+  readonly name: string;
+  readonly ok: boolean;
+  /** Why it failed (or a detail when it passed); one line, never object contents. */
+  readonly reason?: string;
+}
+
+/** A verdict and the checks it came from. */
+export interface HealthVerdict {
+  readonly ok: boolean;
+  readonly checks: readonly HealthCheck[];
+}
+
+/** A snapshot of the whole loop; every time is in the loop's clock (ms). */
+export interface LoopHealth<P extends ParentKey> {
+  readonly state: ReconcileLoopState;
+  /** Every source's first replace is in the store. */
+  readonly synced: boolean;
+  /** The clock's time when this snapshot was taken. */
+  readonly at: number;
+  /** When `start()` was called. */
+  readonly startedAt: number | undefined;
+  /** The oldest of the sources' last successful sync or relist (the stalest source decides). */
+  readonly lastSyncAt: number | undefined;
+  /** Parent keys waiting in the work queue. */
+  readonly queueDepth: number;
+  /** Parent keys waiting for a retry deadline. */
+  readonly retriesPending: number;
+  /** Reconcile calls not yet settled, oldest first (a timed-out one may still be running). */
+  readonly inFlight: readonly InFlightReconcile<P>[];
+  /** Per source, keyed by source name. */
+  readonly sources: Readonly<Record<string, SourceStatus>>;
+  /** The failure that ended (or is ending) the loop: a failed start or a permanent source error. */
+  readonly error: unknown;
+  /** Readiness: started, synced, no source failing past `sourceFailingMs`, no reconcile stuck. */
+  readonly ready: HealthVerdict;
+  /** Liveness: not ended by a failure, no reconcile stuck, no source wedged or silent past its limit. */
+  readonly alive: HealthVerdict;
+}
+
+/** What {@link verdicts} needs besides the sources. */
+export interface HealthInputs<P extends ParentKey> {
+  readonly state: ReconcileLoopState;
+  readonly now: number;
+  readonly inFlight: readonly InFlightReconcile<P>[];
+  readonly sources: readonly SourceStatus[];
+  readonly error: unknown;
+  readonly limits: Readonly<Required<HealthLimits>>;
+}
+
+const seconds = (ms: number): string => `${Math.round(ms / 1000)} s`;
+
+/** Computes readiness and liveness; pure, so the verdicts are tested without a loop. */
+export function verdicts<P extends ParentKey>(input: HealthInputs<P>): { ready: HealthVerdict; alive: HealthVerdict } {
+  const { state, now, limits, error } = input;
+  const stuck = input.inFlight.filter((c) => c.ageMs > limits.reconcileStuckMs);
+  const reconcileCheck = (name: string): HealthCheck =>
+    stuck.length === 0
+      ? { name, ok: true }
+      : { name, ok: false, reason: stuck.map((c) => `reconcile of ${String(c.parentKey)} running for ${seconds(c.ageMs)}`).join('; ') };
+
+  const ready: HealthCheck[] = [
+    state === 'running'
+      ? { name: 'started', ok: true }
+      : { name: 'started', ok: false, reason: `loop is ${state}${error === undefined ? '' : `: ${describeError(error)}`}` },
+  ];
+  const alive: HealthCheck[] = [
+    error === undefined ? { name: 'loop', ok: true } : { name: 'loop', ok: false, reason: `ended by a failure: ${describeError(error)}` },
+  ];
+  for (const source of input.sources) {
+    const name = `source:${source.source}`;
+    const failingMs = source.failingSince === undefined ? 0 : now - source.failingSince;
+    const lastError = source.lastError === undefined ? '' : `: ${describeError(source.lastError)}`;
+    const failing = `failing for ${seconds(failingMs)} (${source.consecutiveFailures} failures)${lastError}`;
+    if (source.permanentError !== undefined) {
+      const reason = `failed permanently: ${describeError(source.permanentError)}`;
+      ready.push({ name, ok: false, reason });
+      alive.push({ name, ok: false, reason });
+      continue;
+    }
+    if (!source.synced) ready.push({ name, ok: false, reason: `not synced yet${source.consecutiveFailures > 0 ? `; ${failing}` : ''}` });
+    else if (failingMs > limits.sourceFailingMs) ready.push({ name, ok: false, reason: failing });
+    else ready.push({ name, ok: true });
+
+    const silentMs = source.msSinceLastEvent;
+    if (failingMs > limits.sourceWedgedMs) alive.push({ name, ok: false, reason: failing });
+    else if (source.sourceHealth !== undefined && source.streaming && silentMs !== undefined && silentMs > limits.sourceSilentMs) {
+      alive.push({ name, ok: false, reason: `streaming but no frame for ${seconds(silentMs)}` });
+    } else alive.push({ name, ok: true });
+  }
+  ready.push(reconcileCheck('reconcile'));
+  alive.push(reconcileCheck('worker'));
+  return { ready: verdict(ready), alive: verdict(alive) };
+}
+
+function verdict(checks: HealthCheck[]): HealthVerdict {
+  return { ok: checks.every((c) => c.ok), checks };
+}
