@@ -12,3 +12,5 @@ export * from './retry-on-conflict.js';
 export * from './status.js';
 export * from './finalizers.js';
 export * from './create-delete.js';
+export * from './events/event.js';
+export * from './events/recorder.js';
