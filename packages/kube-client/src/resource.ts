@@ -118,6 +118,16 @@ export class ResourceClient<T> {
     return name;
   }
 
+  /**
+   * `body` with `apiVersion` and `kind` filled in from the resource when absent: the apiserver
+   * decodes a custom resource's body without a type from the URL and refuses it (400, "Object
+   * 'Kind' is missing"), where a built-in kind defaults it.
+   */
+  #typed(body: WriteObject): WriteObject {
+    if (this.resource.kind === undefined || (body.apiVersion !== undefined && body.kind !== undefined)) return body;
+    return { ...body, apiVersion: body.apiVersion ?? apiVersionOf(this.resource), kind: body.kind ?? this.resource.kind };
+  }
+
   async #object(request: KubeRequest): Promise<T> {
     return this.parse(await this.#client.request(request), request.verb.toUpperCase());
   }
@@ -238,21 +248,21 @@ export class ResourceClient<T> {
     }
   }
 
-  /** POST a new object (`metadata.name` or `generateName`). */
+  /** POST a new object (`metadata.name` or `generateName`); `apiVersion`/`kind` come from the resource when absent. */
   async create(body: WriteObject, options?: WriteOptions): Promise<T> {
-    return this.#object({ verb: 'create', method: 'POST', path: collectionPath(this.resource, this.#ns(body)), query: writeQuery(options), body, signal: options?.signal, timeoutMs: options?.timeoutMs });
+    return this.#object({ verb: 'create', method: 'POST', path: collectionPath(this.resource, this.#ns(body)), query: writeQuery(options), body: this.#typed(body), signal: options?.signal, timeoutMs: options?.timeoutMs });
   }
 
   /** PUT the whole object; with `metadata.resourceVersion` set, a stale one is a 409 Conflict. */
   async update(body: WriteObject, options?: WriteOptions): Promise<T> {
     const path = objectPath(this.resource, this.#name(body, 'update'), this.#ns(body));
-    return this.#object({ verb: 'update', method: 'PUT', path, query: writeQuery(options), body, signal: options?.signal, timeoutMs: options?.timeoutMs });
+    return this.#object({ verb: 'update', method: 'PUT', path, query: writeQuery(options), body: this.#typed(body), signal: options?.signal, timeoutMs: options?.timeoutMs });
   }
 
   /** PUT the object to its `status` subresource: only `status` changes. */
   async updateStatus(body: WriteObject, options?: WriteOptions): Promise<T> {
     const path = objectPath(this.resource, this.#name(body, 'updateStatus'), this.#ns(body), 'status');
-    return this.#object({ verb: 'update', method: 'PUT', path, query: writeQuery(options), body, signal: options?.signal, timeoutMs: options?.timeoutMs });
+    return this.#object({ verb: 'update', method: 'PUT', path, query: writeQuery(options), body: this.#typed(body), signal: options?.signal, timeoutMs: options?.timeoutMs });
   }
 
   /** PATCH with a merge, JSON or strategic merge patch (strategic merge exists for built-in kinds only). */

@@ -63,7 +63,8 @@ describe('[kube_client: verbs] every verb, namespaced and cluster-scoped, typed 
 
     fake.next({ status: 201, body: cell('c', '10') });
     await cells.create({ metadata: { name: 'c' }, spec: { replicas: 1 } }, { fieldManager: 'ctl', dryRun: true });
-    expect(fake.requests[2]).toMatchObject({ method: 'POST', path: '/prefix/apis/example.io/v1/namespaces/ns/cellsets', contentType: 'application/json', body: { metadata: { name: 'c' }, spec: { replicas: 1 } } });
+    // apiVersion/kind filled in from the resource: a custom resource body without them is a 400
+    expect(fake.requests[2]).toMatchObject({ method: 'POST', path: '/prefix/apis/example.io/v1/namespaces/ns/cellsets', contentType: 'application/json', body: { apiVersion: 'example.io/v1', kind: 'CellSet', metadata: { name: 'c' }, spec: { replicas: 1 } } });
     expect(Object.fromEntries(fake.requests[2]!.query)).toEqual({ fieldManager: 'ctl', dryRun: 'All' });
 
     fake.next({ body: cell('c', '11', 3) });
