@@ -103,6 +103,8 @@ async function readText(body: AsyncIterable<Uint8Array | string>, limit: number)
 interface Opened {
   readonly response: TransportResponse;
   readonly signal: AbortSignal;
+  /** The path and query errors name. */
+  readonly path: string;
   release(): void;
 }
 
@@ -190,11 +192,23 @@ export class KubeClient {
         throw new KubeProtocolError(`${request.verb} ${request.path}: the body is not JSON: ${(error as Error).message}`);
       }
     } catch (error) {
-      throw opened.signal.aborted ? abortReason(opened.signal) : error;
+      throw this.#bodyFailure(error, request, opened);
     } finally {
       opened.response.close();
       opened.release();
     }
+  }
+
+  /**
+   * An error while reading a body: the abort reason when the request was aborted (or timed out),
+   * this package's own errors as they are, and anything else (a reset socket) as a
+   * {@link KubeTransportError}.
+   */
+  #bodyFailure(error: unknown, request: KubeRequest, opened: Opened): unknown {
+    if (opened.signal.aborted) return abortReason(opened.signal);
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && code.startsWith('KUBE_')) return error;
+    return new KubeTransportError(request.verb, opened.path, error);
   }
 
   /**
@@ -207,7 +221,7 @@ export class KubeClient {
     try {
       yield* splitLines(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
     } catch (error) {
-      throw opened.signal.aborted ? abortReason(opened.signal) : error;
+      throw this.#bodyFailure(error, request, opened);
     } finally {
       opened.response.close();
       opened.release();
@@ -270,7 +284,7 @@ export class KubeClient {
         if (warning !== undefined) this.#onWarning?.(warning, { verb, path });
         if (response.status >= 200 && response.status < 300) {
           if (streaming) clearTimer();
-          return { response, signal: controller.signal, release };
+          return { response, signal: controller.signal, path, release };
         }
         const error = await this.#failure(response, verb, path, controller.signal);
         if (!this.#retryable(error, verb) || attempt >= this.#maxRetries) throw error;

@@ -67,7 +67,11 @@ export function httpTransport(auth: KubeConfigAuth): Transport {
         return Array.isArray(value) ? value.join(', ') : value;
       },
       body: response as AsyncIterable<Buffer>,
-      close: () => response.destroy(),
+      // A body read to its end has handed its socket back to the agent; destroying it then would
+      // only cost the keep-alive connection.
+      close: () => {
+        if (!response.complete) response.destroy();
+      },
     };
   };
 }

@@ -125,3 +125,17 @@ describe('[kube_client: ListPager] paged LIST follows continue tokens; an expire
     await expect(pods.listAll()).rejects.toMatchObject({ reason: 'Expired' });
   });
 });
+
+describe('[kube_client: watch] a connection reset mid-body', () => {
+  it('is a KUBE_TRANSPORT error naming verb and path, for a watch and for a GET', async () => {
+    const { fake, pods } = setup();
+    const reset = Promise.reject(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
+    reset.catch(() => {});
+    fake.next({ chunks: [frame('ADDED', pod('a', '1')), reset as Promise<string>] });
+    await expect(collect(pods.watch())).rejects.toMatchObject({ code: 'KUBE_TRANSPORT', verb: 'watch', path: '/api/v1/namespaces/d/pods?watch=true&allowWatchBookmarks=true' });
+    const again = Promise.reject(new Error('socket hang up'));
+    again.catch(() => {});
+    fake.next({ chunks: ['{"metadata":', again as Promise<string>] });
+    await expect(pods.get('a')).rejects.toMatchObject({ code: 'KUBE_TRANSPORT', verb: 'get' });
+  });
+});
