@@ -13,6 +13,7 @@ import {
   isExpired,
   isInvalid,
   isNotFound,
+  isUnauthorized,
   KubeClient,
   patchStatus,
   removeFinalizer,
@@ -209,5 +210,18 @@ describe('[kube_client: create-if-absent] and [kube_client: delete-if-present] o
     expect((await pods.get('task-0')).metadata.uid).toBe(attempt2.metadata.uid);
     expect((await deleteIfPresent(pods, 'task-0', { preconditions: { uid: attempt2.metadata.uid }, gracePeriodSeconds: 0 })).outcome).toBe('deleted');
     expect((await deleteIfPresent(pods, 'task-0', { preconditions: { uid: attempt2.metadata.uid } })).outcome).toBe('absent');
+  });
+});
+
+describe('[kube_client: rest.Config auth] a server URL and a bearer token, without a kubeconfig', () => {
+  it('the token goes as Authorization: Bearer over the real transport; a wrong one is 401 Unauthorized', async () => {
+    await using secured = await startApiServer({ token: 't0ken' });
+    const good = new KubeClient({ server: secured.url, token: 't0ken', rateLimit: false });
+    const created = await good.resource(podResource, podSchema).inNamespace('ns').create(podBody('authed'));
+    expect(created.metadata.name).toBe('authed');
+    const bad = new KubeClient({ server: secured.url, token: 'wrong', rateLimit: false });
+    const error = await bad.resource(podResource).inNamespace('ns').get('authed').catch((e: unknown) => e);
+    expect(isUnauthorized(error)).toBe(true);
+    expect(JSON.stringify({ ...(error as object), message: (error as Error).message })).not.toContain('wrong');
   });
 });
