@@ -3,6 +3,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema } from '@reconcile-loop/k8s-types';
 import {
   addFinalizer,
+  apply,
+  applyStatus,
   createIfAbsent,
   deleteIfPresent,
   EventRecorder,
@@ -155,8 +157,15 @@ describeE2e('kube-client against the real kube-apiserver', () => {
     expect(managers).toEqual(['manager-a', 'manager-b']);
     // apply to the status subresource of a custom resource
     await cells.create({ metadata: { name: 'ssa-status' }, spec: { replicas: 1 } });
-    const withStatus = await cells.apply({ metadata: { name: 'ssa-status' }, status: { readyReplicas: 1 } }, { fieldManager: 'cellset-controller', force: true, subresource: 'status' });
+    const withStatus = await applyStatus(cells, 'ssa-status', { readyReplicas: 1 }, { fieldManager: 'cellset-controller', force: true });
     expect(withStatus['status']).toEqual({ readyReplicas: 1 });
+    // a read-back object carries managedFields (refused in an apply) and a resourceVersion: apply() strips them
+    const raw = await cms.raw.get('ssa');
+    expect(raw.metadata['managedFields']).toBeDefined();
+    const reapplied = await apply(cms, { ...raw, data: { shared: 'from-b', added: 'yes' } }, { fieldManager: 'manager-b', force: true });
+    expect(reapplied['data']).toEqual({ shared: 'from-b', onlyA: '1', added: 'yes' });
+    const refused = await cms.apply({ ...raw }, { fieldManager: 'manager-b', force: true }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'KUBE_API_ERROR', message: expect.stringMatching(/managedFields must be nil/) });
   });
 
   it('[kube_client: UpdateStatus with RetryOnConflict] two real writers race on one status: every mutation lands', async () => {

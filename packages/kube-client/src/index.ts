@@ -14,3 +14,4 @@ export * from './finalizers.js';
 export * from './create-delete.js';
 export * from './events/event.js';
 export * from './events/recorder.js';
+export * from './apply.js';

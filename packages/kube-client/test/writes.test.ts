@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   addFinalizer,
+  apply,
+  applyStatus,
   backoffDelays,
   createIfAbsent,
   DEFAULT_BACKOFF,
@@ -228,5 +230,28 @@ describe('[kube_client: delete-if-present] NotFound tolerated; UID/resourceVersi
     server.fake.next({ status: 409, body: statusBody(409, 'Conflict', 'x') }, { status: 500, body: statusBody(500, 'InternalError', 'x') });
     await expect(deleteIfPresent(cells, 'a')).rejects.toMatchObject({ reason: 'Conflict' });
     await expect(deleteIfPresent(cells, 'a', { preconditions: { uid: 'u' } })).rejects.toMatchObject({ reason: 'InternalError' });
+  });
+});
+
+describe('[kube_client: server-side apply] apply and applyStatus helpers with a field manager', () => {
+  it('apply drops managedFields, and resourceVersion/uid unless lock; applyStatus sends only the status to /status', async () => {
+    const { server, cells } = setup();
+    server.fake.next(
+      () => ({ body: server.objects.get('a') }),
+      () => ({ body: server.objects.get('a') }),
+      () => ({ body: server.objects.get('a') }),
+    );
+    const readBack = { apiVersion: 'example.io/v1', kind: 'CellSet', metadata: { name: 'a', resourceVersion: '7', uid: 'u', managedFields: [{ manager: 'x' }] }, spec: { replicas: 4 } };
+    await apply(cells, readBack, { fieldManager: 'ctl', force: false });
+    await apply(cells, readBack, { fieldManager: 'ctl', force: true, lock: true });
+    await applyStatus(cells, 'a', { ready: 4 }, { fieldManager: 'ctl', force: true });
+    const [plain, locked, status] = server.fake.requests;
+    expect(plain!.body).toEqual({ apiVersion: 'example.io/v1', kind: 'CellSet', metadata: { name: 'a' }, spec: { replicas: 4 } });
+    expect(locked!.body).toMatchObject({ metadata: { name: 'a', resourceVersion: '7', uid: 'u' } });
+    expect((locked!.body as { metadata: Record<string, unknown> }).metadata['managedFields']).toBeUndefined();
+    expect(status).toMatchObject({ method: 'PATCH', contentType: 'application/apply-patch+yaml', body: { apiVersion: 'example.io/v1', kind: 'CellSet', metadata: { name: 'a' }, status: { ready: 4 } } });
+    expect(status!.path.endsWith('/cellsets/a/status')).toBe(true);
+    expect(Object.fromEntries(status!.query)).toEqual({ fieldManager: 'ctl', force: 'true' });
+    await expect(applyStatus(cells, '', {}, { fieldManager: 'ctl', force: true })).rejects.toMatchObject({ code: 'KUBE_CLIENT_OPTIONS' });
   });
 });
