@@ -21,10 +21,11 @@ const uses = {
   'stream-driver': `if (typeof m.StreamDriver !== 'function') throw new Error('driver');`,
   'loop': `if (typeof m.ReconcileLoop !== 'function') throw new Error('loop');`,
   'reflector': `if (typeof m.Reflector !== 'function') throw new Error('reflector');`,
+  'kube-client': `const c = new m.KubeClient({ server: 'https://k8s.invalid', rateLimit: false, transport: async () => ({ status: 404, header: () => undefined, body: [JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound' })], close() {} }) }); const e = await c.resource({ group: '', version: 'v1', plural: 'pods' }).inNamespace('d').get('x').catch((x) => x); if (!m.isNotFound(e) || e.code !== 'KUBE_API_ERROR') throw new Error('kube-client');`,
   'testing': `const s = await m.startApiServer(); try { const r = await fetch(s.url + '/api/v1/pods'); if (r.status !== 200) throw new Error('apiserver ' + r.status); } finally { await s.close(); }`,
 };
 /** Packages that must install without @kubernetes/client-node. */
-const noKubernetesClient = new Set(['work-queue', 'retry-scheduler', 'object-store', 'k8s-types', 'stream-driver', 'loop', 'testing']);
+const noKubernetesClient = new Set(['work-queue', 'retry-scheduler', 'object-store', 'k8s-types', 'stream-driver', 'loop', 'testing', 'kube-client']);
 /** Packages with zero runtime dependencies. */
 const zeroDeps = new Set(['work-queue', 'retry-scheduler', 'object-store']);
 

@@ -1,0 +1,323 @@
+import type { ApiResource, ObjectSchema } from '@reconcile-loop/k8s-types';
+import { abortReason, sleep, systemClock, type Clock } from './clock.js';
+import { KubeApiError, KubeClientOptionsError, KubeProtocolError, KubeRequestTimeoutError, KubeTransportError, type KubeStatus, type Verb } from './errors.js';
+import { DEFAULT_MAX_FRAME_BYTES, splitLines } from './lines.js';
+import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';
+import { ResourceClient, type KubeObject, type ResourceRef } from './resource.js';
+import { readStatus } from './status-body.js';
+import { httpTransport, staticAuth, type KubeConfigAuth, type Transport, type TransportResponse } from './transport.js';
+
+/** Client-side rate limiting: client-go's token bucket (`rest.Config.QPS` / `Burst`). */
+export interface RateLimitOptions {
+  /** Default 5 (client-go). */
+  readonly qps?: number;
+  /** Default 10 (client-go). */
+  readonly burst?: number;
+  /** Which requests take a token: the writes (default) or every request, as client-go does. */
+  readonly scope?: 'writes' | 'all';
+}
+
+/** How to build a {@link KubeClient}: a `KubeConfig` (1.x or 2.x), or a server URL and a token. */
+export interface KubeClientOptions {
+  /** A @kubernetes/client-node `KubeConfig` (or anything with the two methods of {@link KubeConfigAuth}). */
+  readonly kubeConfig?: KubeConfigAuth | undefined;
+  /** Without a `kubeConfig`: the server URL, e.g. `https://127.0.0.1:6443`. */
+  readonly server?: string | undefined;
+  /** Without a `kubeConfig`: a bearer token. */
+  readonly token?: string | undefined;
+  /** Without a `kubeConfig`: a PEM CA bundle. */
+  readonly ca?: string | undefined;
+  /** Without a `kubeConfig`: skip TLS verification (loopback test servers only). */
+  readonly insecureSkipTlsVerify?: boolean | undefined;
+  /** Where requests go; default HTTP(S) with the config's auth. Tests inject a fake. */
+  readonly transport?: Transport | undefined;
+  /** Drives the rate limiter, `Retry-After` waits and request timeouts. Default {@link systemClock}. */
+  readonly clock?: Clock | undefined;
+  /** Options, a limiter of your own, or `false` for none. Default 5 QPS / burst 10 on the writes. */
+  readonly rateLimit?: RateLimitOptions | RateLimiter | false | undefined;
+  /** How many times a request answered 429 (or a read answered 5xx) with `Retry-After` is retried. Default 10 (client-go). */
+  readonly maxRetries?: number | undefined;
+  /** Per-request deadline in ms, covering rate-limit and `Retry-After` waits too; `0` for none. Default 30 000. */
+  readonly requestTimeoutMs?: number | undefined;
+  /** Cap on one watch frame, in bytes. Default 16 MiB (apimachinery's streaming decoder). */
+  readonly maxFrameBytes?: number | undefined;
+  /** Sent as `User-Agent`. */
+  readonly userAgent?: string | undefined;
+  /** Called with each `Warning` header the server sends (deprecations, unknown fields). */
+  readonly onWarning?: ((warning: string, request: { readonly verb: Verb; readonly path: string }) => void) | undefined;
+}
+
+/** One request, below the resource handles: what {@link KubeClient.request} and {@link KubeClient.stream} take. */
+export interface KubeRequest {
+  readonly verb: Verb;
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** The URL path below the server, e.g. `/api/v1/namespaces/default/pods`. */
+  readonly path: string;
+  readonly query?: Readonly<Record<string, string | number | boolean | undefined>> | undefined;
+  /** Serialised as JSON. */
+  readonly body?: unknown;
+  /** Default `application/json` for a body. */
+  readonly contentType?: string | undefined;
+  readonly signal?: AbortSignal | undefined;
+  /** Overrides the client's `requestTimeoutMs` for this request; for a watch it covers the wait for headers. */
+  readonly timeoutMs?: number | undefined;
+  /** Watch only: overrides the client's `maxFrameBytes`. */
+  readonly maxFrameBytes?: number | undefined;
+}
+
+/** The default per-request deadline. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** client-go's default number of `Retry-After` retries (`rest.Request.maxRetries`). */
+export const DEFAULT_MAX_RETRIES = 10;
+
+const READS: ReadonlySet<Verb> = new Set(['get', 'list', 'watch']);
+/** Most of a non-2xx body read for its `Status`. */
+const MAX_ERROR_BODY = 64 * 1024;
+
+function positiveInt(name: string, value: number | undefined, fallback: number, allowZero: boolean): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < (allowZero ? 0 : 1)) throw new KubeClientOptionsError(`${name} must be an integer >= ${allowZero ? 0 : 1}, got ${String(value)}`);
+  return value;
+}
+
+function retryAfterSeconds(response: TransportResponse, status: KubeStatus | undefined): number | undefined {
+  // client-go reads Retry-After as whole seconds only; the Status detail is the same number.
+  const header = response.header('retry-after');
+  if (header !== undefined && /^\s*\d+\s*$/.test(header)) return Number(header);
+  const detail = status?.details?.retryAfterSeconds;
+  return typeof detail === 'number' && Number.isInteger(detail) && detail >= 0 ? detail : undefined;
+}
+
+async function readText(body: AsyncIterable<Uint8Array | string>, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (size < limit) chunks.push(buffer);
+    size += buffer.length;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** An open response plus the function releasing its deadline timer and abort listener. */
+interface Opened {
+  readonly response: TransportResponse;
+  readonly signal: AbortSignal;
+  /** The path and query errors name. */
+  readonly path: string;
+  release(): void;
+}
+
+/**
+ * One Kubernetes HTTP client: every request of every resource goes through it, so auth, the rate
+ * limiter, `Retry-After`, deadlines and error mapping are decided in one place.
+ *
+ * ```ts
+ * const kc = new KubeConfig(); kc.loadFromDefault();
+ * const client = new KubeClient({ kubeConfig: kc });
+ * const pods = client.resource(podResource, podSchema).inNamespace('default');
+ * const pod = await pods.get('web-0');
+ * ```
+ */
+export class KubeClient {
+  readonly #auth: KubeConfigAuth;
+  readonly #transport: Transport;
+  readonly #clock: Clock;
+  readonly #limiter: RateLimiter | undefined;
+  readonly #limitReads: boolean;
+  readonly #maxRetries: number;
+  readonly #timeoutMs: number;
+  readonly #maxFrameBytes: number;
+  readonly #userAgent: string | undefined;
+  readonly #onWarning: KubeClientOptions['onWarning'];
+
+  constructor(options: KubeClientOptions) {
+    if (options.kubeConfig !== undefined && options.server !== undefined) throw new KubeClientOptionsError('give either kubeConfig or server, not both');
+    if (options.kubeConfig === undefined) {
+      if (typeof options.server !== 'string' || options.server === '') throw new KubeClientOptionsError('a kubeConfig or a server URL is required');
+      try {
+        new URL(options.server);
+      } catch {
+        throw new KubeClientOptionsError(`server is not a URL: ${options.server}`);
+      }
+    }
+    this.#auth = options.kubeConfig ?? staticAuth({ server: options.server!, token: options.token, ca: options.ca, insecureSkipTlsVerify: options.insecureSkipTlsVerify });
+    this.#transport = options.transport ?? httpTransport(this.#auth);
+    this.#clock = options.clock ?? systemClock;
+    const rateLimit = options.rateLimit ?? {};
+    if (rateLimit === false) {
+      this.#limiter = undefined;
+      this.#limitReads = false;
+    } else if (typeof (rateLimit as RateLimiter).wait === 'function') {
+      this.#limiter = rateLimit as RateLimiter;
+      this.#limitReads = false;
+    } else {
+      const { qps = DEFAULT_QPS, burst = DEFAULT_BURST, scope = 'writes' } = rateLimit as RateLimitOptions;
+      if (scope !== 'writes' && scope !== 'all') throw new KubeClientOptionsError(`rateLimit.scope must be 'writes' or 'all', got ${String(scope)}`);
+      this.#limiter = new TokenBucketRateLimiter({ qps, burst, clock: this.#clock });
+      this.#limitReads = scope === 'all';
+    }
+    this.#maxRetries = positiveInt('maxRetries', options.maxRetries, DEFAULT_MAX_RETRIES, true);
+    this.#timeoutMs = positiveInt('requestTimeoutMs', options.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS, true);
+    this.#maxFrameBytes = positiveInt('maxFrameBytes', options.maxFrameBytes, DEFAULT_MAX_FRAME_BYTES, false);
+    this.#userAgent = options.userAgent;
+    this.#onWarning = options.onWarning;
+  }
+
+  /** The clock the client waits on (helpers built on the client default to it). */
+  get clock(): Clock {
+    return this.#clock;
+  }
+
+  /**
+   * A typed handle on one resource. With a schema (a zod view from `@reconcile-loop/k8s-types`),
+   * every object read back is validated into the view's type; without one, objects come back as
+   * plain JSON ({@link KubeObject}). `kind` on the resource lets `apply` fill in `apiVersion`/`kind`.
+   */
+  resource(resource: ResourceRef | ApiResource): ResourceClient<KubeObject>;
+  resource<T>(resource: ResourceRef | ApiResource, schema: ObjectSchema<T>): ResourceClient<T>;
+  resource<T>(resource: ResourceRef | ApiResource, schema?: ObjectSchema<T>): ResourceClient<T> | ResourceClient<KubeObject> {
+    return new ResourceClient<T>(this, resource, schema, undefined);
+  }
+
+  /** Sends one request and resolves with its decoded JSON body (`undefined` for an empty one). */
+  async request(request: KubeRequest): Promise<unknown> {
+    const opened = await this.#open(request, false);
+    try {
+      const text = await readText(opened.response.body, Number.POSITIVE_INFINITY);
+      if (text.trim() === '') return undefined;
+      try {
+        return JSON.parse(text) as unknown;
+      } catch (error) {
+        throw new KubeProtocolError(`${request.verb} ${request.path}: the body is not JSON: ${(error as Error).message}`);
+      }
+    } catch (error) {
+      throw this.#bodyFailure(error, request, opened);
+    } finally {
+      opened.response.close();
+      opened.release();
+    }
+  }
+
+  /**
+   * An error while reading a body: the abort reason when the request was aborted (or timed out),
+   * this package's own errors as they are, and anything else (a reset socket) as a
+   * {@link KubeTransportError}.
+   */
+  #bodyFailure(error: unknown, request: KubeRequest, opened: Opened): unknown {
+    if (opened.signal.aborted) return abortReason(opened.signal);
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && code.startsWith('KUBE_')) return error;
+    return new KubeTransportError(request.verb, opened.path, error);
+  }
+
+  /**
+   * Opens a streamed request (a WATCH) and yields its body's lines, each one JSON frame. The request
+   * deadline covers the wait for the response headers only; after them the stream lasts until the
+   * server ends it (`timeoutSeconds`) or the signal aborts.
+   */
+  async *stream(request: KubeRequest): AsyncGenerator<string, void, undefined> {
+    const opened = await this.#open(request, true);
+    try {
+      yield* splitLines(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
+    } catch (error) {
+      throw this.#bodyFailure(error, request, opened);
+    } finally {
+      opened.response.close();
+      opened.release();
+    }
+  }
+
+  #url(request: KubeRequest): { url: URL; path: string } {
+    const cluster = this.#auth.getCurrentCluster();
+    if (!cluster) throw new KubeClientOptionsError('the KubeConfig has no current cluster');
+    const url = new URL(cluster.server.replace(/\/+$/, '') + request.path);
+    for (const [key, value] of Object.entries(request.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    // What errors carry: path and query only, never the host or userinfo.
+    return { url, path: url.pathname + url.search };
+  }
+
+  async #open(request: KubeRequest, streaming: boolean): Promise<Opened> {
+    const { verb } = request;
+    const { url, path } = this.#url(request);
+    const user = request.signal;
+    if (user?.aborted) throw abortReason(user);
+    const timeoutMs = request.timeoutMs ?? this.#timeoutMs;
+    if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new KubeClientOptionsError(`timeoutMs must be a finite number >= 0, got ${String(timeoutMs)}`);
+    const controller = new AbortController();
+    const onUserAbort = (): void => controller.abort(abortReason(user!));
+    user?.addEventListener('abort', onUserAbort, { once: true });
+    const started = this.#clock.now();
+    const timeoutError = (during: string): KubeRequestTimeoutError => new KubeRequestTimeoutError(verb, path, timeoutMs, during);
+    let timer: unknown = timeoutMs > 0 ? this.#clock.setTimeout(() => controller.abort(timeoutError('waiting for the server')), timeoutMs) : undefined;
+    const clearTimer = (): void => {
+      if (timer !== undefined) this.#clock.clearTimeout(timer);
+      timer = undefined;
+    };
+    const release = (): void => {
+      clearTimer();
+      user?.removeEventListener('abort', onUserAbort);
+    };
+    const remaining = (): number => (timeoutMs > 0 ? timeoutMs - (this.#clock.now() - started) : Number.POSITIVE_INFINITY);
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    if (this.#userAgent !== undefined) headers['User-Agent'] = this.#userAgent;
+    let body: string | undefined;
+    if (request.body !== undefined) {
+      body = JSON.stringify(request.body);
+      headers['Content-Type'] = request.contentType ?? 'application/json';
+    }
+    const limited = this.#limiter !== undefined && (this.#limitReads || !READS.has(verb));
+    try {
+      for (let attempt = 0; ; attempt++) {
+        // Every attempt takes a token, as client-go's retry path throttles before each try.
+        if (limited) await this.#limiter!.wait(controller.signal, remaining(), () => timeoutError('waiting for the client-side rate limiter'));
+        let response: TransportResponse;
+        try {
+          response = await this.#transport({ method: request.method, url, headers, body, signal: controller.signal });
+        } catch (error) {
+          if (controller.signal.aborted) throw abortReason(controller.signal);
+          throw new KubeTransportError(verb, path, error);
+        }
+        const warning = response.header('warning');
+        if (warning !== undefined) this.#onWarning?.(warning, { verb, path });
+        if (response.status >= 200 && response.status < 300) {
+          if (streaming) clearTimer();
+          return { response, signal: controller.signal, path, release };
+        }
+        const error = await this.#failure(response, verb, path, controller.signal);
+        if (!this.#retryable(error, verb) || attempt >= this.#maxRetries) throw error;
+        if (error.retryAfterSeconds! * 1000 > remaining()) throw error;
+        await sleep(this.#clock, error.retryAfterSeconds! * 1000, controller.signal);
+      }
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  /**
+   * A 429 was not admitted, so any verb may be sent again; a 5xx with `Retry-After` may have been
+   * applied, so only a read is retried (client-go retries writes there too).
+   */
+  #retryable(error: KubeApiError, verb: Verb): boolean {
+    if (error.retryAfterSeconds === undefined) return false;
+    if (error.statusCode === 429) return true;
+    return error.statusCode >= 500 && READS.has(verb);
+  }
+
+  async #failure(response: TransportResponse, verb: Verb, path: string, signal: AbortSignal): Promise<KubeApiError> {
+    let text = '';
+    try {
+      text = await readText(response.body, MAX_ERROR_BODY);
+    } catch (error) {
+      if (signal.aborted) throw abortReason(signal);
+      // The status code alone still classifies the failure.
+    } finally {
+      response.close();
+    }
+    const status = readStatus(text);
+    return new KubeApiError({ statusCode: response.status, status, verb, path, retryAfterSeconds: retryAfterSeconds(response, status) });
+  }
+}

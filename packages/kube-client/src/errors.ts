@@ -1,0 +1,212 @@
+/**
+ * Typed errors of this package. Each carries a stable string `code`, because a dual ESM/CJS install
+ * can load two copies of a class and defeat `instanceof`. No error carries a header, a token or the
+ * server URL's credentials: only the verb, the request path (with its query) and what the server said.
+ */
+
+/** The Kubernetes verbs this client issues (server-side apply is a `patch`). */
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
+
+/** One `details.causes[]` entry of a `Status` (`reason` is the wire name of Go's `StatusCause.Type`). */
+export interface KubeStatusCause {
+  readonly reason?: string | undefined;
+  readonly message?: string | undefined;
+  readonly field?: string | undefined;
+}
+
+/** A `Status` body, as far as it could be read. */
+export interface KubeStatus {
+  readonly status?: string | undefined;
+  readonly code?: number | undefined;
+  readonly reason?: string | undefined;
+  readonly message?: string | undefined;
+  readonly details?:
+    | {
+        readonly name?: string | undefined;
+        readonly group?: string | undefined;
+        readonly kind?: string | undefined;
+        readonly uid?: string | undefined;
+        readonly causes: readonly KubeStatusCause[];
+        readonly retryAfterSeconds?: number | undefined;
+      }
+    | undefined;
+}
+
+/** `StatusReason` for an HTTP code when the body carried none (apimachinery's `NewGenericServerResponse`). */
+const REASON_BY_CODE: Readonly<Record<number, string>> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  406: 'NotAcceptable',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'RequestEntityTooLarge',
+  415: 'UnsupportedMediaType',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
+};
+
+/** The `StatusReason`s apimachinery knows; a reason outside them falls back to the HTTP code in the `is*` helpers. */
+const KNOWN_REASONS = new Set([
+  'Unauthorized',
+  'Forbidden',
+  'NotFound',
+  'AlreadyExists',
+  'Conflict',
+  'Gone',
+  'Invalid',
+  'ServerTimeout',
+  'StoreReadError',
+  'Timeout',
+  'TooManyRequests',
+  'BadRequest',
+  'MethodNotAllowed',
+  'NotAcceptable',
+  'RequestEntityTooLarge',
+  'UnsupportedMediaType',
+  'InternalError',
+  'Expired',
+  'ServiceUnavailable',
+]);
+
+/**
+ * The apiserver answered with a non-2xx status (or an in-band watch `ERROR` frame, see
+ * {@link statusError}). `reason` is the `Status` reason, or the one apimachinery derives from the
+ * HTTP code when the body had none.
+ */
+export class KubeApiError extends Error {
+  readonly code = 'KUBE_API_ERROR' as const;
+  /** The HTTP status code (the `Status` code for an in-band error). */
+  readonly statusCode: number;
+  /** `NotFound`, `Conflict`, `AlreadyExists`, `Invalid`, `Expired`, ... or `Unknown`. */
+  readonly reason: string;
+  /** The parsed `Status` body, when the response carried a readable one. */
+  readonly status: KubeStatus | undefined;
+  /** What was asked: the Kubernetes verb. */
+  readonly verb: Verb;
+  /** The request path and query (never the server's host, userinfo or any header). */
+  readonly path: string;
+  /** Seconds the server asked to wait (`Retry-After` or `details.retryAfterSeconds`), if any. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(details: { statusCode: number; status?: KubeStatus | undefined; verb: Verb; path: string; retryAfterSeconds?: number | undefined }) {
+    const { statusCode, status, verb, path } = details;
+    const reason = status?.reason || REASON_BY_CODE[statusCode] || 'Unknown';
+    super(`${verb} ${path}: HTTP ${statusCode} ${reason}${status?.message ? `: ${status.message}` : ''}`);
+    this.name = 'KubeApiError';
+    this.statusCode = statusCode;
+    this.reason = reason;
+    this.status = status;
+    this.verb = verb;
+    this.path = path;
+    this.retryAfterSeconds = details.retryAfterSeconds;
+  }
+}
+
+/** An answer that breaks the protocol: a body that is not JSON, an object without metadata, a watch cut mid-frame. */
+export class KubeProtocolError extends Error {
+  readonly code = 'KUBE_PROTOCOL' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'KubeProtocolError';
+  }
+}
+
+/** One watch line longer than the frame cap: the stream is ended rather than buffered without bound. */
+export class WatchFrameTooLargeError extends Error {
+  readonly code = 'KUBE_WATCH_FRAME_TOO_LARGE' as const;
+  /** The cap, in bytes. */
+  readonly maxFrameBytes: number;
+  constructor(maxFrameBytes: number) {
+    super(`a watch frame is longer than the ${maxFrameBytes}-byte cap`);
+    this.name = 'WatchFrameTooLargeError';
+    this.maxFrameBytes = maxFrameBytes;
+  }
+}
+
+/** The request's deadline passed: while waiting for the rate limiter, a `Retry-After`, or the server. */
+export class KubeRequestTimeoutError extends Error {
+  readonly code = 'KUBE_REQUEST_TIMEOUT' as const;
+  readonly verb: Verb;
+  readonly path: string;
+  readonly timeoutMs: number;
+  constructor(verb: Verb, path: string, timeoutMs: number, during: string) {
+    super(`${verb} ${path}: no answer within ${timeoutMs} ms (${during})`);
+    this.name = 'KubeRequestTimeoutError';
+    this.verb = verb;
+    this.path = path;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** The request never got an HTTP answer: connection refused or reset, TLS failure, DNS. `cause` is the transport's error. */
+export class KubeTransportError extends Error {
+  readonly code = 'KUBE_TRANSPORT' as const;
+  readonly verb: Verb;
+  readonly path: string;
+  constructor(verb: Verb, path: string, cause: unknown) {
+    super(`${verb} ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'KubeTransportError';
+    this.verb = verb;
+    this.path = path;
+  }
+}
+
+/** The client (or a helper) was called with options it cannot run with. */
+export class KubeClientOptionsError extends Error {
+  readonly code = 'KUBE_CLIENT_OPTIONS' as const;
+  constructor(message: string) {
+    super(message);
+    this.name = 'KubeClientOptionsError';
+  }
+}
+
+/**
+ * A {@link KubeApiError} for a `Status` that arrived in-band (a watch `ERROR` frame), so the same
+ * `is*` helpers classify it.
+ */
+export function statusError(status: KubeStatus, verb: Verb, path: string): KubeApiError {
+  return new KubeApiError({ statusCode: status.code ?? 500, status, verb, path, retryAfterSeconds: status.details?.retryAfterSeconds });
+}
+
+/** True when `error` is a {@link KubeApiError}, across module copies. */
+export function isKubeApiError(error: unknown): error is KubeApiError {
+  return (error as { code?: unknown } | null)?.code === 'KUBE_API_ERROR';
+}
+
+function reasonIs(error: unknown, reason: string, httpCode?: number): boolean {
+  if (!isKubeApiError(error)) return false;
+  if (error.reason === reason) return true;
+  // apimachinery: an unknown reason is classified by the HTTP code alone.
+  return httpCode !== undefined && !KNOWN_REASONS.has(error.reason) && error.statusCode === httpCode;
+}
+
+/** 404 `NotFound` (apimachinery `IsNotFound`). */
+export const isNotFound = (error: unknown): boolean => reasonIs(error, 'NotFound', 404);
+/** 409 `AlreadyExists` on create (`IsAlreadyExists`); not a {@link isConflict}. */
+export const isAlreadyExists = (error: unknown): boolean => reasonIs(error, 'AlreadyExists');
+/** 409 `Conflict`: a stale `resourceVersion`, a failed delete precondition, an apply conflict (`IsConflict`). */
+export const isConflict = (error: unknown): boolean => reasonIs(error, 'Conflict', 409);
+/** 422 `Invalid` (`IsInvalid`). */
+export const isInvalid = (error: unknown): boolean => reasonIs(error, 'Invalid', 422);
+/** 403 `Forbidden` (`IsForbidden`). */
+export const isForbidden = (error: unknown): boolean => reasonIs(error, 'Forbidden', 403);
+/** 401 `Unauthorized` (`IsUnauthorized`). */
+export const isUnauthorized = (error: unknown): boolean => reasonIs(error, 'Unauthorized', 401);
+/** 410 `Gone` (`IsGone`). An expired cursor is {@link isExpired}. */
+export const isGone = (error: unknown): boolean => reasonIs(error, 'Gone', 410);
+/** 410 `Expired`: a compacted `resourceVersion` or continue token (`IsResourceExpired`). */
+export const isExpired = (error: unknown): boolean => reasonIs(error, 'Expired');
+/** 429 `TooManyRequests` (`IsTooManyRequests`). */
+export const isTooManyRequests = (error: unknown): boolean => reasonIs(error, 'TooManyRequests', 429);
+/** 504 `Timeout`: the server could not finish in time, e.g. `ResourceVersionTooLarge` (`IsTimeout`). */
+export const isTimeout = (error: unknown): boolean => reasonIs(error, 'Timeout', 504);
+/** 500 `ServerTimeout` (`IsServerTimeout`). */
+export const isServerTimeout = (error: unknown): boolean => reasonIs(error, 'ServerTimeout');
+/** 400 `BadRequest` (`IsBadRequest`). */
+export const isBadRequest = (error: unknown): boolean => reasonIs(error, 'BadRequest', 400);

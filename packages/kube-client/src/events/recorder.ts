@@ -1,0 +1,308 @@
+import { hostname } from 'node:os';
+import type { Clock } from '../clock.js';
+import type { KubeClient } from '../client.js';
+import { isAlreadyExists, isKubeApiError, isNotFound, KubeClientOptionsError } from '../errors.js';
+import { TokenBucketRateLimiter } from '../rate-limiter.js';
+import type { ResourceClient } from '../resource.js';
+import type { KubeObject, WriteObject } from '../types.js';
+import { checkEvent, eventKey, makeEvent, microTime, type EventBody, type EventInput, type ObjectReference } from './event.js';
+
+/** The logging surface (structurally `@reconcile-loop/object-store`'s `Logger`; pino and console fit). */
+export interface Logger {
+  debug(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+/** Options of {@link EventRecorder}; the defaults are client-go's `tools/events` and `tools/record` constants. */
+export interface EventRecorderOptions {
+  readonly client: KubeClient;
+  /** e.g. `example.io/cellset-controller`. */
+  readonly reportingController: string;
+  /** Default `{reportingController}-{hostname}` (client-go's). */
+  readonly reportingInstance?: string | undefined;
+  /** Drives the windows, the sweep and retries. Default the client's clock. */
+  readonly clock?: Clock | undefined;
+  /** Wall time in epoch ms, for `eventTime` / `lastObservedTime`. Default `Date.now`. */
+  readonly wallClock?: (() => number) | undefined;
+  readonly logger?: Logger | undefined;
+  /** A series ends after this long without a repeat; its final count is written (client-go `finishTime`, 6 min). */
+  readonly finishMs?: number | undefined;
+  /** A live series' count is written at least this often (client-go `refreshTime`, 30 min). */
+  readonly refreshMs?: number | undefined;
+  /** New Events per regarding object in a burst (client-go spam filter `defaultSpamBurst`, 25). */
+  readonly spamBurst?: number | undefined;
+  /** New Events per regarding object per second after the burst (client-go `defaultSpamQPS`, 1/300). */
+  readonly spamQps?: number | undefined;
+  /** Writes waiting at most (client-go `maxQueuedEvents`, 1000); more are dropped and counted. */
+  readonly maxQueued?: number | undefined;
+  /** Tries per write for transient failures (client-go `maxTriesPerEvent`, 12). */
+  readonly maxTries?: number | undefined;
+  /** Between tries, jittered by up to 25% (client-go's 10 s). */
+  readonly retryDelayMs?: number | undefined;
+  readonly random?: (() => number) | undefined;
+}
+
+/** What happened to recorded events, for tests and metrics. */
+export interface EventRecorderStats {
+  recorded: number;
+  created: number;
+  /** Series writes (count and lastObservedTime). */
+  patched: number;
+  /** Repeats folded into an existing Event's series. */
+  aggregated: number;
+  droppedSpam: number;
+  droppedQueueFull: number;
+  /** Refused by the server with a non-transient status (4xx). */
+  droppedRejected: number;
+  droppedRetriesExhausted: number;
+  droppedClosed: number;
+}
+
+interface Cached {
+  readonly event: EventBody;
+  lastSeen: number;
+  lastWritten: number;
+  /** The series changed since it was last written. */
+  dirty: boolean;
+}
+
+interface Job {
+  readonly event: EventBody;
+  readonly series: boolean;
+  /** The cache entry a series write is for: the write carries its newest count, so it is clean again. */
+  readonly cached?: Cached | undefined;
+  tries: number;
+}
+
+const eventsResource = { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event' };
+const MAX_SPAM_BUCKETS = 4096;
+
+function transient(error: unknown): boolean {
+  // No answer, or a 5xx/429: worth another try. A 4xx means the event itself is wrong (client-go
+  // drops it), as does an answer that breaks the protocol.
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'KUBE_TRANSPORT' || code === 'KUBE_REQUEST_TIMEOUT') return true;
+  return isKubeApiError(error) && (error.statusCode >= 500 || error.statusCode === 429);
+}
+
+/**
+ * Records `events.k8s.io/v1` Events with client-go's aggregation (`tools/events`): the first
+ * occurrence is created; a repeat (same regarding, related, reason, action, type, note and
+ * controller) while its series is live only counts, the first repeat writing `series.count: 2`
+ * and later ones accumulating until the periodic refresh (30 min) or the end of the series (6 min
+ * quiet), when the count is written. New Events pass a per-object token bucket (client-go's spam
+ * filter: burst 25, then one per 5 min) and a bounded queue, so a hot loop cannot flood the
+ * apiserver. `event()` never throws for a transport failure and never waits: writes happen in the
+ * background, one at a time; everything dropped is counted in {@link EventRecorder.stats}.
+ */
+export class EventRecorder {
+  readonly stats: EventRecorderStats = {
+    recorded: 0,
+    created: 0,
+    patched: 0,
+    aggregated: 0,
+    droppedSpam: 0,
+    droppedQueueFull: 0,
+    droppedRejected: 0,
+    droppedRetriesExhausted: 0,
+    droppedClosed: 0,
+  };
+  readonly #events: ResourceClient<KubeObject>;
+  readonly #clock: Clock;
+  readonly #wall: () => number;
+  readonly #logger: Logger | undefined;
+  readonly #controller: string;
+  readonly #instance: string;
+  readonly #finishMs: number;
+  readonly #refreshMs: number;
+  readonly #spamBurst: number;
+  readonly #spamQps: number;
+  readonly #maxQueued: number;
+  readonly #maxTries: number;
+  readonly #retryDelayMs: number;
+  readonly #random: () => number;
+  readonly #cache = new Map<string, Cached>();
+  readonly #spam = new Map<string, TokenBucketRateLimiter>();
+  readonly #queue: Job[] = [];
+  readonly #retries = new Set<unknown>();
+  #sweep: unknown;
+  #pumping: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(options: EventRecorderOptions) {
+    if (typeof options.reportingController !== 'string' || options.reportingController === '' || options.reportingController.length > 128) {
+      throw new KubeClientOptionsError('reportingController must be 1-128 characters');
+    }
+    this.#events = options.client.resource(eventsResource);
+    this.#clock = options.clock ?? options.client.clock;
+    this.#wall = options.wallClock ?? Date.now;
+    this.#logger = options.logger;
+    this.#controller = options.reportingController;
+    this.#instance = (options.reportingInstance ?? `${options.reportingController}-${hostname()}`).slice(0, 128);
+    this.#finishMs = options.finishMs ?? 6 * 60_000;
+    this.#refreshMs = options.refreshMs ?? 30 * 60_000;
+    this.#spamBurst = options.spamBurst ?? 25;
+    this.#spamQps = options.spamQps ?? 1 / 300;
+    this.#maxQueued = options.maxQueued ?? 1000;
+    this.#maxTries = options.maxTries ?? 12;
+    this.#retryDelayMs = options.retryDelayMs ?? 10_000;
+    this.#random = options.random ?? Math.random;
+  }
+
+  /**
+   * Records one event about `regarding`. Returns at once. Throws {@link KubeClientOptionsError}
+   * only for an event the apiserver could never accept (no name, bad type, empty reason or action).
+   */
+  event(regarding: ObjectReference, input: EventInput): void {
+    checkEvent(regarding, input);
+    this.stats.recorded += 1;
+    if (this.#closed) {
+      this.stats.droppedClosed += 1;
+      return;
+    }
+    const now = this.#clock.now();
+    const key = eventKey(regarding, input, this.#controller);
+    const cached = this.#cache.get(key);
+    if (cached !== undefined && now - cached.lastSeen < this.#finishMs) {
+      cached.lastSeen = now;
+      this.stats.aggregated += 1;
+      const series = cached.event.series;
+      if (series === undefined) {
+        // The first repeat turns the Event into a series and is written at once (client-go).
+        cached.event.series = { count: 2, lastObservedTime: microTime(this.#wall()) };
+        cached.lastWritten = now;
+        this.#enqueue({ event: cached.event, series: true, cached, tries: 0 });
+      } else {
+        series.count += 1;
+        series.lastObservedTime = microTime(this.#wall());
+        cached.dirty = true;
+      }
+      return;
+    }
+    if (!this.#spamAllows(regarding)) {
+      this.stats.droppedSpam += 1;
+      this.#logger?.debug({ regarding: regarding.name, reason: input.reason }, 'event dropped by the per-object spam filter');
+      return;
+    }
+    const event = makeEvent(regarding, input, { reportingController: this.#controller, reportingInstance: this.#instance, nowMs: this.#wall() });
+    if (!this.#enqueue({ event, series: false, tries: 0 })) return;
+    this.#cache.set(key, { event, lastSeen: now, lastWritten: now, dirty: false });
+    this.#armSweep();
+  }
+
+  /** Resolves once every queued write has been sent (retries waiting on their timer are not awaited). */
+  async flush(): Promise<void> {
+    while (this.#pumping !== undefined) await this.#pumping;
+  }
+
+  /**
+   * Stops recording: live series get their final count written, queued writes are sent, timers and
+   * pending retries are dropped. Later `event()` calls are counted as `droppedClosed`.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return this.flush();
+    this.#closed = true;
+    for (const cached of this.#cache.values()) if (cached.dirty) this.#enqueue({ event: cached.event, series: true, tries: 0 });
+    this.#cache.clear();
+    if (this.#sweep !== undefined) this.#clock.clearTimeout(this.#sweep);
+    this.#sweep = undefined;
+    await this.flush();
+    for (const handle of this.#retries) this.#clock.clearTimeout(handle);
+    this.#retries.clear();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  #spamAllows(regarding: ObjectReference): boolean {
+    const key = JSON.stringify([regarding.apiVersion, regarding.kind, regarding.namespace, regarding.name, regarding.uid]);
+    let bucket = this.#spam.get(key);
+    if (bucket === undefined) {
+      // Bounded like client-go's LRU of spam records: the oldest object's bucket is forgotten.
+      if (this.#spam.size >= MAX_SPAM_BUCKETS) this.#spam.delete(this.#spam.keys().next().value!);
+      bucket = new TokenBucketRateLimiter({ qps: this.#spamQps, burst: this.#spamBurst, clock: this.#clock });
+      this.#spam.set(key, bucket);
+    }
+    return bucket.tryTake();
+  }
+
+  #enqueue(job: Job): boolean {
+    if (this.#queue.length >= this.#maxQueued) {
+      this.stats.droppedQueueFull += 1;
+      this.#logger?.warn({ reason: job.event.reason, queued: this.#queue.length }, 'event queue full: event dropped');
+      return false;
+    }
+    this.#queue.push(job);
+    this.#pumping ??= this.#pump().finally(() => (this.#pumping = undefined));
+    return true;
+  }
+
+  /** One write at a time: a hot loop's events queue here instead of fanning out into concurrent requests. */
+  async #pump(): Promise<void> {
+    for (let job = this.#queue.shift(); job !== undefined; job = this.#queue.shift()) await this.#write(job);
+  }
+
+  async #write(job: Job): Promise<void> {
+    const events = this.#events.inNamespace(job.event.metadata.namespace);
+    // Taken when the write starts, so it carries every repeat counted until now.
+    const snapshot = structuredClone(job.event);
+    if (job.cached) job.cached.dirty = false;
+    try {
+      if (job.series) {
+        try {
+          await events.patch(snapshot.metadata.name, { type: 'merge', body: { series: snapshot.series } });
+          this.stats.patched += 1;
+          return;
+        } catch (error) {
+          // The Event may have expired from the server (1 h TTL) or its create failed: create it with the series.
+          if (!isNotFound(error)) throw error;
+        }
+      }
+      await events.create(snapshot as unknown as WriteObject);
+      this.stats.created += 1;
+    } catch (error) {
+      // Already there: a series write created it first (client-go logs this at V(5) and moves on).
+      if (isAlreadyExists(error)) return;
+      job.tries += 1;
+      if (!transient(error)) {
+        this.stats.droppedRejected += 1;
+        this.#logger?.warn({ reason: snapshot.reason, error: (error as Error).message }, 'event refused by the apiserver: dropped');
+        return;
+      }
+      if (job.tries >= this.#maxTries || this.#closed) {
+        this.stats.droppedRetriesExhausted += 1;
+        this.#logger?.warn({ reason: snapshot.reason, tries: job.tries, error: (error as Error).message }, 'event not written: retry limit reached');
+        return;
+      }
+      const handle = this.#clock.setTimeout(() => {
+        this.#retries.delete(handle);
+        if (!this.#closed) this.#enqueue(job);
+      }, this.#retryDelayMs * (1 + this.#random() * 0.25));
+      this.#retries.add(handle);
+    }
+  }
+
+  #armSweep(): void {
+    if (this.#sweep !== undefined || this.#cache.size === 0) return;
+    this.#sweep = this.#clock.setTimeout(() => {
+      this.#sweep = undefined;
+      this.#sweepNow();
+      this.#armSweep();
+    }, Math.min(this.#finishMs, this.#refreshMs));
+  }
+
+  /** Ends quiet series (writing their final count) and refreshes long-lived ones. No timer runs while nothing is cached. */
+  #sweepNow(): void {
+    const now = this.#clock.now();
+    for (const [key, cached] of this.#cache) {
+      const ended = now - cached.lastSeen >= this.#finishMs;
+      const stale = now - cached.lastWritten >= this.#refreshMs;
+      if (cached.dirty && (ended || stale)) {
+        cached.lastWritten = now;
+        this.#enqueue({ event: cached.event, series: true, cached, tries: 0 });
+      }
+      if (ended) this.#cache.delete(key);
+    }
+  }
+}

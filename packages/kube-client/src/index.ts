@@ -1,0 +1,17 @@
+export { systemClock, type Clock } from './clock.js';
+export * from './errors.js';
+export * from './transport.js';
+export * from './lines.js';
+export * from './rate-limiter.js';
+export * from './client.js';
+export * from './paths.js';
+export * from './types.js';
+export { ResourceClient, DEFAULT_PAGE_SIZE, type SubresourceClient } from './resource.js';
+export { toStatus } from './status-body.js';
+export * from './retry-on-conflict.js';
+export * from './status.js';
+export * from './finalizers.js';
+export * from './create-delete.js';
+export * from './events/event.js';
+export * from './events/recorder.js';
+export * from './apply.js';

@@ -1,0 +1,101 @@
+import http from 'node:http';
+import https from 'node:https';
+
+/**
+ * The part of @kubernetes/client-node's `KubeConfig` this client uses. Both methods exist with the
+ * same meaning in client-node 1.4+ and 2.x (2.x dropped `applyToFetchOptions`, which is why it is
+ * not used), so a `KubeConfig` from either major satisfies it structurally and client-node is never
+ * imported at runtime.
+ */
+export interface KubeConfigAuth {
+  getCurrentCluster(): { readonly server: string } | null;
+  /** Fills in headers (bearer token, exec-plugin token, impersonation), basic auth, TLS material and an agent. */
+  applyToHTTPSOptions(options: https.RequestOptions): Promise<void>;
+}
+
+/** One HTTP request, as the client hands it to a {@link Transport}. */
+export interface TransportRequest {
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  readonly url: URL;
+  readonly headers: Readonly<Record<string, string>>;
+  /** The serialised body of a write. */
+  readonly body?: string | undefined;
+  /** Aborts the request, also while connecting and while the body streams. */
+  readonly signal: AbortSignal;
+}
+
+/** One HTTP response: the status, the headers, and the body as a byte stream. */
+export interface TransportResponse {
+  readonly status: number;
+  /** A header's value (names are case-insensitive); `undefined` when absent. */
+  header(name: string): string | undefined;
+  /** The body; read it once. */
+  readonly body: AsyncIterable<Uint8Array | string>;
+  /** Releases the connection when the body is not read to its end; idempotent. */
+  close(): void;
+}
+
+/**
+ * What the client sends requests through. The default is {@link httpTransport}; tests inject a fake,
+ * so every verb, error and retry is exercised without a socket.
+ */
+export type Transport = (request: TransportRequest) => Promise<TransportResponse>;
+
+/**
+ * A {@link Transport} over `node:http` / `node:https` with auth and TLS from `auth`, asked afresh per
+ * request: an exec plugin or a token file may have rotated the credential since the last one.
+ */
+export function httpTransport(auth: KubeConfigAuth): Transport {
+  return async (request) => {
+    const options: https.RequestOptions = { headers: {} };
+    await auth.applyToHTTPSOptions(options);
+    request.signal.throwIfAborted();
+    const module = request.url.protocol === 'http:' ? http : https;
+    const headers: http.OutgoingHttpHeaders = { ...(options.headers as http.OutgoingHttpHeaders | undefined), ...request.headers };
+    if (request.body !== undefined) headers['Content-Length'] = Buffer.byteLength(request.body);
+    const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const outgoing = module.request(request.url, { ...options, method: request.method, headers, signal: request.signal });
+      outgoing.once('response', resolve);
+      // Stays attached after the response: a later socket error must not be an unhandled 'error' event.
+      outgoing.on('error', reject);
+      outgoing.end(request.body);
+    });
+    return {
+      status: response.statusCode ?? 0,
+      header(name) {
+        const value = response.headers[name.toLowerCase()];
+        return Array.isArray(value) ? value.join(', ') : value;
+      },
+      body: response as AsyncIterable<Buffer>,
+      // A body read to its end has handed its socket back to the agent; destroying it then would
+      // only cost the keep-alive connection.
+      close: () => {
+        if (!response.complete) response.destroy();
+      },
+    };
+  };
+}
+
+/** A server and a bearer token, without a kubeconfig: tests, scripts, an in-cluster token read by hand. */
+export interface StaticAuthOptions {
+  /** e.g. `https://127.0.0.1:6443`; a path prefix is kept. */
+  readonly server: string;
+  readonly token?: string | undefined;
+  /** PEM CA bundle to verify the server with. */
+  readonly ca?: string | undefined;
+  /** Skip TLS verification (loopback test servers only). */
+  readonly insecureSkipTlsVerify?: boolean | undefined;
+}
+
+/** A {@link KubeConfigAuth} for a fixed server and bearer token. */
+export function staticAuth(options: StaticAuthOptions): KubeConfigAuth {
+  const cluster = Object.freeze({ server: options.server });
+  return {
+    getCurrentCluster: () => cluster,
+    applyToHTTPSOptions: async (target) => {
+      if (options.token !== undefined) target.headers = { ...(target.headers as Record<string, string>), Authorization: `Bearer ${options.token}` };
+      if (options.ca !== undefined) target.ca = options.ca;
+      if (options.insecureSkipTlsVerify) target.rejectUnauthorized = false;
+    },
+  };
+}
