@@ -29,14 +29,23 @@ export function isCursorTooLarge(status: ApiStatus | undefined, httpStatus?: num
   return status?.details?.causes.some((cause) => cause.reason === 'ResourceVersionTooLarge') ?? false;
 }
 
+/** How apimachinery words a field error on the cursor: `field.Invalid(field.NewPath("resourceVersion"), ...)`. */
+const INVALID_CURSOR = /\bresourceVersion: Invalid value\b/;
+
 /**
- * True when a WATCH was refused as a bad request (400, 422): with a fixed scope that LISTed fine, the
- * only parameter left to refuse is the cursor (`resourceVersion: "abc"` from a broken bookmark).
- * Retrying from the same cursor would be refused forever, so the cursor is dropped and the reflector relists.
+ * True when a WATCH was refused for its cursor: answered 400 or 422 (with a fixed scope that
+ * LISTed fine, the only parameter left to refuse is the cursor, e.g. `resourceVersion: "abc"` from a
+ * broken bookmark), or any Status saying the resourceVersion is invalid — kube-apiserver 1.35
+ * answers an unparseable cursor with **HTTP 500** and the message `resourceVersion: Invalid value:
+ * "abc": strconv.ParseUint: ...` (pinned by the e2e layer), which a code-only rule would retry
+ * forever. Retrying from the same cursor is refused forever, so the cursor is dropped and the
+ * reflector relists.
  */
 export function isCursorRejected(status: ApiStatus | undefined, httpStatus?: number): boolean {
   const code = httpStatus ?? status?.code;
-  return code === 400 || code === 422;
+  if (code === 400 || code === 422) return true;
+  if (status?.message !== undefined && INVALID_CURSOR.test(status.message)) return true;
+  return status?.details?.causes.some((cause) => cause.field === 'resourceVersion' || cause.field === 'metadata.resourceVersion') ?? false;
 }
 
 /** What a failed WATCH leads to. */

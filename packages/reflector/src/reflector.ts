@@ -14,7 +14,7 @@ export {
   DEFAULT_WATCH_TIMEOUT_SECONDS,
   type ReflectorOptions,
 } from './options.js';
-export { isCursorExpired, isCursorRejected, isCursorTooLarge } from './classify.js';
+export { isCursorExpired, isCursorRejected, isCursorTooLarge, watchVerdict, type WatchVerdict } from './classify.js';
 
 /**
  * The stream's state machine (kube-rs `watcher` style): what the stream does next. A failure never

@@ -8,6 +8,7 @@ import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import {
   ApiStatusError,
+  isCursorRejected,
   KubeClientConfigError,
   ListTimeoutError,
   Reflector,
@@ -196,6 +197,21 @@ describe('Reflector: deadlines', () => {
     expect(client.lists).toHaveLength(3);
     expect(reflector.cursor).toBe('30');
     expect(reflector.stats.relists).toBe(2);
+  });
+
+  it('[k8s_reflector: Rejected cursor] kube-apiserver\'s answer to an unparseable cursor (HTTP 500 "resourceVersion: Invalid value") relists too; a plain 500 does not', async () => {
+    const { client, clock, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '5' }, { items: [], resourceVersion: '20' }));
+    await settle();
+    client.watch0.fail(new ApiStatusError(500, { code: 500, message: 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax' }));
+    await settle();
+    expect(reflector.cursor).toBeUndefined();
+    await advance(clock, 1_000);
+    expect(client.lists).toHaveLength(2);
+    expect(isCursorRejected({ code: 500, message: 'resourceVersion: Invalid value: "x"' })).toBe(true);
+    expect(isCursorRejected({ code: 500, details: { causes: [{ field: 'resourceVersion', reason: 'FieldValueInvalid' }] } })).toBe(true);
+    expect(isCursorRejected({ code: 500, reason: 'InternalError', message: 'etcd hiccup' })).toBe(false);
+    expect(isCursorRejected(undefined, 400)).toBe(true);
+    expect(isCursorRejected({ code: 422 })).toBe(true);
   });
 
   it('[k8s_reflector: Heal relist after a skipped frame] a skipped frame schedules a relist after the heal backoff; more skips meanwhile do not reschedule; the next heal waits twice as long', async () => {
