@@ -4,10 +4,13 @@
  * a delete, an error log line, a quarantine entry, lifted by the pod's next valid frame). The issue's
  * claim is that a poison object costs nothing measurable on throughput; this measures it.
  */
+import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { Reflector, type ListWatchClient } from '@reconcile-loop/reflector';
 import { ApiServerProcess } from '../lib/apiserver-process.js';
 import type { BenchContext } from '../lib/context.js';
 import { settleHeap } from '../lib/heap.js';
 import { startOurs, type PipelineOptions } from '../lib/pipelines.js';
+import { makePod, modifyPod, NAMESPACE } from '../lib/pods.js';
 import { fmt, fmtSummary, printTable, summarize, type Summary } from '../lib/stats.js';
 
 /** One size. */
@@ -19,10 +22,38 @@ export interface PoisonSizeResult {
   poisonedMs: Summary;
   /** Ratio of medians, poisoned / clean. */
   poisonedOverClean: number;
+  /** The reflector alone, in this process: pre-built lines from a fake client, no HTTP, no store. */
+  reflectorCleanMs: Summary;
+  reflectorPoisonedMs: Summary;
+  reflectorPoisonedOverClean: number;
 }
 
 export interface PoisonResult {
   sizes: PoisonSizeResult[];
+}
+
+/**
+ * The reflector alone: a fake client yields `lines` (JSON strings, as the HTTP client does) after a
+ * listing of `listing`; the time is open → the last frame's event consumed. Isolates the reflector's
+ * per-frame work (parse, validate, quarantine) from HTTP and the child process.
+ */
+async function reflectorRun(listing: readonly unknown[], lines: readonly string[]): Promise<number> {
+  const client: ListWatchClient = {
+    list: async () => ({ items: listing, resourceVersion: '1' }),
+    watch: ({ signal }) =>
+      (async function* () {
+        yield* lines;
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      })(),
+  };
+  const reflector = new Reflector<Pod>({ client, schema: podSchema, namespace: NAMESPACE, name: 'bench-poison' });
+  const controller = new AbortController();
+  const begin = performance.now();
+  let events = 0;
+  for await (const _ of reflector.open(controller.signal)) if (++events === lines.length + 1) break;
+  const ms = performance.now() - begin;
+  controller.abort();
+  return ms;
 }
 
 /** One timed run of our pipeline; checks the cache and, when poisoned, that exactly one object was quarantined and later lifted. */
@@ -54,6 +85,7 @@ export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
     try {
       await server.seed(pods);
       const { revision } = await server.revision();
+      const listedRv = revision + 1;
       await server.modify(frames);
       const watchFrom = String(revision);
       // Frames modify pods round robin, so the poisoned pod's next frame (poisonAt + pods) lifts it.
@@ -78,15 +110,57 @@ export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
       }
       const cleanMs = summarize(clean);
       const poisonedMs = summarize(poisoned);
-      results.push({ pods, frames, cleanMs, poisonedMs, poisonedOverClean: poisonedMs.median / cleanMs.median });
+
+      // The same shape of work in this process, reflector only.
+      const listing = Array.from({ length: pods }, (_, i) => makePod(i));
+      const cleanLines = Array.from({ length: frames }, (_, k) => {
+        const pod = modifyPod(listing[k % pods]!, k);
+        pod.metadata.resourceVersion = String(listedRv + k);
+        return JSON.stringify({ type: 'MODIFIED', object: pod });
+      });
+      const poisonedLines = [...cleanLines];
+      const frame = JSON.parse(cleanLines[poisonAt]!) as { object: { status: Record<string, unknown> } };
+      frame.object.status['phase'] = 7;
+      poisonedLines[poisonAt] = JSON.stringify(frame);
+      await reflectorRun(listing, cleanLines);
+      await reflectorRun(listing, poisonedLines);
+      const reflectorClean: number[] = [];
+      const reflectorPoisoned: number[] = [];
+      for (let r = 0; r < ctx.runs * 2; r++) {
+        const first = r % 2 === 0;
+        (first ? reflectorClean : reflectorPoisoned).push(await reflectorRun(listing, first ? cleanLines : poisonedLines));
+        (first ? reflectorPoisoned : reflectorClean).push(await reflectorRun(listing, first ? poisonedLines : cleanLines));
+        await settleHeap();
+      }
+      const reflectorCleanMs = summarize(reflectorClean);
+      const reflectorPoisonedMs = summarize(reflectorPoisoned);
+      results.push({
+        pods,
+        frames,
+        cleanMs,
+        poisonedMs,
+        poisonedOverClean: poisonedMs.median / cleanMs.median,
+        reflectorCleanMs,
+        reflectorPoisonedMs,
+        reflectorPoisonedOverClean: reflectorPoisonedMs.median / reflectorCleanMs.median,
+      });
     } finally {
       await server.close();
     }
   }
   printTable(
-    `1p. Watch pipeline throughput with one poison object among the frames (ours, replay; ms, min / median / max of ${ctx.runs})`,
-    ['N', 'M', 'clean', 'one poison frame', 'poisoned / clean'],
-    results.map((r) => [r.pods.toLocaleString('en-US'), r.frames.toLocaleString('en-US'), fmtSummary(r.cleanMs), fmtSummary(r.poisonedMs), `${fmt(r.poisonedOverClean)}×`]),
+    `1p. Throughput with one poison object among M frames (ms, min / median / max): the whole pipeline over the replay (${ctx.runs} runs), and the reflector alone in-process (${ctx.runs * 2} runs)`,
+    ['N', 'M', 'pipeline clean', 'pipeline, one poison frame', 'poisoned / clean', 'reflector clean', 'reflector, one poison frame', 'poisoned / clean'],
+    results.map((r) => [
+      r.pods.toLocaleString('en-US'),
+      r.frames.toLocaleString('en-US'),
+      fmtSummary(r.cleanMs),
+      fmtSummary(r.poisonedMs),
+      `${fmt(r.poisonedOverClean)}×`,
+      fmtSummary(r.reflectorCleanMs),
+      fmtSummary(r.reflectorPoisonedMs),
+      `${fmt(r.reflectorPoisonedOverClean)}×`,
+    ]),
   );
   return { sizes: results };
 }
