@@ -133,7 +133,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
         retryDelayMs: delay,
         ...extra,
       }),
-      `${what} (next attempt in ${delay} ms)`,
+      what,
     );
     return delay;
   }
