@@ -17,15 +17,28 @@ import { fmt, fmtSummary, printTable, summarize, type Summary } from '../lib/sta
 export interface PoisonSizeResult {
   pods: number;
   frames: number;
-  /** Start to last frame applied and enqueued, ms. */
+  /** Start to last frame applied and enqueued, wall ms. */
   cleanMs: Summary;
   poisonedMs: Summary;
   /** Ratio of medians, poisoned / clean. */
   poisonedOverClean: number;
-  /** The reflector alone, in this process: pre-built lines from a fake client, no HTTP, no store. */
-  reflectorCleanMs: Summary;
-  reflectorPoisonedMs: Summary;
+  /** CPU time (user + system) this process spent over the same runs, ms: robust to other load on the machine. */
+  cleanCpuMs: Summary;
+  poisonedCpuMs: Summary;
+  poisonedOverCleanCpu: number;
+  /** The reflector alone, in this process: pre-built lines from a fake client, no HTTP, no store; CPU ms. */
+  reflectorCleanCpuMs: Summary;
+  reflectorPoisonedCpuMs: Summary;
   reflectorPoisonedOverClean: number;
+}
+
+/** Wall and CPU (user + system of this process) ms of `work`. */
+async function measure(work: () => Promise<void>): Promise<{ wall: number; cpu: number }> {
+  const wall = performance.now();
+  const cpu = process.cpuUsage();
+  await work();
+  const used = process.cpuUsage(cpu);
+  return { wall: performance.now() - wall, cpu: (used.user + used.system) / 1000 };
 }
 
 export interface PoisonResult {
@@ -37,7 +50,7 @@ export interface PoisonResult {
  * listing of `listing`; the time is open → the last frame's event consumed. Isolates the reflector's
  * per-frame work (parse, validate, quarantine) from HTTP and the child process.
  */
-async function reflectorRun(listing: readonly unknown[], lines: readonly string[]): Promise<number> {
+async function reflectorRun(listing: readonly unknown[], lines: readonly string[]): Promise<{ wall: number; cpu: number }> {
   const client: ListWatchClient = {
     list: async () => ({ items: listing, resourceVersion: '1' }),
     watch: ({ signal }) =>
@@ -48,29 +61,31 @@ async function reflectorRun(listing: readonly unknown[], lines: readonly string[
   };
   const reflector = new Reflector<Pod>({ client, schema: podSchema, namespace: NAMESPACE, name: 'bench-poison' });
   const controller = new AbortController();
-  const begin = performance.now();
-  let events = 0;
-  for await (const _ of reflector.open(controller.signal)) if (++events === lines.length + 1) break;
-  const ms = performance.now() - begin;
+  const ms = await measure(async () => {
+    let events = 0;
+    for await (const _ of reflector.open(controller.signal)) if (++events === lines.length + 1) break;
+  });
   controller.abort();
   return ms;
 }
 
 /** One timed run of our pipeline; checks the cache and, when poisoned, that exactly one object was quarantined and later lifted. */
-async function timeRun(options: PipelineOptions, pods: number, poisoned: boolean): Promise<number> {
-  const begin = performance.now();
-  const pipeline = startOurs(options);
+async function timeRun(options: PipelineOptions, pods: number, poisoned: boolean): Promise<{ wall: number; cpu: number }> {
+  let pipeline: ReturnType<typeof startOurs> | undefined;
   try {
-    await pipeline.synced;
-    await pipeline.done;
-    const ms = performance.now() - begin;
+    const ms = await measure(async () => {
+      pipeline = startOurs(options);
+      await pipeline.synced;
+      await pipeline.done;
+    });
+    if (pipeline === undefined) throw new Error('pipeline not started');
     if (pipeline.cacheSize() !== pods) throw new Error(`cache holds ${pipeline.cacheSize()} pods, expected ${pods}`);
     const { invalidObjects } = pipeline.reflector.stats;
     if (invalidObjects !== (poisoned ? 1 : 0)) throw new Error(`${invalidObjects} invalid objects seen, expected ${poisoned ? 1 : 0}`);
     if (pipeline.reflector.health().quarantined.length !== 0) throw new Error('the poisoned pod was not lifted by its next valid frame');
     return ms;
   } finally {
-    await pipeline.stop();
+    await pipeline?.stop();
   }
 }
 
@@ -91,7 +106,7 @@ export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
       // Frames modify pods round robin, so the poisoned pod's next frame (poisonAt + pods) lifts it.
       const poisonAt = Math.floor(frames / 2);
       if (poisonAt + pods >= frames) throw new Error('poison benchmark needs frames >= 2 * pods');
-      const run = async (poisoned: boolean): Promise<number> => {
+      const run = async (poisoned: boolean): Promise<{ wall: number; cpu: number }> => {
         const replay = await server.startReplay(watchFrom, frames, poisoned ? poisonAt : undefined);
         const options: PipelineOptions = { kubeconfig: server.kubeconfig.replace(server.url, replay.url), frames, watchFrom };
         const ms = await timeRun(options, pods, poisoned);
@@ -101,15 +116,17 @@ export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
       };
       await run(false); // warm-up
       await run(true);
-      const clean: number[] = [];
-      const poisoned: number[] = [];
+      const clean: Array<{ wall: number; cpu: number }> = [];
+      const poisoned: Array<{ wall: number; cpu: number }> = [];
       for (let r = 0; r < ctx.runs; r++) {
         const first = r % 2 === 0;
         (first ? clean : poisoned).push(await run(!first));
         (first ? poisoned : clean).push(await run(first));
       }
-      const cleanMs = summarize(clean);
-      const poisonedMs = summarize(poisoned);
+      const cleanMs = summarize(clean.map((m) => m.wall));
+      const poisonedMs = summarize(poisoned.map((m) => m.wall));
+      const cleanCpuMs = summarize(clean.map((m) => m.cpu));
+      const poisonedCpuMs = summarize(poisoned.map((m) => m.cpu));
 
       // The same shape of work in this process, reflector only.
       const listing = Array.from({ length: pods }, (_, i) => makePod(i));
@@ -124,41 +141,47 @@ export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
       poisonedLines[poisonAt] = JSON.stringify(frame);
       await reflectorRun(listing, cleanLines);
       await reflectorRun(listing, poisonedLines);
-      const reflectorClean: number[] = [];
-      const reflectorPoisoned: number[] = [];
+      const reflectorClean: Array<{ wall: number; cpu: number }> = [];
+      const reflectorPoisoned: Array<{ wall: number; cpu: number }> = [];
       for (let r = 0; r < ctx.runs * 2; r++) {
         const first = r % 2 === 0;
         (first ? reflectorClean : reflectorPoisoned).push(await reflectorRun(listing, first ? cleanLines : poisonedLines));
         (first ? reflectorPoisoned : reflectorClean).push(await reflectorRun(listing, first ? poisonedLines : cleanLines));
         await settleHeap();
       }
-      const reflectorCleanMs = summarize(reflectorClean);
-      const reflectorPoisonedMs = summarize(reflectorPoisoned);
+      const reflectorCleanCpuMs = summarize(reflectorClean.map((m) => m.cpu));
+      const reflectorPoisonedCpuMs = summarize(reflectorPoisoned.map((m) => m.cpu));
       results.push({
         pods,
         frames,
         cleanMs,
         poisonedMs,
         poisonedOverClean: poisonedMs.median / cleanMs.median,
-        reflectorCleanMs,
-        reflectorPoisonedMs,
-        reflectorPoisonedOverClean: reflectorPoisonedMs.median / reflectorCleanMs.median,
+        cleanCpuMs,
+        poisonedCpuMs,
+        poisonedOverCleanCpu: poisonedCpuMs.median / cleanCpuMs.median,
+        reflectorCleanCpuMs,
+        reflectorPoisonedCpuMs,
+        reflectorPoisonedOverClean: reflectorPoisonedCpuMs.median / reflectorCleanCpuMs.median,
       });
     } finally {
       await server.close();
     }
   }
   printTable(
-    `1p. Throughput with one poison object among M frames (ms, min / median / max): the whole pipeline over the replay (${ctx.runs} runs), and the reflector alone in-process (${ctx.runs * 2} runs)`,
-    ['N', 'M', 'pipeline clean', 'pipeline, one poison frame', 'poisoned / clean', 'reflector clean', 'reflector, one poison frame', 'poisoned / clean'],
+    `1p. One poison object among M frames (ms, min / median / max): the whole pipeline over the replay, wall and CPU of this process (${ctx.runs} runs each); the reflector alone in-process, CPU (${ctx.runs * 2} runs each)`,
+    ['N', 'M', 'pipeline wall: clean', 'poisoned', 'ratio', 'pipeline CPU: clean', 'poisoned', 'ratio', 'reflector CPU: clean', 'poisoned', 'ratio'],
     results.map((r) => [
       r.pods.toLocaleString('en-US'),
       r.frames.toLocaleString('en-US'),
       fmtSummary(r.cleanMs),
       fmtSummary(r.poisonedMs),
       `${fmt(r.poisonedOverClean)}×`,
-      fmtSummary(r.reflectorCleanMs),
-      fmtSummary(r.reflectorPoisonedMs),
+      fmtSummary(r.cleanCpuMs),
+      fmtSummary(r.poisonedCpuMs),
+      `${fmt(r.poisonedOverCleanCpu)}×`,
+      fmtSummary(r.reflectorCleanCpuMs),
+      fmtSummary(r.reflectorPoisonedCpuMs),
       `${fmt(r.reflectorPoisonedOverClean)}×`,
     ]),
   );
