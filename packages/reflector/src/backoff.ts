@@ -3,6 +3,8 @@
  * reopened stream continues where the failed one stopped, so a failure that ends streams cannot hold
  * the apiserver at the first delay forever. Only proof of health resets it.
  */
+const MAX_LEVEL = 52;
+
 export class Backoff {
   readonly #baseMs: number;
   readonly #maxMs: number;
@@ -25,7 +27,8 @@ export class Backoff {
    */
   take(retryAfterMs?: number): number {
     const delay = retryAfterMs === undefined ? this.nextMs : Math.min(this.#maxMs, Math.max(this.#baseMs, retryAfterMs));
-    if (this.#baseMs * 2 ** this.#level < this.#maxMs) this.#level++;
+    // Stop climbing at the cap (and at all for a zero base), so 2 ** level never overflows to NaN.
+    if (this.#level < MAX_LEVEL && this.#baseMs * 2 ** this.#level < this.#maxMs) this.#level++;
     return delay;
   }
 

@@ -152,7 +152,10 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
         continue;
       }
       const key = objectKey(frame.object);
-      if (core.quarantine.lift(key)) core.logger.info(core.fields({ key, resourceVersion: frame.resourceVersion, frameType: frame.type }), 'quarantine lifted: the object validates again');
+      if (core.quarantine.lift(key)) {
+        const why = frame.type === 'DELETED' ? 'quarantined object deleted; released' : 'quarantine lifted: the object validates again';
+        core.logger.info(core.fields({ key, resourceVersion: frame.resourceVersion, frameType: frame.type }), why);
+      }
       if (frame.type === 'DELETED') yield deleteEvent(key);
       else yield upsertEvent(key, frame.object);
     }

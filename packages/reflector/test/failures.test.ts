@@ -15,6 +15,7 @@ import {
   WatchFrameTooLargeError,
   type ReflectorOptions,
 } from '../src/index.js';
+import { Backoff } from '../src/backoff.js';
 import { advance, bookmark, consume, errorFrame, FakeClient, line, pod } from './helpers.js';
 
 function setup(options: Partial<ReflectorOptions<Pod>> = {}, prepare: (client: FakeClient) => void = () => {}) {
@@ -300,6 +301,18 @@ describe('Reflector: deadlines', () => {
 });
 
 describe('Reflector: backoff across streams', () => {
+  it('[k8s_reflector: BackoffUntil] the delay climbs to the cap and stays there; a zero base never overflows to NaN; Retry-After is bounded both ways', () => {
+    const backoff = new Backoff(1_000, 8_000);
+    expect([1, 2, 3, 4, 5].map(() => backoff.take())).toEqual([1_000, 2_000, 4_000, 8_000, 8_000]);
+    expect(backoff.take(0)).toBe(1_000); // Retry-After: 0 is not a hot loop
+    expect(backoff.take(60_000)).toBe(8_000);
+    backoff.reset();
+    expect(backoff.nextMs).toBe(1_000);
+    const zero = new Backoff(0, 8_000);
+    for (let i = 0; i < 5_000; i++) zero.take();
+    expect(zero.nextMs).toBe(0);
+  });
+
   it('[k8s_reflector: Backoff survives a reopen] a reopened stream continues the backoff of the failed one; only a listing plus a healthy watch resets it', async () => {
     const clock = new ManualClock();
     const client = new FakeClient();
