@@ -134,7 +134,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
   });
 
   it('[k8s_reflector: Frame size cap] a frame over maxFrameSize tears the watch down (closed on the server) and the reflector relists (embedded apiserver)', async () => {
-    const { tap, reflector, server: s } = await setup({ reflector: { maxFrameSize: 64 * 1024 } });
+    const { tap, reflector, server: s, logger } = await setup({ reflector: { maxFrameSize: 64 * 1024 } });
     await tap.next('the listing');
     await s.waitForWatches(1, WAIT_MS);
     s.injectMalformedFrame(`{"type":"MODIFIED","object":{"metadata":{"annotations":{"x":"${'y'.repeat(1024 * 1024)}`); // 1 MB, never a whole frame
@@ -142,7 +142,9 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
 
     await tap.until(isReplace, 'the relist after the oversized frame');
     expect(reflector.stats).toMatchObject({ relists: 1, watchFailures: 1 });
-    expect(reflector.health().lastError === undefined || reflector.health().lastError instanceof WatchFrameTooLargeError).toBe(true);
+    const refused = logger.entries.find((e) => e.message.startsWith('watch frame over maxFrameSize'));
+    expect(refused?.fields['err']).toBeInstanceOf(WatchFrameTooLargeError);
+    expect(refused?.level).toBe('warn');
     expect(tap.store.get('pool-a/engine-2')?.spec.nodeName).toBe('node-b');
     await s.waitForWatches((open) => open === 1, WAIT_MS); // the old connection closed, the new one open
     await expectStoreEqualsFreshList(tap, s, podResource, SCOPE);
