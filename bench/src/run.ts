@@ -2,7 +2,7 @@
  * `pnpm bench` (full sizes, several runs) and `pnpm bench:smoke` (tiny sizes, one run: proves every
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
- * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, relist, latency, retry, queue),
+ * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -10,6 +10,7 @@ import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runLatency, type LatencyResult } from './benchmarks/latency.js';
+import { runPoison } from './benchmarks/poison.js';
 import { runQueue } from './benchmarks/queue.js';
 import { runRelist } from './benchmarks/relist.js';
 import { runRetry, type RetryResult } from './benchmarks/retry.js';
@@ -34,6 +35,7 @@ if (!Number.isInteger(ctx.runs) || ctx.runs < 1) throw new Error(`--runs must be
 const benchmarks = {
   throughput: (c: BenchContext) => runWatch(c, { throughput: true, memory: selectedSet.has('memory') }),
   memory: (c: BenchContext) => (selectedSet.has('throughput') ? Promise.resolve(undefined) : runWatch(c, { throughput: false, memory: true })),
+  poison: runPoison,
   relist: runRelist,
   latency: runLatency,
   retry: runRetry,
@@ -137,6 +139,7 @@ const summary = {
     idleWakeupsPerSec: Math.max(retry.idleWakeupsPerSec.scheduler, retry.idleWakeupsPerSec.loop),
     retry,
   }),
+  ...(results['poison'] !== undefined && { poison: results['poison'] }),
   ...(results['relist'] !== undefined && { relist: results['relist'] }),
   ...(results['queue'] !== undefined && { queue: results['queue'] }),
 };

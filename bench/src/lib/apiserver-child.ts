@@ -60,6 +60,16 @@ async function inject(rate: number, durationMs: number): Promise<{ frames: numbe
   return { frames, maxBehindMs };
 }
 
+/** Rewrites watch frame `index` so its pod fails the pod schema (`status.phase` a number): one poison object. */
+function poison(watch: Buffer, index: number): { watch: Buffer; key: string } {
+  const lines = watch.toString('utf8').split('\n');
+  const frame = JSON.parse(lines[index] ?? 'null') as { object?: PodJson & { status: Record<string, unknown> } } | null;
+  if (frame?.object === undefined) throw new Error(`poison: no watch frame at ${index}`);
+  frame.object.status['phase'] = 7;
+  lines[index] = JSON.stringify(frame);
+  return { watch: Buffer.from(lines.join('\n'), 'utf8'), key: `${frame.object.metadata.namespace}/${frame.object.metadata.name}` };
+}
+
 async function handle(req: ChildRequest): Promise<unknown> {
   switch (req.cmd) {
     case 'start': {
@@ -97,8 +107,9 @@ async function handle(req: ChildRequest): Promise<unknown> {
     case 'startReplay': {
       await replay?.close();
       const bytes = await capture(need().url, req.resourceVersion, req.frames);
-      replay = await startReplay(bytes.list, bytes.watch, req.resourceVersion);
-      return { url: replay.url, listBytes: bytes.list.length, watchBytes: bytes.watch.length };
+      const poisoned = req.poisonFrame === undefined ? undefined : poison(bytes.watch, req.poisonFrame);
+      replay = await startReplay(bytes.list, poisoned?.watch ?? bytes.watch, req.resourceVersion);
+      return { url: replay.url, listBytes: bytes.list.length, watchBytes: (poisoned?.watch ?? bytes.watch).length, ...(poisoned && { poisonedKey: poisoned.key }) };
     }
     case 'heap':
       return { heapUsed: process.memoryUsage().heapUsed };

@@ -12,7 +12,7 @@ export type ChildRequest = { id: number } & (
   | { cmd: 'waitForWatches'; count: number; timeoutMs: number }
   | { cmd: 'openWatches' }
   | { cmd: 'dropWatches' }
-  | { cmd: 'startReplay'; resourceVersion: string; frames: number }
+  | { cmd: 'startReplay'; resourceVersion: string; frames: number; poisonFrame?: number }
   | { cmd: 'heap' }
   | { cmd: 'close' }
 );
@@ -127,9 +127,11 @@ export class ApiServerProcess {
   /**
    * Captures the apiserver's LIST body and `frames` watch frames from `resourceVersion`, byte for
    * byte, and serves them from a replay server in this child (see replay-server.ts). Returns its URL.
+   * With `poisonFrame`, that watch frame (0-based) is rewritten so its pod fails the schema
+   * (`status.phase: 7`): the poison-object variant of the throughput benchmark.
    */
-  startReplay(resourceVersion: string, frames: number): Promise<{ url: string; listBytes: number; watchBytes: number }> {
-    return this.#call('startReplay', { resourceVersion, frames });
+  startReplay(resourceVersion: string, frames: number, poisonFrame?: number): Promise<{ url: string; listBytes: number; watchBytes: number; poisonedKey?: string }> {
+    return this.#call('startReplay', { resourceVersion, frames, ...(poisonFrame !== undefined && { poisonFrame }) });
   }
 
   /** Ends every open watch, on the apiserver and on the replay server. */

@@ -59,7 +59,7 @@ function kubeConfig(text: string): KubeConfig {
 const keyMap = (pod: Pod): string | undefined => pod.metadata.labels[PARENT_LABEL];
 
 /** (a) Ours. */
-export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectStore<Pod, string> } {
+export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectStore<Pod, string>; reflector: Reflector<Pod> } {
   const kube = new KubeApiClient(kubeConfig(options.kubeconfig), podResource);
   const client: ListWatchClient =
     options.watchFrom === undefined
@@ -101,6 +101,7 @@ export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectS
   );
   return {
     store,
+    reflector,
     synced: synced.promise,
     done: done.promise,
     cacheSize: () => store.size,

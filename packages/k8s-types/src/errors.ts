@@ -29,24 +29,36 @@ export class MalformedWatchFrameError extends Error {
 
 /**
  * An object (a LIST item, or the payload of an `ADDED` / `MODIFIED` / `DELETED` frame) that does not
- * validate against its schema: the apiserver broke the contract. Not skipped, because skipping would
- * leave the cache silently short of an object.
+ * validate against its schema (a poison object). It carries what a reader needs to hold the object
+ * out of its cache by key and say why: the key, the `resourceVersion` and the issues.
  */
 export class InvalidObjectError extends Error {
   readonly code = 'OBJECT_INVALID' as const;
   /** `namespace/name` (or `name`) when the metadata could be read. */
   readonly objectKey: string | undefined;
+  /** The object's `metadata.resourceVersion` when it could be read (for a frame, also its cursor). */
+  readonly resourceVersion: string | undefined;
   /** The frame type the object arrived in, or `'LIST'`. */
   readonly frameType: string;
   readonly issues: readonly ValidationIssue[];
 
-  constructor(message: string, details: { objectKey?: string | undefined; frameType: string; issues: readonly ValidationIssue[] }) {
+  constructor(
+    message: string,
+    details: { objectKey?: string | undefined; resourceVersion?: string | undefined; frameType: string; issues: readonly ValidationIssue[] },
+  ) {
     super(message);
     this.name = 'InvalidObjectError';
     this.objectKey = details.objectKey;
+    this.resourceVersion = details.resourceVersion;
     this.frameType = details.frameType;
     this.issues = details.issues;
   }
+}
+
+/** One issue as one line, `spec.replicas: Invalid input: expected number, received string` (`<root>` for the object itself). */
+export function describeIssue(issue: ValidationIssue): string {
+  const path = issue.path.map(String).join('.');
+  return `${path === '' ? '<root>' : path}: ${issue.message}`;
 }
 
 /** True when `error` is a {@link MalformedWatchFrameError}, across module copies. */

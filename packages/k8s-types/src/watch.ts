@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
+import { describeIssue, InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
 import { compileSchema, listOf, objectKey } from './meta.js';
 
 /** One `details.causes[]` entry of a `Status`. `reason` is the wire name of Go's `StatusCause.Type`. */
@@ -14,7 +14,13 @@ export const statusSchema = z.object({
   code: z.number().int().optional(),
   reason: z.string().optional(),
   message: z.string().optional(),
-  details: z.object({ causes: listOf(statusCauseSchema) }).optional(),
+  details: z
+    .object({
+      causes: listOf(statusCauseSchema),
+      /** Seconds the server asks the client to wait before retrying (429, some 504s); the header `Retry-After` says the same. */
+      retryAfterSeconds: z.number().int().nonnegative().optional(),
+    })
+    .optional(),
 });
 
 /** A `Status` view (the payload of an `ERROR` frame, or the body of a failed request). */
@@ -74,6 +80,11 @@ function field(value: unknown, name: string): unknown {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
 }
 
+function salvageResourceVersion(raw: unknown): string | undefined {
+  const resourceVersion = field(field(raw, 'metadata'), 'resourceVersion');
+  return typeof resourceVersion === 'string' ? resourceVersion : undefined;
+}
+
 function salvageKey(raw: unknown): string | undefined {
   const metadata = field(raw, 'metadata');
   const name = field(metadata, 'name');
@@ -83,8 +94,8 @@ function salvageKey(raw: unknown): string | undefined {
 }
 
 /**
- * Validates one object against `schema`. Throws {@link InvalidObjectError} (with the object key when
- * the metadata is readable) instead of returning a partial object.
+ * Validates one object against `schema`. Throws {@link InvalidObjectError} (with the object key and
+ * `resourceVersion` when the metadata is readable) instead of returning a partial object.
  */
 export function parseObject<T>(schema: z.ZodType<T>, raw: unknown, frameType: string): T {
   const result = schema.safeParse(raw);
@@ -92,8 +103,13 @@ export function parseObject<T>(schema: z.ZodType<T>, raw: unknown, frameType: st
   const key = salvageKey(raw);
   const issues = flatten(result.error);
   const first = issues[0];
-  const where = first ? ` at ${first.path.map(String).join('.') || '<root>'}: ${first.message}` : '';
-  throw new InvalidObjectError(`${frameType} object ${key ?? '<unnamed>'} does not validate${where}`, { objectKey: key, frameType, issues });
+  const where = first ? ` at ${describeIssue(first)}` : '';
+  throw new InvalidObjectError(`${frameType} object ${key ?? '<unnamed>'} does not validate${where}`, {
+    objectKey: key,
+    resourceVersion: salvageResourceVersion(raw),
+    frameType,
+    issues,
+  });
 }
 
 /**

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  describeIssue,
   InvalidObjectError,
   isInvalidObjectError,
   isMalformedWatchFrameError,
@@ -57,19 +58,33 @@ describe('readWatchFrame', () => {
         code: 504,
         reason: 'Timeout',
         message: 'Too large resource version: 10, current: 5',
-        details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] },
+        details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 },
       },
     });
   });
 
-  it('[k8s_reflector: Frame payload type] a pod frame whose object does not validate raises a typed error naming the object', () => {
-    const pod = rawPod({ name: 'broken', namespace: 'ns' });
+  it('[k8s_reflector: Poison objects quarantined] a pod frame whose object does not validate raises a typed error naming the object, its resourceVersion and its issues', () => {
+    const pod = rawPod({ name: 'broken', namespace: 'ns', resourceVersion: '31' });
     (pod.status as Record<string, unknown>).containerStatuses = [{ name: 'engine', ready: true, restartCount: 'many' }];
     const error = thrown(() => readWatchFrame({ type: 'MODIFIED', object: pod }, podSchema));
     expect(error).toBeInstanceOf(InvalidObjectError);
     expect(isInvalidObjectError(error)).toBe(true);
-    expect(error).toMatchObject({ code: 'OBJECT_INVALID', objectKey: 'ns/broken', frameType: 'MODIFIED' });
-    expect((error as InvalidObjectError).issues[0]?.path).toEqual(['status', 'containerStatuses', 0, 'restartCount']);
+    expect(error).toMatchObject({ code: 'OBJECT_INVALID', objectKey: 'ns/broken', resourceVersion: '31', frameType: 'MODIFIED' });
+    const issues = (error as InvalidObjectError).issues;
+    expect(issues[0]?.path).toEqual(['status', 'containerStatuses', 0, 'restartCount']);
+    expect(describeIssue(issues[0]!)).toMatch(/^status\.containerStatuses\.0\.restartCount: .*number/);
+    expect(describeIssue({ path: [], message: 'bad' })).toBe('<root>: bad');
+    // Nothing readable: no key, no resourceVersion, still typed.
+    expect(thrown(() => readWatchFrame({ type: 'ADDED', object: { metadata: { resourceVersion: '4' } } }, podSchema))).toMatchObject({
+      code: 'OBJECT_INVALID',
+      objectKey: undefined,
+      resourceVersion: '4',
+    });
+  });
+
+  it('[k8s_reflector: Retry-After honoured] a Status carries details.retryAfterSeconds', () => {
+    const frame = readWatchFrame({ type: 'ERROR', object: { kind: 'Status', code: 429, reason: 'TooManyRequests', details: { retryAfterSeconds: 7 } } }, podSchema);
+    expect(frame).toEqual({ type: 'ERROR', status: { code: 429, reason: 'TooManyRequests', details: { causes: [], retryAfterSeconds: 7 } } });
   });
 
   it('[k8s_reflector: watchHandler per-event metadata failure] an unreadable envelope is a MalformedWatchFrameError carrying whatever cursor it had', () => {

@@ -60,6 +60,9 @@ export function describeError(error: unknown): string {
       ? `${error.message} (${describeError(cause)})`
       : error.message;
   }
+  // A permanent error whose own message already names the HTTP status (the reflector's ListRejectedError
+  // names the source, the Status and the request) describes itself better than the bare Status does.
+  if ((error as { permanent?: unknown }).permanent === true && new RegExp(`\\b${code}\\b`).test(error.message)) return error.message;
   const reason = typeof status?.reason === 'string' && status.reason !== '' ? ` ${status.reason}` : '';
   const message = typeof status?.message === 'string' && status.message !== '' ? status.message : error.message;
   return `${code}${reason}: ${message}`;

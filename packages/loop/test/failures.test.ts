@@ -114,7 +114,7 @@ describe('start() always settles', () => {
     const health = loop.health();
     expect(health.error).toBe(error);
     expect(health.sources['controlled']).toMatchObject({ permanentError: error, synced: false });
-    expect(health.ready.checks).toContainEqual({ name: 'source:controlled', ok: false, reason: expect.stringContaining('failed permanently: 400 BadRequest: unable to parse') });
+    expect(health.ready.checks).toContainEqual({ name: 'source:controlled', ok: false, reason: expect.stringContaining('failed permanently: apiserver answered HTTP 400 BadRequest: unable to parse') });
   });
 
   it('[loop: start always settles] a failed start tears everything down itself: nothing runs afterwards, without calling stop()', async () => {
@@ -356,7 +356,12 @@ describe('describeError', () => {
     expect(describeError(forbidden())).toBe('403 Forbidden: pods is forbidden: User "system:serviceaccount:ml:tracker" cannot list resource "pods"');
     expect(describeError(Object.assign(new Error('HTTP 500'), { statusCode: 500 }))).toBe('500: HTTP 500');
     const wrapped = Object.assign(new Error('first LIST rejected'), { permanent: true, cause: badRequest() });
-    expect(describeError(wrapped)).toBe('first LIST rejected (400 BadRequest: unable to parse requirement: found "=", expected: identifier)');
+    expect(describeError(wrapped)).toBe('first LIST rejected (apiserver answered HTTP 400 BadRequest: unable to parse requirement)');
+    const selfDescribing = Object.assign(new Error('reflector "pods": the first LIST was rejected with HTTP 400 BadRequest: bad selector (GET /api/v1/pods)'), {
+      permanent: true,
+      status: { code: 400, reason: 'BadRequest', message: 'bad selector' },
+    });
+    expect(describeError(selfDescribing)).toBe(selfDescribing.message);
     expect(describeError(new Error('plain'))).toBe('plain');
     expect(describeError('a string')).toBe('a string');
   });

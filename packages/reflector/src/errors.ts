@@ -5,6 +5,13 @@ import type { ApiStatus } from '@reconcile-loop/k8s-types';
  * can load two copies of a class and defeat `instanceof`.
  */
 
+/** The request an error refers to: its verb and URL. The URL never carries credentials (they travel in headers). */
+export interface ApiRequestInfo {
+  readonly verb: 'list' | 'watch';
+  /** Full URL with query, user info stripped. */
+  readonly url: string;
+}
+
 /** The apiserver answered a request with a non-2xx HTTP status. */
 export class ApiStatusError extends Error {
   readonly code = 'API_STATUS' as const;
@@ -12,22 +19,103 @@ export class ApiStatusError extends Error {
   readonly statusCode: number;
   /** The `Status` body, when the response carried a readable one. */
   readonly status: ApiStatus | undefined;
+  /** The request that failed, when the client knows it. */
+  readonly request: ApiRequestInfo | undefined;
+  /** The server's `Retry-After` (header, else `details.retryAfterSeconds`), in seconds. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(statusCode: number, status?: ApiStatus, message?: string) {
-    super(message ?? `apiserver answered HTTP ${statusCode}${status?.reason ? ` ${status.reason}` : ''}${status?.message ? `: ${status.message}` : ''}`);
+  constructor(statusCode: number, status?: ApiStatus, message?: string, extra: { request?: ApiRequestInfo; retryAfterSeconds?: number | undefined } = {}) {
+    super(
+      message ??
+        `apiserver answered HTTP ${statusCode}${status?.reason ? ` ${status.reason}` : ''}${status?.message ? `: ${status.message}` : ''}${
+          extra.request ? ` (${extra.request.verb.toUpperCase()} ${extra.request.url})` : ''
+        }`,
+    );
     this.name = 'ApiStatusError';
     this.statusCode = statusCode;
     this.status = status;
+    this.request = extra.request;
+    this.retryAfterSeconds = extra.retryAfterSeconds ?? status?.details?.retryAfterSeconds;
   }
 }
 
-/** The apiserver's answer broke the protocol: a LIST body without `items` or a cursor, a watch cut mid-frame, no cluster. */
+/** The apiserver's answer broke the protocol: a LIST body without `items` or a cursor, a watch cut mid-frame. */
 export class KubeApiProtocolError extends Error {
   readonly code = 'KUBE_API_PROTOCOL' as const;
 
   constructor(message: string) {
     super(message);
     this.name = 'KubeApiProtocolError';
+  }
+}
+
+/**
+ * One watch frame longer than the cap (`maxFrameSize`): refused before it is buffered whole. A
+ * protocol error: the watch is torn down and the reflector relists (reopening at the same cursor
+ * would meet the same frame).
+ */
+export class WatchFrameTooLargeError extends Error {
+  readonly code = 'WATCH_FRAME_TOO_LARGE' as const;
+  /** The cap, in characters of the decoded line. */
+  readonly limit: number;
+
+  constructor(limit: number) {
+    super(`watch frame longer than the ${limit}-character cap (maxFrameSize); tearing the watch down`);
+    this.name = 'WatchFrameTooLargeError';
+    this.limit = limit;
+  }
+}
+
+/** A LIST that did not complete within `listTimeoutMs` (relists included). Retried after the backoff. */
+export class ListTimeoutError extends Error {
+  readonly code = 'LIST_TIMEOUT' as const;
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super(`LIST did not complete within ${timeoutMs} ms (listTimeoutMs)`);
+    this.name = 'ListTimeoutError';
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * The client cannot build a request at all: the `KubeConfig` has no current cluster, or its server
+ * URL is unreadable or not http(s). Permanent (`permanent: true`): no retry changes a `KubeConfig`
+ * object, so the reflector's stream throws it and the stream driver stops reopening.
+ */
+export class KubeClientConfigError extends Error {
+  readonly code = 'KUBE_CLIENT_CONFIG' as const;
+  readonly permanent = true as const;
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'KubeClientConfigError';
+  }
+}
+
+/**
+ * The reflector's first LIST was answered 400 or 422: a selector or parameter the server will never
+ * accept. Permanent (`permanent: true`); carries the apiserver's `Status` and the request, and the
+ * {@link ApiStatusError} as `cause`. After a first successful listing the same codes are retried.
+ */
+export class ListRejectedError extends Error {
+  readonly code = 'LIST_REJECTED' as const;
+  readonly permanent = true as const;
+  readonly statusCode: number;
+  readonly status: ApiStatus | undefined;
+  readonly request: ApiRequestInfo | undefined;
+
+  constructor(cause: ApiStatusError, reflector: string) {
+    super(
+      `reflector "${reflector}": the first LIST was rejected with HTTP ${cause.statusCode}${cause.status?.reason ? ` ${cause.status.reason}` : ''}${
+        cause.status?.message ? `: ${cause.status.message}` : ''
+      }${cause.request ? ` (GET ${cause.request.url})` : ''}; check the namespace, label and field selectors — no retry can fix this`,
+      { cause },
+    );
+    this.name = 'ListRejectedError';
+    this.statusCode = cause.statusCode;
+    this.status = cause.status;
+    this.request = cause.request;
   }
 }
 

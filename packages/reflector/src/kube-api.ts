@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { statusSchema, type ApiResource, type ApiStatus } from '@reconcile-loop/k8s-types';
 import type { ListRequest, ListResult, ListWatchClient, ListWatchScope, WatchRequest } from './client.js';
-import { ApiStatusError, KubeApiProtocolError } from './errors.js';
+import { ApiStatusError, KubeApiProtocolError, KubeClientConfigError, ReflectorOptionsError, WatchFrameTooLargeError, type ApiRequestInfo } from './errors.js';
 
 /**
  * The only module that talks to the apiserver. It speaks HTTP itself (raw JSON for LIST, a streamed
@@ -24,6 +24,19 @@ export interface KubeConfigAuth {
 
 /** Most a non-2xx body is read for its `Status`. */
 const MAX_ERROR_BODY = 64 * 1024;
+
+/**
+ * Default cap on one watch frame, in characters of the decoded line: 16 Mi. client-go's streaming
+ * decoder capped a frame at 1 MiB, later 16 MiB; etcd refuses an object over 1.5 MiB by default, so
+ * no real frame comes near it, and a line past it is a broken peer, not an object.
+ */
+export const DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024;
+
+/** Options for {@link KubeApiClient}. */
+export interface KubeApiClientOptions {
+  /** Longest watch frame accepted, in characters of the decoded line (bytes, for ASCII JSON). Default {@link DEFAULT_MAX_FRAME_SIZE}. */
+  maxFrameSize?: number | undefined;
+}
 
 /**
  * The collection URL path of `resource`: `/api/v1/namespaces/{ns}/pods` or `/api/v1/pods` for the
@@ -53,7 +66,22 @@ async function readBody(response: http.IncomingMessage, limit: number): Promise<
   return Buffer.concat(chunks).toString('utf8');
 }
 
-async function failure(response: http.IncomingMessage): Promise<ApiStatusError> {
+/** `Retry-After` as whole seconds; the HTTP-date form is not used by the apiserver and reads as absent. */
+function retryAfterHeader(value: string | string[] | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || !/^\s*\d+\s*$/.test(text)) return undefined;
+  return Number(text);
+}
+
+/** The URL as logged and carried by errors: user info stripped (credentials travel in headers, never here). */
+function printable(url: URL): string {
+  const copy = new URL(url.href);
+  copy.username = '';
+  copy.password = '';
+  return copy.href;
+}
+
+async function failure(response: http.IncomingMessage, request: ApiRequestInfo): Promise<ApiStatusError> {
   const statusCode = response.statusCode ?? 0;
   let body = '';
   try {
@@ -61,7 +89,7 @@ async function failure(response: http.IncomingMessage): Promise<ApiStatusError> 
   } catch {
     // The status code alone still classifies the failure.
   }
-  return new ApiStatusError(statusCode, parseStatus(body));
+  return new ApiStatusError(statusCode, parseStatus(body), undefined, { request, retryAfterSeconds: retryAfterHeader(response.headers['retry-after']) });
 }
 
 /**
@@ -69,20 +97,27 @@ async function failure(response: http.IncomingMessage): Promise<ApiStatusError> 
  * split across chunks is joined, blank lines are dropped. A body that ends in the middle of a frame
  * throws {@link KubeApiProtocolError}: the apiserver ends every frame with a newline, so a remainder
  * means the connection was cut, and the frame will be replayed from the cursor.
+ *
+ * A line longer than `maxFrameSize` characters throws {@link WatchFrameTooLargeError} as soon as the
+ * unfinished part passes the cap: memory held for one frame never exceeds the cap plus one chunk.
  */
-export async function* splitWatchLines(chunks: AsyncIterable<string>): AsyncGenerator<string, void, undefined> {
+export async function* splitWatchLines(chunks: AsyncIterable<string>, maxFrameSize = DEFAULT_MAX_FRAME_SIZE): AsyncGenerator<string, void, undefined> {
   let partial = '';
   for await (const chunk of chunks) {
     let start = 0;
     let end = chunk.indexOf('\n');
     while (end !== -1) {
+      if (partial.length + end - start > maxFrameSize) throw new WatchFrameTooLargeError(maxFrameSize);
       const line = partial === '' ? chunk.slice(start, end) : partial + chunk.slice(start, end);
       partial = '';
       if (line.length > 0 && line !== '\r') yield line;
       start = end + 1;
       end = chunk.indexOf('\n', start);
     }
-    if (start < chunk.length) partial += chunk.slice(start);
+    if (start < chunk.length) {
+      if (partial.length + chunk.length - start > maxFrameSize) throw new WatchFrameTooLargeError(maxFrameSize);
+      partial += chunk.slice(start);
+    }
   }
   if (partial.trim() !== '') throw new KubeApiProtocolError('watch stream ended in the middle of a frame');
 }
@@ -99,15 +134,21 @@ export async function* splitWatchLines(chunks: AsyncIterable<string>): AsyncGene
 export class KubeApiClient implements ListWatchClient {
   readonly #kubeConfig: KubeConfigAuth;
   readonly #resource: ApiResource;
+  readonly #maxFrameSize: number;
 
-  constructor(kubeConfig: KubeConfigAuth, resource: ApiResource) {
+  constructor(kubeConfig: KubeConfigAuth, resource: ApiResource, options: KubeApiClientOptions = {}) {
     this.#kubeConfig = kubeConfig;
     this.#resource = resource;
+    const maxFrameSize = options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE;
+    if (!Number.isSafeInteger(maxFrameSize) || maxFrameSize < 1) {
+      throw new ReflectorOptionsError(`maxFrameSize must be a positive integer, got ${String(maxFrameSize)}`);
+    }
+    this.#maxFrameSize = maxFrameSize;
   }
 
   /** LIST without `resourceVersion`: a consistent read of the newest state, never one from the past. */
   async list(request: ListRequest): Promise<ListResult> {
-    const response = await this.#get(this.#url(request, {}), request.signal);
+    const response = await this.#get(this.#url(request, {}), 'list', request.signal);
     let body: unknown;
     try {
       body = JSON.parse(await readBody(response, Number.POSITIVE_INFINITY));
@@ -134,19 +175,28 @@ export class KubeApiClient implements ListWatchClient {
   }
 
   async *#lines(url: URL, signal: AbortSignal): AsyncGenerator<string, void, undefined> {
-    const response = await this.#get(url, signal);
+    const response = await this.#get(url, 'watch', signal);
     try {
       response.setEncoding('utf8'); // decodes a character split across chunks correctly
-      yield* splitWatchLines(response as AsyncIterable<string>);
+      yield* splitWatchLines(response as AsyncIterable<string>, this.#maxFrameSize);
     } finally {
       response.destroy();
     }
   }
 
+  /** Throws {@link KubeClientConfigError} (permanent) when the KubeConfig cannot address a server. */
   #url(scope: ListWatchScope, query: Record<string, string>): URL {
     const cluster = this.#kubeConfig.getCurrentCluster();
-    if (!cluster) throw new KubeApiProtocolError('the KubeConfig has no current cluster');
-    const url = new URL(cluster.server.replace(/\/+$/, '') + resourcePath(this.#resource, scope.namespace));
+    if (!cluster) throw new KubeClientConfigError('the KubeConfig has no current cluster (no current-context, or it names no cluster): nothing to connect to');
+    let url: URL;
+    try {
+      url = new URL(String(cluster.server ?? '').replace(/\/+$/, '') + resourcePath(this.#resource, scope.namespace));
+    } catch {
+      throw new KubeClientConfigError(`the KubeConfig's current cluster has no usable server URL (${JSON.stringify(String(cluster.server ?? ''))})`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new KubeClientConfigError(`the KubeConfig's server URL scheme ${url.protocol} is not supported (http: or https: only)`);
+    }
     if (scope.labelSelector) url.searchParams.set('labelSelector', scope.labelSelector);
     if (scope.fieldSelector) url.searchParams.set('fieldSelector', scope.fieldSelector);
     for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
@@ -154,7 +204,7 @@ export class KubeApiClient implements ListWatchClient {
   }
 
   /** Sends a GET with the KubeConfig's auth; resolves with a 2xx response, rejects with {@link ApiStatusError} otherwise. */
-  async #get(url: URL, signal: AbortSignal): Promise<http.IncomingMessage> {
+  async #get(url: URL, verb: ApiRequestInfo['verb'], signal: AbortSignal): Promise<http.IncomingMessage> {
     signal.throwIfAborted();
     // Asked afresh per request: an exec plugin or token file may have rotated the credential.
     const options: https.RequestOptions = { headers: {} };
@@ -175,6 +225,6 @@ export class KubeApiClient implements ListWatchClient {
     });
     const statusCode = response.statusCode ?? 0;
     if (statusCode >= 200 && statusCode < 300) return response;
-    throw await failure(response);
+    throw await failure(response, { verb, url: printable(url) });
   }
 }

@@ -13,7 +13,7 @@ export interface KubeReflectorOptions<T extends KubernetesObjectView> extends Om
 /** A reflector for any kind (a custom resource included): its schema and API path, auth from a `KubeConfig`. */
 export function kubeReflector<T extends KubernetesObjectView>(options: KubeReflectorOptions<T>): Reflector<T> {
   const { kubeConfig, resource, ...rest } = options;
-  return new Reflector<T>({ ...rest, client: new KubeApiClient(kubeConfig, resource) });
+  return new Reflector<T>({ ...rest, client: new KubeApiClient(kubeConfig, resource, { maxFrameSize: rest.maxFrameSize }) });
 }
 
 /** A reflector for pods (the bundled kind), scoped by namespace and label / field selector. */

@@ -13,10 +13,12 @@ import {
   isApiStatusError,
   KubeApiClient,
   KubeApiProtocolError,
+  KubeClientConfigError,
   podReflector,
   Reflector,
   resourcePath,
   splitWatchLines,
+  WatchFrameTooLargeError,
   type KubeConfigAuth,
 } from '../src/index.js';
 import { advance, bookmark, consume, line, pod } from './helpers.js';
@@ -119,6 +121,27 @@ describe('splitWatchLines', () => {
     expect(await collect(splitWatchLines(chunks(a.slice(0, 10), a.slice(10, 30), `${a.slice(30)}\n${b}\n`, '\n', '\r\n')))).toEqual([a, b]);
   });
 
+  it('[k8s_reflector: Frame size cap] a line with no newline is refused once it passes the cap, long before it is buffered whole', async () => {
+    let pulled = 0;
+    async function* endless(): AsyncGenerator<string> {
+      const megabyte = 'x'.repeat(1024 * 1024);
+      yield '{"type":"ADDED","object":';
+      for (let i = 0; i < 50; i++) {
+        pulled++;
+        yield megabyte; // a 50 MB frame with no newline
+      }
+      yield '}\n';
+    }
+    const error = await collect(splitWatchLines(endless(), 4 * 1024 * 1024)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WatchFrameTooLargeError);
+    expect(error).toMatchObject({ code: 'WATCH_FRAME_TOO_LARGE', limit: 4 * 1024 * 1024 });
+    expect(pulled).toBe(4); // refused at the chunk that crossed 4 MB: nothing past it was read
+    // A line split across chunks is measured whole; one exactly at the cap passes.
+    expect(await collect(splitWatchLines(chunks('ab', 'cd\n', 'efg'.padEnd(5, '-'), '\n'), 5))).toEqual(['abcd', 'efg--']);
+    await expect(collect(splitWatchLines(chunks('abc', 'def\n'), 5))).rejects.toBeInstanceOf(WatchFrameTooLargeError);
+    await expect(collect(splitWatchLines(chunks('abcdef\n'), 5))).rejects.toBeInstanceOf(WatchFrameTooLargeError);
+  });
+
   it('[k8s_api: LIST/WATCH calls] a body that ends mid-frame is a protocol error, not a frame', async () => {
     await expect(collect(splitWatchLines(chunks(`${bookmark('1')}\n{"type":"ADD`)))).rejects.toBeInstanceOf(KubeApiProtocolError);
   });
@@ -190,6 +213,32 @@ describe('KubeApiClient over HTTP', () => {
     await reached;
     controller.abort();
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('[k8s_reflector: Permanent vs transient failures] a failure carries the request (verb, URL without credentials) and the Retry-After header', async () => {
+    const { base } = await serve((_, response) => {
+      response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' });
+      response.end(JSON.stringify({ kind: 'Status', code: 429, reason: 'TooManyRequests', message: 'slow down' }));
+    });
+    const withUser = base.replace('http://', 'http://someone:pa55word@');
+    const error = await new KubeApiClient(kubeConfig(withUser), podResource).list({ namespace: 'ns', labelSelector: 'a=b', signal: new AbortController().signal }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'API_STATUS', statusCode: 429, retryAfterSeconds: 7, request: { verb: 'list', url: `${base}/api/v1/namespaces/ns/pods?labelSelector=a%3Db` } });
+    expect(inspect(error, { depth: 5 })).not.toContain('pa55word');
+    expect((error as Error).message).toContain('LIST http://127.0.0.1');
+  });
+
+  it('[k8s_reflector: Permanent vs transient failures] a KubeConfig that cannot address a server is a permanent KubeClientConfigError, for LIST and WATCH', async () => {
+    const noCluster: KubeConfigAuth = { getCurrentCluster: () => null, applyToHTTPSOptions: async () => {} };
+    const ftp: KubeConfigAuth = { getCurrentCluster: () => ({ server: 'ftp://example' }), applyToHTTPSOptions: async () => {} };
+    const garbage: KubeConfigAuth = { getCurrentCluster: () => ({ server: 'not a url' }), applyToHTTPSOptions: async () => {} };
+    for (const config of [noCluster, ftp, garbage]) {
+      const client = new KubeApiClient(config, podResource);
+      const listed = await client.list({ signal: new AbortController().signal }).catch((e: unknown) => e);
+      expect(listed).toBeInstanceOf(KubeClientConfigError);
+      expect(listed).toMatchObject({ code: 'KUBE_CLIENT_CONFIG', permanent: true });
+      expect(() => client.watch({ resourceVersion: '1', timeoutSeconds: 1, allowWatchBookmarks: true, signal: new AbortController().signal })).toThrow(KubeClientConfigError);
+    }
+    expect(() => new KubeApiClient(noCluster, podResource, { maxFrameSize: 0 })).toThrow(expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }));
   });
 
   it('[k8s_api: LIST/WATCH calls] a LIST body without a cursor is a protocol error', async () => {

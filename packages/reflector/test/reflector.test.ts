@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { isInvalidObjectError, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { ManualClock, deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
 import { describe, expect, it } from 'vitest';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
@@ -89,7 +89,19 @@ describe('Reflector: list, watch, events', () => {
     await advance(clock, 2_000);
     client.watch0.end();
     await settle();
-    expect(reflector.stats).toEqual({ lists: 1, relists: 0, watches: 2, bookmarks: 1, skippedFrames: 0, idleTimeouts: 0, listFailures: 0, watchFailures: 0 });
+    expect(reflector.stats).toEqual({
+      lists: 1,
+      relists: 0,
+      healRelists: 0,
+      watches: 2,
+      bookmarks: 1,
+      skippedFrames: 0,
+      invalidObjects: 0,
+      idleTimeouts: 0,
+      listFailures: 0,
+      listTimeouts: 0,
+      watchFailures: 0,
+    });
   });
 });
 
@@ -173,9 +185,17 @@ describe('Reflector: reopening and relisting', () => {
     expect(isCursorTooLarge({ details: { causes: [{ reason: 'ResourceVersionTooLarge' }] } })).toBe(true);
     expect(isCursorTooLarge({ code: 500, reason: 'ResourceVersionTooLarge' })).toBe(false);
     expect(isCursorExpired({ code: 410 })).toBe(true);
-    expect(isCursorExpired({ reason: 'Expired' })).toBe(true);
     expect(isCursorExpired(undefined, 410)).toBe(true);
     expect(isCursorExpired({ code: 500, reason: 'InternalError' })).toBe(false);
+  });
+
+  it('[k8s_reflector: isCursorExpired narrowed] a reason Expired/Gone counts only when no other code contradicts it', () => {
+    expect(isCursorExpired({ reason: 'Expired' })).toBe(true);
+    expect(isCursorExpired({ reason: 'Gone' })).toBe(true);
+    expect(isCursorExpired({ code: 410, reason: 'Gone' })).toBe(true);
+    expect(isCursorExpired({ code: 500, reason: 'Expired' })).toBe(false);
+    expect(isCursorExpired({ reason: 'Expired' }, 500)).toBe(false);
+    expect(isCursorExpired({ code: 403, reason: 'Gone' })).toBe(false);
   });
 
   it('[k8s_reflector: ApiException shape] any other failure retries the WATCH from the cursor, without a LIST', async () => {
@@ -228,22 +248,6 @@ describe('Reflector: bad frames', () => {
     client.watch0.push(JSON.stringify({ type: 'MODIFIED', object: { metadata: { resourceVersion: '9' } }, garbage: true }).replace('MODIFIED', 'WHATEVER'));
     await settle();
     expect(reflector.cursor).toBe('9'); // advanced past the skipped frame
-  });
-
-  it('[k8s_reflector: Frame payload type] a pod frame whose object does not validate raises a typed error out of the stream', async () => {
-    const { client, stream } = setup();
-    await settle();
-    client.watch0.push(line('MODIFIED', pod('bad', '3', { status: { phase: 7 } })));
-    await stream.done;
-    expect(isInvalidObjectError(stream.error)).toBe(true);
-    expect(stream.error).toMatchObject({ code: 'OBJECT_INVALID', objectKey: 'ns/bad', frameType: 'MODIFIED' });
-    expect(client.watch0.returned).toBe(true);
-  });
-
-  it('[k8s_reflector: Frame payload type] a LIST item that does not validate raises the same typed error', async () => {
-    const { stream } = setup({}, (c) => c.queueList({ items: [{ metadata: { namespace: 'ns' } }], resourceVersion: '1' }));
-    await stream.done;
-    expect(stream.error).toMatchObject({ code: 'OBJECT_INVALID', frameType: 'LIST' });
   });
 });
 
@@ -368,6 +372,30 @@ describe('Reflector: timing', () => {
     expect(client.watches).toHaveLength(2);
     expect(client.watch0.request.resourceVersion).toBe('6');
     expect(client.lists).toHaveLength(1);
+  });
+});
+
+describe('Reflector: idle deadline', () => {
+  it('[k8s_reflector: deviation, idle timeout] a frame really pushes the deadline out: at the first deadline the timer re-arms instead of tearing the watch down', async () => {
+    const { client, clock, reflector } = setup({ watchTimeoutSeconds: 60, idleGraceMs: 5_000 }, (c) => {
+      c.queueList({ items: [], resourceVersion: '5' });
+      c.honorSignal = false;
+    });
+    await settle();
+    const watch = client.watch0;
+    await advance(clock, 30_000);
+    watch.push(line('ADDED', pod('a', '6')));
+    await settle(); // the frame's reaction runs at t=30 000, well before the first deadline (65 000)
+    await advance(clock, 34_999);
+    expect(watch.request.signal.aborted).toBe(false);
+    await advance(clock, 1); // t=65 000: the first deadline; 35 s of silence only
+    expect(watch.request.signal.aborted).toBe(false);
+    expect(reflector.stats.idleTimeouts).toBe(0);
+    await advance(clock, 29_999); // t=94 999
+    expect(watch.request.signal.aborted).toBe(false);
+    await advance(clock, 1); // t=95 000: 65 s after the frame
+    expect(watch.request.signal.aborted).toBe(true);
+    expect(reflector.stats.idleTimeouts).toBe(1);
   });
 });
 

@@ -1,0 +1,89 @@
+import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
+import type { Clock, Logger } from '@reconcile-loop/object-store';
+import type { ListWatchClient, ListWatchScope } from './client.js';
+import { ReflectorOptionsError } from './errors.js';
+import { DEFAULT_MAX_FRAME_SIZE } from './kube-api.js';
+
+/** Default base server-side watch timeout; each watch adds up to 100% jitter (Go: 5 to 10 minutes). */
+export const DEFAULT_WATCH_TIMEOUT_SECONDS = 300;
+/** Default silence allowed beyond the server-side watch timeout before the watch is presumed dead. */
+export const DEFAULT_IDLE_GRACE_MS = 30_000;
+/** Default first retry delay. */
+export const DEFAULT_RETRY_DELAY_MS = 1_000;
+/** Default cap of the exponential retry delay (also bounds a server's `Retry-After`). */
+export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
+/**
+ * Default LIST deadline, relists included: 2 minutes. The apiserver ends a LIST it is still serving
+ * at its own `--request-timeout` (60 s by default), so a client waiting twice that long only ever
+ * cuts a LIST whose server or connection is gone, and a listing of tens of thousands of objects
+ * (tens of MB) still has a minute of transfer time.
+ */
+export const DEFAULT_LIST_TIMEOUT_MS = 120_000;
+
+/** Options for {@link Reflector}. */
+export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWatchScope {
+  /** Where LIST and WATCH go: a {@link KubeApiClient} or a fake. */
+  client: ListWatchClient;
+  /** Validates each LIST item and each `ADDED` / `MODIFIED` / `DELETED` payload (e.g. `podSchema`); an object failing it is quarantined. */
+  schema: ObjectSchema<T>;
+  /** Source name, used in logs. Default `reflector`. */
+  name?: string;
+  /** Base server-side watch timeout in seconds, jittered up to 2x. Default 300. */
+  watchTimeoutSeconds?: number;
+  /** Silence tolerated beyond the sent watch timeout before the watch is torn down. Default 30 000. */
+  idleGraceMs?: number;
+  /** First retry delay; doubles per consecutive failure. Default 1000. */
+  retryDelayMs?: number;
+  /** Cap of the retry delay, and of a server's `Retry-After`. Default 30 000. */
+  maxRetryDelayMs?: number;
+  /** Deadline of one LIST (first listing and relists): a LIST that has not completed is a counted failure. Default 120 000. */
+  listTimeoutMs?: number;
+  /**
+   * Longest watch frame accepted, in characters of the decoded line (bytes, for ASCII JSON). Longer
+   * is a protocol error: the watch is torn down and the reflector relists. Default 16 Mi.
+   */
+  maxFrameSize?: number;
+  /** Time source for every timer. Default the system clock. */
+  clock?: Clock;
+  /** Where failures, quarantines and recoveries are reported. Default silent (failures still reach `health()`). */
+  logger?: Logger;
+  /** Jitter source in `[0, 1)`. Default `Math.random`. */
+  random?: () => number;
+}
+
+/** The options after defaults and validation. */
+export interface ResolvedOptions {
+  readonly name: string;
+  readonly watchTimeoutSeconds: number;
+  readonly idleGraceMs: number;
+  readonly retryDelayMs: number;
+  readonly maxRetryDelayMs: number;
+  readonly listTimeoutMs: number;
+  readonly maxFrameSize: number;
+}
+
+function positive(name: string, value: number, allowZero: boolean): number {
+  if (!Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
+    throw new ReflectorOptionsError(`${name} must be a finite number ${allowZero ? '>= 0' : '> 0'}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Applies defaults; throws {@link ReflectorOptionsError} for a value the reflector cannot run with. */
+export function resolveOptions<T extends KubernetesObjectView>(options: ReflectorOptions<T>): ResolvedOptions {
+  if (typeof options.client?.list !== 'function' || typeof options.client.watch !== 'function') {
+    throw new ReflectorOptionsError('client must have list(request) and watch(request) methods');
+  }
+  if (typeof options.schema?.safeParse !== 'function') throw new ReflectorOptionsError('schema must be a zod schema');
+  const resolved: ResolvedOptions = {
+    name: options.name ?? 'reflector',
+    watchTimeoutSeconds: positive('watchTimeoutSeconds', options.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT_SECONDS, false),
+    idleGraceMs: positive('idleGraceMs', options.idleGraceMs ?? DEFAULT_IDLE_GRACE_MS, true),
+    retryDelayMs: positive('retryDelayMs', options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, true),
+    maxRetryDelayMs: positive('maxRetryDelayMs', options.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_DELAY_MS, true),
+    listTimeoutMs: positive('listTimeoutMs', options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS, false),
+    maxFrameSize: positive('maxFrameSize', options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE, false),
+  };
+  if (resolved.maxRetryDelayMs < resolved.retryDelayMs) throw new ReflectorOptionsError('maxRetryDelayMs must be >= retryDelayMs');
+  return resolved;
+}

@@ -1,0 +1,241 @@
+import {
+  isInvalidObjectError,
+  isMalformedWatchFrameError,
+  objectKey,
+  parseWatchLine,
+  readWatchFrame,
+  type ApiStatus,
+  type InvalidObjectError,
+  type KubernetesObjectView,
+  type WatchFrame,
+} from '@reconcile-loop/k8s-types';
+import { abortReason, deleteEvent, isPermanentSourceError, upsertEvent, type SourceEvent } from '@reconcile-loop/object-store';
+import { watchVerdict } from './classify.js';
+import type { ReflectorCore } from './core.js';
+import { ApiStatusError, isApiStatusError, KubeApiProtocolError, WatchFrameTooLargeError } from './errors.js';
+
+/** A watch that ends cleanly this soon without a single frame is a failure, not a server timeout (as Go). */
+const VERY_SHORT_WATCH_MS = 1_000;
+
+/**
+ * How a watch ended: aborted (the stream ends); ended on the server's timeout (reopen from the
+ * cursor, no wait); failed (retry the WATCH, or relist, after `delayMs`); or a heal relist is due
+ * (relist now: its delay already passed while the watch ran).
+ */
+export type WatchOutcome =
+  | { readonly kind: 'aborted' }
+  | { readonly kind: 'ended' }
+  | { readonly kind: 'retry'; readonly delayMs: number }
+  | { readonly kind: 'relist'; readonly delayMs: number }
+  | { readonly kind: 'heal' };
+
+const ABORTED: WatchOutcome = { kind: 'aborted' };
+const ENDED: WatchOutcome = { kind: 'ended' };
+const HEAL: WatchOutcome = { kind: 'heal' };
+const STOP: unique symbol = Symbol('stop');
+
+type Stop = 'aborted' | 'idle' | 'heal';
+
+/**
+ * One WATCH from the cursor: an upsert or delete per object frame, quarantine for a poison object,
+ * skip-and-advance (plus a scheduled heal relist) for an unreadable frame. Two timers: the idle
+ * deadline (silence past the sent timeout plus the grace), and the heal deadline when one is due.
+ */
+export async function* watchPhase<T extends KubernetesObjectView>(core: ReflectorCore<T>, signal: AbortSignal): AsyncGenerator<SourceEvent<T>, WatchOutcome, undefined> {
+  const { clock } = core;
+  const cursor = core.cursor ?? '';
+  const timeoutSeconds = Math.max(1, Math.floor(core.options.watchTimeoutSeconds * (1 + core.random())));
+  const idleMs = timeoutSeconds * 1000 + core.options.idleGraceMs;
+  const controller = new AbortController();
+  let wake: ((value: typeof STOP) => void) | undefined;
+  let stopped: Stop | undefined;
+  const stop = (why: Stop): void => {
+    stopped ??= why;
+    controller.abort(why === 'aborted' ? abortReason(signal) : new Error(why === 'idle' ? 'watch idle timeout' : 'heal relist due'));
+    wake?.(STOP);
+  };
+  const onAbort = (): void => stop('aborted');
+  signal.addEventListener('abort', onAbort, { once: true });
+  // One idle timer per watch, re-armed lazily: a frame only stamps the time.
+  let lastFrameAt = clock.now();
+  let idleTimer: unknown;
+  const armIdle = (delayMs: number): void => {
+    idleTimer = clock.setTimeout(() => {
+      const silentFor = clock.now() - lastFrameAt;
+      if (silentFor >= idleMs) stop('idle');
+      else armIdle(idleMs - silentFor);
+    }, delayMs);
+  };
+  armIdle(idleMs);
+  let healTimer: unknown;
+  const armHeal = (): void => {
+    if (healTimer !== undefined || core.healDueAt === undefined) return;
+    healTimer = clock.setTimeout(() => stop('heal'), Math.max(0, core.healDueAt - clock.now()));
+  };
+  armHeal(); // a heal still due from an earlier watch
+  const scheduleHeal = (): void => {
+    core.healDueAt ??= clock.now() + core.healBackoff.take();
+    armHeal();
+  };
+  const startedAt = clock.now();
+  let applied = 0;
+  let skipped = 0;
+  const appliedOne = (): void => {
+    // The first frame after a listing proves the whole path: the backoff and the failure count reset.
+    if (++applied === 1) {
+      core.backoff.reset();
+      core.succeed('watching');
+    }
+  };
+  core.stats.watches++;
+  core.streaming = true;
+  core.logger.debug(core.fields({ timeoutSeconds }), 'watching');
+  let iterator: AsyncIterator<unknown> | undefined;
+  try {
+    iterator = core.client
+      .watch({ ...core.scope, resourceVersion: cursor, timeoutSeconds, allowWatchBookmarks: true, signal: controller.signal })
+      [Symbol.asyncIterator]();
+    const source = iterator;
+    for (;;) {
+      const next = stopped
+        ? STOP
+        : await new Promise<IteratorResult<unknown> | typeof STOP>((resolve, reject) => {
+            wake = resolve;
+            source.next().then(resolve, reject);
+          });
+      wake = undefined;
+      if (next === STOP || stopped) break;
+      if (next.done) {
+        if (applied > 0 || clock.now() - startedAt >= VERY_SHORT_WATCH_MS) {
+          core.backoff.reset();
+          core.succeed('watch ended on its timeout');
+          if (skipped === 0) core.healBackoff.reset();
+          return ENDED;
+        }
+        core.stats.watchFailures++;
+        return { kind: 'retry', delayMs: core.fail(new KubeApiProtocolError('watch closed within a second without a frame'), 'watch closed at once') };
+      }
+      const now = clock.now();
+      lastFrameAt = now;
+      core.lastEventAt = now;
+      const value = next.value;
+      if (typeof value === 'string' && value.length > core.options.maxFrameSize) return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
+      let frame: WatchFrame<T>;
+      try {
+        frame = typeof value === 'string' ? parseWatchLine(value, core.schema) : readWatchFrame(value, core.schema);
+      } catch (error) {
+        if (isMalformedWatchFrameError(error)) {
+          // Tearing the watch down would reopen at the same cursor and replay this frame: skip it,
+          // and heal whatever state it carried with a relist once the heal delay passes.
+          core.stats.skippedFrames++;
+          skipped++;
+          if (error.resourceVersion !== undefined) core.cursor = error.resourceVersion;
+          scheduleHeal();
+          core.logger.warn(core.fields({ frameType: error.frameType, err: error, healInMs: (core.healDueAt ?? now) - now }), 'skipped a watch frame with an unreadable envelope; a heal relist is scheduled');
+          continue;
+        }
+        if (!isInvalidObjectError(error)) throw error;
+        appliedOne();
+        const held = quarantineFrame(core, error, now, scheduleHeal);
+        if (held !== undefined) yield deleteEvent(held);
+        continue;
+      }
+      if (frame.type === 'ERROR') {
+        const { status } = frame;
+        const error = new ApiStatusError(status.code ?? 0, status, `watch ERROR frame${status.code ? ` ${status.code}` : ''}${status.reason ? ` ${status.reason}` : ''}${status.message ? `: ${status.message}` : ''}`);
+        return failedWatch(core, status, undefined, 'watch ERROR frame', error);
+      }
+      core.cursor = frame.resourceVersion;
+      appliedOne();
+      if (frame.type === 'BOOKMARK') {
+        core.stats.bookmarks++;
+        continue;
+      }
+      const key = objectKey(frame.object);
+      if (core.quarantine.lift(key)) {
+        const why = frame.type === 'DELETED' ? 'quarantined object deleted; released' : 'quarantine lifted: the object validates again';
+        core.logger.info(core.fields({ key, resourceVersion: frame.resourceVersion, frameType: frame.type }), why);
+      }
+      if (frame.type === 'DELETED') yield deleteEvent(key);
+      else yield upsertEvent(key, frame.object);
+    }
+  } catch (error) {
+    if (signal.aborted) return ABORTED;
+    if (!stopped) {
+      if (isPermanentSourceError(error)) throw core.failPermanently(error);
+      if (isApiStatusError(error)) return failedWatch(core, error.status, error.statusCode, 'watch request failed', error);
+      if ((error as { code?: unknown } | null)?.code === 'WATCH_FRAME_TOO_LARGE') return tooLarge(core, error);
+      core.stats.watchFailures++;
+      return { kind: 'retry', delayMs: core.fail(error, 'watch dropped; retrying from the cursor') };
+    }
+  } finally {
+    core.streaming = false;
+    signal.removeEventListener('abort', onAbort);
+    clock.clearTimeout(idleTimer);
+    if (healTimer !== undefined) clock.clearTimeout(healTimer);
+    controller.abort();
+    // Not awaited: a client that ignores its signal must not hold up teardown.
+    try {
+      iterator?.return?.()?.catch(() => {});
+    } catch {
+      // A hand-written iterator may throw from return(); the watch is over either way.
+    }
+  }
+  if (stopped === 'aborted' || signal.aborted) return ABORTED;
+  if (stopped === 'heal') return HEAL;
+  core.stats.idleTimeouts++;
+  core.stats.watchFailures++;
+  const delayMs = core.fail(new KubeApiProtocolError(`watch silent for ${idleMs} ms, past its timeout`), 'watch silent past its timeout; reopening from the cursor', { idleMs });
+  return { kind: 'retry', delayMs };
+}
+
+/**
+ * A poison object in a frame: held in the quarantine (or, for a DELETED, released), never emitted.
+ * Returns the key to emit a delete for, so an earlier valid version leaves the consumer's store
+ * (a delete of a key the store does not hold is a no-op there).
+ */
+function quarantineFrame<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: InvalidObjectError, now: number, scheduleHeal: () => void): string | undefined {
+  core.stats.invalidObjects++;
+  if (error.resourceVersion !== undefined) core.cursor = error.resourceVersion;
+  const key = error.objectKey;
+  if (key === undefined) {
+    // Nothing to hold it by: skip it like an unreadable frame, and heal.
+    scheduleHeal();
+    core.logger.error(core.fields({ frameType: error.frameType, resourceVersion: error.resourceVersion, issues: error.issues, err: error }), 'a frame object without a readable name failed the schema; skipped, heal relist scheduled');
+    return undefined;
+  }
+  if (error.frameType === 'DELETED') {
+    if (core.quarantine.lift(key)) core.logger.info(core.fields({ key, resourceVersion: error.resourceVersion }), 'quarantined object deleted; released');
+    return key;
+  }
+  const wasHeld = core.quarantine.has(key);
+  const entry = core.quarantine.hold(key, error, now);
+  core.logger.error(
+    core.fields({ key, resourceVersion: entry.resourceVersion, frameType: error.frameType, issues: entry.issues }),
+    'object failed the schema; quarantined (held out of the store)',
+  );
+  return wasHeld ? undefined : key;
+}
+
+/** A frame over the cap: a protocol error; the watch is torn down and the reflector relists (the same cursor would replay it). */
+function tooLarge<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: unknown): WatchOutcome {
+  core.stats.watchFailures++;
+  core.listed = false;
+  return { kind: 'relist', delayMs: core.fail(error, 'watch frame over maxFrameSize; relisting') };
+}
+
+/** A WATCH that failed with a `Status` (HTTP or in-band): relist on a dead or rejected cursor, else retry from it. */
+function failedWatch<T extends KubernetesObjectView>(core: ReflectorCore<T>, status: ApiStatus | undefined, httpStatus: number | undefined, what: string, error: unknown): WatchOutcome {
+  core.stats.watchFailures++;
+  const verdict = watchVerdict(status, httpStatus);
+  const extra = { code: httpStatus ?? status?.code, reason: status?.reason, message: status?.message };
+  if (verdict === 'retry') return { kind: 'retry', delayMs: core.fail(error, `${what}; retrying from the cursor`, extra) };
+  core.listed = false;
+  if (verdict === 'relist-rejected') {
+    // The cursor itself is refused (unparseable): never send it again.
+    core.cursor = undefined;
+    return { kind: 'relist', delayMs: core.fail(error, `${what}: cursor rejected; dropping it and relisting`, extra) };
+  }
+  const why = verdict === 'relist-expired' ? 'cursor expired' : 'cursor too large or gateway timeout';
+  return { kind: 'relist', delayMs: core.fail(error, `${what}: ${why}; relisting`, extra) };
+}
