@@ -421,9 +421,10 @@ describe('ReconcileLoop', () => {
     expect(clock.pending).toBe(0);
   });
 
-  it('[loop deviation: reconcileTimeoutMs] a hung reconcile is aborted through its signal, counted as a failure, and does not stall other keys', async () => {
+  it('[loop deviation: reconcileTimeoutMs] a hung reconcile is aborted through its signal, counted as a failure, and does not stall other keys; its retry waits until the hung call settles', async () => {
     let hungReason: unknown;
     let hangs = 1;
+    let unhang: (() => void) | undefined;
     const { clock, calls, loop, logger } = harness({
       reconcileTimeoutMs: 1_000,
       retry: { baseDelayMs: 500 },
@@ -432,7 +433,7 @@ describe('ReconcileLoop', () => {
         if (key !== 'p1' || hangs === 0) return;
         hangs -= 1;
         ctx.signal.addEventListener('abort', () => (hungReason = ctx.signal.reason));
-        await new Promise(() => {}); // ignores its signal entirely
+        await new Promise<void>((resolve) => (unhang = resolve)); // ignores its signal entirely
       },
     });
     await loop.start();
@@ -447,13 +448,35 @@ describe('ReconcileLoop', () => {
       ['p2', 1_000],
     ]);
     expect(logger.entries.find((e) => e.message.includes('retrying'))?.fields).toMatchObject({ parentKey: 'p1', retryInMs: 500 });
-    await clock.advanceAsync(500);
+    // The retry is due at 1 500, but the hung call still holds p1: the retry waits instead of overlapping it.
+    await clock.advanceAsync(1_000);
     expect(calls.map((c) => [c.key, c.at])).toEqual([
       ['p1', 0],
       ['p2', 1_000],
-      ['p1', 1_500],
     ]);
-    // The first call still hangs in the background: stop() waits for it only as long as the grace.
+    expect(loop.health().inFlight).toEqual([{ parentKey: 'p1', startedAt: 0, ageMs: 2_000, timedOut: true }]);
+    unhang!();
+    await settle();
+    expect(calls.map((c) => [c.key, c.at])).toEqual([
+      ['p1', 0],
+      ['p2', 1_000],
+      ['p1', 2_000],
+    ]);
+    await loop.stop();
+    expect(clock.pending).toBe(0);
+  });
+
+  it('[loop deviation: reconcileTimeoutMs] stop() waits for a hung call only as long as the grace and names it abandoned', async () => {
+    const { clock, loop } = harness({
+      reconcileTimeoutMs: 1_000,
+      initial: [['a', cell('p1')]],
+      body: async () => {
+        await new Promise(() => {});
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(1_500);
     expect(loop.health().inFlight).toEqual([{ parentKey: 'p1', startedAt: 0, ageMs: 1_500, timedOut: true }]);
     const stopping = loop.stop({ graceMs: 2_000 });
     await clock.advanceAsync(2_000);
