@@ -4,16 +4,16 @@ import {
   systemClock,
   type Clock,
   type Logger,
-  type ObjectKey,
   type ObjectStoreReader,
   type ParentKey,
 } from '@reconcile-loop/object-store';
-import { RetryScheduler, type Fingerprint, type ParkedKey } from '@reconcile-loop/retry-scheduler';
+import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
 import { WorkQueue } from '@reconcile-loop/work-queue';
-import type { Reconcile, ReconcileContext, SecondaryReaders } from './context.js';
+import type { Reconcile, SecondaryReaders } from './context.js';
 import { LoopAlreadyStartedError, LoopStoppedError, ReconcileLoopOptionsError, StopInsideReconcileError, SyncTimeoutError } from './errors.js';
 import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
 import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
+import { Dispatcher } from './dispatch.js';
 import { ReconcileRunner, type ReconcileFrame } from './runner.js';
 import { wireSources, type WiredSource, type Wiring } from './sources.js';
 
@@ -54,7 +54,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   readonly #wiring: Wiring<T, P, S>;
   readonly #sources: readonly WiredSource<P>[];
   readonly #name: string;
-  readonly #fingerprint: (parent: T | undefined, parentKey: P) => Fingerprint;
+  readonly #dispatcher: Dispatcher<T, P, S>;
   /** Exclusive: a key is held by one worker from `get` to `done`; an add meanwhile marks it dirty. */
   readonly #queue: WorkQueue<P>;
   readonly #scheduler: RetryScheduler<P>;
@@ -77,7 +77,6 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     this.#onError = options.onError;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
-    this.#fingerprint = options.fingerprint ?? generationOf;
     this.#queue = new WorkQueue<P>({
       exclusive: true,
       clock: this.#clock,
@@ -105,7 +104,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     this.#wiring = wireSources(options, {
       // Called after the store holds the event (cache before notify).
       onAffected: (parents) => {
-        for (const parent of parents) this.#offer(parent);
+        for (const parent of parents) this.#dispatcher.offer(parent);
       },
       clock: this.#clock,
       logger: this.#logger,
@@ -117,6 +116,14 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       frames: this.#frames,
       reconcileTimeoutMs: this.#settings.reconcileTimeoutMs,
       clock: this.#clock,
+      logger: this.#logger,
+    });
+    this.#dispatcher = new Dispatcher<T, P, S>({
+      queue: this.#queue,
+      scheduler: this.#scheduler,
+      runner: this.#runner,
+      wiring: this.#wiring,
+      fingerprint: options.fingerprint,
       logger: this.#logger,
     });
   }
@@ -179,7 +186,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       await this.#teardownOnce(this.#settings.gracefulShutdownTimeoutMs);
       throw error;
     }
-    for (let i = 0; i < this.#settings.concurrency; i++) this.#workers.push(this.#work(signal));
+    for (let i = 0; i < this.#settings.concurrency; i++) this.#workers.push(this.#dispatcher.work(signal));
     this.#armResync();
     this.#state = 'running';
     this.#logger.info({ source: this.#name, parents: this.#queue.size, concurrency: this.#settings.concurrency }, 'reconcile loop started');
@@ -225,7 +232,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
    * @throws {WorkQueueKeyError} (code `WORK_QUEUE_INVALID_KEY`) for a key that is not a primitive.
    */
   enqueue(parentKey: P): void {
-    this.#offer(parentKey);
+    this.#dispatcher.offer(parentKey);
   }
 
   /** Parked (dead-lettered) parent keys, oldest first: `{ key, fingerprint, failures, lastError, parkedAt }`. Empty without `retry.budget`. */
@@ -366,109 +373,6 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     }
   }
 
-  /**
-   * The gate every enqueue path passes except a retry: a key parked at the parent's current
-   * fingerprint is turned away; a new fingerprint releases it. A fingerprint function that throws
-   * or returns a non-primitive is logged and the key is enqueued anyway (nothing is lost).
-   */
-  #offer(key: P): void {
-    let admitted = true;
-    try {
-      admitted = this.#scheduler.offer(key, this.#fingerprintOf(key));
-    } catch (error) {
-      this.#logger.error({ err: error, parentKey: String(key) }, 'fingerprint unusable; enqueued without the dead-letter gate');
-    }
-    if (admitted) this.#queue.add(key);
-  }
-
-  #fingerprintOf(key: P): Fingerprint {
-    return this.#fingerprint(this.#parentObject(key), key);
-  }
-
-  /** The primary object cached under the parent key itself (the controller form), if any. */
-  #parentObject(key: P): T | undefined {
-    const objectKey: ObjectKey = String(key);
-    const primary = this.#wiring.primary;
-    return primary.parentOf(objectKey) === key ? primary.get(objectKey) : undefined;
-  }
-
-  #contextFor(key: P, signal: AbortSignal): ReconcileContext<T, P, S> {
-    const owned = new Map<string, ReadonlyMap<ObjectKey, unknown>>();
-    for (const [name, store] of this.#wiring.secondaries) owned.set(name, store.owned(key));
-    return Object.freeze({
-      parentKey: key,
-      members: this.#wiring.primary.members(key),
-      parent: this.#parentObject(key),
-      owned: <K extends keyof S & string>(name: K) => {
-        const snapshot = owned.get(name);
-        if (snapshot === undefined) throw new ReconcileLoopOptionsError(`ctx.owned("${name}"): no secondary source of that name`);
-        return snapshot as ReadonlyMap<ObjectKey, S[K]>;
-      },
-      store: this.#wiring.reader,
-      stores: this.#wiring.readers,
-      signal,
-    });
-  }
-
-  /**
-   * One worker: takes a key (held by this worker alone until `done`), runs it, repeats until the
-   * queue stops. The key is released only when the reconcile call settles — after a timeout too —
-   * so a retry of a hung call waits as a dirty key instead of overlapping it.
-   */
-  async #work(signal: AbortSignal): Promise<void> {
-    for (;;) {
-      let key: P;
-      try {
-        key = await this.#queue.get(signal);
-      } catch (error) {
-        if (!signal.aborted && (error as { code?: unknown })?.code !== 'WORK_QUEUE_STOPPED') {
-          this.#logger.error({ err: error }, 'work queue failed; worker exiting');
-        }
-        return;
-      }
-      let handedOver = false;
-      try {
-        // Parked while it waited (a dirty re-add): run it only if its fingerprint moved on.
-        if (this.#scheduler.isParked(key)) {
-          let admitted = true;
-          try {
-            admitted = this.#scheduler.offer(key, this.#fingerprintOf(key));
-          } catch {
-            admitted = true;
-          }
-          if (!admitted) continue;
-        }
-        const fingerprint = safeFingerprint(() => this.#fingerprintOf(key));
-        const controller = new AbortController();
-        const onStop = (): void => controller.abort(signal.reason);
-        signal.addEventListener('abort', onStop, { once: true });
-        const context = this.#contextFor(key, controller.signal);
-        handedOver = true;
-        await this.#runner.run(key, context, controller, fingerprint, () => {
-          signal.removeEventListener('abort', onStop);
-          this.#done(key);
-        });
-      } catch (error) {
-        // Only a throwing logger gets here; the worker must outlive it.
-        try {
-          this.#logger.error({ err: error, parentKey: String(key) }, 'worker error; continuing');
-        } catch {
-          // nothing left to report to
-        }
-      } finally {
-        if (!handedOver) this.#done(key);
-      }
-    }
-  }
-
-  #done(key: P): void {
-    try {
-      this.#queue.done(key);
-    } catch (error) {
-      this.#logger.error({ err: error, parentKey: String(key) }, 'releasing a parent key failed');
-    }
-  }
-
   #armResync(): void {
     if (this.#settings.resyncPeriodMs === 0) return;
     this.#resyncHandle = this.#clock.setTimeout(() => {
@@ -478,27 +382,10 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       // its parent object) is not re-driven. Parked keys stay parked: the gate turns them away.
       const parents = new Set<P>();
       for (const source of this.#sources) for (const parent of source.parents()) parents.add(parent);
-      for (const parent of parents) this.#offer(parent);
+      for (const parent of parents) this.#dispatcher.offer(parent);
       this.#logger.debug({ parents: parents.size }, 'resync');
       this.#armResync();
     }, this.#settings.resyncPeriodMs);
-  }
-}
-
-/** The default fingerprint: the parent object's `metadata.generation` (a spec change), read structurally. */
-function generationOf(parent: unknown): Fingerprint {
-  const generation = (parent as { metadata?: { generation?: unknown } } | undefined)?.metadata?.generation;
-  return typeof generation === 'number' || typeof generation === 'string' || typeof generation === 'bigint' ? generation : undefined;
-}
-
-/** A fingerprint the scheduler accepts: a throw or a non-primitive becomes `undefined`. */
-function safeFingerprint(compute: () => Fingerprint): Fingerprint {
-  try {
-    const value: unknown = compute();
-    const type = typeof value;
-    return value === null || type === 'string' || type === 'number' || type === 'bigint' || type === 'boolean' ? (value as Fingerprint) : undefined;
-  } catch {
-    return undefined;
   }
 }
 
