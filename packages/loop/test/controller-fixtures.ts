@@ -69,7 +69,9 @@ export function controllerHarness(
   const loop = new ReconcileLoop<CocoonSet, string, Sec>({
     source: sets,
     keyMap: (_, key) => key,
-    secondary: { pods: { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' }, ...podOptions } },
+    secondary: {
+      pods: podOptions?.keyMap === undefined ? { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' }, ...podOptions } : { source: pods, ...podOptions },
+    },
     reconcile: async (key, ctx) => {
       seen.push({ key, at: clock.now(), parent: ctx.parent?.spec.replicas, pods: [...ctx.owned('pods').keys()].sort() });
       return await body?.(key, ctx);

@@ -142,7 +142,6 @@ describe('several sources per loop', () => {
     const { loop, pods, seen, logger } = controllerHarness({
       sets: [setOf('a', 1), setOf('b', 1)],
       podOptions: {
-        owner: undefined,
         keyMap: (pod) => {
           if (pod.metadata.name === 'boom') throw new Error('boom');
           if (pod.metadata.name === 'obj') return [{} as unknown as string];
