@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { setMaxListeners } from 'node:events';
 import {
   silentLogger,
   systemClock,
@@ -110,6 +111,10 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       logger: this.#logger,
     });
     this.#sources = this.#wiring.sources;
+    // Listeners on the stop signal: one per source driver and sync wait, one per waiting worker and
+    // one per running reconcile (a timed-out one included). Raise Node's leak warning above that
+    // bound (not to unlimited), so a real leak still warns with `concurrency` > 10.
+    setMaxListeners(4 * this.#settings.concurrency + 2 * this.#sources.length + 10, this.#controller.signal);
     this.#runner = new ReconcileRunner<T, P, S>({
       reconcile: options.reconcile as Reconcile<T, P, S>,
       scheduler: this.#scheduler,
