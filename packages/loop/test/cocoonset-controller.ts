@@ -38,8 +38,9 @@ export function cocoonSetController(kubeConfig: KubeConfig, namespace: string, c
     retry: { budget: { delaysMs: [0, 1_000, 5_000, 30_000] } }, // then dead-letter until the spec changes
     reconcile: async (key, { parent, owned }) => {
       const pods = [...owned('pods').values()];
-      // Deleted: its pods still map to it; the garbage collector removes them (foreground or background).
-      if (parent === undefined) return;
+      // Deleted (or being deleted in the foreground): its pods still map to it; the garbage collector
+      // removes them. Never create pods for a parent on its way out.
+      if (parent === undefined || parent.metadata.deletionTimestamp !== undefined) return;
       const { replicas } = parent.spec;
       if (replicas < 0) throw new TerminalError(`${key}: spec.replicas is ${replicas}; retrying cannot fix that`);
       const live = pods.filter((pod: Pod) => pod.metadata.deletionTimestamp === undefined);

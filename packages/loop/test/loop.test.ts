@@ -191,7 +191,7 @@ describe('ReconcileLoop', () => {
     await loop.stop();
   });
 
-  it('[loop: MaxConcurrentReconciles] one worker: reconciles never overlap', async () => {
+  it('[loop: MaxConcurrentReconciles] one worker by default: reconciles never overlap', async () => {
     let running = 0;
     let peak = 0;
     const { clock, registry, loop, keys } = harness({
@@ -210,7 +210,7 @@ describe('ReconcileLoop', () => {
     await loop.stop();
   });
 
-  it('[loop: Predicates] dropped: every event re-drives its parent, even one that changed nothing', async () => {
+  it('[loop: Predicates] no filter by default: every event re-drives its parent, even one that changed nothing', async () => {
     const { registry, loop, keys } = harness({ initial: [['a', cell('p1')]] });
     await loop.start();
     await settle();
@@ -222,7 +222,7 @@ describe('ReconcileLoop', () => {
     await loop.stop();
   });
 
-  it('[retry_scheduler: Result{RequeueAfter}] dropped: what reconcile returns schedules nothing', async () => {
+  it('[retry_scheduler: Result{RequeueAfter}] only requeueAfterMs schedules: a returned object without it (a misspelt requeueAfter) schedules nothing', async () => {
     const { clock, loop, keys } = harness({
       resyncPeriodMs: 0,
       initial: [['a', cell('p1')]],
