@@ -185,6 +185,59 @@ describe('several sources per loop', () => {
   });
 });
 
+describe('failures of a secondary source', () => {
+  function twoSources(syncTimeoutMs = 10_000) {
+    const clock = new ManualClock();
+    const sets = named(new ControlledSource<CocoonSet>(), 'cocoonsets');
+    const pods = named(new ControlledSource<Pod>(), 'pods');
+    const errors: unknown[] = [];
+    const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({
+      source: sets,
+      keyMap: (_, key) => key,
+      secondary: { pods: { source: pods, owner: { kind: 'CocoonSet' } } },
+      reconcile: () => {},
+      onError: (error) => errors.push(error),
+      syncTimeoutMs,
+      clock,
+    });
+    return { clock, sets, pods, loop, errors };
+  }
+
+  it('[loop: Owns] a secondary source that never syncs fails start() with SyncTimeoutError naming it and carrying its last error', async () => {
+    const { clock, sets, pods, loop } = twoSources(5_000);
+    const starting = loop.start();
+    starting.catch(() => {});
+    await settle();
+    sets.last.push(replaceEvent([setOf('a', 1)]));
+    pods.last.fail(new Error('403 pods is forbidden'));
+    await settle();
+    await clock.advanceAsync(5_000);
+    await expect(starting).rejects.toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT', sourceName: 'pods', cause: { message: '403 pods is forbidden' } });
+    expect(loop.state).toBe('stopped');
+    expect(clock.pending).toBe(0);
+  });
+
+  it('[loop: Owns] a secondary source failing permanently after start ends the loop: onError, health names it, not alive', async () => {
+    const { sets, pods, loop, errors } = twoSources();
+    const starting = loop.start();
+    await settle();
+    sets.last.push(replaceEvent([setOf('a', 1)]));
+    pods.last.push(replaceEvent([podOf('a-0', 'a')]));
+    await starting;
+    const gone = Object.assign(new Error('the pod kind is gone'), { permanent: true as const });
+    pods.last.fail(gone);
+    await settle();
+    expect(errors).toEqual([gone]);
+    const health = loop.health();
+    expect(health.sources['pods']?.permanentError).toBe(gone);
+    expect(health.alive.ok).toBe(false);
+    expect(health.alive.checks.find((c) => c.name === 'source:pods')).toMatchObject({ ok: false });
+    expect(health.sources['cocoonsets']?.permanentError).toBeUndefined();
+    await loop.stop();
+    expect(loop.state).toBe('stopped');
+  });
+});
+
 describe('update filters', () => {
   it('[loop: Update filters] resourceVersionChanged skips a pod update that brings back the same resourceVersion, never a create, delete or a move', async () => {
     const { loop, pods, seen, keys } = controllerHarness({
