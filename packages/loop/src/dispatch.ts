@@ -40,7 +40,10 @@ export class Dispatcher<T, P extends ParentKey, S> {
     try {
       admitted = this.#o.scheduler.offer(key, this.#fingerprintOf(key));
     } catch (error) {
-      this.#o.logger.error({ err: error, parentKey: String(key) }, 'fingerprint unusable; enqueued without the dead-letter gate');
+      // A key that is not a primitive fails again in `add`, with the work queue's typed error.
+      if ((error as { code?: unknown })?.code !== 'RETRY_SCHEDULER_INVALID_KEY') {
+        this.#o.logger.error({ err: error, parentKey: String(key) }, 'fingerprint unusable; enqueued without the dead-letter gate');
+      }
     }
     if (admitted) this.#o.queue.add(key);
   }

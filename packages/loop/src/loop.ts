@@ -154,17 +154,18 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   }
 
   /**
-   * Starts the source stream, waits until the store holds the first listing (sync), then starts
-   * the worker and the resync timer. Parent keys affected by the listing are already queued, so
-   * every parent is reconciled once after start.
+   * Starts every source's stream, waits until each store holds its first listing (sync), then
+   * starts the workers and the resync timer. Parent keys affected by the listings are already
+   * queued, so every parent is reconciled once after start, against complete stores.
    *
    * Always settles: after `syncTimeoutMs` (default 2 min) at the latest. A start that fails tears
    * everything down itself — no stream, timer or pending promise is left and the state is
    * `stopped` — so nobody has to call `stop()` after it (a later `stop()` returns quietly).
    *
    * @throws {LoopAlreadyStartedError} on a second call (a loop runs once).
-   * @throws the source's permanent error (e.g. a reflector's 400 with its `Status`) at once.
-   * @throws {SyncTimeoutError} when `syncTimeoutMs` passes before the first replace; `cause` is the source's last error.
+   * @throws a source's permanent error (e.g. a reflector's 400 with its `Status`) at once.
+   * @throws {SyncTimeoutError} when `syncTimeoutMs` passes before every source synced; it names the
+   * first unsynced source, and `cause` is that source's last error.
    * @throws {LoopStoppedError} when `stop()` is called before the start completes.
    */
   async start(): Promise<void> {
@@ -198,9 +199,9 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   }
 
   /**
-   * Cancels everything, then waits for it to end: aborts the in-flight reconcile's signal, stops the
+   * Cancels everything, then waits for it to end: aborts the in-flight reconciles' signals, stops the
    * work queue (queued keys are dropped: no drain), shuts down the retry scheduler and the resync
-   * timer, and closes the source stream. Waits at most `graceMs` (default `gracefulShutdownTimeoutMs`,
+   * timer, and closes every source stream. Waits at most `graceMs` (default `gracefulShutdownTimeoutMs`,
    * 30 s): then it resolves anyway, logs a warning, and reports the reconciles and sources it
    * abandoned. Idempotent; concurrent calls share one teardown (and the first call's grace).
    *
@@ -232,7 +233,8 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
 
   /**
    * Queues `parentKey` for a reconcile (e.g. a manual trigger); a key already queued keeps its place.
-   * Accepted before `start()` (reconciled after sync); ignored once the loop is stopping.
+   * Accepted before `start()` (reconciled after sync); ignored once the loop is stopping, and for a
+   * key parked at its parent's current fingerprint (use `release`).
    *
    * @throws {WorkQueueKeyError} (code `WORK_QUEUE_INVALID_KEY`) for a key that is not a primitive.
    */

@@ -257,7 +257,7 @@ describe('ReconcileLoop', () => {
   });
 
   it('[source_stream_driver: source.Channel] dropped: in-process changes are method calls on a source, and a manual trigger is enqueue()', async () => {
-    const { registry, loop, keys } = harness({ initial: [['a', cell('p1')]] });
+    const { registry, loop, keys, logger } = harness({ initial: [['a', cell('p1')]] });
     await loop.start();
     await settle();
     loop.enqueue('nobody'); // a parent without members is still reconciled when asked
@@ -268,6 +268,7 @@ describe('ReconcileLoop', () => {
     await settle();
     expect(keys()).toEqual(['p1', 'nobody', 'p1', 'p2']);
     expect(() => loop.enqueue({} as unknown as string)).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_INVALID_KEY' }));
+    expect(logger.entries.filter((e) => e.level === 'error')).toEqual([]); // the typed throw, not a misleading log line
     await loop.stop();
     loop.enqueue('p1'); // ignored once stopped
     await settle();
