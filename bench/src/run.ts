@@ -2,13 +2,14 @@
  * `pnpm bench` (full sizes, several runs) and `pnpm bench:smoke` (tiny sizes, one run: proves every
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
- * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue),
+ * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runConcurrency, type ConcurrencyResult } from './benchmarks/concurrency.js';
 import { runLatency, type LatencyResult } from './benchmarks/latency.js';
 import { runPoison } from './benchmarks/poison.js';
 import { runQueue } from './benchmarks/queue.js';
@@ -40,6 +41,7 @@ const benchmarks = {
   latency: runLatency,
   retry: runRetry,
   queue: runQueue,
+  concurrency: runConcurrency,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -142,6 +144,10 @@ const summary = {
   ...(results['poison'] !== undefined && { poison: results['poison'] }),
   ...(results['relist'] !== undefined && { relist: results['relist'] }),
   ...(results['queue'] !== undefined && { queue: results['queue'] }),
+  ...(results['concurrency'] !== undefined && {
+    concurrency: (results['concurrency'] as ConcurrencyResult).rows,
+    concurrencyDetail: results['concurrency'],
+  }),
 };
 
 // The keys the issue names must be present and numeric whenever their benchmark ran.
@@ -157,6 +163,8 @@ const required: Array<[string, boolean]> = [
   ['latencyMs.p99', selectedSet.has('latency')],
   ['retryLatenessMs.p99', selectedSet.has('retry')],
   ['idleWakeupsPerSec', selectedSet.has('retry')],
+  ['concurrency.2.reconcilesPerSec', selectedSet.has('concurrency')],
+  ['concurrency.2.p99Ms', selectedSet.has('concurrency')],
 ];
 for (const [path, needed] of required) {
   if (!needed) continue;

@@ -1,17 +1,35 @@
-/** What a reconcile call sees, and the read-only view of the store it reads through. */
+/** What a reconcile call sees, what it may return, and the read-only view of the store it reads through. */
 import type { ObjectKey, ObjectStore, ObjectStoreReader, ParentKey } from '@reconcile-loop/object-store';
+import type { SecondaryStoreReader } from './secondary-store.js';
+
+/** Read access to every secondary source's cache, by the name it was given in `secondary`. */
+export type SecondaryReaders<S, P extends ParentKey> = { readonly [K in keyof S]: SecondaryStoreReader<S[K], P> };
 
 /** What one reconcile call gets besides its parent key. */
-export interface ReconcileContext<T, P extends ParentKey> {
+export interface ReconcileContext<T, P extends ParentKey, S = Record<never, never>> {
   /** The parent key being reconciled. */
   readonly parentKey: P;
   /**
-   * Snapshot of the parent's members, taken from the synced store just before the call; it does not
+   * Snapshot of the parent's members in the primary store, taken just before the call; it does not
    * change while the reconcile runs. Empty when the parent lost its last member.
    */
   readonly members: ReadonlyMap<ObjectKey, T>;
-  /** Read-only view of the whole store (current state, not a snapshot). */
+  /**
+   * The parent object itself, when the primary source caches it under the parent key (the
+   * controller form, `keyMap: (_, key) => key`): the primary store's object at `String(parentKey)`
+   * if it is attributed to this parent. `undefined` when the parent was deleted (or in the
+   * pod-tracker form, where a parent is a label value with no object of its own).
+   */
+  readonly parent: T | undefined;
+  /**
+   * Snapshot of the objects of secondary source `name` mapped to this parent (its owned objects),
+   * taken just before the call; still filled after the parent was deleted.
+   */
+  owned<K extends keyof S & string>(name: K): ReadonlyMap<ObjectKey, S[K]>;
+  /** Read-only view of the whole primary store (current state, not a snapshot). */
   readonly store: ObjectStoreReader<T, P>;
+  /** Read-only views of the secondary stores (current state), by name. */
+  readonly stores: SecondaryReaders<S, P>;
   /**
    * Aborts when the loop stops (reason `LoopStoppedError`) or the reconcile exceeds
    * `reconcileTimeoutMs` (reason `ReconcileTimeoutError`). Pass it to every I/O call.
@@ -20,11 +38,25 @@ export interface ReconcileContext<T, P extends ParentKey> {
 }
 
 /**
- * Brings the world in line with one parent's members. Must be idempotent: it can be abandoned by
- * `stop()` and re-run by a retry or a resync. Throwing (or rejecting) schedules a retry with backoff;
- * returning forgets the parent's backoff.
+ * What a reconcile may return: nothing (done), or `{ requeueAfterMs }` to be run again after that
+ * delay although it succeeded (controller-runtime's `Result{RequeueAfter}`: no failure is counted, the
+ * backoff resets, the earliest of several pending requeues wins, a later failure replaces it).
  */
-export type Reconcile<T, P extends ParentKey> = (parentKey: P, context: ReconcileContext<T, P>) => void | Promise<void>;
+export interface ReconcileResult {
+  /** Re-run this key after this many ms (finite, ≥ 0). Omitted or `undefined`: no requeue. */
+  readonly requeueAfterMs?: number | undefined;
+}
+
+/**
+ * Brings the world in line with one parent. Must be idempotent: it can be abandoned by `stop()` and
+ * re-run by a retry, a requeue or a resync. Throwing (or rejecting) schedules a retry with backoff
+ * (a {@link TerminalError} does not); returning forgets the parent's backoff, and returning
+ * `{ requeueAfterMs }` also schedules a timed re-run.
+ */
+export type Reconcile<T, P extends ParentKey, S = Record<never, never>> = (
+  parentKey: P,
+  context: ReconcileContext<T, P, S>,
+) => void | ReconcileResult | Promise<void | ReconcileResult>;
 
 /**
  * A frozen facade exposing only the reader methods, so a reconcile cannot reach `apply`: the store
@@ -41,6 +73,22 @@ export function readOnlyView<T, P extends ParentKey>(store: ObjectStore<T, P>): 
     members: (parent: P) => store.members(parent),
     parents: () => store.parents(),
     hasMembers: (parent: P) => store.hasMembers(parent),
+    keys: () => store.keys(),
+    snapshot: () => store.snapshot(),
+  });
+}
+
+/** The same facade for a secondary store. */
+export function readOnlySecondary<U, P extends ParentKey>(store: SecondaryStoreReader<U, P>): SecondaryStoreReader<U, P> {
+  return Object.freeze({
+    get: (key: ObjectKey) => store.get(key),
+    has: (key: ObjectKey) => store.has(key),
+    get size() {
+      return store.size;
+    },
+    parentsOf: (key: ObjectKey) => store.parentsOf(key),
+    owned: (parent: P) => store.owned(parent),
+    parents: () => store.parents(),
     keys: () => store.keys(),
     snapshot: () => store.snapshot(),
   });

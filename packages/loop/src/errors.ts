@@ -103,3 +103,51 @@ function hasStatus(error: Error): boolean {
   const { status, statusCode } = error as { status?: { code?: unknown }; statusCode?: unknown };
   return typeof status?.code === 'number' || typeof statusCode === 'number';
 }
+
+/**
+ * Thrown (or rejected) from a reconcile to say that retrying cannot help — the spec is invalid, a
+ * quota is permanently exceeded: controller-runtime's `reconcile.TerminalError`. The key is not
+ * retried (its backoff is forgotten), the error is logged at error level and counted. A later event,
+ * resync or `enqueue` still reconciles the key again. A `TerminalError` anywhere in an error's
+ * `cause` chain counts too (controller-runtime matches it with `errors.Is`).
+ */
+export class TerminalError extends Error {
+  readonly code = 'RECONCILE_LOOP_TERMINAL' as const;
+  override readonly name = 'TerminalError';
+}
+
+/** Whether `error` is, or wraps (through `cause`), a {@link TerminalError}; matched on `code`. */
+export function isTerminalError(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e = error; e instanceof Error && !seen.has(e); e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: unknown }).code === 'RECONCILE_LOOP_TERMINAL') return true;
+    seen.add(e);
+  }
+  return false;
+}
+
+/**
+ * A reconcile returned something that is not a result: not `undefined`, and not an object whose
+ * `requeueAfterMs` is absent or a finite number ≥ 0 (at most 2³¹−1). It counts as a failure of that
+ * reconcile, so the mistake is retried with backoff and visible in the log instead of silently ignored.
+ */
+export class InvalidReconcileResultError extends Error {
+  readonly code = 'RECONCILE_LOOP_INVALID_RESULT' as const;
+  override readonly name = 'InvalidReconcileResultError';
+  constructor(
+    readonly parentKey: string,
+    readonly result: unknown,
+  ) {
+    super(
+      `reconcile of parent key ${parentKey} returned ${describeValue(result)}; ` +
+        'return nothing, or { requeueAfterMs } with a finite number of milliseconds >= 0',
+    );
+  }
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value !== 'object') return `${typeof value} ${String(value)}`;
+  const { requeueAfterMs } = value as { requeueAfterMs?: unknown };
+  return `an object with requeueAfterMs ${typeof requeueAfterMs === 'number' ? requeueAfterMs : typeof requeueAfterMs}`;
+}

@@ -7,7 +7,7 @@ import type { ParentKey } from '@reconcile-loop/object-store';
 import type { StreamDriverHealth } from '@reconcile-loop/stream-driver';
 import { describeError } from './errors.js';
 import type { HealthLimits } from './options.js';
-import type { InFlightReconcile } from './runner.js';
+import type { InFlightReconcile, ReconcileCounters } from './runner.js';
 
 /** Lifecycle: `idle → starting → running → stopping → stopped`; a loop runs once. */
 export type ReconcileLoopState = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -45,8 +45,14 @@ export interface LoopHealth<P extends ParentKey> {
   readonly lastSyncAt: number | undefined;
   /** Parent keys waiting in the work queue. */
   readonly queueDepth: number;
-  /** Parent keys waiting for a retry deadline. */
+  /** Parent keys waiting for a retry or requeue deadline. */
   readonly retriesPending: number;
+  /** Parent keys parked (dead-lettered) by an exhausted retry budget; `loop.parked()` lists them. */
+  readonly parked: number;
+  /** The configured number of workers. */
+  readonly concurrency: number;
+  /** Cumulative reconcile outcomes (succeeded, requeued, failed, terminal, parked, released). */
+  readonly reconciles: ReconcileCounters;
   /** Reconcile calls not yet settled, oldest first (a timed-out one may still be running). */
   readonly inFlight: readonly InFlightReconcile<P>[];
   /** Per source, keyed by source name. */
@@ -67,6 +73,8 @@ export interface HealthInputs<P extends ParentKey> {
   readonly sources: readonly SourceStatus[];
   readonly error: unknown;
   readonly limits: Readonly<Required<HealthLimits>>;
+  /** Parked parent keys: reported as a passing `dead-letter` check (a parked key is a finding, not an outage). */
+  readonly parked?: number;
 }
 
 const seconds = (ms: number): string => `${Math.round(ms / 1000)} s`;
@@ -110,6 +118,8 @@ export function verdicts<P extends ParentKey>(input: HealthInputs<P>): { ready: 
     } else alive.push({ name, ok: true });
   }
   ready.push(reconcileCheck('reconcile'));
+  // Parked keys do not make the loop unready (the rest of the fleet is served); the detail makes them visible.
+  if ((input.parked ?? 0) > 0) ready.push({ name: 'dead-letter', ok: true, reason: `${input.parked} parent keys parked; see parked()` });
   alive.push(reconcileCheck('worker'));
   return { ready: verdict(ready), alive: verdict(alive) };
 }

@@ -1,11 +1,16 @@
 export { ReconcileLoop, type StopOptions, type StopReport } from './loop.js';
-export type { ReconcileContext, Reconcile } from './context.js';
+export type { ReconcileContext, Reconcile, ReconcileResult, SecondaryReaders } from './context.js';
+export type { SecondaryStoreReader } from './secondary-store.js';
+export { ownerKeyMap, type OwnerSelector, type OwnedObjectView, type SecondaryKeyMap } from './owners.js';
+export { resourceVersionChanged, generationChanged, type UpdateFilter } from './filters.js';
 export {
   DEFAULT_RESYNC_PERIOD_MS,
   DEFAULT_SYNC_TIMEOUT_MS,
   DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
   DEFAULT_HEALTH_LIMITS,
+  MAX_CONCURRENCY,
   type ReconcileLoopOptions,
+  type SecondarySource,
   type RetryOptions,
   type HealthLimits,
 } from './options.js';
@@ -18,7 +23,8 @@ export {
   type HealthInputs,
   type ReconcileLoopState,
 } from './health.js';
-export type { InFlightReconcile } from './runner.js';
+export type { InFlightReconcile, ReconcileCounters } from './runner.js';
+export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
 export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
 export {
   ReconcileLoopOptionsError,
@@ -27,6 +33,9 @@ export {
   SyncTimeoutError,
   ReconcileTimeoutError,
   StopInsideReconcileError,
+  TerminalError,
+  InvalidReconcileResultError,
+  isTerminalError,
   describeError,
 } from './errors.js';
 

@@ -1,22 +1,22 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { setMaxListeners } from 'node:events';
 import {
-  ObjectStore,
   silentLogger,
   systemClock,
   type Clock,
   type Logger,
   type ObjectStoreReader,
   type ParentKey,
-  type Source,
 } from '@reconcile-loop/object-store';
-import { RetryScheduler } from '@reconcile-loop/retry-scheduler';
-import { StreamDriver } from '@reconcile-loop/stream-driver';
+import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
 import { WorkQueue } from '@reconcile-loop/work-queue';
-import { readOnlyView, type Reconcile } from './context.js';
-import { LoopAlreadyStartedError, LoopStoppedError, StopInsideReconcileError, SyncTimeoutError } from './errors.js';
+import type { Reconcile, SecondaryReaders } from './context.js';
+import { LoopAlreadyStartedError, LoopStoppedError, ReconcileLoopOptionsError, StopInsideReconcileError, SyncTimeoutError } from './errors.js';
 import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
 import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
+import { Dispatcher } from './dispatch.js';
 import { ReconcileRunner, type ReconcileFrame } from './runner.js';
+import { wireSources, type WiredSource, type Wiring } from './sources.js';
 
 /** Options of one `stop()` call. */
 export interface StopOptions {
@@ -35,86 +35,112 @@ export interface StopReport<P extends ParentKey> {
 const noop = (): void => {};
 
 /**
- * The controller: keeps a store synced from one source, and reconciles each affected parent key on
- * a single worker, retrying failures with per-key backoff and re-driving every parent with members
- * once per resync period. `health()` reports what a probe needs; `start()` always settles.
+ * The controller: keeps one store per source synced (the primary source, the parent kind, plus any
+ * secondary sources mapped to parent keys by owner reference or a key map), and reconciles each
+ * affected parent key on up to `concurrency` workers (default 1), never twice at once for one key,
+ * retrying failures with per-key backoff (or a retry budget that parks a key), running requested
+ * requeues, and re-driving every parent once per resync period. `health()` reports what a probe
+ * needs; `start()` always settles.
  *
  * ```ts
  * await using loop = new ReconcileLoop({ source, keyMap, reconcile });
- * await loop.start(); // resolves once the store holds the first listing
+ * await loop.start(); // resolves once every store holds its first listing
  * ```
  */
-export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
-  readonly #source: Source<T>;
+export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> implements AsyncDisposable {
   readonly #settings: LoopSettings;
   readonly #onError: ((error: unknown) => void) | undefined;
   readonly #clock: Clock;
   readonly #logger: Logger;
-  readonly #store: ObjectStore<T, P>;
-  readonly #reader: ObjectStoreReader<T, P>;
-  readonly #queue = new WorkQueue<P>();
+  readonly #wiring: Wiring<T, P, S>;
+  readonly #sources: readonly WiredSource<P>[];
+  readonly #name: string;
+  readonly #dispatcher: Dispatcher<T, P, S>;
+  /** Exclusive: a key is held by one worker from `get` to `done`; an add meanwhile marks it dirty. */
+  readonly #queue: WorkQueue<P>;
   readonly #scheduler: RetryScheduler<P>;
-  readonly #driver: StreamDriver<T, P>;
-  readonly #runner: ReconcileRunner<T, P>;
-  /** Aborted by `stop()`: ends the driver, a waiting `get`, the sync wait and the in-flight reconcile. */
+  readonly #runner: ReconcileRunner<T, P, S>;
+  /** Aborted by `stop()`: ends the drivers, waiting `get`s, the sync wait and in-flight reconciles. */
   readonly #controller = new AbortController();
   readonly #frames = new AsyncLocalStorage<ReconcileFrame>();
   #state: ReconcileLoopState = 'idle';
   #startedAt: number | undefined;
   /** The failure that ended the loop (never a plain stop). */
   #error: unknown;
-  #driverRun: Promise<void> | undefined;
-  #driverDone = false;
-  #worker: Promise<void> | undefined;
+  #workers: Promise<void>[] = [];
   #resyncHandle: unknown;
   #teardown: Promise<StopReport<P>> | undefined;
 
   /** @throws {ReconcileLoopOptionsError} for unusable options; nothing is started. */
-  constructor(options: ReconcileLoopOptions<T, P>) {
+  constructor(options: ReconcileLoopOptions<T, P, S>) {
     this.#settings = validateLoopOptions(options);
-    const { source, keyMap, reconcile } = options;
-    this.#source = source;
+    this.#name = options.source.name;
     this.#onError = options.onError;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
-    this.#store = new ObjectStore<T, P>({ keyMap, logger: this.#logger });
-    this.#reader = readOnlyView(this.#store);
-    const { baseDelayMs, maxDelayMs } = options.retry ?? {};
-    this.#scheduler = new RetryScheduler<P>({
-      onRetry: (key) => this.#queue.add(key),
-      onError: (error, key) => this.#logger.error({ err: error, parentKey: String(key) }, 're-enqueueing a retry failed'),
+    this.#queue = new WorkQueue<P>({
+      exclusive: true,
       clock: this.#clock,
-      ...(baseDelayMs !== undefined && { baseDelayMs }),
-      ...(maxDelayMs !== undefined && { maxDelayMs }),
+      onError: (error) => this.#logger.error({ err: error }, 'work queue hook failed'),
     });
-    this.#driver = new StreamDriver<T, P>({
-      source,
-      store: this.#store,
+    const { baseDelayMs, maxDelayMs, budget } = options.retry ?? {};
+    try {
+      this.#scheduler = new RetryScheduler<P>({
+        onRetry: (key) => this.#queue.add(key),
+        onError: (error, key) => this.#logger.error({ err: error, parentKey: String(key) }, 're-enqueueing a retry failed'),
+        clock: this.#clock,
+        observer: {
+          onRelease: ({ key, reason }) => {
+            this.#runner.countRelease();
+            this.#logger.info({ parentKey: String(key), reason }, 'parked parent key released');
+          },
+        },
+        ...(baseDelayMs !== undefined && { baseDelayMs }),
+        ...(maxDelayMs !== undefined && { maxDelayMs }),
+        ...(budget !== undefined && { budget: { delaysMs: [...budget.delaysMs] } }),
+      });
+    } catch (error) {
+      throw new ReconcileLoopOptionsError(`retry: ${(error as Error).message}`, { cause: error });
+    }
+    this.#wiring = wireSources(options, {
       // Called after the store holds the event (cache before notify).
       onAffected: (parents) => {
-        for (const parent of parents) this.#queue.add(parent);
+        for (const parent of parents) this.#dispatcher.offer(parent);
       },
-      ...(options.sourceRetryDelayMs !== undefined && { sourceRetryDelayMs: options.sourceRetryDelayMs }),
-      ...(options.maxSourceRetryDelayMs !== undefined && { maxSourceRetryDelayMs: options.maxSourceRetryDelayMs }),
-      ...(options.sourceHealthyAfterMs !== undefined && { sourceHealthyAfterMs: options.sourceHealthyAfterMs }),
       clock: this.#clock,
       logger: this.#logger,
     });
-    this.#runner = new ReconcileRunner<T, P>({
-      reconcile: reconcile as Reconcile<T, P>,
-      store: this.#store,
-      reader: this.#reader,
+    this.#sources = this.#wiring.sources;
+    // Listeners on the stop signal: one per source driver and sync wait, one per waiting worker and
+    // one per running reconcile (a timed-out one included). Raise Node's leak warning above that
+    // bound (not to unlimited), so a real leak still warns with `concurrency` > 10.
+    setMaxListeners(4 * this.#settings.concurrency + 2 * this.#sources.length + 10, this.#controller.signal);
+    this.#runner = new ReconcileRunner<T, P, S>({
+      reconcile: options.reconcile as Reconcile<T, P, S>,
       scheduler: this.#scheduler,
       frames: this.#frames,
       reconcileTimeoutMs: this.#settings.reconcileTimeoutMs,
       clock: this.#clock,
       logger: this.#logger,
     });
+    this.#dispatcher = new Dispatcher<T, P, S>({
+      queue: this.#queue,
+      scheduler: this.#scheduler,
+      runner: this.#runner,
+      wiring: this.#wiring,
+      fingerprint: options.fingerprint,
+      logger: this.#logger,
+    });
   }
 
-  /** Read-only view of the cache. Valid from construction; filled once the source syncs. */
+  /** Read-only view of the primary source's cache. Valid from construction; filled once the source syncs. */
   get store(): ObjectStoreReader<T, P> {
-    return this.#reader;
+    return this.#wiring.reader;
+  }
+
+  /** Read-only views of the secondary sources' caches, by the names given in `secondary`. */
+  get stores(): SecondaryReaders<S, P> {
+    return this.#wiring.readers;
   }
 
   /** Where the loop is in its one-way lifecycle. */
@@ -122,23 +148,24 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     return this.#state;
   }
 
-  /** True once the store holds the source's first replace. */
+  /** True once every source's store holds its first replace. */
   get synced(): boolean {
-    return this.#driver.synced;
+    return this.#sources.every((s) => s.driver.synced);
   }
 
   /**
-   * Starts the source stream, waits until the store holds the first listing (sync), then starts
-   * the worker and the resync timer. Parent keys affected by the listing are already queued, so
-   * every parent is reconciled once after start.
+   * Starts every source's stream, waits until each store holds its first listing (sync), then
+   * starts the workers and the resync timer. Parent keys affected by the listings are already
+   * queued, so every parent is reconciled once after start, against complete stores.
    *
    * Always settles: after `syncTimeoutMs` (default 2 min) at the latest. A start that fails tears
    * everything down itself — no stream, timer or pending promise is left and the state is
    * `stopped` — so nobody has to call `stop()` after it (a later `stop()` returns quietly).
    *
    * @throws {LoopAlreadyStartedError} on a second call (a loop runs once).
-   * @throws the source's permanent error (e.g. a reflector's 400 with its `Status`) at once.
-   * @throws {SyncTimeoutError} when `syncTimeoutMs` passes before the first replace; `cause` is the source's last error.
+   * @throws a source's permanent error (e.g. a reflector's 400 with its `Status`) at once.
+   * @throws {SyncTimeoutError} when `syncTimeoutMs` passes before every source synced; it names the
+   * first unsynced source, and `cause` is that source's last error.
    * @throws {LoopStoppedError} when `stop()` is called before the start completes.
    */
   async start(): Promise<void> {
@@ -148,9 +175,11 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     this.#state = 'starting';
     this.#startedAt = this.#clock.now();
     const signal = this.#controller.signal;
-    this.#logger.debug({ source: this.#source.name }, 'reconcile loop starting');
-    this.#driverRun = this.#driver.run(signal).then(noop, (error: unknown) => this.#onDriverFailed(error));
-    void this.#driverRun.finally(() => (this.#driverDone = true));
+    this.#logger.debug({ source: this.#name, sources: this.#sources.map((s) => s.name) }, 'reconcile loop starting');
+    for (const source of this.#sources) {
+      source.run = source.driver.run(signal).then(noop, (error: unknown) => this.#onDriverFailed(error, source.name));
+      void source.run.finally(() => (source.done = true));
+    }
     try {
       await this.#waitForSync(signal);
       // stop() may land between the sync and this continuation.
@@ -158,21 +187,21 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     } catch (error) {
       if (!(error instanceof LoopStoppedError)) {
         this.#error = error;
-        this.#logger.error({ source: this.#source.name, err: error }, 'reconcile loop failed to start');
+        this.#logger.error({ source: this.#name, err: error }, 'reconcile loop failed to start');
       }
       await this.#teardownOnce(this.#settings.gracefulShutdownTimeoutMs);
       throw error;
     }
-    this.#worker = this.#work(signal);
+    for (let i = 0; i < this.#settings.concurrency; i++) this.#workers.push(this.#dispatcher.work(signal));
     this.#armResync();
     this.#state = 'running';
-    this.#logger.info({ source: this.#source.name, parents: this.#queue.size }, 'reconcile loop started');
+    this.#logger.info({ source: this.#name, parents: this.#queue.size, concurrency: this.#settings.concurrency }, 'reconcile loop started');
   }
 
   /**
-   * Cancels everything, then waits for it to end: aborts the in-flight reconcile's signal, stops the
+   * Cancels everything, then waits for it to end: aborts the in-flight reconciles' signals, stops the
    * work queue (queued keys are dropped: no drain), shuts down the retry scheduler and the resync
-   * timer, and closes the source stream. Waits at most `graceMs` (default `gracefulShutdownTimeoutMs`,
+   * timer, and closes every source stream. Waits at most `graceMs` (default `gracefulShutdownTimeoutMs`,
    * 30 s): then it resolves anyway, logs a warning, and reports the reconciles and sources it
    * abandoned. Idempotent; concurrent calls share one teardown (and the first call's grace).
    *
@@ -204,12 +233,28 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
 
   /**
    * Queues `parentKey` for a reconcile (e.g. a manual trigger); a key already queued keeps its place.
-   * Accepted before `start()` (reconciled after sync); ignored once the loop is stopping.
+   * Accepted before `start()` (reconciled after sync); ignored once the loop is stopping, and for a
+   * key parked at its parent's current fingerprint (use `release`).
    *
    * @throws {WorkQueueKeyError} (code `WORK_QUEUE_INVALID_KEY`) for a key that is not a primitive.
    */
   enqueue(parentKey: P): void {
+    this.#dispatcher.offer(parentKey);
+  }
+
+  /** Parked (dead-lettered) parent keys, oldest first: `{ key, fingerprint, failures, lastError, parkedAt }`. Empty without `retry.budget`. */
+  parked(): ParkedKey<P>[] {
+    return this.#scheduler.parked();
+  }
+
+  /**
+   * Releases a parked parent key by hand, with a fresh retry budget, and queues it for a reconcile.
+   * Returns `false` (and queues nothing) when it was not parked.
+   */
+  release(parentKey: P): boolean {
+    if (!this.#scheduler.release(parentKey)) return false;
     this.#queue.add(parentKey);
+    return true;
   }
 
   /**
@@ -219,14 +264,13 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
    */
   health(): LoopHealth<P> {
     const now = this.#clock.now();
-    const driver = this.#driver.health();
-    const source: SourceStatus = {
-      ...driver,
-      msSinceLastEvent: driver.lastEventAt === undefined ? undefined : now - driver.lastEventAt,
-    };
-    const sources = [source];
+    const sources: SourceStatus[] = this.#sources.map(({ driver }) => {
+      const health = driver.health();
+      return { ...health, msSinceLastEvent: health.lastEventAt === undefined ? undefined : now - health.lastEventAt };
+    });
     const inFlight = this.#runner.inFlight();
-    const { ready, alive } = verdicts({ state: this.#state, now, inFlight, sources, error: this.#error, limits: this.#settings.health });
+    const parked = this.#scheduler.parkedCount;
+    const { ready, alive } = verdicts({ state: this.#state, now, inFlight, sources, error: this.#error, limits: this.#settings.health, parked });
     const syncTimes = sources.map((s) => s.lastSyncAt);
     return {
       state: this.#state,
@@ -236,6 +280,9 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
       lastSyncAt: syncTimes.includes(undefined) ? undefined : Math.min(...(syncTimes as number[])),
       queueDepth: this.#queue.size,
       retriesPending: this.#scheduler.pending,
+      parked,
+      concurrency: this.#settings.concurrency,
+      reconciles: this.#runner.counters(),
       inFlight,
       sources: Object.fromEntries(sources.map((s) => [s.source, s])),
       error: this.#error,
@@ -267,13 +314,13 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
 
   async #doTeardown(graceMs: number): Promise<StopReport<P>> {
     this.#state = 'stopping';
-    this.#logger.debug({ source: this.#source.name }, 'reconcile loop stopping');
+    this.#logger.debug({ source: this.#name }, 'reconcile loop stopping');
     this.#controller.abort(new LoopStoppedError('the reconcile loop is stopping'));
     if (this.#resyncHandle !== undefined) this.#clock.clearTimeout(this.#resyncHandle);
     this.#resyncHandle = undefined;
     this.#queue.stop();
     this.#scheduler.shutdown();
-    const everything = Promise.allSettled([this.#driverRun, this.#worker, this.#runner.settled()]);
+    const everything = Promise.allSettled([...this.#sources.map((s) => s.run), ...this.#workers, this.#runner.settled()]);
     let timer: unknown;
     const graceOver = new Promise<'grace over'>((resolve) => {
       if (graceMs !== Infinity) timer = this.#clock.setTimeout(() => resolve('grace over'), graceMs);
@@ -284,23 +331,23 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     if (outcome === 'grace over') {
       report = {
         abandoned: this.#runner.inFlight().map((c) => c.parentKey),
-        abandonedSources: this.#driverDone ? [] : [this.#source.name],
+        abandonedSources: this.#sources.filter((s) => s.run !== undefined && !s.done).map((s) => s.name),
       };
       this.#logger.warn(
-        { source: this.#source.name, graceMs, abandoned: report.abandoned.map(String), abandonedSources: report.abandonedSources },
+        { source: this.#name, graceMs, abandoned: report.abandoned.map(String), abandonedSources: report.abandonedSources },
         'reconcile loop stopped after its grace period; abandoned work still running in the background',
       );
     }
     this.#state = 'stopped';
-    this.#logger.info({ source: this.#source.name }, 'reconcile loop stopped');
+    this.#logger.info({ source: this.#name }, 'reconcile loop stopped');
     return report;
   }
 
-  /** The driver stopped for good (a permanent source error). Before sync, start() reports it. */
-  #onDriverFailed(error: unknown): void {
+  /** A driver stopped for good (a permanent source error): the loop ends. Before sync, start() reports it. */
+  #onDriverFailed(error: unknown, source: string): void {
     if (this.#state !== 'running') return; // start() rejects with it, or a stop is already under way
     this.#error = error;
-    this.#logger.error({ source: this.#source.name, err: error }, 'source failed permanently; stopping the reconcile loop');
+    this.#logger.error({ source, err: error }, 'source failed permanently; stopping the reconcile loop');
     void this.#teardownOnce(this.#settings.gracefulShutdownTimeoutMs);
     try {
       this.#onError?.(error);
@@ -309,46 +356,27 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     }
   }
 
+  /** Waits until every source has synced; a permanent error of any source rejects at once. */
   async #waitForSync(signal: AbortSignal): Promise<void> {
     const timeoutMs = this.#settings.syncTimeoutMs;
-    if (timeoutMs === Infinity) return this.#driver.waitForSync(signal);
     const local = new AbortController();
     const onStop = (): void => local.abort(signal.reason);
     signal.addEventListener('abort', onStop, { once: true });
-    const handle = this.#clock.setTimeout(() => {
-      // The source's own last error (a 403 retried inside a reflector) is why it never synced.
-      local.abort(new SyncTimeoutError(this.#source.name, timeoutMs, this.#driver.health().lastError));
-    }, timeoutMs);
+    const handle =
+      timeoutMs === Infinity
+        ? undefined
+        : this.#clock.setTimeout(() => {
+            // The first source still unsynced names the timeout; its own last error (a 403 retried
+            // inside a reflector) is why it never synced.
+            const late = this.#sources.find((s) => !s.driver.synced) ?? this.#sources[0]!;
+            local.abort(new SyncTimeoutError(late.name, timeoutMs, late.driver.health().lastError));
+          }, timeoutMs);
     try {
-      await this.#driver.waitForSync(local.signal);
+      await Promise.all(this.#sources.map((s) => s.driver.waitForSync(local.signal)));
     } finally {
-      this.#clock.clearTimeout(handle);
+      if (handle !== undefined) this.#clock.clearTimeout(handle);
       signal.removeEventListener('abort', onStop);
-    }
-  }
-
-  /** The single worker: one parent key at a time, until the queue stops. */
-  async #work(signal: AbortSignal): Promise<void> {
-    for (;;) {
-      let key: P;
-      try {
-        key = await this.#queue.get(signal);
-      } catch (error) {
-        if (!signal.aborted && (error as { code?: unknown })?.code !== 'WORK_QUEUE_STOPPED') {
-          this.#logger.error({ err: error }, 'work queue failed; worker exiting');
-        }
-        return;
-      }
-      try {
-        await this.#runner.run(key, signal);
-      } catch (error) {
-        // Only a throwing logger gets here; the worker must outlive it.
-        try {
-          this.#logger.error({ err: error, parentKey: String(key) }, 'worker error; continuing');
-        } catch {
-          // nothing left to report to
-        }
-      }
+      local.abort(); // releases the other sources' waits after a rejection
     }
   }
 
@@ -357,10 +385,12 @@ export class ReconcileLoop<T, P extends ParentKey> implements AsyncDisposable {
     this.#resyncHandle = this.#clock.setTimeout(() => {
       this.#resyncHandle = undefined;
       if (this.#state !== 'running') return;
-      // Go's limit: only parents that still have members; one that lost its last member is not re-driven.
-      const parents = this.#store.parents();
-      for (const parent of parents) this.#queue.add(parent);
-      this.#logger.debug({ parents: parents.length }, 'resync');
+      // Go's limit: only parents with an object in some store; one that lost its last object (and
+      // its parent object) is not re-driven. Parked keys stay parked: the gate turns them away.
+      const parents = new Set<P>();
+      for (const source of this.#sources) for (const parent of source.parents()) parents.add(parent);
+      for (const parent of parents) this.#dispatcher.offer(parent);
+      this.#logger.debug({ parents: parents.size }, 'resync');
       this.#armResync();
     }, this.#settings.resyncPeriodMs);
   }

@@ -1,7 +1,10 @@
 /** The loop's options, their defaults, and their validation (every bad value is a typed error). */
 import type { Clock, KeyMap, Logger, ParentKey, Source } from '@reconcile-loop/object-store';
+import type { Fingerprint } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile } from './context.js';
 import { ReconcileLoopOptionsError } from './errors.js';
+import type { UpdateFilter } from './filters.js';
+import type { OwnerSelector, SecondaryKeyMap } from './owners.js';
 
 /** Go's default resync period: 10 hours. */
 export const DEFAULT_RESYNC_PERIOD_MS = 10 * 60 * 60 * 1000;
@@ -13,12 +16,37 @@ export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 30 * 1000;
 /** Node clamps a longer timer to 1 ms, which would turn a long period into a busy loop. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Per-parent-key exponential backoff after a failed reconcile. */
+/** Upper bound of `concurrency`: more workers than this only add contention on one event loop. */
+export const MAX_CONCURRENCY = 1024;
+
+/** Per-parent-key exponential backoff after a failed reconcile, or an opt-in finite retry budget. */
 export interface RetryOptions {
   /** Delay after the first failure; doubles per further failure. Default: the retry scheduler's (100 ms). */
   baseDelayMs?: number;
   /** Cap on the delay. Default: the retry scheduler's (1000 s). */
   maxDelayMs?: number;
+  /**
+   * Opt-in retry budget (seed 004's dead-letter): the delays of the retries after the 1st, 2nd, …
+   * failure, e.g. `[0, 1000, 5000, 30000]`. The failure after the last step parks the parent key:
+   * no backoff, resync, requeue or event runs it again until its fingerprint (see `fingerprint`)
+   * changes or `loop.release(key)` is called. Excludes `baseDelayMs` / `maxDelayMs`.
+   */
+  budget?: { delaysMs: readonly number[] };
+}
+
+/**
+ * A secondary source (controller-runtime's `Owns` / `Watches`): its own stream, store and sync; each
+ * of its objects is mapped to parent keys either by owner reference or by a key map.
+ */
+export interface SecondarySource<U, P extends ParentKey> {
+  /** The stream of this kind (e.g. a pod reflector). Its `name` must differ from every other source's. */
+  source: Source<U>;
+  /** Map by owner reference (`Owns`): the parent key is the owner's `namespace/name`. Exclusive with `keyMap`. */
+  owner?: OwnerSelector;
+  /** Map by a function (`Watches` + a map): none, one or several parent keys per object. Exclusive with `owner`. */
+  keyMap?: SecondaryKeyMap<U, P>;
+  /** Skip updates of this kind that change nothing the reconcile reads; see `UpdateFilter`. */
+  updateFilter?: UpdateFilter<U>;
 }
 
 /** When `health()` calls the loop not ready or not alive. Every limit is in clock ms. */
@@ -47,16 +75,39 @@ export const DEFAULT_HEALTH_LIMITS: Readonly<Required<HealthLimits>> = Object.fr
 });
 
 /** Options for {@link ReconcileLoop}. */
-export interface ReconcileLoopOptions<T, P extends ParentKey> {
+export interface ReconcileLoopOptions<T, P extends ParentKey, S = Record<never, never>> {
   /**
-   * The one source this loop tracks. One per loop because a replace is the whole world of one
-   * source: a second source's replace would delete every object of the first from the store.
+   * The primary source (controller-runtime's `For`): the parent kind, or in the pod-tracker form the
+   * one kind whose objects are grouped by a key map. Its store is `loop.store` and `ctx.members`.
    */
   source: Source<T>;
-  /** Attributes each object to its parent key (e.g. from a label); see `KeyMap`. */
+  /**
+   * Attributes each primary object to its parent key: `(_, key) => key` when the source lists the
+   * parents themselves (a custom resource), or a label value for a pod tracker; see `KeyMap`.
+   */
   keyMap: KeyMap<T, P>;
-  /** Called for each dequeued parent key, one at a time. */
-  reconcile: Reconcile<T, P>;
+  /** Called for each dequeued parent key; never twice at once for the same key. */
+  reconcile: Reconcile<T, P, S>;
+  /**
+   * Secondary sources by name (owned pods, watched config), each with its own store, stream and sync
+   * — a relist of one never touches another's store. The loop is synced when every source is.
+   * Default: none (one source, the seed's).
+   */
+  secondary?: { [K in keyof S]: SecondarySource<S[K], P> };
+  /** Skip updates of primary objects that change nothing the reconcile reads (e.g. `generationChanged`). Default: none. */
+  updateFilter?: UpdateFilter<T>;
+  /**
+   * How many reconciles may run at once (controller-runtime's `MaxConcurrentReconciles`); never two
+   * for the same parent key. Default 1 (the seed's single worker).
+   */
+  concurrency?: number;
+  /**
+   * The fingerprint a parked key is parked at (only used with `retry.budget`): a key is released when
+   * it changes. Gets the parent object (`ctx.parent`, undefined once deleted) and the parent key.
+   * Default: the parent's `metadata.generation` — a spec change releases it, a status or
+   * member change does not. Must return a primitive, `null` or `undefined`.
+   */
+  fingerprint?: (parent: T | undefined, parentKey: P) => Fingerprint;
   /**
    * Re-enqueue every parent that still has members this often (level-triggered backstop).
    * Default {@link DEFAULT_RESYNC_PERIOD_MS} (10 h), no jitter; `0` disables it.
@@ -107,12 +158,13 @@ export interface LoopSettings {
   readonly syncTimeoutMs: number;
   readonly reconcileTimeoutMs: number | undefined;
   readonly gracefulShutdownTimeoutMs: number;
+  readonly concurrency: number;
   readonly health: Readonly<Required<HealthLimits>>;
 }
 
 /** @throws {ReconcileLoopOptionsError} */
-export function validateLoopOptions<T, P extends ParentKey>(options: ReconcileLoopOptions<T, P>): LoopSettings {
-  const { source, keyMap, reconcile } = options ?? ({} as Partial<ReconcileLoopOptions<T, P>>);
+export function validateLoopOptions<T, P extends ParentKey, S>(options: ReconcileLoopOptions<T, P, S>): LoopSettings {
+  const { source, keyMap, reconcile } = options ?? ({} as Partial<ReconcileLoopOptions<T, P, S>>);
   if (typeof source?.open !== 'function') throw new ReconcileLoopOptionsError('source must have an open(signal) method');
   if (typeof keyMap !== 'function') throw new ReconcileLoopOptionsError('keyMap must be a function');
   if (typeof reconcile !== 'function') throw new ReconcileLoopOptionsError('reconcile must be a function');
@@ -120,7 +172,23 @@ export function validateLoopOptions<T, P extends ParentKey>(options: ReconcileLo
   for (const name of ['sourceRetryDelayMs', 'maxSourceRetryDelayMs', 'sourceHealthyAfterMs'] as const) {
     if (options[name] !== undefined) duration(name, options[name], true);
   }
-  const { baseDelayMs, maxDelayMs } = options.retry ?? {};
+  validateSecondaries(source, options.secondary as Record<string, SecondarySource<unknown, P>> | undefined);
+  for (const name of ['updateFilter', 'fingerprint'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') throw new ReconcileLoopOptionsError(`${name} must be a function`);
+  }
+  const concurrency = options.concurrency ?? 1;
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
+    throw new ReconcileLoopOptionsError(`concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, got ${String(options.concurrency)}`);
+  }
+  const { baseDelayMs, maxDelayMs, budget } = options.retry ?? {};
+  if (budget !== undefined) {
+    if (baseDelayMs !== undefined || maxDelayMs !== undefined) {
+      throw new ReconcileLoopOptionsError('retry.budget replaces retry.baseDelayMs / retry.maxDelayMs; give one or the other');
+    }
+    const delays: unknown = budget?.delaysMs;
+    if (!Array.isArray(delays)) throw new ReconcileLoopOptionsError('retry.budget.delaysMs must be an array of delays in ms');
+    delays.forEach((d: unknown, i) => duration(`retry.budget.delaysMs[${i}]`, d, true));
+  }
   if (baseDelayMs !== undefined) duration('retry.baseDelayMs', baseDelayMs, true);
   if (maxDelayMs !== undefined && (typeof maxDelayMs !== 'number' || Number.isNaN(maxDelayMs) || maxDelayMs < (baseDelayMs ?? 0))) {
     throw new ReconcileLoopOptionsError(`retry.maxDelayMs must be a number >= retry.baseDelayMs, got ${String(maxDelayMs)}`);
@@ -141,7 +209,29 @@ export function validateLoopOptions<T, P extends ParentKey>(options: ReconcileLo
       true,
     ),
     health: Object.freeze(health),
+    concurrency,
   };
+}
+
+/** Every source needs an `open`, a distinct name (health and logs are keyed by it) and exactly one mapping. */
+function validateSecondaries<P extends ParentKey>(primary: { name?: unknown }, secondary: Record<string, SecondarySource<unknown, P>> | undefined): void {
+  if (secondary === undefined) return;
+  if (secondary === null || typeof secondary !== 'object') throw new ReconcileLoopOptionsError('secondary must be an object of named sources');
+  const names = new Set<unknown>([primary.name]);
+  for (const [name, spec] of Object.entries(secondary)) {
+    const where = `secondary.${name}`;
+    if (typeof spec?.source?.open !== 'function') throw new ReconcileLoopOptionsError(`${where}.source must have an open(signal) method`);
+    if (names.has(spec.source.name)) {
+      throw new ReconcileLoopOptionsError(`${where}.source is named "${String(spec.source.name)}" like another source; health and logs need distinct names`);
+    }
+    names.add(spec.source.name);
+    if ((spec.owner === undefined) === (spec.keyMap === undefined)) throw new ReconcileLoopOptionsError(`${where} needs exactly one of owner and keyMap`);
+    if (spec.keyMap !== undefined && typeof spec.keyMap !== 'function') throw new ReconcileLoopOptionsError(`${where}.keyMap must be a function`);
+    if (spec.owner !== undefined && (typeof spec.owner?.kind !== 'string' || spec.owner.kind === '')) {
+      throw new ReconcileLoopOptionsError(`${where}.owner.kind must be a non-empty string`);
+    }
+    if (spec.updateFilter !== undefined && typeof spec.updateFilter !== 'function') throw new ReconcileLoopOptionsError(`${where}.updateFilter must be a function`);
+  }
 }
 
 /** A delay in ms: finite, within Node's timer range; `Infinity` only where it means "no limit". */

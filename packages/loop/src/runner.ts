@@ -1,13 +1,15 @@
 /**
- * Runs one reconcile call at a time for the worker, with its timeout, its retry bookkeeping, and a
- * record of every call still running — the one the worker awaits, and any timed-out call JS could
- * not kill — so health can show their age and `stop()` can wait for them or name them abandoned.
+ * Runs reconcile calls for the workers, with their timeout and the bookkeeping of what each outcome
+ * means (success, requeue-after, failure, terminal error, dead-letter), and keeps a record of every
+ * call still running — including a timed-out call JS could not kill — so health can show their age,
+ * `stop()` can wait for them or name them abandoned, and the key stays held until the call settles.
  */
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { Clock, Logger, ObjectStore, ObjectStoreReader, ParentKey } from '@reconcile-loop/object-store';
-import type { RetryScheduler } from '@reconcile-loop/retry-scheduler';
-import type { Reconcile, ReconcileContext } from './context.js';
-import { ReconcileTimeoutError } from './errors.js';
+import type { Clock, Logger, ParentKey } from '@reconcile-loop/object-store';
+import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-scheduler';
+import type { Reconcile, ReconcileContext, ReconcileResult } from './context.js';
+import { InvalidReconcileResultError, ReconcileTimeoutError, isTerminalError } from './errors.js';
+import { MAX_TIMER_MS } from './options.js';
 
 /** Marks the async context of one reconcile call, so `stop()` can tell it is being called from one. */
 export interface ReconcileFrame {
@@ -22,8 +24,24 @@ export interface InFlightReconcile<P extends ParentKey> {
   readonly startedAt: number;
   /** How long it has been running. */
   readonly ageMs: number;
-  /** It outlived `reconcileTimeoutMs`: the worker moved on, the call still runs in the background. */
+  /** It outlived `reconcileTimeoutMs`: the worker moved on, the call still runs in the background (its key stays held). */
   readonly timedOut: boolean;
+}
+
+/** Cumulative counts of reconcile outcomes since construction (the counters a metrics exporter reads). */
+export interface ReconcileCounters {
+  /** Returned without a requeue. */
+  readonly succeeded: number;
+  /** Returned `{ requeueAfterMs }`. */
+  readonly requeued: number;
+  /** Threw, rejected, timed out or returned an invalid result (and was not terminal). */
+  readonly failed: number;
+  /** Threw a `TerminalError`: not retried. */
+  readonly terminal: number;
+  /** Times a key exhausted its retry budget and was parked (dead-lettered). */
+  readonly parked: number;
+  /** Times a parked key was released (fingerprint change or `release()`). */
+  readonly released: number;
 }
 
 interface Call<P extends ParentKey> {
@@ -32,10 +50,8 @@ interface Call<P extends ParentKey> {
   timedOut: boolean;
 }
 
-export interface RunnerOptions<T, P extends ParentKey> {
-  reconcile: Reconcile<T, P>;
-  store: ObjectStore<T, P>;
-  reader: ObjectStoreReader<T, P>;
+export interface RunnerOptions<T, P extends ParentKey, S> {
+  reconcile: Reconcile<T, P, S>;
   scheduler: RetryScheduler<P>;
   frames: AsyncLocalStorage<ReconcileFrame>;
   reconcileTimeoutMs: number | undefined;
@@ -45,12 +61,13 @@ export interface RunnerOptions<T, P extends ParentKey> {
 
 const noop = (): void => {};
 
-export class ReconcileRunner<T, P extends ParentKey> {
-  readonly #o: RunnerOptions<T, P>;
+export class ReconcileRunner<T, P extends ParentKey, S> {
+  readonly #o: RunnerOptions<T, P, S>;
   /** Every call not yet settled, by its promise (settled calls are removed as they settle). */
-  readonly #calls = new Map<Promise<void>, Call<P>>();
+  readonly #calls = new Map<Promise<unknown>, Call<P>>();
+  readonly #counts = { succeeded: 0, requeued: 0, failed: 0, terminal: 0, parked: 0, released: 0 };
 
-  constructor(options: RunnerOptions<T, P>) {
+  constructor(options: RunnerOptions<T, P, S>) {
     this.#o = options;
   }
 
@@ -60,38 +77,46 @@ export class ReconcileRunner<T, P extends ParentKey> {
     return [...this.#calls.values()].map((c) => ({ parentKey: c.parentKey, startedAt: c.startedAt, ageMs: now - c.startedAt, timedOut: c.timedOut }));
   }
 
+  /** A snapshot of the outcome counters. */
+  counters(): ReconcileCounters {
+    return { ...this.#counts };
+  }
+
+  /** Counts a release of a parked key (the loop's gate or `release()` did it). */
+  countRelease(): void {
+    this.#counts.released += 1;
+  }
+
   /** Resolves once every call running now has settled. */
   settled(): Promise<unknown> {
     return Promise.allSettled([...this.#calls.keys()]);
   }
 
   /**
-   * Reconciles `key` once: a success forgets its backoff, a failure (a throw, a rejection, the
-   * timeout) schedules a retry unless the loop is stopping. Never rejects except for a throwing logger.
+   * Reconciles `key` once and books the outcome (see the README's backoff table). Resolves when the
+   * call settles or times out; `onSettled` runs when the call itself settles — later than that for a
+   * timed-out call — so the caller can keep the key held and a retry can never overlap the call.
+   * `fingerprint` is the parent's fingerprint when the call began: the one a failure is counted at.
+   * Never rejects except for a throwing logger.
    */
-  async run(key: P, loopSignal: AbortSignal): Promise<void> {
-    const { clock, logger, scheduler } = this.#o;
+  async run(key: P, context: ReconcileContext<T, P, S>, controller: AbortController, fingerprint: Fingerprint, onSettled: () => void): Promise<void> {
+    const { clock, logger } = this.#o;
     const parentKey = String(key);
-    const controller = new AbortController();
-    const onStop = (): void => controller.abort(loopSignal.reason);
-    loopSignal.addEventListener('abort', onStop, { once: true });
-    const context: ReconcileContext<T, P> = Object.freeze({
-      parentKey: key,
-      members: this.#o.store.members(key),
-      store: this.#o.reader,
-      signal: controller.signal,
-    });
     const frame: ReconcileFrame = { active: true };
     const call = this.#o.frames.run(frame, () => invoke(this.#o.reconcile, key, context));
     const record: Call<P> = { parentKey: key, startedAt: clock.now(), timedOut: false };
     this.#calls.set(call, record);
-    const forget = (): void => void this.#calls.delete(call);
-    call.then(forget, forget);
+    const settle = (): void => {
+      this.#calls.delete(call);
+      onSettled();
+    };
+    call.then(settle, settle);
     let timer: unknown;
     try {
+      let result: unknown;
       const timeoutMs = this.#o.reconcileTimeoutMs;
       if (timeoutMs === undefined) {
-        await call;
+        result = await call;
       } else {
         const timedOut = new Promise<never>((_, reject) => {
           timer = clock.setTimeout(() => {
@@ -102,30 +127,81 @@ export class ReconcileRunner<T, P extends ParentKey> {
           }, timeoutMs);
         });
         // JS cannot cancel the call: a reconcile that ignores its aborted signal keeps running in
-        // the background while the worker moves on. Its late outcome is only logged.
+        // the background while the worker moves on; its key stays held until it settles, and its
+        // late outcome is only logged (the timeout already counted as its failure).
         call.then(() => {
           if (record.timedOut) logger.debug({ parentKey }, 'a timed-out reconcile finished late');
         }, noop);
-        await Promise.race([call, timedOut]);
+        result = await Promise.race([call, timedOut]);
       }
-      scheduler.forget(key);
-      logger.debug({ parentKey }, 'reconciled');
+      this.#succeeded(key, result, fingerprint, controller.signal);
     } catch (error) {
-      if (loopSignal.aborted) {
-        logger.debug({ parentKey, err: error }, 'reconcile ended by stop; not retried');
-      } else {
-        const retryInMs = scheduler.schedule(key);
-        logger.warn({ parentKey, err: error, failures: scheduler.failures(key), retryInMs }, 'reconcile failed; retrying after backoff');
-      }
+      this.#failed(key, error, fingerprint, controller.signal);
     } finally {
       frame.active = false;
       if (timer !== undefined) clock.clearTimeout(timer);
-      loopSignal.removeEventListener('abort', onStop);
+    }
+  }
+
+  #succeeded(key: P, result: unknown, fingerprint: Fingerprint, signal: AbortSignal): void {
+    const requeueAfterMs = (result as ReconcileResult | undefined)?.requeueAfterMs;
+    const valid =
+      result === undefined ||
+      (typeof result === 'object' &&
+        result !== null &&
+        (requeueAfterMs === undefined ||
+          (typeof requeueAfterMs === 'number' && Number.isFinite(requeueAfterMs) && requeueAfterMs >= 0 && requeueAfterMs <= MAX_TIMER_MS)));
+    if (!valid) {
+      this.#failed(key, new InvalidReconcileResultError(String(key), result), fingerprint, signal);
+      return;
+    }
+    if (requeueAfterMs === undefined) {
+      this.#o.scheduler.forget(key);
+      this.#counts.succeeded += 1;
+      this.#o.logger.debug({ parentKey: String(key) }, 'reconciled');
+      return;
+    }
+    const inMs = this.#o.scheduler.requeueAfter(key, requeueAfterMs);
+    this.#counts.requeued += 1;
+    this.#o.logger.debug({ parentKey: String(key), requeueAfterMs, requeueInMs: inMs }, 'reconciled; requeue after delay');
+  }
+
+  #failed(key: P, error: unknown, fingerprint: Fingerprint, signal: AbortSignal): void {
+    const { logger, scheduler } = this.#o;
+    const parentKey = String(key);
+    const reason = signal.aborted ? (signal.reason as { code?: unknown } | undefined) : undefined;
+    if (reason?.code === 'RECONCILE_LOOP_STOPPED') {
+      logger.debug({ parentKey, err: error }, 'reconcile ended by stop; not retried');
+      return;
+    }
+    if (isTerminalError(error)) {
+      scheduler.forget(key);
+      this.#counts.terminal += 1;
+      logger.error({ parentKey, err: error }, 'reconcile failed with a terminal error; not retried');
+      return;
+    }
+    this.#counts.failed += 1;
+    const wasParked = scheduler.isParked(key);
+    const outcome = scheduler.fail(key, { error, fingerprint });
+    if (outcome.action === 'retry') {
+      logger.warn({ parentKey, err: error, failures: outcome.failures, retryInMs: outcome.delayMs }, 'reconcile failed; retrying after backoff');
+    } else if (outcome.action === 'parked') {
+      if (!wasParked) this.#counts.parked += 1;
+      logger.error(
+        { parentKey, err: error, failures: outcome.failures, fingerprint: describeFingerprint(fingerprint) },
+        'reconcile failed; retry budget exhausted, parent key parked (dead-letter) until its fingerprint changes or release()',
+      );
+    } else {
+      logger.debug({ parentKey, err: error }, 'reconcile failed while stopping; not retried');
     }
   }
 }
 
+function describeFingerprint(fingerprint: Fingerprint): string {
+  return typeof fingerprint === 'bigint' ? `${fingerprint}n` : String(fingerprint);
+}
+
 /** Runs reconcile so a synchronous throw becomes a rejection like an async one. */
-async function invoke<T, P extends ParentKey>(reconcile: Reconcile<T, P>, key: P, context: ReconcileContext<T, P>): Promise<void> {
-  await reconcile(key, context);
+async function invoke<T, P extends ParentKey, S>(reconcile: Reconcile<T, P, S>, key: P, context: ReconcileContext<T, P, S>): Promise<unknown> {
+  return await reconcile(key, context);
 }

@@ -191,7 +191,7 @@ describe('ReconcileLoop', () => {
     await loop.stop();
   });
 
-  it('[loop: MaxConcurrentReconciles] one worker: reconciles never overlap', async () => {
+  it('[loop: MaxConcurrentReconciles] one worker by default: reconciles never overlap', async () => {
     let running = 0;
     let peak = 0;
     const { clock, registry, loop, keys } = harness({
@@ -210,7 +210,7 @@ describe('ReconcileLoop', () => {
     await loop.stop();
   });
 
-  it('[loop: Predicates] dropped: every event re-drives its parent, even one that changed nothing', async () => {
+  it('[loop: Predicates] no filter by default: every event re-drives its parent, even one that changed nothing', async () => {
     const { registry, loop, keys } = harness({ initial: [['a', cell('p1')]] });
     await loop.start();
     await settle();
@@ -222,7 +222,7 @@ describe('ReconcileLoop', () => {
     await loop.stop();
   });
 
-  it('[retry_scheduler: Result{RequeueAfter}] dropped: what reconcile returns schedules nothing', async () => {
+  it('[retry_scheduler: Result{RequeueAfter}] only requeueAfterMs schedules: a returned object without it (a misspelt requeueAfter) schedules nothing', async () => {
     const { clock, loop, keys } = harness({
       resyncPeriodMs: 0,
       initial: [['a', cell('p1')]],
@@ -257,7 +257,7 @@ describe('ReconcileLoop', () => {
   });
 
   it('[source_stream_driver: source.Channel] dropped: in-process changes are method calls on a source, and a manual trigger is enqueue()', async () => {
-    const { registry, loop, keys } = harness({ initial: [['a', cell('p1')]] });
+    const { registry, loop, keys, logger } = harness({ initial: [['a', cell('p1')]] });
     await loop.start();
     await settle();
     loop.enqueue('nobody'); // a parent without members is still reconciled when asked
@@ -268,6 +268,7 @@ describe('ReconcileLoop', () => {
     await settle();
     expect(keys()).toEqual(['p1', 'nobody', 'p1', 'p2']);
     expect(() => loop.enqueue({} as unknown as string)).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_INVALID_KEY' }));
+    expect(logger.entries.filter((e) => e.level === 'error')).toEqual([]); // the typed throw, not a misleading log line
     await loop.stop();
     loop.enqueue('p1'); // ignored once stopped
     await settle();
@@ -421,9 +422,10 @@ describe('ReconcileLoop', () => {
     expect(clock.pending).toBe(0);
   });
 
-  it('[loop deviation: reconcileTimeoutMs] a hung reconcile is aborted through its signal, counted as a failure, and does not stall other keys', async () => {
+  it('[loop deviation: reconcileTimeoutMs] a hung reconcile is aborted through its signal, counted as a failure, and does not stall other keys; its retry waits until the hung call settles', async () => {
     let hungReason: unknown;
     let hangs = 1;
+    let unhang: (() => void) | undefined;
     const { clock, calls, loop, logger } = harness({
       reconcileTimeoutMs: 1_000,
       retry: { baseDelayMs: 500 },
@@ -432,7 +434,7 @@ describe('ReconcileLoop', () => {
         if (key !== 'p1' || hangs === 0) return;
         hangs -= 1;
         ctx.signal.addEventListener('abort', () => (hungReason = ctx.signal.reason));
-        await new Promise(() => {}); // ignores its signal entirely
+        await new Promise<void>((resolve) => (unhang = resolve)); // ignores its signal entirely
       },
     });
     await loop.start();
@@ -447,13 +449,35 @@ describe('ReconcileLoop', () => {
       ['p2', 1_000],
     ]);
     expect(logger.entries.find((e) => e.message.includes('retrying'))?.fields).toMatchObject({ parentKey: 'p1', retryInMs: 500 });
-    await clock.advanceAsync(500);
+    // The retry is due at 1 500, but the hung call still holds p1: the retry waits instead of overlapping it.
+    await clock.advanceAsync(1_000);
     expect(calls.map((c) => [c.key, c.at])).toEqual([
       ['p1', 0],
       ['p2', 1_000],
-      ['p1', 1_500],
     ]);
-    // The first call still hangs in the background: stop() waits for it only as long as the grace.
+    expect(loop.health().inFlight).toEqual([{ parentKey: 'p1', startedAt: 0, ageMs: 2_000, timedOut: true }]);
+    unhang!();
+    await settle();
+    expect(calls.map((c) => [c.key, c.at])).toEqual([
+      ['p1', 0],
+      ['p2', 1_000],
+      ['p1', 2_000],
+    ]);
+    await loop.stop();
+    expect(clock.pending).toBe(0);
+  });
+
+  it('[loop deviation: reconcileTimeoutMs] stop() waits for a hung call only as long as the grace and names it abandoned', async () => {
+    const { clock, loop } = harness({
+      reconcileTimeoutMs: 1_000,
+      initial: [['a', cell('p1')]],
+      body: async () => {
+        await new Promise(() => {});
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(1_500);
     expect(loop.health().inFlight).toEqual([{ parentKey: 'p1', startedAt: 0, ageMs: 1_500, timedOut: true }]);
     const stopping = loop.stop({ graceMs: 2_000 });
     await clock.advanceAsync(2_000);

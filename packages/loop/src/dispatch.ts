@@ -1,0 +1,151 @@
+/**
+ * The dispatcher: the path from "this parent key needs a reconcile" to a reconcile call — the
+ * dead-letter gate in front of the work queue, and the workers that take keys off it (each key held
+ * by one worker at a time), build each call's context and hand it to the runner.
+ */
+import type { Logger, ObjectKey, ParentKey } from '@reconcile-loop/object-store';
+import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-scheduler';
+import type { WorkQueue } from '@reconcile-loop/work-queue';
+import type { ReconcileContext } from './context.js';
+import { ReconcileLoopOptionsError } from './errors.js';
+import type { ReconcileRunner } from './runner.js';
+import type { Wiring } from './sources.js';
+
+export interface DispatcherOptions<T, P extends ParentKey, S> {
+  queue: WorkQueue<P>;
+  scheduler: RetryScheduler<P>;
+  runner: ReconcileRunner<T, P, S>;
+  wiring: Wiring<T, P, S>;
+  fingerprint: ((parent: T | undefined, parentKey: P) => Fingerprint) | undefined;
+  logger: Logger;
+}
+
+export class Dispatcher<T, P extends ParentKey, S> {
+  readonly #o: DispatcherOptions<T, P, S>;
+  readonly #fingerprint: (parent: T | undefined, parentKey: P) => Fingerprint;
+
+  constructor(options: DispatcherOptions<T, P, S>) {
+    this.#o = options;
+    this.#fingerprint = options.fingerprint ?? generationOf;
+  }
+
+  /**
+   * The gate every enqueue path passes except a retry (source events, resync, `enqueue`): a key
+   * parked at the parent's current fingerprint is turned away; a new fingerprint releases it. A
+   * fingerprint function that throws or returns a non-primitive is logged and the key is enqueued
+   * anyway (nothing is lost).
+   */
+  offer(key: P): void {
+    let admitted = true;
+    try {
+      admitted = this.#o.scheduler.offer(key, this.#fingerprintOf(key));
+    } catch (error) {
+      // A key that is not a primitive fails again in `add`, with the work queue's typed error.
+      if ((error as { code?: unknown })?.code !== 'RETRY_SCHEDULER_INVALID_KEY') {
+        this.#o.logger.error({ err: error, parentKey: String(key) }, 'fingerprint unusable; enqueued without the dead-letter gate');
+      }
+    }
+    if (admitted) this.#o.queue.add(key);
+  }
+
+  /**
+   * One worker: takes a key (held by this worker alone until `done`), runs it, repeats until the
+   * queue stops. The key is released only when the reconcile call settles — after a timeout too —
+   * so a retry of a hung call waits as a dirty key instead of overlapping it.
+   */
+  async work(signal: AbortSignal): Promise<void> {
+    const { queue, scheduler, runner, logger } = this.#o;
+    for (;;) {
+      let key: P;
+      try {
+        key = await queue.get(signal);
+      } catch (error) {
+        if (!signal.aborted && (error as { code?: unknown })?.code !== 'WORK_QUEUE_STOPPED') {
+          logger.error({ err: error }, 'work queue failed; worker exiting');
+        }
+        return;
+      }
+      let handedOver = false;
+      try {
+        // Parked while it waited as a dirty re-add: run it only if its fingerprint moved on.
+        if (scheduler.isParked(key) && !scheduler.offer(key, safeFingerprint(() => this.#fingerprintOf(key)))) continue;
+        // The failure of this call is counted at the fingerprint it started from.
+        const fingerprint = safeFingerprint(() => this.#fingerprintOf(key));
+        const controller = new AbortController();
+        const onStop = (): void => controller.abort(signal.reason);
+        signal.addEventListener('abort', onStop, { once: true });
+        const context = this.#contextFor(key, controller.signal);
+        handedOver = true;
+        await runner.run(key, context, controller, fingerprint, () => {
+          signal.removeEventListener('abort', onStop);
+          this.#done(key);
+        });
+      } catch (error) {
+        // Only a throwing logger gets here; the worker must outlive it.
+        try {
+          logger.error({ err: error, parentKey: String(key) }, 'worker error; continuing');
+        } catch {
+          // nothing left to report to
+        }
+      } finally {
+        if (!handedOver) this.#done(key);
+      }
+    }
+  }
+
+  #done(key: P): void {
+    try {
+      this.#o.queue.done(key);
+    } catch (error) {
+      this.#o.logger.error({ err: error, parentKey: String(key) }, 'releasing a parent key failed');
+    }
+  }
+
+  #fingerprintOf(key: P): Fingerprint {
+    return this.#fingerprint(this.parentObject(key), key);
+  }
+
+  /** The primary object cached under the parent key itself (the controller form), if any. */
+  parentObject(key: P): T | undefined {
+    const objectKey: ObjectKey = String(key);
+    const primary = this.#o.wiring.primary;
+    return primary.parentOf(objectKey) === key ? primary.get(objectKey) : undefined;
+  }
+
+  /** Snapshots taken now, before the call: the parent's members and its owned objects in every secondary store. */
+  #contextFor(key: P, signal: AbortSignal): ReconcileContext<T, P, S> {
+    const { wiring } = this.#o;
+    const owned = new Map<string, ReadonlyMap<ObjectKey, unknown>>();
+    for (const [name, store] of wiring.secondaries) owned.set(name, store.owned(key));
+    return Object.freeze({
+      parentKey: key,
+      members: wiring.primary.members(key),
+      parent: this.parentObject(key),
+      owned: <K extends keyof S & string>(name: K) => {
+        const snapshot = owned.get(name);
+        if (snapshot === undefined) throw new ReconcileLoopOptionsError(`ctx.owned("${name}"): no secondary source of that name`);
+        return snapshot as ReadonlyMap<ObjectKey, S[K]>;
+      },
+      store: wiring.reader,
+      stores: wiring.readers,
+      signal,
+    });
+  }
+}
+
+/** The default fingerprint: the parent object's `metadata.generation` (a spec change), read structurally. */
+export function generationOf(parent: unknown): Fingerprint {
+  const generation = (parent as { metadata?: { generation?: unknown } } | undefined)?.metadata?.generation;
+  return typeof generation === 'number' || typeof generation === 'string' || typeof generation === 'bigint' ? generation : undefined;
+}
+
+/** A fingerprint the scheduler accepts: a throw or a non-primitive becomes `undefined`. */
+function safeFingerprint(compute: () => Fingerprint): Fingerprint {
+  try {
+    const value: unknown = compute();
+    const type = typeof value;
+    return value === null || type === 'string' || type === 'number' || type === 'bigint' || type === 'boolean' ? (value as Fingerprint) : undefined;
+  } catch {
+    return undefined;
+  }
+}

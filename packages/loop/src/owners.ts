@@ -1,0 +1,69 @@
+/**
+ * Owner-reference mapping (controller-runtime's `EnqueueRequestForOwner`), read structurally from
+ * `metadata.ownerReferences` and `metadata.namespace`, so no Kubernetes client is imported.
+ */
+import type { ObjectKey } from '@reconcile-loop/object-store';
+
+/** Which owner references of an owned object name its parent. */
+export interface OwnerSelector {
+  /** The owner's kind, e.g. `CocoonSet`. Compared exactly. */
+  kind: string;
+  /**
+   * The owner's `apiVersion` (`group/version`, or `v1` for the core group). Only the group is
+   * compared, as controller-runtime does: an owner reference written at another version of the same
+   * group still names the same object. Omitted: any group.
+   */
+  apiVersion?: string;
+  /**
+   * `true` (the default, `OnlyControllerOwner()`): only the reference with `controller: true` counts,
+   * so an object maps to at most one parent. `false`: every reference of this kind counts, so an
+   * object shared by several owners maps to all of them.
+   */
+  controllerOnly?: boolean;
+}
+
+/** The least an owned object must carry to be mapped by its owner references. */
+export interface OwnedObjectView {
+  readonly metadata?: {
+    readonly namespace?: string | undefined;
+    readonly ownerReferences?: ReadonlyArray<{
+      readonly apiVersion?: string;
+      readonly kind?: string;
+      readonly name?: string;
+      readonly controller?: boolean | undefined;
+    }> | null;
+  };
+}
+
+/** Maps an object of a secondary source to the parent keys it concerns (none, one, or several). */
+export type SecondaryKeyMap<U, P> = (object: U, key: ObjectKey) => P | readonly P[] | undefined;
+
+const groupOf = (apiVersion: string): string => {
+  const slash = apiVersion.indexOf('/');
+  return slash === -1 ? '' : apiVersion.slice(0, slash);
+};
+
+/**
+ * Builds the key map of an owned kind: the parent key of each selected owner reference is
+ * `namespace/name` (the owned object's namespace — an owner reference never crosses namespaces — or
+ * just `name` for a cluster-scoped object), the same string a reflector uses as the parent's object
+ * key. An object without a matching reference maps to nothing and is still cached.
+ */
+export function ownerKeyMap(selector: OwnerSelector): SecondaryKeyMap<OwnedObjectView, string> {
+  const controllerOnly = selector.controllerOnly ?? true;
+  const group = selector.apiVersion === undefined ? undefined : groupOf(selector.apiVersion);
+  return (object) => {
+    const refs = object?.metadata?.ownerReferences;
+    if (!Array.isArray(refs) || refs.length === 0) return undefined;
+    const namespace = object.metadata?.namespace;
+    const keys: string[] = [];
+    for (const ref of refs as NonNullable<OwnedObjectView['metadata']>['ownerReferences'] & object) {
+      if (ref?.kind !== selector.kind || typeof ref.name !== 'string' || ref.name === '') continue;
+      if (group !== undefined && groupOf(ref.apiVersion ?? '') !== group) continue;
+      if (controllerOnly && ref.controller !== true) continue;
+      const key = namespace ? `${namespace}/${ref.name}` : ref.name;
+      if (!keys.includes(key)) keys.push(key);
+    }
+    return keys;
+  };
+}

@@ -1,0 +1,179 @@
+/**
+ * The cache of one secondary source (an owned or watched kind): objects by object key, indexed by
+ * every parent key the source's key map gives them — several for an object with several owners.
+ */
+import type { Logger, ObjectKey, ParentKey, SourceEvent } from '@reconcile-loop/object-store';
+import { InvalidSourceEventError } from '@reconcile-loop/object-store';
+import type { StoreWriter } from '@reconcile-loop/stream-driver';
+import { passes, type UpdateFilter } from './filters.js';
+import type { SecondaryKeyMap } from './owners.js';
+
+/** Read access to a secondary source's cache. Collections are snapshots; objects are shared, never mutate them. */
+export interface SecondaryStoreReader<U, P extends ParentKey> {
+  /** The cached object under `key`, or `undefined`. */
+  get(key: ObjectKey): U | undefined;
+  /** Whether an object is cached under `key`. */
+  has(key: ObjectKey): boolean;
+  /** Number of cached objects (mapped to a parent or not). */
+  readonly size: number;
+  /** The parent keys `key` was mapped to when last upserted (empty when unmapped or not cached). */
+  parentsOf(key: ObjectKey): readonly P[];
+  /** Snapshot of the objects mapped to `parent` (its owned objects); empty for an unknown parent. */
+  owned(parent: P): ReadonlyMap<ObjectKey, U>;
+  /** Parent keys with at least one object, in first-mapping order. */
+  parents(): P[];
+  /** Object keys of every cached object. */
+  keys(): ObjectKey[];
+  /** Snapshot of the whole cache. */
+  snapshot(): ReadonlyMap<ObjectKey, U>;
+}
+
+export interface SecondaryStoreOptions<U, P> {
+  name: string;
+  keyMap: SecondaryKeyMap<U, P>;
+  updateFilter: UpdateFilter<U> | undefined;
+  logger: Logger;
+}
+
+const NONE: readonly never[] = Object.freeze([]);
+
+const isParentKey = (value: unknown): value is ParentKey =>
+  typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean';
+
+/**
+ * Invariants, kept by #put and #remove (the only writers): `#objects.has(k)` ⇔ `#parentsOf.has(k)`;
+ * `p ∈ #parentsOf.get(k)` ⇔ `#members.get(p).has(k)`; no member map is empty. The index is the key
+ * map's result at upsert time, so a delete reaches the parents the object was mapped to even when
+ * the parent object itself is gone (a deleted parent's owned objects still map to it).
+ */
+export class SecondaryStore<U, P extends ParentKey> implements StoreWriter<U, P>, SecondaryStoreReader<U, P> {
+  readonly #objects = new Map<ObjectKey, U>();
+  readonly #parentsOf = new Map<ObjectKey, readonly P[]>();
+  readonly #members = new Map<P, Map<ObjectKey, U>>();
+  readonly #o: SecondaryStoreOptions<U, P>;
+
+  constructor(options: SecondaryStoreOptions<U, P>) {
+    this.#o = options;
+  }
+
+  /**
+   * Applies one source event; returns the parents to reconcile: on an upsert the object's old and new
+   * parents (none when the update filter skips it and the parents did not change), on a delete the
+   * parents it was mapped to; a replace is judged object by object, with a synthesised delete for each
+   * cached object missing from the world.
+   *
+   * @throws {InvalidSourceEventError} for a value that is not a source event (cache unchanged).
+   */
+  apply(event: SourceEvent<U>): ReadonlySet<P> {
+    const affected = new Set<P>();
+    const type = (event as { type?: unknown } | null)?.type;
+    if (type === 'upsert' && event.type === 'upsert') {
+      assertKey(event, event.key);
+      this.#upsert(event.key, event.object, affected);
+    } else if (type === 'delete' && event.type === 'delete') {
+      assertKey(event, event.key);
+      this.#remove(event.key, affected);
+    } else if (type === 'replace' && event.type === 'replace') {
+      const world = event.objects as ReadonlyMap<ObjectKey, U> | undefined;
+      if (world === null || typeof world !== 'object' || typeof world.has !== 'function' || typeof world[Symbol.iterator] !== 'function') {
+        throw new InvalidSourceEventError(event, 'a replace event needs objects: ReadonlyMap<ObjectKey, U>');
+      }
+      for (const key of world.keys()) assertKey(event, key);
+      for (const [key, object] of world) this.#upsert(key, object, affected);
+      for (const key of this.#objects.keys()) if (!world.has(key)) this.#remove(key, affected);
+    } else {
+      throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete' or 'replace'`);
+    }
+    return affected;
+  }
+
+  get(key: ObjectKey): U | undefined {
+    return this.#objects.get(key);
+  }
+
+  has(key: ObjectKey): boolean {
+    return this.#objects.has(key);
+  }
+
+  get size(): number {
+    return this.#objects.size;
+  }
+
+  parentsOf(key: ObjectKey): readonly P[] {
+    return this.#parentsOf.get(key) ?? NONE;
+  }
+
+  owned(parent: P): ReadonlyMap<ObjectKey, U> {
+    const members = this.#members.get(parent);
+    return members ? new Map(members) : new Map();
+  }
+
+  parents(): P[] {
+    return [...this.#members.keys()];
+  }
+
+  keys(): ObjectKey[] {
+    return [...this.#objects.keys()];
+  }
+
+  snapshot(): ReadonlyMap<ObjectKey, U> {
+    return new Map(this.#objects);
+  }
+
+  #upsert(key: ObjectKey, object: U, affected: Set<P>): void {
+    const previous = this.#objects.get(key);
+    const before = this.#parentsOf.get(key) ?? NONE;
+    const after = this.#map(object, key);
+    this.#remove(key, undefined);
+    this.#objects.set(key, object);
+    this.#parentsOf.set(key, after);
+    for (const parent of after) {
+      let members = this.#members.get(parent);
+      if (members === undefined) this.#members.set(parent, (members = new Map()));
+      members.set(key, object);
+    }
+    const { updateFilter, name, logger } = this.#o;
+    const sameParents = before.length === after.length && before.every((p) => after.includes(p));
+    if (previous !== undefined && sameParents && updateFilter !== undefined && !passes(updateFilter, previous, object, key, name, logger)) return;
+    for (const parent of before) affected.add(parent);
+    for (const parent of after) affected.add(parent);
+  }
+
+  #remove(key: ObjectKey, affected: Set<P> | undefined): void {
+    const parents = this.#parentsOf.get(key);
+    if (parents === undefined) return;
+    for (const parent of parents) {
+      const members = this.#members.get(parent);
+      members?.delete(key);
+      if (members?.size === 0) this.#members.delete(parent);
+      affected?.add(parent);
+    }
+    this.#parentsOf.delete(key);
+    this.#objects.delete(key);
+  }
+
+  /** The key map's parents for one object; a throw or a bad key is logged and maps it to no parent (still cached). */
+  #map(object: U, key: ObjectKey): readonly P[] {
+    const { keyMap, name, logger } = this.#o;
+    let result: unknown;
+    try {
+      result = keyMap(object, key);
+    } catch (error) {
+      logger.error({ source: name, objectKey: key, err: error }, 'secondary key map threw; object cached without a parent');
+      return NONE;
+    }
+    if (result === undefined) return NONE;
+    const list: unknown[] = Array.isArray(result) ? result : [result];
+    const parents: P[] = [];
+    for (const parent of list) {
+      if (!isParentKey(parent)) {
+        logger.error({ source: name, objectKey: key, got: parent === null ? 'null' : typeof parent }, 'secondary key map returned a parent key that is not a primitive; skipped');
+      } else if (!parents.includes(parent as P)) parents.push(parent as P);
+    }
+    return parents.length === 0 ? NONE : parents;
+  }
+}
+
+function assertKey(event: unknown, key: unknown): asserts key is ObjectKey {
+  if (typeof key !== 'string') throw new InvalidSourceEventError(event, `object key must be a string, got ${typeof key}`);
+}

@@ -1,0 +1,75 @@
+/**
+ * The loop's sources: the primary one (the parent kind, or the pod tracker's one kind) and any
+ * secondary ones, each a stream driver over its own store. Stores never share a driver, so a relist
+ * (a replace) of one source rewrites only its own store.
+ */
+import { ObjectStore, type Clock, type Logger, type ObjectStoreReader, type ParentKey } from '@reconcile-loop/object-store';
+import { StreamDriver, type StoreWriter } from '@reconcile-loop/stream-driver';
+import { readOnlySecondary, readOnlyView, type SecondaryReaders } from './context.js';
+import { filteredWriter } from './filters.js';
+import type { ReconcileLoopOptions, SecondarySource } from './options.js';
+import { ownerKeyMap, type SecondaryKeyMap } from './owners.js';
+import { SecondaryStore, type SecondaryStoreReader } from './secondary-store.js';
+
+/** One source as the loop drives it. */
+export interface WiredSource<P extends ParentKey> {
+  readonly name: string;
+  readonly driver: StreamDriver<unknown, P>;
+  /** Parent keys with at least one object in this source's store (what resync re-drives). */
+  parents(): P[];
+  /** Settles when the driver's run ends (undefined before `start()`). */
+  run: Promise<void> | undefined;
+  done: boolean;
+}
+
+/** Everything built from the options: the sources in order (primary first) and the stores' read views. */
+export interface Wiring<T, P extends ParentKey, S> {
+  readonly sources: readonly WiredSource<P>[];
+  readonly primary: ObjectStore<T, P>;
+  readonly reader: ObjectStoreReader<T, P>;
+  readonly secondaries: ReadonlyMap<string, SecondaryStoreReader<unknown, P>>;
+  readonly readers: SecondaryReaders<S, P>;
+}
+
+export interface WiringContext<P extends ParentKey> {
+  /** Called after a store holds an event, with the parents it affected (cache before notify). */
+  onAffected(parents: ReadonlySet<P>, source: string): void;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** Builds one stream driver and store per source. Options were validated before. */
+export function wireSources<T, P extends ParentKey, S>(options: ReconcileLoopOptions<T, P, S>, ctx: WiringContext<P>): Wiring<T, P, S> {
+  const { clock, logger } = ctx;
+  const driverOptions = {
+    ...(options.sourceRetryDelayMs !== undefined && { sourceRetryDelayMs: options.sourceRetryDelayMs }),
+    ...(options.maxSourceRetryDelayMs !== undefined && { maxSourceRetryDelayMs: options.maxSourceRetryDelayMs }),
+    ...(options.sourceHealthyAfterMs !== undefined && { sourceHealthyAfterMs: options.sourceHealthyAfterMs }),
+    clock,
+    logger,
+  };
+  const wire = <U>(source: ReconcileLoopOptions<U, P>['source'], store: StoreWriter<U, P>, parents: () => P[]): WiredSource<P> => {
+    const driver = new StreamDriver<U, P>({ ...driverOptions, source, store, onAffected: (affected) => ctx.onAffected(affected, source.name) });
+    return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, run: undefined, done: false };
+  };
+
+  const primary = new ObjectStore<T, P>({ keyMap: options.keyMap, logger });
+  const writer = options.updateFilter === undefined ? primary : filteredWriter(primary, options.updateFilter, options.source.name, logger);
+  const sources: WiredSource<P>[] = [wire(options.source, writer, () => primary.parents())];
+  const secondaries = new Map<string, SecondaryStoreReader<unknown, P>>();
+  const readers: Record<string, SecondaryStoreReader<unknown, P>> = {};
+  for (const [name, spec] of Object.entries((options.secondary ?? {}) as Record<string, SecondarySource<unknown, P>>)) {
+    const keyMap = (spec.keyMap ?? ownerKeyMap(spec.owner!)) as SecondaryKeyMap<unknown, P>;
+    const store = new SecondaryStore<unknown, P>({ name: spec.source.name, keyMap, updateFilter: spec.updateFilter, logger });
+    sources.push(wire(spec.source, store, () => store.parents()));
+    secondaries.set(name, store);
+    readers[name] = readOnlySecondary(store);
+  }
+  return {
+    sources,
+    primary,
+    reader: readOnlyView(primary),
+    secondaries,
+    readers: Object.freeze(readers) as SecondaryReaders<S, P>,
+  };
+}
