@@ -1,5 +1,19 @@
 import { readdirSync, existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// The workspace develops against @kubernetes/client-node 2.x. RECONCILE_LOOP_CLIENT_NODE=1 runs the
+// same sources and tests against 1.4.x (the root's `client-node-1` alias install) for the matrix's
+// client-node 1.x cells: every import of the package, deep ones included, resolves to that copy, so no
+// test needs to know which major it runs against.
+const clientNodeMajor = process.env.RECONCILE_LOOP_CLIENT_NODE ?? '2';
+if (clientNodeMajor !== '1' && clientNodeMajor !== '2') {
+  throw new Error(`RECONCILE_LOOP_CLIENT_NODE must be 1 or 2, got ${JSON.stringify(clientNodeMajor)}`);
+}
+const alias =
+  clientNodeMajor === '1'
+    ? [{ find: /^@kubernetes\/client-node(?=\/|$)/, replacement: resolve('node_modules/client-node-1') }]
+    : [];
 
 // Workspace packages resolve each other through this export condition, so tests always run
 // against sources and never against a stale dist/ (see tsconfig.base.json customConditions).
@@ -17,7 +31,7 @@ const packageProjects = readdirSync('packages', { withFileTypes: true })
   }));
 
 export default defineConfig({
-  resolve: { conditions },
+  resolve: { conditions, alias },
   ssr: { resolve: { conditions, externalConditions: ['@reconcile-loop/source'] } },
   test: {
     passWithNoTests: false,
@@ -27,6 +41,10 @@ export default defineConfig({
       ...(existsSync('examples/pool-tracker/test')
         ? [{ extends: true as const, test: { name: 'examples', root: 'examples/pool-tracker', include: ['test/**/*.test.ts'] } }]
         : []),
+      {
+        extends: true as const,
+        test: { name: 'runtime-check', root: 'tools/runtime-check', include: ['test/**/*.test.ts'] },
+      },
       ...(existsSync('e2e/package.json')
         ? [{ extends: true as const, test: { name: 'e2e', root: 'e2e', include: ['test/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 900_000, fileParallelism: false } }]
         : []),
