@@ -27,6 +27,10 @@ const packageProjects = readdirSync('packages', { withFileTypes: true })
       name: d.name,
       root: `packages/${d.name}`,
       include: ['test/**/*.test.ts'],
+      // A package with type tests (test/*.test-d.ts) has them checked by tsc in the same run.
+      ...(readdirSync(`packages/${d.name}/test`, { recursive: true }).some((f) => String(f).endsWith('.test-d.ts'))
+        ? { typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: 'tsconfig.json' } }
+        : {}),
     },
   }));
 
