@@ -160,6 +160,11 @@ for id in "${IDS[@]}"; do
     tail -n 120 "$OUT/$id.log"
   fi
 done
+# What a cell ran but could not yet prove (e.g. a check waiting for a flag another change adds).
+if grep -hs '^NOTE' "$OUT"/*.log | sort -u | grep -q .; then
+  step "notes from the cells"
+  grep -hs '^NOTE' "$OUT"/*.log | sort -u
+fi
 echo
 node -e '
 const fs = require("node:fs");
