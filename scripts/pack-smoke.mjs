@@ -44,6 +44,8 @@ const zeroDeps = new Set(['work-queue', 'retry-scheduler', 'object-store']);
 const peers = {
   'k8s-types': { zod: '^4.5.0' },
   reflector: { '@kubernetes/client-node': '^1.4.0 || ^2.0.0', zod: '^4.5.0' },
+  // Arrives with the kube-client change (an optional peer there).
+  'kube-client': { '@kubernetes/client-node': '^1.4.0 || ^2.0.0' },
 };
 const rootEngines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node;
 
