@@ -1,6 +1,9 @@
 import { readdirSync, existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// Paths are read from this file's directory, so a package's own `pnpm test` (cwd = the package) works too.
+const here = import.meta.dirname;
 
 // The workspace develops against @kubernetes/client-node 2.x. RECONCILE_LOOP_CLIENT_NODE=1 runs the
 // same sources and tests against 1.4.x (the root's `client-node-1` alias install) for the matrix's
@@ -12,23 +15,23 @@ if (clientNodeMajor !== '1' && clientNodeMajor !== '2') {
 }
 const alias =
   clientNodeMajor === '1'
-    ? [{ find: /^@kubernetes\/client-node(?=\/|$)/, replacement: resolve('node_modules/client-node-1') }]
+    ? [{ find: /^@kubernetes\/client-node(?=\/|$)/, replacement: resolve(here, 'node_modules/client-node-1') }]
     : [];
 
 // Workspace packages resolve each other through this export condition, so tests always run
 // against sources and never against a stale dist/ (see tsconfig.base.json customConditions).
 const conditions = ['@reconcile-loop/source', 'module', 'node', 'import', 'default'];
 
-const packageProjects = readdirSync('packages', { withFileTypes: true })
-  .filter((d) => d.isDirectory() && existsSync(`packages/${d.name}/package.json`))
+const packageProjects = readdirSync(join(here, 'packages'), { withFileTypes: true })
+  .filter((d) => d.isDirectory() && existsSync(join(here, 'packages', d.name, 'package.json')))
   .map((d) => ({
     extends: true as const,
     test: {
       name: d.name,
-      root: `packages/${d.name}`,
+      root: join(here, 'packages', d.name),
       include: ['test/**/*.test.ts'],
       // A package with type tests (test/*.test-d.ts) has them checked by tsc in the same run.
-      ...(readdirSync(`packages/${d.name}/test`, { recursive: true }).some((f) => String(f).endsWith('.test-d.ts'))
+      ...(readdirSync(join(here, 'packages', d.name, 'test'), { recursive: true }).some((f) => String(f).endsWith('.test-d.ts'))
         ? { typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: 'tsconfig.json' } }
         : {}),
     },
@@ -42,15 +45,15 @@ export default defineConfig({
     restoreMocks: true,
     projects: [
       ...packageProjects,
-      ...(existsSync('examples/pool-tracker/test')
-        ? [{ extends: true as const, test: { name: 'examples', root: 'examples/pool-tracker', include: ['test/**/*.test.ts'] } }]
+      ...(existsSync(join(here, 'examples/pool-tracker/test'))
+        ? [{ extends: true as const, test: { name: 'examples', root: join(here, 'examples/pool-tracker'), include: ['test/**/*.test.ts'] } }]
         : []),
       {
         extends: true as const,
-        test: { name: 'runtime-check', root: 'tools/runtime-check', include: ['test/**/*.test.ts'] },
+        test: { name: 'runtime-check', root: join(here, 'tools/runtime-check'), include: ['test/**/*.test.ts'] },
       },
-      ...(existsSync('e2e/package.json')
-        ? [{ extends: true as const, test: { name: 'e2e', root: 'e2e', include: ['test/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 900_000, fileParallelism: false } }]
+      ...(existsSync(join(here, 'e2e/package.json'))
+        ? [{ extends: true as const, test: { name: 'e2e', root: join(here, 'e2e'), include: ['test/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 900_000, fileParallelism: false } }]
         : []),
     ],
   },
