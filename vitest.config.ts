@@ -42,6 +42,9 @@ export default defineConfig({
   ssr: { resolve: { conditions, externalConditions: ['@reconcile-loop/source'] } },
   test: {
     passWithNoTests: false,
+    // The matrix runs two test processes on CI's two cores, so a test taking 2-3 s alone can take
+    // twice that; a deadline is still a deadline (the e2e project sets its own, longer one).
+    testTimeout: 20_000,
     restoreMocks: true,
     projects: [
       ...packageProjects,
