@@ -1,16 +1,26 @@
 #!/usr/bin/env node
 // Packaging smoke test: every package is packed exactly as published (pnpm pack) and installed
-// ALONE into an empty project with plain npm, outside the workspace; then it is imported from ESM
-// and required from CJS and used once. Unpublished sibling packages resolve to their tarballs
-// through npm `overrides`, so the project lists only the package under test.
-// Fails when a package that must not see the Kubernetes client pulls @kubernetes/client-node in.
+// ALONE into an empty project with plain npm, outside the workspace, under whichever Node is first
+// on PATH; then it is imported from ESM and required from CJS and used once. Unpublished sibling
+// packages resolve to their tarballs through npm `overrides`, so the project lists only the package
+// under test. It also checks what the tarball promises: LICENSE, license, engines, no placeholder
+// repository, truthful peer ranges; and it runs the testing package's bin from node_modules/.bin.
+//
+//   node scripts/pack-smoke.mjs [names...]          pack into a temp dir, then check
+//   node scripts/pack-smoke.mjs --pack DIR          only pack (DIR/index.json maps names to tarballs)
+//   node scripts/pack-smoke.mjs --tarballs DIR ...  check tarballs packed earlier (one per Node of the matrix)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { checkBin } from './pack-smoke-bin.mjs';
 
 const root = resolve(import.meta.dirname, '..');
-const only = process.argv.slice(2);
+const { values: opts, positionals: only } = parseArgs({
+  options: { pack: { type: 'string' }, tarballs: { type: 'string' } },
+  allowPositionals: true,
+});
 
 /** One line of real use per package, run from ESM and from CJS; `m` is the package's exports. */
 const uses = {
@@ -28,53 +38,176 @@ const uses = {
 const noKubernetesClient = new Set(['work-queue', 'retry-scheduler', 'object-store', 'k8s-types', 'stream-driver', 'loop', 'testing', 'kube-client']);
 /** Packages with zero runtime dependencies. */
 const zeroDeps = new Set(['work-queue', 'retry-scheduler', 'object-store']);
+/**
+ * The peer ranges CI proves (scripts/test-all.sh runs client-node 1.4.x and 2.0.x, zod from its
+ * floor 4.5.0 here to the locked 4.x in the workspace). A tarball declaring anything else fails.
+ */
+const peers = {
+  'k8s-types': { zod: '^4.5.0' },
+  reflector: { '@kubernetes/client-node': '^1.4.0 || ^2.0.0', zod: '^4.5.0' },
+  // client-node is an optional peer there (auth borrowed from a KubeConfig); zod types the caller's views.
+  'kube-client': { '@kubernetes/client-node': '^1.4.0 || ^2.0.0', zod: '^4.5.0' },
+};
+const rootEngines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node;
 
 const sh = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
-const work = mkdtempSync(join(tmpdir(), 'rl-smoke-'));
-const tarballs = join(work, 'tarballs');
-mkdirSync(tarballs);
-const failures = [];
-let passed = 0;
-try {
-  const names = readdirSync(join(root, 'packages')).filter((n) => existsSync(join(root, 'packages', n, 'package.json')));
-  // With names on the command line, pack only those and the sibling packages they depend on.
-  const wanted = new Set(only.length ? only : names);
+const npmInstall = (project, ...specs) => sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...specs], project);
+
+const packageNames = readdirSync(join(root, 'packages')).filter((n) => existsSync(join(root, 'packages', n, 'package.json')));
+
+/** Packs the wanted packages (and the sibling packages they depend on) into `dir`; returns name → tarball. */
+function packAll(dir, wantedNames) {
+  const wanted = new Set(wantedNames.length ? wantedNames : packageNames);
   for (const name of [...wanted]) {
     const deps = JSON.parse(readFileSync(join(root, 'packages', name, 'package.json'), 'utf8')).dependencies ?? {};
     for (const dep of Object.keys(deps)) if (dep.startsWith('@reconcile-loop/')) wanted.add(dep.slice('@reconcile-loop/'.length));
   }
   const tarballOf = {};
-  for (const name of names.filter((n) => wanted.has(n))) {
-    const dir = join(root, 'packages', name);
-    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+  for (const name of packageNames.filter((n) => wanted.has(n))) {
+    const pkgDir = join(root, 'packages', name);
+    const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
     if (manifest.private) continue;
-    if (!existsSync(join(dir, 'dist'))) throw new Error(`packages/${name}/dist is missing: run the build first`);
-    const out = sh('pnpm', ['pack', '--pack-destination', tarballs], dir).trim().split('\n').pop();
-    tarballOf[manifest.name] = resolve(dir, out);
+    if (!existsSync(join(pkgDir, 'dist'))) throw new Error(`packages/${name}/dist is missing: run the build first`);
+    const out = sh('pnpm', ['pack', '--pack-destination', dir], pkgDir).trim().split('\n').pop();
+    tarballOf[manifest.name] = resolve(pkgDir, out);
   }
-  for (const name of names) {
+  writeFileSync(join(dir, 'index.json'), JSON.stringify(tarballOf, null, 2));
+  return tarballOf;
+}
+
+/** What the tarball itself promises, read from the extracted package/ directory. */
+function checkManifest(name, extracted) {
+  const manifest = JSON.parse(readFileSync(join(extracted, 'package.json'), 'utf8'));
+  const license = join(extracted, 'LICENSE');
+  if (!existsSync(license)) throw new Error('the tarball has no LICENSE file');
+  const text = readFileSync(license, 'utf8');
+  if (!text.includes('Apache License') || !text.includes('Version 2.0, January 2004') || !text.includes('END OF TERMS AND CONDITIONS')) {
+    throw new Error('LICENSE is not the full Apache-2.0 text');
+  }
+  if (manifest.license !== 'Apache-2.0') throw new Error(`license is ${JSON.stringify(manifest.license)}, want Apache-2.0`);
+  const repo = typeof manifest.repository === 'string' ? manifest.repository : manifest.repository?.url;
+  if (repo !== undefined && /example\.(invalid|com|org)|localhost/.test(repo)) throw new Error(`repository is a placeholder: ${repo}`);
+  if (manifest.engines?.node !== rootEngines) throw new Error(`engines.node is ${JSON.stringify(manifest.engines?.node)}, want ${rootEngines} (the tested floor)`);
+  const want = peers[name] ?? {};
+  const got = manifest.peerDependencies ?? {};
+  if (JSON.stringify(Object.entries(got).sort()) !== JSON.stringify(Object.entries(want).sort())) {
+    throw new Error(`peerDependencies ${JSON.stringify(got)}, want exactly ${JSON.stringify(want)}`);
+  }
+  if (manifest.dependencies?.zod || manifest.dependencies?.['@kubernetes/client-node']) throw new Error('zod and client-node must be peers, not dependencies');
+  return manifest;
+}
+
+function floorOf(range) {
+  const m = /^\^(\d+\.\d+\.\d+)$/.exec(range);
+  if (!m) throw new Error(`cannot take the floor of ${range}`);
+  return m[1];
+}
+
+/** The reflector, packed, syncing from the packed embedded apiserver through the registry's client-node. */
+const reflectorSync = `import { KubeConfig } from '@kubernetes/client-node';
+import { podReflector } from '@reconcile-loop/reflector';
+import { startApiServer } from '@reconcile-loop/testing';
+const deadline = setTimeout(() => { console.error('no listing within 30 s'); process.exit(1); }, 30_000);
+const server = await startApiServer();
+server.seedPods(3, { namespace: 'default', labels: { pool: 'a' } });
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromString(server.kubeconfig());
+const controller = new AbortController();
+try {
+  for await (const event of podReflector({ kubeConfig, namespace: 'default', labelSelector: 'pool=a' }).open(controller.signal)) {
+    if (event.type !== 'replace') throw new Error('first event ' + event.type);
+    if (event.objects.size !== 3) throw new Error('listed ' + event.objects.size + ' pods, want 3');
+    break;
+  }
+} finally {
+  controller.abort();
+  await server.close();
+  clearTimeout(deadline);
+}
+console.log('reflector synced');
+`;
+
+const work = mkdtempSync(join(tmpdir(), 'rl-smoke-'));
+const failures = [];
+let passed = 0;
+try {
+  let tarballOf = {};
+  if (opts.pack !== undefined) {
+    mkdirSync(opts.pack, { recursive: true });
+    const packed = packAll(resolve(opts.pack), only);
+    console.log(`packed ${Object.keys(packed).length} packages into ${opts.pack}`);
+  } else if (opts.tarballs !== undefined) {
+    tarballOf = JSON.parse(readFileSync(join(opts.tarballs, 'index.json'), 'utf8'));
+  } else {
+    mkdirSync(join(work, 'tarballs'));
+    tarballOf = packAll(join(work, 'tarballs'), only);
+  }
+  const node = process.versions.node;
+  for (const name of opts.pack !== undefined ? [] : packageNames) {
     const pkgName = `@reconcile-loop/${name}`;
     if (!tarballOf[pkgName] || (only.length && !only.includes(name))) continue;
     const project = join(work, `consumer-${name}`);
     mkdirSync(project);
     const overrides = Object.fromEntries(Object.entries(tarballOf).filter(([n]) => n !== pkgName).map(([n, t]) => [n, `file:${t}`]));
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: `consumer-${name}`, version: '1.0.0', private: true, overrides }, null, 2));
-    const label = `${pkgName}`;
+    const label = `${pkgName} (node ${node})`;
+    const notes = [];
     try {
-      sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarballOf[pkgName]], project);
+      mkdirSync(join(project, 'extracted'));
+      sh('tar', ['-xzf', tarballOf[pkgName], '-C', join(project, 'extracted')]);
+      checkManifest(name, join(project, 'extracted', 'package'));
+      // zod's floor is installed explicitly, so the lowest version the peer range admits is the one used.
+      const extra = name === 'k8s-types' ? [`zod@${floorOf(peers['k8s-types'].zod)}`] : [];
+      npmInstall(project, tarballOf[pkgName], ...extra);
       const installed = JSON.parse(readFileSync(join(project, 'node_modules', pkgName, 'package.json'), 'utf8'));
       if (zeroDeps.has(name) && Object.keys(installed.dependencies ?? {}).length > 0) throw new Error(`has runtime dependencies: ${Object.keys(installed.dependencies)}`);
       if (JSON.stringify(installed).includes('workspace:')) throw new Error('published manifest still has a workspace: range');
       if (JSON.stringify(installed.exports).includes('/src/')) throw new Error('published exports point into src/');
       const hasClient = existsSync(join(project, 'node_modules', '@kubernetes', 'client-node'));
       if (noKubernetesClient.has(name) && hasClient) throw new Error('installing it brought @kubernetes/client-node into node_modules');
-      if (name === 'reflector' && !installed.peerDependencies?.['@kubernetes/client-node']) throw new Error('reflector must declare @kubernetes/client-node as a peer');
+      if (name === 'reflector' && !hasClient) throw new Error('npm did not install the @kubernetes/client-node peer');
       const use = uses[name] ?? '';
       writeFileSync(join(project, 'use.mjs'), `import * as m from '${pkgName}';\n${use}\nconsole.log('esm ok');\n`);
       writeFileSync(join(project, 'use.cjs'), `const m = require('${pkgName}');\n(async () => {\n${use}\nconsole.log('cjs ok');\n})().catch((e) => { console.error(e); process.exit(1); });\n`);
       sh('node', ['use.mjs'], project);
       sh('node', ['use.cjs'], project);
-      console.log(`ok   ${label}${hasClient ? ' (with its @kubernetes/client-node peer)' : ' (no @kubernetes/client-node)'}`);
+      notes.push('LICENSE/engines/peers', 'esm+cjs');
+      if (name === 'k8s-types') {
+        notes.push(`zod ${floorOf(peers['k8s-types'].zod)}`);
+        // The peer range must keep zod 3 out: npm refuses the install instead of failing at run time.
+        const zod3 = join(work, 'consumer-k8s-types-zod3');
+        mkdirSync(zod3);
+        writeFileSync(join(zod3, 'package.json'), JSON.stringify({ name: 'zod3', version: '1.0.0', private: true }));
+        let refused = false;
+        try {
+          npmInstall(zod3, tarballOf[pkgName], 'zod@3');
+        } catch (error) {
+          refused = /ERESOLVE|peer/i.test(`${error.stderr}${error.stdout}`);
+          if (!refused) throw error;
+        }
+        if (!refused) throw new Error('npm installed it beside zod 3 without complaint');
+        notes.push('zod 3 refused');
+      }
+      if (name === 'reflector') {
+        // A second project: the reflector beside the testing package (a user's test setup).
+        const both = join(work, 'consumer-reflector-with-testing');
+        mkdirSync(both);
+        const pair = new Set([pkgName, '@reconcile-loop/testing']);
+        const rest = Object.fromEntries(Object.entries(tarballOf).filter(([n]) => !pair.has(n)).map(([n, t]) => [n, `file:${t}`]));
+        writeFileSync(join(both, 'package.json'), JSON.stringify({ name: 'consumer-reflector-with-testing', version: '1.0.0', private: true, overrides: rest }, null, 2));
+        npmInstall(both, tarballOf[pkgName], tarballOf['@reconcile-loop/testing']);
+        const cn = JSON.parse(readFileSync(join(both, 'node_modules', '@kubernetes', 'client-node', 'package.json'), 'utf8')).version;
+        writeFileSync(join(both, 'sync.mjs'), reflectorSync);
+        sh('node', ['sync.mjs'], both);
+        notes.push(`synced from the packed apiserver with client-node ${cn}`);
+      }
+      if (name === 'testing') {
+        npmInstall(project, '@kubernetes/client-node@^2.0.1');
+        for (const check of await checkBin(project)) notes.push(`bin ${check}`);
+      }
+      const pending = notes.filter((n) => n.includes('pending:'));
+      console.log(`ok   ${label}: ${notes.join('; ')}`);
+      for (const p of pending) console.log(`NOTE ${label}: ${p}`);
       passed++;
     } catch (error) {
       const detail = [error.message, error.stdout, error.stderr].filter(Boolean).join('\n').trim();
@@ -85,5 +218,5 @@ try {
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
-console.log(`pack-smoke: ${passed} passed, ${failures.length} failed`);
+if (opts.pack === undefined) console.log(`pack-smoke: ${passed} passed, ${failures.length} failed (node ${process.versions.node})`);
 process.exit(failures.length ? 1 : 0);

@@ -1,11 +1,40 @@
 #!/usr/bin/env bash
-# Every test, in the order a failure is cheapest to read. Called by `./dev test` (and so by .ci/run).
+# Every test, as a matrix of cells (Node version x @kubernetes/client-node major x layer), two at a
+# time on CI's two cores. Called by `./dev test` (and so by .ci/run). Each cell's output goes to
+# .turbo/matrix/<cell>.log; the run prints one line per cell as it finishes
+#   cell node=26.12.1 client-node=2 layer=unit+integration: passed (48 s)
+# then a summary in the cells' fixed order, the test counts of every vitest cell, and last
+#   cells: N passed, N failed
+# and exits non-zero when any cell failed. The layout and the reason for each cell: ALIGNMENT.md
+# (Support) and the README's support table.
+#
+# Env: RECONCILE_LOOP_MATRIX_JOBS (default 2) cells at once; RECONCILE_LOOP_CELLS=<regex> runs only
+# the cells whose id matches (e.g. 'n26' for the primary runtime), their dependencies included.
 set -euo pipefail
 export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1
 cd "$(dirname "$0")/.."
+# shellcheck source=runtime.sh
+. scripts/runtime.sh
+rl_use_node "$NODE_PRIMARY"
+
+JOBS="${RECONCILE_LOOP_MATRIX_JOBS:-2}"
+ONLY="${RECONCILE_LOOP_CELLS:-}"
+OUT=.turbo/matrix
+rm -rf "$OUT"
+mkdir -p "$OUT"
+TARBALLS="$(mktemp -d "${TMPDIR:-/tmp}/rl-tarballs-XXXXXX")"
+trap 'rm -rf "$TARBALLS"' EXIT
+started_at=$(date +%s)
 
 step() { printf '\n=== %s\n' "$*"; }
+major() { echo "${1%%.*}"; }
 
+step "runtimes: Node $NODE_MATRIX from the npm registry (cached in $RL_NODE_CACHE)"
+declare -A PATH_FOR
+for v in $NODE_MATRIX; do
+  PATH_FOR[$v]="$(rl_path_for "$v")"
+  echo "node $v: $(PATH="${PATH_FOR[$v]}" node --version), npm $(PATH="${PATH_FOR[$v]}" npm --version), pnpm $(PATH="${PATH_FOR[$v]}" pnpm --version)"
+done
 if [ -f packages/testing/scripts/ensure-kubectl.sh ]; then
   step "kubectl (Debian's kubernetes-client) for the embedded-apiserver tests"
   bash packages/testing/scripts/ensure-kubectl.sh
@@ -15,23 +44,138 @@ if [ -f e2e/provision/build.sh ]; then
   bash e2e/provision/build.sh
 fi
 
-step "typecheck, build, package lint (publint --strict, attw)"
-pnpm exec turbo run typecheck build lint --output-logs=errors-only
+# --- the cells ---------------------------------------------------------------------------------
+# id | node | client-node major | layer | cell it waits for | command (run by bash in the repo root)
+IDS=()
+declare -A C_NODE C_CN C_LAYER C_AFTER C_CMD
+cell() {
+  IDS+=("$1"); C_NODE[$1]="$2"; C_CN[$1]="$3"; C_LAYER[$1]="$4"; C_AFTER[$1]="$5"; C_CMD[$1]="$6"
+}
+vitest_cmd() { echo "pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=$OUT/$1.json ${*:2}"; }
+# Which projects exercise @kubernetes/client-node: the reflector (its only runtime user), the loop and
+# the testing package (their embedded-apiserver integration and client-node's own informer), the
+# k8s-types parsing of client-node's class instances, the demo, and the runtime check.
+CN_PROJECTS="--project reflector --project loop --project testing --project k8s-types --project examples --project runtime-check"
+# kube-client (another change) takes auth from a client-node KubeConfig too.
+[ ! -f packages/kube-client/package.json ] || CN_PROJECTS+=" --project kube-client"
+P="$NODE_PRIMARY"
+n26=26.12.1 n24=24.22.3 n22=22.19.0
+for v in $n26 $n24 $n22; do [[ " $NODE_MATRIX " == *" $v "* ]] || rl_die "test-all.sh names Node $v, which runtimes.env does not pin"; done
 
-step "tests: unit, integration (embedded apiserver), e2e (real apiserver)"
-mkdir -p .turbo
-pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=.turbo/vitest-results.json
-
-step "pack-and-install smoke test"
-node scripts/pack-smoke.mjs
-
+cell build      "$P"   2 "typecheck+build+lint+pack" ""      "pnpm exec turbo run typecheck build lint --output-logs=errors-only && node scripts/pack-smoke.mjs --pack $TARBALLS"
+cell e2e-n26-c2 "$n26" 2 "e2e"                       ""      "$(vitest_cmd e2e-n26-c2 --project e2e --project runtime-check)"
+cell ui-n26-c2  "$n26" 2 "unit+integration"          ""      "$(vitest_cmd ui-n26-c2 --project "'!e2e'")"
+cell ui-n24-c2  "$n24" 2 "unit+integration"          ""      "$(vitest_cmd ui-n24-c2 --project "'!e2e'")"
+cell ui-n22-c2  "$n22" 2 "unit+integration"          ""      "$(vitest_cmd ui-n22-c2 --project "'!e2e'")"
+# The heavy e2e cells (etcd + two kube-apiservers each) never overlap.
+cell e2e-n22-c1 "$n22" 1 "e2e-reflector-scenarios"   e2e-n26-c2 "$(vitest_cmd e2e-n22-c1 --project e2e --project runtime-check scenarios.test runtime.test)"
+cell int-n22-c1 "$n22" 1 "client-node-projects"      ""      "$(vitest_cmd int-n22-c1 $CN_PROJECTS)"
+cell int-n24-c1 "$n24" 1 "client-node-projects"      ""      "$(vitest_cmd int-n24-c1 $CN_PROJECTS)"
+cell int-n26-c1 "$n26" 1 "client-node-projects"      ""      "$(vitest_cmd int-n26-c1 $CN_PROJECTS)"
+cell pack-n26   "$n26" 2 "pack-smoke"                build   "node scripts/pack-smoke.mjs --tarballs $TARBALLS"
+cell pack-n24   "$n24" 2 "pack-smoke"                build   "node scripts/pack-smoke.mjs --tarballs $TARBALLS"
+cell pack-n22   "$n22" 2 "pack-smoke"                build   "node scripts/pack-smoke.mjs --tarballs $TARBALLS"
+cell types-n26  "$n26" 2 "consumer-types"            build   "node scripts/consumer-types.mjs --tarballs $TARBALLS"
 if [ -f bench/package.json ]; then
-  step "benchmark smoke (tiny sizes; never a pass/fail on time)"
-  pnpm --filter @reconcile-loop/bench bench:smoke
+  cell bench-n26 "$n26" 2 "bench-smoke"              ""      "pnpm --filter @reconcile-loop/bench bench:smoke"
 fi
 
+# RECONCILE_LOOP_CELLS: keep matching cells and what they wait for.
+if [ -n "$ONLY" ]; then
+  declare -A KEEP
+  for id in "${IDS[@]}"; do
+    if [[ "$id" =~ $ONLY ]]; then KEEP[$id]=1; [ -z "${C_AFTER[$id]}" ] || KEEP[${C_AFTER[$id]}]=1; fi
+  done
+  kept=()
+  for id in "${IDS[@]}"; do [ -z "${KEEP[$id]:-}" ] || kept+=("$id"); done
+  IDS=("${kept[@]}")
+fi
+
+label() { echo "cell node=$(major "${C_NODE[$1]}") client-node=${C_CN[$1]} layer=${C_LAYER[$1]}"; }
+
+# --- the scheduler -----------------------------------------------------------------------------
+declare -A STATE   # pending | running | passed | failed
+declare -A SECS
+for id in "${IDS[@]}"; do STATE[$id]=pending; done
+
+start_cell() {
+  local id="$1"
+  STATE[$id]=running
+  (
+    export PATH="${PATH_FOR[${C_NODE[$id]}]}"
+    export RECONCILE_LOOP_CLIENT_NODE="${C_CN[$id]}" RECONCILE_LOOP_EXPECT_NODE="${C_NODE[$id]}"
+    t0=$(date +%s)
+    rc=0
+    { echo "# $(label "$id") (node ${C_NODE[$id]})"; echo "# ${C_CMD[$id]}"; bash -c "${C_CMD[$id]}"; } >"$OUT/$id.log" 2>&1 || rc=$?
+    echo "$rc $(( $(date +%s) - t0 ))" >"$OUT/$id.status"
+  ) &
+}
+
+finish_done() {
+  local id rc secs
+  for id in "${IDS[@]}"; do
+    [ "${STATE[$id]}" = running ] && [ -f "$OUT/$id.status" ] || continue
+    read -r rc secs <"$OUT/$id.status"
+    SECS[$id]=$secs
+    if [ "$rc" = 0 ]; then STATE[$id]=passed; else STATE[$id]=failed; fi
+    echo "$(label "$id"): ${STATE[$id]} (${secs} s)"
+  done
+}
+
+step "cells, $JOBS at a time (logs in $OUT/)"
+while :; do
+  finish_done
+  running=0 pending=0
+  for id in "${IDS[@]}"; do
+    case "${STATE[$id]}" in running) running=$((running + 1)) ;; pending) pending=$((pending + 1)) ;; esac
+  done
+  [ "$running" -eq 0 ] && [ "$pending" -eq 0 ] && break
+  # Start ready cells in the listed order; a cell whose dependency failed fails without running.
+  for id in "${IDS[@]}"; do
+    [ "$running" -lt "$JOBS" ] || break
+    [ "${STATE[$id]}" = pending ] || continue
+    dep="${C_AFTER[$id]}"
+    if [ -n "$dep" ] && [ -n "${STATE[$dep]:-}" ]; then
+      case "${STATE[$dep]}" in
+        failed) STATE[$id]=failed; SECS[$id]=0; echo "$(label "$id"): failed (not run: $dep failed)"; continue ;;
+        passed) ;;
+        *) continue ;;
+      esac
+    fi
+    start_cell "$id"
+    running=$((running + 1))
+  done
+  sleep 1
+done
+wait
+
+# --- the summary -------------------------------------------------------------------------------
+step "summary ($(( $(date +%s) - started_at )) s in all)"
+npassed=0 nfailed=0
+for id in "${IDS[@]}"; do
+  echo "$(label "$id"): ${STATE[$id]} (${SECS[$id]:-0} s)"
+  if [ "${STATE[$id]}" = passed ]; then npassed=$((npassed + 1)); else nfailed=$((nfailed + 1)); fi
+done
+for id in "${IDS[@]}"; do
+  if [ "${STATE[$id]}" = failed ] && [ -f "$OUT/$id.log" ]; then
+    step "log of the failed cell $id (last 120 lines; all of it in $OUT/$id.log)"
+    tail -n 120 "$OUT/$id.log"
+  fi
+done
+# What a cell ran but could not yet prove (e.g. a check waiting for a flag another change adds).
+if grep -hs '^NOTE' "$OUT"/*.log | sort -u | grep -q .; then
+  step "notes from the cells"
+  grep -hs '^NOTE' "$OUT"/*.log | sort -u
+fi
+echo
 node -e '
-const r = require("./.turbo/vitest-results.json");
-console.log(`\ntests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
-process.exit(r.numFailedTests > 0 ? 1 : 0);
-'
+const fs = require("node:fs");
+let p = 0, f = 0, s = 0, n = 0;
+for (const file of fs.readdirSync(process.argv[1]).filter((x) => x.endsWith(".json"))) {
+  const r = JSON.parse(fs.readFileSync(`${process.argv[1]}/${file}`, "utf8"));
+  p += r.numPassedTests; f += r.numFailedTests; s += r.numPendingTests + r.numTodoTests; n++;
+}
+console.log(`tests: ${p} passed, ${f} failed, ${s} skipped (over ${n} vitest cells)`);
+' "$OUT"
+echo "cells: $npassed passed, $nfailed failed"
+[ "$nfailed" -eq 0 ]

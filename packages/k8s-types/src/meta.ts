@@ -110,7 +110,10 @@ export function listOf<T extends z.ZodType>(item: T) {
     .transform((value): readonly z.output<T>[] => value ?? EMPTY_LIST);
 }
 
-/** The owner reference fields a pool tracker reads. */
+/**
+ * An owner reference. The apiserver refuses one without `apiVersion`, `kind`, `name` or `uid`, so
+ * all four are required: a controller adopting or garbage-collecting by owner matches on `uid`.
+ */
 export const ownerReferenceSchema = z.object({
   apiVersion: sharedString,
   kind: sharedString,
@@ -123,6 +126,14 @@ export const ownerReferenceSchema = z.object({
  * The standard `metadata` view every object schema shares. `name` is required (it is the object
  * key); everything else the apiserver always sets is still optional, so a hand-built object (a
  * test, an in-process source) validates too. Unknown fields are dropped.
+ *
+ * `finalizers` and `deletionGracePeriodSeconds` (what a controller reads to finish a deletion) are
+ * absent from the view when absent from the object: most objects carry neither, and a cached object
+ * pays nothing for a field it does not have.
+ *
+ * Extend it with zod's `.extend()` and pass the result as `metadata` to {@link objectSchema}; the
+ * fields above stay, yours are added:
+ * `objectSchema({ metadata: objectMetaSchema.extend({ generateName: z.string().optional() }), spec })`.
  */
 export const objectMetaSchema = z.object({
   name: z.string(),
@@ -133,8 +144,10 @@ export const objectMetaSchema = z.object({
   labels: stringMap,
   annotations: stringMap,
   ownerReferences: listOf(ownerReferenceSchema),
+  finalizers: z.array(sharedString).optional(),
   creationTimestamp: timestamp,
   deletionTimestamp: timestamp,
+  deletionGracePeriodSeconds: z.number().int().optional(),
 });
 
 /** The metadata view (output of {@link objectMetaSchema}). */
@@ -143,12 +156,29 @@ export type ObjectMeta = z.output<typeof objectMetaSchema>;
 export type OwnerReference = z.output<typeof ownerReferenceSchema>;
 
 /**
+ * `apiVersion` and `kind`, for a view that wants them: spread into the shape given to
+ * {@link objectSchema} (`objectSchema({ ...typeMetaShape, spec })`). Optional, because the apiserver
+ * omits both on the items of a LIST of a built-in kind (pods); custom resources carry them.
+ */
+export const typeMetaShape = {
+  apiVersion: sharedString.optional(),
+  kind: sharedString.optional(),
+} as const;
+
+/** The shape {@link objectSchema} builds: yours, plus the standard `metadata` unless you gave one. */
+export type ObjectShape<Shape extends z.core.$ZodLooseShape> = Shape extends { metadata: z.core.SomeType }
+  ? Shape
+  : Shape & { metadata: typeof objectMetaSchema };
+
+/**
  * Builds an object schema with the standard metadata view plus the fields you name, e.g.
  * `objectSchema({ spec: z.object({ replicas: z.number() }), status: z.object({}).optional() })`
- * for a custom resource. Unknown top-level fields (`apiVersion`, `kind`, anything else) are dropped.
+ * for a custom resource. Top-level fields the shape does not name are dropped, `apiVersion` and
+ * `kind` included (add {@link typeMetaShape} to keep them). A `metadata` you pass is used as given,
+ * never replaced: build it with `objectMetaSchema.extend({...})` to keep the standard fields.
  */
-export function objectSchema<const Shape extends z.core.$ZodLooseShape>(shape: Shape) {
-  return z.object({ ...shape, metadata: objectMetaSchema });
+export function objectSchema<const Shape extends z.core.$ZodLooseShape>(shape: Shape): z.ZodObject<ObjectShape<Shape>, z.core.$strip> {
+  return z.object({ metadata: objectMetaSchema, ...shape }) as unknown as z.ZodObject<ObjectShape<Shape>, z.core.$strip>;
 }
 
 /**
