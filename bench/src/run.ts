@@ -5,7 +5,7 @@
  * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -181,9 +181,19 @@ for (const [path, needed] of required) {
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
-const out = join(here, '..', 'results', smoke ? 'smoke.json' : only ? `partial-${[...selected].join('-')}.json` : 'latest.json');
+const out = join(here, '..', 'results', smoke ? 'smoke.json' : 'latest.json');
 await mkdir(dirname(out), { recursive: true });
-await writeFile(out, `${JSON.stringify(summary, null, 2)}\n`);
+// An --only run updates its own keys in latest.json and keeps the rest, so `pnpm bench -- --only=concurrency`
+// refreshes `concurrency` without discarding the other benchmarks' last results.
+let written: Record<string, unknown> = summary;
+if (only && !smoke) {
+  const previous = await readFile(out, 'utf8').then(
+    (text) => JSON.parse(text) as Record<string, unknown>,
+    () => ({}),
+  );
+  written = { ...previous, ...summary };
+}
+await writeFile(out, `${JSON.stringify(written, null, 2)}\n`);
 console.log(`\nwrote ${out}`);
 
 if (failures.length > 0) {
