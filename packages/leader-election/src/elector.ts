@@ -1,4 +1,4 @@
-import { isConflict, isAlreadyExists, systemClock, type Clock } from '@reconcile-loop/kube-client';
+import { isConflict, isAlreadyExists, type Clock } from '@reconcile-loop/kube-client';
 import { ElectorAlreadyRunningError, LeadershipLostError, LeadershipWaitTimeoutError } from './errors.js';
 import type { ResourceLock } from './lease-lock.js';
 import { checkOptions, JITTER_FACTOR, resolveTimings, type LeaderElectorOptions, type Logger, type ResolvedTimings } from './options.js';
@@ -24,6 +24,17 @@ export interface LeaderHealth {
 
 /** client-go controller-manager's `--leader-elect` healthz tolerance: 20 s past the lease duration. */
 export const DEFAULT_HEALTH_TOLERANCE_MS = 20_000;
+
+/**
+ * The default clock: `performance.now()` and REF'd timers, unlike kube-client's `systemClock`. A
+ * standby whose only work is waiting for its next try is doing its job; an unref'd wait would let
+ * Node exit under a pending `run()` (exit code 13, "unsettled top-level await").
+ */
+export const electorClock: Clock = Object.freeze({
+  now: () => performance.now(),
+  setTimeout: (callback: () => void, delayMs: number): unknown => globalThis.setTimeout(callback, delayMs),
+  clearTimeout: (handle: unknown) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
+});
 
 /** One leadership term: from a successful acquire to the step-down. */
 interface Term {
@@ -75,7 +86,7 @@ export class LeaderElector implements LeadershipGate {
     this.timings = resolveTimings(options);
     this.#options = options;
     this.#lock = options.lock;
-    this.#clock = options.clock ?? systemClock;
+    this.#clock = options.clock ?? electorClock;
     this.#wallTime = options.wallTime ?? Date.now;
     this.#random = options.random ?? Math.random;
     this.#logger = options.logger;

@@ -52,7 +52,7 @@ export interface LeaderElectorOptions extends LeaderCallbacks {
    * (client-go: `false`); turn it off only when the leading work cannot be stopped promptly.
    */
   readonly releaseOnCancel?: boolean | undefined;
-  /** Monotonic time for every decision and wait. Default the process clock. */
+  /** Monotonic time for every decision and wait. Default `electorClock` (its waits keep Node alive while `run()` is pending). */
   readonly clock?: Clock | undefined;
   /** Wall time written into the record's `MicroTime`s (never compared with anything). Default `Date.now`. */
   readonly wallTime?: (() => number) | undefined;

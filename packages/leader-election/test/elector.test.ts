@@ -34,7 +34,7 @@ async function until(clock: ManualClock, predicate: () => boolean, limitMs: numb
 }
 
 const lockOf = () => {
-  const client = new KubeClient({ server: 'https://fake.invalid', rateLimit: false, transport: async () => ({ status: 500, header: () => undefined, body: [], close() {} }) });
+  const client = new KubeClient({ server: 'https://fake.invalid', rateLimit: false, transport: async () => ({ status: 500, header: () => undefined, body: (async function* () {})(), close() {} }) });
   return new LeaseLock({ client, namespace: 'default', name: 'lock', identity: 'a' });
 };
 
@@ -379,5 +379,16 @@ describe('[leader_election: gate] waitForLeadership, onLost, run', () => {
     expect(a.logger.lines.filter((l) => l.level === 'error').map((l) => l.fields['error'])).toEqual(['boom new', 'boom start']);
     a.controller.abort();
     await advance(0);
+  });
+});
+
+describe('[leader_election: process lifetime] the default clock', () => {
+  it('keeps Node alive while a standby waits for its next try (ref\'d timers), and reads the monotonic clock', async () => {
+    const { electorClock } = await import('../src/index.js');
+    const handle = electorClock.setTimeout(() => undefined, 60_000) as { hasRef(): boolean };
+    expect(handle.hasRef()).toBe(true);
+    electorClock.clearTimeout(handle);
+    const a = electorClock.now();
+    expect(electorClock.now()).toBeGreaterThanOrEqual(a);
   });
 });

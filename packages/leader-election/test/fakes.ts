@@ -12,8 +12,12 @@ export interface Fault {
   readonly drop?: 'none' | 'request' | 'response';
 }
 
+async function* chunks(text: string): AsyncGenerator<string> {
+  yield text;
+}
+
 function respond(status: number, body: unknown): TransportResponse {
-  return { status, header: () => undefined, body: [JSON.stringify(body)], close() {} };
+  return { status, header: () => undefined, body: chunks(JSON.stringify(body)), close() {} };
 }
 
 function statusBody(code: number, reason: string, message: string): Json {
@@ -35,7 +39,7 @@ export class FakeLeaseServer {
   constructor(readonly clock: ManualClock) {}
 
   /** A transport for one client; `faults` decides the fate of each request, `blackHole` drops everything once true. */
-  transport(clientClock: Clock, options: { faults?: () => Fault; blackHole?: () => boolean } = {}): Transport {
+  transport(clientClock: Clock, options: { faults?: (() => Fault) | undefined; blackHole?: (() => boolean) | undefined } = {}): Transport {
     return (request) =>
       new Promise<TransportResponse>((resolve, reject) => {
         const fault = options.blackHole?.() ? { drop: 'request' as const } : (options.faults?.() ?? {});
