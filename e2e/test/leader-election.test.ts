@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
+import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/environment.js';
 
 // @reconcile-loop/leader-election against the real kube-apiserver: replicas are separate processes
 // (e2e/scripts/leader-replica.ts) competing for one Lease with lease 3 s, renew deadline 2 s, retry
@@ -40,8 +40,9 @@ class Replica {
     readonly id: string,
     kubeconfigPath: string,
     namespace: string,
+    lease = 'e2e-lock',
   ) {
-    this.child = spawn(process.execPath, ['--conditions=@reconcile-loop/source', '--import', 'tsx', join(e2eRoot, 'scripts', 'leader-replica.ts'), kubeconfigPath, namespace, 'e2e-lock', id], {
+    this.child = spawn(process.execPath, ['--conditions=@reconcile-loop/source', '--import', 'tsx', join(e2eRoot, 'scripts', 'leader-replica.ts'), kubeconfigPath, namespace, lease, id], {
       cwd: e2eRoot,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -101,10 +102,24 @@ async function until<V>(what: string, probe: () => V | undefined, timeoutMs: num
 const leaderOf = (replicas: Replica[]): Replica | undefined =>
   replicas.find((r) => r.killedAt === undefined && r.child.exitCode === null && r.actingIntervals().length > 0 && r.events.filter((x) => x.e === 'started').length > r.events.filter((x) => x.e === 'stopped').length);
 
+/** Every tick lies in its replica's term (actingIntervals throws otherwise) and no two terms overlap. */
+function noOverlap(replicas: Replica[]): void {
+  const intervals = replicas.flatMap((r) => r.actingIntervals().map(([s, e]) => ({ id: r.id, s, e })));
+  intervals.sort((a, b) => a.s - b.s);
+  expect(intervals.length).toBeGreaterThanOrEqual(2);
+  let latest = intervals[0]!;
+  for (const cur of intervals.slice(1)) {
+    // Same machine, one wall clock: the documented clock bound here is 0.
+    expect(cur.s, `${cur.id} started at ${cur.s} while ${latest.id} acted until ${latest.e}`).toBeGreaterThan(latest.e);
+    if (cur.e > latest.e) latest = cur;
+  }
+}
+
 describeE2e('leader-election against the real kube-apiserver (separate processes)', () => {
   let ns: string;
   let kubeconfigPath: string;
   const replicas: Replica[] = [];
+  const stallReplicas: Replica[] = [];
   const measured: Record<string, number> = {};
   let counter = 0;
   const spawnReplica = (): Replica => {
@@ -135,14 +150,14 @@ describeE2e('leader-election against the real kube-apiserver (separate processes
   }, 120_000);
 
   afterAll(async () => {
-    for (const r of replicas) {
+    for (const r of [...replicas, ...stallReplicas]) {
       if (r.frozen && r.child.exitCode === null) r.child.kill('SIGCONT');
       r.child.kill('SIGKILL');
     }
-    await Promise.all(replicas.map((r) => Promise.race([r.exited, new Promise((resolve) => setTimeout(resolve, 5_000))])));
+    await Promise.all([...replicas, ...stallReplicas].map((r) => Promise.race([r.exited, new Promise((resolve) => setTimeout(resolve, 5_000))])));
     process.stderr.write(`[leader-election e2e] measured failover (ms): ${JSON.stringify(measured)}\n`);
     if (process.env['LE_E2E_DUMP']) {
-      for (const r of replicas) process.stderr.write(`[${r.id}] exit=${r.child.exitCode}/${r.child.signalCode} ${JSON.stringify(r.events.filter((x) => x.e !== 'tick'))}\n`);
+      for (const r of [...replicas, ...stallReplicas]) process.stderr.write(`[${r.id}] exit=${r.child.exitCode}/${r.child.signalCode} ${JSON.stringify(r.events.filter((x) => x.e !== 'tick'))}\n`);
     }
   }, 30_000);
 
@@ -198,16 +213,35 @@ describeE2e('leader-election against the real kube-apiserver (separate processes
     expect(after.some((x) => x.e === 'tick' && x.t < leader.has('stopped', resumedAt)!.t)).toBe(false);
   });
 
+  it('[leader_election: e2e] a leader whose connection stalls (TCP proxy) steps down at its renew deadline, before a standby takes over', async (context) => {
+    const controlPlane = requireControlPlane(context, environment());
+    const proxied = await controlPlane.proxy();
+    const stalled = new Replica(`stalled-${randomBytes(2).toString('hex')}`, proxied.kubeconfigPath, ns, 'e2e-stall');
+    stallReplicas.push(stalled);
+    await until('the proxied replica leads', () => stalled.has('started'), 60_000);
+    const standby = new Replica(`direct-${randomBytes(2).toString('hex')}`, kubeconfigPath, ns, 'e2e-stall');
+    stallReplicas.push(standby);
+    await until('the direct standby is ready', () => standby.has('ready'), 60_000);
+    await new Promise((r) => setTimeout(r, 1_500));
+    const stallAt = Date.now();
+    proxied.proxy.stall();
+    const stepDown = await until('the stalled leader steps down', () => stalled.has('stopped', stallAt), 10_000);
+    const takeover = await until('the standby takes over', () => standby.has('started', stallAt), 15_000);
+    proxied.proxy.resume();
+    measured['stall: step-down'] = stepDown.t - stallAt;
+    measured['stall: takeover'] = takeover.t - stallAt;
+    // Renew deadline 2 s from the last renewal sent (≤ 0.5 s + latency before the stall).
+    expect(stepDown.t - stallAt).toBeLessThanOrEqual(2_000 + 500);
+    expect(takeover.t).toBeGreaterThan(stepDown.t);
+    expect(takeover.t - stepDown.t).toBeGreaterThanOrEqual(LEASE_MS - 2_000 - 200);
+    await new Promise((r) => setTimeout(r, 1_500));
+    noOverlap(stallReplicas);
+  });
+
   it('[leader_election: e2e] from all records: no two replicas ever reconciled as leader at once', () => {
-    const intervals = replicas.flatMap((r) => r.actingIntervals().map(([s, e]) => ({ id: r.id, s, e })));
-    intervals.sort((a, b) => a.s - b.s);
-    expect(intervals.length).toBeGreaterThanOrEqual(4);
-    let latest = intervals[0]!;
-    for (const cur of intervals.slice(1)) {
-      // Same machine, one wall clock: the documented clock bound here is 0.
-      expect(cur.s, `${cur.id} started at ${cur.s} while ${latest.id} acted until ${latest.e}`).toBeGreaterThan(latest.e);
-      if (cur.e > latest.e) latest = cur;
-    }
+    noOverlap(replicas);
+    // The first leader, and one after each of kill -9, SIGTERM and SIGSTOP.
+    expect(replicas.flatMap((r) => r.actingIntervals()).length).toBeGreaterThanOrEqual(4);
     for (const r of replicas) for (const x of r.events) if (x.e === 'log' && x['level'] === 'error') process.stderr.write(`[${r.id}] ${JSON.stringify(x)}\n`);
   });
 });
