@@ -392,3 +392,19 @@ describe('[leader_election: process lifetime] the default clock', () => {
     expect(electorClock.now()).toBeGreaterThanOrEqual(a);
   });
 });
+
+describe('[leader_election: bounded waits] every request of an attempt has the attempt\'s deadline', () => {
+  it('a request that is never answered fails at the renew deadline, is logged, and the candidate tries again', async () => {
+    const { server, clock, advance } = setup();
+    let lost = 1;
+    const a = start(replica(server, 'a', { faults: () => (lost-- > 0 ? { drop: 'request' } : {}) }));
+    await advance(0);
+    expect(a.elector.isLeader()).toBe(false);
+    await advance(10_000);
+    expect(a.logger.lines.some((l) => l.level === 'error' && /error retrieving the lease/.test(l.message) && /10000 ms/.test(String(l.fields['error'])))).toBe(true);
+    const took = await until(clock, () => a.elector.isLeader(), 30_000);
+    expect(took).toBeLessThanOrEqual(3_200 + 100); // the next jittered try
+    a.controller.abort();
+    await advance(0);
+  });
+});
