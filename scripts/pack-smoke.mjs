@@ -32,10 +32,11 @@ const uses = {
   'loop': `if (typeof m.ReconcileLoop !== 'function') throw new Error('loop');`,
   'reflector': `if (typeof m.Reflector !== 'function') throw new Error('reflector');`,
   'kube-client': `const c = new m.KubeClient({ server: 'https://k8s.invalid', rateLimit: false, transport: async () => ({ status: 404, header: () => undefined, body: [JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound' })], close() {} }) }); const e = await c.resource({ group: '', version: 'v1', plural: 'pods' }).inNamespace('d').get('x').catch((x) => x); if (!m.isNotFound(e) || e.code !== 'KUBE_API_ERROR') throw new Error('kube-client');`,
+  'leader-election': `const lock = { identity: 'a', describe: () => 'ns/l', get: async () => undefined, create: async () => {}, update: async () => {} }; const e = new m.LeaderElector({ lock }); if (e.isLeader() || e.timings.leaseDurationMs !== 15000) throw new Error('elector'); let code; try { new m.LeaderElector({ lock, leaseDurationMs: 1000 }); } catch (x) { code = x.code; } if (code !== 'LEADER_ELECTION_OPTIONS') throw new Error('validation');`,
   'testing': `const s = await m.startApiServer(); try { const r = await fetch(s.url + '/api/v1/pods'); if (r.status !== 200) throw new Error('apiserver ' + r.status); } finally { await s.close(); }`,
 };
 /** Packages that must install without @kubernetes/client-node. */
-const noKubernetesClient = new Set(['work-queue', 'retry-scheduler', 'object-store', 'k8s-types', 'stream-driver', 'loop', 'testing', 'kube-client']);
+const noKubernetesClient = new Set(['work-queue', 'retry-scheduler', 'object-store', 'k8s-types', 'stream-driver', 'loop', 'testing', 'kube-client', 'leader-election']);
 /** Packages with zero runtime dependencies. */
 const zeroDeps = new Set(['work-queue', 'retry-scheduler', 'object-store']);
 /**
@@ -58,7 +59,8 @@ const packageNames = readdirSync(join(root, 'packages')).filter((n) => existsSyn
 /** Packs the wanted packages (and the sibling packages they depend on) into `dir`; returns name → tarball. */
 function packAll(dir, wantedNames) {
   const wanted = new Set(wantedNames.length ? wantedNames : packageNames);
-  for (const name of [...wanted]) {
+  // A Set visits what is added while iterating it: the closure over sibling dependencies, transitively.
+  for (const name of wanted) {
     const deps = JSON.parse(readFileSync(join(root, 'packages', name, 'package.json'), 'utf8')).dependencies ?? {};
     for (const dep of Object.keys(deps)) if (dep.startsWith('@reconcile-loop/')) wanted.add(dep.slice('@reconcile-loop/'.length));
   }

@@ -1,0 +1,93 @@
+import { isNotFound, type KubeClient, type KubeObject, type ResourceClient } from '@reconcile-loop/kube-client';
+import { LeaderElectionOptionsError } from './errors.js';
+import { leaseSpecFromRecord, recordFromLeaseSpec, type LeaderElectionRecord } from './record.js';
+
+/** Per-call options of a lock operation: every call is abortable and has a deadline. */
+export interface LockCallOptions {
+  readonly signal?: AbortSignal | undefined;
+  readonly timeoutMs?: number | undefined;
+}
+
+/**
+ * Where the election record lives (client-go's `resourcelock.Interface`). `update` must be an
+ * optimistic write: it fails (a 409 `Conflict`) unless the object is still the one last read or
+ * written through this lock, which is what makes two concurrent takeovers impossible.
+ */
+export interface ResourceLock {
+  /** This candidate's identity; unique per process instance (a restarted process must not reuse it). */
+  readonly identity: string;
+  /** e.g. `default/my-controller`, for logs. */
+  describe(): string;
+  /** The current record, or `undefined` when the lock object does not exist. */
+  get(options?: LockCallOptions): Promise<LeaderElectionRecord | undefined>;
+  /** Creates the lock object holding `record`; a 409 `AlreadyExists` when another candidate was first. */
+  create(record: LeaderElectionRecord, options?: LockCallOptions): Promise<void>;
+  /** Replaces the record, conditional on the version last read or written (409 `Conflict` when stale). */
+  update(record: LeaderElectionRecord, options?: LockCallOptions): Promise<void>;
+}
+
+/** Where a Lease lives and who competes for it. */
+export interface LeaseLockOptions {
+  readonly client: KubeClient;
+  readonly namespace: string;
+  readonly name: string;
+  /** Unique per process instance, e.g. `${hostname}_${randomUUID()}`. */
+  readonly identity: string;
+}
+
+/** `coordination.k8s.io/v1` `leases`. */
+export const leaseResource = Object.freeze({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease' });
+
+function nonEmpty(name: string, value: unknown): string {
+  if (typeof value !== 'string' || value === '') throw new LeaderElectionOptionsError(`${name} must be a non-empty string`);
+  return value;
+}
+
+/**
+ * A {@link ResourceLock} on a `coordination.k8s.io/v1` Lease. It keeps the Lease last read or
+ * written, so an update carries its `resourceVersion`: the apiserver refuses it with 409 when anyone
+ * wrote the Lease since, and the elector then re-reads (client-go's `LeaseLock`).
+ */
+export class LeaseLock implements ResourceLock {
+  readonly identity: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly #leases: ResourceClient<KubeObject>;
+  /** The Lease as last seen: its `resourceVersion` guards the next update. */
+  #lease: KubeObject | undefined;
+
+  constructor(options: LeaseLockOptions) {
+    if (options?.client === undefined) throw new LeaderElectionOptionsError('a LeaseLock needs a KubeClient');
+    this.namespace = nonEmpty('namespace', options.namespace);
+    this.name = nonEmpty('name', options.name);
+    this.identity = nonEmpty('identity', options.identity);
+    this.#leases = options.client.resource(leaseResource).inNamespace(this.namespace);
+  }
+
+  describe(): string {
+    return `${this.namespace}/${this.name}`;
+  }
+
+  async get(options?: LockCallOptions): Promise<LeaderElectionRecord | undefined> {
+    try {
+      this.#lease = await this.#leases.get(this.name, options);
+    } catch (error) {
+      if (isNotFound(error)) {
+        this.#lease = undefined;
+        return undefined;
+      }
+      throw error;
+    }
+    return recordFromLeaseSpec(this.#lease['spec']);
+  }
+
+  async create(record: LeaderElectionRecord, options?: LockCallOptions): Promise<void> {
+    this.#lease = await this.#leases.create({ metadata: { name: this.name, namespace: this.namespace }, spec: leaseSpecFromRecord(record) }, options);
+  }
+
+  async update(record: LeaderElectionRecord, options?: LockCallOptions): Promise<void> {
+    // client-go refuses to update a lock it never read: without a resourceVersion the PUT would be unconditional.
+    if (this.#lease === undefined) throw new LeaderElectionOptionsError(`lease ${this.describe()} not initialized: get or create it first`);
+    this.#lease = await this.#leases.update({ ...this.#lease, spec: { ...(this.#lease['spec'] as object | undefined), ...leaseSpecFromRecord(record) } }, options);
+  }
+}
