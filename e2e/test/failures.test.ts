@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { objectSchema, podResource, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore, type SourceEvent } from '@reconcile-loop/object-store';
 import { ApiStatusError, KubeApiClient, kubeReflector, podReflector, watchVerdict, type Reflector } from '@reconcile-loop/reflector';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { podManifest } from '../src/index.js';
+import { eventually, forbiddenListNamespace, podManifest, poisonCrd } from '../src/index.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 
 // Fail loudly, never stall — against the real kube-apiserver: a list forbidden by a real RBAC Role
@@ -14,16 +13,6 @@ import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 // flows). Each ends with the reflector's store equal to a fresh LIST minus the quarantined keys.
 
 const availability = e2eAvailability();
-
-async function eventually<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, describeState: () => unknown, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms; state: ${JSON.stringify(describeState(), null, 1)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** Consumes a reflector's stream into a store, as a stream driver would. */
 class Mirror<T extends KubernetesObjectView> {
@@ -88,24 +77,6 @@ async function expectStoreEqualsFreshList<T extends KubernetesObjectView>(
   expect(cached).toEqual(listed);
 }
 
-function uniqueNamespace(prefix: string): string {
-  return `${prefix}-${randomBytes(3).toString('hex')}`;
-}
-
-/** A KubeConfig for the same cluster as `admin`, authenticating with `token` instead. */
-function withToken(admin: KubeConfig, token: string): KubeConfig {
-  const cluster = admin.getCurrentCluster();
-  if (cluster === null) throw new Error('admin kubeconfig without a cluster');
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name: 'watcher', token }],
-    contexts: [{ name: 'watcher', cluster: cluster.name, user: 'watcher' }],
-    currentContext: 'watcher',
-  });
-  return kc;
-}
-
 describe.skipIf(!availability.run)('reflector failures against the real kube-apiserver', () => {
   const environment = useE2eEnvironment(availability);
   const admin = (): KubeConfig => {
@@ -117,29 +88,13 @@ describe.skipIf(!availability.run)('reflector failures against the real kube-api
   it('[k8s_reflector: Permanent vs transient failures] a LIST forbidden by a real RBAC Role (service-account token) is retried and visible in health(); granting the verb heals it', async () => {
     const kc = admin();
     const core = kc.makeApiClient(CoreV1Api);
-    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    const ns = uniqueNamespace('rbac');
-    await core.createNamespace({ body: { metadata: { name: ns } } });
-    await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'watcher' } } });
-    const role = (verbs: string[]) => ({ metadata: { name: 'pods-reader', namespace: ns }, rules: [{ apiGroups: [''], resources: ['pods'], verbs }] });
-    await rbac.createNamespacedRole({ namespace: ns, body: role(['get', 'watch']) }); // no list: the LIST is forbidden
-    await rbac.createNamespacedRoleBinding({
-      namespace: ns,
-      body: {
-        metadata: { name: 'pods-reader', namespace: ns },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'pods-reader' },
-        subjects: [{ kind: 'ServiceAccount', name: 'watcher', namespace: ns }],
-      },
-    });
-    const tokenRequest = await core.createNamespacedServiceAccountToken({ name: 'watcher', namespace: ns, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
-    const token = tokenRequest.status?.token;
-    if (!token) throw new Error('TokenRequest returned no token');
+    const { namespace: ns, kubeConfig: watcher, grantList } = await forbiddenListNamespace(kc); // a Role without list: the LIST is forbidden
     for (const name of ['p1', 'p2']) await core.createNamespacedPod({ namespace: ns, body: podManifest(name, { labels: { app: 'x' } }) });
 
     const entries: Array<{ level: string; message: string; fields: Record<string, unknown> }> = [];
     const at = (level: string) => (fields: Record<string, unknown>, message: string) => void entries.push({ level, message, fields });
     const reflector = podReflector({
-      kubeConfig: withToken(kc, token),
+      kubeConfig: watcher,
       namespace: ns,
       retryDelayMs: 100,
       maxRetryDelayMs: 400,
@@ -158,7 +113,7 @@ describe.skipIf(!availability.run)('reflector failures against the real kube-api
       expect(mirror.ended).toBe(false); // transient: the stream keeps retrying
       expect(entries.filter((e) => e.level === 'error' && e.fields['code'] === 403)).toHaveLength(1); // loud once, not per retry
 
-      await rbac.replaceNamespacedRole({ name: 'pods-reader', namespace: ns, body: role(['get', 'list', 'watch']) });
+      await grantList();
       await eventually('the listing after the grant', () => reflector.health().listed, () => mirror.state());
       expect(mirror.keys()).toEqual([`${ns}/p1`, `${ns}/p2`]);
       await core.createNamespacedPod({ namespace: ns, body: podManifest('p3', { labels: { app: 'x' } }) });
@@ -197,61 +152,11 @@ describe.skipIf(!availability.run)('reflector failures against the real kube-api
 
   it('[k8s_reflector: Poison objects quarantined] a CRD whose openAPI schema admits spec.replicas "two" (int-or-string): that object is quarantined, the others flow; fixed it enters, deleted it leaves', async () => {
     const kc = admin();
-    const core = kc.makeApiClient(CoreV1Api);
-    const extensions = kc.makeApiClient(ApiextensionsV1Api);
-    const custom = kc.makeApiClient(CustomObjectsApi);
-    const group = 'e2e.reconcile-loop.io';
-    const version = 'v1alpha1';
-    const suffix = randomBytes(2).toString('hex');
-    const plural = `cells${suffix}`;
-    const kind = `Cell${suffix}`;
-    const ns = uniqueNamespace('crd');
-    await core.createNamespace({ body: { metadata: { name: ns } } });
-    await extensions.createCustomResourceDefinition({
-      body: {
-        metadata: { name: `${plural}.${group}` },
-        spec: {
-          group,
-          scope: 'Namespaced',
-          names: { plural, singular: `cell${suffix}`, kind, listKind: `${kind}List` },
-          versions: [
-            {
-              name: version,
-              served: true,
-              storage: true,
-              schema: {
-                openAPIV3Schema: {
-                  type: 'object',
-                  properties: { spec: { type: 'object', properties: { replicas: { x_kubernetes_int_or_string: true } } } },
-                },
-              },
-            },
-          ],
-        },
-      },
-    });
+    const crd = await poisonCrd(kc);
+    const { group, version, plural, namespace: ns } = crd;
     try {
-      const scope = { group, version, namespace: ns, plural };
-      await eventually(
-        'the CRD served',
-        async () => {
-          try {
-            await custom.listNamespacedCustomObject(scope);
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        () => plural,
-      );
-      const cell = (name: string, replicas: number | string) => ({ apiVersion: `${group}/${version}`, kind, metadata: { name }, spec: { replicas } });
-      const setReplicas = async (name: string, replicas: number | string): Promise<void> => {
-        const current = (await custom.getNamespacedCustomObject({ ...scope, name })) as { spec: { replicas: unknown } };
-        current.spec.replicas = replicas;
-        await custom.replaceNamespacedCustomObject({ ...scope, name, body: current });
-      };
-      await custom.createNamespacedCustomObject({ ...scope, body: cell('cell-0', 1) });
-      const bad = (await custom.createNamespacedCustomObject({ ...scope, body: cell('cell-bad', 'two') })) as { metadata: { resourceVersion: string } };
+      await crd.create('cell-0', 1);
+      const bad = (await crd.create('cell-bad', 'two')) as { metadata: { resourceVersion: string } };
 
       const schema = objectSchema({ spec: z.object({ replicas: z.number().int() }) });
       const reflector = kubeReflector({ kubeConfig: kc, resource: { group, version, plural }, schema, namespace: ns, retryDelayMs: 100, maxRetryDelayMs: 400 });
@@ -264,24 +169,24 @@ describe.skipIf(!availability.run)('reflector failures against the real kube-api
           expect.objectContaining({ key: `${ns}/cell-bad`, resourceVersion: bad.metadata.resourceVersion, issues: [expect.stringMatching(/^spec\.replicas: /)] }),
         ]);
 
-        await custom.createNamespacedCustomObject({ ...scope, body: cell('cell-1', 2) });
+        await crd.create('cell-1', 2);
         await eventually('cell-1 flows', () => mirror.store.has(`${ns}/cell-1`), () => mirror.state());
-        await setReplicas('cell-0', 'many');
+        await crd.setReplicas('cell-0', 'many');
         await eventually('cell-0 quarantined and out of the store', () => !mirror.store.has(`${ns}/cell-0`) && quarantined().includes(`${ns}/cell-0`), () => mirror.state());
-        await setReplicas('cell-bad', 3);
+        await crd.setReplicas('cell-bad', 3);
         await eventually('cell-bad fixed and in the store', () => mirror.store.get(`${ns}/cell-bad`)?.spec.replicas === 3, () => mirror.state());
-        await custom.deleteNamespacedCustomObject({ ...scope, name: 'cell-0' });
+        await crd.remove('cell-0');
         await eventually('cell-0 deleted, out of the quarantine', () => quarantined().length === 0, () => mirror.state());
-        await setReplicas('cell-1', 'x');
+        await crd.setReplicas('cell-1', 'x');
         await eventually('cell-1 quarantined', () => quarantined().includes(`${ns}/cell-1`), () => mirror.state());
         expect(reflector.stats).toMatchObject({ lists: 1, relists: 0 });
         expect(mirror.ended).toBe(false);
-        await expectStoreEqualsFreshList(mirror, async () => ((await custom.listNamespacedCustomObject(scope)) as { items: Array<{ metadata?: { name?: string; namespace?: string; resourceVersion?: string } }> }).items);
+        await expectStoreEqualsFreshList(mirror, crd.list);
       } finally {
         await mirror.stop();
       }
     } finally {
-      await extensions.deleteCustomResourceDefinition({ name: `${plural}.${group}` }).catch(() => {});
+      await crd.dispose();
     }
   });
 });
