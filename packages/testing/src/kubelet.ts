@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { ApiStatusError } from './errors.js';
-import { rfc3339, type Registry } from './registry.js';
-import { POD_RESOURCE } from './resources.js';
+import type { ResourceEngine } from './engine/engine.js';
+import { rfc3339 } from './engine/meta.js';
+import { POD_RESOURCE } from './kinds/pod.js';
 import { conflict, failure } from './status.js';
 import type { Pod, PodContainerStatus } from './types.js';
 
@@ -28,7 +29,7 @@ export class KubeletEmulator {
   private nextIp = 2;
 
   constructor(
-    private readonly registry: Registry,
+    private readonly registry: ResourceEngine,
     private readonly now: () => Date,
   ) {}
 

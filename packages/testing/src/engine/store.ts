@@ -1,5 +1,5 @@
-import type { ResourceType } from './resources.js';
-import type { KubeObject } from './types.js';
+import type { ResourceType } from '../kinds/resource.js';
+import type { KubeObject } from '../types.js';
 
 /** One committed write: what watchers replay and what an Exact list undoes to rewind. */
 export interface StoredEvent {

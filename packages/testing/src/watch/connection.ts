@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
-import type { ResourceType } from './resources.js';
-import { matchesFields, matchesLabels, type FieldRequirement, type LabelRequirement } from './selectors.js';
-import type { KubeStatus } from './status.js';
-import type { StoredEvent } from './store.js';
-import { toTable, type IncludeObject, type TableVersion } from './table.js';
-import type { KubeObject } from './types.js';
+import type { ResourceType } from '../kinds/resource.js';
+import { matchesFields, matchesLabels, type FieldRequirement, type LabelRequirement } from '../selectors.js';
+import type { KubeStatus } from '../status.js';
+import type { StoredEvent } from '../engine/store.js';
+import { toTable, type IncludeObject, type TableVersion } from '../table.js';
+import type { KubeObject } from '../types.js';
 
 /** What one watch connection selects and how it prints. */
 export interface WatchSpec {

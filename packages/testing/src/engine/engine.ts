@@ -1,0 +1,292 @@
+import { randomUUID } from 'node:crypto';
+import { ApiStatusError } from '../errors.js';
+import type { ResourceType } from '../kinds/resource.js';
+import { JsonPatchError, jsonPatch, mergePatch, type Json } from '../patch.js';
+import { labelKeyError, labelValueError } from '../selectors.js';
+import { alreadyExists, badRequest, conflict, failure, invalid, invalidValue, notFound, required, type FieldError, type KubeStatus } from '../status.js';
+import type { KubeObject, ObjectMeta } from '../types.js';
+import { isRecord, nameErrors, rfc3339, shape, stable } from './meta.js';
+import type { MvccStore } from './store.js';
+
+/** How a PATCH body is interpreted. */
+export type PatchType = 'merge' | 'json' | 'strategic';
+
+/** Options for a DELETE, from the query string or a `DeleteOptions` body. */
+export interface DeleteOptions {
+  gracePeriodSeconds?: number;
+  preconditions?: { uid?: string; resourceVersion?: string };
+}
+
+/** The outcome of a DELETE: the object as it now stands and whether it left the store. */
+export interface DeleteResult {
+  object: KubeObject;
+  deleted: boolean;
+}
+
+function fail(s: KubeStatus): never {
+  throw new ApiStatusError(s);
+}
+
+const NAME_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+
+/** The storage key of an object: `namespace/name`, or `/name` for cluster-scoped kinds. */
+export function storageKey(ns: string, name: string): string {
+  return `${ns}/${name}`;
+}
+
+/**
+ * The one write path every kind goes through — HTTP verbs and typed controls alike: body checks,
+ * metadata validation, the kind's defaulting and validation, optimistic concurrency, `generation`,
+ * the status subresource, graceful deletion and finalizers. Every refusal is an
+ * {@link ApiStatusError} carrying the Status the HTTP API sends, and a refused write commits nothing.
+ */
+export class ResourceEngine {
+  constructor(
+    readonly store: MvccStore,
+    private readonly now: () => Date,
+  ) {}
+
+  /** The current object, or a 404 Status. */
+  get(r: ResourceType, ns: string, name: string): KubeObject {
+    const o = this.store.get(r, storageKey(ns, name));
+    if (o === undefined) fail(notFound(r, name));
+    return o;
+  }
+
+  private checkBody(r: ResourceType, body: unknown): Record<string, unknown> {
+    if (!isRecord(body)) fail(badRequest(`the object provided is unrecognized (must be of type ${r.kind})`));
+    if (body['kind'] !== undefined && body['kind'] !== r.kind) {
+      fail(badRequest(`the object provided is unrecognized (must be of type ${r.kind}): kind ${JSON.stringify(body['kind'])}`));
+    }
+    if (body['apiVersion'] !== undefined && body['apiVersion'] !== r.apiVersion) {
+      fail(badRequest(`the API version in the data (${String(body['apiVersion'])}) does not match the expected API version (${r.apiVersion})`));
+    }
+    if (body['metadata'] !== undefined && !isRecord(body['metadata'])) {
+      fail(badRequest('metadata must be an object'));
+    }
+    return body;
+  }
+
+  /** Metadata rules every kind shares (`ValidateObjectMeta`) plus the kind's own validation. */
+  private validate(r: ResourceType, o: KubeObject, isCreate: boolean, old: KubeObject | undefined): void {
+    const errs: FieldError[] = [];
+    const name = o.metadata.name ?? '';
+    if (isCreate) for (const m of nameErrors(name, r.nameRule)) errs.push(invalidValue('metadata.name', name, m));
+    const labels = o.metadata.labels;
+    if (labels !== undefined) {
+      if (!isRecord(labels)) errs.push(invalidValue('metadata.labels', labels, 'must be a map of string to string'));
+      else {
+        for (const [k, v] of Object.entries(labels)) {
+          const ke = labelKeyError(k);
+          if (ke !== undefined) errs.push(invalidValue('metadata.labels', k, ke));
+          if (typeof v !== 'string') errs.push(invalidValue(`metadata.labels`, v, 'must be a string'));
+          else {
+            const ve = labelValueError(v);
+            if (ve !== undefined) errs.push(invalidValue('metadata.labels', v, ve));
+          }
+        }
+      }
+    }
+    const annotations = o.metadata.annotations;
+    if (annotations !== undefined && (!isRecord(annotations) || Object.values(annotations).some((v) => typeof v !== 'string'))) {
+      errs.push(invalidValue('metadata.annotations', '', 'must be a map of string to string'));
+    }
+    const finalizers = o.metadata.finalizers;
+    if (finalizers !== undefined && (!Array.isArray(finalizers) || finalizers.some((f) => typeof f !== 'string'))) {
+      errs.push(invalidValue('metadata.finalizers', finalizers, 'must be a list of strings'));
+    }
+    errs.push(...r.validate(o));
+    if (old !== undefined) errs.push(...r.validateUpdate(o, old));
+    if (errs.length > 0) fail(invalid({ group: r.group, kind: r.kind }, name, errs));
+  }
+
+  /**
+   * POST: assigns uid, creationTimestamp, generation 1 and the next revision, after the kind's
+   * create defaulting. `direct` (typed controls) keeps a caller-provided status.
+   */
+  create(r: ResourceType, ns: string, body: unknown, opts: { direct?: boolean; dryRun?: boolean } = {}): KubeObject {
+    const b = structuredClone(this.checkBody(r, body));
+    const meta: ObjectMeta = isRecord(b['metadata']) ? { ...(b['metadata'] as ObjectMeta) } : {};
+    if (r.namespaced) {
+      if (meta.namespace !== undefined && meta.namespace !== '' && meta.namespace !== ns) {
+        fail(badRequest('the namespace of the provided object does not match the namespace sent on the request'));
+      }
+      meta.namespace = ns;
+    } else delete meta.namespace;
+    if ((meta.name === undefined || meta.name === '') && typeof meta.generateName === 'string' && meta.generateName !== '') {
+      for (let attempt = 0; attempt < 8; attempt++) {
+        let suffix = '';
+        for (let i = 0; i < 5; i++) suffix += NAME_ALPHABET[Math.floor(Math.random() * NAME_ALPHABET.length)];
+        meta.name = `${meta.generateName}${suffix}`;
+        if (this.store.get(r, storageKey(ns, meta.name)) === undefined) break;
+      }
+    }
+    if (meta.name === undefined || meta.name === '' || typeof meta.name !== 'string') {
+      fail(invalid({ group: r.group, kind: r.kind }, '', [required('metadata.name', 'name or generateName is required')]));
+    }
+    const name = meta.name;
+    delete meta.resourceVersion;
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    meta.uid = randomUUID();
+    meta.creationTimestamp = rfc3339(this.now());
+    meta.generation = 1;
+    let obj = shape(r, b, meta);
+    r.prepareForCreate(obj, opts.direct === true);
+    obj = shape(r, obj, obj.metadata);
+    this.validate(r, obj, true, undefined);
+    if (this.store.get(r, storageKey(ns, name)) !== undefined) fail(alreadyExists(r, name));
+    if (opts.dryRun === true) return { ...obj, metadata: { ...obj.metadata, resourceVersion: String(this.store.revision) } };
+    return this.store.commit(r, storageKey(ns, name), 'ADDED', obj).object;
+  }
+
+  /**
+   * PUT (main resource or `/status`). A non-empty `metadata.resourceVersion` must match (409
+   * otherwise); kinds that allow unconditional updates accept an empty one, others refuse it (422).
+   * A write that changes nothing commits nothing, as etcd3's GuaranteedUpdate skips equal bytes.
+   */
+  update(
+    r: ResourceType,
+    ns: string,
+    name: string,
+    body: unknown,
+    opts: { subresource?: 'status'; direct?: boolean; fromPatch?: boolean; dryRun?: boolean } = {},
+  ): KubeObject {
+    const old = this.get(r, ns, name);
+    const b = structuredClone(this.checkBody(r, body));
+    const bodyMeta: ObjectMeta = isRecord(b['metadata']) ? (b['metadata'] as ObjectMeta) : {};
+    if ((bodyMeta.name ?? '') !== name) {
+      fail(badRequest(`the name of the object (${String(bodyMeta.name ?? '')}) does not match the name on the URL (${name})`));
+    }
+    if (r.namespaced && bodyMeta.namespace !== undefined && bodyMeta.namespace !== '' && bodyMeta.namespace !== ns) {
+      fail(badRequest('the namespace of the provided object does not match the namespace sent on the request'));
+    }
+    const rv = bodyMeta.resourceVersion ?? '';
+    if (rv === '' && !r.allowUnconditionalUpdate && opts.direct !== true && opts.fromPatch !== true) {
+      fail(invalid({ group: r.group, kind: r.kind }, name, [invalidValue('metadata.resourceVersion', 0, 'must be specified for an update')]));
+    }
+    if (rv !== '' && rv !== old.metadata.resourceVersion) fail(conflict(r, name));
+    if (bodyMeta.uid !== undefined && bodyMeta.uid !== '' && bodyMeta.uid !== old.metadata.uid) {
+      fail(conflict(r, name, `Precondition failed: UID in precondition: ${String(bodyMeta.uid)}, UID in object meta: ${old.metadata.uid ?? ''}`));
+    }
+
+    let next: KubeObject;
+    if (opts.subresource === 'status') {
+      next = { ...old, metadata: old.metadata };
+      if (b['status'] === undefined) delete next['status'];
+      else next['status'] = b['status'];
+      next = shape(r, next, { ...old.metadata });
+    } else {
+      const meta: ObjectMeta = { ...bodyMeta };
+      for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation'] as const) {
+        if (old.metadata[k] === undefined) delete meta[k];
+        else meta[k] = old.metadata[k] as never;
+      }
+      if (r.namespaced) meta.namespace = ns;
+      else delete meta.namespace;
+      meta.name = name;
+      next = shape(r, b, meta);
+      r.prepareForUpdate(next, old);
+      if (r.statusSubresource && opts.direct !== true) {
+        if (old['status'] === undefined) delete next['status'];
+        else next['status'] = old['status'];
+      }
+      // Direct writes skip the immutability rules only: the kubelet may change what a client may not.
+      this.validate(r, next, false, opts.direct === true ? undefined : old);
+      next = shape(r, next, next.metadata);
+    }
+    if (stable(r.generationPart(next)) !== stable(r.generationPart(old))) {
+      next.metadata = { ...next.metadata, generation: (old.metadata.generation ?? 0) + 1 };
+    }
+    const comparableOld = stable({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } });
+    const comparableNext = stable({ ...next, metadata: { ...next.metadata, resourceVersion: undefined } });
+    if (comparableOld === comparableNext) return old;
+    if (opts.dryRun === true) return { ...next, metadata: { ...next.metadata, resourceVersion: old.metadata.resourceVersion ?? '' } };
+    const finalizersDone =
+      next.metadata.deletionTimestamp !== undefined && (next.metadata.finalizers ?? []).length === 0 && (next.metadata.deletionGracePeriodSeconds ?? 0) === 0;
+    return this.store.commit(r, storageKey(ns, name), finalizersDone ? 'DELETED' : 'MODIFIED', next).object;
+  }
+
+  /** PATCH: applies the patch to the current object and writes the result as an update would. */
+  patch(r: ResourceType, ns: string, name: string, type: PatchType, patchBody: unknown, opts: { subresource?: 'status'; dryRun?: boolean } = {}): KubeObject {
+    const old = this.get(r, ns, name);
+    let patched: Json;
+    if (type === 'json') {
+      try {
+        patched = jsonPatch(old as unknown as Json, patchBody);
+      } catch (e) {
+        if (e instanceof JsonPatchError) {
+          if (e.code === 'ERR_JSON_PATCH_DECODE') fail(badRequest(e.message));
+          fail(
+            failure(422, 'Invalid', 'the server rejected our request due to an error in our request', {
+              causes: [{ reason: 'UnexpectedServerResponse', message: e.message }],
+            }),
+          );
+        }
+        throw e;
+      }
+    } else {
+      if (!isRecord(patchBody)) fail(badRequest('json: cannot unmarshal into Go value of type map[string]interface {}'));
+      patched = mergePatch(old as unknown as Json, patchBody as Json);
+    }
+    if (!isRecord(patched)) fail(badRequest('the patched object is not a JSON object'));
+    const meta = isRecord(patched['metadata']) ? (patched['metadata'] as ObjectMeta) : {};
+    if ((meta.resourceVersion === undefined || meta.resourceVersion === '') && old.metadata.resourceVersion !== undefined) {
+      patched['metadata'] = { ...(meta as Record<string, Json>), resourceVersion: old.metadata.resourceVersion };
+    }
+    const upd: { subresource?: 'status'; fromPatch: boolean; dryRun?: boolean } = { fromPatch: true };
+    if (opts.subresource !== undefined) upd.subresource = opts.subresource;
+    if (opts.dryRun !== undefined) upd.dryRun = opts.dryRun;
+    return this.update(r, ns, name, patched, upd);
+  }
+
+  /**
+   * DELETE. The kind's strategy gives the grace period (pods: bound and not terminal): a positive
+   * one sets `deletionTimestamp` and watchers see MODIFIED; a later delete with a shorter period
+   * shortens it, and period 0 removes the object. Finalizers hold any object until an update
+   * empties them.
+   */
+  delete(r: ResourceType, ns: string, name: string, opts: DeleteOptions = {}): DeleteResult {
+    const old = this.get(r, ns, name);
+    const pre = opts.preconditions;
+    if (pre?.uid !== undefined && pre.uid !== old.metadata.uid) {
+      fail(conflict(r, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid ?? ''}`));
+    }
+    if (pre?.resourceVersion !== undefined && pre.resourceVersion !== old.metadata.resourceVersion) {
+      fail(conflict(r, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`));
+    }
+    const grace = r.gracePeriod(old, opts.gracePeriodSeconds);
+    const finalizers = old.metadata.finalizers ?? [];
+    const current = old.metadata.deletionGracePeriodSeconds;
+    if (old.metadata.deletionTimestamp !== undefined && current !== undefined && grace >= current) {
+      return { object: old, deleted: false };
+    }
+    const key = storageKey(ns, name);
+    if (grace > 0 || finalizers.length > 0) {
+      const meta: ObjectMeta = {
+        ...old.metadata,
+        deletionTimestamp: rfc3339(new Date(this.now().getTime() + grace * 1000)),
+        deletionGracePeriodSeconds: grace,
+      };
+      // The first graceful deletion bumps generation: controllers must stop acting on the object.
+      if (old.metadata.deletionTimestamp === undefined && (old.metadata.generation ?? 0) > 0) {
+        meta.generation = (old.metadata.generation ?? 0) + 1;
+      }
+      if (grace === 0 && finalizers.length === 0) {
+        return { object: this.store.commit(r, key, 'DELETED', { ...old, metadata: meta }).object, deleted: true };
+      }
+      return { object: this.store.commit(r, key, 'MODIFIED', { ...old, metadata: meta }).object, deleted: false };
+    }
+    return { object: this.store.commit(r, key, 'DELETED', old).object, deleted: true };
+  }
+
+  /** A direct write for the typed controls and kubelet emulation: no validation, no preconditions. */
+  mutate(r: ResourceType, ns: string, name: string, fn: (o: KubeObject) => KubeObject): KubeObject {
+    const old = this.get(r, ns, name);
+    const next = fn(structuredClone(old) as KubeObject);
+    next.metadata = { ...next.metadata, name };
+    if (r.namespaced) next.metadata.namespace = ns;
+    if (old.metadata.resourceVersion !== undefined) next.metadata.resourceVersion = old.metadata.resourceVersion;
+    return this.update(r, ns, name, next, { direct: true });
+  }
+}
