@@ -6,6 +6,8 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { nameErrors } from './engine/meta.js';
+import type { ResourceDefinition } from './kinds/resource.js';
 import { labelKeyError, labelValueError } from './selectors.js';
 import { startApiServer, type ApiServer } from './server.js';
 
@@ -22,6 +24,8 @@ Options:
   --namespace NS      namespace of seeded pods (default "default")
   --labels k=v,...    labels of seeded pods
   --node NAME         bind seeded pods to this node
+  --resource G/V/Kind/plural
+                      serve a custom resource kind (repeatable), e.g. example.com/v1/Widget/widgets
   -h, --help          show this help
 `;
 
@@ -47,6 +51,20 @@ function parseLabels(text: string): Record<string, string> {
   return out;
 }
 
+/** `group/version/Kind/plural` as `--resource` takes it. */
+export function parseResourceFlag(text: string): ResourceDefinition {
+  const parts = text.split('/');
+  if (parts.length !== 4 || parts.some((p) => p === '')) {
+    throw new UsageError(`--resource: expected group/version/Kind/plural, got ${JSON.stringify(text)}`);
+  }
+  const [group, version, kind, plural] = parts as [string, string, string, string];
+  if (nameErrors(group, 'subdomain').length > 0 || !group.includes('.')) throw new UsageError(`--resource: invalid group ${JSON.stringify(group)} (a DNS subdomain with a dot, e.g. example.com)`);
+  if (!/^v\d+((alpha|beta)\d+)?$/.test(version)) throw new UsageError(`--resource: invalid version ${JSON.stringify(version)} (e.g. v1, v1beta1)`);
+  if (!/^[A-Z][A-Za-z0-9]*$/.test(kind)) throw new UsageError(`--resource: invalid kind ${JSON.stringify(kind)} (CamelCase, e.g. Widget)`);
+  if (nameErrors(plural, 'label').length > 0) throw new UsageError(`--resource: invalid plural ${JSON.stringify(plural)} (lowercase, e.g. widgets)`);
+  return { group, version, kind, plural };
+}
+
 function int(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text)) throw new UsageError(`--${name}: expected a non-negative integer, got ${JSON.stringify(text)}`);
@@ -66,6 +84,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       namespace: { type: 'string' },
       labels: { type: 'string' },
       node: { type: 'string' },
+      resource: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -78,11 +97,18 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
   const port = int('port', values.port, 0);
   const seed = int('seed-pods', values['seed-pods'], 0);
   const labels = parseLabels(values.labels ?? '');
+  const resources = (values.resource ?? []).map(parseResourceFlag);
   const server = await startApiServer({
     port,
     ...(values.host !== undefined ? { host: values.host } : {}),
     ...(values.token !== undefined ? { token: values.token } : {}),
   });
+  try {
+    for (const def of resources) server.registerResource(def);
+  } catch (e) {
+    await server.close();
+    throw new UsageError(`--resource: ${(e as Error).message}`);
+  }
   if (seed > 0) {
     server.seedPods(seed, {
       namespace: values.namespace ?? 'default',
@@ -94,6 +120,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
   out.write(`${server.url}\n`);
   err.write(`reconcile-loop-apiserver listening on ${server.url}\n`);
   if (values.kubeconfig !== undefined) err.write(`kubeconfig written to ${values.kubeconfig}\n`);
+  for (const def of resources) err.write(`serving ${def.plural}.${def.group}/${def.version} (${def.kind})\n`);
   if (seed > 0) err.write(`seeded ${seed} pod(s) in namespace ${values.namespace ?? 'default'}\n`);
   return server;
 }

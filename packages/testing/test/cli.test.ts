@@ -64,4 +64,42 @@ describe('reconcile-loop-apiserver bin', () => {
     expect(p.stderr()).toContain('--labels: expected k=v');
     expect(p.stderr()).toContain('Usage: reconcile-loop-apiserver');
   }, 30_000);
+
+  it('[testing: bin resources] --resource (repeatable) serves custom kinds, listed in discovery, writable over HTTP', async () => {
+    const p = launch(['--resource', 'example.com/v1/Widget/widgets', '--resource', 'example.com/v1alpha1/Gadget/gadgets']);
+    const url = await p.firstLine;
+    const group = (await (await fetch(`${url}/apis/example.com`)).json()) as { versions: Array<{ version: string }> };
+    expect(group.versions.map((v) => v.version)).toEqual(['v1', 'v1alpha1']);
+    const created = await fetch(`${url}/apis/example.com/v1/namespaces/default/widgets`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } }),
+    });
+    expect(created.status).toBe(201);
+    const list = (await (await fetch(`${url}/apis/example.com/v1/namespaces/default/widgets`)).json()) as { kind: string; items: Array<{ metadata: { name: string } }> };
+    expect(list.kind).toBe('WidgetList');
+    expect(list.items.map((i) => i.metadata.name)).toEqual(['w1']);
+    expect((await fetch(`${url}/apis/example.com/v1alpha1/namespaces/default/gadgets`)).status).toBe(200);
+    expect(p.stderr()).toContain('serving widgets.example.com/v1 (Widget)');
+    p.proc.kill('SIGTERM');
+    expect(await p.exit).toBe(0);
+  }, 30_000);
+
+  it.each([
+    ['example.com/v1/Widget', 'expected group/version/Kind/plural'],
+    ['Example_com/v1/Widget/widgets', 'invalid group'],
+    ['example.com/1/Widget/widgets', 'invalid version'],
+    ['example.com/v1/widget/widgets', 'invalid kind'],
+    ['example.com/v1/Widget/Widgets', 'invalid plural'],
+  ])('[testing: bin resources] --resource %s exits 2: %s', async (arg, message) => {
+    const p = launch(['--resource', arg]);
+    expect(await p.exit).toBe(2);
+    expect(p.stderr()).toContain(message);
+  }, 30_000);
+
+  it('[testing: bin resources] the same --resource twice exits 2', async () => {
+    const p = launch(['--resource', 'example.com/v1/Widget/widgets', '--resource', 'example.com/v1/Widget/widgets']);
+    expect(await p.exit).toBe(2);
+    expect(p.stderr()).toContain('already registered');
+  }, 30_000);
 });
