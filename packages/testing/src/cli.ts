@@ -6,6 +6,7 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { setOwn } from './engine/json-safe.js';
 import { nameErrors } from './engine/meta.js';
 import type { ResourceDefinition } from './kinds/resource.js';
 import { labelKeyError, labelValueError } from './selectors.js';
@@ -46,7 +47,7 @@ function parseLabels(text: string): Record<string, string> {
     if (ke !== undefined) throw new UsageError(`--labels: invalid key ${JSON.stringify(k)}: ${ke}`);
     const ve = labelValueError(v);
     if (ve !== undefined) throw new UsageError(`--labels: invalid value ${JSON.stringify(v)}: ${ve}`);
-    out[k] = v;
+    setOwn(out, k, v);
   }
   return out;
 }

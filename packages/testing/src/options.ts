@@ -58,6 +58,12 @@ export interface ApiServerOptions {
   now?: () => Date;
   /** When set, a bound pod given a `deletionTimestamp` is finished (as a kubelet would) after this many ms. */
   kubeletAutoFinishDeleteMs?: number;
+  /**
+   * Bytes a watch may leave unsent (its client not reading) before the server closes it, as the
+   * watch cache terminates a watcher whose buffer is full: the client reads EOF and re-watches.
+   * Default 16 MiB; 0 disables the bound.
+   */
+  maxWatchBufferBytes?: number;
   /** `/version` numbers. Default 1.32 (the kubectl this project installs). */
   version?: { major: string; minor: string; gitVersion: string };
 }
@@ -75,5 +81,6 @@ export function resolveOptions(o: ApiServerOptions): ResolvedOptions {
     tooLargeResourceVersionWaitMs: o.tooLargeResourceVersionWaitMs ?? 3_000,
     futureWatch: o.futureWatch ?? 'error',
     maxHistory: o.maxHistory ?? 10_000,
+    maxWatchBufferBytes: o.maxWatchBufferBytes ?? 16 * 1024 * 1024,
   };
 }

@@ -146,6 +146,11 @@ export class ApiServer implements AsyncDisposable {
     return this.hub.size;
   }
 
+  /** Watches closed so far because their client stopped reading (see `maxWatchBufferBytes`). */
+  get terminatedWatchCount(): number {
+    return this.hub.terminatedCount;
+  }
+
   /**
    * Serves a kind at `/apis/{group}/{version}/namespaces/{ns}/{plural}` (or `/apis/{group}/{version}/{plural}`
    * when `namespaced: false`), listed in discovery. Returns the {@link ResourceRef} for the typed object API.

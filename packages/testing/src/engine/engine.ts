@@ -71,7 +71,11 @@ export class ResourceEngine {
   private validate(r: ResourceType, o: KubeObject, isCreate: boolean, old: KubeObject | undefined): void {
     const errs: FieldError[] = [];
     const name = o.metadata.name ?? '';
-    if (isCreate) for (const m of nameErrors(name, r.nameRule)) errs.push(invalidValue('metadata.name', name, m));
+    if (isCreate) {
+      for (const m of nameErrors(name, r.nameRule)) errs.push(invalidValue('metadata.name', name, m));
+      const ns = o.metadata.namespace ?? '';
+      if (r.namespaced) for (const m of nameErrors(ns, 'label')) errs.push(invalidValue('metadata.namespace', ns, m));
+    }
     const labels = o.metadata.labels;
     if (labels !== undefined) {
       if (!isRecord(labels)) errs.push(invalidValue('metadata.labels', labels, 'must be a map of string to string'));

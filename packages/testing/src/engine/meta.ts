@@ -4,6 +4,7 @@
  */
 import type { ResourceType } from '../kinds/resource.js';
 import type { KubeObject, ObjectMeta } from '../types.js';
+import { setOwn } from './json-safe.js';
 
 /** True for a plain JSON object (not null, not an array). */
 export function isRecord(v: unknown): v is Record<string, unknown> {
@@ -35,7 +36,7 @@ const META_ORDER = [
 function orderMeta(m: ObjectMeta): ObjectMeta {
   const out: ObjectMeta = {};
   for (const k of META_ORDER) if (Object.hasOwn(m, k) && m[k] !== undefined) out[k] = m[k];
-  for (const [k, v] of Object.entries(m)) if (!Object.hasOwn(out, k) && v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(m)) if (!Object.hasOwn(out, k) && v !== undefined) setOwn(out, k, v);
   return out;
 }
 
@@ -44,7 +45,7 @@ export function shape(r: ResourceType, o: Record<string, unknown>, meta: ObjectM
   const out: KubeObject = { kind: r.kind, apiVersion: r.apiVersion, metadata: orderMeta(meta) };
   for (const [k, v] of Object.entries(o)) {
     if (k === 'kind' || k === 'apiVersion' || k === 'metadata' || v === undefined) continue;
-    out[k] = v;
+    setOwn(out, k, v);
   }
   return out;
 }
@@ -54,7 +55,7 @@ export function stable(v: unknown): string {
   return JSON.stringify(v, (_k, val: unknown) => {
     if (isRecord(val)) {
       const o: Record<string, unknown> = {};
-      for (const k of Object.keys(val).sort()) o[k] = val[k];
+      for (const k of Object.keys(val).sort()) setOwn(o, k, val[k]);
       return o;
     }
     return val;

@@ -54,10 +54,11 @@ async function dispatch(d: HandlerDeps, req: IncomingMessage, res: ServerRespons
   const url = new URL(req.url ?? '/', 'http://localhost');
   let segments: string[];
   try {
-    segments = url.pathname
+    // Decoded before splitting, as Go's URL.Path is: `default%2Fevil` is two segments, never one
+    // namespace whose prefix match would leak another namespace's objects.
+    segments = decodeURIComponent(url.pathname)
       .split('/')
-      .filter((s) => s !== '')
-      .map((s) => decodeURIComponent(s));
+      .filter((s) => s !== '');
   } catch {
     sendStatus(res, badRequest('malformed path'));
     return;

@@ -1,5 +1,6 @@
 /** Reading requests and writing answers: JSON bodies, Status answers, media types and booleans as the apiserver parses them. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { MAX_JSON_DEPTH, nestingDepth } from '../engine/json-safe.js';
 import { ApiStatusError } from '../errors.js';
 import { badRequest, entityTooLarge, unsupportedMediaType, type KubeStatus } from '../status.js';
 
@@ -77,9 +78,15 @@ export async function readJson(req: IncomingMessage, optional: boolean): Promise
     if (optional) return undefined;
     throw new ApiStatusError(badRequest('the body of the request was empty'));
   }
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (e) {
     throw new ApiStatusError(badRequest(`the body of the request could not be decoded as JSON: ${(e as Error).message}`));
   }
+  // Refused here, before any recursive copy, compare or freeze can exhaust the stack (a 500).
+  if (nestingDepth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+    throw new ApiStatusError(badRequest(`the body of the request could not be decoded as JSON: exceeded max depth ${MAX_JSON_DEPTH}`));
+  }
+  return value;
 }

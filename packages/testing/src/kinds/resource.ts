@@ -3,6 +3,7 @@
  * generic engine consults — validation, defaulting, the status subresource, graceful deletion,
  * field selectors and table columns. Every kind, built-in or custom, is one of these values.
  */
+import { setOwn } from '../engine/json-safe.js';
 import type { NameRule } from '../engine/meta.js';
 import type { FieldError } from '../status.js';
 import { GENERIC_COLUMNS, genericCells, type TableColumn } from '../table.js';
@@ -94,7 +95,7 @@ function specPart(statusSubresource: boolean) {
     for (const [k, v] of Object.entries(o)) {
       if (k === 'metadata' || k === 'kind' || k === 'apiVersion') continue;
       if (k === 'status' && statusSubresource) continue;
-      rest[k] = v;
+      setOwn(rest, k, v);
     }
     return rest;
   };

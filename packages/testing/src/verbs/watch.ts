@@ -66,6 +66,7 @@ export async function serveWatch(
         bookmarks: bookmarks === true,
         table: tableVersion === undefined ? undefined : { version: tableVersion, include },
         afterRevision,
+        maxBufferBytes: ctx.opts.maxWatchBufferBytes,
       },
       () => store.revision,
       ctx.now,

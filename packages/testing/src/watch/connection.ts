@@ -16,6 +16,8 @@ export interface WatchSpec {
   table: { version: TableVersion; include: IncludeObject } | undefined;
   /** Writes at or below this revision are already reflected in what the watch sent. */
   afterRevision: number;
+  /** Bytes a live event may find unsent in this watch's buffer before the watch is terminated; 0: no bound. */
+  maxBufferBytes: number;
 }
 
 /** Timing for one watch connection, in milliseconds from its start. */
@@ -37,6 +39,8 @@ export class WatchConnection {
   private endWhenUnstalled = false;
   private ended = false;
   private sentTableColumns = false;
+  /** True once the watch was closed for not reading (see terminateIfUnresponsive). */
+  terminatedUnresponsive = false;
   private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(
@@ -92,6 +96,21 @@ export class WatchConnection {
     else if (before) type = 'DELETED';
     else return;
     this.sendObject(type, e.object, e);
+    this.terminateIfUnresponsive();
+  }
+
+  /**
+   * The cacher's rule for a watcher that does not keep up: when its buffer is full, the watcher
+   * is closed without an ERROR frame (cacheWatcher.add → forget), so the client reads what was
+   * already sent, then EOF, and re-watches from its cursor. Memory stays bounded by the limit plus
+   * one frame. Initial-state frames are exempt: a client has not had a chance to read yet.
+   */
+  private terminateIfUnresponsive(): void {
+    const limit = this.spec.maxBufferBytes;
+    if (limit <= 0 || this.ended || this.stalled || this.res.writableLength <= limit) return;
+    this.terminatedUnresponsive = true;
+    this.res.end();
+    this.finish();
   }
 
   /** Sends an initial-state ADDED frame. */

@@ -7,6 +7,7 @@ import type { WatchConnection } from './connection.js';
  */
 export class WatchHub {
   private readonly watches = new Set<WatchConnection>();
+  private terminated = 0;
 
   /** `onChange` runs whenever a watch opens or closes (the waiters of `waitForWatches`). */
   constructor(
@@ -30,6 +31,11 @@ export class WatchHub {
     return this.watches.size;
   }
 
+  /** Watches closed because their client did not read (the cacher's terminated-watchers counter). */
+  get terminatedCount(): number {
+    return this.terminated;
+  }
+
   /** Registers an open watch (it unregisters itself through {@link closed} when it ends). */
   add(c: WatchConnection): void {
     this.watches.add(c);
@@ -38,6 +44,7 @@ export class WatchHub {
 
   /** Called by a connection when it ends. */
   closed(c: WatchConnection): void {
+    if (c.terminatedUnresponsive) this.terminated++;
     this.watches.delete(c);
     this.onChange();
   }
