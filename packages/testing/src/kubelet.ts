@@ -33,12 +33,18 @@ export class KubeletEmulator {
     private readonly now: () => Date,
   ) {}
 
-  private write(ns: string, name: string, fn: (p: Pod) => void): Pod {
+  private write(ns: string, name: string, fn: (p: Pod) => void, opts: { keepGeneration?: boolean } = {}): Pod {
     return clone(
-      this.registry.mutate(POD_RESOURCE, ns, name, (o) => {
-        fn(o as Pod);
-        return o;
-      }) as Pod,
+      this.registry.mutate(
+        POD_RESOURCE,
+        ns,
+        name,
+        (o) => {
+          fn(o as Pod);
+          return o;
+        },
+        opts,
+      ) as Pod,
     );
   }
 
@@ -64,10 +70,16 @@ export class KubeletEmulator {
         conflict({ group: '', plural: 'pods/binding' }, name, `pod ${name} is already assigned to node "${bound}"`),
       );
     }
-    return this.write(namespace, name, (p) => {
-      p.spec = { ...p.spec, nodeName };
-      this.setCondition(p, 'PodScheduled', 'True');
-    });
+    // pods/binding writes nodeName straight to storage, past the pod strategy: generation stays.
+    return this.write(
+      namespace,
+      name,
+      (p) => {
+        p.spec = { ...p.spec, nodeName };
+        this.setCondition(p, 'PodScheduled', 'True');
+      },
+      { keepGeneration: true },
+    );
   }
 
   /** Phase Running, every container running (and ready unless `ready: false`), IPs and conditions set. */

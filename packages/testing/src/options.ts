@@ -50,7 +50,11 @@ export interface ApiServerOptions {
   minRequestTimeoutSeconds?: number;
   /** How long a request for a future resourceVersion waits for it before the 504. Default 3 000 (the watch cache's blockTimeout). */
   tooLargeResourceVersionWaitMs?: number;
-  /** A watch from a future resourceVersion: `error` (default) waits as above then sends an in-band 504 ERROR; `wait` waits silently for the revision. */
+  /**
+   * A watch from a future resourceVersion: `wait` (default, as kube-apiserver with or without the
+   * watch cache) is held silently — no frames, no bookmarks — until the revision arrives or
+   * `timeoutSeconds` ends it; `error` waits like a LIST, then sends an in-band 504 ERROR.
+   */
   futureWatch?: FutureWatchBehavior;
   /** History retained for watch replay and exact reads; older writes are compacted. Default 10 000. */
   maxHistory?: number;
@@ -64,7 +68,20 @@ export interface ApiServerOptions {
    * Default 16 MiB; 0 disables the bound.
    */
   maxWatchBufferBytes?: number;
-  /** `/version` numbers. Default 1.32 (the kubectl this project installs). */
+  /**
+   * How a pod deletion reaches watchers. `graceful` (the real registry): a MODIFIED carrying
+   * `deletionTimestamp` always comes first — also for unbound pods and 0-grace deletes — then the
+   * DELETED. `immediate`: a deletion whose grace is 0 is a DELETED alone (this server's behaviour
+   * before 0.x; some frame-counting tests were written against it). Default `immediate` for now.
+   */
+  deletionEvents?: 'graceful' | 'immediate';
+  /**
+   * An HTTP create into a namespace that does not exist creates the namespace instead of the real
+   * 404 `namespaces "x" not found`. Default false. (Creates through the typed controls —
+   * `createPod`, `seedPods`, `createObject` — always create a missing namespace.)
+   */
+  implicitNamespaces?: boolean;
+  /** `/version` numbers. Default 1.35 (`v1.35.4+reconcile-loop`, the release the e2e layer runs). */
   version?: { major: string; minor: string; gitVersion: string };
 }
 
@@ -79,8 +96,10 @@ export function resolveOptions(o: ApiServerOptions): ResolvedOptions {
     timeoutSecondsScaleMs: o.timeoutSecondsScaleMs ?? 1_000,
     minRequestTimeoutSeconds: o.minRequestTimeoutSeconds ?? 1_800,
     tooLargeResourceVersionWaitMs: o.tooLargeResourceVersionWaitMs ?? 3_000,
-    futureWatch: o.futureWatch ?? 'error',
+    futureWatch: o.futureWatch ?? 'wait',
     maxHistory: o.maxHistory ?? 10_000,
     maxWatchBufferBytes: o.maxWatchBufferBytes ?? 16 * 1024 * 1024,
+    deletionEvents: o.deletionEvents ?? 'immediate',
+    implicitNamespaces: o.implicitNamespaces ?? false,
   };
 }

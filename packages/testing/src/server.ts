@@ -10,7 +10,9 @@ import { handleRequest, type HandlerDeps } from './http/handler.js';
 import { KubeletEmulator } from './kubelet.js';
 import { renderKubeconfig, type KubeconfigOptions } from './kubeconfig.js';
 import { ResourceCatalog, type ResourceRef } from './kinds/catalog.js';
+import { BUILT_IN_NAMESPACES, NAMESPACE_RESOURCE } from './kinds/namespace.js';
 import { POD_RESOURCE } from './kinds/pod.js';
+import { NamespaceController } from './namespace-controller.js';
 import { customResource, type ResourceDefinition } from './kinds/resource.js';
 import { resolveOptions, type ApiServerOptions, type FailNextOptions, type ResolvedOptions, type Verb } from './options.js';
 import type { KubeObject, Pod } from './types.js';
@@ -59,6 +61,7 @@ export class ApiServer implements AsyncDisposable {
   private readonly engine: ResourceEngine;
   private readonly catalog = new ResourceCatalog();
   private readonly hub: WatchHub;
+  private readonly namespaces: NamespaceController;
   private readonly counters = new RequestCounters();
   private readonly faults = new FaultQueue();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -82,10 +85,16 @@ export class ApiServer implements AsyncDisposable {
     this.opts = resolveOptions(options);
     this.token = options.token;
     this.store = new MvccStore(this.opts.maxHistory);
-    this.engine = new ResourceEngine(this.store, this.now);
+    this.engine = new ResourceEngine(this.store, this.now, {
+      legacyDeletion: this.opts.deletionEvents === 'immediate',
+      implicitNamespaces: this.opts.implicitNamespaces,
+    });
     this.kubelet = new KubeletEmulator(this.engine, this.now);
     this.hub = new WatchHub(this.store, () => this.counters.notify());
     this.catalog.add(POD_RESOURCE);
+    this.catalog.add(NAMESPACE_RESOURCE);
+    for (const ns of BUILT_IN_NAMESPACES) this.engine.create(NAMESPACE_RESOURCE, '', { metadata: { name: ns } }, { direct: true });
+    this.namespaces = new NamespaceController(this.store, this.engine, this.catalog, this.timers);
     if (options.kubeletAutoFinishDeleteMs !== undefined) this.autoFinishDeletes(options.kubeletAutoFinishDeleteMs);
     const ctx: ServerContext = {
       store: this.store,
@@ -102,7 +111,7 @@ export class ApiServer implements AsyncDisposable {
       counters: this.counters,
       faults: this.faults,
       token: this.token,
-      discovery: { host: this.host, port: this.port, version: options.version ?? { major: '1', minor: '32', gitVersion: 'v1.32.0+reconcile-loop' } },
+      discovery: { host: this.host, port: this.port, version: options.version ?? { major: '1', minor: '35', gitVersion: 'v1.35.4+reconcile-loop' } },
     };
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       // handleRequest answers every failure itself; this catch only guards a failure to write the answer.
@@ -233,6 +242,22 @@ export class ApiServer implements AsyncDisposable {
   }
 
   // ---------------------------------------------------------------- typed object API
+
+  /**
+   * Creates a namespace (as `kubectl create namespace` would; idempotent for an existing one).
+   * HTTP creates into a namespace that does not exist are 404, as on a real cluster.
+   */
+  createNamespace(name: string, labels: Record<string, string> = {}): KubeObject {
+    this.assertOpen();
+    const existing = this.store.get(NAMESPACE_RESOURCE, storageKey('', name));
+    if (existing !== undefined) return structuredClone(existing);
+    return structuredClone(this.engine.create(NAMESPACE_RESOURCE, '', { metadata: { name, labels } }, { direct: true }));
+  }
+
+  /** Names of the namespaces that exist (terminating ones included). */
+  listNamespaces(): string[] {
+    return this.store.listCurrent(NAMESPACE_RESOURCE, undefined).map(([, o]) => o.metadata.name ?? '');
+  }
 
   /** Creates a pod as a client POST would (namespace default `default`, one pause container if none). */
   createPod(pod: PodInput): Pod {

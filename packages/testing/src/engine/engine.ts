@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApiStatusError } from '../errors.js';
+import { NAMESPACE_RESOURCE, admitCreateIn, namespaceState } from '../kinds/namespace.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { JsonPatchError, jsonPatch, mergePatch, type Json } from '../patch.js';
 import { labelKeyError, labelValueError } from '../selectors.js';
@@ -41,10 +42,32 @@ export function storageKey(ns: string, name: string): string {
  * {@link ApiStatusError} carrying the Status the HTTP API sends, and a refused write commits nothing.
  */
 export class ResourceEngine {
+  private readonly legacyDeletion: boolean;
+  private readonly implicitNamespaces: boolean;
+
+  /**
+   * `legacyDeletion` (`deletionEvents: 'immediate'`): a pod whose grace is 0 (unbound, terminal, or
+   * a 0-grace delete) leaves with a DELETED alone; the real registry always sends the terminating
+   * MODIFIED first. `implicitNamespaces`: an HTTP create into a missing namespace creates it
+   * (typed-control creates always do) instead of the real 404.
+   */
   constructor(
     readonly store: MvccStore,
     private readonly now: () => Date,
-  ) {}
+    opts: { legacyDeletion?: boolean; implicitNamespaces?: boolean } = {},
+  ) {
+    this.legacyDeletion = opts.legacyDeletion === true;
+    this.implicitNamespaces = opts.implicitNamespaces === true;
+  }
+
+  /** A namespaced create's admission: the namespace must exist, or is made for direct and implicit creates. */
+  private admitNamespace(ns: string, direct: boolean): void {
+    if ((direct || this.implicitNamespaces) && namespaceState(this.store, ns) === 'missing' && nameErrors(ns, 'label').length === 0) {
+      this.create(NAMESPACE_RESOURCE, '', { metadata: { name: ns } }, { direct: true });
+      return;
+    }
+    admitCreateIn(this.store, ns);
+  }
 
   /** The current object, or a 404 Status. */
   get(r: ResourceType, ns: string, name: string): KubeObject {
@@ -111,6 +134,11 @@ export class ResourceEngine {
   create(r: ResourceType, ns: string, body: unknown, opts: { direct?: boolean; dryRun?: boolean } = {}): KubeObject {
     const b = structuredClone(this.checkBody(r, body));
     const meta: ObjectMeta = isRecord(b['metadata']) ? { ...(b['metadata'] as ObjectMeta) } : {};
+    // etcd3's Create refuses a set resourceVersion with a plain error, which the apiserver answers 500.
+    if (opts.direct !== true && typeof meta.resourceVersion === 'string' && /^\d+$/.test(meta.resourceVersion) && Number(meta.resourceVersion) !== 0) {
+      fail(failure(500, '', 'resourceVersion should not be set on objects to be created'));
+    }
+    if (r.namespaced) this.admitNamespace(ns, opts.direct === true);
     if (r.namespaced) {
       if (meta.namespace !== undefined && meta.namespace !== '' && meta.namespace !== ns) {
         fail(badRequest('the namespace of the provided object does not match the namespace sent on the request'));
@@ -154,7 +182,7 @@ export class ResourceEngine {
     ns: string,
     name: string,
     body: unknown,
-    opts: { subresource?: 'status'; direct?: boolean; fromPatch?: boolean; dryRun?: boolean } = {},
+    opts: { subresource?: 'status'; direct?: boolean; fromPatch?: boolean; dryRun?: boolean; keepGeneration?: boolean } = {},
   ): KubeObject {
     const old = this.get(r, ns, name);
     const b = structuredClone(this.checkBody(r, body));
@@ -199,7 +227,7 @@ export class ResourceEngine {
       this.validate(r, next, false, opts.direct === true ? undefined : old);
       next = shape(r, next, next.metadata);
     }
-    if (stable(r.generationPart(next)) !== stable(r.generationPart(old))) {
+    if (opts.keepGeneration !== true && stable(r.generationPart(next)) !== stable(r.generationPart(old))) {
       next.metadata = { ...next.metadata, generation: (old.metadata.generation ?? 0) + 1 };
     }
     const comparableOld = stable({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } });
@@ -207,7 +235,10 @@ export class ResourceEngine {
     if (comparableOld === comparableNext) return old;
     if (opts.dryRun === true) return { ...next, metadata: { ...next.metadata, resourceVersion: old.metadata.resourceVersion ?? '' } };
     const finalizersDone =
-      next.metadata.deletionTimestamp !== undefined && (next.metadata.finalizers ?? []).length === 0 && (next.metadata.deletionGracePeriodSeconds ?? 0) === 0;
+      next.metadata.deletionTimestamp !== undefined &&
+      (next.metadata.finalizers ?? []).length === 0 &&
+      (next.metadata.deletionGracePeriodSeconds ?? 0) === 0 &&
+      !r.holdsDeletion(next);
     return this.store.commit(r, storageKey(ns, name), finalizersDone ? 'DELETED' : 'MODIFIED', next).object;
   }
 
@@ -245,10 +276,13 @@ export class ResourceEngine {
   }
 
   /**
-   * DELETE. The kind's strategy gives the grace period (pods: bound and not terminal): a positive
-   * one sets `deletionTimestamp` and watchers see MODIFIED; a later delete with a shorter period
-   * shortens it, and period 0 removes the object. Finalizers hold any object until an update
-   * empties them.
+   * DELETE, as the registry's graceful deletion does it. Kinds with graceful deletion (pods) always
+   * get a MODIFIED first, carrying `deletionTimestamp` (now + grace) and
+   * `deletionGracePeriodSeconds` — also for an unbound pod or a 0-grace delete — and then, when
+   * the grace is 0 and no finalizer holds it, the DELETED; every shortening of the grace is its
+   * own MODIFIED, and a delete that would not shorten it changes nothing. Other kinds go at once
+   * (DELETED) unless finalizers hold them (MODIFIED with grace 0). The result is the object as the
+   * response carries it: the terminating or the last state.
    */
   delete(r: ResourceType, ns: string, name: string, opts: DeleteOptions = {}): DeleteResult {
     const old = this.get(r, ns, name);
@@ -259,38 +293,44 @@ export class ResourceEngine {
     if (pre?.resourceVersion !== undefined && pre.resourceVersion !== old.metadata.resourceVersion) {
       fail(conflict(r, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`));
     }
-    const grace = r.gracePeriod(old, opts.gracePeriodSeconds);
-    const finalizers = old.metadata.finalizers ?? [];
+    const key = storageKey(ns, name);
+    const held = (old.metadata.finalizers ?? []).length > 0 || r.holdsDeletion(old);
+    const graceful = r.gracefulDelete;
+    const grace = graceful ? r.gracePeriod(old, opts.gracePeriodSeconds) : 0;
     const current = old.metadata.deletionGracePeriodSeconds;
-    if (old.metadata.deletionTimestamp !== undefined && current !== undefined && grace >= current) {
+    if (old.metadata.deletionTimestamp !== undefined && (current === undefined || grace >= current)) {
       return { object: old, deleted: false };
     }
-    const key = storageKey(ns, name);
-    if (grace > 0 || finalizers.length > 0) {
-      const meta: ObjectMeta = {
-        ...old.metadata,
-        deletionTimestamp: rfc3339(new Date(this.now().getTime() + grace * 1000)),
-        deletionGracePeriodSeconds: grace,
-      };
-      // The first graceful deletion bumps generation: controllers must stop acting on the object.
-      if (old.metadata.deletionTimestamp === undefined && (old.metadata.generation ?? 0) > 0) {
-        meta.generation = (old.metadata.generation ?? 0) + 1;
-      }
-      if (grace === 0 && finalizers.length === 0) {
-        return { object: this.store.commit(r, key, 'DELETED', { ...old, metadata: meta }).object, deleted: true };
-      }
-      return { object: this.store.commit(r, key, 'MODIFIED', { ...old, metadata: meta }).object, deleted: false };
+    if ((!graceful || (this.legacyDeletion && grace === 0)) && !held) {
+      return { object: this.store.commit(r, key, 'DELETED', old).object, deleted: true };
     }
-    return { object: this.store.commit(r, key, 'DELETED', old).object, deleted: true };
+    const meta: ObjectMeta = {
+      ...old.metadata,
+      deletionTimestamp: rfc3339(new Date(this.now().getTime() + grace * 1000)),
+      deletionGracePeriodSeconds: grace,
+    };
+    // The first graceful deletion bumps generation: controllers must stop acting on the object.
+    if (old.metadata.deletionTimestamp === undefined && (old.metadata.generation ?? 0) > 0) meta.generation = (old.metadata.generation ?? 0) + 1;
+    const next: KubeObject = structuredClone({ ...old, metadata: meta });
+    r.prepareForDelete(next);
+    const terminating = this.store.commit(r, key, 'MODIFIED', next).object;
+    if (grace > 0 || held) return { object: terminating, deleted: false };
+    return { object: this.store.commit(r, key, 'DELETED', terminating).object, deleted: true };
+  }
+
+  /** Removes an object whose deletion nothing holds any more (a namespace once its content is gone): one DELETED. */
+  remove(r: ResourceType, ns: string, name: string): KubeObject {
+    const old = this.get(r, ns, name);
+    return this.store.commit(r, storageKey(ns, name), 'DELETED', old).object;
   }
 
   /** A direct write for the typed controls and kubelet emulation: no validation, no preconditions. */
-  mutate(r: ResourceType, ns: string, name: string, fn: (o: KubeObject) => KubeObject): KubeObject {
+  mutate(r: ResourceType, ns: string, name: string, fn: (o: KubeObject) => KubeObject, opts: { keepGeneration?: boolean } = {}): KubeObject {
     const old = this.get(r, ns, name);
     const next = fn(structuredClone(old) as KubeObject);
     next.metadata = { ...next.metadata, name };
     if (r.namespaced) next.metadata.namespace = ns;
     if (old.metadata.resourceVersion !== undefined) next.metadata.resourceVersion = old.metadata.resourceVersion;
-    return this.update(r, ns, name, next, { direct: true });
+    return this.update(r, ns, name, next, { direct: true, ...opts });
   }
 }

@@ -32,6 +32,23 @@ export function apiResourceList(groupVersion: string, resources: readonly Resour
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion, resources: out };
 }
 
+/**
+ * The Go mux's answer for a path no API group claims (an unknown group, or outside /api and
+ * /apis): `404 page not found` as text/plain, not a Status. Paths under /api and under a served
+ * group get a JSON Status 404 from the group's own router.
+ */
+export function sendPlainNotFound(res: ServerResponse): void {
+  const body = '404 page not found\n';
+  res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': String(Buffer.byteLength(body)) });
+  res.end(body);
+}
+
+/** True when a 404 for `segments` is the group router's JSON Status rather than the mux's text/plain. */
+export function isApiGroupPath(catalog: ResourceCatalog, segments: string[]): boolean {
+  if (segments[0] === 'api') return true;
+  return segments[0] === 'apis' && segments.length >= 2 && catalog.groups().has(segments[1]!);
+}
+
 /** True for the paths discovery serves (version, health, group and resource lists). */
 export function isDiscoveryPath(segments: string[]): boolean {
   const path = segments.join('/');
@@ -43,8 +60,7 @@ export function isDiscoveryPath(segments: string[]): boolean {
     path === 'healthz' ||
     path === 'livez' ||
     path === 'readyz' ||
-    (segments[0] === 'apis' && (segments.length === 2 || segments.length === 3)) ||
-    (segments[0] === 'api' && segments[1] === 'v1' && segments[2] === 'namespaces' && segments.length === 4)
+    (segments[0] === 'apis' && (segments.length === 2 || segments.length === 3))
   );
 }
 
@@ -61,8 +77,16 @@ export function serveDiscovery(catalog: ResourceCatalog, info: DiscoveryInfo, se
     return;
   }
   if (path === 'version') {
+    const v = info.version;
     sendJson(res, 200, {
-      ...info.version,
+      major: v.major,
+      minor: v.minor,
+      // Compatibility versions (1.31+): this server emulates its own version and accepts one minor back.
+      emulationMajor: v.major,
+      emulationMinor: v.minor,
+      minCompatibilityMajor: v.major,
+      minCompatibilityMinor: String(Math.max(0, Number(v.minor) - 1)),
+      gitVersion: v.gitVersion,
       gitCommit: '0000000000000000000000000000000000000000',
       gitTreeState: 'clean',
       buildDate: '2025-01-01T00:00:00Z',
@@ -80,11 +104,6 @@ export function serveDiscovery(catalog: ResourceCatalog, info: DiscoveryInfo, se
     sendJson(res, 200, apiResourceList('v1', catalog.inGroupVersion('', 'v1')));
     return;
   }
-  if (segments[2] === 'namespaces' && segments.length === 4) {
-    // Every namespace exists here; kubectl occasionally reads one.
-    sendJson(res, 200, { kind: 'Namespace', apiVersion: 'v1', metadata: { name: segments[3] }, spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' } });
-    return;
-  }
   const groups = catalog.groups();
   const groupDoc = (g: string): Record<string, unknown> => {
     const versions = (groups.get(g) ?? []).map((v) => ({ groupVersion: `${g}/${v}`, version: v }));
@@ -96,7 +115,7 @@ export function serveDiscovery(catalog: ResourceCatalog, info: DiscoveryInfo, se
   }
   const g = segments[1]!;
   if (!groups.has(g)) {
-    sendStatus(res, pathNotFound());
+    sendPlainNotFound(res);
     return;
   }
   if (segments.length === 2) {

@@ -3,13 +3,14 @@ import type { RequestCounters } from '../controls/counters.js';
 import { injectedStatus, type FaultQueue } from '../controls/faults.js';
 import { isApiStatusError } from '../errors.js';
 import { SelectorParseError } from '../selectors.js';
-import { badRequest, failure, internalError, methodNotAllowed, pathNotFound, unauthorized } from '../status.js';
+import { badRequest, failure, internalError, methodNotAllowed, pathNotFound } from '../status.js';
 import type { ServerContext } from '../verbs/context.js';
 import { serveGet } from '../verbs/get.js';
 import { serveList } from '../verbs/list.js';
 import { serveWatch } from '../verbs/watch.js';
 import { serveCreate, serveDelete, serveDeleteCollection, servePatch, serveUpdate } from '../verbs/write.js';
-import { isDiscoveryPath, serveDiscovery, type DiscoveryInfo } from './discovery.js';
+import { authorize } from './auth.js';
+import { isApiGroupPath, isDiscoveryPath, sendPlainNotFound, serveDiscovery, type DiscoveryInfo } from './discovery.js';
 import { JSON_HEADERS, parseBool, sendStatus } from './io.js';
 import { route, verbOf } from './router.js';
 
@@ -47,10 +48,6 @@ async function dispatch(d: HandlerDeps, req: IncomingMessage, res: ServerRespons
     sendStatus(res, failure(503, 'ServiceUnavailable', 'the embedded apiserver is shutting down'));
     return;
   }
-  if (d.token !== undefined && req.headers.authorization !== `Bearer ${d.token}`) {
-    sendStatus(res, unauthorized());
-    return;
-  }
   const url = new URL(req.url ?? '/', 'http://localhost');
   let segments: string[];
   try {
@@ -65,6 +62,11 @@ async function dispatch(d: HandlerDeps, req: IncomingMessage, res: ServerRespons
   }
   const method = req.method ?? 'GET';
   const q = url.searchParams;
+  const refused = authorize(d.token, req, segments, q);
+  if (refused !== undefined) {
+    sendStatus(res, refused);
+    return;
+  }
 
   if (isDiscoveryPath(segments)) {
     counters.count('discovery');
@@ -74,7 +76,8 @@ async function dispatch(d: HandlerDeps, req: IncomingMessage, res: ServerRespons
   const rt = route(ctx.catalog, segments);
   if (rt === 'not-found') {
     counters.count('discovery');
-    sendStatus(res, pathNotFound());
+    if (isApiGroupPath(ctx.catalog, segments)) sendStatus(res, pathNotFound());
+    else sendPlainNotFound(res);
     return;
   }
   const watch = parseBool(q.get('watch'));

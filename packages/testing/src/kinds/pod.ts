@@ -160,6 +160,7 @@ export const POD_RESOURCE: ResourceType = resourceType(
       return mutablePodSpecView(next['spec']) !== mutablePodSpecView(old['spec']) ? [forbidden('spec', POD_UPDATE_FORBIDDEN)] : [];
     },
     generationPart: (o: KubeObject) => o['spec'] ?? null,
+    gracefulDelete: true,
     /** Bound, non-terminal pods get the requested or their own grace period; everything else goes at once. */
     gracePeriod(obj, requested) {
       const p = obj as Pod;

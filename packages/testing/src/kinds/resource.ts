@@ -63,6 +63,12 @@ export interface KindStrategy {
   validateUpdate(next: KubeObject, old: KubeObject): FieldError[];
   /** The part of an object whose change bumps `metadata.generation`. */
   generationPart(obj: KubeObject): unknown;
+  /** True while something besides `metadata.finalizers` holds a deleted object (a namespace's `spec.finalizers`). */
+  holdsDeletion(obj: KubeObject): boolean;
+  /** Changes a deleted object takes on with its `deletionTimestamp` (a namespace turns Terminating). */
+  prepareForDelete(obj: KubeObject): void;
+  /** Deletion goes through a MODIFIED carrying `deletionTimestamp` first (pods), even with grace 0. */
+  readonly gracefulDelete: boolean;
   /** The grace period a DELETE gives `obj` (0: it goes at once, modulo finalizers). */
   gracePeriod(obj: KubeObject, requested: number | undefined): number;
   readonly tableColumns: readonly TableColumn[];
@@ -129,6 +135,9 @@ export function genericStrategy(o: { statusSubresource: boolean; namespaced: boo
     validate: () => [],
     validateUpdate: () => [],
     generationPart: specPart(o.statusSubresource),
+    holdsDeletion: () => false,
+    prepareForDelete() {},
+    gracefulDelete: false,
     gracePeriod: () => 0,
     tableColumns: GENERIC_COLUMNS,
     tableCells: genericCells,

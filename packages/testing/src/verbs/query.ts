@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { ApiStatusError } from '../errors.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, type FieldRequirement, type LabelRequirement } from '../selectors.js';
-import { badRequest, invalid, tooLargeResourceVersion, type FieldError, type KubeStatus } from '../status.js';
+import { badRequest, failure, invalid, tooLargeResourceVersion, type FieldError, type KubeStatus } from '../status.js';
 import type { IncludeObject } from '../table.js';
 import type { KubeObject } from '../types.js';
 import type { ServerContext } from './context.js';
@@ -35,9 +35,27 @@ export function selected(r: ResourceType, o: KubeObject, labels: LabelRequiremen
   return fields.length === 0 || matchesFields(fields, r.fieldSet(o));
 }
 
-/** A decimal resourceVersion, or 400. */
+/** `APIObjectVersioner.ParseResourceVersion`'s complaint about `rv` (strconv.ParseUint wording), or undefined when it parses. */
+export function resourceVersionError(rv: string): string | undefined {
+  if (/^\d+$/.test(rv) && BigInt(rv) < 2n ** 64n) return undefined;
+  const why = /^\d+$/.test(rv) ? 'value out of range' : 'invalid syntax';
+  return `resourceVersion: Invalid value: ${JSON.stringify(rv)}: strconv.ParseUint: parsing ${JSON.stringify(rv)}: ${why}`;
+}
+
+/** A decimal resourceVersion for LIST, or the real server's 400 `invalid resource version: …`. */
 export function parseRv(rv: string): number {
-  if (!/^\d+$/.test(rv)) throw new ApiStatusError(badRequest(`invalid resource version: ${JSON.stringify(rv)}`));
+  const err = resourceVersionError(rv);
+  if (err !== undefined) throw new ApiStatusError(badRequest(`invalid resource version: ${err}`));
+  return Number(rv);
+}
+
+/**
+ * A decimal resourceVersion for WATCH. The watch path hands the versioner's error to the client
+ * unconverted, so the real server answers 500 with no reason (both with and without the watch cache).
+ */
+export function parseWatchRv(rv: string): number {
+  const err = resourceVersionError(rv);
+  if (err !== undefined) throw new ApiStatusError(failure(500, '', err));
   return Number(rv);
 }
 

@@ -7,7 +7,7 @@ import { badRequest, forbidden, tooOldWatch, type FieldError } from '../status.j
 import { acceptsTable } from '../table.js';
 import { WatchConnection } from '../watch/connection.js';
 import type { ServerContext } from './context.js';
-import { awaitRevision, includeObject, listInvalid, parseRv, selectors } from './query.js';
+import { awaitRevision, includeObject, listInvalid, parseWatchRv, selectors } from './query.js';
 
 /** The watch's deadline: `timeoutSeconds`, else a random [min, 2·min) as `--min-request-timeout` gives. */
 function deadlineOf(ctx: ServerContext, t: string | null): number {
@@ -51,7 +51,7 @@ export async function serveWatch(
   const fields = name === undefined ? sel.fields : [...sel.fields, { field: 'metadata.name', op: '=' as const, value: name }];
   const tableVersion = acceptsTable(req.headers.accept);
   const include = includeObject(q);
-  const requested = rv === '' ? undefined : parseRv(rv);
+  const requested = rv === '' ? undefined : parseWatchRv(rv);
 
   const startStream = (afterRevision: number): WatchConnection => {
     res.writeHead(200, { ...JSON_HEADERS, 'Transfer-Encoding': 'chunked' });

@@ -151,6 +151,9 @@ export class WatchConnection {
   /** A BOOKMARK carrying only kind, apiVersion and the current revision. */
   sendBookmark(annotations?: Record<string, string>): void {
     if (!this.spec.bookmarks || this.ended) return;
+    // A watch from a future revision has nothing to report until the store reaches it: a bookmark
+    // below its start would move the client's cursor back.
+    if (this.currentRevision() < this.spec.afterRevision) return;
     const metadata: Record<string, unknown> = { resourceVersion: String(this.currentRevision()) };
     if (annotations !== undefined) metadata['annotations'] = annotations;
     const r = this.spec.resource;
