@@ -10,6 +10,9 @@ import { handleRequest, type HandlerDeps } from './http/handler.js';
 import { KubeletEmulator } from './kubelet.js';
 import { renderKubeconfig, type KubeconfigOptions } from './kubeconfig.js';
 import { ResourceCatalog, type ResourceRef } from './kinds/catalog.js';
+import { CrdController } from './crd-controller.js';
+import { CORE_KINDS } from './kinds/core.js';
+import { CRD_RESOURCE } from './kinds/crd.js';
 import { BUILT_IN_NAMESPACES, NAMESPACE_RESOURCE } from './kinds/namespace.js';
 import { POD_RESOURCE } from './kinds/pod.js';
 import { NamespaceController } from './namespace-controller.js';
@@ -62,6 +65,7 @@ export class ApiServer implements AsyncDisposable {
   private readonly catalog = new ResourceCatalog();
   private readonly hub: WatchHub;
   private readonly namespaces: NamespaceController;
+  private readonly crds: CrdController;
   private readonly counters = new RequestCounters();
   private readonly faults = new FaultQueue();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -93,8 +97,11 @@ export class ApiServer implements AsyncDisposable {
     this.hub = new WatchHub(this.store, () => this.counters.notify());
     this.catalog.add(POD_RESOURCE);
     this.catalog.add(NAMESPACE_RESOURCE);
+    for (const r of CORE_KINDS) this.catalog.add(r);
+    this.catalog.add(CRD_RESOURCE);
     for (const ns of BUILT_IN_NAMESPACES) this.engine.create(NAMESPACE_RESOURCE, '', { metadata: { name: ns } }, { direct: true });
     this.namespaces = new NamespaceController(this.store, this.engine, this.catalog, this.timers);
+    this.crds = new CrdController(this.store, this.engine, this.catalog, this.timers, this.now);
     if (options.kubeletAutoFinishDeleteMs !== undefined) this.autoFinishDeletes(options.kubeletAutoFinishDeleteMs);
     const ctx: ServerContext = {
       store: this.store,

@@ -162,7 +162,8 @@ export class ResourceEngine {
     delete meta.deletionGracePeriodSeconds;
     meta.uid = randomUUID();
     meta.creationTimestamp = rfc3339(this.now());
-    meta.generation = 1;
+    if (r.tracksGeneration) meta.generation = 1;
+    else delete meta.generation;
     let obj = shape(r, b, meta);
     r.prepareForCreate(obj, opts.direct === true);
     obj = shape(r, obj, obj.metadata);
@@ -227,7 +228,7 @@ export class ResourceEngine {
       this.validate(r, next, false, opts.direct === true ? undefined : old);
       next = shape(r, next, next.metadata);
     }
-    if (opts.keepGeneration !== true && stable(r.generationPart(next)) !== stable(r.generationPart(old))) {
+    if (r.tracksGeneration && opts.keepGeneration !== true && stable(r.generationPart(next)) !== stable(r.generationPart(old))) {
       next.metadata = { ...next.metadata, generation: (old.metadata.generation ?? 0) + 1 };
     }
     const comparableOld = stable({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } });

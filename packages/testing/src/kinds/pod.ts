@@ -161,6 +161,7 @@ export const POD_RESOURCE: ResourceType = resourceType(
     },
     generationPart: (o: KubeObject) => o['spec'] ?? null,
     gracefulDelete: true,
+    tracksGeneration: true,
     /** Bound, non-terminal pods get the requested or their own grace period; everything else goes at once. */
     gracePeriod(obj, requested) {
       const p = obj as Pod;

@@ -61,6 +61,8 @@ export interface KindStrategy {
   validate(obj: KubeObject): FieldError[];
   /** Update-only validation (immutable fields). */
   validateUpdate(next: KubeObject, old: KubeObject): FieldError[];
+  /** Whether `metadata.generation` is kept (pods, custom resources; not ConfigMaps, Services, Namespaces…). */
+  readonly tracksGeneration: boolean;
   /** The part of an object whose change bumps `metadata.generation`. */
   generationPart(obj: KubeObject): unknown;
   /** True while something besides `metadata.finalizers` holds a deleted object (a namespace's `spec.finalizers`). */
@@ -134,6 +136,7 @@ export function genericStrategy(o: { statusSubresource: boolean; namespaced: boo
     prepareForUpdate() {},
     validate: () => [],
     validateUpdate: () => [],
+    tracksGeneration: !o.builtIn,
     generationPart: specPart(o.statusSubresource),
     holdsDeletion: () => false,
     prepareForDelete() {},
