@@ -3,6 +3,8 @@ import { ApiStatusError } from '../errors.js';
 import { NAMESPACE_RESOURCE, admitCreateIn, namespaceState } from '../kinds/namespace.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { JsonPatchError, jsonPatch, mergePatch, type Json } from '../patch.js';
+import { managedFieldsOf, updateManagedFields } from '../patch/apply.js';
+import { StrategicPatchError, strategicMerge } from '../patch/strategic.js';
 import { labelKeyError, labelValueError } from '../selectors.js';
 import { alreadyExists, badRequest, conflict, failure, invalid, invalidValue, notFound, required, type FieldError, type KubeStatus } from '../status.js';
 import type { KubeObject, ObjectMeta } from '../types.js';
@@ -12,9 +14,20 @@ import type { MvccStore } from './store.js';
 /** How a PATCH body is interpreted. */
 export type PatchType = 'merge' | 'json' | 'strategic';
 
+/** Who writes, for `metadata.managedFields`: the `fieldManager` query parameter or the client's user agent. */
+export interface WriteOptions {
+  dryRun?: boolean;
+  /** The manager an Update is recorded under. Recorded when named explicitly or once the object has managed fields. */
+  fieldManager?: string;
+  /** True when `fieldManager` came from the request (not derived from the user agent). */
+  fieldManagerExplicit?: boolean;
+}
+
 /** Options for a DELETE, from the query string or a `DeleteOptions` body. */
 export interface DeleteOptions {
   gracePeriodSeconds?: number;
+  /** `dryRun=All`: everything is checked and the answer computed, nothing is written. */
+  dryRun?: boolean;
   preconditions?: { uid?: string; resourceVersion?: string };
 }
 
@@ -67,6 +80,16 @@ export class ResourceEngine {
       return;
     }
     admitCreateIn(this.store, ns);
+  }
+
+  /** The clock writes are stamped with. */
+  clock(): Date {
+    return this.now();
+  }
+
+  /** The 404 Status for `name` of `r`. */
+  notFoundStatus(r: ResourceType, name: string): KubeStatus {
+    return notFound(r, name);
   }
 
   /** The current object, or a 404 Status. */
@@ -131,7 +154,7 @@ export class ResourceEngine {
    * POST: assigns uid, creationTimestamp, generation 1 and the next revision, after the kind's
    * create defaulting. `direct` (typed controls) keeps a caller-provided status.
    */
-  create(r: ResourceType, ns: string, body: unknown, opts: { direct?: boolean; dryRun?: boolean } = {}): KubeObject {
+  create(r: ResourceType, ns: string, body: unknown, opts: { direct?: boolean } & WriteOptions = {}): KubeObject {
     const b = structuredClone(this.checkBody(r, body));
     const meta: ObjectMeta = isRecord(b['metadata']) ? { ...(b['metadata'] as ObjectMeta) } : {};
     // etcd3's Create refuses a set resourceVersion with a plain error, which the apiserver answers 500.
@@ -169,7 +192,12 @@ export class ResourceEngine {
     obj = shape(r, obj, obj.metadata);
     this.validate(r, obj, true, undefined);
     if (this.store.get(r, storageKey(ns, name)) !== undefined) fail(alreadyExists(r, name));
-    if (opts.dryRun === true) return { ...obj, metadata: { ...obj.metadata, resourceVersion: String(this.store.revision) } };
+    if (opts.fieldManagerExplicit === true && opts.fieldManager !== undefined && obj.metadata.managedFields === undefined) {
+      obj = updateManagedFields({ ...obj, metadata: { ...obj.metadata } }, obj, opts.fieldManager, r.apiVersion, r.strategicMergeKeys ?? {}, this.now());
+      obj = shape(r, obj, obj.metadata);
+    }
+    // A dry-run create answers what would be stored, without a resourceVersion (nothing was).
+    if (opts.dryRun === true) return obj;
     return this.store.commit(r, storageKey(ns, name), 'ADDED', obj).object;
   }
 
@@ -183,7 +211,7 @@ export class ResourceEngine {
     ns: string,
     name: string,
     body: unknown,
-    opts: { subresource?: 'status'; direct?: boolean; fromPatch?: boolean; dryRun?: boolean; keepGeneration?: boolean } = {},
+    opts: { subresource?: 'status'; direct?: boolean; fromPatch?: boolean; keepGeneration?: boolean; applied?: boolean } & WriteOptions = {},
   ): KubeObject {
     const old = this.get(r, ns, name);
     const b = structuredClone(this.checkBody(r, body));
@@ -218,6 +246,8 @@ export class ResourceEngine {
       if (r.namespaced) meta.namespace = ns;
       else delete meta.namespace;
       meta.name = name;
+      // An update that omits managedFields keeps them, as the real field manager does.
+      if (meta.managedFields === undefined && old.metadata.managedFields !== undefined) meta.managedFields = old.metadata.managedFields;
       next = shape(r, b, meta);
       r.prepareForUpdate(next, old);
       if (r.statusSubresource && opts.direct !== true) {
@@ -230,6 +260,11 @@ export class ResourceEngine {
     }
     if (r.tracksGeneration && opts.keepGeneration !== true && stable(r.generationPart(next)) !== stable(r.generationPart(old))) {
       next.metadata = { ...next.metadata, generation: (old.metadata.generation ?? 0) + 1 };
+    }
+    const manager = opts.fieldManager;
+    if (opts.applied !== true && opts.direct !== true && manager !== undefined && (opts.fieldManagerExplicit === true || managedFieldsOf(old).length > 0)) {
+      next = updateManagedFields(old, next, manager, r.apiVersion, r.strategicMergeKeys ?? {}, this.now());
+      next = shape(r, next, next.metadata);
     }
     const comparableOld = stable({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } });
     const comparableNext = stable({ ...next, metadata: { ...next.metadata, resourceVersion: undefined } });
@@ -244,7 +279,7 @@ export class ResourceEngine {
   }
 
   /** PATCH: applies the patch to the current object and writes the result as an update would. */
-  patch(r: ResourceType, ns: string, name: string, type: PatchType, patchBody: unknown, opts: { subresource?: 'status'; dryRun?: boolean } = {}): KubeObject {
+  patch(r: ResourceType, ns: string, name: string, type: PatchType, patchBody: unknown, opts: { subresource?: 'status' } & WriteOptions = {}): KubeObject {
     const old = this.get(r, ns, name);
     let patched: Json;
     if (type === 'json') {
@@ -261,6 +296,14 @@ export class ResourceEngine {
         }
         throw e;
       }
+    } else if (type === 'strategic') {
+      if (!isRecord(patchBody)) fail(badRequest('json: cannot unmarshal into Go value of type map[string]interface {}'));
+      try {
+        patched = strategicMerge(old as unknown as Record<string, unknown>, patchBody, r.strategicMergeKeys ?? {}) as Json;
+      } catch (e) {
+        if (e instanceof StrategicPatchError) fail(badRequest(e.message));
+        throw e;
+      }
     } else {
       if (!isRecord(patchBody)) fail(badRequest('json: cannot unmarshal into Go value of type map[string]interface {}'));
       patched = mergePatch(old as unknown as Json, patchBody as Json);
@@ -270,10 +313,7 @@ export class ResourceEngine {
     if ((meta.resourceVersion === undefined || meta.resourceVersion === '') && old.metadata.resourceVersion !== undefined) {
       patched['metadata'] = { ...(meta as Record<string, Json>), resourceVersion: old.metadata.resourceVersion };
     }
-    const upd: { subresource?: 'status'; fromPatch: boolean; dryRun?: boolean } = { fromPatch: true };
-    if (opts.subresource !== undefined) upd.subresource = opts.subresource;
-    if (opts.dryRun !== undefined) upd.dryRun = opts.dryRun;
-    return this.update(r, ns, name, patched, upd);
+    return this.update(r, ns, name, patched, { ...opts, fromPatch: true });
   }
 
   /**
@@ -303,7 +343,7 @@ export class ResourceEngine {
       return { object: old, deleted: false };
     }
     if ((!graceful || (this.legacyDeletion && grace === 0)) && !held) {
-      return { object: this.store.commit(r, key, 'DELETED', old).object, deleted: true };
+      return { object: opts.dryRun === true ? old : this.store.commit(r, key, 'DELETED', old).object, deleted: true };
     }
     const meta: ObjectMeta = {
       ...old.metadata,
@@ -314,6 +354,7 @@ export class ResourceEngine {
     if (old.metadata.deletionTimestamp === undefined && (old.metadata.generation ?? 0) > 0) meta.generation = (old.metadata.generation ?? 0) + 1;
     const next: KubeObject = structuredClone({ ...old, metadata: meta });
     r.prepareForDelete(next);
+    if (opts.dryRun === true) return { object: next, deleted: grace === 0 && !held };
     const terminating = this.store.commit(r, key, 'MODIFIED', next).object;
     if (grace > 0 || held) return { object: terminating, deleted: false };
     return { object: this.store.commit(r, key, 'DELETED', terminating).object, deleted: true };

@@ -106,11 +106,6 @@ async function dispatch(d: HandlerDeps, req: IncomingMessage, res: ServerRespons
     } else sendStatus(res, s);
     return;
   }
-  const dryRun = q.getAll('dryRun').filter((x) => x !== '');
-  if (dryRun.length > 0) {
-    sendStatus(res, badRequest('dryRun is not supported by the embedded apiserver'));
-    return;
-  }
   switch (verb) {
     case 'list':
       return serveList(ctx, req, res, rt.resource, rt.namespace, q);
@@ -119,11 +114,11 @@ async function dispatch(d: HandlerDeps, req: IncomingMessage, res: ServerRespons
     case 'get':
       return serveGet(ctx, req, res, rt, q);
     case 'create':
-      return serveCreate(ctx, req, res, rt);
+      return serveCreate(ctx, req, res, rt, q);
     case 'update':
-      return serveUpdate(ctx, req, res, rt);
+      return serveUpdate(ctx, req, res, rt, q);
     case 'patch':
-      return servePatch(ctx, req, res, rt);
+      return servePatch(ctx, req, res, rt, q);
     case 'delete':
       return serveDelete(ctx, req, res, rt, q);
     case 'deletecollection':

@@ -7,7 +7,7 @@ import { isRecord, stable } from '../engine/meta.js';
 import { forbidden, required, type FieldError } from '../status.js';
 import type { KubeObject, Pod } from '../types.js';
 import { POD_COLUMNS, podCells } from './pod-table.js';
-import { genericStrategy, resourceType, str, type ResourceType } from './resource.js';
+import { META_MERGE_KEYS, genericStrategy, resourceType, str, type ResourceType } from './resource.js';
 
 function qosClass(p: Pod): string {
   const containers = p.spec?.containers ?? [];
@@ -93,7 +93,7 @@ const POD_MERGE_KEYS: Record<string, string> = {
   'status.containerStatuses': 'name',
   'status.initContainerStatuses': 'name',
   'status.podIPs': 'ip',
-  'metadata.ownerReferences': 'uid',
+  ...META_MERGE_KEYS,
 };
 
 const base = genericStrategy({ statusSubresource: true, namespaced: true, builtIn: true });

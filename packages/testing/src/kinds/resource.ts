@@ -111,6 +111,9 @@ function specPart(statusSubresource: boolean) {
 
 const META_FIELDS = ['metadata.name', 'metadata.namespace'];
 
+/** Merge keys every built-in kind shares: finalizers are a set, owner references keyed by uid. */
+export const META_MERGE_KEYS: Readonly<Record<string, string>> = { 'metadata.finalizers': '', 'metadata.ownerReferences': 'uid' };
+
 /**
  * The default strategy: no kind-specific validation or defaulting, generation follows everything
  * but metadata (and status with a subresource), deletion is immediate unless finalizers hold it.
@@ -122,7 +125,7 @@ export function genericStrategy(o: { statusSubresource: boolean; namespaced: boo
     returnDeletedObject: o.builtIn,
     listItemsCarryType: !o.builtIn,
     allowUnconditionalUpdate: o.builtIn,
-    strategicMergeKeys: o.builtIn ? {} : undefined,
+    strategicMergeKeys: o.builtIn ? META_MERGE_KEYS : undefined,
     nameRule: 'subdomain',
     categories: [],
     supportedFields: META_FIELDS,
