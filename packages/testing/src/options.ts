@@ -81,6 +81,16 @@ export interface ApiServerOptions {
    * `createPod`, `seedPods`, `createObject` — always create a missing namespace.)
    */
   implicitNamespaces?: boolean;
+  /**
+   * Which kube-apiserver to reproduce. `cached` (default, `--watch-cache=true`): watches resume
+   * from the watch cache window (a cursor compacted in etcd but inside the window still replays),
+   * a LIST at `resourceVersion=0` ignores `limit`, a future-version LIST waits 3 s then 504s with
+   * `retryAfterSeconds`, bookmarks come periodically and 2 s before the deadline. `uncached`
+   * (`--watch-cache=false`): watches and lists go to etcd: a compacted cursor is 410 `The
+   * resourceVersion for the provided watch is too old.`, `limit` pages at any resourceVersion, a
+   * future-version LIST is 504 at once without `retryAfterSeconds`, and no bookmarks are sent.
+   */
+  personality?: 'cached' | 'uncached';
   /** `/version` numbers. Default 1.35 (`v1.35.4+reconcile-loop`, the release the e2e layer runs). */
   version?: { major: string; minor: string; gitVersion: string };
 }
@@ -101,5 +111,6 @@ export function resolveOptions(o: ApiServerOptions): ResolvedOptions {
     maxWatchBufferBytes: o.maxWatchBufferBytes ?? 16 * 1024 * 1024,
     deletionEvents: o.deletionEvents ?? 'immediate',
     implicitNamespaces: o.implicitNamespaces ?? false,
+    personality: o.personality ?? 'cached',
   };
 }

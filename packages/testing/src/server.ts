@@ -180,9 +180,15 @@ export class ApiServer implements AsyncDisposable {
 
   // ---------------------------------------------------------------- test controls
 
-  /** Drops history up to `revision` (default: the newest). Returns the compacted revision. */
-  compact(revision?: number): number {
-    return this.store.compact(revision);
+  /**
+   * Compacts history up to `revision` (default: the newest): Exact lists and continue tokens below
+   * it get 410, and so do watches — the watch cache window moves with it — unless
+   * `keepWatchCache: true`, with which a `cached` server still replays those cursors from its window
+   * (as a real watch cache does after an etcd compaction) and only an `uncached` one answers 410.
+   * Returns the compacted revision.
+   */
+  compact(revision?: number, opts: { keepWatchCache?: boolean } = {}): number {
+    return this.store.compact(revision, opts.keepWatchCache === true);
   }
 
   /** Ends every open watch: cleanly by default (clients read EOF), or by resetting sockets with `abrupt`. */

@@ -34,6 +34,8 @@ export async function serveList(ctx: ServerContext, req: IncomingMessage, res: S
     if (!/^-?\d+$/.test(limitText)) throw new ApiStatusError(badRequest(`invalid value for limit: ${limitText}`));
     limit = Math.max(0, Number(limitText));
   }
+  // The watch cache serves resourceVersion=0 whole: `limit` is ignored (etcd pages it).
+  if (ctx.opts.personality === 'cached' && rv === '0' && cont === '') limit = 0;
   const { labels, fields } = selectors(r, q);
   const table = acceptsTable(req.headers.accept);
   const include = includeObject(q);

@@ -62,6 +62,8 @@ export function parseWatchRv(rv: string): number {
 /** Waits for a future revision as the watch cache does, then answers 504 "Too large resource version". */
 export async function awaitRevision(ctx: ServerContext, n: number, req: IncomingMessage): Promise<void> {
   if (n <= ctx.store.revision) return;
+  // Without the watch cache etcd answers at once, and the Status carries no retry hint.
+  if (ctx.opts.personality === 'uncached') throw new ApiStatusError(tooLargeResourceVersion(n, ctx.store.revision, 0));
   const ac = new AbortController();
   ctx.inflight.add(ac);
   const onClose = (): void => ac.abort();

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiStatusError, isApiStatusError } from '../errors.js';
 import { JSON_HEADERS, parseBool } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
-import { badRequest, forbidden, tooOldWatch, type FieldError } from '../status.js';
+import { EXPIRED_WATCH_MESSAGE, badRequest, expired, forbidden, tooOldWatch, type FieldError } from '../status.js';
 import { acceptsTable } from '../table.js';
 import { WatchConnection } from '../watch/connection.js';
 import type { ServerContext } from './context.js';
@@ -76,11 +76,16 @@ export async function serveWatch(
   const open = (conn: WatchConnection): void => {
     if (!conn.open) return;
     ctx.hub.add(conn);
-    conn.startTimers({ deadlineMs, bookmarkIntervalMs: ctx.opts.bookmarkIntervalMs, bookmarkBeforeTimeoutMs: ctx.opts.bookmarkBeforeTimeoutMs });
+    // Bookmarks come from the watch cache; an uncached watch streams etcd events only.
+    if (cached) conn.startTimers({ deadlineMs, bookmarkIntervalMs: ctx.opts.bookmarkIntervalMs, bookmarkBeforeTimeoutMs: ctx.opts.bookmarkBeforeTimeoutMs });
+    else conn.startTimers({ deadlineMs, bookmarkIntervalMs: 0, bookmarkBeforeTimeoutMs: -1 });
   };
+  const cached = ctx.opts.personality === 'cached';
+  /** The cacher answers from its window; without it etcd answers from its compacted history. */
   const expiredFrame = (n: number): boolean => {
-    if (n >= store.compactedRevision) return false;
-    startStream(store.revision).sendErrorAndEnd(tooOldWatch(n, store.compactedRevision));
+    const oldest = cached ? store.watchWindowStart : store.compactedRevision;
+    if (n >= oldest) return false;
+    startStream(store.revision).sendErrorAndEnd(cached ? tooOldWatch(n, oldest) : expired(EXPIRED_WATCH_MESSAGE));
     return true;
   };
   /** True when the request was answered (504 frame or client gone) while waiting for a future revision. */
