@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setOwn } from './engine/json-safe.js';
 import { nameErrors } from './engine/meta.js';
+import { readManifests } from './cli-files.js';
 import type { ResourceDefinition } from './kinds/resource.js';
+import type { KubeObject } from './types.js';
 import { labelKeyError, labelValueError } from './selectors.js';
 import { startApiServer, type ApiServer } from './server.js';
 
@@ -27,6 +29,9 @@ Options:
   --node NAME         bind seeded pods to this node
   --resource G/V/Kind/plural
                       serve a custom resource kind (repeatable), e.g. example.com/v1/Widget/widgets
+  --crd FILE          create the CustomResourceDefinition(s) in FILE (JSON; repeatable) and serve their kinds
+  --seed FILE         create the objects in FILE (JSON object, array or List; repeatable), after the CRDs
+  --personality P     cached (default, a watch-cached apiserver) or uncached (--watch-cache=false)
   -h, --help          show this help
 `;
 
@@ -86,6 +91,9 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       labels: { type: 'string' },
       node: { type: 'string' },
       resource: { type: 'string', multiple: true },
+      crd: { type: 'string', multiple: true },
+      seed: { type: 'string', multiple: true },
+      personality: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -99,16 +107,31 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
   const seed = int('seed-pods', values['seed-pods'], 0);
   const labels = parseLabels(values.labels ?? '');
   const resources = (values.resource ?? []).map(parseResourceFlag);
+  const personality = values.personality ?? 'cached';
+  if (personality !== 'cached' && personality !== 'uncached') throw new UsageError(`--personality: expected cached or uncached, got ${JSON.stringify(personality)}`);
+  const crds: KubeObject[] = [];
+  for (const f of values.crd ?? []) crds.push(...(await readManifests('--crd', f)));
+  const notCrd = crds.find((o) => o.kind !== 'CustomResourceDefinition');
+  if (notCrd !== undefined) throw new UsageError(`--crd: ${String(notCrd.kind)} ${String(notCrd.metadata.name)} is not a CustomResourceDefinition`);
+  const seeds: KubeObject[] = [];
+  for (const f of values.seed ?? []) seeds.push(...(await readManifests('--seed', f)));
   const server = await startApiServer({
     port,
     ...(values.host !== undefined ? { host: values.host } : {}),
     ...(values.token !== undefined ? { token: values.token } : {}),
+    personality,
   });
   try {
     for (const def of resources) server.registerResource(def);
   } catch (e) {
     await server.close();
     throw new UsageError(`--resource: ${(e as Error).message}`);
+  }
+  try {
+    await server.load([...crds, ...seeds]);
+  } catch (e) {
+    await server.close();
+    throw new UsageError(`--crd/--seed: ${(e as Error).message}`);
   }
   if (seed > 0) {
     server.seedPods(seed, {
@@ -122,6 +145,8 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
   err.write(`reconcile-loop-apiserver listening on ${server.url}\n`);
   if (values.kubeconfig !== undefined) err.write(`kubeconfig written to ${values.kubeconfig}\n`);
   for (const def of resources) err.write(`serving ${def.plural}.${def.group}/${def.version} (${def.kind})\n`);
+  if (crds.length > 0) err.write(`established ${crds.length} CRD(s): ${crds.map((c) => c.metadata.name).join(', ')}\n`);
+  if (seeds.length > 0) err.write(`created ${seeds.length} object(s) from --seed\n`);
   if (seed > 0) err.write(`seeded ${seed} pod(s) in namespace ${values.namespace ?? 'default'}\n`);
   return server;
 }

@@ -316,6 +316,46 @@ export class ApiServer implements AsyncDisposable {
     return out;
   }
 
+  /**
+   * Creates manifests as `kubectl create -f` would, each by its `apiVersion`/`kind`: CRDs first
+   * (resolving once they are Established and served), then everything else in order; a missing
+   * namespace is created. A kind that is not served throws ERR_UNKNOWN_RESOURCE; a refused object
+   * throws its ApiStatusError. Returns the created objects.
+   */
+  async load(manifests: readonly KubeObject[]): Promise<KubeObject[]> {
+    this.assertOpen();
+    const isCrd = (o: KubeObject): boolean => o.apiVersion === CRD_RESOURCE.apiVersion && o.kind === CRD_RESOURCE.kind;
+    const out: KubeObject[] = [];
+    const crds = manifests.filter(isCrd);
+    for (const c of crds) out.push(structuredClone(this.engine.create(CRD_RESOURCE, '', c, { direct: true })));
+    if (crds.length > 0) {
+      const names = crds.map((c) => c.metadata.name ?? '');
+      const established = (): boolean =>
+        names.every((n) => {
+          const c = this.store.get(CRD_RESOURCE, storageKey('', n));
+          const conds = (c?.['status'] as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
+          return conds.some((x) => x.type === 'Established' && x.status === 'True');
+        });
+      await new Promise<void>((resolve, reject) => {
+        const deadline = Date.now() + 5_000;
+        const poll = (): void => {
+          if (established()) resolve();
+          else if (Date.now() > deadline) reject(new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `CRDs not established: ${names.join(', ')}`));
+          else setTimeout(poll, 1);
+        };
+        poll();
+      });
+    }
+    for (const m of manifests) {
+      if (isCrd(m)) continue;
+      const r = this.catalog.byKind(String(m.apiVersion ?? ''), String(m.kind ?? ''));
+      if (r === undefined) throw new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `no resource serves kind ${String(m.kind)} in ${String(m.apiVersion)}`);
+      const ns = r.namespaced ? (m.metadata?.namespace ?? 'default') : '';
+      out.push(structuredClone(this.engine.create(r, ns, m, { direct: true })));
+    }
+    return out;
+  }
+
   // Every object the typed controls hand out is a copy: callers never alias the store.
 
   /** Creates an object of any served resource (typed-API counterpart of POST). */

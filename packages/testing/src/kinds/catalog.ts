@@ -45,6 +45,12 @@ export class ResourceCatalog {
     throw new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `no resource ${ref.plural}.${ref.group} is registered`);
   }
 
+  /** The resource serving `kind` at `apiVersion` (`v1`, `example.com/v1`), if any. */
+  byKind(apiVersion: string, kind: string): ResourceType | undefined {
+    for (const r of this.byPath.values()) if (r.apiVersion === apiVersion && r.kind === kind) return r;
+    return undefined;
+  }
+
   /** Resources served in one group/version, in registration order. */
   inGroupVersion(group: string, version: string): ResourceType[] {
     return [...this.byPath.values()].filter((r) => r.group === group && r.version === version);
