@@ -108,7 +108,7 @@ describe('CustomResourceDefinitions', () => {
     const w = await watch(server, `${crds}?watch=true`);
     const c = await call(server, 'POST', crds, { body: WIDGET_CRD });
     expect(c.status).toBe(201);
-    expect(c.json.metadata.finalizers).toEqual(['customresourcecleanup.apiextensions.k8s.io']);
+    expect(c.json.metadata.finalizers).toBeUndefined();
     const established = await w.until((f) => (f.frame.object.status?.conditions ?? []).some((x: { type: string; status: string }) => x.type === 'Established' && x.status === 'True'));
     expect(established.hit.frame.object.status.acceptedNames).toMatchObject({ plural: 'gadgets', kind: 'Gadget', listKind: 'GadgetList' });
     const group = await call(server, 'GET', '/apis/example.com/v1');
@@ -118,6 +118,8 @@ describe('CustomResourceDefinitions', () => {
     expect(g.json.metadata.generation).toBe(1);
     const d = await call(server, 'DELETE', `${crds}/gadgets.example.com`);
     expect(d.status).toBe(200);
+    expect(d.json.metadata.finalizers).toEqual(['customresourcecleanup.apiextensions.k8s.io']);
+    expect(d.json.status.conditions).toContainEqual(expect.objectContaining({ type: 'Terminating', status: 'True' }));
     await w.until((f) => f.frame.type === 'DELETED');
     expect((await call(server, 'GET', '/apis/example.com/v1/namespaces/default/gadgets')).status).toBe(404);
     w.close();

@@ -61,13 +61,22 @@ export const CRD_RESOURCE: ResourceType = resourceType(
     ...base,
     tracksGeneration: true,
     prepareForCreate(obj) {
-      const fin = Array.isArray(obj.metadata.finalizers) ? obj.metadata.finalizers : [];
-      if (!fin.includes(CRD_CLEANUP_FINALIZER)) obj.metadata.finalizers = [...fin, CRD_CLEANUP_FINALIZER];
       const spec = isRecord(obj['spec']) ? obj['spec'] : {};
       const storage = Array.isArray(spec['versions']) ? spec['versions'].find((v: unknown) => isRecord(v) && v['storage'] === true) : undefined;
       obj['status'] = { acceptedNames: { plural: '', kind: '' }, storedVersions: isRecord(storage) && typeof storage['name'] === 'string' ? [storage['name']] : [] };
     },
     validate: validateCrd,
+    // The CRD registry's DELETE adds the cleanup finalizer and a Terminating condition; the CRD stays
+    // until the finalizer is removed (after its instances are gone).
+    holdsDeletion: (obj) => obj.metadata.deletionTimestamp === undefined || (obj.metadata.finalizers ?? []).includes(CRD_CLEANUP_FINALIZER),
+    prepareForDelete(obj) {
+      const fin = Array.isArray(obj.metadata.finalizers) ? obj.metadata.finalizers : [];
+      if (!fin.includes(CRD_CLEANUP_FINALIZER)) obj.metadata.finalizers = [...fin, CRD_CLEANUP_FINALIZER];
+      const status = isRecord(obj['status']) ? obj['status'] : {};
+      const conditions = Array.isArray(status['conditions']) ? status['conditions'].filter((c: unknown) => !(isRecord(c) && c['type'] === 'Terminating')) : [];
+      conditions.push({ type: 'Terminating', status: 'True', reason: 'InstanceDeletionInProgress', message: 'CustomResource deletion is in progress' });
+      obj['status'] = { ...status, conditions };
+    },
   },
 );
 
