@@ -31,7 +31,7 @@ describe.skipIf(!availability.run)('conformance: embedded apiserver vs kube-apis
     }
     const results = await runConformance(pairs);
     process.stdout.write(`\n[conformance]\n${report(results)}\n`);
-    expect(results.length).toBeGreaterThanOrEqual(25 * pairs.length - 2);
+    expect(results.length).toBeGreaterThanOrEqual(27 * pairs.length);
     expect(conforms(results), report(results)).toBe(true);
   }, 300_000);
 });

@@ -195,6 +195,28 @@ export const CASES: ConformanceCase[] = [
     },
   },
   {
+    id: 'pod-admission-defaults',
+    title: 'a created pod carries priority, preemptionPolicy, the default tolerations and generation 1',
+    run: async (t, ns) => {
+      const a = await t.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: pod('p') });
+      const s = a.json?.spec ?? {};
+      return [a.status, a.json?.metadata?.generation, s.priority, s.preemptionPolicy, s.tolerations, s.restartPolicy, s.terminationGracePeriodSeconds, s.dnsPolicy, s.schedulerName, a.json?.status];
+    },
+  },
+  {
+    id: 'pod-binding-eviction',
+    title: 'pods/binding answers 201 Success, 409 once bound; pods/eviction deletes the pod (201)',
+    run: async (t, ns) => {
+      await t.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: pod('p') });
+      const binding = { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'p' }, target: { apiVersion: 'v1', kind: 'Node', name: 'n1' } };
+      const a = await t.request('POST', `/api/v1/namespaces/${ns}/pods/p/binding`, { body: binding });
+      const b = await t.request('POST', `/api/v1/namespaces/${ns}/pods/p/binding`, { body: binding });
+      const e = await t.request('POST', `/api/v1/namespaces/${ns}/pods/p/eviction`, { body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'p' }, deleteOptions: { gracePeriodSeconds: 0 } } });
+      const g = await t.request('GET', `/api/v1/namespaces/${ns}/pods/p`);
+      return { bind: [a.status, a.json], again: st(b), evict: [e.status, e.json?.status], after: g.status };
+    },
+  },
+  {
     id: 'smp-containers',
     title: 'strategic merge patch merges pod containers by name',
     run: async (t, ns) => {

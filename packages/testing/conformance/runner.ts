@@ -32,13 +32,10 @@ export const EMBEDDED_TOKEN = 'conformance-token';
 /** Starts the embedded server as a conformance target: the real deletion events, the given personality, a token. */
 export async function embeddedTarget(personality: Personality): Promise<{ server: ApiServer; target: Target }> {
   const server = await startApiServer({ personality, deletionEvents: 'graceful', token: EMBEDDED_TOKEN });
-  const target = new Target(`embedded (${personality})`, { server: server.url, token: EMBEDDED_TOKEN }, async (ns, pod, node) => {
-    server.kubelet.bind(ns, pod, node);
-  });
-  return { server, target };
+  return { server, target: realTarget(`embedded (${personality})`, { server: server.url, token: EMBEDDED_TOKEN }) };
 }
 
-/** A real apiserver as a target; binding goes through the pods/binding subresource, as the scheduler's does. */
+/** A server as a target; binding goes through the pods/binding subresource, as the scheduler's does. */
 export function realTarget(name: string, access: Access): Target {
   const t: Target = new Target(name, access, async (ns, pod, node) => {
     const a = await t.request('POST', `/api/v1/namespaces/${ns}/pods/${pod}/binding`, {

@@ -110,6 +110,7 @@ export class ApiServer implements AsyncDisposable {
       hub: this.hub,
       opts: this.opts,
       now: this.now,
+      kubelet: this.kubelet,
       inflight: this.inflight,
       isClosed: () => this.closed,
     };

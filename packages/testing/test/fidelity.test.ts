@@ -188,4 +188,38 @@ describe('smaller differences, now as the real server', () => {
     expect((await call(server, 'POST', PODS, { body: { ...podBody('q'), metadata: { name: 'q', resourceVersion: '0' } } })).status).toBe(201);
     expect((await call(server, 'POST', PODS, { body: { ...podBody('r'), metadata: { name: 'r', resourceVersion: '-1' } } })).status).toBe(201);
   });
+
+  it('[testing: pod subresources] pods/binding binds (201 Success, generation kept), 409 once bound, 404 for a missing pod; pods/eviction deletes (201)', async () => {
+    await start({ deletionEvents: 'graceful' });
+    server.createPod({ metadata: { name: 'p', namespace: 'default' } });
+    const binding = { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'p' }, target: { apiVersion: 'v1', kind: 'Node', name: 'n1' } };
+    const a = await call(server, 'POST', `${PODS}/p/binding`, { body: binding });
+    expect(a.status).toBe(201);
+    expect(a.json).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
+    expect(server.getPod('default', 'p')?.spec?.nodeName).toBe('n1');
+    expect(server.getPod('default', 'p')?.metadata.generation).toBe(1);
+    const b = await call(server, 'POST', `${PODS}/p/binding`, { body: binding });
+    expect(b.status).toBe(409);
+    expect(b.json.message).toBe('Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "n1"');
+    expect((await call(server, 'POST', `${PODS}/nope/binding`, { body: binding })).status).toBe(404);
+    expect((await call(server, 'GET', `${PODS}/p/binding`)).status).toBe(405);
+    const e = await call(server, 'POST', `${PODS}/p/eviction`, { body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'p' }, deleteOptions: { gracePeriodSeconds: 0 } } });
+    expect(e.status).toBe(201);
+    expect(server.getPod('default', 'p')).toBeUndefined();
+  });
+
+  it('[testing: pod admission] a created pod gets priority 0, preemptionPolicy and the not-ready/unreachable NoExecute tolerations (300 s) unless covered', async () => {
+    await start();
+    const a = await call(server, 'POST', PODS, { body: podBody('p') });
+    expect(a.json.spec).toMatchObject({
+      priority: 0,
+      preemptionPolicy: 'PreemptLowerPriority',
+      tolerations: [
+        { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+      ],
+    });
+    const own = await call(server, 'POST', PODS, { body: podBody('q', {}, { spec: { containers: [{ name: 'c', image: 'i' }], tolerations: [{ operator: 'Exists' }] } }) });
+    expect(own.json.spec.tolerations).toEqual([{ operator: 'Exists' }]);
+  });
 });

@@ -84,7 +84,7 @@ describe('core kinds through the one engine', () => {
     expect(lost.json.details).toEqual({ name: 'leader', group: 'coordination.k8s.io', kind: 'leases' });
     const api = await call(server, 'GET', '/api/v1');
     expect(api.json.resources.map((r: { name: string }) => r.name)).toEqual([
-      'pods', 'pods/status', 'namespaces', 'namespaces/status', 'configmaps', 'secrets', 'services', 'services/status', 'events',
+      'pods', 'pods/binding', 'pods/eviction', 'pods/status', 'namespaces', 'namespaces/status', 'configmaps', 'secrets', 'services', 'services/status', 'events',
     ]);
   });
 });

@@ -25,6 +25,10 @@ export function apiResourceList(groupVersion: string, resources: readonly Resour
     if (r.shortNames.length > 0) main['shortNames'] = [...r.shortNames];
     if (r.categories.length > 0) main['categories'] = [...r.categories];
     out.push(main);
+    if (r.id === '/pods') {
+      out.push({ name: 'pods/binding', singularName: '', namespaced: true, kind: 'Binding', verbs: ['create'] });
+      out.push({ name: 'pods/eviction', singularName: '', namespaced: true, group: 'policy', version: 'v1', kind: 'Eviction', verbs: ['create'] });
+    }
     if (r.statusSubresource) {
       out.push({ name: `${r.plural}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: ['get', 'patch', 'update'] });
     }

@@ -7,6 +7,7 @@ import { badRequest, failure, internalError, methodNotAllowed, pathNotFound } fr
 import type { ServerContext } from '../verbs/context.js';
 import { serveGet } from '../verbs/get.js';
 import { serveList } from '../verbs/list.js';
+import { serveBinding, serveEviction } from '../verbs/pod-subresources.js';
 import { serveWatch } from '../verbs/watch.js';
 import { serveCreate, serveDelete, serveDeleteCollection, servePatch, serveUpdate } from '../verbs/write.js';
 import { authorize } from './auth.js';
@@ -114,6 +115,8 @@ async function dispatch(d: HandlerDeps, req: IncomingMessage, res: ServerRespons
     case 'get':
       return serveGet(ctx, req, res, rt, q);
     case 'create':
+      if (rt.kind === 'binding') return serveBinding(ctx, req, res, rt);
+      if (rt.kind === 'eviction') return serveEviction(ctx, req, res, rt);
       return serveCreate(ctx, req, res, rt, q);
     case 'update':
       return serveUpdate(ctx, req, res, rt, q);

@@ -35,12 +35,14 @@ export function route(catalog: ResourceCatalog, segments: string[]): Route | 'no
   if (resource.namespaced && namespace === undefined) return 'not-found';
   if (rest.length === 2) return { kind: 'item', resource, namespace, name: rest[1]! };
   if (rest.length === 3 && rest[2] === 'status' && resource.statusSubresource) return { kind: 'status', resource, namespace, name: rest[1]! };
+  if (rest.length === 3 && (rest[2] === 'binding' || rest[2] === 'eviction') && resource.id === '/pods') return { kind: rest[2], resource, namespace, name: rest[1]! };
   return 'not-found';
 }
 
 /** The verb a method on a route is, or undefined when the route does not serve that method (405). */
 export function verbOf(method: string, r: Route, watch: boolean): Exclude<Verb, 'discovery'> | undefined {
   const namespacedOk = r.namespace !== undefined || !r.resource.namespaced;
+  if (r.kind === 'binding' || r.kind === 'eviction') return method === 'POST' ? 'create' : undefined;
   if (method === 'GET') return watch ? 'watch' : r.kind === 'collection' ? 'list' : 'get';
   if (method === 'POST' && r.kind === 'collection' && namespacedOk) return 'create';
   if (method === 'PUT' && r.kind !== 'collection') return 'update';

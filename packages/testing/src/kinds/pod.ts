@@ -55,6 +55,26 @@ function defaultPodSpec(spec: Record<string, unknown>): Record<string, unknown> 
   return s;
 }
 
+const DEFAULT_TOLERATIONS = ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable'];
+
+/**
+ * What create-time admission adds on a default cluster: Priority (`priority: 0` with no priority
+ * class), the `preemptionPolicy` default, and DefaultTolerationSeconds' not-ready/unreachable
+ * NoExecute tolerations (300 s) unless the pod tolerates those taints already.
+ */
+function admitPodSpec(spec: Record<string, unknown>): Record<string, unknown> {
+  const s = { ...spec };
+  s['priority'] ??= 0;
+  s['preemptionPolicy'] ??= 'PreemptLowerPriority';
+  const tolerations: unknown[] = Array.isArray(s['tolerations']) ? [...(s['tolerations'] as unknown[])] : [];
+  for (const key of DEFAULT_TOLERATIONS) {
+    const covered = tolerations.some((t) => isRecord(t) && (t['key'] === key || (t['key'] === undefined && t['operator'] === 'Exists')) && (t['effect'] === undefined || t['effect'] === 'NoExecute'));
+    if (!covered) tolerations.push({ key, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 });
+  }
+  s['tolerations'] = tolerations;
+  return s;
+}
+
 /** Spec members a pod update may change; everything else is immutable after create. */
 function mutablePodSpecView(spec: unknown): string {
   if (!isRecord(spec)) return stable(spec ?? null);
@@ -136,7 +156,7 @@ export const POD_RESOURCE: ResourceType = resourceType(
     },
     prepareForCreate(obj, direct) {
       const p = obj as Pod;
-      p.spec = defaultPodSpec(isRecord(p.spec) ? p.spec : {}) as NonNullable<Pod['spec']>;
+      p.spec = admitPodSpec(defaultPodSpec(isRecord(p.spec) ? p.spec : {})) as NonNullable<Pod['spec']>;
       if (!direct || !isRecord(p.status)) p.status = { phase: 'Pending', qosClass: qosClass(p) };
     },
     prepareForUpdate(next) {
