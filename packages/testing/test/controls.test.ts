@@ -305,7 +305,7 @@ describe('kubelet emulation', () => {
   });
 
   it('[testing: kubelet.finishGracefulDelete] removes a terminating pod (DELETED); refuses one not terminating', async () => {
-    await start();
+    await start({ deletionEvents: 'immediate' });
     server.createPod({ metadata: { name: 'p' } });
     server.kubelet.bind('default', 'p', 'n');
     expect(() => server.kubelet.finishGracefulDelete('default', 'p')).toThrow(/not being deleted/);
@@ -319,7 +319,7 @@ describe('kubelet emulation', () => {
   });
 
   it('[testing: kubelet auto finish] kubeletAutoFinishDeleteMs finishes graceful deletions by itself', async () => {
-    await start({ kubeletAutoFinishDeleteMs: 5 });
+    await start({ kubeletAutoFinishDeleteMs: 5, deletionEvents: 'immediate' });
     server.createPod({ metadata: { name: 'p' } });
     server.kubelet.bind('default', 'p', 'n');
     const w = await watch(server, `${PODS}?watch=true&resourceVersion=${server.revision}`);

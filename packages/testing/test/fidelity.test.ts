@@ -83,8 +83,8 @@ describe("deletion events as the registry sends them (deletionEvents: 'graceful'
     ww.close();
   });
 
-  it("[testing: deletion events] deletionEvents 'immediate' (the default for now) keeps the old single DELETED", async () => {
-    await start();
+  it("[testing: deletion events] deletionEvents 'immediate' keeps the old single DELETED", async () => {
+    await start({ deletionEvents: 'immediate' });
     server.createPod({ metadata: { name: 'p', namespace: 'default' } });
     const w = await watch(server, `${PODS}?watch=true&resourceVersion=${server.revision}`);
     await server.waitForWatches(1);

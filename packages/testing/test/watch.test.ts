@@ -5,7 +5,8 @@ import { PODS, WIDGET, call, podBody, types, watch } from './helpers.js';
 let server: ApiServer;
 
 async function start(o: ApiServerOptions = {}): Promise<ApiServer> {
-  server = await startApiServer({ tooLargeResourceVersionWaitMs: 20, ...o });
+  // Frame sequences here pin the legacy single-DELETED deletion events; fidelity.test.ts covers 'graceful'.
+  server = await startApiServer({ tooLargeResourceVersionWaitMs: 20, deletionEvents: 'immediate', ...o });
   return server;
 }
 afterEach(async () => {
