@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ApiStatusError } from './errors.js';
 import type { ResourceEngine } from './engine/engine.js';
+import type { MvccStore } from './engine/store.js';
 import { rfc3339 } from './engine/meta.js';
 import { POD_RESOURCE } from './kinds/pod.js';
 import { conflict, failure } from './status.js';
@@ -183,4 +184,24 @@ export class KubeletEmulator {
     }
     return clone(this.registry.delete(POD_RESOURCE, namespace, name, { gracePeriodSeconds: 0 }).object as Pod);
   }
+}
+
+/**
+ * `kubeletAutoFinishDeleteMs`: a bound pod given a deletionTimestamp is finished (the kubelet's
+ * 0-grace delete) after `ms`, unless by then it is gone or was replaced (another uid).
+ */
+export function autoFinishDeletes(store: MvccStore, kubelet: KubeletEmulator, timers: Set<NodeJS.Timeout>, ms: number): void {
+  store.subscribe((e) => {
+    if (e.resource.id !== POD_RESOURCE.id || e.type !== 'MODIFIED') return;
+    if (e.object.metadata.deletionTimestamp === undefined || e.prev?.metadata.deletionTimestamp !== undefined) return;
+    if ((e.object.metadata.deletionGracePeriodSeconds ?? 0) === 0) return;
+    const ns = e.object.metadata.namespace ?? '';
+    const name = e.object.metadata.name ?? '';
+    const t = setTimeout(() => {
+      timers.delete(t);
+      const cur = store.get(POD_RESOURCE, `${ns}/${name}`);
+      if (cur?.metadata.uid === e.object.metadata.uid && cur?.metadata.deletionTimestamp !== undefined) kubelet.finishGracefulDelete(ns, name);
+    }, ms);
+    timers.add(t);
+  });
 }

@@ -7,10 +7,11 @@ import { ResourceEngine, storageKey, type DeleteOptions } from './engine/engine.
 import { MvccStore } from './engine/store.js';
 import { ApiServerUsageError } from './errors.js';
 import { handleRequest, type HandlerDeps } from './http/handler.js';
-import { KubeletEmulator } from './kubelet.js';
+import { KubeletEmulator, autoFinishDeletes } from './kubelet.js';
 import { renderKubeconfig, type KubeconfigOptions } from './kubeconfig.js';
 import { ResourceCatalog, type ResourceRef } from './kinds/catalog.js';
 import { CrdController } from './crd-controller.js';
+import { loadManifests } from './manifests.js';
 import { CORE_KINDS } from './kinds/core.js';
 import { CRD_RESOURCE } from './kinds/crd.js';
 import { BUILT_IN_NAMESPACES, NAMESPACE_RESOURCE } from './kinds/namespace.js';
@@ -102,7 +103,7 @@ export class ApiServer implements AsyncDisposable {
     for (const ns of BUILT_IN_NAMESPACES) this.engine.create(NAMESPACE_RESOURCE, '', { metadata: { name: ns } }, { direct: true });
     this.namespaces = new NamespaceController(this.store, this.engine, this.catalog, this.timers);
     this.crds = new CrdController(this.store, this.engine, this.catalog, this.timers, this.now);
-    if (options.kubeletAutoFinishDeleteMs !== undefined) this.autoFinishDeletes(options.kubeletAutoFinishDeleteMs);
+    if (options.kubeletAutoFinishDeleteMs !== undefined) autoFinishDeletes(this.store, this.kubelet, this.timers, options.kubeletAutoFinishDeleteMs);
     const ctx: ServerContext = {
       store: this.store,
       engine: this.engine,
@@ -124,25 +125,6 @@ export class ApiServer implements AsyncDisposable {
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       // handleRequest answers every failure itself; this catch only guards a failure to write the answer.
       handleRequest(deps, req, res).catch(() => res.destroy());
-    });
-  }
-
-  /** A bound pod given a deletionTimestamp is finished by the "kubelet" after `ms`, unless it changed identity. */
-  private autoFinishDeletes(ms: number): void {
-    this.store.subscribe((e) => {
-      if (e.resource.id !== POD_RESOURCE.id || e.type !== 'MODIFIED') return;
-      if (e.object.metadata.deletionTimestamp === undefined || e.prev?.metadata.deletionTimestamp !== undefined) return;
-      if ((e.object.metadata.deletionGracePeriodSeconds ?? 0) === 0) return;
-      const ns = e.object.metadata.namespace ?? '';
-      const name = e.object.metadata.name ?? '';
-      const t = setTimeout(() => {
-        this.timers.delete(t);
-        const cur = this.store.get(POD_RESOURCE, storageKey(ns, name));
-        if (cur?.metadata.uid === e.object.metadata.uid && cur?.metadata.deletionTimestamp !== undefined) {
-          this.kubelet.finishGracefulDelete(ns, name);
-        }
-      }, ms);
-      this.timers.add(t);
     });
   }
 
@@ -325,36 +307,7 @@ export class ApiServer implements AsyncDisposable {
    */
   async load(manifests: readonly KubeObject[]): Promise<KubeObject[]> {
     this.assertOpen();
-    const isCrd = (o: KubeObject): boolean => o.apiVersion === CRD_RESOURCE.apiVersion && o.kind === CRD_RESOURCE.kind;
-    const out: KubeObject[] = [];
-    const crds = manifests.filter(isCrd);
-    for (const c of crds) out.push(structuredClone(this.engine.create(CRD_RESOURCE, '', c, { direct: true })));
-    if (crds.length > 0) {
-      const names = crds.map((c) => c.metadata.name ?? '');
-      const established = (): boolean =>
-        names.every((n) => {
-          const c = this.store.get(CRD_RESOURCE, storageKey('', n));
-          const conds = (c?.['status'] as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions ?? [];
-          return conds.some((x) => x.type === 'Established' && x.status === 'True');
-        });
-      await new Promise<void>((resolve, reject) => {
-        const deadline = Date.now() + 5_000;
-        const poll = (): void => {
-          if (established()) resolve();
-          else if (Date.now() > deadline) reject(new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `CRDs not established: ${names.join(', ')}`));
-          else setTimeout(poll, 1);
-        };
-        poll();
-      });
-    }
-    for (const m of manifests) {
-      if (isCrd(m)) continue;
-      const r = this.catalog.byKind(String(m.apiVersion ?? ''), String(m.kind ?? ''));
-      if (r === undefined) throw new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `no resource serves kind ${String(m.kind)} in ${String(m.apiVersion)}`);
-      const ns = r.namespaced ? (m.metadata?.namespace ?? 'default') : '';
-      out.push(structuredClone(this.engine.create(r, ns, m, { direct: true })));
-    }
-    return out;
+    return loadManifests(this.engine, this.catalog, manifests);
   }
 
   // Every object the typed controls hand out is a copy: callers never alias the store.
