@@ -62,6 +62,7 @@ export class Target {
     if (o.body !== undefined) {
       body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
       headers['Content-Type'] = o.contentType ?? 'application/json';
+      headers['Content-Length'] = String(Buffer.byteLength(body));
     }
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {

@@ -160,12 +160,12 @@ describe('WATCH', () => {
     expect(server.openWatchCount).toBe(0);
   });
 
-  it('[testing: bookmarks] periodic BOOKMARK frames carry kind, apiVersion and the current revision only', async () => {
+  it('[testing: bookmarks] periodic BOOKMARK frames carry kind, apiVersion, the current revision and (pods) the empty spec/status stubs', async () => {
     await start({ bookmarkIntervalMs: 15 });
     server.seedPods(1);
     const w = await watch(server, `${PODS}?watch=true&resourceVersion=${server.revision}&allowWatchBookmarks=true`);
     const f = await w.next();
-    expect(f.raw).toBe(JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(server.revision) } } }));
+    expect(f.raw).toBe(JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(server.revision) }, spec: { containers: null }, status: {} } }));
     server.createPod({ metadata: { name: 'b' } });
     const { hit } = await w.until((x) => x.frame.type === 'BOOKMARK');
     expect(hit.frame.object.metadata.resourceVersion).toBe(String(server.revision));

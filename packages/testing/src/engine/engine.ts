@@ -228,7 +228,9 @@ export class ResourceEngine {
     }
     if (rv !== '' && rv !== old.metadata.resourceVersion) fail(conflict(r, name));
     if (bodyMeta.uid !== undefined && bodyMeta.uid !== '' && bodyMeta.uid !== old.metadata.uid) {
-      fail(conflict(r, name, `Precondition failed: UID in precondition: ${String(bodyMeta.uid)}, UID in object meta: ${old.metadata.uid ?? ''}`));
+      // The storage layer's precondition error, passed through with its StorageError wording.
+      const key = `/registry/${r.group === '' ? '' : `${r.group}/`}${r.plural}/${r.namespaced ? `${ns}/` : ''}${name}`;
+      fail(conflict(r, name, `StorageError: invalid object, Code: 4, Key: ${key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ${String(bodyMeta.uid)}, UID in object meta: ${old.metadata.uid ?? ''}`));
     }
 
     let next: KubeObject;
@@ -236,7 +238,7 @@ export class ResourceEngine {
       next = { ...old, metadata: old.metadata };
       if (b['status'] === undefined) delete next['status'];
       else next['status'] = b['status'];
-      next = shape(r, next, { ...old.metadata });
+      next = shape(r, next, r.prepareStatusMetadata(old.metadata, bodyMeta));
     } else {
       const meta: ObjectMeta = { ...bodyMeta };
       for (const k of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation'] as const) {
@@ -328,11 +330,13 @@ export class ResourceEngine {
   delete(r: ResourceType, ns: string, name: string, opts: DeleteOptions = {}): DeleteResult {
     const old = this.get(r, ns, name);
     const pre = opts.preconditions;
+    // The registry's delete preconditions name the Kind, not the resource (errors.NewConflict with a GroupResource of the kind).
+    const byKind = { group: r.group, plural: r.kind };
     if (pre?.uid !== undefined && pre.uid !== old.metadata.uid) {
-      fail(conflict(r, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid ?? ''}`));
+      fail(conflict(byKind, name, `the UID in the precondition (${pre.uid}) does not match the UID in record (${old.metadata.uid ?? ''}). The object might have been deleted and then recreated`));
     }
     if (pre?.resourceVersion !== undefined && pre.resourceVersion !== old.metadata.resourceVersion) {
-      fail(conflict(r, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion ?? ''}`));
+      fail(conflict(byKind, name, `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${old.metadata.resourceVersion ?? ''}). The object might have been modified`));
     }
     const key = storageKey(ns, name);
     const held = (old.metadata.finalizers ?? []).length > 0 || r.holdsDeletion(old);

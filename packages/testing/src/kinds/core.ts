@@ -99,6 +99,7 @@ export const SERVICE_RESOURCE: ResourceType = resourceType(
   { group: '', version: 'v1', kind: 'Service', plural: 'services', singular: 'service', shortNames: ['svc'] },
   {
     ...builtIn(true),
+    returnDeletedObject: true,
     categories: ['all'],
     prepareForCreate(obj, direct) {
       defaultService(obj);

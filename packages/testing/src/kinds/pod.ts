@@ -123,6 +123,7 @@ export const POD_RESOURCE: ResourceType = resourceType(
   { group: '', version: 'v1', kind: 'Pod', plural: 'pods', singular: 'pod', shortNames: ['po'] },
   {
     ...base,
+    returnDeletedObject: true,
     strategicMergeKeys: POD_MERGE_KEYS,
     categories: ['all'],
     supportedFields: [
@@ -182,6 +183,16 @@ export const POD_RESOURCE: ResourceType = resourceType(
     generationPart: (o: KubeObject) => o['spec'] ?? null,
     gracefulDelete: true,
     tracksGeneration: true,
+    // The pods/status strategy resets spec only: label and annotation changes in a status write stay.
+    prepareStatusMetadata: (old, body) => {
+      const meta = { ...old };
+      if (body.labels !== undefined) meta.labels = body.labels;
+      else delete meta.labels;
+      if (body.annotations !== undefined) meta.annotations = body.annotations;
+      else delete meta.annotations;
+      return meta;
+    },
+    bookmarkStub: { spec: { containers: null }, status: {} },
     /** Bound, non-terminal pods get the requested or their own grace period; everything else goes at once. */
     gracePeriod(obj, requested) {
       const p = obj as Pod;

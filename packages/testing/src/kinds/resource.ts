@@ -7,7 +7,7 @@ import { setOwn } from '../engine/json-safe.js';
 import type { NameRule } from '../engine/meta.js';
 import type { FieldError } from '../status.js';
 import { GENERIC_COLUMNS, genericCells, type TableColumn } from '../table.js';
-import type { KubeObject } from '../types.js';
+import type { KubeObject, ObjectMeta } from '../types.js';
 
 /** What {@link ApiServer.registerResource} needs to serve a kind at a generic path. */
 export interface ResourceDefinition {
@@ -38,7 +38,7 @@ export interface KindStrategy {
   readonly namespaced: boolean;
   /** `/status` is its own subresource: main writes keep status, status writes keep everything else. */
   readonly statusSubresource: boolean;
-  /** Built-ins return the deleted object from DELETE; custom resources return a Success Status. */
+  /** A DELETE that removed the object answers it (pods, services) or a Success Status (every other kind). */
   readonly returnDeletedObject: boolean;
   /** List items carry kind/apiVersion for custom resources (unstructured), not for built-ins. */
   readonly listItemsCarryType: boolean;
@@ -65,6 +65,10 @@ export interface KindStrategy {
   readonly tracksGeneration: boolean;
   /** The part of an object whose change bumps `metadata.generation`. */
   generationPart(obj: KubeObject): unknown;
+  /** The metadata a `/status` write keeps: the old one, or (pods) with the body's labels and annotations. */
+  prepareStatusMetadata(old: ObjectMeta, body: ObjectMeta): ObjectMeta;
+  /** What a BOOKMARK object carries besides kind, apiVersion and metadata (pods: empty spec/status stubs). */
+  readonly bookmarkStub: Readonly<Record<string, unknown>>;
   /** True while something besides `metadata.finalizers` holds a deleted object (a namespace's `spec.finalizers`). */
   holdsDeletion(obj: KubeObject): boolean;
   /** Changes a deleted object takes on with its `deletionTimestamp` (a namespace turns Terminating). */
@@ -122,7 +126,8 @@ export function genericStrategy(o: { statusSubresource: boolean; namespaced: boo
   return {
     namespaced: o.namespaced,
     statusSubresource: o.statusSubresource,
-    returnDeletedObject: o.builtIn,
+    // Only some registries (pods, services) answer a finished DELETE with the object; the rest send a Success Status.
+    returnDeletedObject: false,
     listItemsCarryType: !o.builtIn,
     allowUnconditionalUpdate: o.builtIn,
     strategicMergeKeys: o.builtIn ? META_MERGE_KEYS : undefined,
@@ -141,6 +146,8 @@ export function genericStrategy(o: { statusSubresource: boolean; namespaced: boo
     validateUpdate: () => [],
     tracksGeneration: !o.builtIn,
     generationPart: specPart(o.statusSubresource),
+    prepareStatusMetadata: (old) => ({ ...old }),
+    bookmarkStub: {},
     holdsDeletion: () => false,
     prepareForDelete() {},
     gracefulDelete: false,
