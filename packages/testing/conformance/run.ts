@@ -13,7 +13,9 @@ import type { ApiServer } from '../src/index.js';
 import { conforms, embeddedTarget, realTarget, report, reportLine, runConformance, type Pair } from './runner.js';
 import { accessFromKubeconfig, type Access } from './target.js';
 
-const { values } = parseArgs({ options: { kubeconfig: { type: 'string' }, 'uncached-kubeconfig': { type: 'string' } } });
+// `pnpm … conformance -- --kubeconfig KC` forwards the `--`; drop it so both spellings work.
+const argv = process.argv.slice(2).filter((a, i) => !(i === 0 && a === '--'));
+const { values } = parseArgs({ args: argv, options: { kubeconfig: { type: 'string' }, 'uncached-kubeconfig': { type: 'string' } } });
 
 const servers: ApiServer[] = [];
 let teardown: (() => Promise<void>) | undefined;
