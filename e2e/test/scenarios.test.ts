@@ -73,8 +73,9 @@ function embeddedBackend(server: ApiServer): Backend {
     name: 'embedded',
     endpoint,
     core: kubeConfigOf(endpoint).makeApiClient(CoreV1Api),
-    async createNamespace() {
-      // every namespace exists on the embedded apiserver
+    async createNamespace(ns) {
+      // namespaces are an API on the embedded apiserver too: a create into a missing one is 404
+      server.createNamespace(ns);
     },
     async bind(ns, name) {
       server.kubelet.bind(ns, name, NODE);
@@ -484,6 +485,7 @@ describe('scenarios against the embedded apiserver (@reconcile-loop/testing)', (
   it('[k8s_reflector: IsTooLargeResourceVersion] a resourceVersion from the future gives 504 and a relist', async () => {
     const b = backend();
     const ns = uniqueNamespace('future');
+    await b.createNamespace(ns);
     await b.core.createNamespacedPod({ namespace: ns, body: pod('f1', 'f') });
     const t = await withTracker(b, ns, {}, async (tracker) => {
       await tracker.until(0, 'f', (m) => m.has('f1'), 'listed');
@@ -501,6 +503,7 @@ describe('scenarios against the embedded apiserver (@reconcile-loop/testing)', (
     const b = backend();
     const server = embedded();
     const ns = uniqueNamespace('compact');
+    await b.createNamespace(ns);
     for (const [name, pool] of [['g1', 'ghost'], ['g2', 'ghost'], ['s1', 'stay']] as const) await b.core.createNamespacedPod({ namespace: ns, body: pod(name, pool) });
     const t = await withTracker(b, ns, {}, async (tracker) => {
       await tracker.until(0, 'ghost', (m) => m.size === 2, 'ghost listed');

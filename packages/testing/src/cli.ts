@@ -6,6 +6,11 @@
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { setOwn } from './engine/json-safe.js';
+import { nameErrors } from './engine/meta.js';
+import { readManifests } from './cli-files.js';
+import type { ResourceDefinition } from './kinds/resource.js';
+import type { KubeObject } from './types.js';
 import { labelKeyError, labelValueError } from './selectors.js';
 import { startApiServer, type ApiServer } from './server.js';
 
@@ -22,6 +27,11 @@ Options:
   --namespace NS      namespace of seeded pods (default "default")
   --labels k=v,...    labels of seeded pods
   --node NAME         bind seeded pods to this node
+  --resource G/V/Kind/plural
+                      serve a custom resource kind (repeatable), e.g. example.com/v1/Widget/widgets
+  --crd FILE          create the CustomResourceDefinition(s) in FILE (JSON; repeatable) and serve their kinds
+  --seed FILE         create the objects in FILE (JSON object, array or List; repeatable), after the CRDs
+  --personality P     cached (default, a watch-cached apiserver) or uncached (--watch-cache=false)
   -h, --help          show this help
 `;
 
@@ -42,9 +52,23 @@ function parseLabels(text: string): Record<string, string> {
     if (ke !== undefined) throw new UsageError(`--labels: invalid key ${JSON.stringify(k)}: ${ke}`);
     const ve = labelValueError(v);
     if (ve !== undefined) throw new UsageError(`--labels: invalid value ${JSON.stringify(v)}: ${ve}`);
-    out[k] = v;
+    setOwn(out, k, v);
   }
   return out;
+}
+
+/** `group/version/Kind/plural` as `--resource` takes it. */
+export function parseResourceFlag(text: string): ResourceDefinition {
+  const parts = text.split('/');
+  if (parts.length !== 4 || parts.some((p) => p === '')) {
+    throw new UsageError(`--resource: expected group/version/Kind/plural, got ${JSON.stringify(text)}`);
+  }
+  const [group, version, kind, plural] = parts as [string, string, string, string];
+  if (nameErrors(group, 'subdomain').length > 0 || !group.includes('.')) throw new UsageError(`--resource: invalid group ${JSON.stringify(group)} (a DNS subdomain with a dot, e.g. example.com)`);
+  if (!/^v\d+((alpha|beta)\d+)?$/.test(version)) throw new UsageError(`--resource: invalid version ${JSON.stringify(version)} (e.g. v1, v1beta1)`);
+  if (!/^[A-Z][A-Za-z0-9]*$/.test(kind)) throw new UsageError(`--resource: invalid kind ${JSON.stringify(kind)} (CamelCase, e.g. Widget)`);
+  if (nameErrors(plural, 'label').length > 0) throw new UsageError(`--resource: invalid plural ${JSON.stringify(plural)} (lowercase, e.g. widgets)`);
+  return { group, version, kind, plural };
 }
 
 function int(name: string, text: string | undefined, fallback: number): number {
@@ -66,6 +90,10 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       namespace: { type: 'string' },
       labels: { type: 'string' },
       node: { type: 'string' },
+      resource: { type: 'string', multiple: true },
+      crd: { type: 'string', multiple: true },
+      seed: { type: 'string', multiple: true },
+      personality: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -78,11 +106,33 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
   const port = int('port', values.port, 0);
   const seed = int('seed-pods', values['seed-pods'], 0);
   const labels = parseLabels(values.labels ?? '');
+  const resources = (values.resource ?? []).map(parseResourceFlag);
+  const personality = values.personality ?? 'cached';
+  if (personality !== 'cached' && personality !== 'uncached') throw new UsageError(`--personality: expected cached or uncached, got ${JSON.stringify(personality)}`);
+  const crds: KubeObject[] = [];
+  for (const f of values.crd ?? []) crds.push(...(await readManifests('--crd', f)));
+  const notCrd = crds.find((o) => o.kind !== 'CustomResourceDefinition');
+  if (notCrd !== undefined) throw new UsageError(`--crd: ${String(notCrd.kind)} ${String(notCrd.metadata.name)} is not a CustomResourceDefinition`);
+  const seeds: KubeObject[] = [];
+  for (const f of values.seed ?? []) seeds.push(...(await readManifests('--seed', f)));
   const server = await startApiServer({
     port,
     ...(values.host !== undefined ? { host: values.host } : {}),
     ...(values.token !== undefined ? { token: values.token } : {}),
+    personality,
   });
+  try {
+    for (const def of resources) server.registerResource(def);
+  } catch (e) {
+    await server.close();
+    throw new UsageError(`--resource: ${(e as Error).message}`);
+  }
+  try {
+    await server.load([...crds, ...seeds]);
+  } catch (e) {
+    await server.close();
+    throw new UsageError(`--crd/--seed: ${(e as Error).message}`);
+  }
   if (seed > 0) {
     server.seedPods(seed, {
       namespace: values.namespace ?? 'default',
@@ -94,6 +144,9 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
   out.write(`${server.url}\n`);
   err.write(`reconcile-loop-apiserver listening on ${server.url}\n`);
   if (values.kubeconfig !== undefined) err.write(`kubeconfig written to ${values.kubeconfig}\n`);
+  for (const def of resources) err.write(`serving ${def.plural}.${def.group}/${def.version} (${def.kind})\n`);
+  if (crds.length > 0) err.write(`established ${crds.length} CRD(s): ${crds.map((c) => c.metadata.name).join(', ')}\n`);
+  if (seeds.length > 0) err.write(`created ${seeds.length} object(s) from --seed\n`);
   if (seed > 0) err.write(`seeded ${seed} pod(s) in namespace ${values.namespace ?? 'default'}\n`);
   return server;
 }

@@ -16,8 +16,8 @@ export {
 } from './server.js';
 export { KubeletEmulator, type RunningReadyOptions } from './kubelet.js';
 export type { KubeconfigOptions } from './kubeconfig.js';
-export type { DeleteOptions, DeleteResult, PatchType } from './registry.js';
-export type { ResourceDefinition } from './resources.js';
+export type { DeleteOptions, DeleteResult, PatchType } from './engine/engine.js';
+export type { ResourceDefinition } from './kinds/resource.js';
 export { ApiStatusError, ApiServerUsageError, isApiStatusError } from './errors.js';
 export type { KubeStatus, StatusCause, StatusDetails } from './status.js';
 export type { KubeObject, ObjectMeta, Pod, PodContainer, PodContainerStatus, WatchEventType } from './types.js';

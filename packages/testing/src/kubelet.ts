@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { ApiStatusError } from './errors.js';
-import { rfc3339, type Registry } from './registry.js';
-import { POD_RESOURCE } from './resources.js';
+import type { ResourceEngine } from './engine/engine.js';
+import type { MvccStore } from './engine/store.js';
+import { rfc3339 } from './engine/meta.js';
+import { POD_RESOURCE } from './kinds/pod.js';
 import { conflict, failure } from './status.js';
 import type { Pod, PodContainerStatus } from './types.js';
 
@@ -28,16 +30,22 @@ export class KubeletEmulator {
   private nextIp = 2;
 
   constructor(
-    private readonly registry: Registry,
+    private readonly registry: ResourceEngine,
     private readonly now: () => Date,
   ) {}
 
-  private write(ns: string, name: string, fn: (p: Pod) => void): Pod {
+  private write(ns: string, name: string, fn: (p: Pod) => void, opts: { keepGeneration?: boolean } = {}): Pod {
     return clone(
-      this.registry.mutate(POD_RESOURCE, ns, name, (o) => {
-        fn(o as Pod);
-        return o;
-      }) as Pod,
+      this.registry.mutate(
+        POD_RESOURCE,
+        ns,
+        name,
+        (o) => {
+          fn(o as Pod);
+          return o;
+        },
+        opts,
+      ) as Pod,
     );
   }
 
@@ -63,10 +71,16 @@ export class KubeletEmulator {
         conflict({ group: '', plural: 'pods/binding' }, name, `pod ${name} is already assigned to node "${bound}"`),
       );
     }
-    return this.write(namespace, name, (p) => {
-      p.spec = { ...p.spec, nodeName };
-      this.setCondition(p, 'PodScheduled', 'True');
-    });
+    // pods/binding writes nodeName straight to storage, past the pod strategy: generation stays.
+    return this.write(
+      namespace,
+      name,
+      (p) => {
+        p.spec = { ...p.spec, nodeName };
+        this.setCondition(p, 'PodScheduled', 'True');
+      },
+      { keepGeneration: true },
+    );
   }
 
   /** Phase Running, every container running (and ready unless `ready: false`), IPs and conditions set. */
@@ -170,4 +184,24 @@ export class KubeletEmulator {
     }
     return clone(this.registry.delete(POD_RESOURCE, namespace, name, { gracePeriodSeconds: 0 }).object as Pod);
   }
+}
+
+/**
+ * `kubeletAutoFinishDeleteMs`: a bound pod given a deletionTimestamp is finished (the kubelet's
+ * 0-grace delete) after `ms`, unless by then it is gone or was replaced (another uid).
+ */
+export function autoFinishDeletes(store: MvccStore, kubelet: KubeletEmulator, timers: Set<NodeJS.Timeout>, ms: number): void {
+  store.subscribe((e) => {
+    if (e.resource.id !== POD_RESOURCE.id || e.type !== 'MODIFIED') return;
+    if (e.object.metadata.deletionTimestamp === undefined || e.prev?.metadata.deletionTimestamp !== undefined) return;
+    if ((e.object.metadata.deletionGracePeriodSeconds ?? 0) === 0) return;
+    const ns = e.object.metadata.namespace ?? '';
+    const name = e.object.metadata.name ?? '';
+    const t = setTimeout(() => {
+      timers.delete(t);
+      const cur = store.get(POD_RESOURCE, `${ns}/${name}`);
+      if (cur?.metadata.uid === e.object.metadata.uid && cur?.metadata.deletionTimestamp !== undefined) kubelet.finishGracefulDelete(ns, name);
+    }, ms);
+    timers.add(t);
+  });
 }

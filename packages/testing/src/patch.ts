@@ -1,4 +1,9 @@
-/** JSON merge patch (RFC 7386) and JSON patch (RFC 6902) over plain JSON values. */
+/**
+ * JSON merge patch (RFC 7386) and JSON patch (RFC 6902) over plain JSON values. Every member is
+ * read and written as an own data property (`json-safe.ts`), so `__proto__`, `constructor` and
+ * `prototype` in a patch are data: they can never reach `Object.prototype`.
+ */
+import { getOwn, setOwn } from './engine/json-safe.js';
 
 /** A JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -13,7 +18,7 @@ export function mergePatch(target: Json, patch: Json): Json {
   const out: Record<string, Json> = isObject(target) ? { ...target } : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k] ?? null, v);
+    else setOwn(out, k, mergePatch((getOwn(out, k) as Json | undefined) ?? null, v));
   }
   return out;
 }
@@ -44,7 +49,7 @@ function decodeOps(doc: unknown): Op[] {
     }
     const op: Op = { op: o['op'], path: o['path'] };
     if (typeof o['from'] === 'string') op.from = o['from'];
-    if ('value' in o) op.value = o['value'] as Json;
+    if (Object.hasOwn(o, 'value')) op.value = o['value'] as Json;
     return op;
   });
 }
@@ -66,7 +71,7 @@ function parentOf(root: { v: Json }, parts: string[], path: string): { container
       if (!/^\d+$/.test(p) || i >= cur.length) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
       cur = cur[i]!;
     } else if (isObject(cur)) {
-      if (!(p in cur)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
+      if (!Object.hasOwn(cur, p)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
       cur = cur[p]!;
     } else {
       throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
@@ -84,7 +89,7 @@ function getAt(root: { v: Json }, path: string): Json {
     if (!/^\d+$/.test(last) || i >= container.length) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
     return container[i]!;
   }
-  if (isObject(container) && last in container) return container[last]!;
+  if (isObject(container) && Object.hasOwn(container, last)) return container[last]!;
   throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
 }
 
@@ -97,7 +102,7 @@ function removeAt(root: { v: Json }, path: string): Json {
     if (!/^\d+$/.test(last) || i >= container.length) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `Unable to remove nonexistent key: ${last}: missing value`);
     return container.splice(i, 1)[0]!;
   }
-  if (isObject(container) && last in container) {
+  if (isObject(container) && Object.hasOwn(container, last)) {
     const v = container[last]!;
     delete container[last];
     return v;
@@ -129,8 +134,8 @@ function addAt(root: { v: Json }, path: string, value: Json, replace: boolean): 
     return;
   }
   if (!isObject(container)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
-  if (replace && !(last in container)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing key: ${path}: missing value`);
-  container[last] = value;
+  if (replace && !Object.hasOwn(container, last)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing key: ${path}: missing value`);
+  setOwn(container, last, value);
 }
 
 function deepEqual(a: Json, b: Json): boolean {
@@ -141,7 +146,7 @@ function sortKeys(v: Json): Json {
   if (Array.isArray(v)) return v.map(sortKeys);
   if (isObject(v)) {
     const o: Record<string, Json> = {};
-    for (const k of Object.keys(v).sort()) o[k] = sortKeys(v[k]!);
+    for (const k of Object.keys(v).sort()) setOwn(o, k, sortKeys(v[k]!));
     return o;
   }
   return v;
@@ -154,14 +159,14 @@ export function jsonPatch(target: Json, doc: unknown): Json {
   for (const op of ops) {
     switch (op.op) {
       case 'add':
-        if (!('value' in op)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'add operation does not apply: value is missing');
+        if (!Object.hasOwn(op, 'value')) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'add operation does not apply: value is missing');
         addAt(root, op.path, structuredClone(op.value ?? null), false);
         break;
       case 'remove':
         removeAt(root, op.path);
         break;
       case 'replace':
-        if (!('value' in op)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'replace operation does not apply: value is missing');
+        if (!Object.hasOwn(op, 'value')) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'replace operation does not apply: value is missing');
         addAt(root, op.path, structuredClone(op.value ?? null), true);
         break;
       case 'move': {

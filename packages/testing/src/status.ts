@@ -137,6 +137,9 @@ export function tooOldWatch(requested: number, oldestMinusOne: number): KubeStat
   return expired(`too old resource version: ${requested} (${oldestMinusOne})`);
 }
 
+/** etcd3 wording for a watch (without the watch cache) from a compacted revision. */
+export const EXPIRED_WATCH_MESSAGE = 'The resourceVersion for the provided watch is too old.';
+
 /** etcd3 wording for an Exact list at a compacted revision. */
 export const EXPIRED_LIST_MESSAGE = 'The resourceVersion for the provided list is too old.';
 

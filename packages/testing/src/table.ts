@@ -1,5 +1,5 @@
-import type { ResourceType } from './resources.js';
-import type { KubeObject, Pod } from './types.js';
+import type { ResourceType } from './kinds/resource.js';
+import type { KubeObject } from './types.js';
 
 /** What a row carries besides cells (`includeObject` query parameter; default Metadata). */
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
@@ -38,83 +38,30 @@ export function humanDuration(ms: number): string {
   return `${Math.floor(hours / 24 / 365)}y`;
 }
 
-function age(ts: string | undefined, now: Date): string {
+/** The AGE cell of an object created at `ts`. */
+export function age(ts: string | undefined, now: Date): string {
   if (ts === undefined) return '<unknown>';
   return humanDuration(now.getTime() - Date.parse(ts));
 }
 
-const POD_COLUMNS = [
-  { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
-  { name: 'Ready', type: 'string', format: '', description: 'The aggregate readiness state of this pod for accepting traffic.', priority: 0 },
-  { name: 'Status', type: 'string', format: '', description: 'The aggregate status of the containers in this pod.', priority: 0 },
-  { name: 'Restarts', type: 'string', format: '', description: 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.', priority: 0 },
-  { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.', priority: 0 },
-  { name: 'IP', type: 'string', format: '', description: 'podIP is an IP address allocated to the pod.', priority: 1 },
-  { name: 'Node', type: 'string', format: '', description: 'NodeName indicates in which node this pod is scheduled.', priority: 1 },
-  { name: 'Nominated Node', type: 'string', format: '', description: 'nominatedNodeName is set only when this pod preempts other pods on the node.', priority: 1 },
-  { name: 'Readiness Gates', type: 'string', format: '', description: 'If specified, all readiness gates will be evaluated for pod readiness.', priority: 1 },
-];
+/** One `columnDefinitions` entry of a Table. */
+export interface TableColumn {
+  name: string;
+  type: string;
+  format: string;
+  description: string;
+  priority: number;
+}
 
-const GENERIC_COLUMNS = [
+/** NAME and AGE: what the apiserver prints for a kind without its own printer. */
+export const GENERIC_COLUMNS: readonly TableColumn[] = [
   { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
   { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.', priority: 0 },
 ];
 
-function rec(v: unknown): Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-}
-
-/** The STATUS column: a waiting/terminated container reason beats the phase; deletion shows Terminating. */
-function podStatusCell(p: Pod): string {
-  let reason = p.status?.reason ?? p.status?.phase ?? 'Unknown';
-  let hasRunning = false;
-  const statuses = [...(p.status?.containerStatuses ?? [])].reverse();
-  for (const cs of statuses) {
-    const state = rec(cs.state);
-    const waiting = rec(state['waiting']);
-    const terminated = rec(state['terminated']);
-    if (typeof waiting['reason'] === 'string' && waiting['reason'] !== '') reason = waiting['reason'];
-    else if (typeof terminated['reason'] === 'string' && terminated['reason'] !== '') reason = terminated['reason'];
-    else if (state['terminated'] !== undefined) {
-      reason = typeof terminated['signal'] === 'number' && terminated['signal'] !== 0 ? `Signal:${terminated['signal']}` : `ExitCode:${String(terminated['exitCode'] ?? 0)}`;
-    } else if (cs.ready && state['running'] !== undefined) hasRunning = true;
-  }
-  if (reason === 'Completed' && hasRunning) {
-    const ready = (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-    reason = ready ? 'Running' : 'NotReady';
-  }
-  if (p.metadata.deletionTimestamp !== undefined) reason = p.status?.reason === 'NodeLost' ? 'Unknown' : 'Terminating';
-  return reason;
-}
-
-function podRestartsCell(p: Pod, now: Date): string {
-  let restarts = 0;
-  let last: number | undefined;
-  for (const cs of p.status?.containerStatuses ?? []) {
-    restarts += cs.restartCount;
-    const finished = rec(rec(cs.lastState)['terminated'])['finishedAt'];
-    if (typeof finished === 'string') {
-      const t = Date.parse(finished);
-      if (last === undefined || t > last) last = t;
-    }
-  }
-  return last !== undefined && restarts > 0 ? `${restarts} (${humanDuration(now.getTime() - last)} ago)` : String(restarts);
-}
-
-function podCells(p: Pod, now: Date): unknown[] {
-  const containers = p.spec?.containers?.length ?? 0;
-  const ready = (p.status?.containerStatuses ?? []).filter((c) => c.ready).length;
-  return [
-    p.metadata.name ?? '',
-    `${ready}/${containers}`,
-    podStatusCell(p),
-    podRestartsCell(p, now),
-    age(p.metadata.creationTimestamp, now),
-    p.status?.podIP ?? '<none>',
-    p.spec?.nodeName ?? '<none>',
-    typeof p.status?.['nominatedNodeName'] === 'string' ? p.status['nominatedNodeName'] : '<none>',
-    '<none>',
-  ];
+/** NAME and AGE cells for {@link GENERIC_COLUMNS}. */
+export function genericCells(o: KubeObject, now: Date): unknown[] {
+  return [o.metadata.name ?? '', age(o.metadata.creationTimestamp, now)];
 }
 
 function rowObject(o: KubeObject, include: IncludeObject, version: TableVersion): unknown {
@@ -141,14 +88,14 @@ export function toTable(r: ResourceType, objects: readonly KubeObject[], o: Tabl
   if (o.continueToken !== undefined) metadata['continue'] = o.continueToken;
   if (o.remainingItemCount !== undefined) metadata['remainingItemCount'] = o.remainingItemCount;
   const rows = objects.map((obj) => {
-    const cells = r.isPod ? podCells(obj as Pod, o.now) : [obj.metadata.name ?? '', age(obj.metadata.creationTimestamp, o.now)];
+    const cells = r.tableCells(obj, o.now);
     const row: Record<string, unknown> = { cells };
     const ro = rowObject(obj, o.include, o.version);
     if (ro !== undefined) row['object'] = ro;
     return row;
   });
   const table: Record<string, unknown> = { kind: 'Table', apiVersion: `meta.k8s.io/${o.version}`, metadata };
-  table['columnDefinitions'] = o.withColumns ? (r.isPod ? POD_COLUMNS : GENERIC_COLUMNS) : null;
+  table['columnDefinitions'] = o.withColumns ? r.tableColumns : null;
   table['rows'] = rows;
   return table;
 }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -63,5 +63,90 @@ describe('reconcile-loop-apiserver bin', () => {
     expect(await p.exit).toBe(2);
     expect(p.stderr()).toContain('--labels: expected k=v');
     expect(p.stderr()).toContain('Usage: reconcile-loop-apiserver');
+  }, 30_000);
+
+  it('[testing: bin resources] --resource (repeatable) serves custom kinds, listed in discovery, writable over HTTP', async () => {
+    const p = launch(['--resource', 'example.com/v1/Widget/widgets', '--resource', 'example.com/v1alpha1/Gadget/gadgets']);
+    const url = await p.firstLine;
+    const group = (await (await fetch(`${url}/apis/example.com`)).json()) as { versions: Array<{ version: string }> };
+    expect(group.versions.map((v) => v.version)).toEqual(['v1', 'v1alpha1']);
+    const created = await fetch(`${url}/apis/example.com/v1/namespaces/default/widgets`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } }),
+    });
+    expect(created.status).toBe(201);
+    const list = (await (await fetch(`${url}/apis/example.com/v1/namespaces/default/widgets`)).json()) as { kind: string; items: Array<{ metadata: { name: string } }> };
+    expect(list.kind).toBe('WidgetList');
+    expect(list.items.map((i) => i.metadata.name)).toEqual(['w1']);
+    expect((await fetch(`${url}/apis/example.com/v1alpha1/namespaces/default/gadgets`)).status).toBe(200);
+    expect(p.stderr()).toContain('serving widgets.example.com/v1 (Widget)');
+    p.proc.kill('SIGTERM');
+    expect(await p.exit).toBe(0);
+  }, 30_000);
+
+  it.each([
+    ['example.com/v1/Widget', 'expected group/version/Kind/plural'],
+    ['Example_com/v1/Widget/widgets', 'invalid group'],
+    ['example.com/1/Widget/widgets', 'invalid version'],
+    ['example.com/v1/widget/widgets', 'invalid kind'],
+    ['example.com/v1/Widget/Widgets', 'invalid plural'],
+  ])('[testing: bin resources] --resource %s exits 2: %s', async (arg, message) => {
+    const p = launch(['--resource', arg]);
+    expect(await p.exit).toBe(2);
+    expect(p.stderr()).toContain(message);
+  }, 30_000);
+
+  it('[testing: bin resources] the same --resource twice exits 2', async () => {
+    const p = launch(['--resource', 'example.com/v1/Widget/widgets', '--resource', 'example.com/v1/Widget/widgets']);
+    expect(await p.exit).toBe(2);
+    expect(p.stderr()).toContain('already registered');
+  }, 30_000);
+
+  it('[testing: bin files] --crd serves the CRD\'s kind, --seed creates objects (namespaces made as needed), --personality uncached pages rv=0', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rl-cli-'));
+    const crd = join(dir, 'crd.json');
+    const seed = join(dir, 'seed.json');
+    await writeFile(crd, JSON.stringify({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'gadgets.example.com' },
+      spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'gadgets', kind: 'Gadget' }, versions: [{ name: 'v1', served: true, storage: true }] },
+    }));
+    await writeFile(seed, JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        { apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g1', namespace: 'team' }, spec: { size: 1 } },
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c1', namespace: 'team' }, data: { a: 'b' } },
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c2', namespace: 'team' }, data: { a: 'c' } },
+      ],
+    }));
+    const p = launch(['--crd', crd, '--seed', seed, '--personality', 'uncached']);
+    const url = await p.firstLine;
+    const g = (await (await fetch(`${url}/apis/example.com/v1/namespaces/team/gadgets`)).json()) as { items: Array<{ metadata: { name: string } }> };
+    expect(g.items.map((i) => i.metadata.name)).toEqual(['g1']);
+    const paged = (await (await fetch(`${url}/api/v1/namespaces/team/configmaps?resourceVersion=0&limit=1`)).json()) as { items: unknown[]; metadata: { continue?: string } };
+    expect(paged.items).toHaveLength(1);
+    expect(paged.metadata.continue).toBeDefined();
+    expect(p.stderr()).toContain('established 1 CRD(s): gadgets.example.com');
+    p.proc.kill('SIGTERM');
+    expect(await p.exit).toBe(0);
+  }, 30_000);
+
+  it('[testing: bin files] a YAML file, an unknown kind or a bad personality exits 2 with the reason', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rl-cli-'));
+    const yaml = join(dir, 'x.yaml');
+    await writeFile(yaml, 'apiVersion: v1\nkind: ConfigMap\n');
+    const a = launch(['--seed', yaml]);
+    expect(await a.exit).toBe(2);
+    expect(a.stderr()).toContain('reads JSON manifests only');
+    const unknown = join(dir, 'u.json');
+    await writeFile(unknown, JSON.stringify({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' } }));
+    const b = launch(['--seed', unknown]);
+    expect(await b.exit).toBe(2);
+    expect(b.stderr()).toContain('no resource serves kind Deployment in apps/v1');
+    const c = launch(['--personality', 'fast']);
+    expect(await c.exit).toBe(2);
   }, 30_000);
 });

@@ -305,7 +305,7 @@ describe('kubelet emulation', () => {
   });
 
   it('[testing: kubelet.finishGracefulDelete] removes a terminating pod (DELETED); refuses one not terminating', async () => {
-    await start();
+    await start({ deletionEvents: 'immediate' });
     server.createPod({ metadata: { name: 'p' } });
     server.kubelet.bind('default', 'p', 'n');
     expect(() => server.kubelet.finishGracefulDelete('default', 'p')).toThrow(/not being deleted/);
@@ -319,7 +319,7 @@ describe('kubelet emulation', () => {
   });
 
   it('[testing: kubelet auto finish] kubeletAutoFinishDeleteMs finishes graceful deletions by itself', async () => {
-    await start({ kubeletAutoFinishDeleteMs: 5 });
+    await start({ kubeletAutoFinishDeleteMs: 5, deletionEvents: 'immediate' });
     server.createPod({ metadata: { name: 'p' } });
     server.kubelet.bind('default', 'p', 'n');
     const w = await watch(server, `${PODS}?watch=true&resourceVersion=${server.revision}`);
@@ -364,16 +364,12 @@ describe('direct object writes', () => {
       expect.objectContaining({ code: 'ERR_BAD_OPTION' }),
     );
     const groups = await call(server, 'GET', '/apis');
-    expect(groups.json).toEqual({
-      kind: 'APIGroupList',
-      apiVersion: 'v1',
-      groups: [
-        {
-          name: 'example.com',
-          versions: [{ groupVersion: 'example.com/v1', version: 'v1' }],
-          preferredVersion: { groupVersion: 'example.com/v1', version: 'v1' },
-        },
-      ],
+    expect(groups.json.kind).toBe('APIGroupList');
+    expect(groups.json.groups.map((g: { name: string }) => g.name)).toEqual(['events.k8s.io', 'coordination.k8s.io', 'apiextensions.k8s.io', 'example.com']);
+    expect(groups.json.groups[3]).toEqual({
+      name: 'example.com',
+      versions: [{ groupVersion: 'example.com/v1', version: 'v1' }],
+      preferredVersion: { groupVersion: 'example.com/v1', version: 'v1' },
     });
     const rl = await call(server, 'GET', '/apis/example.com/v1');
     expect(rl.json.resources.map((r: { name: string }) => r.name)).toEqual(['widgets', 'widgets/status']);
@@ -391,7 +387,12 @@ describe('direct object writes', () => {
 
   it('[testing: discovery] /version, /api and /api/v1 describe the served pods', async () => {
     await start();
-    expect((await call(server, 'GET', '/version')).json).toMatchObject({ major: '1', minor: '32' });
+    const version = (await call(server, 'GET', '/version')).json;
+    expect(Object.keys(version)).toEqual([
+      'major', 'minor', 'emulationMajor', 'emulationMinor', 'minCompatibilityMajor', 'minCompatibilityMinor',
+      'gitVersion', 'gitCommit', 'gitTreeState', 'buildDate', 'goVersion', 'compiler', 'platform',
+    ]);
+    expect(version).toMatchObject({ major: '1', minor: '35', emulationMinor: '35', minCompatibilityMinor: '34', gitVersion: 'v1.35.4+reconcile-loop' });
     expect((await call(server, 'GET', '/api')).json).toMatchObject({ kind: 'APIVersions', versions: ['v1'] });
     const v1 = await call(server, 'GET', '/api/v1');
     expect(v1.json.resources[0]).toEqual({
@@ -420,15 +421,29 @@ describe('kubeconfig, auth, lifecycle', () => {
     expect((await stat(path)).mode & 0o777).toBe(0o600);
   });
 
-  it('[testing: auth] any bearer token or none is accepted by default; a required token gates with 401', async () => {
+  it('[testing: auth] any bearer token or none is accepted by default; with a token, a wrong one is 401 and none is system:anonymous (403)', async () => {
     await start();
     expect((await call(server, 'GET', PODS, { headers: { Authorization: 'Bearer whatever' } })).status).toBe(200);
     expect((await call(server, 'GET', PODS)).status).toBe(200);
     await server.close();
     await start({ token: 's3cret' });
-    const denied = await call(server, 'GET', PODS);
-    expect(denied.status).toBe(401);
-    expect(denied.json).toMatchObject({ kind: 'Status', reason: 'Unauthorized', code: 401 });
+    const wrong = await call(server, 'GET', PODS, { headers: { Authorization: 'Bearer nope' } });
+    expect(wrong.status).toBe(401);
+    expect(wrong.json).toMatchObject({ kind: 'Status', reason: 'Unauthorized', message: 'Unauthorized', code: 401 });
+    const anonymous = await call(server, 'GET', PODS);
+    expect(anonymous.status).toBe(403);
+    expect(anonymous.json).toMatchObject({
+      kind: 'Status',
+      reason: 'Forbidden',
+      message: 'pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" in the namespace "default"',
+      details: { kind: 'pods' },
+      code: 403,
+    });
+    const named = await call(server, 'DELETE', '/apis/example.com/v1/namespaces/ns1/widgets/w');
+    expect(named.json.message).toBe('widgets.example.com "w" is forbidden: User "system:anonymous" cannot delete resource "widgets" in API group "example.com" in the namespace "ns1"');
+    expect(named.json.details).toEqual({ name: 'w', group: 'example.com', kind: 'widgets' });
+    expect((await call(server, 'GET', '/api')).json.message).toBe('forbidden: User "system:anonymous" cannot get path "/api"');
+    for (const open of ['/version', '/healthz', '/livez', '/readyz']) expect((await call(server, 'GET', open)).status, open).toBe(200);
     expect((await call(server, 'GET', PODS, { headers: { Authorization: 'Bearer s3cret' } })).status).toBe(200);
     expect(server.kubeconfig()).toContain('token: "s3cret"');
   });

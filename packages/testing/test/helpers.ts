@@ -186,3 +186,13 @@ export function types(frames: Frame[]): string[] {
   // eslint-disable-next-line @typescript-eslint/no-unsafe-return
   return frames.map((f) => f.frame?.type);
 }
+
+/**
+ * The 500s kube-apiserver itself answers by design (a plain error from etcd3 or the versioner that
+ * no handler converts): a create carrying a resourceVersion, and a watch from a malformed one.
+ * Fuzz properties allow exactly these.
+ */
+export function isUpstream500(status: number, body: string): boolean {
+  if (status !== 500) return false;
+  return body.includes('resourceVersion should not be set on objects to be created') || /resourceVersion: Invalid value: .*strconv\.ParseUint/.test(body);
+}

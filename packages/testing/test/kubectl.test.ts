@@ -49,6 +49,29 @@ if (kubectl === undefined && process.env['CI'] !== undefined && process.env['CI'
     const k = async (...args: string[]): Promise<{ stdout: string; stderr: string }> =>
       run(kubectl!, ['--cache-dir', join(dir, 'cache'), ...args], { env, timeout: 15_000 });
 
+    it('[testing: kubectl apply] kubectl apply --validate=false (client- and server-side) of a CRD and then of its objects and ConfigMaps', async () => {
+      const { writeFile } = await import('node:fs/promises');
+      const crd = join(dir, 'crd.json');
+      await writeFile(crd, JSON.stringify({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: 'gadgets.example.com' },
+        spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'gadgets', kind: 'Gadget' }, versions: [{ name: 'v1', served: true, storage: true }] },
+      }));
+      expect((await k('apply', '--server-side', '--validate=false', '-f', crd)).stdout).toContain('customresourcedefinition.apiextensions.k8s.io/gadgets.example.com serverside-applied');
+      await k('wait', '--for=condition=Established', 'crd/gadgets.example.com', '--timeout=10s');
+      const g = join(dir, 'g.json');
+      await writeFile(g, JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g', namespace: 'default' }, spec: { a: 1 } }));
+      expect((await k('apply', '--server-side', '--validate=false', '-f', g)).stdout).toContain('gadget.example.com/g serverside-applied');
+      const cm = join(dir, 'cm.json');
+      await writeFile(cm, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'default' }, data: { a: 'b' } }));
+      expect((await k('apply', '--validate=false', '-f', cm)).stdout).toContain('configmap/c created');
+      await writeFile(cm, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'default' }, data: { a: 'z' } }));
+      expect((await k('apply', '--validate=false', '-f', cm)).stdout).toContain('configmap/c configured');
+      expect((await k('get', 'configmap', 'c', '-o', 'jsonpath={.data.a}')).stdout).toBe('z');
+      expect((await k('get', 'gadgets')).stdout).toMatch(/^NAME\s+AGE\ng\s+\d+s\n$/);
+    });
+
     it('[testing: kubectl] get pods prints the server-side Table', async () => {
       server.seedPods(2, { labels: { app: 'demo' } });
       server.kubelet.bind('default', 'pod-0', 'node-a');

@@ -5,7 +5,8 @@ import { PODS, WIDGET, call, podBody, types, watch } from './helpers.js';
 let server: ApiServer;
 
 async function start(o: ApiServerOptions = {}): Promise<ApiServer> {
-  server = await startApiServer({ tooLargeResourceVersionWaitMs: 20, ...o });
+  // Frame sequences here pin the legacy single-DELETED deletion events; fidelity.test.ts covers 'graceful'.
+  server = await startApiServer({ tooLargeResourceVersionWaitMs: 20, deletionEvents: 'immediate', ...o });
   return server;
 }
 afterEach(async () => {
@@ -96,8 +97,8 @@ describe('WATCH', () => {
     w.close();
   });
 
-  it('[testing: watch 504 too large] a future version waits, then an in-band ERROR with the 504 Timeout Status', async () => {
-    await start();
+  it('[testing: watch 504 too large] with futureWatch "error", a future version waits, then an in-band ERROR with the 504 Timeout Status', async () => {
+    await start({ futureWatch: 'error', tooLargeResourceVersionWaitMs: 100 });
     const future = server.revision + 10;
     const w = await watch(server, `${PODS}?watch=true&resourceVersion=${future}`);
     const f = await w.next();
@@ -115,17 +116,39 @@ describe('WATCH', () => {
     expect(await w.ended).toBe('eof');
   });
 
-  it('[testing: watch future wait] futureWatch "wait" delivers only writes after the requested version', async () => {
-    await start({ futureWatch: 'wait' });
+  it('[testing: watch future wait] by default a future version is held silently (no frames, no bookmarks), then delivers only writes after it', async () => {
+    await start({ bookmarkIntervalMs: 20, tooLargeResourceVersionWaitMs: 20 });
     const want = server.revision + 2;
-    const w = await watch(server, `${PODS}?watch=true&resourceVersion=${want}`);
+    const w = await watch(server, `${PODS}?watch=true&allowWatchBookmarks=true&resourceVersion=${want}`);
+    expect(w.status).toBe(200);
     await server.waitForWatches(1);
+    await new Promise((r) => setTimeout(r, 100)); // five bookmark periods and past the LIST wait
+    expect(w.buffered).toBe(0);
     server.createPod({ metadata: { name: 'a' } });
     server.createPod({ metadata: { name: 'b' } });
     server.createPod({ metadata: { name: 'c' } });
-    const f = await w.next();
-    expect(f.frame.object.metadata.name).toBe('c');
+    const f = await w.until((x) => x.frame.type !== 'BOOKMARK');
+    expect(f.skipped.every((x) => Number(x.frame.object.metadata.resourceVersion) >= want)).toBe(true);
+    expect(f.hit.frame.object.metadata.name).toBe('c');
     w.close();
+  });
+
+  it('[testing: watch future wait] a future version that never arrives ends cleanly at timeoutSeconds, as kube-apiserver does', async () => {
+    await start({ timeoutSecondsScaleMs: 50 });
+    const w = await watch(server, `${PODS}?watch=true&timeoutSeconds=2&resourceVersion=${server.revision + 100}`);
+    expect(w.status).toBe(200);
+    expect(await w.ended).toBe('eof');
+    expect(await w.rest()).toEqual([]);
+  });
+
+  it('[testing: watch malformed rv] a malformed resourceVersion on WATCH is the real server\'s 500; on LIST its 400', async () => {
+    await start();
+    const w = await call(server, 'GET', `${PODS}?watch=true&resourceVersion=abc`);
+    expect(w.status).toBe(500);
+    expect(w.json).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax', code: 500 });
+    const l = await call(server, 'GET', `${PODS}?resourceVersion=-1`);
+    expect(l.status).toBe(400);
+    expect(l.json).toMatchObject({ reason: 'BadRequest', message: 'invalid resource version: resourceVersion: Invalid value: "-1": strconv.ParseUint: parsing "-1": invalid syntax' });
   });
 
   it('[testing: watch timeoutSeconds] the stream ends cleanly (EOF, no ERROR) at the deadline', async () => {
@@ -137,12 +160,12 @@ describe('WATCH', () => {
     expect(server.openWatchCount).toBe(0);
   });
 
-  it('[testing: bookmarks] periodic BOOKMARK frames carry kind, apiVersion and the current revision only', async () => {
+  it('[testing: bookmarks] periodic BOOKMARK frames carry kind, apiVersion, the current revision and (pods) the empty spec/status stubs', async () => {
     await start({ bookmarkIntervalMs: 15 });
     server.seedPods(1);
     const w = await watch(server, `${PODS}?watch=true&resourceVersion=${server.revision}&allowWatchBookmarks=true`);
     const f = await w.next();
-    expect(f.raw).toBe(JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(server.revision) } } }));
+    expect(f.raw).toBe(JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(server.revision) }, spec: { containers: null }, status: {} } }));
     server.createPod({ metadata: { name: 'b' } });
     const { hit } = await w.until((x) => x.frame.type === 'BOOKMARK');
     expect(hit.frame.object.metadata.resourceVersion).toBe(String(server.revision));

@@ -1,5 +1,5 @@
-import type { ResourceType } from './resources.js';
-import type { KubeObject } from './types.js';
+import type { ResourceType } from '../kinds/resource.js';
+import type { KubeObject } from '../types.js';
 
 /** One committed write: what watchers replay and what an Exact list undoes to rewind. */
 export interface StoredEvent {
@@ -25,6 +25,8 @@ export interface StoredEvent {
 export class MvccStore {
   private rev = 1;
   private compacted = 1;
+  /** The watch cache's window starts after this revision; it moves with compaction unless told not to. */
+  private windowStart = 1;
   private readonly objects = new Map<string, Map<string, KubeObject>>();
   private readonly log: StoredEvent[] = [];
   private readonly listeners = new Set<(e: StoredEvent) => void>();
@@ -35,6 +37,11 @@ export class MvccStore {
   /** The newest revision (a fresh store is at 1, as a fresh etcd is). */
   get revision(): number {
     return this.rev;
+  }
+
+  /** The oldest revision a cached watch can resume from (the watch cache window's start). */
+  get watchWindowStart(): number {
+    return this.windowStart;
   }
 
   /** Revisions at or below this one are gone from history; reading at exactly it still works. */
@@ -108,19 +115,26 @@ export class MvccStore {
     if (this.log.length > this.maxHistory) {
       const dropped = this.log.splice(0, this.log.length - this.maxHistory);
       this.compacted = Math.max(this.compacted, dropped[dropped.length - 1]!.rev);
+      this.windowStart = Math.max(this.windowStart, this.compacted);
     }
     for (const l of [...this.listeners]) l(event);
     for (const w of [...this.revisionWaiters]) w();
     return event;
   }
 
-  /** Drops history up to `revision` (default: the current one). Returns the new compacted revision. */
-  compact(revision: number = this.rev): number {
+  /**
+   * Compacts etcd up to `revision` (default: the current one). The watch cache window moves too
+   * unless `keepWatchWindow`: then history stays for cached watches while Exact reads and uncached
+   * watches below it get 410. Returns the new compacted revision.
+   */
+  compact(revision: number = this.rev, keepWatchWindow = false): number {
     const target = Math.min(Math.max(revision, this.compacted), this.rev);
-    let n = 0;
-    while (n < this.log.length && this.log[n]!.rev <= target) n++;
-    this.log.splice(0, n);
     this.compacted = target;
+    if (!keepWatchWindow) this.windowStart = Math.max(this.windowStart, target);
+    const keepAfter = Math.min(this.compacted, this.windowStart);
+    let n = 0;
+    while (n < this.log.length && this.log[n]!.rev <= keepAfter) n++;
+    this.log.splice(0, n);
     return target;
   }
 

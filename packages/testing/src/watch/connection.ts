@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
-import type { ResourceType } from './resources.js';
-import { matchesFields, matchesLabels, type FieldRequirement, type LabelRequirement } from './selectors.js';
-import type { KubeStatus } from './status.js';
-import type { StoredEvent } from './store.js';
-import { toTable, type IncludeObject, type TableVersion } from './table.js';
-import type { KubeObject } from './types.js';
+import type { ResourceType } from '../kinds/resource.js';
+import { matchesFields, matchesLabels, type FieldRequirement, type LabelRequirement } from '../selectors.js';
+import type { KubeStatus } from '../status.js';
+import type { StoredEvent } from '../engine/store.js';
+import { toTable, type IncludeObject, type TableVersion } from '../table.js';
+import type { KubeObject } from '../types.js';
 
 /** What one watch connection selects and how it prints. */
 export interface WatchSpec {
@@ -16,6 +16,8 @@ export interface WatchSpec {
   table: { version: TableVersion; include: IncludeObject } | undefined;
   /** Writes at or below this revision are already reflected in what the watch sent. */
   afterRevision: number;
+  /** Bytes a live event may find unsent in this watch's buffer before the watch is terminated; 0: no bound. */
+  maxBufferBytes: number;
 }
 
 /** Timing for one watch connection, in milliseconds from its start. */
@@ -37,6 +39,8 @@ export class WatchConnection {
   private endWhenUnstalled = false;
   private ended = false;
   private sentTableColumns = false;
+  /** True once the watch was closed for not reading (see terminateIfUnresponsive). */
+  terminatedUnresponsive = false;
   private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(
@@ -92,6 +96,21 @@ export class WatchConnection {
     else if (before) type = 'DELETED';
     else return;
     this.sendObject(type, e.object, e);
+    this.terminateIfUnresponsive();
+  }
+
+  /**
+   * The cacher's rule for a watcher that does not keep up: when its buffer is full, the watcher
+   * is closed without an ERROR frame (cacheWatcher.add → forget), so the client reads what was
+   * already sent, then EOF, and re-watches from its cursor. Memory stays bounded by the limit plus
+   * one frame. Initial-state frames are exempt: a client has not had a chance to read yet.
+   */
+  private terminateIfUnresponsive(): void {
+    const limit = this.spec.maxBufferBytes;
+    if (limit <= 0 || this.ended || this.stalled || this.res.writableLength <= limit) return;
+    this.terminatedUnresponsive = true;
+    this.res.end();
+    this.finish();
   }
 
   /** Sends an initial-state ADDED frame. */
@@ -132,10 +151,13 @@ export class WatchConnection {
   /** A BOOKMARK carrying only kind, apiVersion and the current revision. */
   sendBookmark(annotations?: Record<string, string>): void {
     if (!this.spec.bookmarks || this.ended) return;
+    // A watch from a future revision has nothing to report until the store reaches it: a bookmark
+    // below its start would move the client's cursor back.
+    if (this.currentRevision() < this.spec.afterRevision) return;
     const metadata: Record<string, unknown> = { resourceVersion: String(this.currentRevision()) };
     if (annotations !== undefined) metadata['annotations'] = annotations;
     const r = this.spec.resource;
-    this.write(JSON.stringify({ type: 'BOOKMARK', object: { kind: r.kind, apiVersion: r.apiVersion, metadata } }));
+    this.write(JSON.stringify({ type: 'BOOKMARK', object: { kind: r.kind, apiVersion: r.apiVersion, metadata, ...r.bookmarkStub } }));
   }
 
   /** An in-band ERROR frame followed by a clean end, as the apiserver reports watch failures. */

@@ -1,0 +1,37 @@
+import type { ApiServer } from '@reconcile-loop/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { conforms, embeddedTarget, realTarget, report, runConformance, type Pair } from '../../packages/testing/conformance/runner.js';
+import { accessFromKubeconfig } from '../../packages/testing/conformance/target.js';
+import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
+
+// The raw-API conformance suite of @reconcile-loop/testing: the same requests against the embedded
+// apiserver and kube-apiserver (watch cache on, and --watch-cache=false when this layer provisioned
+// both), SAME or DIFF per case; a DIFF must be a marked known difference with its reason. The
+// report is printed whatever the outcome, so the known differences stay visible.
+
+const availability = e2eAvailability();
+const env = useE2eEnvironment(availability);
+const started: ApiServer[] = [];
+afterAll(async () => {
+  await Promise.allSettled(started.map((s) => s.close()));
+});
+
+describe.skipIf(!availability.run)('conformance: embedded apiserver vs kube-apiserver (raw API)', () => {
+  it('[testing: conformance] every case is SAME on both personalities except the marked known differences', async () => {
+    const e = env();
+    const real = e.controlPlane === undefined ? [{ personality: 'cached' as const, kubeconfig: e.endpoint.kubeconfig }] : [
+      { personality: 'cached' as const, kubeconfig: e.controlPlane.cachedEndpoint.kubeconfig },
+      { personality: 'uncached' as const, kubeconfig: e.controlPlane.uncachedEndpoint.kubeconfig },
+    ];
+    const pairs: Pair[] = [];
+    for (const r of real) {
+      const emb = await embeddedTarget(r.personality);
+      started.push(emb.server);
+      pairs.push({ personality: r.personality, embedded: emb.target, real: realTarget(`kube-apiserver (${r.personality})`, accessFromKubeconfig(r.kubeconfig)) });
+    }
+    const results = await runConformance(pairs);
+    process.stdout.write(`\n[conformance]\n${report(results)}\n`);
+    expect(results.length).toBeGreaterThanOrEqual(27 * pairs.length);
+    expect(conforms(results), report(results)).toBe(true);
+  }, 300_000);
+});

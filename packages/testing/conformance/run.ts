@@ -1,0 +1,52 @@
+/**
+ * `pnpm --filter @reconcile-loop/testing conformance`: the raw-API conformance report, embedded
+ * server vs a real kube-apiserver, SAME/DIFF per case and personality.
+ *
+ *   conformance                                   # provisions etcd + both apiservers from the e2e layer
+ *   conformance --kubeconfig KC [--uncached-kubeconfig KC2]   # any cluster (cached; KC2 with --watch-cache=false)
+ *
+ * Exits 0 when every case is SAME except the marked known differences, 1 otherwise.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { ApiServer } from '../src/index.js';
+import { conforms, embeddedTarget, realTarget, report, reportLine, runConformance, type Pair } from './runner.js';
+import { accessFromKubeconfig, type Access } from './target.js';
+
+// `pnpm … conformance -- --kubeconfig KC` forwards the `--`; drop it so both spellings work.
+const argv = process.argv.slice(2).filter((a, i) => !(i === 0 && a === '--'));
+const { values } = parseArgs({ args: argv, options: { kubeconfig: { type: 'string' }, 'uncached-kubeconfig': { type: 'string' } } });
+
+const servers: ApiServer[] = [];
+let teardown: (() => Promise<void>) | undefined;
+let code = 1;
+try {
+  const real: Array<{ personality: 'cached' | 'uncached'; access: Access }> = [];
+  if (values.kubeconfig !== undefined) {
+    real.push({ personality: 'cached', access: accessFromKubeconfig(readFileSync(values.kubeconfig, 'utf8')) });
+    if (values['uncached-kubeconfig'] !== undefined) real.push({ personality: 'uncached', access: accessFromKubeconfig(readFileSync(values['uncached-kubeconfig'], 'utf8')) });
+  } else {
+    const e2e = '../../../e2e/src/index.js';
+    const { ControlPlane } = (await import(e2e)) as typeof import('../../../e2e/src/index.js');
+    process.stderr.write('starting etcd and two kube-apiservers (e2e layer)…\n');
+    const cp = await ControlPlane.start({ onProgress: (l: string) => process.stderr.write(`${l}\n`) });
+    teardown = () => cp.teardown();
+    real.push({ personality: 'cached', access: accessFromKubeconfig(cp.cachedEndpoint.kubeconfig) });
+    real.push({ personality: 'uncached', access: accessFromKubeconfig(cp.uncachedEndpoint.kubeconfig) });
+  }
+  const pairs: Pair[] = [];
+  for (const r of real) {
+    const e = await embeddedTarget(r.personality);
+    servers.push(e.server);
+    pairs.push({ personality: r.personality, embedded: e.target, real: realTarget(`kube-apiserver (${r.personality})`, r.access) });
+  }
+  const results = await runConformance(pairs, undefined, (r) => process.stdout.write(`${reportLine(r)}\n`));
+  process.stdout.write(`\n${report(results).split('\n').slice(results.length).join('\n')}\n`);
+  code = conforms(results) ? 0 : 1;
+} catch (e) {
+  process.stderr.write(`conformance: ${(e as Error).stack ?? String(e)}\n`);
+} finally {
+  await Promise.allSettled(servers.map((s) => s.close()));
+  await teardown?.();
+}
+process.exit(code);

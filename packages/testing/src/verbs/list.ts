@@ -1,0 +1,94 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { decodeContinue, encodeContinue } from '../continue.js';
+import { ApiStatusError } from '../errors.js';
+import { sendJson } from '../http/io.js';
+import type { ResourceType } from '../kinds/resource.js';
+import { EXPIRED_LIST_MESSAGE, INCONSISTENT_CONTINUE_MESSAGE, badRequest, expired, forbidden, notSupported, type FieldError } from '../status.js';
+import { acceptsTable, toTable } from '../table.js';
+import type { ServerContext } from './context.js';
+import { awaitRevision, includeObject, listBody, listInvalid, parseRv, selected, selectors } from './query.js';
+
+/**
+ * LIST with the apiserver's resourceVersion rules: "" reads the newest state; "0" and a bare
+ * version (NotOlderThan) read the newest state once it is at least that new; Exact — or a bare
+ * version with `limit`, the legacy rule — reads the state at that revision (410 once compacted).
+ * Continue tokens pin the first page's revision.
+ */
+export async function serveList(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, r: ResourceType, ns: string | undefined, q: URLSearchParams): Promise<void> {
+  const store = ctx.store;
+  const rv = q.get('resourceVersion') ?? '';
+  const match = q.get('resourceVersionMatch') ?? '';
+  const cont = q.get('continue') ?? '';
+  const limitText = q.get('limit') ?? '';
+  const errs: FieldError[] = [];
+  if (match !== '') {
+    if (rv === '') errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
+    if (cont !== '') errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
+    if (match !== 'Exact' && match !== 'NotOlderThan') errs.push(notSupported('resourceVersionMatch', match, ['Exact', 'NotOlderThan', '']));
+    if (match === 'Exact' && rv === '0') errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
+  }
+  if (q.get('sendInitialEvents') !== null) errs.push(forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for list'));
+  if (errs.length > 0) throw new ApiStatusError(listInvalid(errs));
+  let limit = 0;
+  if (limitText !== '') {
+    if (!/^-?\d+$/.test(limitText)) throw new ApiStatusError(badRequest(`invalid value for limit: ${limitText}`));
+    limit = Math.max(0, Number(limitText));
+  }
+  // The watch cache serves resourceVersion=0 whole: `limit` is ignored (etcd pages it).
+  if (ctx.opts.personality === 'cached' && rv === '0' && cont === '') limit = 0;
+  const { labels, fields } = selectors(r, q);
+  const table = acceptsTable(req.headers.accept);
+  const include = includeObject(q);
+
+  let at: number;
+  let startKey: string | undefined;
+  // A token minted by the 410 "inconsistent continue" answer (rv -1) keeps minting -1 tokens.
+  let inconsistentContinue = false;
+  const prefix = ns === undefined ? '' : `${ns}/`;
+  if (cont !== '') {
+    if (rv !== '' && rv !== '0') throw new ApiStatusError(badRequest('specifying resource version is not allowed when using continue'));
+    const token = decodeContinue(cont);
+    if (typeof token === 'string') throw new ApiStatusError(badRequest(token));
+    startKey = prefix + token.start;
+    inconsistentContinue = token.rv < 0;
+    if (token.rv > 0) {
+      if (token.rv < store.compactedRevision) {
+        const s = expired(INCONSISTENT_CONTINUE_MESSAGE);
+        s.metadata = { continue: encodeContinue(-1, token.start) };
+        throw new ApiStatusError(s);
+      }
+      if (token.rv > store.revision) throw new ApiStatusError(badRequest('continue key is not valid: resourceVersion from the future'));
+      at = token.rv;
+    } else at = store.revision;
+  } else if (rv === '') {
+    at = store.revision;
+  } else {
+    const n = parseRv(rv);
+    const exact = match === 'Exact' || (match === '' && limit > 0 && rv !== '0');
+    await awaitRevision(ctx, n, req);
+    if (exact) {
+      if (n < store.compactedRevision) throw new ApiStatusError(expired(EXPIRED_LIST_MESSAGE));
+      at = n;
+    } else at = store.revision;
+  }
+
+  const all = store.listAt(r, ns, at).filter(([k, o]) => (startKey === undefined || k >= startKey) && selected(r, o, labels, fields));
+  let page = all;
+  let next: string | undefined;
+  let remaining: number | undefined;
+  if (limit > 0 && all.length > limit) {
+    page = all.slice(0, limit);
+    const lastKey = page[page.length - 1]![0];
+    next = encodeContinue(inconsistentContinue ? -1 : at, `${lastKey.slice(prefix.length)}\u0000`);
+    if (labels.length === 0 && fields.length === 0) remaining = all.length - limit;
+  }
+  const items = page.map(([, o]) => o);
+  if (table !== undefined) {
+    const opts: Parameters<typeof toTable>[2] = { include, version: table, resourceVersion: String(at), withColumns: true, now: ctx.now() };
+    if (next !== undefined) opts.continueToken = next;
+    if (remaining !== undefined) opts.remainingItemCount = remaining;
+    sendJson(res, 200, toTable(r, items, opts));
+    return;
+  }
+  sendJson(res, 200, listBody(r, items, String(at), next, remaining));
+}
