@@ -10,7 +10,7 @@ import { join } from 'node:path';
  * Until that change is merged the check below reports itself as pending on every run; set this to
  * true once it is, so that a bin without the flag fails instead.
  */
-export const REQUIRE_RESOURCE_FLAG = false;
+export const REQUIRE_RESOURCE_FLAG = true;
 
 const DEADLINE_MS = 30_000;
 

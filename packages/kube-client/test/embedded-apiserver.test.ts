@@ -37,6 +37,7 @@ let client: KubeClient;
 beforeEach(async () => {
   server = await startApiServer({ timeoutSecondsScaleMs: 50, bookmarkIntervalMs: 100 });
   server.registerResource({ group: 'example.io', version: 'v1', kind: 'CellSet', plural: 'cellsets' });
+  server.createNamespace('ns'); // as on a real cluster, creating into a missing namespace is 404
   const kc = new KubeConfig();
   kc.loadFromString(server.kubeconfig());
   client = new KubeClient({ kubeConfig: kc, clock: scaledClock(50), rateLimit: false });
@@ -79,7 +80,7 @@ describe('[kube_client: verbs] over real HTTP against the embedded apiserver', (
 
     const wrongUid = await pods.delete('a', { preconditions: { uid: 'nope' } }).catch((e: unknown) => e);
     expect(isConflict(wrongUid)).toBe(true);
-    expect((wrongUid as Error).message).toMatch(/Precondition failed: UID/);
+    expect((wrongUid as Error).message).toMatch(/the UID in the precondition \(.*\) does not match the UID in record/);
     const deleted = await pods.delete('a', { preconditions: { uid: a.metadata.uid } });
     expect(deleted.kind).toBe('object');
     const swept = await pods.deleteCollection({ labelSelector: 'app=x' });
@@ -116,7 +117,7 @@ describe('[kube_client: verbs] over real HTTP against the embedded apiserver', (
     await server.waitForWatches(1);
     await pods.create(podBody('w'));
     await done;
-    expect(seen.filter((s) => s !== 'BOOKMARK')).toEqual(['ADDED w', 'DELETED w']);
+    expect(seen.filter((s) => s !== 'BOOKMARK')).toEqual(['ADDED w', 'MODIFIED w', 'DELETED w']); // the terminating MODIFIED (grace 0) comes first, as on kube-apiserver
     expect(seen).toContain('BOOKMARK');
 
     server.compact();
@@ -216,6 +217,7 @@ describe('[kube_client: create-if-absent] and [kube_client: delete-if-present] o
 describe('[kube_client: rest.Config auth] a server URL and a bearer token, without a kubeconfig', () => {
   it('the token goes as Authorization: Bearer over the real transport; a wrong one is 401 Unauthorized', async () => {
     await using secured = await startApiServer({ token: 't0ken' });
+    secured.createNamespace('ns');
     const good = new KubeClient({ server: secured.url, token: 't0ken', rateLimit: false });
     const created = await good.resource(podResource, podSchema).inNamespace('ns').create(podBody('authed'));
     expect(created.metadata.name).toBe('authed');

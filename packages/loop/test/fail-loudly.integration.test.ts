@@ -275,7 +275,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     await expectStillFlowing(s, reconciles, 'trainer-9');
   });
 
-  it('[loop: health] a rejected cursor (a bookmark "abc", then the server\'s 400 on the WATCH): readiness red with the 400, the cursor is dropped, the relist restores the missed changes (embedded apiserver)', async () => {
+  it('[loop: health] a rejected cursor (a bookmark "abc", then the server\'s answer to the WATCH — 500 "resourceVersion: Invalid value", as kube-apiserver 1.35): readiness red with it, the cursor is dropped, the relist restores the missed changes (embedded apiserver)', async () => {
     const { server: s, loop, probe, reconciles, reflector } = await podSetup({ reflector: { retryDelayMs: 10_000 } }); // 500 ms before each retry
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
@@ -285,10 +285,10 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     s.stallWatches();
     s.deletePod(NS, 'engine-0');
     s.createPod({ metadata: { name: 'engine-9', namespace: NS, labels: { pool: 'engines' } } });
-    s.dropWatches(); // the reopen from "abc" gets 400
+    s.dropWatches(); // the reopen from "abc" is refused (kube-apiserver answers 500 "resourceVersion: Invalid value")
 
-    const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*400 BadRequest/);
-    expect(red.sources['pods']?.lastError).toMatchObject({ statusCode: 400, request: { verb: 'watch' } });
+    const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*500: resourceVersion: Invalid value/);
+    expect(red.sources['pods']?.lastError).toMatchObject({ statusCode: 500, request: { verb: 'watch' } });
     const relisted = await reconciles.until('engines', (members) => members.has('pool-a/engine-9'), 'the relist after the rejected cursor', from);
     expect(keysOf(relisted)).toEqual(['pool-a/engine-1', 'pool-a/engine-9']);
     expect(reflector.cursor).not.toBe('abc');

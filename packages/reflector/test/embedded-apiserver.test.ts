@@ -73,14 +73,14 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
 
     s.createPod({ metadata: { name: 'engine-3', namespace: NS, labels: { pool: 'engines' } } }); // ADDED
     s.kubelet.bind(NS, 'engine-0', 'node-a'); // MODIFIED
-    s.deletePod(NS, 'engine-1'); // unbound: DELETED at once
+    s.deletePod(NS, 'engine-1'); // unbound: MODIFIED with a deletionTimestamp (grace 0), then DELETED
     s.createPod({ metadata: { name: 'engine-y', namespace: 'elsewhere', labels: { pool: 'engines' } } }); // out of scope
     s.updatePod(NS, 'engine-2', (pod) => {
       delete pod.metadata.labels!['pool']; // leaves the selector: the server sends DELETED
     });
 
-    const seen = [await tap.next('ADDED'), await tap.next('MODIFIED'), await tap.next('DELETED'), await tap.next('the selector exit')];
-    expect(seen.map(summary)).toEqual(['upsert pool-a/engine-3', 'upsert pool-a/engine-0', 'delete pool-a/engine-1', 'delete pool-a/engine-2']);
+    const seen = [await tap.next('ADDED'), await tap.next('MODIFIED'), await tap.next('the terminating MODIFIED'), await tap.next('DELETED'), await tap.next('the selector exit')];
+    expect(seen.map(summary)).toEqual(['upsert pool-a/engine-3', 'upsert pool-a/engine-0', 'upsert pool-a/engine-1', 'delete pool-a/engine-1', 'delete pool-a/engine-2']);
     const bound = seen[1];
     expect(bound?.type === 'upsert' && bound.object.spec.nodeName).toBe('node-a');
     expect(bound?.type === 'upsert' && bound.object.metadata.resourceVersion).toBe(s.getPod(NS, 'engine-0')?.metadata.resourceVersion);

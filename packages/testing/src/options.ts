@@ -72,7 +72,7 @@ export interface ApiServerOptions {
    * How a pod deletion reaches watchers. `graceful` (the real registry): a MODIFIED carrying
    * `deletionTimestamp` always comes first — also for unbound pods and 0-grace deletes — then the
    * DELETED. `immediate`: a deletion whose grace is 0 is a DELETED alone (this server's behaviour
-   * before 0.x; some frame-counting tests were written against it). Default `immediate` for now.
+   * before 0.x; some frame-counting tests were written against it). Default `graceful`.
    */
   deletionEvents?: 'graceful' | 'immediate';
   /**
@@ -109,7 +109,7 @@ export function resolveOptions(o: ApiServerOptions): ResolvedOptions {
     futureWatch: o.futureWatch ?? 'wait',
     maxHistory: o.maxHistory ?? 10_000,
     maxWatchBufferBytes: o.maxWatchBufferBytes ?? 16 * 1024 * 1024,
-    deletionEvents: o.deletionEvents ?? 'immediate',
+    deletionEvents: o.deletionEvents ?? 'graceful',
     implicitNamespaces: o.implicitNamespaces ?? false,
     personality: o.personality ?? 'cached',
   };
