@@ -1,5 +1,5 @@
 /** A real ReconcileLoop over in-process sources and the fake clock, with metrics on a fresh registry. */
-import { InProcessSource, ManualClock, ReconcileLoop, type ReconcileLoopOptions, type ReconcileResult } from '@reconcile-loop/loop';
+import { InProcessSource, ManualClock, ReconcileLoop, type ReconcileContext, type ReconcileLoopOptions, type ReconcileResult } from '@reconcile-loop/loop';
 import { Registry } from 'prom-client';
 import { controllerMetrics } from '../src/index.js';
 
@@ -9,7 +9,7 @@ export interface Thing {
 
 export const thing = (name: string, generation = 1): [string, Thing] => [`ns/${name}`, { metadata: { name, namespace: 'ns', generation } }];
 
-export type Body = (key: string) => void | ReconcileResult | Promise<void | ReconcileResult>;
+export type Body = (key: string, ctx: ReconcileContext<Thing, string>) => void | ReconcileResult | Promise<void | ReconcileResult>;
 
 export function metricsHarness(options: { body: Body; things?: Array<[string, Thing]> } & Partial<ReconcileLoopOptions<Thing, string>>) {
   const { body, things = [thing('a')], ...rest } = options;
@@ -21,7 +21,7 @@ export function metricsHarness(options: { body: Body; things?: Array<[string, Th
     name: 'thing-controller',
     source,
     keyMap: (_, key) => key,
-    reconcile: (key) => body(key),
+    reconcile: (key, ctx) => body(key, ctx),
     clock,
     resyncPeriodMs: 0,
     observer,
