@@ -8,9 +8,10 @@
  * loop per `controller` label value on a registry — so no two loops ever write one series.
  */
 import type { LoopBinding, LoopSnapshot, ParentKey, ReconcileEndEvent, ReconcileLoopObserver } from '@reconcile-loop/loop';
-import { Counter, Gauge, Histogram, register, type Registry } from 'prom-client';
+import { Counter, Gauge, register, type Registry } from 'prom-client';
 import { CONTROLLER_METRICS, LOOP_METRICS, WORKQUEUE_METRICS, type MetricDefinition } from './definitions.js';
 import { MetricsError } from './errors.js';
+import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './families.js';
 
 /** Options of {@link controllerMetrics}. */
 export interface ControllerMetricsOptions {
@@ -37,15 +38,15 @@ type Snapshotter = (b: LoopBinding) => LoopSnapshot;
 /** One registry's instruments and the loops bound to them. */
 interface Instruments {
   readonly loops: Map<string, LoopBinding>;
-  readonly reconcileTotal: Counter<string>;
-  readonly reconcileErrors: Counter<string>;
-  readonly terminalReconcileErrors: Counter<string>;
-  readonly reconcileTimeouts: Counter<string>;
-  readonly reconcileTime: Histogram<string>;
-  readonly adds: Counter<string>;
-  readonly retries: Counter<string>;
-  readonly latency: Histogram<string>;
-  readonly workDuration: Histogram<string>;
+  readonly reconcileTotal: CounterFamily;
+  readonly reconcileErrors: CounterFamily;
+  readonly terminalReconcileErrors: CounterFamily;
+  readonly reconcileTimeouts: CounterFamily;
+  readonly reconcileTime: HistogramFamily;
+  readonly adds: CounterFamily;
+  readonly retries: CounterFamily;
+  readonly latency: HistogramFamily;
+  readonly workDuration: HistogramFamily;
 }
 
 const byRegistry = new WeakMap<Registry, Instruments>();
@@ -78,12 +79,15 @@ export function controllerMetrics<P extends ParentKey>(options: ControllerMetric
   let retired = false;
   // Bound children: a label set hashed once at bind, not on every event of the hot path.
   let hot: {
-    adds: Counter.Internal;
-    retries: Counter.Internal;
-    latency: Histogram.Internal<string>;
-    work: Histogram.Internal<string>;
-    time: Histogram.Internal<string>;
-    labels: Labels;
+    adds: CounterSeries;
+    retries: CounterSeries;
+    latency: HistogramSeries;
+    work: HistogramSeries;
+    time: HistogramSeries;
+    total: Record<(typeof RESULTS)[number], CounterSeries>;
+    errors: CounterSeries;
+    terminal: CounterSeries;
+    timeouts: CounterSeries;
   } | undefined;
 
   const observer: ControllerMetricsObserver<P> = {
@@ -105,32 +109,32 @@ export function controllerMetrics<P extends ParentKey>(options: ControllerMetric
       bound = { controller, instruments, binding: named };
       const c = { controller };
       const wq = { name: controller, controller };
-      // controller-runtime's initMetrics: every result series exists at 0 before the first reconcile.
-      for (const result of RESULTS) instruments.reconcileTotal.inc({ ...c, result }, 0);
-      for (const counter of [instruments.reconcileErrors, instruments.terminalReconcileErrors, instruments.reconcileTimeouts]) counter.inc(c, 0);
-      instruments.adds.inc(wq, 0);
-      instruments.retries.inc(wq, 0);
-      instruments.latency.zero(wq);
-      instruments.workDuration.zero(wq);
-      instruments.reconcileTime.zero(c);
+      // controller-runtime's initMetrics: every series exists at 0 before the first reconcile
+      // (creating the series here is what makes them appear; the hot path only holds them).
       hot = {
-        adds: instruments.adds.labels(wq),
-        retries: instruments.retries.labels(wq),
-        latency: instruments.latency.labels(wq),
-        work: instruments.workDuration.labels(wq),
-        time: instruments.reconcileTime.labels(c),
-        labels: c,
+        adds: instruments.adds.series(wq),
+        retries: instruments.retries.series(wq),
+        latency: instruments.latency.series(wq),
+        work: instruments.workDuration.series(wq),
+        time: instruments.reconcileTime.series(c),
+        total: {
+          success: instruments.reconcileTotal.series({ ...c, result: 'success' }),
+          error: instruments.reconcileTotal.series({ ...c, result: 'error' }),
+          requeue: instruments.reconcileTotal.series({ ...c, result: 'requeue' }),
+          requeue_after: instruments.reconcileTotal.series({ ...c, result: 'requeue_after' }),
+        },
+        errors: instruments.reconcileErrors.series(c),
+        terminal: instruments.terminalReconcileErrors.series(c),
+        timeouts: instruments.reconcileTimeouts.series(c),
       };
     },
     onReconcileEnd(event: ReconcileEndEvent<P>): void {
-      if (bound === undefined || hot === undefined || event.result === 'stopped') return;
-      const { instruments } = bound;
-      const labels = hot.labels;
-      instruments.reconcileTotal.inc({ controller: bound.controller, result: event.result });
+      if (hot === undefined || event.result === 'stopped') return;
+      hot.total[event.result].inc();
       if (event.result === 'error') {
-        instruments.reconcileErrors.inc(labels);
-        if (event.terminal) instruments.terminalReconcileErrors.inc(labels);
-        if (event.timedOut) instruments.reconcileTimeouts.inc(labels);
+        hot.errors.inc();
+        if (event.terminal) hot.terminal.inc();
+        if (event.timedOut) hot.timeouts.inc();
       }
       hot.time.observe(event.durationMs / 1000);
     },
@@ -171,9 +175,17 @@ function instrumentsFor(registry: Registry): Instruments {
   if (existing !== undefined) return existing;
   const loops = new Map<string, LoopBinding>();
   const registers = [registry];
-  const counter = (d: MetricDefinition): Counter<string> => new Counter({ name: d.name, help: d.help, labelNames: [...d.labelNames], registers });
-  const histogram = (d: MetricDefinition): Histogram<string> =>
-    new Histogram({ name: d.name, help: d.help, labelNames: [...d.labelNames], buckets: [...(d.buckets ?? [])], registers });
+  // prom-client's Registry reads any object with name/help/type/get(); ours keep the hot path cheap.
+  const counter = (d: MetricDefinition): CounterFamily => {
+    const family = new CounterFamily(d);
+    registry.registerMetric(family as unknown as Parameters<Registry['registerMetric']>[0]);
+    return family;
+  };
+  const histogram = (d: MetricDefinition): HistogramFamily => {
+    const family = new HistogramFamily(d);
+    registry.registerMetric(family as unknown as Parameters<Registry['registerMetric']>[0]);
+    return family;
+  };
   const snap: Snapshotter = (b) => b.snapshot();
 
   // Scrape-time gauges: reset, then one series per bound loop (a retired loop's series disappear).
