@@ -73,3 +73,11 @@ describe('exposition', () => {
     expect(() => controllerMetrics({ controller: '' })).toThrow(expect.objectContaining({ code: 'METRICS_OPTIONS' }));
   });
 });
+
+describe('loop options', () => {
+  it('[metrics: Loop observer option] the loop rejects an empty name and a non-object observer with its typed options error', () => {
+    const base = { source: new InProcessSource('s'), keyMap: (_: unknown, k: string) => k, reconcile: () => undefined };
+    expect(() => new ReconcileLoop({ ...base, name: '' })).toThrow(expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }));
+    expect(() => new ReconcileLoop({ ...base, observer: 'x' as never })).toThrow(expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }));
+  });
+});
