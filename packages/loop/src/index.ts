@@ -24,6 +24,15 @@ export {
   type ReconcileLoopState,
 } from './health.js';
 export type { InFlightReconcile, ReconcileCounters } from './runner.js';
+export type {
+  ReconcileLoopObserver,
+  ReconcileOutcome,
+  ReconcileStartEvent,
+  ReconcileEndEvent,
+  LoopBinding,
+  LoopSnapshot,
+  SourceSnapshot,
+} from './observer.js';
 export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
 export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
 export {

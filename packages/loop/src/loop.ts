@@ -17,6 +17,7 @@ import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOpt
 import { Dispatcher } from './dispatch.js';
 import { ReconcileRunner, type ReconcileFrame } from './runner.js';
 import { wireSources, type WiredSource, type Wiring } from './sources.js';
+import { bindObserver, controllerName, retryObserver, runnerHooks } from './observer.js';
 
 /** Options of one `stop()` call. */
 export interface StopOptions {
@@ -80,6 +81,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     this.#logger = options.logger ?? silentLogger;
     this.#queue = new WorkQueue<P>({
       exclusive: true,
+      ...(options.observer?.queue !== undefined && { observer: options.observer.queue }),
       clock: this.#clock,
       onError: (error) => this.#logger.error({ err: error }, 'work queue hook failed'),
     });
@@ -89,12 +91,12 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
         onRetry: (key) => this.#queue.add(key),
         onError: (error, key) => this.#logger.error({ err: error, parentKey: String(key) }, 're-enqueueing a retry failed'),
         clock: this.#clock,
-        observer: {
+        observer: retryObserver(options.observer, {
           onRelease: ({ key, reason }) => {
             this.#runner.countRelease();
             this.#logger.info({ parentKey: String(key), reason }, 'parked parent key released');
           },
-        },
+        }),
         ...(baseDelayMs !== undefined && { baseDelayMs }),
         ...(maxDelayMs !== undefined && { maxDelayMs }),
         ...(budget !== undefined && { budget: { delaysMs: [...budget.delaysMs] } }),
@@ -122,6 +124,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       reconcileTimeoutMs: this.#settings.reconcileTimeoutMs,
       clock: this.#clock,
       logger: this.#logger,
+      observer: runnerHooks(options.observer, controllerName(options), this.#logger),
     });
     this.#dispatcher = new Dispatcher<T, P, S>({
       queue: this.#queue,
@@ -131,6 +134,8 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       fingerprint: options.fingerprint,
       logger: this.#logger,
     });
+    const [queue, scheduler, runner, wiring, clock, concurrency] = [this.#queue, this.#scheduler, this.#runner, this.#wiring, this.#clock, this.#settings.concurrency];
+    bindObserver(options, { concurrency, queue, scheduler, runner, wiring, now: () => clock.now() });
   }
 
   /** Read-only view of the primary source's cache. Valid from construction; filled once the source syncs. */

@@ -5,6 +5,7 @@ import type { Reconcile } from './context.js';
 import { ReconcileLoopOptionsError } from './errors.js';
 import type { UpdateFilter } from './filters.js';
 import type { OwnerSelector, SecondaryKeyMap } from './owners.js';
+import type { ReconcileLoopObserver } from './observer.js';
 
 /** Go's default resync period: 10 hours. */
 export const DEFAULT_RESYNC_PERIOD_MS = 10 * 60 * 60 * 1000;
@@ -146,6 +147,10 @@ export interface ReconcileLoopOptions<T, P extends ParentKey, S = Record<never, 
    * during `start()` rejects `start()` instead. A throw from `onError` is logged and ignored.
    */
   onError?: (error: unknown) => void;
+  /** The controller's name (controller-runtime's `controller` metrics label). Default: the primary source's name. */
+  name?: string;
+  /** Metrics hooks (e.g. `controllerMetrics()` of `@reconcile-loop/metrics`); see `ReconcileLoopObserver`. Default: none. */
+  observer?: ReconcileLoopObserver<P>;
   /** Time source for every timer. Default `systemClock` (timers are `unref`'d). */
   clock?: Clock;
   /** Default: silent. Every failure that ends the loop also reaches the caller (`start()`, `onError`, `health()`). */
@@ -169,6 +174,8 @@ export function validateLoopOptions<T, P extends ParentKey, S>(options: Reconcil
   if (typeof keyMap !== 'function') throw new ReconcileLoopOptionsError('keyMap must be a function');
   if (typeof reconcile !== 'function') throw new ReconcileLoopOptionsError('reconcile must be a function');
   if (options.onError !== undefined && typeof options.onError !== 'function') throw new ReconcileLoopOptionsError('onError must be a function');
+  if (options.name !== undefined && (typeof options.name !== 'string' || options.name === '')) throw new ReconcileLoopOptionsError('name must be a non-empty string');
+  if (options.observer !== undefined && (options.observer === null || typeof options.observer !== 'object')) throw new ReconcileLoopOptionsError('observer must be an object');
   for (const name of ['sourceRetryDelayMs', 'maxSourceRetryDelayMs', 'sourceHealthyAfterMs'] as const) {
     if (options[name] !== undefined) duration(name, options[name], true);
   }

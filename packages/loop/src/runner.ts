@@ -10,6 +10,7 @@ import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-schedule
 import type { Reconcile, ReconcileContext, ReconcileResult } from './context.js';
 import { InvalidReconcileResultError, ReconcileTimeoutError, isTerminalError } from './errors.js';
 import { MAX_TIMER_MS } from './options.js';
+import type { ReconcileOutcome, RunnerHooks } from './observer.js';
 
 /** Marks the async context of one reconcile call, so `stop()` can tell it is being called from one. */
 export interface ReconcileFrame {
@@ -57,6 +58,8 @@ export interface RunnerOptions<T, P extends ParentKey, S> {
   reconcileTimeoutMs: number | undefined;
   clock: Clock;
   logger: Logger;
+  /** The observer's start/end hooks; undefined without an observer that has them. */
+  observer?: RunnerHooks<P> | undefined;
 }
 
 const noop = (): void => {};
@@ -106,12 +109,14 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
     const call = this.#o.frames.run(frame, () => invoke(this.#o.reconcile, key, context));
     const record: Call<P> = { parentKey: key, startedAt: clock.now(), timedOut: false };
     this.#calls.set(call, record);
+    this.#o.observer?.start(key, record.startedAt);
     const settle = (): void => {
       this.#calls.delete(call);
       onSettled();
     };
     call.then(settle, settle);
     let timer: unknown;
+    let outcome: Outcome | undefined;
     try {
       let result: unknown;
       const timeoutMs = this.#o.reconcileTimeoutMs;
@@ -134,16 +139,21 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
         }, noop);
         result = await Promise.race([call, timedOut]);
       }
-      this.#succeeded(key, result, fingerprint, controller.signal);
+      outcome = this.#succeeded(key, result, fingerprint, controller.signal);
     } catch (error) {
-      this.#failed(key, error, fingerprint, controller.signal);
+      outcome = this.#failed(key, error, fingerprint, controller.signal);
     } finally {
       frame.active = false;
       if (timer !== undefined) clock.clearTimeout(timer);
     }
+    const observer = this.#o.observer;
+    if (observer !== undefined && outcome !== undefined) {
+      const at = clock.now();
+      observer.end({ parentKey: key, at, durationMs: at - record.startedAt, timedOut: record.timedOut, ...outcome });
+    }
   }
 
-  #succeeded(key: P, result: unknown, fingerprint: Fingerprint, signal: AbortSignal): void {
+  #succeeded(key: P, result: unknown, fingerprint: Fingerprint, signal: AbortSignal): Outcome {
     const requeueAfterMs = (result as ReconcileResult | undefined)?.requeueAfterMs;
     const valid =
       result === undefined ||
@@ -152,33 +162,33 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
         (requeueAfterMs === undefined ||
           (typeof requeueAfterMs === 'number' && Number.isFinite(requeueAfterMs) && requeueAfterMs >= 0 && requeueAfterMs <= MAX_TIMER_MS)));
     if (!valid) {
-      this.#failed(key, new InvalidReconcileResultError(String(key), result), fingerprint, signal);
-      return;
+      return this.#failed(key, new InvalidReconcileResultError(String(key), result), fingerprint, signal);
     }
     if (requeueAfterMs === undefined) {
       this.#o.scheduler.forget(key);
       this.#counts.succeeded += 1;
       this.#o.logger.debug({ parentKey: String(key) }, 'reconciled');
-      return;
+      return settled('success');
     }
     const inMs = this.#o.scheduler.requeueAfter(key, requeueAfterMs);
     this.#counts.requeued += 1;
     this.#o.logger.debug({ parentKey: String(key), requeueAfterMs, requeueInMs: inMs }, 'reconciled; requeue after delay');
+    return settled(requeueAfterMs === 0 ? 'requeue' : 'requeue_after');
   }
 
-  #failed(key: P, error: unknown, fingerprint: Fingerprint, signal: AbortSignal): void {
+  #failed(key: P, error: unknown, fingerprint: Fingerprint, signal: AbortSignal): Outcome {
     const { logger, scheduler } = this.#o;
     const parentKey = String(key);
     const reason = signal.aborted ? (signal.reason as { code?: unknown } | undefined) : undefined;
     if (reason?.code === 'RECONCILE_LOOP_STOPPED') {
       logger.debug({ parentKey, err: error }, 'reconcile ended by stop; not retried');
-      return;
+      return settled('stopped', error);
     }
     if (isTerminalError(error)) {
       scheduler.forget(key);
       this.#counts.terminal += 1;
       logger.error({ parentKey, err: error }, 'reconcile failed with a terminal error; not retried');
-      return;
+      return { ...settled('error', error), terminal: true };
     }
     this.#counts.failed += 1;
     const wasParked = scheduler.isParked(key);
@@ -194,7 +204,20 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
     } else {
       logger.debug({ parentKey, err: error }, 'reconcile failed while stopping; not retried');
     }
+    return { ...settled('error', error), parked: outcome.action === 'parked' && !wasParked };
   }
+}
+
+/** How a call ended, as the observer's end event reports it. */
+interface Outcome {
+  readonly result: ReconcileOutcome;
+  readonly terminal: boolean;
+  readonly parked: boolean;
+  readonly error: unknown;
+}
+
+function settled(result: ReconcileOutcome, error?: unknown): Outcome {
+  return { result, terminal: false, parked: false, error };
 }
 
 function describeFingerprint(fingerprint: Fingerprint): string {

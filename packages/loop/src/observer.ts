@@ -1,0 +1,232 @@
+/**
+ * The loop's metrics hooks, without any metrics library: a metrics package (e.g.
+ * `@reconcile-loop/metrics`) passes an observer as the `observer` option and turns these events and
+ * the pull-style snapshot into Prometheus series. Push events are the ones a counter or histogram
+ * needs (a reconcile's outcome and duration, the work queue's adds/gets/dones, the retry
+ * scheduler's retries/parks); everything a gauge shows is read at scrape time from `snapshot()`,
+ * so an idle loop costs nothing.
+ *
+ * Invariant: a hook never changes what the loop does. A throwing hook is logged (error level) and
+ * the loop carries on, exactly as if no observer were set.
+ */
+import type { Logger, ParentKey, Source } from '@reconcile-loop/object-store';
+import type { RetryScheduler, RetrySchedulerObserver } from '@reconcile-loop/retry-scheduler';
+import type { UnfinishedWork, WorkQueue, WorkQueueObserver } from '@reconcile-loop/work-queue';
+import type { ReconcileLoopOptions } from './options.js';
+import type { ReconcileRunner } from './runner.js';
+import type { Wiring } from './sources.js';
+
+/**
+ * How one reconcile call ended, in controller-runtime's `result` label values, plus `stopped` for a
+ * call ended by `stop()` (not retried and not counted by the loop's counters either).
+ * `requeue` is `{ requeueAfterMs: 0 }` (controller-runtime's `Requeue: true`), `requeue_after` a
+ * positive `requeueAfterMs`; `error` covers throws, rejections, timeouts, invalid results and
+ * `TerminalError`s (see {@link ReconcileEndEvent.terminal}).
+ */
+export type ReconcileOutcome = 'success' | 'error' | 'requeue' | 'requeue_after' | 'stopped';
+
+/** Payload of {@link ReconcileLoopObserver.onReconcileStart}. */
+export interface ReconcileStartEvent<P extends ParentKey> {
+  /** The loop's `name` (controller-runtime's `controller` label). */
+  readonly controller: string;
+  readonly parentKey: P;
+  /** Clock ms when the call began. */
+  readonly at: number;
+}
+
+/** Payload of {@link ReconcileLoopObserver.onReconcileEnd}: emitted once per call, when the worker is done with it. */
+export interface ReconcileEndEvent<P extends ParentKey> {
+  readonly controller: string;
+  readonly parentKey: P;
+  /** Clock ms when the worker was done with the call (for a timed-out call: the timeout). */
+  readonly at: number;
+  /** `at` minus the start: controller-runtime's reconcile time. */
+  readonly durationMs: number;
+  readonly result: ReconcileOutcome;
+  /** The error was a `TerminalError` (not retried). Implies `result: 'error'`. */
+  readonly terminal: boolean;
+  /** The call outlived `reconcileTimeoutMs` (controller-runtime's reconcile timeout). Implies `result: 'error'`. */
+  readonly timedOut: boolean;
+  /** This failure exhausted the retry budget and parked (dead-lettered) the key. */
+  readonly parked: boolean;
+  /** What the call threw or rejected with (the timeout or invalid-result error included); undefined otherwise. */
+  readonly error: unknown;
+}
+
+/** One source as {@link LoopSnapshot} reports it. */
+export interface SourceSnapshot {
+  /** The source's name. */
+  readonly name: string;
+  /** Objects in this source's store (quarantined ones are not in it). */
+  readonly objects: number;
+  /** Objects the source holds out of the store because they failed validation. */
+  readonly quarantined: number;
+  /** A stream is open and has applied its listing. */
+  readonly streaming: boolean;
+  /** Clock ms since the last event or frame (bookmarks count); undefined when none arrived yet. */
+  readonly msSinceLastFrame: number | undefined;
+  /** Streams the loop's driver opened for this source (1 = never reopened); 0 before `start()`. */
+  readonly opens: number;
+  /**
+   * The numeric fields of the source's own `stats` object when it has one (a reflector's `lists`,
+   * `relists`, `healRelists`, `watches`, …), read structurally; undefined for sources without it.
+   */
+  readonly stats: Readonly<Record<string, number>> | undefined;
+}
+
+/** What the gauges show, read when a scrape asks (synchronous and cheap). */
+export interface LoopSnapshot {
+  readonly controller: string;
+  /** Workers running a reconcile now (a timed-out call still running in the background is not counted: its worker moved on). */
+  readonly activeWorkers: number;
+  /** The `concurrency` option (controller-runtime's `MaxConcurrentReconciles`). */
+  readonly maxConcurrentReconciles: number;
+  /** Parent keys queued and not yet handed to a worker. */
+  readonly queueDepth: number;
+  /** Keys held by workers and for how long (client-go's unfinished work and longest running processor). */
+  readonly unfinishedWork: UnfinishedWork;
+  /** Parent keys waiting for a retry or requeue deadline. */
+  readonly retriesPending: number;
+  /** Parent keys parked (dead-lettered). */
+  readonly parked: number;
+  /** Every source, primary first. */
+  readonly sources: readonly SourceSnapshot[];
+}
+
+/** What the loop hands its observer once, at construction. */
+export interface LoopBinding {
+  /** The loop's `name`. */
+  readonly controller: string;
+  /** Reads the gauges now. */
+  snapshot(): LoopSnapshot;
+}
+
+/**
+ * The `observer` option of a `ReconcileLoop`. Every member is optional; one observer object belongs
+ * to one loop (`bind` is called once, from the loop's constructor).
+ */
+export interface ReconcileLoopObserver<P extends ParentKey> {
+  /** Called once by the loop's constructor with its name and its snapshot function. A throw fails the constructor (e.g. a name already registered). */
+  bind?(binding: LoopBinding): void;
+  /** A worker began a reconcile call. */
+  onReconcileStart?(event: ReconcileStartEvent<P>): void;
+  /** A worker is done with a reconcile call (its outcome is booked). */
+  onReconcileEnd?(event: ReconcileEndEvent<P>): void;
+  /** Forwarded to the loop's work queue (exclusive mode): adds, gets with queue time, dones with work time. */
+  queue?: WorkQueueObserver<P>;
+  /** Forwarded to the loop's retry scheduler: failures that scheduled a retry, requeue-afters, parks, releases. */
+  retry?: RetrySchedulerObserver<P>;
+}
+
+/** The runner's side of the observer: start and end of a call, each guarded. */
+export interface RunnerHooks<P extends ParentKey> {
+  start(parentKey: P, at: number): void;
+  end(event: Omit<ReconcileEndEvent<P>, 'controller'>): void;
+}
+
+/** The controller name: the `name` option, else the primary source's name. */
+export function controllerName(options: { name?: string | undefined; source: { name: string } }): string {
+  return options.name ?? options.source.name;
+}
+
+/** The runner hooks for `observer`, or undefined without start/end hooks (the runner then skips the bookkeeping). */
+export function runnerHooks<P extends ParentKey>(observer: ReconcileLoopObserver<P> | undefined, controller: string, logger: Logger): RunnerHooks<P> | undefined {
+  if (observer?.onReconcileStart === undefined && observer?.onReconcileEnd === undefined) return undefined;
+  const guard = (hook: string, call: () => void): void => {
+    try {
+      call();
+    } catch (error) {
+      logger.error({ err: error, hook }, 'reconcile loop observer hook failed; ignored');
+    }
+  };
+  return {
+    start: (parentKey, at) => guard('onReconcileStart', () => observer.onReconcileStart?.({ controller, parentKey, at })),
+    end: (event) => guard('onReconcileEnd', () => observer.onReconcileEnd?.({ controller, ...event })),
+  };
+}
+
+/** The loop's own retry hooks with the observer's called after each (the loop's bookkeeping first). */
+export function retryObserver<P extends ParentKey>(
+  observer: ReconcileLoopObserver<P> | undefined,
+  own: RetrySchedulerObserver<P>,
+): RetrySchedulerObserver<P> {
+  const theirs = observer?.retry;
+  if (theirs === undefined) return own;
+  return {
+    onFailure: (e) => theirs.onFailure?.(e),
+    onRequeue: (e) => theirs.onRequeue?.(e),
+    onPark: (e) => theirs.onPark?.(e),
+    onRelease: (e) => {
+      own.onRelease?.(e);
+      theirs.onRelease?.(e);
+    },
+  };
+}
+
+/** The parts of a loop a snapshot reads. */
+export interface SnapshotParts<T, P extends ParentKey, S> {
+  readonly controller: string;
+  readonly concurrency: number;
+  readonly queue: WorkQueue<P>;
+  readonly scheduler: RetryScheduler<P>;
+  readonly runner: ReconcileRunner<T, P, S>;
+  readonly wiring: Wiring<T, P, S>;
+  /** The source objects, in the wiring's order (primary first, then the secondaries in option order). */
+  readonly sources: readonly Source<unknown>[];
+  readonly now: () => number;
+}
+
+/** Calls `options.observer.bind` (if any) with the loop's name and a snapshot function over its parts. */
+export function bindObserver<T, P extends ParentKey, S>(
+  options: ReconcileLoopOptions<T, P, S>,
+  parts: Omit<SnapshotParts<T, P, S>, 'controller' | 'sources'>,
+): void {
+  const observer = options.observer;
+  if (observer?.bind === undefined) return;
+  const secondary = Object.values((options.secondary ?? {}) as Record<string, { source: Source<unknown> }>);
+  const full: SnapshotParts<T, P, S> = { ...parts, controller: controllerName(options), sources: [options.source, ...secondary.map((s) => s.source)] };
+  observer.bind({ controller: full.controller, snapshot: () => snapshotOf(full) });
+}
+
+/** Reads every gauge now. */
+export function snapshotOf<T, P extends ParentKey, S>(parts: SnapshotParts<T, P, S>): LoopSnapshot {
+  const { wiring } = parts;
+  const now = parts.now();
+  const stores = [wiring.primary, ...wiring.secondaries.values()];
+  const sources = wiring.sources.map((wired, i): SourceSnapshot => {
+    const health = wired.driver.health();
+    return {
+      name: wired.name,
+      objects: stores[i]?.size ?? 0,
+      quarantined: health.quarantined.length,
+      streaming: health.streaming,
+      msSinceLastFrame: health.lastEventAt === undefined ? undefined : now - health.lastEventAt,
+      opens: health.opens,
+      stats: numericStats(parts.sources[i]),
+    };
+  });
+  return {
+    controller: parts.controller,
+    activeWorkers: parts.runner.inFlight().filter((c) => !c.timedOut).length,
+    maxConcurrentReconciles: parts.concurrency,
+    queueDepth: parts.queue.size,
+    unfinishedWork: parts.queue.unfinishedWork(),
+    retriesPending: parts.scheduler.pending,
+    parked: parts.scheduler.parkedCount,
+    sources,
+  };
+}
+
+/** A source's `stats` (a reflector's counters), read structurally: only finite numeric fields. */
+function numericStats(source: unknown): Readonly<Record<string, number>> | undefined {
+  let stats: unknown;
+  try {
+    stats = (source as { stats?: unknown } | undefined)?.stats;
+  } catch {
+    return undefined; // a throwing getter is the source's problem, not the scrape's
+  }
+  if (stats === null || typeof stats !== 'object') return undefined;
+  const out: Record<string, number> = {};
+  for (const [name, value] of Object.entries(stats)) if (typeof value === 'number' && Number.isFinite(value)) out[name] = value;
+  return out;
+}
