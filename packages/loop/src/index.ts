@@ -24,6 +24,7 @@ export {
   type ReconcileLoopState,
 } from './health.js';
 export type { InFlightReconcile, ReconcileCounters } from './runner.js';
+export { LEADERSHIP_RETRY_MS, LEADERSHIP_RETRY_MAX_MS, type LeaderGate } from './leadership.js';
 export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
 export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
 export {
@@ -33,6 +34,7 @@ export {
   SyncTimeoutError,
   ReconcileTimeoutError,
   StopInsideReconcileError,
+  LeadershipEndedError,
   TerminalError,
   InvalidReconcileResultError,
   isTerminalError,
