@@ -1,7 +1,7 @@
 /**
  * `--replicas`: three in-process replicas against the embedded apiserver over real loopback HTTP,
  * electing a leader on a Lease the apiserver serves (registered kind, resourceVersion/409
- * semantics). Short lease timings (1 s / 0.5 s / 0.2 s); every wait is bounded and woken by output.
+ * semantics). Short lease timings (2 s / 1.5 s / 0.3 s); every wait is bounded and woken by output.
  */
 import { request } from 'node:http';
 import { within } from '@reconcile-loop/test-support';
@@ -50,7 +50,7 @@ describe('--replicas: leader election on the embedded apiserver', () => {
       kubeconfigYaml: cluster.server.kubeconfig(),
       namespace: CONTROLLER_NAMESPACE,
       selector: 'pool',
-      timings: { leaseDurationMs: 1_000, renewDeadlineMs: 500, retryPeriodMs: 200 },
+      timings: { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 300 },
       metricsPort: 0,
       onListening: (u) => (urls = u),
       onSynced: () => cluster.server.seedPods(1, { namespace: CONTROLLER_NAMESPACE, labels: { pool: 'evaluators' }, namePrefix: 'evaluator' }),
@@ -79,14 +79,16 @@ describe('--replicas: leader election on the embedded apiserver', () => {
     stop.abort();
     const report = await within(running, 'a graceful end', 10_000);
     expect(report.killed).toBe('replica-0');
-    expect(report.leaders).toHaveLength(2);
-    const taker = report.leaders[1]!.split('_')[1]!;
-    expect(report.reconciles[taker]!.slice().sort()).toEqual(['ml/engines', 'ml/evaluators', 'ml/trainers']);
+    // Normally two terms; a loaded machine may miss a 1.5 s renew deadline and hand over once more.
+    const terms = report.leaders.map((id) => id.split('_')[1]!);
+    expect(terms[0]).toBe('replica-0');
+    expect(terms[1]).not.toBe('replica-0');
+    expect(report.reconciles[terms[1]!]!.slice().sort()).toEqual(['ml/engines', 'ml/evaluators', 'ml/trainers']);
     expect(report.reconciles['replica-0']!.slice().sort()).toEqual(['ml/engines', 'ml/evaluators', 'ml/trainers']);
-    const other = ['replica-1', 'replica-2'].find((r) => r !== taker)!;
-    expect(report.reconciles[other]).toEqual([]);
+    // A replica that never led never reconciled.
+    for (const [name, pools] of Object.entries(report.reconciles)) if (!terms.includes(name)) expect(pools).toEqual([]);
     // The graceful end released the Lease (no holder) for the next leader to take at once.
     const lease = cluster.server.getObject(leases, CONTROLLER_NAMESPACE, 'pool-tracker') as { spec?: { holderIdentity?: string; leaseTransitions?: number } };
-    expect(lease.spec).toMatchObject({ holderIdentity: '', leaseTransitions: 1 });
+    expect(lease.spec).toMatchObject({ holderIdentity: '', leaseTransitions: terms.length - 1 });
   }, 20_000);
 });
