@@ -8,6 +8,7 @@
  * The loop imports no Kubernetes package: the gate is structural, and `LeaderElector` of
  * `@reconcile-loop/leader-election` (its `LeadershipGate`) satisfies it as is.
  */
+import { setMaxListeners } from 'node:events';
 import type { Clock, Logger } from '@reconcile-loop/object-store';
 import { LeadershipEndedError, ReconcileLoopOptionsError } from './errors.js';
 
@@ -53,6 +54,8 @@ export interface LeadershipOptions {
   gate: LeaderGate;
   clock: Clock;
   logger: Logger;
+  /** Workers: each running reconcile listens on the term's signal once. */
+  concurrency: number;
   /** Called at the start of every term, before any worker is woken: enqueue every parent. */
   onTerm: () => void;
 }
@@ -155,6 +158,8 @@ export class Leadership {
 
   #begin(termSignal: AbortSignal | undefined, loopSignal: AbortSignal): Promise<void> {
     const controller = new AbortController();
+    // One listener per running reconcile plus this term's own: raise Node's leak warning above that bound only.
+    setMaxListeners(2 * this.#o.concurrency + 10, controller.signal);
     const ended = new Promise<void>((resolve) => controller.signal.addEventListener('abort', () => resolve(), { once: true }));
     const onTermEnd = (): void => this.end(termSignal?.reason);
     const onStop = (): void => this.end(loopSignal.reason);

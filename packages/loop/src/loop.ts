@@ -128,7 +128,13 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     });
     this.#leadership =
       options.leaderGate &&
-      new Leadership({ gate: options.leaderGate, clock: this.#clock, logger: this.#logger, onTerm: () => this.#redrive('new leadership term') });
+      new Leadership({
+        gate: options.leaderGate,
+        clock: this.#clock,
+        logger: this.#logger,
+        concurrency: this.#settings.concurrency,
+        onTerm: () => this.#redrive('new leadership term'),
+      });
     this.#dispatcher = new Dispatcher<T, P, S>({
       leadership: this.#leadership,
       queue: this.#queue,

@@ -61,7 +61,7 @@ class FakeGate implements LeaderGate {
   }
 }
 
-function harness(items: Array<[string, Item]>, gate = new FakeGate()) {
+function harness(items: Array<[string, Item]>, gate = new FakeGate(), concurrency = 2) {
   const clock = new ManualClock();
   const source = new InProcessSource<Item>('items', items);
   /** Per reconcile start: the key, and whether the gate said leader at that instant. */
@@ -72,7 +72,7 @@ function harness(items: Array<[string, Item]>, gate = new FakeGate()) {
     keyMap: (item) => item.parent,
     leaderGate: gate,
     clock,
-    concurrency: 2,
+    concurrency,
     reconcile: async (key, ctx) => {
       starts.push({ key, leader: gate.isLeader(), saw: Math.max(0, ...[...ctx.members.values()].map((i) => i.version)) });
       await new Promise<void>((resolve) => {
