@@ -10,12 +10,14 @@
  *   pnpm demo --source in-process  # no HTTP
  *   pnpm demo --kubeconfig ~/.kube/config --namespace ml --selector pool   # the long-running controller
  *   pnpm demo --controller [--fault forbidden]     # the same controller against an embedded apiserver
+ *   pnpm demo --replicas 3 [--metrics-port 9090]   # leader election: one leader, a kill, a takeover
  */
 import { parseArgs } from 'node:util';
 import type { Logger } from '@reconcile-loop/loop';
 import { runController } from './controller.js';
 import { DEMO_NAMESPACE, startEmbeddedScenario } from './embedded.js';
 import { CONTROLLER_NAMESPACE, FAULTS, startFaultyCluster, type Fault } from './faults.js';
+import { runReplicas } from './replicas.js';
 import { createSimulation } from './simulation.js';
 import type { PoolView } from './tracker.js';
 
@@ -23,9 +25,13 @@ const usage = `usage: pnpm demo [--source embedded|in-process|cluster] [--durati
                  [--kubeconfig <path>] [--namespace <ns>] [--selector <labels>] [--pool-label <label>] [--verbose]
                  [--controller] [--fault ${FAULTS.join('|')}]
                  [--health-port <port>] [--health-host <addr>] [--sync-timeout <seconds>] [--grace <seconds>]
+                 [--replicas <n>] [--metrics-port <port>] [--kill-after <seconds>]
   default source: cluster when KUBECONFIG or --kubeconfig is set, embedded otherwise
   cluster: the long-running controller (until SIGTERM/SIGINT; exit 1 when the cluster cannot be tracked)
-  --controller without a kubeconfig: that controller against an embedded apiserver, broken by --fault`;
+  --controller without a kubeconfig: that controller against an embedded apiserver, broken by --fault
+  --replicas: n in-process replicas behind leader election on a Lease (embedded apiserver, or the cluster
+    of the kubeconfig); every replica syncs, the leader reconciles; --kill-after (embedded default 4 s)
+    kills the leader and a standby takes over; --metrics-port P serves replica i's probes on P+i`;
 
 const SOURCES = ['embedded', 'in-process', 'cluster'] as const;
 type SourceKind = (typeof SOURCES)[number];
@@ -68,6 +74,9 @@ async function main(): Promise<number> {
       'health-host': { type: 'string', default: '127.0.0.1' },
       'sync-timeout': { type: 'string' },
       grace: { type: 'string' },
+      replicas: { type: 'string' },
+      'metrics-port': { type: 'string' },
+      'kill-after': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -97,7 +106,15 @@ async function main(): Promise<number> {
   let healthPort: number | undefined;
   let syncTimeoutS: number | undefined;
   let graceS: number | undefined;
+  let replicas: number | undefined;
+  let metricsPort: number | undefined;
+  let killAfterS: number | undefined;
   try {
+    replicas = seconds('replicas', values.replicas, false);
+    if (replicas !== undefined && !(Number.isInteger(replicas) && replicas <= 16)) throw new UsageError('--replicas must be an integer from 1 to 16');
+    metricsPort = seconds('metrics-port', values['metrics-port'], true);
+    if (metricsPort !== undefined && !(Number.isInteger(metricsPort) && metricsPort + (replicas ?? 1) - 1 <= 65_535)) throw new UsageError('--metrics-port must be a port number (0 for any free ports)');
+    killAfterS = seconds('kill-after', values['kill-after'], true);
     healthPort = seconds('health-port', values['health-port'], true);
     if (healthPort !== undefined && !(Number.isInteger(healthPort) && healthPort <= 65_535)) throw new UsageError('--health-port must be a port number (0 for any free port)');
     syncTimeoutS = seconds('sync-timeout', values['sync-timeout'], false);
@@ -122,6 +139,9 @@ async function main(): Promise<number> {
   process.once('SIGTERM', onSignal);
   const keepAlive = setInterval(() => {}, 1 << 30);
   try {
+    if (replicas !== undefined) {
+      return await replicaDemo({ replicas, metricsPort, killAfterS, durationS, kubeconfig, values, print, logger, signal: abort.signal });
+    }
     if (source === 'cluster') {
       const useEmbedded = values.controller && !kubeconfig;
       const cluster = useEmbedded ? await startFaultyCluster(fault, values.selector ?? values['pool-label']) : undefined;
@@ -171,6 +191,66 @@ async function main(): Promise<number> {
     clearInterval(keepAlive);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+  }
+}
+
+/** `--replicas N`: the embedded apiserver (Leases registered) by default, the kubeconfig's cluster otherwise. */
+async function replicaDemo(o: {
+  replicas: number;
+  metricsPort: number | undefined;
+  killAfterS: number | undefined;
+  durationS: number | undefined;
+  kubeconfig: string | undefined;
+  values: { namespace: string; selector?: string | undefined; 'pool-label': string; 'health-host': string };
+  print: (line: string) => void;
+  logger: Logger;
+  signal: AbortSignal;
+}): Promise<number> {
+  const { print } = o;
+  const embedded = o.kubeconfig === undefined ? await startFaultyCluster('none', o.values.selector ?? o.values['pool-label']) : undefined;
+  const stop = new AbortController();
+  const onAbort = (): void => stop.abort();
+  o.signal.addEventListener('abort', onAbort, { once: true });
+  const durationMs = o.durationS === undefined ? (embedded ? 12_000 : undefined) : o.durationS * 1000;
+  const timer = durationMs === undefined ? undefined : setTimeout(() => stop.abort(), durationMs);
+  try {
+    if (embedded) {
+      // The embedded apiserver serves coordination.k8s.io/v1 Leases with the apiserver's resourceVersion
+      // and 409 semantics: real HTTP objects the LeaseLock reads and writes.
+      print(`embedded apiserver at ${embedded.server.url}; ${o.replicas} replicas track namespace ${CONTROLLER_NAMESPACE}`);
+    } else {
+      print(`cluster of ${o.kubeconfig}: ${o.replicas} replicas track namespace ${o.values.namespace}; Lease ${o.values.namespace}/pool-tracker`);
+    }
+    const killAfterMs = o.killAfterS === undefined ? (embedded ? 4_000 : undefined) : o.killAfterS * 1000;
+    const report = await runReplicas({
+      replicas: o.replicas,
+      ...(embedded ? { kubeconfigYaml: embedded.server.kubeconfig() } : { kubeconfig: o.kubeconfig! }),
+      namespace: embedded ? CONTROLLER_NAMESPACE : o.values.namespace,
+      selector: embedded?.selector ?? o.values.selector ?? o.values['pool-label'],
+      poolLabel: o.values['pool-label'],
+      // Short timings on the embedded server so the takeover fits the story; client-go's on a cluster.
+      ...(embedded && { timings: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 } }),
+      ...(o.metricsPort !== undefined && { metricsPort: o.metricsPort, metricsHost: o.values['health-host'] }),
+      ...(killAfterMs !== undefined && { killAfterMs }),
+      onSynced: () => {
+        if (!embedded) return;
+        print('a new evaluator pod appears: every replica caches it, only the leader reconciles');
+        embedded.server.seedPods(1, { namespace: CONTROLLER_NAMESPACE, labels: { pool: 'evaluators' }, namePrefix: 'evaluator' });
+      },
+      signal: stop.signal,
+      print,
+      logger: o.logger,
+    });
+    print(
+      `stopped cleanly; leaders in order: ${report.leaders.map((id) => id.split('_')[1]).join(' → ') || 'none'}` +
+        `${report.killed ? ` (${report.killed} was killed)` : ''}; reconciles: ` +
+        Object.entries(report.reconciles).map(([name, pools]) => `${name} ${pools.length}`).join(', '),
+    );
+    return 0;
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    o.signal.removeEventListener('abort', onAbort);
+    await embedded?.server.close();
   }
 }
 

@@ -8,6 +8,7 @@ import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-schedule
 import type { WorkQueue } from '@reconcile-loop/work-queue';
 import type { ReconcileContext } from './context.js';
 import { ReconcileLoopOptionsError } from './errors.js';
+import type { Leadership } from './leadership.js';
 import type { ReconcileRunner } from './runner.js';
 import type { Wiring } from './sources.js';
 
@@ -18,6 +19,8 @@ export interface DispatcherOptions<T, P extends ParentKey, S> {
   wiring: Wiring<T, P, S>;
   fingerprint: ((parent: T | undefined, parentKey: P) => Fingerprint) | undefined;
   logger: Logger;
+  /** With a leader gate: workers take keys only inside a term and confirm `isLeader()` before each reconcile. */
+  leadership: Leadership | undefined;
 }
 
 export class Dispatcher<T, P extends ParentKey, S> {
@@ -54,10 +57,13 @@ export class Dispatcher<T, P extends ParentKey, S> {
    * so a retry of a hung call waits as a dirty key instead of overlapping it.
    */
   async work(signal: AbortSignal): Promise<void> {
-    const { queue, scheduler, runner, logger } = this.#o;
+    const { queue, scheduler, runner, logger, leadership } = this.#o;
     for (;;) {
       let key: P;
+      let term: AbortSignal | undefined;
       try {
+        // A standby takes no key: they wait in the queue (deduplicated) for a term.
+        if (leadership !== undefined) term = await leadership.term(signal);
         key = await queue.get(signal);
       } catch (error) {
         if (!signal.aborted && (error as { code?: unknown })?.code !== 'WORK_QUEUE_STOPPED') {
@@ -72,13 +78,25 @@ export class Dispatcher<T, P extends ParentKey, S> {
         // The failure of this call is counted at the fingerprint it started from.
         const fingerprint = safeFingerprint(() => this.#fingerprintOf(key));
         const controller = new AbortController();
-        const onStop = (): void => controller.abort(signal.reason);
-        signal.addEventListener('abort', onStop, { once: true });
         const context = this.#contextFor(key, controller.signal);
+        // The gate check: synchronous, and nothing awaits between it and the reconcile call, so a
+        // replica that stopped leading (frozen past its deadline, onLost not yet run) starts none.
+        if (term !== undefined && !leadership!.confirm(term)) {
+          queue.add(key); // held: marked dirty, so the done() below puts it back; nothing is lost
+          continue;
+        }
+        const onStop = (): void => controller.abort(signal.reason);
+        const onTermEnd = (): void => controller.abort(term!.reason);
+        signal.addEventListener('abort', onStop, { once: true });
+        term?.addEventListener('abort', onTermEnd, { once: true });
         handedOver = true;
+        let settled!: () => void;
+        if (term !== undefined) leadership!.track(new Promise<void>((resolve) => (settled = resolve)));
         await runner.run(key, context, controller, fingerprint, () => {
           signal.removeEventListener('abort', onStop);
+          term?.removeEventListener('abort', onTermEnd);
           this.#done(key);
+          settled?.();
         });
       } catch (error) {
         // Only a throwing logger gets here; the worker must outlive it.

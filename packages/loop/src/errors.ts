@@ -25,6 +25,16 @@ export class LoopStoppedError extends Error {
 }
 
 /**
+ * The leadership term ended (the gate's term signal aborted, `onLost` fired, or `isLeader()` answered
+ * false before a reconcile): the abort reason of every reconcile in flight at that moment. Such a
+ * reconcile is not retried and not counted as failed; the next leader re-drives every parent.
+ */
+export class LeadershipEndedError extends Error {
+  readonly code = 'RECONCILE_LOOP_LEADERSHIP_ENDED' as const;
+  override readonly name = 'LeadershipEndedError';
+}
+
+/**
  * `start()` gave up: the source did not deliver its first replace (the listing) within
  * `syncTimeoutMs`. `cause` is the source's last error at that moment (for a reflector, the
  * `ApiStatusError` carrying the apiserver's `Status`, e.g. a 403), or undefined when it reported none.

@@ -59,6 +59,11 @@ export interface LoopHealth<P extends ParentKey> {
   readonly sources: Readonly<Record<string, SourceStatus>>;
   /** The failure that ended (or is ending) the loop: a failed start or a permanent source error. */
   readonly error: unknown;
+  /**
+   * In a leadership term and the gate's `isLeader()` agrees now; always true without `leaderGate`.
+   * A synced standby (`false`) is still ready (controller-runtime's manager: a standby passes `/readyz`).
+   */
+  readonly leader: boolean;
   /** Readiness: started, synced, no source failing past `sourceFailingMs`, no reconcile stuck. */
   readonly ready: HealthVerdict;
   /** Liveness: not ended by a failure, no reconcile stuck, no source wedged or silent past its limit. */
@@ -75,6 +80,8 @@ export interface HealthInputs<P extends ParentKey> {
   readonly limits: Readonly<Required<HealthLimits>>;
   /** Parked parent keys: reported as a passing `dead-letter` check (a parked key is a finding, not an outage). */
   readonly parked?: number;
+  /** With a leader gate: leading now. A standby stays ready; the `leader` check only says so. */
+  readonly leader?: boolean | undefined;
 }
 
 const seconds = (ms: number): string => `${Math.round(ms / 1000)} s`;
@@ -120,6 +127,11 @@ export function verdicts<P extends ParentKey>(input: HealthInputs<P>): { ready: 
   ready.push(reconcileCheck('reconcile'));
   // Parked keys do not make the loop unready (the rest of the fleet is served); the detail makes them visible.
   if ((input.parked ?? 0) > 0) ready.push({ name: 'dead-letter', ok: true, reason: `${input.parked} parent keys parked; see parked()` });
+  // A warm standby is ready (controller-runtime's manager reports ready on standbys): a rolling
+  // update must be able to wait for it, and a Service in front must not drop it.
+  if (input.leader !== undefined) {
+    ready.push({ name: 'leader', ok: true, reason: input.leader ? 'leading' : 'standby: caches warm, waiting for leadership' });
+  }
   alive.push(reconcileCheck('worker'));
   return { ready: verdict(ready), alive: verdict(alive) };
 }

@@ -33,6 +33,7 @@ export type {
   LoopSnapshot,
   SourceSnapshot,
 } from './observer.js';
+export { LEADERSHIP_RETRY_MS, LEADERSHIP_RETRY_MAX_MS, type LeaderGate } from './leadership.js';
 export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
 export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
 export {
@@ -42,6 +43,7 @@ export {
   SyncTimeoutError,
   ReconcileTimeoutError,
   StopInsideReconcileError,
+  LeadershipEndedError,
   TerminalError,
   InvalidReconcileResultError,
   isTerminalError,

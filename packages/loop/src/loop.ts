@@ -15,6 +15,7 @@ import { LoopAlreadyStartedError, LoopStoppedError, ReconcileLoopOptionsError, S
 import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
 import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
 import { Dispatcher } from './dispatch.js';
+import { Leadership } from './leadership.js';
 import { ReconcileRunner, type ReconcileFrame } from './runner.js';
 import { wireSources, type WiredSource, type Wiring } from './sources.js';
 import { bindObserver, controllerName, retryObserver, runnerHooks } from './observer.js';
@@ -61,6 +62,8 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   readonly #queue: WorkQueue<P>;
   readonly #scheduler: RetryScheduler<P>;
   readonly #runner: ReconcileRunner<T, P, S>;
+  /** With `leaderGate`: the terms in which workers may dispatch. */
+  readonly #leadership: Leadership | undefined;
   /** Aborted by `stop()`: ends the drivers, waiting `get`s, the sync wait and in-flight reconciles. */
   readonly #controller = new AbortController();
   readonly #frames = new AsyncLocalStorage<ReconcileFrame>();
@@ -126,7 +129,17 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       logger: this.#logger,
       observer: runnerHooks(options.observer, controllerName(options), this.#logger),
     });
+    this.#leadership =
+      options.leaderGate &&
+      new Leadership({
+        gate: options.leaderGate,
+        clock: this.#clock,
+        logger: this.#logger,
+        concurrency: this.#settings.concurrency,
+        onTerm: () => this.#redrive('new leadership term'),
+      });
     this.#dispatcher = new Dispatcher<T, P, S>({
+      leadership: this.#leadership,
       queue: this.#queue,
       scheduler: this.#scheduler,
       runner: this.#runner,
@@ -197,6 +210,8 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       await this.#teardownOnce(this.#settings.gracefulShutdownTimeoutMs);
       throw error;
     }
+    // A warm standby is started too: synced, workers waiting for a term (see Leadership).
+    if (this.#leadership !== undefined) this.#workers.push(this.#leadership.run(signal));
     for (let i = 0; i < this.#settings.concurrency; i++) this.#workers.push(this.#dispatcher.work(signal));
     this.#armResync();
     this.#state = 'running';
@@ -275,7 +290,8 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     });
     const inFlight = this.#runner.inFlight();
     const parked = this.#scheduler.parkedCount;
-    const { ready, alive } = verdicts({ state: this.#state, now, inFlight, sources, error: this.#error, limits: this.#settings.health, parked });
+    const leader = this.#leadership === undefined ? undefined : this.#leadership.leading;
+    const { ready, alive } = verdicts({ state: this.#state, now, inFlight, sources, error: this.#error, limits: this.#settings.health, parked, leader });
     const syncTimes = sources.map((s) => s.lastSyncAt);
     return {
       state: this.#state,
@@ -291,6 +307,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       inFlight,
       sources: Object.fromEntries(sources.map((s) => [s.source, s])),
       error: this.#error,
+      leader: leader ?? true,
       ready,
       alive,
     };
@@ -390,14 +407,19 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     this.#resyncHandle = this.#clock.setTimeout(() => {
       this.#resyncHandle = undefined;
       if (this.#state !== 'running') return;
-      // Go's limit: only parents with an object in some store; one that lost its last object (and
-      // its parent object) is not re-driven. Parked keys stay parked: the gate turns them away.
-      const parents = new Set<P>();
-      for (const source of this.#sources) for (const parent of source.parents()) parents.add(parent);
-      for (const parent of parents) this.#dispatcher.offer(parent);
-      this.#logger.debug({ parents: parents.size }, 'resync');
+      this.#redrive('resync');
       this.#armResync();
     }, this.#settings.resyncPeriodMs);
+  }
+
+  /** Enqueues every parent once (resync, a new leadership term). */
+  #redrive(why: string): void {
+    // Go's limit: only parents with an object in some store; one that lost its last object (and
+    // its parent object) is not re-driven. Parked keys stay parked: the gate turns them away.
+    const parents = new Set<P>();
+    for (const source of this.#sources) for (const parent of source.parents()) parents.add(parent);
+    for (const parent of parents) this.#dispatcher.offer(parent);
+    this.#logger.debug({ parents: parents.size, why }, 're-driving every parent');
   }
 }
 

@@ -4,6 +4,7 @@ import type { Fingerprint } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile } from './context.js';
 import { ReconcileLoopOptionsError } from './errors.js';
 import type { UpdateFilter } from './filters.js';
+import { validateLeaderGate, type LeaderGate } from './leadership.js';
 import type { OwnerSelector, SecondaryKeyMap } from './owners.js';
 import type { ReconcileLoopObserver } from './observer.js';
 
@@ -151,6 +152,14 @@ export interface ReconcileLoopOptions<T, P extends ParentKey, S = Record<never, 
   name?: string;
   /** Metrics hooks (e.g. `controllerMetrics()` of `@reconcile-loop/metrics`); see `ReconcileLoopObserver`. Default: none. */
   observer?: ReconcileLoopObserver<P>;
+  /**
+   * Warm standby: sources open and sync on every replica (`start()` resolves once synced, leader or
+   * not), reconciles run only inside a leadership term of this gate — e.g. a `LeaderElector` of
+   * `@reconcile-loop/leader-election`. `isLeader()` is checked right before each reconcile; the end
+   * of a term aborts in-flight reconciles; every new term re-drives every parent once. Default: none
+   * (the loop always leads).
+   */
+  leaderGate?: LeaderGate;
   /** Time source for every timer. Default `systemClock` (timers are `unref`'d). */
   clock?: Clock;
   /** Default: silent. Every failure that ends the loop also reaches the caller (`start()`, `onError`, `health()`). */
@@ -183,6 +192,7 @@ export function validateLoopOptions<T, P extends ParentKey, S>(options: Reconcil
   for (const name of ['updateFilter', 'fingerprint'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw new ReconcileLoopOptionsError(`${name} must be a function`);
   }
+  validateLeaderGate(options.leaderGate);
   const concurrency = options.concurrency ?? 1;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
     throw new ReconcileLoopOptionsError(`concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, got ${String(options.concurrency)}`);

@@ -180,8 +180,8 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
     const { logger, scheduler } = this.#o;
     const parentKey = String(key);
     const reason = signal.aborted ? (signal.reason as { code?: unknown } | undefined) : undefined;
-    if (reason?.code === 'RECONCILE_LOOP_STOPPED') {
-      logger.debug({ parentKey, err: error }, 'reconcile ended by stop; not retried');
+    if (reason?.code === 'RECONCILE_LOOP_STOPPED' || reason?.code === 'RECONCILE_LOOP_LEADERSHIP_ENDED') {
+      logger.debug({ parentKey, err: error }, 'reconcile ended by stop or the end of the leadership term; not retried');
       return settled('stopped', error);
     }
     if (isTerminalError(error)) {
