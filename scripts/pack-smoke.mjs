@@ -37,7 +37,7 @@ const uses = {
   'testing': `const s = await m.startApiServer(); try { const r = await fetch(s.url + '/api/v1/pods'); if (r.status !== 200) throw new Error('apiserver ' + r.status); } finally { await s.close(); }`,
 };
 /** Packages that must install without @kubernetes/client-node. */
-const noKubernetesClient = new Set(['work-queue', 'retry-scheduler', 'object-store', 'k8s-types', 'stream-driver', 'loop', 'testing', 'kube-client', 'leader-election', 'metrics']);
+const noKubernetesClient = new Set(['work-queue', 'retry-scheduler', 'object-store', 'k8s-types', 'stream-driver', 'loop', 'testing', 'kube-client', 'leader-election', 'metrics', 'reflector']);
 /** Packages with zero runtime dependencies. */
 const zeroDeps = new Set(['work-queue', 'retry-scheduler', 'object-store']);
 /**
@@ -46,7 +46,8 @@ const zeroDeps = new Set(['work-queue', 'retry-scheduler', 'object-store']);
  */
 const peers = {
   'k8s-types': { zod: '^4.5.0' },
-  reflector: { '@kubernetes/client-node': '^1.4.0 || ^2.0.0', zod: '^4.5.0' },
+  // client-node reaches the reflector through kube-client (its optional peer); the reflector has none of its own.
+  reflector: { zod: '^4.5.0' },
   // client-node is an optional peer there (auth borrowed from a KubeConfig); zod types the caller's views.
   'kube-client': { '@kubernetes/client-node': '^1.4.0 || ^2.0.0', zod: '^4.5.0' },
   // prom-client 15 is the current major; the metrics package's tests run the locked 15.x.
@@ -170,7 +171,6 @@ try {
       if (JSON.stringify(installed.exports).includes('/src/')) throw new Error('published exports point into src/');
       const hasClient = existsSync(join(project, 'node_modules', '@kubernetes', 'client-node'));
       if (noKubernetesClient.has(name) && hasClient) throw new Error('installing it brought @kubernetes/client-node into node_modules');
-      if (name === 'reflector' && !hasClient) throw new Error('npm did not install the @kubernetes/client-node peer');
       const use = uses[name] ?? '';
       writeFileSync(join(project, 'use.mjs'), `import * as m from '${pkgName}';\n${use}\nconsole.log('esm ok');\n`);
       writeFileSync(join(project, 'use.cjs'), `const m = require('${pkgName}');\n(async () => {\n${use}\nconsole.log('cjs ok');\n})().catch((e) => { console.error(e); process.exit(1); });\n`);
@@ -200,7 +200,8 @@ try {
         const pair = new Set([pkgName, '@reconcile-loop/testing']);
         const rest = Object.fromEntries(Object.entries(tarballOf).filter(([n]) => !pair.has(n)).map(([n, t]) => [n, `file:${t}`]));
         writeFileSync(join(both, 'package.json'), JSON.stringify({ name: 'consumer-reflector-with-testing', version: '1.0.0', private: true, overrides: rest }, null, 2));
-        npmInstall(both, tarballOf[pkgName], tarballOf['@reconcile-loop/testing']);
+        // client-node is the user's (for the KubeConfig), an optional peer of kube-client: installed explicitly.
+        npmInstall(both, tarballOf[pkgName], tarballOf['@reconcile-loop/testing'], '@kubernetes/client-node@^2.0.1');
         const cn = JSON.parse(readFileSync(join(both, 'node_modules', '@kubernetes', 'client-node', 'package.json'), 'utf8')).version;
         writeFileSync(join(both, 'sync.mjs'), reflectorSync);
         sh('node', ['sync.mjs'], both);

@@ -164,6 +164,15 @@ export class KubeClient {
     this.#onWarning = options.onWarning;
   }
 
+  /**
+   * The server URL of the config's current cluster as the config gives it (userinfo included, if
+   * any: strip it before printing), or `undefined` when the config has no current cluster. Read per
+   * call, like the auth, so a wrapper (the reflector) can check and name the server it talks to.
+   */
+  currentServer(): string | undefined {
+    return this.#auth.getCurrentCluster()?.server;
+  }
+
   /** The clock the client waits on (helpers built on the client default to it). */
   get clock(): Clock {
     return this.#clock;

@@ -283,4 +283,14 @@ describe('[kube_client: rest.Config auth] auth borrowed from a KubeConfig per re
     ]);
     expect(applied).toBe(2);
   });
+
+  it('currentServer() reads the current cluster\'s server per call (undefined without one), for a wrapper that names or checks it', () => {
+    const kc = new KubeConfig();
+    kc.loadFromOptions({ clusters: [{ name: 'c', server: 'https://k8s.test:6443' }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+    const client = new KubeClient({ kubeConfig: kc });
+    expect(client.currentServer()).toBe('https://k8s.test:6443');
+    kc.setCurrentContext('missing');
+    expect(client.currentServer()).toBeUndefined();
+    expect(new KubeClient({ server: 'http://127.0.0.1:1' }).currentServer()).toBe('http://127.0.0.1:1');
+  });
 });

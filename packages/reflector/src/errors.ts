@@ -12,7 +12,11 @@ export interface ApiRequestInfo {
   readonly url: string;
 }
 
-/** The apiserver answered a request with a non-2xx HTTP status. */
+/**
+ * The apiserver answered a request with a non-2xx HTTP status. Thrown by {@link KubeApiClient} for
+ * kube-client's `KubeApiError` (kept as `cause`), so code matching on this class or its `code`
+ * keeps working over the shared client.
+ */
 export class ApiStatusError extends Error {
   readonly code = 'API_STATUS' as const;
   /** The HTTP status code (always a number, as is the `code` inside a `Status`). */
@@ -24,12 +28,13 @@ export class ApiStatusError extends Error {
   /** The server's `Retry-After` (header, else `details.retryAfterSeconds`), in seconds. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(statusCode: number, status?: ApiStatus, message?: string, extra: { request?: ApiRequestInfo; retryAfterSeconds?: number | undefined } = {}) {
+  constructor(statusCode: number, status?: ApiStatus, message?: string, extra: { request?: ApiRequestInfo; retryAfterSeconds?: number | undefined; cause?: unknown } = {}) {
     super(
       message ??
         `apiserver answered HTTP ${statusCode}${status?.reason ? ` ${status.reason}` : ''}${status?.message ? `: ${status.message}` : ''}${
           extra.request ? ` (${extra.request.verb.toUpperCase()} ${extra.request.url})` : ''
         }`,
+      extra.cause === undefined ? undefined : { cause: extra.cause },
     );
     this.name = 'ApiStatusError';
     this.statusCode = statusCode;
@@ -39,12 +44,15 @@ export class ApiStatusError extends Error {
   }
 }
 
-/** The apiserver's answer broke the protocol: a LIST body without `items` or a cursor, a watch cut mid-frame. */
+/**
+ * The apiserver's answer broke the protocol: a LIST body without `items` or a cursor, a watch cut
+ * mid-frame. Wraps kube-client's `KubeProtocolError` (`KUBE_PROTOCOL`) as `cause`.
+ */
 export class KubeApiProtocolError extends Error {
   readonly code = 'KUBE_API_PROTOCOL' as const;
 
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'KubeApiProtocolError';
   }
 }
@@ -52,15 +60,16 @@ export class KubeApiProtocolError extends Error {
 /**
  * One watch frame longer than the cap (`maxFrameSize`): refused before it is buffered whole. A
  * protocol error: the watch is torn down and the reflector relists (reopening at the same cursor
- * would meet the same frame).
+ * would meet the same frame). Wraps kube-client's `WatchFrameTooLargeError`
+ * (`KUBE_WATCH_FRAME_TOO_LARGE`) as `cause` when the shared client refused the frame.
  */
 export class WatchFrameTooLargeError extends Error {
   readonly code = 'WATCH_FRAME_TOO_LARGE' as const;
-  /** The cap, in characters of the decoded line. */
+  /** The cap, in bytes of the UTF-8 line (characters, for the ASCII JSON the apiserver writes). */
   readonly limit: number;
 
-  constructor(limit: number) {
-    super(`watch frame longer than the ${limit}-character cap (maxFrameSize); tearing the watch down`);
+  constructor(limit: number, options?: { cause?: unknown }) {
+    super(`watch frame longer than the ${limit}-byte cap (maxFrameSize); tearing the watch down`, options);
     this.name = 'WatchFrameTooLargeError';
     this.limit = limit;
   }
@@ -87,8 +96,8 @@ export class KubeClientConfigError extends Error {
   readonly code = 'KUBE_CLIENT_CONFIG' as const;
   readonly permanent = true as const;
 
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'KubeClientConfigError';
   }
 }

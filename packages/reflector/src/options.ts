@@ -39,8 +39,9 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
   /** Deadline of one LIST (first listing and relists): a LIST that has not completed is a counted failure. Default 120 000. */
   listTimeoutMs?: number;
   /**
-   * Longest watch frame accepted, in characters of the decoded line (bytes, for ASCII JSON). Longer
-   * is a protocol error: the watch is torn down and the reflector relists. Default 16 Mi.
+   * Longest watch frame accepted, in bytes of the UTF-8 line (characters, for the ASCII JSON the
+   * apiserver writes). Longer is a protocol error: the watch is torn down and the reflector relists.
+   * Default 16 MiB.
    */
   maxFrameSize?: number;
   /** Time source for every timer. Default the system clock. */

@@ -1,19 +1,27 @@
 import { podResource, podSchema, type ApiResource, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
+import type { KubeClient } from '@reconcile-loop/kube-client';
+import { ReflectorOptionsError } from './errors.js';
 import { KubeApiClient, type KubeConfigAuth } from './kube-api.js';
 import { Reflector, type ReflectorOptions } from './reflector.js';
 
-/** Options for {@link kubeReflector}: the reflector's, with a KubeConfig and an API resource instead of a client. */
+/**
+ * Options for {@link kubeReflector}: the reflector's, with an API resource and either a `KubeConfig`
+ * or a `KubeClient` instead of a list/watch client.
+ */
 export interface KubeReflectorOptions<T extends KubernetesObjectView> extends Omit<ReflectorOptions<T>, 'client'> {
-  /** A @kubernetes/client-node `KubeConfig` (1.x or 2.x). */
-  kubeConfig: KubeConfigAuth;
+  /** A @kubernetes/client-node `KubeConfig` (1.x or 2.x); the reflector builds its own `KubeClient` from it. Give this or `kubeClient`. */
+  kubeConfig?: KubeConfigAuth | undefined;
+  /** A @reconcile-loop/kube-client `KubeClient`, e.g. the one the reconciler writes through. Give this or `kubeConfig`. */
+  kubeClient?: KubeClient | undefined;
   /** Where the kind lives, e.g. `{ group: 'miles.io', version: 'v1', plural: 'trainercells' }`. */
   resource: ApiResource;
 }
 
-/** A reflector for any kind (a custom resource included): its schema and API path, auth from a `KubeConfig`. */
+/** A reflector for any kind (a custom resource included): its schema and API path, over a `KubeClient` (given, or built from a `KubeConfig`). */
 export function kubeReflector<T extends KubernetesObjectView>(options: KubeReflectorOptions<T>): Reflector<T> {
-  const { kubeConfig, resource, ...rest } = options;
-  return new Reflector<T>({ ...rest, client: new KubeApiClient(kubeConfig, resource, { maxFrameSize: rest.maxFrameSize }) });
+  const { kubeConfig, kubeClient, resource, ...rest } = options;
+  if ((kubeConfig === undefined) === (kubeClient === undefined)) throw new ReflectorOptionsError('give exactly one of kubeConfig and kubeClient');
+  return new Reflector<T>({ ...rest, client: new KubeApiClient((kubeClient ?? kubeConfig)!, resource, { maxFrameSize: rest.maxFrameSize }) });
 }
 
 /** A reflector for pods (the bundled kind), scoped by namespace and label / field selector. */

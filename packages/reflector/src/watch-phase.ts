@@ -119,7 +119,7 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
       lastFrameAt = now;
       core.lastEventAt = now;
       const value = next.value;
-      if (typeof value === 'string' && value.length > core.options.maxFrameSize) return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
+      if (typeof value === 'string' && overCap(value, core.options.maxFrameSize)) return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
       let frame: WatchFrame<T>;
       try {
         frame = typeof value === 'string' ? parseWatchLine(value, core.schema) : readWatchFrame(value, core.schema);
@@ -164,7 +164,9 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
     if (!stopped) {
       if (isPermanentSourceError(error)) throw core.failPermanently(error);
       if (isApiStatusError(error)) return failedWatch(core, error.status, error.statusCode, 'watch request failed', error);
-      if ((error as { code?: unknown } | null)?.code === 'WATCH_FRAME_TOO_LARGE') return tooLarge(core, error);
+      const code = (error as { code?: unknown } | null)?.code;
+      // KUBE_…: a hand-written client over kube-client that did not map its error.
+      if (code === 'WATCH_FRAME_TOO_LARGE' || code === 'KUBE_WATCH_FRAME_TOO_LARGE') return tooLarge(core, error);
       core.stats.watchFailures++;
       return { kind: 'retry', delayMs: core.fail(error, 'watch dropped; retrying from the cursor') };
     }
@@ -215,6 +217,16 @@ function quarantineFrame<T extends KubernetesObjectView>(core: ReflectorCore<T>,
     'object failed the schema; quarantined (held out of the store)',
   );
   return wasHeld ? undefined : key;
+}
+
+/**
+ * True when a line from a client that does not cap frames itself is over `maxFrameSize` bytes. The
+ * UTF-8 length is at most three bytes per UTF-16 unit and at least one, so it is counted only for a
+ * line that could be over the cap either way (a line from kube-client never is: it capped it).
+ */
+function overCap(line: string, maxFrameSize: number): boolean {
+  if (line.length > maxFrameSize) return true;
+  return line.length * 3 > maxFrameSize && Buffer.byteLength(line, 'utf8') > maxFrameSize;
 }
 
 /** A frame over the cap: a protocol error; the watch is torn down and the reflector relists (the same cursor would replay it). */

@@ -3,6 +3,7 @@
  * relists, frame caps, Retry-After, the backoff across reopens, and health(). Fakes and a fake clock.
  */
 import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { WatchFrameTooLargeError as KubeClientFrameTooLargeError } from '@reconcile-loop/kube-client';
 import { isPermanentSourceError, ManualClock, type ReplaceEvent } from '@reconcile-loop/object-store';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
@@ -273,6 +274,23 @@ describe('Reflector: deadlines', () => {
     await advance(clock, 2_000);
     expect(client.lists).toHaveLength(3);
     expect(reflector.stats.watchFailures).toBe(2);
+
+    // The cap counts bytes of the UTF-8 line: 450 'é' fit in 1 000 characters but not in 1 000 bytes.
+    const wide = line('ADDED', pod('wide', '9', { metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9', annotations: { x: 'é'.repeat(450) } } }));
+    expect(wide.length).toBeLessThan(1_000);
+    expect(Buffer.byteLength(wide)).toBeGreaterThan(1_000);
+    client.watch0.push(wide);
+    await advance(clock, 4_000);
+    expect(client.lists).toHaveLength(4);
+    expect(reflector.stats.watchFailures).toBe(3);
+
+    // kube-client's own error (KUBE_WATCH_FRAME_TOO_LARGE), from a client that did not map it, relists too.
+    client.watch0.fail(new KubeClientFrameTooLargeError(1_000));
+    await settle();
+    expect(reflector.health().lastError).toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE' });
+    await advance(clock, 8_000);
+    expect(client.lists).toHaveLength(5);
+    expect(reflector.stats.watchFailures).toBe(4);
   });
 
   it('[k8s_reflector: Retry-After honoured] a 429 with Retry-After waits that long instead of the backoff, bounded by maxRetryDelayMs; an ERROR frame carrying one too', async () => {

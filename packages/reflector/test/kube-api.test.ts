@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { KubeClient, type Transport, type TransportResponse } from '@reconcile-loop/kube-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/object-store';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
@@ -12,12 +13,14 @@ import {
   ApiStatusError,
   isApiStatusError,
   KubeApiClient,
+  kubeReflector,
   KubeApiProtocolError,
   KubeClientConfigError,
   podReflector,
   Reflector,
   resourcePath,
   splitWatchLines,
+  watchVerdict,
   WatchFrameTooLargeError,
   type KubeConfigAuth,
 } from '../src/index.js';
@@ -142,6 +145,13 @@ describe('splitWatchLines', () => {
     await expect(collect(splitWatchLines(chunks('abcdef\n'), 5))).rejects.toBeInstanceOf(WatchFrameTooLargeError);
   });
 
+  it('[k8s_reflector: Frame size cap] the cap counts bytes of the UTF-8 line (kube-client\'s splitter), and its error is the reflector\'s, kube-client\'s as cause', async () => {
+    expect(await collect(splitWatchLines(chunks('éa\n'), 3))).toEqual(['éa']); // 2 characters, 3 bytes
+    const error = await collect(splitWatchLines(chunks('éé\n'), 3)).catch((e: unknown) => e); // 2 characters, 4 bytes
+    expect(error).toBeInstanceOf(WatchFrameTooLargeError);
+    expect(error).toMatchObject({ code: 'WATCH_FRAME_TOO_LARGE', limit: 3, cause: { code: 'KUBE_WATCH_FRAME_TOO_LARGE' } });
+  });
+
   it('[k8s_api: LIST/WATCH calls] a body that ends mid-frame is a protocol error, not a frame', async () => {
     await expect(collect(splitWatchLines(chunks(`${bookmark('1')}\n{"type":"ADD`)))).rejects.toBeInstanceOf(KubeApiProtocolError);
   });
@@ -244,6 +254,81 @@ describe('KubeApiClient over HTTP', () => {
   it('[k8s_api: LIST/WATCH calls] a LIST body without a cursor is a protocol error', async () => {
     const { base } = await serve((_, response) => json(response, 200, { items: [] }));
     await expect(new KubeApiClient(kubeConfig(base), podResource).list({ signal: new AbortController().signal })).rejects.toBeInstanceOf(KubeApiProtocolError);
+  });
+});
+
+/** A response from a fake transport: `status`, JSON `body`, optional headers. */
+function answer(status: number, body: string, headers: Record<string, string> = {}): TransportResponse {
+  return {
+    status,
+    header: (name) => headers[name.toLowerCase()],
+    body: (async function* () {
+      yield body;
+    })(),
+    close: () => {},
+  };
+}
+
+describe('KubeApiClient over a shared KubeClient', () => {
+  it('[k8s_api: reflector on kube-client] the LIST is governed by the reflector (listTimeoutMs), not by the KubeClient\'s requestTimeoutMs', async () => {
+    const clock = new ManualClock();
+    let respond!: (response: TransportResponse) => void;
+    const requests: URL[] = [];
+    const transport: Transport = (request) => {
+      requests.push(request.url);
+      return new Promise((resolve, reject) => {
+        respond = resolve;
+        request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }); // a transport honours its signal
+      });
+    };
+    const shared = new KubeClient({ server: 'http://127.0.0.1:1', transport, clock, requestTimeoutMs: 50 });
+    const client = new KubeApiClient(shared, podResource);
+    expect(client.kubeClient).toBe(shared);
+    const pending = client.list({ namespace: 'ns', signal: new AbortController().signal });
+    await settle(5);
+    await advance(clock, 1_000); // far past the client's 50 ms deadline
+    respond(answer(200, JSON.stringify({ metadata: { resourceVersion: '7' }, items: [pod('a', '7'), { kind: 'Pod' }] })));
+    const listing = await pending;
+    expect(listing.resourceVersion).toBe('7');
+    expect(listing.items).toHaveLength(2); // a poison item comes back raw, for the reflector's quarantine, instead of failing the LIST
+    expect(requests[0]?.pathname).toBe('/api/v1/namespaces/ns/pods');
+  });
+
+  it('[k8s_api: reflector on kube-client] errors map onto the reflector\'s classes: a 504 ResourceVersionTooLarge is an ApiStatusError (KubeApiError as cause) that relists', async () => {
+    const body = { kind: 'Status', code: 504, reason: 'Timeout', message: 'Too large resource version', details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 } };
+    const transport: Transport = async () => answer(504, JSON.stringify(body));
+    const client = new KubeApiClient(new KubeClient({ server: 'http://user:pw@127.0.0.1:1', transport, maxRetries: 0 }), podResource);
+    const error = await collect(client.watch({ namespace: 'ns', resourceVersion: '99', timeoutSeconds: 300, allowWatchBookmarks: true, signal: new AbortController().signal })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiStatusError);
+    expect(error).toMatchObject({
+      code: 'API_STATUS',
+      statusCode: 504,
+      retryAfterSeconds: 1,
+      status: { code: 504, details: { causes: [{ reason: 'ResourceVersionTooLarge' }] } },
+      cause: { code: 'KUBE_API_ERROR', verb: 'watch' },
+    });
+    const { request } = error as ApiStatusError;
+    expect(request?.verb).toBe('watch');
+    expect(request?.url.startsWith('http://127.0.0.1:1/api/v1/namespaces/ns/pods?watch=true')).toBe(true);
+    expect(inspect(error, { depth: 5 })).not.toContain(':pw@');
+    expect(watchVerdict((error as ApiStatusError).status, (error as ApiStatusError).statusCode)).toBe('relist-too-large');
+  });
+
+  it('[k8s_reflector: Frame size cap] maxFrameSize is sent with every WATCH, so it holds over a shared KubeClient with a larger cap', async () => {
+    const transport: Transport = async () => answer(200, `${'x'.repeat(64)}\n`);
+    const client = new KubeApiClient(new KubeClient({ server: 'http://127.0.0.1:1', transport }), podResource, { maxFrameSize: 32 });
+    const error = await collect(client.watch({ resourceVersion: '1', timeoutSeconds: 300, allowWatchBookmarks: true, signal: new AbortController().signal })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WatchFrameTooLargeError);
+    expect(error).toMatchObject({ limit: 32, cause: { code: 'KUBE_WATCH_FRAME_TOO_LARGE' } });
+  });
+
+  it('[k8s_api: reflector on kube-client] kubeReflector takes a KubeConfig or a KubeClient, exactly one', () => {
+    const shared = new KubeClient({ server: 'http://127.0.0.1:1' });
+    expect(kubeReflector({ kubeClient: shared, resource: podResource, schema: podSchema }).name).toBe('reflector');
+    expect(() => kubeReflector({ resource: podResource, schema: podSchema })).toThrow(expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }));
+    expect(() => kubeReflector({ kubeClient: shared, kubeConfig: kubeConfig('http://127.0.0.1:1'), resource: podResource, schema: podSchema })).toThrow(
+      expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }),
+    );
   });
 });
 
