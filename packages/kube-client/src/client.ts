@@ -287,6 +287,8 @@ export class KubeClient {
           response = await this.#transport({ method: request.method, url, headers, body, signal: controller.signal });
         } catch (error) {
           if (controller.signal.aborted) throw abortReason(controller.signal);
+          // The transport's own configuration errors (a refused scheme) are not transport failures.
+          if (error instanceof KubeClientOptionsError) throw error;
           throw new KubeTransportError(verb, path, error);
         }
         const warning = response.header('warning');

@@ -160,8 +160,8 @@ export class KubeTransportError extends Error {
 /** The client (or a helper) was called with options it cannot run with. */
 export class KubeClientOptionsError extends Error {
   readonly code = 'KUBE_CLIENT_OPTIONS' as const;
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'KubeClientOptionsError';
   }
 }

@@ -1,5 +1,13 @@
 import http from 'node:http';
 import https from 'node:https';
+import { KubeClientOptionsError } from './errors.js';
+
+/**
+ * client-node's refusal of a plain-http server without `skip-tls-verify` — what an empty KubeConfig
+ * (no kubeconfig file at all: client-node falls back to `http://localhost:8080`) answers on every
+ * request. No retry can change it, unlike an exec credential plugin failing for a moment.
+ */
+const HTTP_REFUSED = /HTTP protocol is not allowed/;
 
 /**
  * The part of @kubernetes/client-node's `KubeConfig` this client uses. Both methods exist with the
@@ -48,7 +56,14 @@ export type Transport = (request: TransportRequest) => Promise<TransportResponse
 export function httpTransport(auth: KubeConfigAuth): Transport {
   return async (request) => {
     const options: https.RequestOptions = { headers: {} };
-    await auth.applyToHTTPSOptions(options);
+    try {
+      await auth.applyToHTTPSOptions(options);
+    } catch (error) {
+      if (request.url.protocol === 'http:' && error instanceof Error && HTTP_REFUSED.test(error.message)) {
+        throw new KubeClientOptionsError(`the KubeConfig's server ${request.url.origin} is plain http, which client-node refuses without skip-tls-verify (is there a kubeconfig at all? client-node falls back to http://localhost:8080)`, { cause: error });
+      }
+      throw error;
+    }
     request.signal.throwIfAborted();
     const module = request.url.protocol === 'http:' ? http : https;
     const headers: http.OutgoingHttpHeaders = { ...(options.headers as http.OutgoingHttpHeaders | undefined), ...request.headers };

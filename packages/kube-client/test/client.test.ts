@@ -284,6 +284,19 @@ describe('[kube_client: rest.Config auth] auth borrowed from a KubeConfig per re
     expect(applied).toBe(2);
   });
 
+  it('an empty KubeConfig (no kubeconfig at all: client-node falls back to http://localhost:8080) is a KUBE_CLIENT_OPTIONS error, not a transport failure; any other auth failure stays a transport failure', async () => {
+    const empty = new KubeConfig();
+    empty.loadFromOptions({ clusters: [{ name: 'c', server: 'http://localhost:8080' }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+    const refused = await new KubeClient({ kubeConfig: empty, rateLimit: false }).resource(podResource).inNamespace('d').get('x').catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(KubeClientOptionsError);
+    expect((refused as Error).message).toMatch(/plain http, which client-node refuses without skip-tls-verify/);
+    expect(((refused as Error).cause as Error).message).toMatch(/HTTP protocol is not allowed/);
+
+    const flaky = { getCurrentCluster: () => ({ server: 'https://k8s.test:6443' }), applyToHTTPSOptions: () => Promise.reject(new Error('exec plugin failed: timeout')) };
+    const transient = await new KubeClient({ kubeConfig: flaky, rateLimit: false, maxRetries: 0 }).resource(podResource).inNamespace('d').get('x').catch((e: unknown) => e);
+    expect((transient as { code?: unknown }).code).toBe('KUBE_TRANSPORT');
+  });
+
   it('currentServer() reads the current cluster\'s server per call (undefined without one), for a wrapper that names or checks it', () => {
     const kc = new KubeConfig();
     kc.loadFromOptions({ clusters: [{ name: 'c', server: 'https://k8s.test:6443' }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
