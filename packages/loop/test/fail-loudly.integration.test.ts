@@ -15,12 +15,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { objectSchema, podResource, type ApiResource, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
-import { KubeApiClient, kubeReflector, podReflector, type ListWatchScope, type Reflector, type ReflectorOptions } from '@reconcile-loop/reflector';
+import { DEFAULT_LIST_TIMEOUT_MS, KubeApiClient, kubeReflector, podReflector, type ListWatchScope, type Reflector, type ReflectorOptions } from '@reconcile-loop/reflector';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { recordingLogger, scaledClock, within as withinMs } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { ReconcileLoop, healthHandler, type LoopHealth, type ObjectKey, type ReconcileLoopOptions, type Source, type SourceEvent } from '../src/index.js';
+import { DEFAULT_SYNC_TIMEOUT_MS, ReconcileLoop, healthHandler, type LoopHealth, type ObjectKey, type ReconcileLoopOptions, type Source, type SourceEvent } from '../src/index.js';
 
 const SECOND_MS = 50;
 const WAIT_MS = 5_000;
@@ -188,6 +188,12 @@ function forceRelist(s: ApiServer, missed: () => void): void {
 }
 
 // Real time on a shared machine: a scenario takes about a second, the bound leaves room for a loaded one.
+it("[loop: start always settles] the reflector's default LIST deadline is below the default sync timeout, so a hung first LIST is cut (and becomes the SyncTimeoutError's cause) before start() gives up", () => {
+  expect(DEFAULT_LIST_TIMEOUT_MS).toBeLessThan(DEFAULT_SYNC_TIMEOUT_MS);
+  // At least one retry of the LIST fits: the deadline, the first backoff (1 s), and the retried LIST's start.
+  expect(DEFAULT_LIST_TIMEOUT_MS + 1_000).toBeLessThan(DEFAULT_SYNC_TIMEOUT_MS);
+});
+
 describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserver + probes over HTTP', { timeout: 30_000 }, () => {
   it('[loop: start always settles] a first LIST answered 400 (a selector the apiserver cannot parse): start() rejects at once with the Status, /readyz and /healthz are 500 naming it, nothing is left open; the fixed selector syncs to a fresh LIST (embedded apiserver)', async () => {
     const { server: s, loop, probe, logger } = await podSetup({ reflector: { labelSelector: 'pool in (' }, loop: { syncTimeoutMs: 60_000 } });

@@ -13,12 +13,13 @@ export const DEFAULT_RETRY_DELAY_MS = 1_000;
 /** Default cap of the exponential retry delay (also bounds a server's `Retry-After`). */
 export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
 /**
- * Default LIST deadline, relists included: 2 minutes. The apiserver ends a LIST it is still serving
- * at its own `--request-timeout` (60 s by default), so a client waiting twice that long only ever
- * cuts a LIST whose server or connection is gone, and a listing of tens of thousands of objects
- * (tens of MB) still has a minute of transfer time.
+ * Default LIST deadline, relists included: 90 s. The apiserver ends a LIST it is still serving at its
+ * own `--request-timeout` (60 s by default), so a client waiting half as long again only ever cuts a
+ * LIST whose server or connection is gone, and a listing of tens of MB still has half a minute of
+ * transfer time. It stays below the loop's default sync timeout (2 min), so a first LIST that hangs
+ * is cut, and named as the cause, before `start()` gives up.
  */
-export const DEFAULT_LIST_TIMEOUT_MS = 120_000;
+export const DEFAULT_LIST_TIMEOUT_MS = 90_000;
 
 /** Options for {@link Reflector}. */
 export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWatchScope {
