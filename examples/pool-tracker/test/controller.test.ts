@@ -3,32 +3,15 @@
  * HTTP: a clean run and stop, and each broken cluster printing a clear error and exiting non-zero.
  * Every wait is bounded (`within`) and woken by the controller's own output.
  */
-import { request } from 'node:http';
 import { replaceEvent, type Source } from '@reconcile-loop/loop';
 import { within } from '@reconcile-loop/test-support';
-import { afterEach, describe, expect, it } from 'vitest';
+import { cleanups, get } from './helpers.js';
+import { describe, expect, it } from 'vitest';
 import { runController, type ControllerOptions } from '../src/controller.js';
 import { CONTROLLER_NAMESPACE, startFaultyCluster, type Fault } from '../src/faults.js';
 import type { PodView } from '../src/pod-view.js';
 
 const WAIT_MS = 5_000;
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-function get(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    request(url, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
 
 /** Runs the controller on a (possibly broken) embedded cluster; output lines are collected. */
 async function run(fault: Fault, options: Partial<ControllerOptions> = {}) {

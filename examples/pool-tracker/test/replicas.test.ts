@@ -1,31 +1,14 @@
 /**
  * `--replicas`: three in-process replicas against the embedded apiserver over real loopback HTTP,
- * electing a leader on a Lease the apiserver serves (registered kind, resourceVersion/409
+ * electing a leader on a Lease the apiserver serves (coordination.k8s.io/v1, resourceVersion/409
  * semantics). Short lease timings (2 s / 1.5 s / 0.3 s); every wait is bounded and woken by output.
  */
-import { request } from 'node:http';
 import { within } from '@reconcile-loop/test-support';
-import { afterEach, describe, expect, it } from 'vitest';
+import { cleanups, get } from './helpers.js';
+import { describe, expect, it } from 'vitest';
 import { CONTROLLER_NAMESPACE, startFaultyCluster } from '../src/faults.js';
 import { runReplicas } from '../src/replicas.js';
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-function get(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    request(url, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
 
 describe('--replicas: leader election on the embedded apiserver', () => {
   it('[demo: --replicas] one leader reconciles, the standbys stay synced and ready; the killed leader is replaced once its Lease expires and the new leader re-drives every pool', async () => {
