@@ -9,7 +9,7 @@
  * `@reconcile-loop/leader-election` (its `LeadershipGate`) satisfies it as is.
  */
 import { setMaxListeners } from 'node:events';
-import type { Clock, Logger } from '@reconcile-loop/object-store';
+import { raceAbort, type Clock, type Logger } from '@reconcile-loop/object-store';
 import { LeadershipEndedError, ReconcileLoopOptionsError } from './errors.js';
 
 /**
@@ -91,7 +91,7 @@ export class Leadership {
     while (!signal.aborted) {
       let termSignal: AbortSignal | void;
       try {
-        termSignal = await untilAborted(gate.waitForLeadership(signal), signal);
+        termSignal = await raceAbort(gate.waitForLeadership(signal), signal);
       } catch (error) {
         if (signal.aborted) break;
         logger.error({ err: error, retryInMs: retryMs }, 'waiting for leadership failed; asking again after a delay');
@@ -121,7 +121,7 @@ export class Leadership {
     for (;;) {
       const term = this.#term;
       if (term !== undefined) return term.controller.signal;
-      await untilAborted(this.#waiting.promise, signal);
+      await raceAbort(this.#waiting.promise, signal);
     }
   }
 
@@ -208,7 +208,7 @@ export class Leadership {
     const { clock } = this.#o;
     let handle: unknown;
     try {
-      await untilAborted(new Promise<void>((resolve) => (handle = clock.setTimeout(resolve, ms))), signal);
+      await raceAbort(new Promise<void>((resolve) => (handle = clock.setTimeout(resolve, ms))), signal);
       return true;
     } catch {
       return false;
@@ -222,26 +222,4 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
-}
-
-/** `promise`, or a rejection with the signal's reason as soon as `signal` aborts (a gate ignoring its signal cannot hold a stop). */
-function untilAborted<V>(promise: Promise<V>, signal: AbortSignal): Promise<V> {
-  if (signal.aborted) {
-    promise.catch(() => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<V>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
