@@ -6,6 +6,8 @@
 //   {"e":"stopped","t":…}             onStoppedLeading
 //   {"e":"tick","t":…}                a "reconcile": done only while isLeader() (checked right before)
 //   {"e":"released","t":…}            the Lease was released on SIGTERM
+//   {"e":"recovered","t":…,"failures":n}  the Lease could be read again after n failed reads
+//   {"e":"log","level":"warn"|"error",…}  the elector's warnings and errors
 //   {"e":"exit","t":…}
 // SIGTERM stops gracefully (ReleaseOnCancel); SIGKILL/SIGSTOP are the test's business.
 import { KubeConfig } from '@kubernetes/client-node';
@@ -21,7 +23,8 @@ kc.loadFromFile(kubeconfigPath);
 const client = new KubeClient({ kubeConfig: kc, rateLimit: false });
 const logger = {
   debug: () => undefined,
-  info: (fields: Record<string, unknown>, message: string) => (message === 'released the leader lease' ? emit('released') : undefined),
+  info: (fields: Record<string, unknown>, message: string) =>
+    message === 'released the leader lease' ? emit('released') : message === 'the lease can be read again' ? emit('recovered', { failures: fields['failures'] }) : undefined,
   warn: (fields: Record<string, unknown>, message: string) => emit('log', { level: 'warn', message, fields }),
   error: (fields: Record<string, unknown>, message: string) => emit('log', { level: 'error', message, fields }),
 };

@@ -11,8 +11,10 @@ import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/
 // (e2e/scripts/leader-replica.ts) competing for one Lease with lease 3 s, renew deadline 2 s, retry
 // 0.5 s. Each prints its leadership events and its "reconciles" (ticks, done only when isLeader()
 // says so at that instant) with wall-clock times; the test kills -9, stops gracefully and freezes
-// (SIGSTOP past the lease duration, then SIGCONT) the leader, measures failover, and checks from the
-// records that no two replicas ever acted as leader at once.
+// (SIGSTOP past the lease duration, then SIGCONT) the leader, stalls its connection, kills etcd under
+// the apiserver past the lease duration, measures failover, and checks from the records that no two
+// replicas ever acted as leader at once. Each e2e file provisions its own control plane and the e2e
+// project runs files one at a time (fileParallelism: false), so killing etcd here touches no other file.
 
 const availability = e2eAvailability();
 const describeE2e = availability.run ? describe : describe.skip;
@@ -101,6 +103,9 @@ async function until<V>(what: string, probe: () => V | undefined, timeoutMs: num
 
 const leaderOf = (replicas: Replica[]): Replica | undefined =>
   replicas.find((r) => r.killedAt === undefined && r.child.exitCode === null && r.actingIntervals().length > 0 && r.events.filter((x) => x.e === 'started').length > r.events.filter((x) => x.e === 'stopped').length);
+
+/** The elector's error lines for failed Lease reads since `after`. */
+const outageErrors = (r: Replica, after: number): Event[] => r.events.filter((x) => x.t >= after && x.e === 'log' && x['level'] === 'error' && x['message'] === 'error retrieving the lease');
 
 /** Every tick lies in its replica's term (actingIntervals throws otherwise) and no two terms overlap. */
 function noOverlap(replicas: Replica[]): void {
@@ -238,10 +243,46 @@ describeE2e('leader-election against the real kube-apiserver (separate processes
     noOverlap(stallReplicas);
   });
 
+  it('[leader_election: e2e] etcd killed past the lease duration, then started: the leader steps down, no one leads while etcd is down, a leader is back after, and each replica logs the outage once', async (context) => {
+    const controlPlane = requireControlPlane(context, environment());
+    const live = (): Replica[] => replicas.filter((r) => r.killedAt === undefined && r.child.exitCode === null);
+    const leader = await until('a leader', () => leaderOf(replicas), 30_000);
+    await until('two ready standbys', () => (live().filter((r) => r !== leader && r.has('ready')).length >= 2 ? true : undefined), 60_000);
+    await new Promise((r) => setTimeout(r, 1_500));
+    const downAt = Date.now();
+    await controlPlane.etcd.kill();
+    const stepDown = await until('the leader steps down with etcd down', () => leader.has('stopped', downAt), 15_000);
+    // Down past the lease duration, so the old term has expired for every candidate by the time etcd is back.
+    await new Promise((r) => setTimeout(r, Math.max(0, downAt + LEASE_MS + 2_000 - Date.now())));
+    const startingAt = Date.now();
+    await controlPlane.etcd.startProcess(); // bounded: waits for /health at most 60 s
+    const upAt = Date.now();
+    const firstStart = (after: number) =>
+      live()
+        .map((r) => ({ r, t: r.has('started', after)?.t }))
+        .filter((x): x is { r: Replica; t: number } => x.t !== undefined)
+        .sort((a, b) => a.t - b.t)[0];
+    const next = await until('a leader after etcd is back', () => firstStart(downAt), 60_000);
+    measured['etcd down: step-down'] = stepDown.t - downAt;
+    measured['etcd back: leader again'] = next.t - upAt;
+    measured['etcd down→leader again'] = next.t - downAt;
+    // Renew deadline 2 s from the last renewal sent (≤ retry 0.5 s·2.2 before the kill), + loaded-machine slack.
+    expect(stepDown.t - downAt).toBeLessThanOrEqual(2_000 + 1_100 + 1_500);
+    // A term starts only on a committed write, and nothing commits while etcd is down.
+    expect(next.t).toBeGreaterThan(startingAt);
+    // The apiserver reconnects to etcd, then any candidate takes the expired Lease at its next try.
+    expect(next.t - upAt).toBeLessThanOrEqual(30_000);
+    // Quiet outage: each replica's failed reads are one error line and one recovery line, not one per retry.
+    await until('every replica that logged the outage logged its recovery', () => (live().every((r) => !outageErrors(r, downAt).length || r.has('recovered', startingAt)) ? true : undefined), 20_000);
+    for (const r of live()) expect(outageErrors(r, downAt).length, r.id).toBeLessThanOrEqual(1);
+    expect(live().some((r) => outageErrors(r, downAt).length === 1)).toBe(true);
+    await new Promise((r) => setTimeout(r, 1_500));
+  });
+
   it('[leader_election: e2e] from all records: no two replicas ever reconciled as leader at once', () => {
     noOverlap(replicas);
-    // The first leader, and one after each of kill -9, SIGTERM and SIGSTOP.
-    expect(replicas.flatMap((r) => r.actingIntervals()).length).toBeGreaterThanOrEqual(4);
+    // The first leader, and one after each of kill -9, SIGTERM, SIGSTOP and the etcd restart.
+    expect(replicas.flatMap((r) => r.actingIntervals()).length).toBeGreaterThanOrEqual(5);
     for (const r of replicas) for (const x of r.events) if (x.e === 'log' && x['level'] === 'error') process.stderr.write(`[${r.id}] ${JSON.stringify(x)}\n`);
   });
 });

@@ -4,6 +4,7 @@ import type { ResourceLock } from './lease-lock.js';
 import { checkOptions, JITTER_FACTOR, resolveTimings, type LeaderElectorOptions, type Logger, type ResolvedTimings } from './options.js';
 import { formatMicroTime, sameRecord, type LeaderElectionRecord } from './record.js';
 import { abortReason, settledWithin, sleep } from './wait.js';
+import { ReadFailureLog } from './read-failures.js';
 
 /** What a loop needs from an elector to run warm: see `runWhenLeader` and the README. */
 export interface LeadershipGate {
@@ -70,6 +71,7 @@ export class LeaderElector implements LeadershipGate {
   readonly #wallTime: () => number;
   readonly #random: () => number;
   readonly #logger: Logger | undefined;
+  readonly #readFailures: ReadFailureLog;
   readonly #releaseOnCancel: boolean;
   readonly #options: LeaderElectorOptions;
   #observed: LeaderElectionRecord | undefined;
@@ -90,6 +92,7 @@ export class LeaderElector implements LeadershipGate {
     this.#wallTime = options.wallTime ?? Date.now;
     this.#random = options.random ?? Math.random;
     this.#logger = options.logger;
+    this.#readFailures = new ReadFailureLog(options.logger, () => this.#clock.now());
     this.#releaseOnCancel = options.releaseOnCancel ?? true;
   }
 
@@ -291,6 +294,7 @@ export class LeaderElector implements LeadershipGate {
       if (options === undefined) return fail;
       try {
         await this.#lock.update(record, options);
+        this.#readFailures.succeeded(log);
         this.#setObserved(record);
         return { ok: true, sentAt };
       } catch (error) {
@@ -304,8 +308,9 @@ export class LeaderElector implements LeadershipGate {
       const options = call();
       if (options === undefined) return fail;
       current = await this.#lock.get(options);
+      this.#readFailures.succeeded(log);
     } catch (error) {
-      if (!signal.aborted) this.#logger?.error({ ...log, error: (error as Error)?.message }, 'error retrieving the lease');
+      if (!signal.aborted) this.#readFailures.failed(log, error);
       return fail;
     }
     if (current === undefined) {

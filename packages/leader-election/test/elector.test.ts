@@ -408,3 +408,43 @@ describe('[leader_election: bounded waits] every request of an attempt has the a
     await advance(0);
   });
 });
+
+describe('[leader_election: quiet outage] failed Lease reads are logged at error once per streak, the recovery once at info', () => {
+  it('an apiserver down for a minute is one error line, repeats at debug, one recovery line; a second outage is a new streak', async () => {
+    const { server, clock, advance } = setup();
+    const a = start(replica(server, 'a'));
+    const b = replica(server, 'b');
+    b.blackHole = true; // down from the start: every read b sends is lost and fails at its deadline
+    start(b);
+    await advance(0);
+    expect(a.elector.isLeader()).toBe(true);
+    const reads = (r: Replica, level: string) => r.logger.lines.filter((l) => l.level === level && l.message.startsWith('error retrieving the lease'));
+    const recoveries = (r: Replica) => r.logger.lines.filter((l) => l.message === 'the lease can be read again');
+    await advance(60_000);
+    // Every try failed (10 s deadline, then a 3.2 s jittered retry): four or more reads, one error line.
+    expect(reads(b, 'error')).toHaveLength(1);
+    expect(reads(b, 'debug').length).toBeGreaterThanOrEqual(3);
+    expect(b.logger.lines.filter((l) => l.level === 'error' || l.level === 'warn')).toHaveLength(1);
+    expect(recoveries(b)).toHaveLength(0);
+    b.blackHole = false;
+    await until(clock, () => recoveries(b).length > 0, 15_000);
+    const [recovery] = recoveries(b);
+    expect(recovery!.level).toBe('info');
+    expect(recovery!.fields['failures']).toBe(reads(b, 'error').length + reads(b, 'debug').length);
+    expect(recovery!.fields['downMs']).toBeGreaterThanOrEqual(50_000); // from the first failure (at its 10 s deadline)
+    await advance(20_000); // healthy reads: no more recovery lines, no more errors
+    expect(recoveries(b)).toHaveLength(1);
+    expect(reads(b, 'error')).toHaveLength(1);
+    expect(b.elector.isLeader()).toBe(false); // a still holds it
+    // A second outage: a new streak, so exactly one more error line, then one more recovery.
+    b.blackHole = true;
+    await advance(40_000);
+    expect(reads(b, 'error')).toHaveLength(2);
+    b.blackHole = false;
+    await until(clock, () => recoveries(b).length === 2, 15_000);
+    expect(a.logger.lines.filter((l) => l.message.startsWith('error retrieving the lease'))).toHaveLength(0);
+    a.controller.abort();
+    b.controller.abort();
+    await advance(0);
+  });
+});
