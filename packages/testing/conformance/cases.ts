@@ -305,6 +305,40 @@ export const CASES: ConformanceCase[] = [
     },
   },
   {
+    id: 'field-validation',
+    title: 'fieldValidation: Strict refuses an unknown top-level field (400, nothing written), Warn and unset warn, Ignore is silent, other values 422',
+    run: async (t, ns) => {
+      const cm = (name: string): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { a: 'b' }, foo: 1 });
+      const strict = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?fieldValidation=Strict`, { body: cm('fv-strict') });
+      const after = await t.request('GET', `/api/v1/namespaces/${ns}/configmaps/fv-strict`);
+      const warn = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?fieldValidation=Warn`, { body: cm('fv-warn') });
+      const unset = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: cm('fv-unset') });
+      const ignore = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?fieldValidation=Ignore`, { body: cm('fv-ignore') });
+      const bad = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?fieldValidation=strict`, { body: cm('fv-bad') });
+      return { strict: st(strict), after: after.status, warn: [warn.status, warn.warning], unset: [unset.status, unset.warning], ignore: [ignore.status, ignore.warning], bad: st(bad) };
+    },
+  },
+  {
+    id: 'openapi-v3-kubectl',
+    title: '/openapi/v3 lists api/v1 with a hashed URL; its ConfigMap PATCH carries the GVK and the fieldValidation parameter kubectl looks for',
+    run: async (t) => {
+      const root = await t.request('GET', '/openapi/v3');
+      const url = String(root.json?.paths?.['api/v1']?.serverRelativeURL ?? '');
+      const doc = await t.request('GET', url);
+      const patch = doc.json?.paths?.['/api/v1/namespaces/{namespace}/configmaps/{name}']?.patch;
+      const params = (patch?.parameters ?? []) as Array<{ name?: string; in?: string; $ref?: string }>;
+      const schemas = (doc.json?.components?.schemas ?? {}) as Record<string, { 'x-kubernetes-group-version-kind'?: unknown }>;
+      return {
+        root: root.status,
+        url: /^\/openapi\/v3\/api\/v1\?hash=[0-9A-F]+$/.test(url),
+        doc: [doc.status, doc.json?.openapi?.startsWith('3.') === true],
+        gvk: patch?.['x-kubernetes-group-version-kind'],
+        fieldValidation: params.some((p) => p.name === 'fieldValidation' && p.in === 'query'),
+        podSchemaGvk: schemas['io.k8s.api.core.v1.Pod']?.['x-kubernetes-group-version-kind'],
+      };
+    },
+  },
+  {
     id: 'json-patch-proto',
     title: 'a JSON patch on /__proto__/… is refused (the document has no such member)',
     run: async (t, ns) => {

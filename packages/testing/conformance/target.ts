@@ -9,6 +9,8 @@ import { request as httpsRequest } from 'node:https';
 export interface Answer {
   status: number;
   contentType: string;
+  /** The `Warning` header(s), joined by `, ` ('' when none). */
+  warning: string;
   text: string;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   json: any;
@@ -79,7 +81,8 @@ export class Target {
           } catch {
             json = undefined;
           }
-          resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), text, json });
+          const w = res.headers['warning'];
+          resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), warning: Array.isArray(w) ? w.join(', ') : (w ?? ''), text, json });
         };
         res.on('end', finish);
         res.on('error', finish);

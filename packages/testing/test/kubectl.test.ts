@@ -49,7 +49,7 @@ if (kubectl === undefined && process.env['CI'] !== undefined && process.env['CI'
     const k = async (...args: string[]): Promise<{ stdout: string; stderr: string }> =>
       run(kubectl!, ['--cache-dir', join(dir, 'cache'), ...args], { env, timeout: 15_000 });
 
-    it('[testing: kubectl apply] kubectl apply --validate=false (client- and server-side) of a CRD and then of its objects and ConfigMaps', async () => {
+    it('[testing: kubectl apply] kubectl apply with default validation (client- and server-side) of a CRD, then of its objects, ConfigMaps and a Pod', async () => {
       const { writeFile } = await import('node:fs/promises');
       const crd = join(dir, 'crd.json');
       await writeFile(crd, JSON.stringify({
@@ -58,19 +58,31 @@ if (kubectl === undefined && process.env['CI'] !== undefined && process.env['CI'
         metadata: { name: 'gadgets.example.com' },
         spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'gadgets', kind: 'Gadget' }, versions: [{ name: 'v1', served: true, storage: true }] },
       }));
-      expect((await k('apply', '--server-side', '--validate=false', '-f', crd)).stdout).toContain('customresourcedefinition.apiextensions.k8s.io/gadgets.example.com serverside-applied');
+      // No --validate=false anywhere: kubectl reads /openapi/v3 (or, before 1.25, /openapi/v2) first.
+      expect((await k('apply', '--server-side', '-f', crd)).stdout).toContain('customresourcedefinition.apiextensions.k8s.io/gadgets.example.com serverside-applied');
       await k('wait', '--for=condition=Established', 'crd/gadgets.example.com', '--timeout=10s');
       const g = join(dir, 'g.json');
       await writeFile(g, JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g', namespace: 'default' }, spec: { a: 1 } }));
-      expect((await k('apply', '--server-side', '--validate=false', '-f', g)).stdout).toContain('gadget.example.com/g serverside-applied');
+      expect((await k('apply', '--server-side', '-f', g)).stdout).toContain('gadget.example.com/g serverside-applied');
+      const h = join(dir, 'h.json');
+      await writeFile(h, JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'h', namespace: 'default' }, spec: { b: 2 } }));
+      expect((await k('apply', '-f', h)).stdout).toContain('gadget.example.com/h created');
       const cm = join(dir, 'cm.json');
       await writeFile(cm, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'default' }, data: { a: 'b' } }));
-      expect((await k('apply', '--validate=false', '-f', cm)).stdout).toContain('configmap/c created');
+      expect((await k('apply', '-f', cm)).stdout).toContain('configmap/c created');
       await writeFile(cm, JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'default' }, data: { a: 'z' } }));
-      expect((await k('apply', '--validate=false', '-f', cm)).stdout).toContain('configmap/c configured');
+      expect((await k('apply', '-f', cm)).stdout).toContain('configmap/c configured');
       expect((await k('get', 'configmap', 'c', '-o', 'jsonpath={.data.a}')).stdout).toBe('z');
-      expect((await k('get', 'gadgets')).stdout).toMatch(/^NAME\s+AGE\ng\s+\d+s\n$/);
-    });
+      const pod = join(dir, 'pod.json');
+      const podBody = (image: string): string => JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'busybox' }, { name: 'd', image }] } });
+      await writeFile(pod, podBody('nginx:1'));
+      expect((await k('apply', '-f', pod)).stdout).toContain('pod/p created');
+      // A client-side strategic merge patch keyed by container name: both containers survive.
+      await writeFile(pod, podBody('nginx:2'));
+      expect((await k('apply', '-f', pod)).stdout).toContain('pod/p configured');
+      expect((await k('get', 'pod', 'p', '-o', 'jsonpath={.spec.containers[*].image}')).stdout).toBe('busybox nginx:2');
+      expect((await k('get', 'gadgets')).stdout).toMatch(/^NAME\s+AGE\ng\s+\d+s\nh\s+\d+s\n$/);
+    }, 60_000);
 
     it('[testing: kubectl] get pods prints the server-side Table', async () => {
       server.seedPods(2, { labels: { app: 'demo' } });

@@ -13,6 +13,7 @@ import { serveCreate, serveDelete, serveDeleteCollection, servePatch, serveUpdat
 import { authorize } from './auth.js';
 import { isApiGroupPath, isDiscoveryPath, sendPlainNotFound, serveDiscovery, type DiscoveryInfo } from './discovery.js';
 import { JSON_HEADERS, parseBool, sendStatus } from './io.js';
+import { isOpenApiPath, serveOpenApi } from './openapi.js';
 import { route, verbOf } from './router.js';
 
 /** What the request pipeline needs beyond the verb context: auth, counters, faults and discovery data. */
@@ -72,6 +73,12 @@ async function dispatch(d: HandlerDeps, req: IncomingMessage, res: ServerRespons
   if (isDiscoveryPath(segments)) {
     counters.count('discovery');
     serveDiscovery(ctx.catalog, d.discovery, segments, method, res);
+    return;
+  }
+  if (isOpenApiPath(segments)) {
+    counters.count('discovery');
+    if (method !== 'GET') sendStatus(res, methodNotAllowed());
+    else serveOpenApi(ctx.catalog, d.discovery.version.gitVersion, segments, req, res);
     return;
   }
   const rt = route(ctx.catalog, segments);

@@ -8,6 +8,7 @@ import type { ResourceType } from '../kinds/resource.js';
 import { badRequest, deleteSuccess, forbidden, invalid, unsupportedMediaType } from '../status.js';
 import type { KubeObject } from '../types.js';
 import { subresourceOf, type Route, type ServerContext } from './context.js';
+import { checkFields, fieldValidationOf } from './field-validation.js';
 import { listBody, selected, selectors } from './query.js';
 
 /** The patch type a PATCH's Content-Type names (415 for one the kind does not accept). */
@@ -83,7 +84,9 @@ function writeOptions(req: IncomingMessage, q: URLSearchParams, kind: OptionsKin
 export async function serveCreate(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route, q: URLSearchParams): Promise<void> {
   checkContentType(req, ['application/json']);
   const opts = writeOptions(req, q, 'CreateOptions');
+  const fv = fieldValidationOf(q, 'CreateOptions');
   const body = await readJson(req, false);
+  checkFields(res, route.resource, body, fv);
   sendJson(res, 201, ctx.engine.create(route.resource, route.namespace ?? '', body, opts));
 }
 
@@ -91,7 +94,9 @@ export async function serveCreate(ctx: ServerContext, req: IncomingMessage, res:
 export async function serveUpdate(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route, q: URLSearchParams): Promise<void> {
   checkContentType(req, ['application/json']);
   const opts = writeOptions(req, q, 'UpdateOptions');
+  const fv = fieldValidationOf(q, 'UpdateOptions');
   const body = await readJson(req, false);
+  checkFields(res, route.resource, body, fv);
   sendJson(res, 200, ctx.engine.update(route.resource, route.namespace ?? '', route.name!, body, { ...subresourceOf(route), ...opts }));
 }
 
@@ -104,7 +109,10 @@ export async function servePatch(ctx: ServerContext, req: IncomingMessage, res: 
   if (force === true && type !== 'apply') {
     throw new ApiStatusError(invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [forbidden('force', 'may not be specified for non-apply patch')]));
   }
+  const fv = fieldValidationOf(q, 'PatchOptions');
   const body = await readJson(req, false);
+  // A JSON patch (an array) names paths, not fields: only merge, strategic and apply bodies are checked.
+  checkFields(res, route.resource, body, fv);
   const r = route.resource;
   const ns = route.namespace ?? '';
   if (type === 'apply') {
