@@ -137,7 +137,21 @@ describe('malformed requests get Status bodies', () => {
           if (res.status !== 504 && !isUpstream500(res.status, text)) expect(res.status, text).toBeLessThan(500);
         },
       ),
-      { numRuns: 300 },
+      {
+        numRuns: 300,
+        // One case per verb always runs first, so the handler coverage checked below never depends on
+        // the draw (300 random cases missed every DELETE about once in ten runs).
+        examples: (
+          [
+            ['GET', ['api', 'v1', 'namespaces', 'default', 'pods']],
+            ['GET', ['api', 'v1', 'namespaces', 'default', 'pods', 'pod-0']],
+            ['POST', ['api', 'v1', 'namespaces', 'default', 'pods']],
+            ['PUT', ['api', 'v1', 'namespaces', 'default', 'pods', 'pod-0']],
+            ['PATCH', ['api', 'v1', 'namespaces', 'default', 'pods', 'pod-0']],
+            ['DELETE', ['api', 'v1', 'namespaces', 'default', 'pods', 'pod-0']],
+          ] as const
+        ).map(([method, segs]) => [method, [...segs], [], 'application/merge-patch+json', method === 'GET' || method === 'DELETE' ? undefined : JSON.stringify(podBody('pod-0'))] as [string, string[], [string, string][], string, string | undefined]),
+      },
     );
     expect((await call(server, 'GET', '/version')).status).toBe(200);
     // The fuzz reached the handlers, not only the router.
