@@ -78,7 +78,7 @@ async function setup(useExpectations: boolean) {
     await server.waitForWatches(2, WAIT_MS);
     server.createObject(ref, { apiVersion: 'example.com/v1', kind: 'CocoonSet', metadata: { name: 'web', namespace: NS }, spec: { replicas: 2 } });
   };
-  const owned = () => server.listPods(NS).filter((p) => p.metadata.ownerReferences?.some((r) => r.name === 'web')).length;
+  const owned = () => server.listPods(NS).filter((p) => (p.metadata.ownerReferences as Array<{ name: string }> | undefined)?.some((r) => r.name === 'web')).length;
   return { server, loop, logger, owned, start, runs: () => runs };
 }
 
