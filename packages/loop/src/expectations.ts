@@ -20,13 +20,17 @@ export const DEFAULT_EXPECTATIONS_TTL_MS = 5 * 60_000;
 export interface ExpectationRecorder {
   /** Object keys this reconcile created (after the create returned, or AlreadyExists): wait until the cache holds each. */
   creations(...keys: ObjectKey[]): void;
-  /** Object keys this reconcile deleted (after the delete returned, or NotFound): wait until the cache drops each. */
+  /**
+   * Object keys this reconcile deleted (after the delete returned, or NotFound): wait until the
+   * cache drops each or holds it with `metadata.deletionTimestamp` set (graceful deletion seen, as
+   * the ReplicaSet controller's `DeletionObserved` counts it).
+   */
   deletions(...keys: ObjectKey[]): void;
 }
 
-/** What the expectations need to see: presence of a key in a secondary source's store. */
+/** What the expectations read: a secondary source's cached object by key. */
 export interface ObservedStores {
-  has(source: string, key: ObjectKey): boolean;
+  get(source: string, key: ObjectKey): unknown;
   /** Whether a secondary source of that name exists. */
   knows(source: string): boolean;
 }
@@ -75,7 +79,7 @@ export class Expectations<P extends ParentKey> {
       for (const key of keys) {
         if (typeof key !== 'string') throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
         // Already observed (the watch beat the create's response): nothing to wait for.
-        if (this.#o.stores.has(source, key) === created) continue;
+        if (this.#observed(source, key, created)) continue;
         this.#entry(parent).keys.set(source + SEP + key, created);
       }
     };
@@ -138,9 +142,16 @@ export class Expectations<P extends ParentKey> {
   #sweep(parent: P, pending: Pending): void {
     for (const [id, created] of pending.keys) {
       const at = id.indexOf(SEP);
-      if (this.#o.stores.has(id.slice(0, at), id.slice(at + 1)) === created) pending.keys.delete(id);
+      if (this.#observed(id.slice(0, at), id.slice(at + 1), created)) pending.keys.delete(id);
     }
     if (pending.keys.size === 0) this.forget(parent);
+  }
+
+  /** A create is observed once the key is cached; a delete once it is gone or terminating. */
+  #observed(source: string, key: ObjectKey, created: boolean): boolean {
+    const object = this.#o.stores.get(source, key);
+    if (created) return object !== undefined;
+    return object === undefined || (object as { metadata?: { deletionTimestamp?: unknown } }).metadata?.deletionTimestamp != null;
   }
 
   #expire(parent: P): void {

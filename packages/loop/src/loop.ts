@@ -121,7 +121,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     this.#sources = this.#wiring.sources;
     const secondaries = this.#wiring.secondaries;
     this.#expectations = new Expectations<P>({
-      stores: { has: (name, key) => secondaries.get(name)!.has(key), knows: (name) => secondaries.has(name) },
+      stores: { get: (name, key) => secondaries.get(name)!.get(key), knows: (name) => secondaries.has(name) },
       clock: this.#clock,
       logger: this.#logger,
       ttlMs: this.#settings.expectationsTtlMs,

@@ -53,7 +53,8 @@ function harness(options: { expect?: boolean; replicas?: number; expectationsTtl
         }
         if (useExpectations) ctx.expect('pods').creations(podKey);
       }
-      for (const podKey of owned.keys()) {
+      for (const [podKey, pod] of owned) {
+        if ((pod.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined) continue; // on its way out
         if (Number(podKey.slice(podKey.lastIndexOf('-') + 1)) < replicas) continue;
         writes.push(`delete ${podKey}`);
         if (!world.has(podKey)) conflicts += 1;
@@ -151,6 +152,20 @@ describe('read your writes (expectations)', () => {
     expect(h.calls.at(-1)).toEqual({ key: 'ns/a', parent: 1, pods: ['ns/a-0'] });
     expect(h.writes).toEqual(['delete ns/a-1', 'delete ns/a-2']); // no NotFound second delete
     expect(h.conflicts()).toBe(0);
+    await h.loop.stop();
+  });
+
+  it('[loop: Read your writes] a delete is observed when the cache sees the pod terminating (deletionTimestamp set), as DeletionObserved counts it', async () => {
+    const h = harness({ replicas: 1 });
+    await h.start([podOf('a-0', 'a'), podOf('a-1', 'a')]);
+    expect(h.writes).toEqual(['delete ns/a-1']);
+    await h.touchSet(1, 2);
+    expect(h.calls).toHaveLength(1);
+    const [key, pod] = podOf('a-1', 'a', { resourceVersion: '2' });
+    h.pods.last.push({ type: 'upsert', key, object: { ...pod, metadata: { ...pod.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } as Pod['metadata'] } });
+    await settle();
+    expect(h.calls).toHaveLength(2);
+    expect(h.writes).toEqual(['delete ns/a-1']);
     await h.loop.stop();
   });
 
