@@ -28,12 +28,6 @@ export interface ExpectationRecorder {
   deletions(...keys: ObjectKey[]): void;
 }
 
-/** What the expectations read: a secondary source's cached object by key. */
-export interface ObservedStores {
-  get(source: string, key: ObjectKey): unknown;
-  /** Whether a secondary source of that name exists. */
-  knows(source: string): boolean;
-}
 
 interface Pending {
   /** `source\0key` → true for a creation (wait for presence), false for a deletion (wait for absence). */
@@ -44,7 +38,8 @@ interface Pending {
 }
 
 export interface ExpectationsOptions<P extends ParentKey> {
-  stores: ObservedStores;
+  /** The secondary sources' stores by name: what observes the writes. */
+  stores: ReadonlyMap<string, { get(key: ObjectKey): unknown }>;
   clock: Clock;
   logger: Logger;
   ttlMs: number;
@@ -74,7 +69,7 @@ export class Expectations<P extends ParentKey> {
 
   /** The recorder `ctx.expect(source)` hands a reconcile of `parent`. */
   recorder(parent: P, source: string): ExpectationRecorder {
-    if (!this.#o.stores.knows(source)) throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): no secondary source of that name`);
+    if (!this.#o.stores.has(source)) throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): no secondary source of that name`);
     const add = (created: boolean, keys: ObjectKey[]): void => {
       for (const key of keys) {
         if (typeof key !== 'string') throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
@@ -149,7 +144,7 @@ export class Expectations<P extends ParentKey> {
 
   /** A create is observed once the key is cached; a delete once it is gone or terminating. */
   #observed(source: string, key: ObjectKey, created: boolean): boolean {
-    const object = this.#o.stores.get(source, key);
+    const object = this.#o.stores.get(source)!.get(key);
     if (created) return object !== undefined;
     return object === undefined || (object as { metadata?: { deletionTimestamp?: unknown } }).metadata?.deletionTimestamp != null;
   }

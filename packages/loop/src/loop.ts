@@ -119,12 +119,8 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       logger: this.#logger,
     });
     this.#sources = this.#wiring.sources;
-    const secondaries = this.#wiring.secondaries;
     this.#expectations = new Expectations<P>({
-      stores: { get: (name, key) => secondaries.get(name)!.get(key), knows: (name) => secondaries.has(name) },
-      clock: this.#clock,
-      logger: this.#logger,
-      ttlMs: this.#settings.expectationsTtlMs,
+      ...{ stores: this.#wiring.secondaries, clock: this.#clock, logger: this.#logger, ttlMs: this.#settings.expectationsTtlMs },
       onReady: (parent) => this.#dispatcher.offer(parent),
     });
     // Listeners on the stop signal: one per source driver and sync wait, one per waiting worker and
