@@ -1,5 +1,6 @@
 /** What a reconcile call sees, what it may return, and the read-only view of the store it reads through. */
 import type { ObjectKey, ObjectStore, ObjectStoreReader, ParentKey } from '@reconcile-loop/object-store';
+import type { ExpectationRecorder } from './expectations.js';
 import type { SecondaryStoreReader } from './secondary-store.js';
 
 /** Read access to every secondary source's cache, by the name it was given in `secondary`. */
@@ -30,6 +31,16 @@ export interface ReconcileContext<T, P extends ParentKey, S = Record<never, neve
   readonly store: ObjectStoreReader<T, P>;
   /** Read-only views of the secondary stores (current state), by name. */
   readonly stores: SecondaryReaders<S, P>;
+  /**
+   * Records this reconcile's writes to secondary source `name` (kube-controller-manager's
+   * `ExpectCreations` / `ExpectDeletions`, by object key): until that source's store has observed
+   * every recorded create (key present) and delete (key absent), the loop does not reconcile this
+   * parent again, so it never acts on a cache that has not seen its own writes. Record after the
+   * write succeeded (or hit AlreadyExists / NotFound). Expires after `expectationsTtlMs`.
+   *
+   * @throws {ReconcileLoopOptionsError} for an unknown source name or a non-string key.
+   */
+  expect<K extends keyof S & string>(name: K): ExpectationRecorder;
   /**
    * Aborts when the loop stops (reason `LoopStoppedError`) or the reconcile exceeds
    * `reconcileTimeoutMs` (reason `ReconcileTimeoutError`). Pass it to every I/O call.

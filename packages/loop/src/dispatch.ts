@@ -8,6 +8,7 @@ import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-schedule
 import type { WorkQueue } from '@reconcile-loop/work-queue';
 import type { ReconcileContext } from './context.js';
 import { ReconcileLoopOptionsError } from './errors.js';
+import type { Expectations } from './expectations.js';
 import type { Leadership } from './leadership.js';
 import type { ReconcileRunner } from './runner.js';
 import type { Wiring } from './sources.js';
@@ -21,6 +22,8 @@ export interface DispatcherOptions<T, P extends ParentKey, S> {
   logger: Logger;
   /** With a leader gate: workers take keys only inside a term and confirm `isLeader()` before each reconcile. */
   leadership: Leadership | undefined;
+  /** Read your writes: a parent whose recorded creates/deletes the caches have not observed is not run. */
+  expectations: Expectations<P>;
 }
 
 export class Dispatcher<T, P extends ParentKey, S> {
@@ -75,6 +78,16 @@ export class Dispatcher<T, P extends ParentKey, S> {
       try {
         // Parked while it waited as a dirty re-add: run it only if its fingerprint moved on.
         if (scheduler.isParked(key) && !scheduler.offer(key, safeFingerprint(() => this.#fingerprintOf(key)))) continue;
+        // Its own writes not yet in the cache: running now could act on a stale view (a second create).
+        // Dropped, not lost: satisfaction or the TTL re-offers it. A parent gone from the primary store
+        // has nothing left to create for; its expectations are dropped (upstream's DeleteExpectations).
+        if (!this.#o.expectations.satisfied(key)) {
+          if (this.#o.wiring.primary.hasMembers(key)) {
+            logger.debug({ parentKey: String(key) }, 'expectations unsatisfied; reconcile deferred until the cache observes its writes');
+            continue;
+          }
+          this.#o.expectations.forget(key);
+        }
         // The failure of this call is counted at the fingerprint it started from.
         const fingerprint = safeFingerprint(() => this.#fingerprintOf(key));
         const controller = new AbortController();
@@ -146,6 +159,7 @@ export class Dispatcher<T, P extends ParentKey, S> {
       },
       store: wiring.reader,
       stores: wiring.readers,
+      expect: (name: string) => this.#o.expectations.recorder(key, name),
       signal,
     });
   }

@@ -1,6 +1,7 @@
 export { ReconcileLoop, type StopOptions, type StopReport } from './loop.js';
 export type { ReconcileContext, Reconcile, ReconcileResult, SecondaryReaders } from './context.js';
 export type { SecondaryStoreReader } from './secondary-store.js';
+export { DEFAULT_EXPECTATIONS_TTL_MS, type ExpectationRecorder } from './expectations.js';
 export { ownerKeyMap, type OwnerSelector, type OwnedObjectView, type SecondaryKeyMap } from './owners.js';
 export { resourceVersionChanged, generationChanged, type UpdateFilter } from './filters.js';
 export {

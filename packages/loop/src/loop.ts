@@ -15,6 +15,7 @@ import { LoopAlreadyStartedError, LoopStoppedError, ReconcileLoopOptionsError, S
 import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
 import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
 import { Dispatcher } from './dispatch.js';
+import { Expectations } from './expectations.js';
 import { Leadership } from './leadership.js';
 import { ReconcileRunner, type ReconcileFrame } from './runner.js';
 import { wireSources, type WiredSource, type Wiring } from './sources.js';
@@ -61,6 +62,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   /** Exclusive: a key is held by one worker from `get` to `done`; an add meanwhile marks it dirty. */
   readonly #queue: WorkQueue<P>;
   readonly #scheduler: RetryScheduler<P>;
+  readonly #expectations: Expectations<P>;
   readonly #runner: ReconcileRunner<T, P, S>;
   /** With `leaderGate`: the terms in which workers may dispatch. */
   readonly #leadership: Leadership | undefined;
@@ -112,10 +114,15 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       onAffected: (parents) => {
         for (const parent of parents) this.#dispatcher.offer(parent);
       },
+      onApplied: (name) => this.#expectations.observe(name),
       clock: this.#clock,
       logger: this.#logger,
     });
     this.#sources = this.#wiring.sources;
+    this.#expectations = new Expectations<P>({
+      ...{ stores: this.#wiring.secondaries, clock: this.#clock, logger: this.#logger, ttlMs: this.#settings.expectationsTtlMs },
+      onReady: (parent) => this.#dispatcher.offer(parent),
+    });
     // Listeners on the stop signal: one per source driver and sync wait, one per waiting worker and
     // one per running reconcile (a timed-out one included). Raise Node's leak warning above that
     // bound (not to unlimited), so a real leak still warns with `concurrency` > 10.
@@ -146,6 +153,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       wiring: this.#wiring,
       fingerprint: options.fingerprint,
       logger: this.#logger,
+      expectations: this.#expectations,
     });
     const [queue, scheduler, runner, wiring, clock, concurrency] = [this.#queue, this.#scheduler, this.#runner, this.#wiring, this.#clock, this.#settings.concurrency];
     bindObserver(options, { concurrency, queue, scheduler, runner, wiring, now: () => clock.now() });
@@ -342,6 +350,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     this.#resyncHandle = undefined;
     this.#queue.stop();
     this.#scheduler.shutdown();
+    this.#expectations.clear();
     const everything = Promise.allSettled([...this.#sources.map((s) => s.run), ...this.#workers, this.#runner.settled()]);
     let timer: unknown;
     const graceOver = new Promise<'grace over'>((resolve) => {

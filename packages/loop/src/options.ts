@@ -7,6 +7,7 @@ import type { UpdateFilter } from './filters.js';
 import { validateLeaderGate, type LeaderGate } from './leadership.js';
 import type { OwnerSelector, SecondaryKeyMap } from './owners.js';
 import type { ReconcileLoopObserver } from './observer.js';
+import { DEFAULT_EXPECTATIONS_TTL_MS } from './expectations.js';
 
 /** Go's default resync period: 10 hours. */
 export const DEFAULT_RESYNC_PERIOD_MS = 10 * 60 * 60 * 1000;
@@ -135,6 +136,12 @@ export interface ReconcileLoopOptions<T, P extends ParentKey, S = Record<never, 
    */
   reconcileTimeoutMs?: number;
   /**
+   * How long recorded expectations (`ctx.expect(...)`) may stay unobserved before they expire and
+   * the parent is reconciled anyway, with a warning. Default {@link DEFAULT_EXPECTATIONS_TTL_MS}
+   * (5 min, kube-controller-manager's `ExpectationsTimeout`).
+   */
+  expectationsTtlMs?: number;
+  /**
    * How long `stop()` waits for running reconciles and the source to end before it resolves anyway
    * and reports what it abandoned. Default {@link DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS} (30 s,
    * controller-runtime's `GracefulShutdownTimeout`); `Infinity` waits forever.
@@ -171,6 +178,7 @@ export interface LoopSettings {
   readonly resyncPeriodMs: number;
   readonly syncTimeoutMs: number;
   readonly reconcileTimeoutMs: number | undefined;
+  readonly expectationsTtlMs: number;
   readonly gracefulShutdownTimeoutMs: number;
   readonly concurrency: number;
   readonly health: Readonly<Required<HealthLimits>>;
@@ -219,6 +227,7 @@ export function validateLoopOptions<T, P extends ParentKey, S>(options: Reconcil
     resyncPeriodMs: duration('resyncPeriodMs', options.resyncPeriodMs ?? DEFAULT_RESYNC_PERIOD_MS, true),
     syncTimeoutMs: duration('syncTimeoutMs', options.syncTimeoutMs ?? DEFAULT_SYNC_TIMEOUT_MS, false, true),
     reconcileTimeoutMs: options.reconcileTimeoutMs === undefined ? undefined : duration('reconcileTimeoutMs', options.reconcileTimeoutMs, false),
+    expectationsTtlMs: duration('expectationsTtlMs', options.expectationsTtlMs ?? DEFAULT_EXPECTATIONS_TTL_MS, false),
     gracefulShutdownTimeoutMs: duration(
       'gracefulShutdownTimeoutMs',
       options.gracefulShutdownTimeoutMs ?? DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,

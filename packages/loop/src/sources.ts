@@ -34,6 +34,11 @@ export interface Wiring<T, P extends ParentKey, S> {
 export interface WiringContext<P extends ParentKey> {
   /** Called after a store holds an event, with the parents it affected (cache before notify). */
   onAffected(parents: ReadonlySet<P>, source: string): void;
+  /**
+   * Called after secondary store `name` applied an event; the parents it returns (their
+   * expectations just became satisfied) join the event's affected parents, so each is offered once.
+   */
+  onApplied(name: string): readonly P[];
   clock: Clock;
   logger: Logger;
 }
@@ -61,7 +66,14 @@ export function wireSources<T, P extends ParentKey, S>(options: ReconcileLoopOpt
   for (const [name, spec] of Object.entries((options.secondary ?? {}) as Record<string, SecondarySource<unknown, P>>)) {
     const keyMap = (spec.keyMap ?? ownerKeyMap(spec.owner!)) as SecondaryKeyMap<unknown, P>;
     const store = new SecondaryStore<unknown, P>({ name: spec.source.name, keyMap, updateFilter: spec.updateFilter, logger });
-    sources.push(wire(spec.source, store, () => store.parents()));
+    const observed: StoreWriter<unknown, P> = {
+      apply: (event) => {
+        const affected = store.apply(event);
+        const ready = ctx.onApplied(name);
+        return ready.length === 0 ? affected : new Set([...affected, ...ready]);
+      },
+    };
+    sources.push(wire(spec.source, observed, () => store.parents()));
     secondaries.set(name, store);
     readers[name] = readOnlySecondary(store);
   }

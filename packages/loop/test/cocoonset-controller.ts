@@ -8,7 +8,7 @@ import { z } from 'zod';
 export const cocoonSetSchema = objectSchema({ spec: z.object({ replicas: z.number().int() }) });
 export type CocoonSet = z.output<typeof cocoonSetSchema>;
 
-/** The pod cache may lag our own writes: a create it has not seen yet is a 409, a delete a 404. */
+/** Someone else (a previous process, another replica) may have written first: a create is a 409, a delete a 404. */
 const unless = (status: number) => (error: unknown) => {
   if ((error as { code?: unknown }).code !== status) throw error;
 };
@@ -36,7 +36,7 @@ export function cocoonSetController(kubeConfig: KubeConfig, namespace: string, c
     },
     concurrency: 4,
     retry: { budget: { delaysMs: [0, 1_000, 5_000, 30_000] } }, // then dead-letter until the spec changes
-    reconcile: async (key, { parent, owned }) => {
+    reconcile: async (key, { parent, owned, expect }) => {
       const pods = [...owned('pods').values()];
       // Deleted (or being deleted in the foreground): its pods still map to it; the garbage collector
       // removes them. Never create pods for a parent on its way out.
@@ -62,9 +62,15 @@ export function cocoonSetController(kubeConfig: KubeConfig, namespace: string, c
             spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
           },
         }).catch(unless(409));
+        // Read your writes: this parent is not reconciled again until the pod cache holds the pod
+        // (kube-controller-manager's ExpectCreations), so a stale run cannot count it missing.
+        expect('pods').creations(`${namespace}/${name}`);
       }
       const extra = live.sort((a, b) => b.metadata.name.localeCompare(a.metadata.name)).slice(0, Math.max(0, live.length - replicas));
-      for (const pod of extra) await core.deleteNamespacedPod({ namespace, name: pod.metadata.name }).catch(unless(404));
+      for (const pod of extra) {
+        await core.deleteNamespacedPod({ namespace, name: pod.metadata.name }).catch(unless(404));
+        expect('pods').deletions(`${namespace}/${pod.metadata.name}`);
+      }
     },
   });
 }

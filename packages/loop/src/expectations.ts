@@ -1,0 +1,174 @@
+/**
+ * Read your writes: kube-controller-manager's `ControllerExpectations`, keyed by parent key. A
+ * reconcile that created or deleted owned objects records them; until the caches have observed
+ * every one (a created key present in its source's store, a deleted key absent), the loop does not
+ * call reconcile for that parent, so a run against a cache that has not seen its own writes cannot
+ * create the same child twice. Unsatisfied expectations expire after a TTL (5 min, as upstream);
+ * the parent then runs anyway, with a warning.
+ *
+ * Presence, not resourceVersion order: resourceVersions are opaque and not comparable across
+ * objects, so "the cache reached RV x" is not something a client can observe; an object's presence
+ * or absence in its source's store is.
+ */
+import type { Clock, Logger, ObjectKey, ParentKey } from '@reconcile-loop/object-store';
+import { ReconcileLoopOptionsError } from './errors.js';
+
+/** kube-controller-manager's `ExpectationsTimeout`. */
+export const DEFAULT_EXPECTATIONS_TTL_MS = 5 * 60_000;
+
+/** Records the writes of one reconcile call on one secondary source. */
+export interface ExpectationRecorder {
+  /** Object keys this reconcile created (after the create returned, or AlreadyExists): wait until the cache holds each. */
+  creations(...keys: ObjectKey[]): void;
+  /**
+   * Object keys this reconcile deleted (after the delete returned, or NotFound): wait until the
+   * cache drops each or holds it with `metadata.deletionTimestamp` set (graceful deletion seen, as
+   * the ReplicaSet controller's `DeletionObserved` counts it).
+   */
+  deletions(...keys: ObjectKey[]): void;
+}
+
+
+interface Pending {
+  /** `source\0key` → true for a creation (wait for presence), false for a deletion (wait for absence). */
+  readonly keys: Map<string, boolean>;
+  /** TTL timer handle; the parent runs anyway when it fires. */
+  timer: unknown;
+  readonly since: number;
+}
+
+export interface ExpectationsOptions<P extends ParentKey> {
+  /** The secondary sources' stores by name: what observes the writes. */
+  stores: ReadonlyMap<string, { get(key: ObjectKey): unknown }>;
+  clock: Clock;
+  logger: Logger;
+  ttlMs: number;
+  /** Called when a parent's expectations expire: the loop re-offers it (a satisfied one comes back from `observe`). */
+  onReady(parent: P): void;
+}
+
+const SEP = '\u0000';
+
+/**
+ * Invariants: a parent is in `#pending` only with at least one unobserved key and exactly one armed
+ * TTL timer; every path that removes it (satisfied, expired, forgotten) clears the timer, and the
+ * first two call `onReady` so the parent is never left unreconciled.
+ */
+export class Expectations<P extends ParentKey> {
+  readonly #o: ExpectationsOptions<P>;
+  readonly #pending = new Map<P, Pending>();
+
+  constructor(options: ExpectationsOptions<P>) {
+    this.#o = options;
+  }
+
+  /** Parents with unsatisfied expectations (for health and tests). */
+  get size(): number {
+    return this.#pending.size;
+  }
+
+  /** The recorder `ctx.expect(source)` hands a reconcile of `parent`. */
+  recorder(parent: P, source: string): ExpectationRecorder {
+    if (!this.#o.stores.has(source)) throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): no secondary source of that name`);
+    const add = (created: boolean, keys: ObjectKey[]): void => {
+      for (const key of keys) {
+        if (typeof key !== 'string') throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
+        // Already observed (the watch beat the create's response): nothing to wait for.
+        if (this.#observed(source, key, created)) continue;
+        this.#entry(parent).keys.set(source + SEP + key, created);
+      }
+    };
+    return Object.freeze({ creations: (...keys: ObjectKey[]) => add(true, keys), deletions: (...keys: ObjectKey[]) => add(false, keys) });
+  }
+
+  /**
+   * The dispatcher's gate: `true` when `parent` may be reconciled now. Re-checks the stores, so a
+   * satisfied parent is released even if the store event that satisfied it has not been seen here.
+   */
+  satisfied(parent: P): boolean {
+    const pending = this.#pending.get(parent);
+    if (pending === undefined) return true;
+    this.#sweep(parent, pending);
+    return !this.#pending.has(parent);
+  }
+
+  /**
+   * After the store of `source` applied an event: sweeps the parents waiting on that source and
+   * returns those now satisfied, for the caller to offer with the event's own affected parents.
+   */
+  observe(source: string): P[] {
+    const ready: P[] = [];
+    if (this.#pending.size === 0) return ready;
+    const prefix = source + SEP;
+    for (const [parent, pending] of [...this.#pending]) {
+      let touches = false;
+      for (const id of pending.keys.keys()) if (id.startsWith(prefix)) touches = true;
+      if (!touches) continue;
+      this.#sweep(parent, pending);
+      if (!this.#pending.has(parent)) ready.push(parent);
+    }
+    return ready;
+  }
+
+  /** Drops a parent's expectations (kube-controller-manager's `DeleteExpectations`: the parent is gone). */
+  forget(parent: P): void {
+    const pending = this.#pending.get(parent);
+    if (pending === undefined) return;
+    this.#o.clock.clearTimeout(pending.timer);
+    this.#pending.delete(parent);
+  }
+
+  /** Clears every timer (the loop stopped). */
+  clear(): void {
+    for (const parent of [...this.#pending.keys()]) this.forget(parent);
+  }
+
+  #entry(parent: P): Pending {
+    let pending = this.#pending.get(parent);
+    if (pending === undefined) {
+      const { clock, ttlMs } = this.#o;
+      pending = { keys: new Map(), timer: undefined, since: clock.now() };
+      pending.timer = clock.setTimeout(() => this.#expire(parent), ttlMs);
+      this.#pending.set(parent, pending);
+    }
+    return pending;
+  }
+
+  #sweep(parent: P, pending: Pending): void {
+    for (const [id, created] of pending.keys) {
+      const at = id.indexOf(SEP);
+      if (this.#observed(id.slice(0, at), id.slice(at + 1), created)) pending.keys.delete(id);
+    }
+    if (pending.keys.size === 0) this.forget(parent);
+  }
+
+  /** A create is observed once the key is cached; a delete once it is gone or terminating. */
+  #observed(source: string, key: ObjectKey, created: boolean): boolean {
+    const object = this.#o.stores.get(source)!.get(key);
+    if (created) return object !== undefined;
+    return object === undefined || (object as { metadata?: { deletionTimestamp?: unknown } }).metadata?.deletionTimestamp != null;
+  }
+
+  #expire(parent: P): void {
+    const pending = this.#pending.get(parent);
+    if (pending === undefined) return;
+    this.#pending.delete(parent);
+    this.#o.logger.warn(
+      {
+        parentKey: String(parent),
+        ttlMs: this.#o.ttlMs,
+        unobserved: [...pending.keys].map(([id, created]) => `${created ? 'create' : 'delete'} ${id.replace(SEP, ':')}`),
+      },
+      'expectations expired before the cache observed every write; reconciling anyway',
+    );
+    this.#ready(parent);
+  }
+
+  #ready(parent: P): void {
+    try {
+      this.#o.onReady(parent);
+    } catch (error) {
+      this.#o.logger.error({ err: error, parentKey: String(parent) }, 're-enqueueing a parent after its expectations failed');
+    }
+  }
+}

@@ -1,0 +1,240 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '@reconcile-loop/object-store';
+import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
+import { DEFAULT_EXPECTATIONS_TTL_MS, ReconcileLoop, ReconcileLoopOptionsError, replaceEvent, type ObjectKey, type ReconcileContext, type SourceEvent } from '../src/index.js';
+import { NS, podOf, setOf, type CocoonSet, type Pod } from './controller-fixtures.js';
+
+/** ControlledSource is always named "controlled"; a loop needs distinct source names. */
+function named<S extends object>(source: S, name: string): S {
+  Object.defineProperty(source, 'name', { value: name });
+  return source;
+}
+
+/**
+ * A CocoonSet controller over a fake apiserver (`world`) whose pod watch is delivered by hand
+ * (`deliver`), so the pod cache lags the controller's own writes for as long as a test wants.
+ * `conflicts` counts the stale-cache symptoms: a create of a pod that exists (AlreadyExists, the
+ * double-create) and a delete of one already gone (NotFound).
+ */
+function harness(options: { expect?: boolean; replicas?: number; expectationsTtlMs?: number; probe?: (ctx: ReconcileContext<CocoonSet, string, { pods: Pod }>) => void } = {}) {
+  const clock = new ManualClock();
+  const logger = recordingLogger();
+  const sets = named(new ControlledSource<CocoonSet>(), 'cocoonsets');
+  const pods = named(new ControlledSource<Pod>(), 'pods');
+  const world = new Map<ObjectKey, Pod>();
+  const inFlight: SourceEvent<Pod>[] = []; // written to the world, not yet seen by the pod cache
+  const calls: Array<{ key: string; parent: number | undefined; pods: string[] }> = [];
+  const writes: string[] = [];
+  let conflicts = 0;
+  const useExpectations = options.expect ?? true;
+  const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({
+    source: sets,
+    keyMap: (_, key) => key,
+    secondary: { pods: { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' } } },
+    clock,
+    logger,
+    ...(options.expectationsTtlMs !== undefined && { expectationsTtlMs: options.expectationsTtlMs }),
+    reconcile: (key, ctx) => {
+      options.probe?.(ctx);
+      const owned = ctx.owned('pods');
+      calls.push({ key, parent: ctx.parent?.spec.replicas, pods: [...owned.keys()].sort() });
+      if (ctx.parent === undefined) return;
+      const name = ctx.parent.metadata.name;
+      const replicas = ctx.parent.spec.replicas;
+      for (let i = 0; i < replicas; i++) {
+        const [podKey, pod] = podOf(`${name}-${i}`, name);
+        if (owned.has(podKey)) continue;
+        writes.push(`create ${podKey}`);
+        if (world.has(podKey)) conflicts += 1;
+        else {
+          world.set(podKey, pod);
+          inFlight.push({ type: 'upsert', key: podKey, object: pod });
+        }
+        if (useExpectations) ctx.expect('pods').creations(podKey);
+      }
+      for (const [podKey, pod] of owned) {
+        if ((pod.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined) continue; // on its way out
+        if (Number(podKey.slice(podKey.lastIndexOf('-') + 1)) < replicas) continue;
+        writes.push(`delete ${podKey}`);
+        if (!world.has(podKey)) conflicts += 1;
+        else {
+          world.delete(podKey);
+          inFlight.push({ type: 'delete', key: podKey });
+        }
+        if (useExpectations) ctx.expect('pods').deletions(podKey);
+      }
+    },
+  });
+  const start = async (initialPods: Array<[ObjectKey, Pod]> = []): Promise<void> => {
+    for (const [key, pod] of initialPods) world.set(key, pod);
+    const starting = loop.start();
+    await settle();
+    sets.last.push(replaceEvent([setOf('a', options.replicas ?? 2)]));
+    pods.last.push(replaceEvent(initialPods));
+    await starting;
+    await settle();
+  };
+  /** The pod watch catches up by `n` events (all by default). */
+  const deliver = async (n = Infinity): Promise<void> => {
+    for (let i = 0; i < n && inFlight.length > 0; i++) pods.last.push(inFlight.shift()!);
+    await settle();
+  };
+  /** A CocoonSet event (any update re-drives the parent: no update filter here). */
+  const touchSet = async (replicas: number, generation: number): Promise<void> => {
+    sets.last.push({ type: 'upsert', key: `${NS}/a`, object: setOf('a', replicas, generation)[1] });
+    await settle();
+  };
+  return { clock, logger, sets, pods, world, inFlight, calls, writes, loop, start, deliver, touchSet, conflicts: () => conflicts };
+}
+
+describe('read your writes (expectations)', () => {
+  it('[loop: Read your writes] without expectations a parent event before the cache sees the create double-creates (the problem)', async () => {
+    const h = harness({ expect: false });
+    await h.start();
+    expect(h.writes).toEqual(['create ns/a-0', 'create ns/a-1']);
+    await h.touchSet(2, 2); // the cache has not seen a-0 / a-1 yet
+    expect(h.writes).toEqual(['create ns/a-0', 'create ns/a-1', 'create ns/a-0', 'create ns/a-1']);
+    expect(h.conflicts()).toBe(2);
+    await h.loop.stop();
+  });
+
+  it('[loop: Read your writes] a parent event before the cache sees its creates does not run reconcile; the observation does, once, and it sees the children', async () => {
+    const h = harness();
+    await h.start();
+    expect(h.calls).toHaveLength(1);
+    await h.touchSet(2, 2);
+    expect(h.calls).toHaveLength(1); // deferred: a-0 and a-1 are not in the pod cache yet
+    await h.deliver(1); // a-0 seen, a-1 not: still waiting
+    expect(h.calls).toHaveLength(1);
+    await h.deliver();
+    expect(h.calls).toHaveLength(2);
+    expect(h.calls[1]).toEqual({ key: 'ns/a', parent: 2, pods: ['ns/a-0', 'ns/a-1'] });
+    expect(h.writes).toEqual(['create ns/a-0', 'create ns/a-1']);
+    expect(h.conflicts()).toBe(0);
+    await h.loop.stop();
+  });
+
+  it('[loop: Read your writes] unobserved expectations expire after the TTL (5 min by default): reconcile runs anyway and a warning names the writes', async () => {
+    expect(DEFAULT_EXPECTATIONS_TTL_MS).toBe(300_000);
+    const h = harness();
+    await h.start();
+    await h.touchSet(2, 2);
+    await h.clock.advanceAsync(DEFAULT_EXPECTATIONS_TTL_MS - 1);
+    await settle();
+    expect(h.calls).toHaveLength(1);
+    await h.clock.advanceAsync(1);
+    await settle();
+    expect(h.calls).toHaveLength(2); // ran on the stale cache: the TTL is the bound on waiting
+    const warning = h.logger.entries.find((e) => e.level === 'warn' && e.message.startsWith('expectations expired'));
+    expect(warning?.fields).toMatchObject({ parentKey: 'ns/a', ttlMs: 300_000, unobserved: ['create pods:ns/a-0', 'create pods:ns/a-1'] });
+    await h.loop.stop();
+  });
+
+  it('[loop: Read your writes] expectationsTtlMs is validated and applied', async () => {
+    expect(() => harness({ expectationsTtlMs: 0 })).toThrow(ReconcileLoopOptionsError);
+    const h = harness({ expectationsTtlMs: 1_000 });
+    await h.start();
+    await h.touchSet(2, 2);
+    await h.clock.advanceAsync(1_000);
+    await settle();
+    expect(h.calls).toHaveLength(2);
+    await h.loop.stop();
+  });
+
+  it('[loop: Read your writes] delete expectations: a reconcile before the cache drops the deleted pods is deferred until it does', async () => {
+    const h = harness({ replicas: 1 });
+    await h.start([podOf('a-0', 'a'), podOf('a-1', 'a'), podOf('a-2', 'a')]);
+    expect(h.writes).toEqual(['delete ns/a-1', 'delete ns/a-2']);
+    await h.touchSet(1, 2);
+    expect(h.calls).toHaveLength(1);
+    await h.deliver();
+    expect(h.calls.at(-1)).toEqual({ key: 'ns/a', parent: 1, pods: ['ns/a-0'] });
+    expect(h.writes).toEqual(['delete ns/a-1', 'delete ns/a-2']); // no NotFound second delete
+    expect(h.conflicts()).toBe(0);
+    await h.loop.stop();
+  });
+
+  it('[loop: Read your writes] a delete is observed when the cache sees the pod terminating (deletionTimestamp set), as DeletionObserved counts it', async () => {
+    const h = harness({ replicas: 1 });
+    await h.start([podOf('a-0', 'a'), podOf('a-1', 'a')]);
+    expect(h.writes).toEqual(['delete ns/a-1']);
+    await h.touchSet(1, 2);
+    expect(h.calls).toHaveLength(1);
+    const [key, pod] = podOf('a-1', 'a', { resourceVersion: '2' });
+    h.pods.last.push({ type: 'upsert', key, object: { ...pod, metadata: { ...pod.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } as Pod['metadata'] } });
+    await settle();
+    expect(h.calls).toHaveLength(2);
+    expect(h.writes).toEqual(['delete ns/a-1']);
+    await h.loop.stop();
+  });
+
+  it('[loop: Read your writes] a deleted parent drops its expectations: it is reconciled at once and nothing expires later', async () => {
+    const h = harness();
+    await h.start();
+    h.sets.last.push({ type: 'delete', key: 'ns/a' });
+    await settle();
+    expect(h.calls.at(-1)).toEqual({ key: 'ns/a', parent: undefined, pods: [] });
+    await h.clock.advanceAsync(DEFAULT_EXPECTATIONS_TTL_MS);
+    await settle();
+    expect(h.logger.entries.filter((e) => e.level === 'warn')).toEqual([]);
+    expect(h.calls).toHaveLength(2);
+    await h.loop.stop();
+  });
+
+  it('[loop: Read your writes] a write the cache saw before it was recorded sets no expectation; an unknown source or a non-string key is a typed error', async () => {
+    const errors: unknown[] = [];
+    const h = harness({
+      probe: (ctx) => {
+        for (const misuse of [() => ctx.expect('nodes' as 'pods'), () => ctx.expect('pods').creations(7 as unknown as string)]) {
+          try {
+            misuse();
+          } catch (error) {
+            errors.push(error);
+          }
+        }
+        ctx.expect('pods').creations('ns/a-0'); // AlreadyExists: gates only while the cache lacks it
+      },
+    });
+    await h.start();
+    expect(errors).toHaveLength(2);
+    errors.splice(2);
+    expect(errors.every((e) => e instanceof ReconcileLoopOptionsError)).toBe(true);
+    expect(String(errors[0])).toContain('ctx.expect("nodes")');
+    await h.deliver();
+    expect(h.calls).toHaveLength(2); // the observation of both creates
+    // Now the cache holds a-0: the probe's record of it (an AlreadyExists) does not gate the parent.
+    await h.touchSet(2, 2);
+    expect(h.calls).toHaveLength(3);
+    await h.touchSet(2, 3);
+    expect(h.calls).toHaveLength(4);
+    expect(h.writes).toEqual(['create ns/a-0', 'create ns/a-1']);
+    await h.loop.stop();
+  });
+
+  it('[loop: Read your writes] never a create of an existing pod nor a delete of a gone one, across arbitrary interleavings of parent events, scale changes and cache delays', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.oneof(fc.constant({ op: 'touch' as const }), fc.record({ op: fc.constant('scale' as const), replicas: fc.integer({ min: 0, max: 4 }) }), fc.record({ op: fc.constant('deliver' as const), n: fc.integer({ min: 1, max: 3 }) })), { maxLength: 25 }),
+        async (steps) => {
+          const h = harness();
+          await h.start();
+          let replicas = 2;
+          let generation = 1;
+          for (const step of steps) {
+            if (step.op === 'touch') await h.touchSet(replicas, generation);
+            else if (step.op === 'scale') await h.touchSet((replicas = step.replicas), ++generation);
+            else await h.deliver(step.n);
+          }
+          await h.deliver();
+          await h.touchSet(replicas, generation); // a final event: the loop must converge, not stay deferred
+          await h.deliver();
+          expect(h.conflicts()).toBe(0);
+          expect([...h.world.keys()].sort()).toEqual(Array.from({ length: replicas }, (_, i) => `ns/a-${i}`).sort());
+          await h.loop.stop();
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
