@@ -170,3 +170,37 @@ export async function poisonCrd(admin: KubeConfig, prefix = 'crd'): Promise<Pois
     dispose,
   };
 }
+
+/** An object as a LIST returns it: only the identity and resourceVersion are read. */
+export interface ListedObject {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+}
+
+/**
+ * Waits until `cached()` (object key → resourceVersion) equals what `list()` returns, minus the keys
+ * `quarantined()` names (read afresh on each try); throws with both sides past the deadline. Returns
+ * both sides of the last comparison, for the caller to assert on.
+ */
+export async function storeMatchesFreshList(
+  cached: () => Record<string, string>,
+  list: () => Promise<ListedObject[]>,
+  quarantined: () => Iterable<string> = () => [],
+): Promise<{ listed: Record<string, string>; cached: Record<string, string> }> {
+  let seen = { listed: {} as Record<string, string>, cached: {} as Record<string, string> };
+  await eventually(
+    'store == fresh LIST minus quarantine',
+    async () => {
+      const skip = new Set(quarantined());
+      const listed = Object.fromEntries(
+        (await list())
+          .map((o) => [`${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, o.metadata?.resourceVersion ?? ''] as const)
+          .filter(([key]) => !skip.has(key))
+          .sort(),
+      );
+      seen = { listed, cached: Object.fromEntries(Object.entries(cached()).sort()) };
+      return JSON.stringify(seen.listed) === JSON.stringify(seen.cached);
+    },
+    () => seen,
+  );
+  return seen;
+}

@@ -14,4 +14,4 @@ export { TcpProxy } from './tcp-proxy.js';
 export { ControlPlane, externalCluster, type ControlPlaneOptions, type Endpoint, type ExternalCluster, type ProxiedEndpoint } from './control-plane.js';
 export { KubeletEmulator, podManifest } from './kubelet.js';
 export { reapStaleRuns } from './registry.js';
-export { eventually, uniqueNamespace, withToken, forbiddenListNamespace, poisonCrd, type ForbiddenListNamespace, type PoisonCrd, type CustomObject } from './fixtures.js';
+export { eventually, uniqueNamespace, withToken, forbiddenListNamespace, poisonCrd, storeMatchesFreshList, type ForbiddenListNamespace, type PoisonCrd, type CustomObject, type ListedObject } from './fixtures.js';

@@ -6,7 +6,7 @@ import { ReconcileLoop, healthHandler, type LoopHealth, type ObjectKey } from '@
 import { kubeReflector, podReflector } from '@reconcile-loop/reflector';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { eventually, forbiddenListNamespace, podManifest, poisonCrd } from '../src/index.js';
+import { eventually, forbiddenListNamespace, podManifest, poisonCrd, storeMatchesFreshList, type ListedObject } from '../src/index.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 
 // Fail loudly, never stall — a whole ReconcileLoop against the real kube-apiserver, its probes
@@ -66,24 +66,13 @@ function recordingLoop<T extends KubernetesObjectView & { metadata: { labels: Re
 /** The loop's store holds exactly what `list()` returns (keys and resourceVersions), minus `quarantined`. */
 async function expectStoreEqualsFreshList(
   loop: { store: { snapshot(): ReadonlyMap<ObjectKey, KubernetesObjectView> } },
-  list: () => Promise<Array<{ metadata?: { name?: string; namespace?: string; resourceVersion?: string } }>>,
+  list: () => Promise<ListedObject[]>,
   quarantined: readonly string[] = [],
 ): Promise<void> {
-  let listed: Record<string, string> = {};
-  let cached: Record<string, string> = {};
-  await eventually(
-    'store == fresh LIST minus quarantine',
-    async () => {
-      listed = Object.fromEntries(
-        (await list())
-          .map((o) => [`${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, o.metadata?.resourceVersion ?? ''] as const)
-          .filter(([key]) => !quarantined.includes(key))
-          .sort(),
-      );
-      cached = Object.fromEntries([...loop.store.snapshot()].map(([key, o]) => [key, o.metadata.resourceVersion ?? '']).sort());
-      return JSON.stringify(listed) === JSON.stringify(cached);
-    },
-    () => ({ listed, cached }),
+  const { listed, cached } = await storeMatchesFreshList(
+    () => Object.fromEntries([...loop.store.snapshot()].map(([key, o]) => [key, o.metadata.resourceVersion ?? ''])),
+    list,
+    () => quarantined,
   );
   expect(cached).toEqual(listed);
 }

@@ -4,7 +4,7 @@ import { ObjectStore, type SourceEvent } from '@reconcile-loop/object-store';
 import { ApiStatusError, KubeApiClient, kubeReflector, podReflector, watchVerdict, type Reflector } from '@reconcile-loop/reflector';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { eventually, forbiddenListNamespace, podManifest, poisonCrd } from '../src/index.js';
+import { eventually, forbiddenListNamespace, podManifest, poisonCrd, storeMatchesFreshList, type ListedObject } from '../src/index.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 
 // Fail loudly, never stall — against the real kube-apiserver: a list forbidden by a real RBAC Role
@@ -53,26 +53,11 @@ class Mirror<T extends KubernetesObjectView> {
 }
 
 /** Asserts (eventually) that the mirror holds what `list()` returns, at the same resourceVersions, minus the quarantined keys. */
-async function expectStoreEqualsFreshList<T extends KubernetesObjectView>(
-  mirror: Mirror<T>,
-  list: () => Promise<Array<{ metadata?: { name?: string; namespace?: string; resourceVersion?: string } }>>,
-): Promise<void> {
-  let listed: Record<string, string> = {};
-  let cached: Record<string, string> = {};
-  await eventually(
-    'store == fresh LIST minus quarantine',
-    async () => {
-      const quarantined = new Set(mirror.reflector.health().quarantined.map((q) => q.key));
-      listed = Object.fromEntries(
-        (await list())
-          .map((o) => [`${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, o.metadata?.resourceVersion ?? ''] as const)
-          .filter(([key]) => !quarantined.has(key))
-          .sort(),
-      );
-      cached = Object.fromEntries(mirror.keys().map((k) => [k, mirror.store.get(k)?.metadata.resourceVersion ?? '']));
-      return JSON.stringify(listed) === JSON.stringify(cached);
-    },
-    () => ({ listed, cached }),
+async function expectStoreEqualsFreshList<T extends KubernetesObjectView>(mirror: Mirror<T>, list: () => Promise<ListedObject[]>): Promise<void> {
+  const { listed, cached } = await storeMatchesFreshList(
+    () => Object.fromEntries(mirror.keys().map((k) => [k, mirror.store.get(k)?.metadata.resourceVersion ?? ''])),
+    list,
+    () => mirror.reflector.health().quarantined.map((q) => q.key),
   );
   expect(cached).toEqual(listed);
 }
