@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { request } from 'node:http';
 import { CoreV1Api, CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReplicas, type ReplicasReport } from '../../examples/pool-tracker/src/replicas.js';
+import { get } from '../../examples/pool-tracker/test/helpers.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 import { eventually } from '../src/index.js';
 
@@ -11,19 +11,6 @@ import { eventually } from '../src/index.js';
 // real coordination.k8s.io/v1 Lease, every replica lists and watches, only the leader reconciles;
 // the leader is killed without a release and a standby takes over once the Lease expires; /metrics
 // of each replica has controller-runtime's names. Short timings (3 s / 2 s / 0.5 s) keep it quick.
-
-function get(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    request(url, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
 
 const availability = e2eAvailability();
 
