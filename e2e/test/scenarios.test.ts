@@ -5,7 +5,7 @@ import { ReconcileLoop } from '@reconcile-loop/loop';
 import { podReflector, type Reflector, type ReflectorOptions } from '@reconcile-loop/reflector';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeletEmulator, podManifest, type ControlPlane, type Endpoint } from '../src/index.js';
+import { KubeletEmulator, eventually as pollUntil, podManifest, type ControlPlane, type Endpoint } from '../src/index.js';
 import { e2eAvailability, useE2eEnvironment, type E2eEnvironment } from '../src/environment.js';
 
 // The issue's scenarios, through the public API of the reflector and the loop. The shared
@@ -119,16 +119,9 @@ function view(pod: Pod): MemberView {
   };
 }
 
-/** Real time on purpose: these wait for real processes. Fails with `describe()` after `timeoutMs`. */
-async function eventually<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, describeState: () => unknown, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms; state: ${JSON.stringify(describeState(), null, 1)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Real time on purpose: these wait for real processes (60 s by default here: a scenario may span a relist). */
+const eventually = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, describeState: () => unknown, timeoutMs = 60_000): Promise<T> =>
+  pollUntil(what, probe, describeState, timeoutMs);
 
 /** A reflector and a loop over pods carrying the pool label in one namespace, recording every reconcile. */
 class Tracker {
