@@ -17,29 +17,9 @@ import {
   type ReflectorOptions,
 } from '../src/index.js';
 import { Backoff } from '../src/backoff.js';
-import { advance, bookmark, consume, errorFrame, FakeClient, line, pod } from './helpers.js';
+import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod } from './helpers.js';
 
-function setup(options: Partial<ReflectorOptions<Pod>> = {}, prepare: (client: FakeClient) => void = () => {}) {
-  const clock = new ManualClock();
-  const client = new FakeClient();
-  prepare(client);
-  const logger = recordingLogger();
-  const controller = new AbortController();
-  const reflector = new Reflector<Pod>({
-    client,
-    schema: podSchema,
-    clock,
-    logger,
-    random: () => 0,
-    watchTimeoutSeconds: 300,
-    idleGraceMs: 30_000,
-    retryDelayMs: 1_000,
-    maxRetryDelayMs: 8_000,
-    ...options,
-  });
-  const stream = consume(reflector.open(controller.signal));
-  return { clock, client, controller, reflector, stream, logger };
-}
+const setup = openReflector;
 
 const status = (code: number, reason: string, message = `${reason} says no`) => ({ code, reason, message });
 const request = { verb: 'list' as const, url: 'https://k8s.example/api/v1/namespaces/ns/pods?labelSelector=app%3D%3D%3D' };

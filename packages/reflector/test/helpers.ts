@@ -1,6 +1,7 @@
-import type { ManualClock, SourceEvent } from '@reconcile-loop/object-store';
-import { settle } from '@reconcile-loop/test-support';
-import type { ListRequest, ListResult, ListWatchClient, WatchRequest } from '../src/index.js';
+import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { ManualClock, type SourceEvent } from '@reconcile-loop/object-store';
+import { recordingLogger, settle } from '@reconcile-loop/test-support';
+import { Reflector, type ListRequest, type ListResult, type ListWatchClient, type ReflectorOptions, type WatchRequest } from '../src/index.js';
 
 /** Lets pending work schedule its timers, advances the manual clock, and lets the reactions run. */
 export async function advance(clock: ManualClock, ms: number): Promise<void> {
@@ -151,4 +152,30 @@ export function consume<T>(stream: AsyncIterable<SourceEvent<T>>): { events: Sou
     }
   })();
   return state;
+}
+
+/**
+ * A reflector over a {@link FakeClient} on a {@link ManualClock} with a recording logger, its stream
+ * already being consumed. `prepare` queues the client's answers before the stream opens.
+ */
+export function openReflector(options: Partial<ReflectorOptions<Pod>> = {}, prepare: (client: FakeClient) => void = () => {}) {
+  const clock = new ManualClock();
+  const client = new FakeClient();
+  prepare(client);
+  const logger = recordingLogger();
+  const controller = new AbortController();
+  const reflector = new Reflector<Pod>({
+    client,
+    schema: podSchema,
+    clock,
+    logger,
+    random: () => 0,
+    watchTimeoutSeconds: 300,
+    idleGraceMs: 30_000,
+    retryDelayMs: 1_000,
+    maxRetryDelayMs: 8_000,
+    ...options,
+  });
+  const stream = consume(reflector.open(controller.signal));
+  return { clock, client, controller, reflector, stream, logger };
 }

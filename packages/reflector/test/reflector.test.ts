@@ -5,27 +5,9 @@ import { ManualClock, deleteEvent, type ReplaceEvent } from '@reconcile-loop/obj
 import { describe, expect, it } from 'vitest';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { ApiStatusError, isCursorExpired, isCursorTooLarge, Reflector, ReflectorOptionsError, type ReflectorOptions } from '../src/index.js';
-import { advance, bookmark, consume, errorFrame, FakeClient, line, pod } from './helpers.js';
+import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod } from './helpers.js';
 
-function setup(options: Partial<ReflectorOptions<Pod>> = {}, prepare: (client: FakeClient) => void = () => {}) {
-  const clock = new ManualClock();
-  const client = new FakeClient();
-  prepare(client);
-  const controller = new AbortController();
-  const reflector = new Reflector<Pod>({
-    client,
-    schema: podSchema,
-    clock,
-    random: () => 0,
-    watchTimeoutSeconds: 300,
-    idleGraceMs: 30_000,
-    retryDelayMs: 1_000,
-    maxRetryDelayMs: 8_000,
-    ...options,
-  });
-  const stream = consume(reflector.open(controller.signal));
-  return { clock, client, controller, reflector, stream };
-}
+const setup = openReflector;
 
 function keys(event: unknown): string[] {
   return [...(event as ReplaceEvent<Pod>).objects.keys()];
