@@ -108,8 +108,10 @@ describe('[leader_election: never two leaders] fast-check over random interleavi
       ),
       { numRuns: 150 },
     );
-    // Not vacuous: the runs elected leaders and handed leadership over.
-    expect(terms).toBeGreaterThan(100);
-    expect(takeovers).toBeGreaterThan(5);
+    // Not vacuous: the runs elected leaders and handed leadership over. The counts depend on fast-check's
+    // random seed (measured over many seeds: terms 92–128, takeovers 8–21 in 150 runs), so the floors sit
+    // well below the observed range: they catch a property that stopped electing, not a quiet seed.
+    expect(terms).toBeGreaterThan(40);
+    expect(takeovers).toBeGreaterThan(2);
   }, 120_000);
 });
