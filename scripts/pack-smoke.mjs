@@ -133,6 +133,47 @@ try {
 console.log('reflector synced');
 `;
 
+/**
+ * A small controller from the packed packages, the way a user assembles one: a ReconcileLoop over the
+ * pod reflector, grouping pods by their pool label, writing one ConfigMap per pool through kube-client
+ * (createIfAbsent, so a second reconcile of the same pool is a no-op), against the packed apiserver.
+ */
+const controllerRun = `import { KubeConfig } from '@kubernetes/client-node';
+import { createIfAbsent, KubeClient } from '@reconcile-loop/kube-client';
+import { ReconcileLoop } from '@reconcile-loop/loop';
+import { podReflector } from '@reconcile-loop/reflector';
+import { startApiServer } from '@reconcile-loop/testing';
+const deadline = setTimeout(() => { console.error('the controller did not converge within 30 s'); process.exit(1); }, 30_000);
+const server = await startApiServer();
+server.seedPods(2, { namespace: 'default', labels: { pool: 'a' }, namePrefix: 'a' });
+server.seedPods(1, { namespace: 'default', labels: { pool: 'b' }, namePrefix: 'b' });
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromString(server.kubeconfig());
+const client = new KubeClient({ kubeConfig });
+const configMaps = client.resource({ group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' }).inNamespace('default');
+const loop = new ReconcileLoop({
+  name: 'pools',
+  source: podReflector({ kubeConfig, namespace: 'default', labelSelector: 'pool' }),
+  keyMap: (pod) => pod.metadata.labels?.pool,
+  reconcile: async (pool, ctx) => {
+    await createIfAbsent(configMaps, { metadata: { name: 'pool-' + pool }, data: { cells: String(ctx.members.size) } }, { signal: ctx.signal });
+  },
+});
+await loop.start();
+try {
+  for (;;) {
+    const names = (await configMaps.list()).items.map((c) => c.metadata.name).sort();
+    if (names.join() === 'pool-a,pool-b') break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+} finally {
+  await loop.stop();
+  await server.close();
+  clearTimeout(deadline);
+}
+console.log('controller converged');
+`;
+
 const work = mkdtempSync(join(tmpdir(), 'rl-smoke-'));
 const failures = [];
 let passed = 0;
@@ -197,15 +238,22 @@ try {
         // A second project: the reflector beside the testing package (a user's test setup).
         const both = join(work, 'consumer-reflector-with-testing');
         mkdirSync(both);
-        const pair = new Set([pkgName, '@reconcile-loop/testing']);
+        const pair = new Set([pkgName, '@reconcile-loop/testing', '@reconcile-loop/loop']);
         const rest = Object.fromEntries(Object.entries(tarballOf).filter(([n]) => !pair.has(n)).map(([n, t]) => [n, `file:${t}`]));
         writeFileSync(join(both, 'package.json'), JSON.stringify({ name: 'consumer-reflector-with-testing', version: '1.0.0', private: true, overrides: rest }, null, 2));
-        // client-node is the user's (for the KubeConfig), an optional peer of kube-client: installed explicitly.
-        npmInstall(both, tarballOf[pkgName], tarballOf['@reconcile-loop/testing'], '@kubernetes/client-node@^2.0.1');
-        const cn = JSON.parse(readFileSync(join(both, 'node_modules', '@kubernetes', 'client-node', 'package.json'), 'utf8')).version;
-        writeFileSync(join(both, 'sync.mjs'), reflectorSync);
-        sh('node', ['sync.mjs'], both);
-        notes.push(`synced from the packed apiserver with client-node ${cn}`);
+        // client-node is the user's (for the KubeConfig), an optional peer of kube-client: installed
+        // explicitly, once per major the peer range claims, so each is proven from the tarballs.
+        for (const clientNode of ['@kubernetes/client-node@^2.0.1', '@kubernetes/client-node@~1.4.0']) {
+          rmSync(join(both, 'node_modules'), { recursive: true, force: true });
+          rmSync(join(both, 'package-lock.json'), { force: true });
+          npmInstall(both, tarballOf[pkgName], tarballOf['@reconcile-loop/testing'], tarballOf['@reconcile-loop/loop'], clientNode);
+          const cn = JSON.parse(readFileSync(join(both, 'node_modules', '@kubernetes', 'client-node', 'package.json'), 'utf8')).version;
+          writeFileSync(join(both, 'sync.mjs'), reflectorSync);
+          sh('node', ['sync.mjs'], both);
+          writeFileSync(join(both, 'controller.mjs'), controllerRun);
+          sh('node', ['controller.mjs'], both);
+          notes.push(`synced and ran a controller from the packed apiserver with client-node ${cn}`);
+        }
       }
       if (name === 'testing') {
         npmInstall(project, '@kubernetes/client-node@^2.0.1');
