@@ -22,8 +22,8 @@ import {
 } from '../src/index.js';
 
 // The integration layer: the real HTTP transport, auth from a client-node KubeConfig, against the
-// embedded apiserver of @reconcile-loop/testing. Apply, strategic merge and Events are proven in
-// the e2e layer against a real kube-apiserver.
+// embedded apiserver of @reconcile-loop/testing. Apply, strategic merge, Events and the writes raced
+// by a second client are in writes-embedded-apiserver.test.ts; all of them again in the e2e layer.
 
 const cellResource = { group: 'example.io', version: 'v1', plural: 'cellsets', kind: 'CellSet' };
 const cellSchema = objectSchema({
