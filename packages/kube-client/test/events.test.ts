@@ -134,6 +134,24 @@ describe('[kube_client: EventSourceObjectSpamFilter] a per-object token bucket (
     expect(recorder.stats).toMatchObject({ created: 27, droppedSpam: 76 });
   });
 
+  it('the live series are bounded (4096, oldest first): an evicted series has its pending count written, never lost', async () => {
+    const { fake, recorder } = setup({ maxQueued: 5000 });
+    for (let i = 0; i < 2; i++) {
+      recorder.event(cellset, { type: 'Normal', reason: 'R', action: 'A' });
+      await recorder.flush();
+    }
+    recorder.event(cellset, { type: 'Normal', reason: 'R', action: 'A' });
+    await recorder.flush();
+    expect(writes(fake)).toEqual(['POST events', 'PATCH event count=2']); // count 3 is pending (dirty)
+    for (let i = 0; i < 4096; i++) recorder.event({ ...pod, name: `p-${i}`, uid: `u-p-${i}` }, { type: 'Normal', reason: 'R', action: 'A' });
+    await recorder.flush();
+    expect(writes(fake).filter((w) => w.startsWith('PATCH'))).toEqual(['PATCH event count=2', 'PATCH event count=3']);
+    // the cellset's series was forgotten: its next occurrence is a new Event
+    recorder.event(cellset, { type: 'Normal', reason: 'R', action: 'A' });
+    await recorder.flush();
+    expect(recorder.stats).toMatchObject({ created: 1 + 4096 + 1, droppedQueueFull: 0 });
+  });
+
   it('the write queue is bounded (maxQueued): a burst over it is dropped and counted, never buffered without limit', async () => {
     const { fake, recorder } = setup({ maxQueued: 3, spamBurst: 100 });
     for (let i = 0; i < 10; i++) recorder.event(cellset, { type: 'Normal', reason: 'R', action: 'A', note: String(i) });
