@@ -192,7 +192,7 @@ describe('[kube_client: controllerutil.AddFinalizer] finalizers over HTTP: a del
     expect((await cells.get('f')).metadata.deletionTimestamp).toBeGreaterThan(0);
     expect((await removeFinalizer(cells, 'f', 'example.io/cleanup')).changed).toBe(true);
     expect(isNotFound(await cells.get('f').catch((e: unknown) => e))).toBe(true);
-    expect(await removeFinalizer(cells, 'f', 'example.io/cleanup')).toEqual({ object: undefined, changed: false });
+    expect(await removeFinalizer(cells, 'f', 'example.io/cleanup')).toEqual({ object: undefined, changed: false, attempts: 1 });
   });
 });
 
