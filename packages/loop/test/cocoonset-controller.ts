@@ -1,5 +1,5 @@
 import { objectSchema, podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { createIfAbsent, deleteIfPresent, EventRecorder, isNotFound, KubeClient, patchStatus, type KubeConfigAuth } from '@reconcile-loop/kube-client';
+import { createIfAbsent, deleteIfPresent, EventRecorder, isNotFound, KubeClient, patchStatus, type KubeApiError, type KubeConfigAuth } from '@reconcile-loop/kube-client';
 import { kubeReflector, podReflector } from '@reconcile-loop/reflector';
 import { ReconcileLoop, TerminalError, generationChanged, type Clock } from '@reconcile-loop/loop';
 import { z } from 'zod';
@@ -84,7 +84,9 @@ export function cocoonSetController(kubeConfig: KubeConfigAuth, namespace: strin
       // write), and writes only a difference, optimistically locked by the resourceVersion it read.
       const status: Status = { replicas: live.length, readyReplicas: live.filter(isReady).length, observedGeneration: generation ?? 0 };
       await patchStatus(sets, name, (current) => (sameStatus(current.status, status) ? undefined : status), { signal }).catch((error: unknown) => {
-        if (!isNotFound(error)) throw error; // deleted meanwhile: no status to report
+        // Its GET found nothing: deleted meanwhile, no status to report. A 404 on the write itself
+        // (a CRD without the status subresource) is a failure, retried and then dead-lettered.
+        if (!isNotFound(error) || (error as KubeApiError).verb !== 'get') throw error;
       });
     },
   });

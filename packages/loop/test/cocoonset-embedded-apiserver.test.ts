@@ -19,10 +19,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setup() {
+async function setup(options: { statusSubresource?: boolean } = {}) {
   const server: ApiServer = await startApiServer({ timeoutSecondsScaleMs: 50 });
   cleanups.push(() => server.close());
-  const ref = server.registerResource({ group: 'example.com', version: 'v1', kind: 'CocoonSet', plural: 'cocoonsets' });
+  const ref = server.registerResource({ group: 'example.com', version: 'v1', kind: 'CocoonSet', plural: 'cocoonsets', ...options });
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(server.kubeconfig());
   const { loop, events } = cocoonSetController(kubeConfig, NS, scaledClock(50));
@@ -38,13 +38,13 @@ async function setup() {
       .map((p) => p.metadata.name)
       .sort();
   /** Polls the server's state (no sleeping on a clock: each turn waits for the next loop turn of real I/O). */
-  const until = async (what: string, ok: () => boolean): Promise<void> => {
+  const until = async (what: string, ok: () => boolean, ms = WAIT_MS): Promise<void> => {
     await within(
       (async () => {
         while (!ok()) await new Promise((resolve) => setTimeout(resolve, 5));
       })(),
       what,
-      WAIT_MS,
+      ms,
     );
   };
   const status = (name: string) => server.getObject(ref, NS, name)?.['status'];
@@ -127,6 +127,17 @@ describe('a CocoonSet controller: one loop, a custom resource that owns pods (em
     loop.enqueue('default/web');
     await until('the live status corrected although the cache already showed the computed one', () => isDeepStrictEqual(status('web'), converged));
     server.unstallWatches();
+  });
+
+  it('[loop: Status from the live object] a CRD without the status subresource is not silent: the 404 on the status write fails the reconcile and is retried (embedded apiserver)', async () => {
+    const { server, ref, loop, set, podNames, until, status } = await setup({ statusSubresource: false });
+    server.createObject(ref, set('web', 1));
+    await loop.start();
+    await until('one pod', () => podNames('web').length === 1);
+    // the retry budget's first two steps (0 s, then 1 s) both fail on the status write
+    await until('the failing status write to be counted and retried', () => loop.health().reconciles.failed >= 2);
+    expect(status('web')).toBeUndefined();
+    expect(podNames('web')).toEqual(['web-0']); // failing after its creates never duplicated them
   });
 
   it('[loop: Owns] a pod that is not ours holding a name is skipped, never adopted or deleted; a pod of ours that AlreadyExists counts (embedded apiserver)', async () => {
