@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { isDeepStrictEqual } from 'node:util';
+import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, KubeConfig } from '@kubernetes/client-node';
+import { KubeClient } from '@reconcile-loop/kube-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cocoonSetController } from '../../packages/loop/test/cocoonset-controller.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
@@ -7,6 +9,8 @@ import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 // Issue 12 against the real kube-apiserver: a CustomResourceDefinition (CocoonSet) whose objects
 // own pods, reconciled by the loop package's README controller — one ReconcileLoop, two sources
 // (kubeReflector for the CR, podReflector for pods), pods created with controller owner references.
+// Issue 13: every request of the controller goes through kube-client (createIfAbsent,
+// deleteIfPresent with a UID precondition, patchStatus on /status, an EventRecorder).
 //
 // What is simulated: this control plane runs no kube-controller-manager, so no garbage collector.
 // Background propagation: the apiserver removes the CocoonSet at once and the GC would delete its
@@ -57,7 +61,16 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
                 name: 'v1',
                 served: true,
                 storage: true,
-                schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { replicas: { type: 'integer' } } } } } },
+                subresources: { status: {} },
+                schema: {
+                  openAPIV3Schema: {
+                    type: 'object',
+                    properties: {
+                      spec: { type: 'object', properties: { replicas: { type: 'integer' } } },
+                      status: { type: 'object', properties: { replicas: { type: 'integer' }, readyReplicas: { type: 'integer' }, observedGeneration: { type: 'integer' } } },
+                    },
+                  },
+                },
               },
             ],
           },
@@ -92,20 +105,24 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
       plural: PLURAL,
       body: { apiVersion: `${GROUP}/v1`, kind: 'CocoonSet', metadata: { name }, spec: { replicas } },
     });
+  // A merge patch of spec only: a read-modify-replace would race the controller's status writes.
   const scale = async (name: string, replicas: number) => {
-    const current = (await objects.getNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name })) as {
-      spec: { replicas: number };
-    };
-    current.spec.replicas = replicas;
-    await objects.replaceNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name, body: current });
+    await new KubeClient({ kubeConfig: kc }).resource({ group: GROUP, version: 'v1', plural: PLURAL }).inNamespace(ns).patch(name, { type: 'merge', body: { spec: { replicas } } });
   };
+  const getSet = async (name: string) =>
+    (await objects.getNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name })) as { status?: Record<string, number> };
+  const eventsAbout = async (name: string) =>
+    (await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns })).items
+      .filter((e) => e.regarding?.name === name)
+      .map((e) => `${e.reason} ${e.note}`)
+      .sort();
   const podsOf = async (owner: string) => {
     const list = await core.listNamespacedPod({ namespace: ns });
     return list.items.filter((p) => p.metadata?.ownerReferences?.some((r) => r.kind === 'CocoonSet' && r.name === owner && r.controller === true));
   };
 
   it('[loop: Owns] creates owned pods with controller references and scales them; a parent deleted with background propagation reaches reconcile, and the simulated GC empties it (real apiserver)', async () => {
-    const loop = cocoonSetController(kc, ns);
+    const { loop, events } = cocoonSetController(kc, ns);
     try {
       await create('web', 2);
       await loop.start();
@@ -118,9 +135,16 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
         pods.map(() => [expect.objectContaining({ apiVersion: `${GROUP}/v1`, kind: 'CocoonSet', name: 'web', uid: parentUid, controller: true, blockOwnerDeletion: true })]),
       );
       await eventually('the pod store to map them to web', () => loop.stores.pods.owned(key).size === 2, () => loop.stores.pods.keys());
+      // Status through kube-client's patchStatus (the /status subresource), Events on events.k8s.io/v1.
+      let seen: unknown;
+      await eventually('status: 2 replicas at generation 1', async () => isDeepStrictEqual((seen = await getSet('web')).status, { replicas: 2, readyReplicas: 0, observedGeneration: 1 }), () => seen);
+      await events.flush();
+      const created = await eventsAbout('web');
+      expect(created).toEqual(['SuccessfulCreate Created pod: web-0', 'SuccessfulCreate Created pod: web-1']);
 
       await scale('web', 3);
       await eventually('three pods', async () => (await podsOf('web')).length === 3, () => loop.health());
+      await eventually('status: 3 replicas at generation 2', async () => isDeepStrictEqual((seen = await getSet('web')).status, { replicas: 3, readyReplicas: 0, observedGeneration: 2 }), () => seen);
 
       await objects.deleteNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name: 'web', propagationPolicy: 'Background' });
       await eventually('the parent to leave the CR store', () => !loop.store.has(key), () => loop.store.keys());
@@ -133,11 +157,12 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
       expect(loop.health().reconciles).toMatchObject({ terminal: 0, parked: 0 });
     } finally {
       await loop.stop({ graceMs: 5_000 });
+      await events.close();
     }
   });
 
   it('[loop: Owns] a parent deleted with foreground propagation stays with a deletionTimestamp: reconcile creates nothing for it; the simulated GC deletes its pods and lifts the finalizer (real apiserver)', async () => {
-    const loop = cocoonSetController(kc, ns);
+    const { loop, events } = cocoonSetController(kc, ns);
     try {
       await create('db', 2);
       await loop.start();
@@ -165,6 +190,7 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
       expect(await podsOf('db')).toEqual([]);
     } finally {
       await loop.stop({ graceMs: 5_000 });
+      await events.close();
     }
   });
 });

@@ -12,6 +12,7 @@ import {
   isInvalid,
   isNotFound,
   KubeClient,
+  patchStatus,
   removeFinalizer,
   updateStatus,
   type KubeClientOptions,
@@ -23,8 +24,9 @@ import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 
 // @reconcile-loop/kube-client against a real kube-apiserver (TLS verified through the generated CA,
 // an admin bearer token, both from a client-node KubeConfig): every verb, server-side apply with a
-// field-manager conflict, strategic merge on pod containers, Events, and conflict retry with two
-// real concurrent writers on one status.
+// field-manager conflict, strategic merge on pod containers, Events (series and combined similar
+// events), and every conflict-retrying write raced by a second real client (updateStatus,
+// patchStatus, finalizers, createIfAbsent): both clients' mutations must survive.
 
 const availability = e2eAvailability();
 const describeE2e = availability.run ? describe : describe.skip;
@@ -190,6 +192,76 @@ describeE2e('kube-client against the real kube-apiserver', () => {
     const conflicts = await Promise.all([writer('fromA')(), writer('fromB')()]);
     expect((await cells.get('race'))['status']).toEqual({ fromA: 20, fromB: 20 });
     expect(conflicts[0]! + conflicts[1]!).toBeGreaterThan(0);
+  });
+
+  it('[kube_client: UpdateStatus with RetryOnConflict] patchStatus raced by a second real client: both counters reach 20', async () => {
+    await cells.create({ metadata: { name: 'patch-race' }, spec: { replicas: 1 } });
+    const writer = (field: string) => async () => {
+      const handle = newClient({ rateLimit: false }).resource(cellResource).inNamespace(ns);
+      let conflicts = 0;
+      for (let i = 0; i < 20; i++) {
+        const result = await patchStatus(
+          handle,
+          'patch-race',
+          (current) => ({ [field]: (((current['status'] ?? {}) as Record<string, number>)[field] ?? 0) + 1 }),
+          { backoff: { steps: 100, durationMs: 5, factor: 1, jitter: 1 } },
+        );
+        conflicts += result.attempts - 1;
+      }
+      return conflicts;
+    };
+    const conflicts = await Promise.all([writer('fromA')(), writer('fromB')()]);
+    expect((await cells.get('patch-race'))['status']).toEqual({ fromA: 20, fromB: 20 });
+    expect(conflicts[0]! + conflicts[1]!).toBeGreaterThan(0);
+  });
+
+  it('[kube_client: controllerutil.AddFinalizer] [kube_client: create-if-absent] raced by a second real client: 16 finalizers added concurrently all survive and are all removed; 10 concurrent createIfAbsent create once', async () => {
+    await cells.create({ metadata: { name: 'fin-race' }, spec: { replicas: 1 } });
+    const names = (who: string) => Array.from({ length: 8 }, (_, i) => `${GROUP}/${who}-${i}`);
+    let conflicts = 0;
+    const each = (who: string, change: typeof addFinalizer) => async () => {
+      const handle = newClient({ rateLimit: false }).resource(cellResource).inNamespace(ns);
+      for (const finalizer of names(who)) {
+        const result = await change(handle, 'fin-race', finalizer, { backoff: { steps: 100, durationMs: 5, factor: 1, jitter: 1 } });
+        expect(result.changed).toBe(true);
+        conflicts += result.attempts - 1;
+      }
+    };
+    await Promise.all([each('a', addFinalizer)(), each('b', addFinalizer)()]);
+    expect(conflicts).toBeGreaterThan(0); // the race was real: 409s were retried
+    expect([...((await cells.get('fin-race')).metadata.finalizers ?? [])].sort()).toEqual([...names('a'), ...names('b')].sort());
+    expect((await deleteIfPresent(cells, 'fin-race')).outcome).toBe('deleted');
+    await Promise.all([each('a', removeFinalizer)(), each('b', removeFinalizer)()]);
+    await until('the finalized object to go', async () => (isNotFound(await cells.get('fin-race').catch((e: unknown) => e)) ? true : undefined));
+
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => createIfAbsent(newClient({ rateLimit: false }).resource(configMaps).inNamespace(ns), { metadata: { name: 'raced-anchor', labels: { by: String(i) } } })),
+    );
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.object.metadata.uid)).size).toBe(1);
+  });
+
+  it('[kube_client: delete-if-present] a delete pinned to a resourceVersion another writer moved past is precondition-failed; pinned to the current one it deletes', async () => {
+    const pods = client.resource(podResource, podSchema).inNamespace(ns);
+    const seen = await pods.create(podBody('rv-pinned'));
+    const moved = await newClient().resource(podResource, podSchema).inNamespace(ns).patch('rv-pinned', { type: 'merge', body: { metadata: { labels: { moved: 'yes' } } } });
+    const stale = await deleteIfPresent(pods, 'rv-pinned', { preconditions: { resourceVersion: seen.metadata.resourceVersion } });
+    expect(stale.outcome).toBe('precondition-failed');
+    expect((await pods.get('rv-pinned')).metadata.uid).toBe(seen.metadata.uid);
+    expect((await deleteIfPresent(pods, 'rv-pinned', { preconditions: { uid: seen.metadata.uid, resourceVersion: moved.metadata.resourceVersion }, gracePeriodSeconds: 0 })).outcome).toBe('deleted');
+  });
+
+  it('[kube_client: EventAggregator] 12 distinct similar events (one object, type and reason) become 9 Events and one combined Event counting the rest', async () => {
+    const target = await cells.create({ metadata: { name: 'similar' }, spec: { replicas: 1 } });
+    const regarding = { apiVersion: `${GROUP}/v1`, kind: 'CellSet', name: 'similar', namespace: ns, uid: target.metadata.uid };
+    const recorder = new EventRecorder({ client, reportingController: `${GROUP}/cellset-controller`, reportingInstance: 'e2e-0' });
+    for (let i = 0; i < 12; i++) recorder.event(regarding, { type: 'Warning', reason: 'FailedCreate', action: 'CreatePod', note: `pod similar-${i}: quota exceeded` });
+    await recorder.close();
+    const events = await client.resource({ group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event' }).inNamespace(ns).list();
+    const mine = events.items.filter((e) => (e['regarding'] as { name: string }).name === 'similar').map((e) => [e['note'], (e['series'] as { count: number } | undefined)?.count]);
+    expect(mine).toHaveLength(10);
+    expect(mine).toContainEqual(['(combined from similar events): pod similar-9: quota exceeded', 3]);
+    expect(recorder.stats).toMatchObject({ created: 10, combined: 3, droppedRejected: 0 });
   });
 
   it('[kube_client: controllerutil.AddFinalizer] [kube_client: create-if-absent] [kube_client: delete-if-present] finalizers hold a delete until removed; create-if-absent; attempt-pinned delete', async () => {

@@ -186,6 +186,11 @@ function reasonIs(error: unknown, reason: string, httpCode?: number): boolean {
   return httpCode !== undefined && !KNOWN_REASONS.has(error.reason) && error.statusCode === httpCode;
 }
 
+/** apimachinery's older rule, kept by `IsTooManyRequests` and `IsRequestEntityTooLargeError`: the code decides whatever the reason. */
+function reasonOrCode(error: unknown, reason: string, httpCode: number): boolean {
+  return isKubeApiError(error) && (error.reason === reason || error.statusCode === httpCode);
+}
+
 /** 404 `NotFound` (apimachinery `IsNotFound`). */
 export const isNotFound = (error: unknown): boolean => reasonIs(error, 'NotFound', 404);
 /** 409 `AlreadyExists` on create (`IsAlreadyExists`); not a {@link isConflict}. */
@@ -202,8 +207,20 @@ export const isUnauthorized = (error: unknown): boolean => reasonIs(error, 'Unau
 export const isGone = (error: unknown): boolean => reasonIs(error, 'Gone', 410);
 /** 410 `Expired`: a compacted `resourceVersion` or continue token (`IsResourceExpired`). */
 export const isExpired = (error: unknown): boolean => reasonIs(error, 'Expired');
-/** 429 `TooManyRequests` (`IsTooManyRequests`). */
-export const isTooManyRequests = (error: unknown): boolean => reasonIs(error, 'TooManyRequests', 429);
+/** `TooManyRequests`, or any 429 whatever its reason (`IsTooManyRequests`). */
+export const isTooManyRequests = (error: unknown): boolean => reasonOrCode(error, 'TooManyRequests', 429);
+/** `RequestEntityTooLarge`, or any 413 whatever its reason (`IsRequestEntityTooLargeError`). */
+export const isRequestEntityTooLarge = (error: unknown): boolean => reasonOrCode(error, 'RequestEntityTooLarge', 413);
+/** 500 `InternalError` (`IsInternalError`). */
+export const isInternalError = (error: unknown): boolean => reasonIs(error, 'InternalError', 500);
+/** 503 `ServiceUnavailable` (`IsServiceUnavailable`). */
+export const isServiceUnavailable = (error: unknown): boolean => reasonIs(error, 'ServiceUnavailable', 503);
+/** 405 `MethodNotAllowed` (`IsMethodNotSupported`). */
+export const isMethodNotSupported = (error: unknown): boolean => reasonIs(error, 'MethodNotAllowed', 405);
+/** 406 `NotAcceptable` (`IsNotAcceptable`). */
+export const isNotAcceptable = (error: unknown): boolean => reasonIs(error, 'NotAcceptable', 406);
+/** 415 `UnsupportedMediaType` (`IsUnsupportedMediaType`), e.g. an apply to a server without server-side apply. */
+export const isUnsupportedMediaType = (error: unknown): boolean => reasonIs(error, 'UnsupportedMediaType', 415);
 /** 504 `Timeout`: the server could not finish in time, e.g. `ResourceVersionTooLarge` (`IsTimeout`). */
 export const isTimeout = (error: unknown): boolean => reasonIs(error, 'Timeout', 504);
 /** 500 `ServerTimeout` (`IsServerTimeout`). */

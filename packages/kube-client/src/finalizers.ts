@@ -8,6 +8,8 @@ export interface FinalizerResult<T> {
   readonly object: T | undefined;
   /** False when the finalizer already was (add) or already was not (remove) there: nothing was written. */
   readonly changed: boolean;
+  /** How many read-mutate-write attempts it took (conflicts retried). */
+  readonly attempts: number;
 }
 
 /** Options of the finalizer helpers. */
@@ -24,17 +26,24 @@ export function finalizersOf(object: KubeObject): readonly string[] {
 async function change<T>(handle: ResourceClient<T>, name: string, finalizer: string, add: boolean, options: FinalizerOptions): Promise<FinalizerResult<T>> {
   const raw = handle.raw;
   return retryOnConflict(
-    async () => {
+    async (attempts) => {
       const current = await raw.get(name, { signal: options.signal, timeoutMs: options.timeoutMs });
       const finalizers = finalizersOf(current);
       const present = finalizers.includes(finalizer);
-      if (present === add) return { object: handle.parse(current), changed: false };
+      if (present === add) return { object: handle.parse(current), changed: false, attempts };
       const next = add ? [...finalizers, finalizer] : finalizers.filter((f) => f !== finalizer);
       // The list is replaced whole, which is safe only because the resourceVersion pins it to the
       // list just read: a concurrent change to it is a 409, and the retry starts from the new list.
       const body = { metadata: { resourceVersion: current.metadata.resourceVersion, finalizers: next } };
-      const patched = await handle.patch(name, { type: 'merge', body }, { signal: options.signal, timeoutMs: options.timeoutMs, fieldManager: options.fieldManager });
-      return { object: patched, changed: true };
+      try {
+        const patched = await handle.patch(name, { type: 'merge', body }, { signal: options.signal, timeoutMs: options.timeoutMs, fieldManager: options.fieldManager });
+        return { object: patched, changed: true, attempts };
+      } catch (error) {
+        // Removing the last finalizer of a deleting object: the server may answer with the object
+        // gone before our response is read; a 404 on the write here means someone finished it.
+        if (!add && isNotFound(error)) return { object: undefined, changed: false, attempts };
+        throw error;
+      }
     },
     { clock: handle.client.clock, ...options },
   );
@@ -59,7 +68,8 @@ export async function removeFinalizer<T>(handle: ResourceClient<T>, name: string
   try {
     return await change(handle, name, finalizer, false, options);
   } catch (error) {
-    if (isNotFound(error)) return { object: undefined, changed: false };
+    // The GET found nothing: gone before this call.
+    if (isNotFound(error)) return { object: undefined, changed: false, attempts: 1 };
     throw error;
   }
 }

@@ -14,4 +14,5 @@ export * from './finalizers.js';
 export * from './create-delete.js';
 export * from './events/event.js';
 export * from './events/recorder.js';
+export { COMBINED_PREFIX, DEFAULT_AGGREGATE_INTERVAL_MS, DEFAULT_AGGREGATE_MAX_EVENTS } from './events/aggregator.js';
 export * from './apply.js';

@@ -17,6 +17,12 @@ import {
   isServerTimeout,
   isTimeout,
   isTooManyRequests,
+  isRequestEntityTooLarge,
+  isInternalError,
+  isServiceUnavailable,
+  isMethodNotSupported,
+  isNotAcceptable,
+  isUnsupportedMediaType,
   isUnauthorized,
   KubeApiError,
   KubeClient,
@@ -196,6 +202,12 @@ describe('[kube_client: StatusError] every non-2xx answer is a KubeApiError carr
     [504, 'Timeout', isTimeout],
     [500, 'ServerTimeout', isServerTimeout],
     [400, 'BadRequest', isBadRequest],
+    [413, 'RequestEntityTooLarge', isRequestEntityTooLarge],
+    [500, 'InternalError', isInternalError],
+    [503, 'ServiceUnavailable', isServiceUnavailable],
+    [405, 'MethodNotAllowed', isMethodNotSupported],
+    [406, 'NotAcceptable', isNotAcceptable],
+    [415, 'UnsupportedMediaType', isUnsupportedMediaType],
   ];
   const helpers = cases.map(([, , f]) => f);
 
@@ -221,6 +233,16 @@ describe('[kube_client: StatusError] every non-2xx answer is a KubeApiError carr
     expect([isConflict(b), isAlreadyExists(b)]).toEqual([true, false]);
     const c = await r.get('a').catch((e: unknown) => e);
     expect((c as KubeApiError).reason).toBe('Unknown');
+  });
+
+  it('IsTooManyRequests and IsRequestEntityTooLargeError decide by the code whatever the reason (apimachinery keeps their older rule); the others only for an unknown reason', () => {
+    const error = (statusCode: number, reason: string) => new KubeApiError({ statusCode, status: { reason }, verb: 'create', path: '/p' });
+    expect(isTooManyRequests(error(429, 'Timeout'))).toBe(true);
+    expect(isRequestEntityTooLarge(error(413, 'BadRequest'))).toBe(true);
+    expect(isInternalError(error(500, 'ServerTimeout'))).toBe(false);
+    expect(isInternalError(error(500, 'SomethingNew'))).toBe(true);
+    expect(isServiceUnavailable(error(503, 'SomethingNew'))).toBe(true);
+    expect(isTooManyRequests(new Error('429'))).toBe(false);
   });
 
   it('an in-band ERROR Status becomes the same error type (statusError)', () => {

@@ -2,6 +2,7 @@ import { ManualClock } from '@reconcile-loop/object-store';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { EventRecorder, KubeClient, microTime, type EventRecorderOptions } from '../src/index.js';
+import { SimilarEventAggregator } from '../src/events/aggregator.js';
 import { FakeTransport, statusBody } from './fake-transport.js';
 
 const WALL = Date.UTC(2026, 10, 30, 8, 0, 0);
@@ -120,16 +121,35 @@ describe('[kube_client: EventBroadcaster aggregation] repeats fold into one Even
 describe('[kube_client: EventSourceObjectSpamFilter] a per-object token bucket (burst 25, one per 5 min) bounds new Events', () => {
   it('100 distinct events about one object: 25 written, 75 dropped and counted; another object is unaffected; one more after 5 min', async () => {
     const { fake, clock, recorder } = setup();
-    for (let i = 0; i < 100; i++) recorder.event(cellset, { type: 'Warning', reason: 'Failed', action: 'CreatePod', note: `attempt ${i}` });
+    // distinct reasons: not similar, so none is combined and each would be a new Event
+    for (let i = 0; i < 100; i++) recorder.event(cellset, { type: 'Warning', reason: `Failed${i}`, action: 'CreatePod', note: `attempt ${i}` });
     recorder.event(pod, { type: 'Normal', reason: 'Seen', action: 'Observe' });
     await recorder.flush();
     expect(fake.requests).toHaveLength(26);
     expect(recorder.stats).toMatchObject({ created: 26, droppedSpam: 75 });
     await clock.advanceAsync(300_000);
-    recorder.event(cellset, { type: 'Warning', reason: 'Failed', action: 'CreatePod', note: 'attempt 101' });
-    recorder.event(cellset, { type: 'Warning', reason: 'Failed', action: 'CreatePod', note: 'attempt 102' });
+    recorder.event(cellset, { type: 'Warning', reason: 'Failed101', action: 'CreatePod', note: 'attempt 101' });
+    recorder.event(cellset, { type: 'Warning', reason: 'Failed102', action: 'CreatePod', note: 'attempt 102' });
     await recorder.flush();
     expect(recorder.stats).toMatchObject({ created: 27, droppedSpam: 76 });
+  });
+
+  it('the live series are bounded (4096, oldest first): an evicted series has its pending count written, never lost', async () => {
+    const { fake, recorder } = setup({ maxQueued: 5000 });
+    for (let i = 0; i < 2; i++) {
+      recorder.event(cellset, { type: 'Normal', reason: 'R', action: 'A' });
+      await recorder.flush();
+    }
+    recorder.event(cellset, { type: 'Normal', reason: 'R', action: 'A' });
+    await recorder.flush();
+    expect(writes(fake)).toEqual(['POST events', 'PATCH event count=2']); // count 3 is pending (dirty)
+    for (let i = 0; i < 4096; i++) recorder.event({ ...pod, name: `p-${i}`, uid: `u-p-${i}` }, { type: 'Normal', reason: 'R', action: 'A' });
+    await recorder.flush();
+    expect(writes(fake).filter((w) => w.startsWith('PATCH'))).toEqual(['PATCH event count=2', 'PATCH event count=3']);
+    // the cellset's series was forgotten: its next occurrence is a new Event
+    recorder.event(cellset, { type: 'Normal', reason: 'R', action: 'A' });
+    await recorder.flush();
+    expect(recorder.stats).toMatchObject({ created: 1 + 4096 + 1, droppedQueueFull: 0 });
   });
 
   it('the write queue is bounded (maxQueued): a burst over it is dropped and counted, never buffered without limit', async () => {
@@ -139,6 +159,50 @@ describe('[kube_client: EventSourceObjectSpamFilter] a per-object token bucket (
     // the first write leaves the queue at once, so 1 in flight + 3 queued
     expect(fake.requests).toHaveLength(4);
     expect(recorder.stats.droppedQueueFull).toBe(6);
+  });
+});
+
+describe('[kube_client: EventAggregator] similar events (same source, object, type and reason) are combined from the 10th distinct one in 10 min', () => {
+  const failed = (note: string) => ({ type: 'Warning' as const, reason: 'Failed', action: 'CreatePod', note });
+  const notes = (fake: FakeTransport) => fake.requests.filter((r) => r.method === 'POST').map((r) => (r.body as { note: string }).note);
+
+  it('9 distinct notes are their own Events; from the 10th on one combined Event carries the rest as its series; an exact repeat of a remembered one is not combined', async () => {
+    const { fake, clock, recorder } = setup();
+    for (let i = 0; i < 9; i++) recorder.event(cellset, failed(`attempt ${i}`));
+    recorder.event(cellset, failed('attempt 3')); // an exact repeat: its own series, not a new distinct event
+    for (let i = 9; i < 30; i++) recorder.event(cellset, failed(`attempt ${i}`));
+    await recorder.flush();
+    expect(notes(fake)).toEqual([...Array.from({ length: 9 }, (_, i) => `attempt ${i}`), '(combined from similar events): attempt 9']);
+    expect(recorder.stats).toMatchObject({ recorded: 31, created: 10, combined: 21, aggregated: 21, droppedSpam: 0 });
+    // the combined Event's series: written once, at once, carrying every repeat counted before the write left the queue
+    await clock.advanceAsync(12 * 60_000);
+    await recorder.flush();
+    const combinedName = (fake.requests.find((r) => (r.body as { note?: string }).note?.startsWith('(combined'))!.body as { metadata: { name: string } }).metadata.name;
+    const counts = fake.requests.filter((r) => r.method === 'PATCH' && r.path.endsWith(combinedName)).map((r) => (r.body as { series: { count: number } }).series.count);
+    expect(counts).toEqual([21]);
+    // the window restarted after 10 min without a similar event: a new note is its own Event again
+    recorder.event(cellset, failed('attempt 100'));
+    // another object, or another reason, is another group
+    for (let i = 0; i < 12; i++) recorder.event(pod, failed(`other ${i}`));
+    recorder.event(cellset, { ...failed('attempt 101'), reason: 'Other' });
+    await recorder.flush();
+    expect(notes(fake).slice(10)).toEqual(['attempt 100', ...Array.from({ length: 9 }, (_, i) => `other ${i}`), '(combined from similar events): other 9', 'attempt 101']);
+  });
+
+  it('aggregateMaxEvents / aggregateIntervalMs are options, validated; the groups remembered are bounded (4096, least recently used forgotten)', async () => {
+    const { fake, recorder } = setup({ aggregateMaxEvents: 2 });
+    recorder.event(cellset, failed('a'));
+    recorder.event(cellset, failed('b'));
+    await recorder.flush();
+    expect(notes(fake)).toEqual(['a', '(combined from similar events): b']);
+    expect(() => setup({ aggregateMaxEvents: 0 })).toThrow(expect.objectContaining({ code: 'KUBE_CLIENT_OPTIONS' }));
+    expect(() => setup({ aggregateIntervalMs: -1 })).toThrow(/aggregateIntervalMs/);
+    const groups = new SimilarEventAggregator(10, 600_000);
+    for (let i = 0; i < 5000; i++) groups.observe(`group ${i}`, 'e', i);
+    expect(groups.size).toBe(4096);
+    // the oldest was forgotten: its count starts afresh (9 distinct again before combining)
+    for (let i = 0; i < 9; i++) expect(groups.observe('group 0', `e${i}`, 6000)).toBe(false);
+    expect(groups.observe('group 0', 'e9', 6000)).toBe(true);
   });
 });
 

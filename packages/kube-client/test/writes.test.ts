@@ -159,7 +159,7 @@ describe('[kube_client: controllerutil.AddFinalizer] finalizers added and remove
       raced = true;
       server.touch('a', (o) => (o.metadata['finalizers'] = ['other.io/keep']));
     };
-    expect(await drive(clock, addFinalizer(cells, 'a', 'example.io/cleanup'))).toMatchObject({ changed: true });
+    expect(await drive(clock, addFinalizer(cells, 'a', 'example.io/cleanup'))).toMatchObject({ changed: true, attempts: 2 });
     expect(server.objects.get('a')!.metadata['finalizers']).toEqual(['other.io/keep', 'example.io/cleanup']);
     const writes = server.writes;
     expect(await addFinalizer(cells, 'a', 'example.io/cleanup')).toMatchObject({ changed: false });
@@ -177,8 +177,21 @@ describe('[kube_client: controllerutil.AddFinalizer] finalizers added and remove
     expect(await removeFinalizer(cells, 'a', 'example.io/other')).toMatchObject({ changed: false });
     expect(await removeFinalizer(cells, 'a', 'example.io/cleanup')).toMatchObject({ changed: true });
     expect(server.objects.has('a')).toBe(false);
-    expect(await removeFinalizer(cells, 'a', 'example.io/cleanup')).toEqual({ object: undefined, changed: false });
+    expect(await removeFinalizer(cells, 'a', 'example.io/cleanup')).toEqual({ object: undefined, changed: false, attempts: 1 });
     await expect(addFinalizer(cells, 'a', 'x')).rejects.toMatchObject({ reason: 'NotFound' });
+  });
+
+  it('removeFinalizer: another writer finishing the deletion between our read and our write (the PATCH answers 404) is success, not an error', async () => {
+    const { server, cells } = setup();
+    await addFinalizer(cells, 'a', 'example.io/cleanup');
+    await deleteIfPresent(cells, 'a');
+    server.beforeWrite = () => server.objects.delete('a'); // someone removed the finalizer and the object went
+    expect(await removeFinalizer(cells, 'a', 'example.io/cleanup')).toEqual({ object: undefined, changed: false, attempts: 1 });
+    server.beforeWrite = undefined;
+    server.put({ metadata: { name: 'b' }, spec: { replicas: 1 } });
+    server.beforeWrite = () => server.objects.delete('b');
+    // adding to an object that vanished mid-way stays NotFound
+    await expect(addFinalizer(cells, 'b', 'example.io/cleanup')).rejects.toMatchObject({ reason: 'NotFound' });
   });
 });
 

@@ -5,6 +5,7 @@ import { isAlreadyExists, isKubeApiError, isNotFound, KubeClientOptionsError } f
 import { TokenBucketRateLimiter } from '../rate-limiter.js';
 import type { ResourceClient } from '../resource.js';
 import type { KubeObject, WriteObject } from '../types.js';
+import { COMBINED_PREFIX, DEFAULT_AGGREGATE_INTERVAL_MS, DEFAULT_AGGREGATE_MAX_EVENTS, MAX_CORRELATOR_ENTRIES, similarKey, SimilarEventAggregator } from './aggregator.js';
 import { checkEvent, eventKey, makeEvent, microTime, type EventBody, type EventInput, type ObjectReference } from './event.js';
 
 /** The logging surface (structurally `@reconcile-loop/object-store`'s `Logger`; pino and console fit). */
@@ -29,7 +30,11 @@ export interface EventRecorderOptions {
   readonly finishMs?: number | undefined;
   /** A live series' count is written at least this often (client-go `refreshTime`, 30 min). */
   readonly refreshMs?: number | undefined;
-  /** New Events per regarding object in a burst (client-go spam filter `defaultSpamBurst`, 25). */
+  /** Distinct similar events (same regarding object, type and reason) before they are combined into one (client-go `defaultAggregateMaxEvents`, 10). */
+  readonly aggregateMaxEvents?: number | undefined;
+  /** A similarity group's count restarts after this long without one (client-go `defaultAggregateIntervalInSeconds`, 10 min). */
+  readonly aggregateIntervalMs?: number | undefined;
+  /** New Events per source and regarding object in a burst (client-go spam filter `defaultSpamBurst`, 25). */
   readonly spamBurst?: number | undefined;
   /** New Events per regarding object per second after the burst (client-go `defaultSpamQPS`, 1/300). */
   readonly spamQps?: number | undefined;
@@ -50,6 +55,8 @@ export interface EventRecorderStats {
   patched: number;
   /** Repeats folded into an existing Event's series. */
   aggregated: number;
+  /** Events replaced by their similarity group's combined Event (`(combined from similar events): …`). */
+  combined: number;
   droppedSpam: number;
   droppedQueueFull: number;
   /** Refused by the server with a non-transient status (4xx). */
@@ -75,7 +82,6 @@ interface Job {
 }
 
 const eventsResource = { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event' };
-const MAX_SPAM_BUCKETS = 4096;
 
 function transient(error: unknown): boolean {
   // No answer, or a 5xx/429: worth another try. A 4xx means the event itself is wrong (client-go
@@ -86,14 +92,18 @@ function transient(error: unknown): boolean {
 }
 
 /**
- * Records `events.k8s.io/v1` Events with client-go's aggregation (`tools/events`): the first
- * occurrence is created; a repeat (same regarding, related, reason, action, type, note and
- * controller) while its series is live only counts, the first repeat writing `series.count: 2`
- * and later ones accumulating until the periodic refresh (30 min) or the end of the series (6 min
- * quiet), when the count is written. New Events pass a per-object token bucket (client-go's spam
- * filter: burst 25, then one per 5 min) and a bounded queue, so a hot loop cannot flood the
- * apiserver. `event()` never throws for a transport failure and never waits: writes happen in the
- * background, one at a time; everything dropped is counted in {@link EventRecorder.stats}.
+ * Records `events.k8s.io/v1` Events with client-go's correlation. Similar events (same source,
+ * regarding object, type and reason; `tools/record`'s `EventAggregator`): from the 10th distinct
+ * one within a 10 min rolling window on, each new one is replaced by the group's one combined
+ * Event, noted `(combined from similar events): <note>`. Exact repeats (same regarding, related,
+ * reason, action, type, note and controller; `tools/events` series) while a series is live only
+ * count: the first repeat writes `series.count: 2` at once, later ones accumulate until the
+ * periodic refresh (30 min) or the end of the series (6 min quiet), when the count is written. New
+ * Events pass a token bucket per source and regarding object (client-go's
+ * `EventSourceObjectSpamFilter`: burst 25, then one per 5 min) and a bounded queue; every per-key
+ * record is bounded (4096, oldest first), so a hot loop cannot flood the apiserver or the heap.
+ * `event()` never throws for a transport failure and never waits: writes happen in the background,
+ * one at a time; everything dropped is counted in {@link EventRecorder.stats}.
  */
 export class EventRecorder {
   readonly stats: EventRecorderStats = {
@@ -101,6 +111,7 @@ export class EventRecorder {
     created: 0,
     patched: 0,
     aggregated: 0,
+    combined: 0,
     droppedSpam: 0,
     droppedQueueFull: 0,
     droppedRejected: 0,
@@ -122,6 +133,7 @@ export class EventRecorder {
   readonly #retryDelayMs: number;
   readonly #random: () => number;
   readonly #cache = new Map<string, Cached>();
+  readonly #similar: SimilarEventAggregator;
   readonly #spam = new Map<string, TokenBucketRateLimiter>();
   readonly #queue: Job[] = [];
   readonly #retries = new Set<unknown>();
@@ -147,6 +159,16 @@ export class EventRecorder {
     this.#maxTries = options.maxTries ?? 12;
     this.#retryDelayMs = options.retryDelayMs ?? 10_000;
     this.#random = options.random ?? Math.random;
+    const maxEvents = options.aggregateMaxEvents ?? DEFAULT_AGGREGATE_MAX_EVENTS;
+    const intervalMs = options.aggregateIntervalMs ?? DEFAULT_AGGREGATE_INTERVAL_MS;
+    if (!Number.isInteger(maxEvents) || maxEvents < 1) throw new KubeClientOptionsError(`aggregateMaxEvents must be an integer >= 1, got ${String(maxEvents)}`);
+    if (!(intervalMs >= 0)) throw new KubeClientOptionsError(`aggregateIntervalMs must be >= 0, got ${String(intervalMs)}`);
+    this.#similar = new SimilarEventAggregator(maxEvents, intervalMs);
+  }
+
+  /** The event's source, as client-go's `Source{Component, Host}`: what the correlator's keys start with. */
+  get #source(): string {
+    return `${this.#controller}\u0000${this.#instance}`;
   }
 
   /**
@@ -161,7 +183,14 @@ export class EventRecorder {
       return;
     }
     const now = this.#clock.now();
-    const key = eventKey(regarding, input, this.#controller);
+    let key = eventKey(regarding, input, this.#controller);
+    // client-go's EventCorrelator order: combine similar events first, then count exact repeats
+    // (of the combined Event too), then the spam filter on what would be a new Event.
+    if (this.#similar.observe(similarKey(regarding, input, this.#source), key, now)) {
+      this.stats.combined += 1;
+      input = { type: input.type, reason: input.reason, action: input.action, note: COMBINED_PREFIX + (input.note ?? '') };
+      key = `combined\u0000${similarKey(regarding, input, this.#source)}`;
+    }
     const cached = this.#cache.get(key);
     if (cached !== undefined && now - cached.lastSeen < this.#finishMs) {
       cached.lastSeen = now;
@@ -186,6 +215,7 @@ export class EventRecorder {
     }
     const event = makeEvent(regarding, input, { reportingController: this.#controller, reportingInstance: this.#instance, nowMs: this.#wall() });
     if (!this.#enqueue({ event, series: false, tries: 0 })) return;
+    if (this.#cache.size >= MAX_CORRELATOR_ENTRIES) this.#evictOldest();
     this.#cache.set(key, { event, lastSeen: now, lastWritten: now, dirty: false });
     this.#armSweep();
   }
@@ -215,12 +245,20 @@ export class EventRecorder {
     return this.close();
   }
 
+  /** Bounds the series cache like client-go's LRU: the oldest series ends early, its count written. */
+  #evictOldest(): void {
+    const [key, oldest] = this.#cache.entries().next().value!;
+    this.#cache.delete(key);
+    if (oldest.dirty) this.#enqueue({ event: oldest.event, series: true, cached: oldest, tries: 0 });
+  }
+
   #spamAllows(regarding: ObjectReference): boolean {
-    const key = JSON.stringify([regarding.apiVersion, regarding.kind, regarding.namespace, regarding.name, regarding.uid]);
+    // client-go's getSpamKey: the source and the regarding object.
+    const key = JSON.stringify([this.#source, regarding.apiVersion, regarding.kind, regarding.namespace, regarding.name, regarding.uid]);
     let bucket = this.#spam.get(key);
     if (bucket === undefined) {
       // Bounded like client-go's LRU of spam records: the oldest object's bucket is forgotten.
-      if (this.#spam.size >= MAX_SPAM_BUCKETS) this.#spam.delete(this.#spam.keys().next().value!);
+      if (this.#spam.size >= MAX_CORRELATOR_ENTRIES) this.#spam.delete(this.#spam.keys().next().value!);
       bucket = new TokenBucketRateLimiter({ qps: this.#spamQps, burst: this.#spamBurst, clock: this.#clock });
       this.#spam.set(key, bucket);
     }
