@@ -49,6 +49,11 @@ export interface CellSetControllerOptions {
   readonly leaderGate?: LeaderGate | undefined;
   /** Each decision, after it was recorded (the demo narrates them). */
   readonly onDecision?: ((decision: Decision) => void) | undefined;
+  /**
+   * The client Events are written through. Default `client`; give a second one so Events do not
+   * spend the writes' rate limit (controller-runtime's recorder has its own clientset too).
+   */
+  readonly eventsClient?: KubeClient | undefined;
   /** Record Events (default true). */
   readonly events?: boolean | undefined;
   /** `reportingInstance` of the Events. Default `<controller>-<hostname>`. */
@@ -56,6 +61,8 @@ export interface CellSetControllerOptions {
   readonly hooks?: ReconcileHooks | undefined;
   /** The reflectors' first retry delay (default 1000 ms; the demo and tests shrink it). */
   readonly sourceRetryDelayMs?: number | undefined;
+  /** A failure that ended the running loop (a source failed for good): the loop's `onError`. */
+  readonly onError?: ((error: unknown) => void) | undefined;
   /** The loop's `syncTimeoutMs` (default 2 min). */
   readonly syncTimeoutMs?: number | undefined;
 }
@@ -94,7 +101,7 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
     options.events === false
       ? undefined
       : new EventRecorder({
-          client,
+          client: options.eventsClient ?? client,
           reportingController: REPORTING_CONTROLLER,
           reportingInstance: options.reportingInstance ?? `${CONTROLLER_NAME}-${hostname()}`,
           logger,
@@ -138,6 +145,7 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
     ...(options.leaderGate !== undefined && { leaderGate: options.leaderGate }),
     ...(options.sourceRetryDelayMs !== undefined && { sourceRetryDelayMs: options.sourceRetryDelayMs }),
     ...(options.syncTimeoutMs !== undefined && { syncTimeoutMs: options.syncTimeoutMs }),
+    ...(options.onError !== undefined && { onError: options.onError }),
   });
   return {
     loop,

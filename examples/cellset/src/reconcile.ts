@@ -23,7 +23,7 @@ import { applyStatus, observedStatus } from './status.js';
 export interface ReconcileHooks {
   /** After each pod create returned; `total` counts this process's creates. Awaited (a pause hook never resolves). */
   afterCreate?(pod: string, total: number): void | Promise<void>;
-  /** Inside each status write attempt, after the read and before the write (a concurrent writer goes here). */
+  /** Inside each status write attempt that will write, after the read and before the write (a concurrent writer goes here); `attempt` counts writes. */
   beforeStatusWrite?(cellSet: string, attempt: number): void | Promise<void>;
 }
 
@@ -215,11 +215,12 @@ async function writeStatus(key: string, set: CellSet, pods: Pod[], parked: numbe
       d.cells,
       set.metadata.name,
       async (object) => {
-        await d.hooks.beforeStatusWrite?.(key, ++tries);
         // A set recreated under the same name since the cache saw it: not ours to describe.
         if ((object['metadata'] as { uid?: string }).uid !== set.metadata.uid) return false;
         const status = (object['status'] ??= {}) as Record<string, unknown>;
+        const before = JSON.stringify(status);
         applyStatus(status, observed, new Date(d.wallClock()).toISOString().replace(/\.\d{3}Z$/, 'Z'));
+        if (JSON.stringify(status) !== before) await d.hooks.beforeStatusWrite?.(key, ++tries);
       },
       { signal: ctx.signal },
     );
