@@ -195,10 +195,12 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
     await until('web-1 recreated after the relist', () => ready('web-1', lost));
     say('the relist showed web-1 missing; the pod store synthesised its deletion and the controller recreated the slot');
 
-    say('a dashboard will write web/status at the same moment as the controller');
+    say("web-0's readiness probe fails for a moment, and a dashboard writes web/status at the same moment as the controller");
     race = 'armed';
-    ctl.loop.enqueue(`${STORY_NAMESPACE}/web`);
+    server.kubelet.setRunningReady(STORY_NAMESPACE, 'web-0', { ready: false });
     await until('the status conflict resolved', () => statusConflicts > 0);
+    server.kubelet.setRunningReady(STORY_NAMESPACE, 'web-0');
+    await until('web-0 ready again in status', () => (status().readyReplicas ?? 0) >= 2 && ready('web-0'));
 
     await until('web-2 dead-lettered', () => decided('RebuildBudgetExhausted') > 0);
     const parkedMetric = (await ctl.registry.getSingleMetricAsString('cellset_slots_dead_lettered_total')).split('\n').find((l) => l.startsWith('cellset_slots_dead_lettered_total{'));
