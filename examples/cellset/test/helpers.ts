@@ -3,6 +3,7 @@
  * controller's own `ensureCellSetCrd`), a controller against it, typed access to the objects, and
  * bounded, event-driven waits (polling real I/O, never sleeping on a clock).
  */
+import { request } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { ManualClock } from '@reconcile-loop/object-store';
@@ -36,6 +37,20 @@ export function until(what: string, ok: () => boolean, ms = WAIT_MS): Promise<vo
     what,
     ms,
   );
+}
+
+/** GET over loopback HTTP: the status and the whole body (probes, /metrics). */
+export function get(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    request(url, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    })
+      .on('error', reject)
+      .end();
+  });
 }
 
 /** A CellSet body. */
