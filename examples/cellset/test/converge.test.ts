@@ -38,6 +38,22 @@ describe('CellSet controller: converging (embedded apiserver)', () => {
     expect(h.controller.loop.health().reconciles.failed).toBe(0);
   });
 
+  it('[cellset: update filter] the controller\'s own status and annotation writes do not re-trigger its reconcile; a spec edit does', async () => {
+    const h = await harness();
+    h.server.createObject(ref, cellSet('web', 1));
+    await h.controller.loop.start();
+    await until('status written', () => h.get('web')?.status?.['replicas'] === 1 && h.controller.loop.health().inFlight.length === 0);
+    const runs = h.controller.loop.health().reconciles.succeeded;
+    const writes = h.server.requestCounts().update + h.server.requestCounts().patch;
+    h.server.updateObject(ref, NS, 'web', (o) => void ((o['metadata'] as { labels?: Record<string, string> }).labels = { team: 'a' })); // metadata only
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(h.controller.loop.health().reconciles.succeeded).toBe(runs);
+    expect(h.server.requestCounts().update + h.server.requestCounts().patch).toBe(writes);
+    h.server.updateObject(ref, NS, 'web', (o) => void ((o['spec'] as { replicas: number }).replicas = 2));
+    await until('a reconcile for generation 2', () => h.get('web')?.status?.['observedGeneration'] === 2);
+    expect(h.controller.loop.health().reconciles.succeeded).toBeGreaterThan(runs);
+  });
+
   it('[cellset: create missing] a deleted pod is recreated under its slot name; a scale-down deletes the slots the spec no longer names', async () => {
     const h = await harness();
     h.server.createObject(ref, cellSet('web', 3));
