@@ -42,7 +42,11 @@ describe('CellSet controller: converging (embedded apiserver)', () => {
     const h = await harness();
     h.server.createObject(ref, cellSet('web', 1));
     await h.controller.loop.start();
-    await until('status written', () => h.get('web')?.status?.['replicas'] === 1 && h.controller.loop.health().inFlight.length === 0);
+    const quiet = () => {
+      const health = h.controller.loop.health();
+      return health.inFlight.length === 0 && health.queueDepth === 0 && health.retriesPending === 0;
+    };
+    await until('status written and the loop quiet', () => h.get('web')?.status?.['replicas'] === 1 && quiet());
     const runs = h.controller.loop.health().reconciles.succeeded;
     const writes = h.server.requestCounts().update + h.server.requestCounts().patch;
     h.server.updateObject(ref, NS, 'web', (o) => void ((o['metadata'] as { labels?: Record<string, string> }).labels = { team: 'a' })); // metadata only
@@ -50,8 +54,7 @@ describe('CellSet controller: converging (embedded apiserver)', () => {
     expect(h.controller.loop.health().reconciles.succeeded).toBe(runs);
     expect(h.server.requestCounts().update + h.server.requestCounts().patch).toBe(writes);
     h.server.updateObject(ref, NS, 'web', (o) => void ((o['spec'] as { replicas: number }).replicas = 2));
-    await until('a reconcile for generation 2', () => h.get('web')?.status?.['observedGeneration'] === 2);
-    expect(h.controller.loop.health().reconciles.succeeded).toBeGreaterThan(runs);
+    await until('a reconcile for generation 2, settled', () => h.get('web')?.status?.['observedGeneration'] === 2 && h.controller.loop.health().reconciles.succeeded > runs);
   });
 
   it('[cellset: create missing] a deleted pod is recreated under its slot name; a scale-down deletes the slots the spec no longer names', async () => {
@@ -83,6 +86,7 @@ describe('CellSet controller: converging (embedded apiserver)', () => {
     expect(h.get('web')?.metadata.finalizers).toEqual([FINALIZER]);
     await until('the set gone', () => h.get('web') === undefined);
     expect(h.pods('web')).toEqual([]);
+    await until('the removal recorded', () => h.decided('FinalizerRemoved').length === 1); // the set goes before the response arrives
     const reasons = h.decisions.map((d) => d.reason);
     expect(reasons).toContain('DeletingPods');
     expect(reasons.at(-1)).toBe('FinalizerRemoved');

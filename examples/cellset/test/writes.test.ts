@@ -55,7 +55,7 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
     onCleanup(async () => kubelet.stop());
     h.server.createObject(ref, cellSet('web', 1));
     await h.controller.loop.start();
-    await until('ready', () => h.get('web')?.status?.['readyReplicas'] === 1);
+    await until('ready, and the write that said so settled', () => h.get('web')?.status?.['readyReplicas'] === 1 && h.controller.loop.health().inFlight.length === 0);
 
     expect(raced).toBe(true);
     const types = (h.get('web')!.status!['conditions'] as Array<{ type: string }>).map((c) => c.type);
@@ -72,7 +72,7 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
     await h.controller.loop.start();
     await until('web-1 rebuilt once, its second rebuild waiting', () => h.decided('RebuildBackoff', 'web-1').length === 1);
     h.server.deleteObject(ref, NS, 'web');
-    await until('the set gone', () => h.get('web') === undefined);
+    await until('the set gone and its removal recorded', () => h.get('web') === undefined && h.decided('FinalizerRemoved').length === 1);
     await h.controller.stop({ graceMs: 2_000 }); // flushes the recorder
 
     const events = h.server.listObjects({ group: 'events.k8s.io', version: 'v1', plural: 'events' }, NS) as unknown as Array<{
