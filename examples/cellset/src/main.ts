@@ -28,7 +28,7 @@ class UsageError extends Error {}
 function number(name: string, text: string | undefined, check: (n: number) => boolean): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
-  if (!Number.isFinite(n) || !check(n)) throw new UsageError(`--${name}: not a usable value: ${JSON.stringify(text)}`);
+  if (!Number.isFinite(n) || !check(n)) throw new UsageError(`${/^[A-Z_]+$/.test(name) ? name : `--${name}`}: not a usable value: ${JSON.stringify(text)}`);
   return n;
 }
 
@@ -63,8 +63,10 @@ async function main(): Promise<number> {
   }
   const abort = new AbortController();
   const onSignal = (): void => abort.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  // `on`, not `once`: a signal sent to the process group (Ctrl-C, a group kill) arrives twice, once
+  // directly and once relayed by tsx; the second must not hit Node's default handler mid-stop.
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     const kubeconfig = values.kubeconfig ?? process.env['KUBECONFIG'];
     if (values.controller || kubeconfig) {

@@ -161,7 +161,7 @@ export async function reconcileCellSet(key: string, ctx: Ctx, d: ReconcileDeps):
     d.decisions.record(set, { type: 'Normal', reason: 'ScaledDown', action: 'DeletePod', pod: pod.metadata.name, note: `${pod.metadata.name} is not one of the ${replicas} slots the spec names: deleted` });
   }
 
-  await saveHistory(key, set, before, history, d);
+  await saveHistory(key, set, before, history, ctx.signal, d);
   await writeStatus(key, set, [...live].filter(([slot]) => !gone.has(slot)).map(([, pod]) => pod), parked, ctx, d);
   return waitMs === undefined ? undefined : { requeueAfterMs: waitMs };
 }
@@ -181,11 +181,11 @@ function historyOf(key: string, set: CellSet, d: ReconcileDeps): RebuildHistory 
 }
 
 /** Persists the history when it changed (a metadata patch: no generation change, so no reconcile). */
-async function saveHistory(key: string, set: CellSet, before: RebuildHistory, after: RebuildHistory, d: ReconcileDeps): Promise<void> {
+async function saveHistory(key: string, set: CellSet, before: RebuildHistory, after: RebuildHistory, signal: AbortSignal, d: ReconcileDeps): Promise<void> {
   d.histories.set(key, { uid: set.metadata.uid, history: after });
   const text = writeHistory(after);
   if (text === writeHistory(before) && set.metadata.annotations[REBUILD_HISTORY_ANNOTATION] === text) return;
-  await d.cells.patch(set.metadata.name, { type: 'merge', body: { metadata: { annotations: { [REBUILD_HISTORY_ANNOTATION]: text } } } });
+  await d.cells.patch(set.metadata.name, { type: 'merge', body: { metadata: { annotations: { [REBUILD_HISTORY_ANNOTATION]: text } } } }, { signal });
 }
 
 async function createPod(set: CellSet, slot: number, ctx: Ctx, d: ReconcileDeps): Promise<void> {
