@@ -220,7 +220,8 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
 
     say('kubectl delete cellset web: the finalizer holds it while the controller deletes its pods');
     server.deleteObject(ref, STORY_NAMESPACE, 'web');
-    await until('the CellSet gone', () => server.getObject(ref, STORY_NAMESPACE, 'web') === undefined && pods().length === 0);
+    // The set goes the moment the finalizer is lifted, before the controller hears back: wait for that too.
+    await until('the CellSet gone', () => server.getObject(ref, STORY_NAMESPACE, 'web') === undefined && pods().length === 0 && decided('FinalizerRemoved') > 0);
     say('every pod is gone, the finalizer lifted, the CellSet deleted: nothing left behind');
 
     stopping.abort();

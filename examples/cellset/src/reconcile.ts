@@ -41,16 +41,29 @@ export interface ReconcileDeps {
   readonly logger: Logger;
   readonly hooks: ReconcileHooks;
   /**
-   * The newest rebuild history per CellSet, by `namespace/name`, with the uid it belongs to. Only the
-   * leader reconciles and a key never runs twice at once, so this is newer than (or equal to) the
-   * annotation in the cache, which may not have seen the controller's last write yet.
+   * The newest rebuild history per CellSet, by `namespace/name`: the history this process decided
+   * with last, the uid it belongs to, and the annotation texts it knows (`known`: the one it first
+   * read, then each it wrote). The cache may lag those writes; while the cached annotation is one of
+   * those texts, this entry is the newer truth. Any other text means someone else wrote it (another
+   * leader while this one stood by): the cache's is read instead.
    */
-  readonly histories: Map<string, { uid: string | undefined; history: RebuildHistory }>;
+  readonly histories: Map<string, HistoryEntry>;
   /** Waits already announced (one Event per scheduled rebuild, not one per requeue). */
   readonly announced: Set<string>;
   /** Pod creates by this process (for `afterCreate`). */
   creates: number;
 }
+
+/** One entry of {@link ReconcileDeps.histories}. */
+export interface HistoryEntry {
+  readonly uid: string | undefined;
+  readonly history: RebuildHistory;
+  /** Oldest first; the last is what this process wrote last. Bounded. */
+  readonly known: ReadonlyArray<string | undefined>;
+}
+
+/** How many written texts an entry remembers: the cache lags by a few writes at most. */
+const KNOWN_TEXTS = 16;
 
 type Ctx = ReconcileContext<CellSet, string, { pods: Pod }>;
 
@@ -80,8 +93,7 @@ export async function reconcileCellSet(key: string, ctx: Ctx, d: ReconcileDeps):
   const generation = set.metadata.generation ?? 0;
   const replicas = set.spec.replicas;
   const now = d.wallClock();
-  const before = historyOf(key, set, d);
-  let history = prune(before, replicas, generation);
+  let history = prune(historyOf(key, set, d), replicas, generation);
   const live = new Map<number, Pod>();
   const terminating = new Set<string>();
   const extras: Pod[] = [];
@@ -161,7 +173,7 @@ export async function reconcileCellSet(key: string, ctx: Ctx, d: ReconcileDeps):
     d.decisions.record(set, { type: 'Normal', reason: 'ScaledDown', action: 'DeletePod', pod: pod.metadata.name, note: `${pod.metadata.name} is not one of the ${replicas} slots the spec names: deleted` });
   }
 
-  await saveHistory(key, set, before, history, ctx.signal, d);
+  await saveHistory(key, set, history, ctx.signal, d);
   await writeStatus(key, set, [...live].filter(([slot]) => !gone.has(slot)).map(([, pod]) => pod), parked, ctx, d);
   return waitMs === undefined ? undefined : { requeueAfterMs: waitMs };
 }
@@ -171,20 +183,27 @@ function labels(set: CellSet): { namespace: string; cellset: string } {
   return { namespace: set.metadata.namespace ?? '', cellset: set.metadata.name };
 }
 
-/** The history to decide with: this process's newest, unless the set was recreated (another uid). */
+/** The history to decide with: this process's newest, unless the set was recreated or someone else wrote it since. */
 function historyOf(key: string, set: CellSet, d: ReconcileDeps): RebuildHistory {
   const known = d.histories.get(key);
-  if (known !== undefined && known.uid === set.metadata.uid) return known.history;
+  const cached = set.metadata.annotations[REBUILD_HISTORY_ANNOTATION];
+  if (known !== undefined && known.uid === set.metadata.uid && known.known.includes(cached)) return known.history;
   const { history, dropped } = readHistory(set.metadata.annotations);
   if (dropped.length > 0) d.logger.warn({ parentKey: key, dropped }, `unreadable entries in ${REBUILD_HISTORY_ANNOTATION} dropped; those slots start a fresh budget`);
   return history;
 }
 
 /** Persists the history when it changed (a metadata patch: no generation change, so no reconcile). */
-async function saveHistory(key: string, set: CellSet, before: RebuildHistory, after: RebuildHistory, signal: AbortSignal, d: ReconcileDeps): Promise<void> {
-  d.histories.set(key, { uid: set.metadata.uid, history: after });
+async function saveHistory(key: string, set: CellSet, after: RebuildHistory, signal: AbortSignal, d: ReconcileDeps): Promise<void> {
   const text = writeHistory(after);
-  if (text === writeHistory(before) && set.metadata.annotations[REBUILD_HISTORY_ANNOTATION] === text) return;
+  const cached = set.metadata.annotations[REBUILD_HISTORY_ANNOTATION];
+  const entry = d.histories.get(key);
+  const texts = entry !== undefined && entry.uid === set.metadata.uid && entry.known.includes(cached) ? entry.known : [cached];
+  // What the annotation holds once the cache saw every write: the last text known.
+  const latest = texts.at(-1);
+  const unchanged = (latest ?? writeHistory({})) === text; // no annotation reads as an empty history
+  d.histories.set(key, { uid: set.metadata.uid, history: after, known: unchanged ? texts : [...texts.slice(1 - KNOWN_TEXTS), text] });
+  if (unchanged) return;
   await d.cells.patch(set.metadata.name, { type: 'merge', body: { metadata: { annotations: { [REBUILD_HISTORY_ANNOTATION]: text } } } }, { signal });
 }
 

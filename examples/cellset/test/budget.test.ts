@@ -116,4 +116,25 @@ describe('CellSet controller: the rebuild budget (embedded apiserver, ManualCloc
     expect(h.decided('PodDrifted').map((d) => d.pod).sort()).toEqual(['web-0', 'web-1']);
     expect(h.server.getPod(NS, 'web-0')!.metadata.labels).toMatchObject({ tier: 'gold' });
   });
+
+  it('[cellset: rebuild budget] a restarted controller resumes the budget from the history annotation: a slot parked at this generation gets no pod, another slot keeps its count', async () => {
+    const h = await harness({ manualClock: true });
+    const kubelet = startKubelet({ server: h.server, namespace: NS, intervalMs: 5, fate: () => 'fail' });
+    onCleanup(async () => kubelet.stop());
+    const body = cellSet('web', 2, 'cells/engine:broken');
+    (body.metadata as { annotations?: Record<string, string> }).annotations = {
+      [REBUILD_HISTORY_ANNOTATION]: JSON.stringify({ '0': { count: 4, generation: 1, lastAt: 0, parked: true }, '1': { count: 2, generation: 1, lastAt: 0 } }),
+    };
+    h.server.createObject(ref, body);
+    await h.controller.loop.start();
+    await until('web-1 failed and its third rebuild scheduled', () => h.decisions.some((d) => d.pod === 'web-1' && d.note.includes('rebuild 3 of 4 waits 5 s')) && idle(h));
+    expect(h.podNames('web')).toEqual(['web-1']); // slot 0 stays absent: parked before this process started
+    expect(h.decided('PodFailed')).toEqual([]);
+    await until('status says slot 0 is dead-lettered', () =>
+      ((h.get('web')?.status?.['conditions'] as Array<{ type: string; status: string; message?: string }> | undefined) ?? []).some((c) => c.type === 'SlotsDeadLettered' && c.status === 'True' && c.message!.startsWith('slots 0 ')),
+    );
+    h.clock!.advance(5_000);
+    await until('the third rebuild of web-1', () => h.decided('PodFailed', 'web-1').length === 1);
+    expect(h.decided('PodFailed', 'web-1')[0]!.note).toContain('rebuild 3 of 4 at generation 1');
+  });
 });
