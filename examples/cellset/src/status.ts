@@ -7,9 +7,11 @@
 import type { Pod } from '@reconcile-loop/k8s-types';
 import { isReady, type CellSet, type Condition } from './api.js';
 
-/** The condition types this controller owns. */
+/** Condition type: every slot has a ready pod. */
 export const READY = 'Ready';
+/** Condition type: some slots spent their rebuild budget (message names them). */
 export const DEAD_LETTERED = 'SlotsDeadLettered';
+/** The condition types this controller owns (the others in `status.conditions` are left alone). */
 const OWNED_TYPES = new Set([READY, DEAD_LETTERED]);
 
 /** The status fields the controller writes. */
