@@ -228,14 +228,20 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
     await ctl.stop();
     await electing;
     const events: Record<string, number> = {};
+    const occurrences: Record<string, number> = {};
     for (const e of server.listObjects({ group: 'events.k8s.io', version: 'v1', plural: 'events' }, STORY_NAMESPACE)) {
       const reason = String(e['reason']);
       events[reason] = (events[reason] ?? 0) + 1;
+      occurrences[reason] = (occurrences[reason] ?? 0) + ((e['series'] as { count?: number } | undefined)?.count ?? 1);
     }
     const metricsText = await ctl.registry.metrics();
     const metrics = metricsText.split('\n').filter((l) => /^cellset_\w+\{/.test(l));
     const counts = server.requestCounts();
-    say(`events.k8s.io/v1 Events written: ${Object.entries(events).map(([r, n]) => `${r} ${n}`).join(', ')}`);
+    say(
+      `events.k8s.io/v1 Events written (repeats folded into a series): ${Object.entries(events)
+        .map(([r, n]) => `${r} ${n}${occurrences[r] === n ? '' : ` (${occurrences[r]} times)`}`)
+        .join(', ')}`,
+    );
     say(`the apiserver served ${counts.list} LISTs and ${counts.watch} WATCHes; controller counters: ${metrics.join(', ')}`);
     return { events, relists, statusConflicts, metrics, leftovers: pods().length + server.listObjects(ref, STORY_NAMESPACE).length };
   } finally {
