@@ -122,7 +122,7 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
     logger,
     hooks: options.hooks ?? {},
     histories: new Map(),
-    announced: new Set(),
+    announced: new Map(),
     creates: 0,
   };
   const loop = new ReconcileLoop<CellSet, string, { pods: Pod }>({

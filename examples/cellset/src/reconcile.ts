@@ -48,8 +48,12 @@ export interface ReconcileDeps {
    * leader while this one stood by): the cache's is read instead.
    */
   readonly histories: Map<string, HistoryEntry>;
-  /** Waits already announced (one Event per scheduled rebuild, not one per requeue). */
-  readonly announced: Set<string>;
+  /**
+   * Waits already announced, per CellSet (one Event per scheduled rebuild, not one per requeue):
+   * `uid/generation` they belong to, and `slot/attempt` ids. Reset when either changes, dropped with
+   * the set, so it never outgrows the sets and slots that exist.
+   */
+  readonly announced: Map<string, { readonly at: string; readonly ids: Set<string> }>;
   /** Pod creates by this process (for `afterCreate`). */
   creates: number;
 }
@@ -74,6 +78,7 @@ export async function reconcileCellSet(key: string, ctx: Ctx, d: ReconcileDeps):
   if (set === undefined) {
     // Gone: our finalizer deleted its pods first (or someone force-removed it; the GC takes the pods then).
     d.histories.delete(key);
+    d.announced.delete(key);
     return;
   }
   if (set.metadata.deletionTimestamp !== undefined) return finalize(key, set, owned, ctx, d);
@@ -143,9 +148,12 @@ export async function reconcileCellSet(key: string, ctx: Ctx, d: ReconcileDeps):
       });
     } else if (decision.kind === 'wait') {
       waitMs = Math.min(waitMs ?? Infinity, decision.ms);
-      const id = `${key}/${set.metadata.uid}/${slot}/${generation}/${decision.attempt}`;
-      if (!d.announced.has(id)) {
-        d.announced.add(id);
+      const at = `${set.metadata.uid}/${generation}`;
+      let announced = d.announced.get(key);
+      if (announced?.at !== at) d.announced.set(key, (announced = { at, ids: new Set() }));
+      const id = `${slot}/${decision.attempt}`;
+      if (!announced.ids.has(id)) {
+        announced.ids.add(id);
         d.decisions.record(set, {
           type: 'Normal',
           reason: 'RebuildBackoff',
@@ -269,5 +277,6 @@ async function finalize(key: string, set: CellSet, owned: Pod[], ctx: Ctx, d: Re
     if (!isNotFound(error)) throw error;
   }
   d.histories.delete(key);
+  d.announced.delete(key);
   d.decisions.record(set, { type: 'Normal', reason: 'FinalizerRemoved', action: 'RemoveFinalizer', note: `every pod is gone: removed ${FINALIZER}, the set can go` });
 }
