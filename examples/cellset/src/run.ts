@@ -78,7 +78,7 @@ export async function runController(options: RunOptions): Promise<number> {
     return 1;
   }
   const client = new KubeClient({ kubeConfig });
-  print(`cellset-controller: node ${process.version}, namespace ${namespace}, cluster ${client.currentServer() ?? '(none)'}`);
+  print(`cellset-controller: node ${process.version}, pid ${process.pid}, namespace ${namespace}, cluster ${client.currentServer() ?? '(none)'}`);
   try {
     const crd = await ensureCellSetCrd(client, namespace, { signal });
     print(`cellset-controller: the CellSet CRD is ${crd === 'served' ? 'served' : 'installed now'}`);
