@@ -51,6 +51,9 @@ export default defineConfig({
       ...(existsSync(join(here, 'examples/pool-tracker/test'))
         ? [{ extends: true as const, test: { name: 'examples', root: join(here, 'examples/pool-tracker'), include: ['test/**/*.test.ts'] } }]
         : []),
+      ...(existsSync(join(here, 'examples/cellset/test'))
+        ? [{ extends: true as const, test: { name: 'example-cellset', root: join(here, 'examples/cellset'), include: ['test/**/*.test.ts'] } }]
+        : []),
       {
         extends: true as const,
         test: { name: 'runtime-check', root: join(here, 'tools/runtime-check'), include: ['test/**/*.test.ts'] },

@@ -5,12 +5,12 @@
  * through an `InProcessSource` (no HTTP). With `KUBECONFIG` (or `--kubeconfig`) it tracks the pods of
  * a real cluster until Ctrl-C. Every reconcile prints its pool's view when it changes.
  *
- *   pnpm demo                      # embedded apiserver, 10 s
- *   pnpm demo --duration 4         # cut short
- *   pnpm demo --source in-process  # no HTTP
- *   pnpm demo --kubeconfig ~/.kube/config --namespace ml --selector pool   # the long-running controller
- *   pnpm demo --controller [--fault forbidden]     # the same controller against an embedded apiserver
- *   pnpm demo --replicas 3 [--metrics-port 9090]   # leader election: one leader, a kill, a takeover
+ *   pnpm demo:pool-tracker                      # embedded apiserver, 10 s
+ *   pnpm demo:pool-tracker --duration 4         # cut short
+ *   pnpm demo:pool-tracker --source in-process  # no HTTP
+ *   pnpm demo:pool-tracker --kubeconfig ~/.kube/config --namespace ml --selector pool   # the long-running controller
+ *   pnpm demo:pool-tracker --controller [--fault forbidden]     # the same controller against an embedded apiserver
+ *   pnpm demo:pool-tracker --replicas 3 [--metrics-port 9090]   # leader election: one leader, a kill, a takeover
  */
 import { parseArgs } from 'node:util';
 import type { Logger } from '@reconcile-loop/loop';
@@ -21,7 +21,7 @@ import { runReplicas } from './replicas.js';
 import { createSimulation } from './simulation.js';
 import type { PoolView } from './tracker.js';
 
-const usage = `usage: pnpm demo [--source embedded|in-process|cluster] [--duration <seconds>]
+const usage = `usage: pnpm demo:pool-tracker [--source embedded|in-process|cluster] [--duration <seconds>]
                  [--kubeconfig <path>] [--namespace <ns>] [--selector <labels>] [--pool-label <label>] [--verbose]
                  [--controller] [--fault ${FAULTS.join('|')}]
                  [--health-port <port>] [--health-host <addr>] [--sync-timeout <seconds>] [--grace <seconds>]

@@ -1,0 +1,128 @@
+/**
+ * The main job. Without a kubeconfig it plays the CellSet story on the embedded apiserver and exits
+ * 0; with `KUBECONFIG` (or `--kubeconfig`, or `--controller`) it runs the CellSet controller against
+ * that cluster until SIGTERM/SIGINT.
+ *
+ *   pnpm demo                                   # the story, about 15 s
+ *   pnpm demo --budget-scale 1                  # the same with the real 0/1/5/30 s budget (about 45 s)
+ *   KUBECONFIG=~/.kube/config pnpm demo --namespace cells --metrics-port 8080   # the controller
+ *   ./dev demo pool-tracker [flags]             # the earlier pool-tracker demo (--replicas, --controller, --fault, ...)
+ */
+import { parseArgs } from 'node:util';
+import { runStory } from './demo.js';
+import { runController } from './run.js';
+
+const usage = `usage: pnpm demo [--budget-scale <x>] [--verbose]
+       pnpm demo --controller [--kubeconfig <path>] [--namespace <ns>] [--metrics-port <port>] [--metrics-host <addr>]
+                 [--rebuild-delays <s,s,...>] [--lease-duration <s>] [--renew-deadline <s>] [--retry-period <s>] [--sync-timeout <s>]
+  no kubeconfig: the CellSet story on an embedded apiserver (exit 0 at the end)
+  KUBECONFIG, --kubeconfig or --controller: the CellSet controller on that cluster, until SIGTERM/SIGINT
+    (installs the CRD when its identity may; the least-privilege Role is examples/cellset/deploy/rbac.yaml)
+  CELLSET_PAUSE_AFTER_CREATES=n pauses the controller right after its n-th pod create (a kill -9 test's hook)
+  the pool-tracker demo and its flags (--replicas, --source, --fault, ...): ./dev demo pool-tracker --help`;
+
+const POOL_TRACKER_FLAGS = ['--replicas', '--source', '--selector', '--pool-label', '--fault', '--duration', '--health-port', '--kill-after'];
+
+class UsageError extends Error {}
+
+function number(name: string, text: string | undefined, check: (n: number) => boolean): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isFinite(n) || !check(n)) throw new UsageError(`${/^[A-Z_]+$/.test(name) ? name : `--${name}`}: not a usable value: ${JSON.stringify(text)}`);
+  return n;
+}
+
+async function main(): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        controller: { type: 'boolean', default: false },
+        kubeconfig: { type: 'string' },
+        namespace: { type: 'string', default: 'default' },
+        'metrics-port': { type: 'string' },
+        'metrics-host': { type: 'string', default: '127.0.0.1' },
+        'rebuild-delays': { type: 'string' },
+        'lease-duration': { type: 'string' },
+        'renew-deadline': { type: 'string' },
+        'retry-period': { type: 'string' },
+        'sync-timeout': { type: 'string' },
+        'budget-scale': { type: 'string' },
+        verbose: { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
+    }));
+  } catch (error) {
+    const flag = POOL_TRACKER_FLAGS.find((f) => process.argv.includes(f));
+    console.error(`${(error as Error).message}${flag ? `\n${flag} is a flag of the pool-tracker demo: ./dev demo pool-tracker ${flag} …` : ''}\n${usage}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  const abort = new AbortController();
+  const onSignal = (): void => abort.abort();
+  // `on`, not `once`: a signal sent to the process group (Ctrl-C, a group kill) arrives twice, once
+  // directly and once relayed by tsx; the second must not hit Node's default handler mid-stop.
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const kubeconfig = values.kubeconfig ?? process.env['KUBECONFIG'];
+    if (values.controller || kubeconfig) {
+      const seconds = (name: string) => number(name, values[name as 'lease-duration'], (n) => n > 0);
+      const delays = values['rebuild-delays']?.split(',').map((s) => number('rebuild-delays', s.trim(), (n) => n >= 0)! * 1000);
+      if (delays !== undefined && delays[0] !== 0) throw new UsageError('--rebuild-delays must start with 0');
+      const pause = number('CELLSET_PAUSE_AFTER_CREATES', process.env['CELLSET_PAUSE_AFTER_CREATES'], (n) => Number.isInteger(n) && n > 0);
+      const metricsPort = number('metrics-port', values['metrics-port'], (n) => Number.isInteger(n) && n >= 0 && n <= 65_535);
+      const ms = (s: number | undefined) => (s === undefined ? undefined : s * 1000);
+      const keepAlive = setInterval(() => {}, 1 << 30); // the loop's timers are unref'd
+      try {
+        return await runController({
+          ...(values.kubeconfig !== undefined && { kubeconfig: values.kubeconfig }),
+          namespace: values.namespace,
+          metricsPort,
+          metricsHost: values['metrics-host'],
+          rebuildDelaysMs: delays,
+          leaseDurationMs: ms(seconds('lease-duration')),
+          renewDeadlineMs: ms(seconds('renew-deadline')),
+          retryPeriodMs: ms(seconds('retry-period')),
+          syncTimeoutMs: ms(seconds('sync-timeout')),
+          pauseAfterCreates: pause,
+          signal: abort.signal,
+          print: (line) => console.log(line),
+          printError: (line) => console.error(line),
+        });
+      } finally {
+        clearInterval(keepAlive);
+      }
+    }
+    const budgetScale = number('budget-scale', values['budget-scale'], (n) => n > 0 && n <= 10);
+    console.log('The CellSet controller (examples/cellset): one ReconcileLoop over CellSets and the pods they own.');
+    const report = await runStory({ print: (line) => console.log(line), budgetScale, verbose: values.verbose, signal: abort.signal });
+    console.log(
+      `done: the controller converged, survived a crash, a lost watch (${report.relists} relists) and a status conflict, dead-lettered web-2 and released it on a spec edit; ${report.leftovers} objects left`,
+    );
+    return report.leftovers === 0 ? 0 : 1;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n${usage}`);
+      return 2;
+    }
+    if (abort.signal.aborted) return 130;
+    throw error;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(error instanceof Error ? `${error.name}: ${error.message}` : error);
+    process.exitCode = 1;
+  },
+);

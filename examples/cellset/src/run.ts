@@ -1,0 +1,161 @@
+/**
+ * The CellSet controller as a long-running process (`pnpm demo --controller`, or `KUBECONFIG=… pnpm
+ * demo`): it makes sure the CRD is served (installing it when its identity may), competes for a
+ * Lease (warm standby until it leads), serves `/metrics`, `/healthz` and `/readyz` on one port,
+ * prints every decision, and stops gracefully on SIGTERM/SIGINT. It fails loudly: a missing CRD it
+ * may not install, a Role missing a verb, an unreachable cluster each print the apiserver's answer.
+ *
+ * Exit codes: 0 after a clean stop; 1 when it could not start or a source failed for good.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { KubeClient } from '@reconcile-loop/kube-client';
+import { LeaderElector, LeaseLock } from '@reconcile-loop/leader-election';
+import { LoopStoppedError, describeError, healthHandler, type Logger } from '@reconcile-loop/loop';
+import { metricsHandler } from '@reconcile-loop/metrics';
+import { createCellSetController } from './controller.js';
+import type { Decision } from './decisions.js';
+import { CrdUnavailableError, ensureCellSetCrd } from './install.js';
+
+/** Options of {@link runController}. */
+export interface RunOptions {
+  /** Path to a kubeconfig; default `KUBECONFIG` / `~/.kube/config` / the pod's service account. */
+  readonly kubeconfig?: string | undefined;
+  /** A kubeconfig's YAML text; takes precedence over `kubeconfig`. */
+  readonly kubeconfigYaml?: string | undefined;
+  readonly namespace: string;
+  /** The Lease the replicas compete for (in `namespace`). Default `cellset-controller`. */
+  readonly leaseName?: string | undefined;
+  /** Lease timings (client-go's 15 / 10 / 2 s by default). */
+  readonly leaseDurationMs?: number | undefined;
+  readonly renewDeadlineMs?: number | undefined;
+  readonly retryPeriodMs?: number | undefined;
+  /** Rebuild budget delays (default 0/1/5/30 s). */
+  readonly rebuildDelaysMs?: readonly number[] | undefined;
+  /** Serve `/metrics`, `/healthz`, `/readyz` on this port (0: any free port); undefined: none. */
+  readonly metricsPort?: number | undefined;
+  readonly metricsHost?: string | undefined;
+  readonly syncTimeoutMs?: number | undefined;
+  /** Pause (forever, until the signal) right after this many pod creates: a deterministic point for a kill -9 test. */
+  readonly pauseAfterCreates?: number | undefined;
+  readonly signal: AbortSignal;
+  readonly print: (line: string) => void;
+  readonly printError: (line: string) => void;
+  readonly logger?: Logger | undefined;
+  readonly onListening?: ((url: string) => void) | undefined;
+}
+
+/** A decision as one line of output. */
+export function describeDecision(d: Decision): string {
+  return `${d.type === 'Warning' ? 'Warning' : 'event'} ${d.reason} ${d.cellSet}${d.pod === undefined ? '' : ` ${d.pod}`}: ${d.note}`;
+}
+
+/** A logger printing warnings and errors (with the apiserver's Status) on stderr. */
+export function stderrLogger(printError: (line: string) => void, prefix = 'cellset-controller'): Logger {
+  const line = (level: string) => (fields: Record<string, unknown>, message: string) => {
+    const err = fields['err'];
+    const key = typeof fields['parentKey'] === 'string' ? ` ${fields['parentKey']}:` : '';
+    printError(`${prefix}: ${level}${key} ${message}${err === undefined ? '' : `: ${describeError(err)}`}`);
+  };
+  const quiet = (): void => {};
+  return { debug: quiet, info: quiet, warn: line('warn'), error: line('error') };
+}
+
+/** Runs the controller until `signal` aborts or it fails; resolves with the exit code. */
+export async function runController(options: RunOptions): Promise<number> {
+  const { print, printError, signal, namespace } = options;
+  const logger = options.logger ?? stderrLogger(printError);
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kubeConfig = new KubeConfig();
+  try {
+    if (options.kubeconfigYaml !== undefined) kubeConfig.loadFromString(options.kubeconfigYaml);
+    else if (options.kubeconfig !== undefined) kubeConfig.loadFromFile(options.kubeconfig);
+    else kubeConfig.loadFromDefault();
+  } catch (error) {
+    printError(`cellset-controller: cannot load the kubeconfig: ${describeError(error)}`);
+    return 1;
+  }
+  const client = new KubeClient({ kubeConfig });
+  print(`cellset-controller: node ${process.version}, pid ${process.pid}, namespace ${namespace}, cluster ${client.currentServer() ?? '(none)'}`);
+  try {
+    const crd = await ensureCellSetCrd(client, namespace, { signal });
+    print(`cellset-controller: the CellSet CRD is ${crd === 'served' ? 'served' : 'installed now'}`);
+  } catch (error) {
+    if (signal.aborted) return 0;
+    printError(`cellset-controller: ${error instanceof CrdUnavailableError ? error.message : `cannot check the CellSet CRD: ${describeError(error)}`}`);
+    return 1;
+  }
+
+  const identity = `${hostname()}_${randomUUID().slice(0, 8)}`;
+  const elector = new LeaderElector({
+    lock: new LeaseLock({ client, namespace, name: options.leaseName ?? 'cellset-controller', identity }),
+    logger,
+    ...(options.leaseDurationMs !== undefined && { leaseDurationMs: options.leaseDurationMs }),
+    ...(options.renewDeadlineMs !== undefined && { renewDeadlineMs: options.renewDeadlineMs }),
+    ...(options.retryPeriodMs !== undefined && { retryPeriodMs: options.retryPeriodMs }),
+    onStartedLeading: () => print(`cellset-controller: leading as ${identity}`),
+    onStoppedLeading: () => print('cellset-controller: stopped leading'),
+  });
+  const pause = options.pauseAfterCreates;
+  let failure: unknown;
+  const stopping = new AbortController();
+  const controller = createCellSetController({
+    client,
+    eventsClient: new KubeClient({ kubeConfig }),
+    namespace,
+    logger,
+    leaderGate: elector,
+    onDecision: (d) => print(describeDecision(d)),
+    ...(options.rebuildDelaysMs !== undefined && { rebuildDelaysMs: options.rebuildDelaysMs }),
+    ...(options.syncTimeoutMs !== undefined && { syncTimeoutMs: options.syncTimeoutMs }),
+    onError: (error) => {
+      failure = error;
+      stopping.abort();
+    },
+    hooks: {
+      afterCreate: async (pod, total) => {
+        if (pause === undefined || total !== pause) return;
+        print(`cellset-controller: paused after creating ${total} pods (last ${pod}), mid-reconcile (CELLSET_PAUSE_AFTER_CREATES)`);
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      },
+    },
+  });
+  const { loop } = controller;
+  const onAbort = (): void => stopping.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  let server: Server | undefined;
+  const electing = elector.run(stopping.signal);
+  try {
+    if (options.metricsPort !== undefined) {
+      const s = createServer(metricsHandler(controller.registry, { next: healthHandler(loop) }));
+      server = s;
+      await new Promise<void>((resolve, reject) => s.once('error', reject).listen(options.metricsPort, options.metricsHost ?? '127.0.0.1', resolve));
+      const url = `http://${options.metricsHost ?? '127.0.0.1'}:${(s.address() as AddressInfo).port}`;
+      print(`cellset-controller: /metrics, /healthz and /readyz at ${url}`);
+      options.onListening?.(url);
+    }
+    await loop.start(); // every replica syncs; only the leader reconciles
+    print(`cellset-controller: synced CellSets and pods in namespace ${namespace}; ${elector.isLeader() ? 'leading' : 'warm standby until it leads'}`);
+    await new Promise<void>((resolve) => {
+      if (stopping.signal.aborted) resolve();
+      stopping.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+  } catch (error) {
+    if (!(error instanceof LoopStoppedError)) failure ??= error;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    stopping.abort();
+    const report = await controller.stop();
+    await electing.catch(() => undefined);
+    server?.close();
+    if (report.abandoned.length > 0) printError(`cellset-controller: stopped after the grace period; abandoned ${report.abandoned.join(', ')}`);
+  }
+  if (failure !== undefined) {
+    printError(`cellset-controller: ${describeError(failure)}`);
+    return 1;
+  }
+  print('cellset-controller: stopped cleanly');
+  return 0;
+}
