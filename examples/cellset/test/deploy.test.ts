@@ -27,8 +27,8 @@ describe('the shipped manifests', () => {
     expect(docs.every((d) => d.metadata.name === 'cellset-controller' && d.metadata.namespace === 'cells')).toBe(true);
     const grants = Object.fromEntries(docs[1]!.rules!.flatMap((r) => r.resources.map((res) => [`${r.apiGroups.join(',')}/${res}`, [...r.verbs].sort()])));
     expect(grants).toEqual({
-      'cells.reconcile-loop.dev/cellsets': ['get', 'list', 'patch', 'update', 'watch'],
-      'cells.reconcile-loop.dev/cellsets/status': ['get', 'patch', 'update'],
+      'cells.reconcile-loop.dev/cellsets': ['get', 'list', 'patch', 'watch'],
+      'cells.reconcile-loop.dev/cellsets/status': ['get', 'update'],
       'cells.reconcile-loop.dev/cellsets/finalizers': ['update'],
       '/pods': ['create', 'delete', 'get', 'list', 'watch'],
       'events.k8s.io/events': ['create', 'patch'],
