@@ -3,11 +3,10 @@
  * controller's own `ensureCellSetCrd`), a controller against it, typed access to the objects, and
  * bounded, event-driven waits (polling real I/O, never sleeping on a clock).
  */
-import { request } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { ManualClock } from '@reconcile-loop/object-store';
-import { within } from '@reconcile-loop/test-support';
+import { httpGet, within } from '@reconcile-loop/test-support';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { afterEach } from 'vitest';
 import { API_VERSION, CELLSET_LABEL, GROUP, KIND, PLURAL, VERSION } from '../src/api.js';
@@ -40,17 +39,9 @@ export function until(what: string, ok: () => boolean, ms = WAIT_MS): Promise<vo
 }
 
 /** GET over loopback HTTP: the status and the whole body (probes, /metrics). */
-export function get(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    request(url, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
+export async function get(url: string): Promise<{ status: number; body: string }> {
+  const { status, body } = await httpGet(url);
+  return { status, body };
 }
 
 /** A CellSet body. */

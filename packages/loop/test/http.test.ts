@@ -1,9 +1,9 @@
 /** The probe handler over real HTTP on loopback. */
-import { createServer, request, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/object-store';
-import { ControlledSource, settle } from '@reconcile-loop/test-support';
+import { ControlledSource, httpGet, settle } from '@reconcile-loop/test-support';
 import { ReconcileLoop, healthHandler, replaceEvent, type HealthReporter } from '../src/index.js';
 
 interface Cell {
@@ -22,18 +22,7 @@ async function serve(reporter: HealthReporter, options?: Parameters<typeof healt
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-function get(url: string, init: { method?: string; accept?: string } = {}): Promise<{ status: number; type: string | undefined; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: init.method ?? 'GET', headers: init.accept ? { accept: init.accept } : {} }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const get = httpGet;
 
 describe('healthHandler', () => {
   it('[loop: probes] /readyz is 500 until the source syncs, then 200 ok; /healthz is 200 ok; failures list [+]/[-] lines with reasons withheld', async () => {
