@@ -182,4 +182,7 @@ for (const file of fs.readdirSync(process.argv[1]).filter((x) => x.endsWith(".js
 console.log(`tests: ${p} passed, ${f} failed, ${s} skipped (over ${n} vitest cells)`);
 ' "$OUT"
 echo "cells: $npassed passed, $nfailed failed"
-[ "$nfailed" -eq 0 ]
+# ALIGNMENT.md names a test for every decision: on a full run each named tag must title a passing test.
+alignment=0
+if [ -z "$ONLY" ]; then node scripts/alignment-check.mjs "$OUT" ALIGNMENT.md || alignment=1; fi
+[ "$nfailed" -eq 0 ] && [ "$alignment" -eq 0 ]
