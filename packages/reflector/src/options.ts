@@ -20,6 +20,29 @@ export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
  * is cut, and named as the cause, before `start()` gives up.
  */
 export const DEFAULT_LIST_TIMEOUT_MS = 90_000;
+/** Default LIST page size: client-go's pager default (`limit=500` plus `continue`). */
+export const DEFAULT_LIST_PAGE_SIZE = 500;
+/**
+ * Incomplete watch-list streams (ended, failed or past `listTimeoutMs` before the
+ * `k8s.io/initial-events-end` bookmark) in a row after which a reflector in `initialList: 'auto'`
+ * stops trying watch-list and LISTs for the rest of its life (kubernetes PR #140902 bounds the
+ * same loop). Each incomplete stream already fell back to a LIST, so the cost is bounded.
+ */
+export const WATCH_LIST_GIVE_UP_AFTER = 3;
+
+/**
+ * How a listing (the first of a stream, and every relist) is fetched:
+ * - `'watch-list'`: a streaming initial list (a WATCH with `sendInitialEvents=true`,
+ *   `resourceVersionMatch=NotOlderThan`, `allowWatchBookmarks=true`), the objects gathered one at a
+ *   time and swapped in as one replace at the `k8s.io/initial-events-end` bookmark, the watch then
+ *   going on on the same stream. Falls back to a LIST for that listing when the server refuses it
+ *   or the stream ends early; a refusal (422/400, the server's WatchList feature off) or
+ *   {@link WATCH_LIST_GIVE_UP_AFTER} incomplete streams in a row turn it off for this reflector.
+ * - `'list'`: a (paginated) LIST, then a WATCH from its resourceVersion.
+ * - `'auto'` (default): `'watch-list'` when the client says it can send the parameters
+ *   (`supportsWatchList`, true for `KubeApiClient`), else `'list'`.
+ */
+export type InitialListMode = 'auto' | 'watch-list' | 'list';
 
 /** Options for {@link Reflector}. */
 export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWatchScope {
@@ -37,8 +60,15 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
   retryDelayMs?: number;
   /** Cap of the retry delay, and of a server's `Retry-After`. Default 30 000. */
   maxRetryDelayMs?: number;
-  /** Deadline of one LIST (first listing and relists): a LIST that has not completed is a counted failure. Default 120 000. */
+  /**
+   * Deadline of one listing (first listing and relists): a LIST (all its pages) or the initial
+   * phase of a watch-list that has not completed is a counted failure. Default 90 000.
+   */
   listTimeoutMs?: number;
+  /** How listings are fetched: streaming (`'watch-list'`), `'list'`, or `'auto'`. Default `'auto'`. See {@link InitialListMode}. */
+  initialList?: InitialListMode;
+  /** LIST page size (`limit`, following `continue` tokens); `0` for one unpaged LIST. Default 500. */
+  listPageSize?: number;
   /**
    * Longest watch frame accepted, in bytes of the UTF-8 line (characters, for the ASCII JSON the
    * apiserver writes). Longer is a protocol error: the watch is torn down and the reflector relists.
@@ -62,6 +92,8 @@ export interface ResolvedOptions {
   readonly maxRetryDelayMs: number;
   readonly listTimeoutMs: number;
   readonly maxFrameSize: number;
+  readonly initialList: InitialListMode;
+  readonly listPageSize: number;
 }
 
 function positive(name: string, value: number, allowZero: boolean): number {
@@ -85,7 +117,13 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
     maxRetryDelayMs: positive('maxRetryDelayMs', options.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_DELAY_MS, true),
     listTimeoutMs: positive('listTimeoutMs', options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS, false),
     maxFrameSize: positive('maxFrameSize', options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE, false),
+    initialList: options.initialList ?? 'auto',
+    listPageSize: positive('listPageSize', options.listPageSize ?? DEFAULT_LIST_PAGE_SIZE, true),
   };
+  if (!['auto', 'watch-list', 'list'].includes(resolved.initialList)) {
+    throw new ReflectorOptionsError(`initialList must be 'auto', 'watch-list' or 'list', got ${String(resolved.initialList)}`);
+  }
+  if (!Number.isSafeInteger(resolved.listPageSize)) throw new ReflectorOptionsError(`listPageSize must be an integer, got ${String(resolved.listPageSize)}`);
   if (resolved.maxRetryDelayMs < resolved.retryDelayMs) throw new ReflectorOptionsError('maxRetryDelayMs must be >= retryDelayMs');
   return resolved;
 }
