@@ -60,7 +60,8 @@ export class WatchSession<T extends KubernetesObjectView> {
       this.#iterator = core.client
         .watch({
           ...core.scope,
-          resourceVersion: core.cursor ?? '',
+          // A watch-list always asks for a consistent read of the newest state, as the LIST does.
+          resourceVersion: extra.sendInitialEvents ? '' : (core.cursor ?? ''),
           timeoutSeconds: this.timeoutSeconds,
           allowWatchBookmarks: true,
           ...(extra.sendInitialEvents ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' as const } : {}),
