@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, podManifest, storeMatchesFreshList, uniqueNamespace, type Endpoint } from '../src/index.js';
 import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/environment.js';
 
-// The streaming initial list (watch-list) against kube-apiserver 1.35.4: the default reflector
+// The streaming initial list (watch-list) against kube-apiserver 1.35.4: a reflector in 'auto'
 // syncs by watch-list on the watch-cached and the --watch-cache=false apiserver alike (both serve
 // it), and falls back to a LIST against an apiserver started with --feature-gates=WatchList=false,
 // which answers 422. Each ends with the store equal to a fresh LIST.
@@ -65,11 +65,11 @@ async function expectStoreEqualsList(store: ObjectStore<Pod, string>, client: Ku
 
 describe.skipIf(!availability.run)('watch-list against kube-apiserver 1.35.4', () => {
   for (const personality of ['cached', 'uncached'] as const) {
-    it(`[k8s_reflector: Streaming initial list] the default reflector syncs by watch-list (no LIST) from the ${personality} apiserver, keeps watching on the same stream, and its store equals a fresh LIST`, async (context) => {
+    it(`[k8s_reflector: Streaming initial list] a reflector with initialList 'auto' syncs by watch-list (no LIST) from the ${personality} apiserver, keeps watching on the same stream, and its store equals a fresh LIST`, async (context) => {
       const e = env();
       const endpoint = personality === 'cached' ? e.endpoint : requireControlPlane(context, e).uncachedEndpoint;
       const { ns, client, core } = await seeded(endpoint, `wl-${personality}`);
-      const reflector = podReflector({ kubeConfig: kubeConfigOf(endpoint), namespace: ns, labelSelector: LABEL, retryDelayMs: 100, maxRetryDelayMs: 1_000 });
+      const reflector = podReflector({ kubeConfig: kubeConfigOf(endpoint), namespace: ns, labelSelector: LABEL, retryDelayMs: 100, maxRetryDelayMs: 1_000, initialList: 'auto' });
       const { store, events } = mirror(reflector);
       await eventually('the streamed listing', () => (events.length > 0 ? true : undefined), () => ({ events, stats: reflector.stats }), 30_000);
       expect(events[0]).toBe('replace 3');
@@ -87,7 +87,7 @@ describe.skipIf(!availability.run)('watch-list against kube-apiserver 1.35.4', (
     const cp = requireControlPlane(context, env());
     const endpoint = await cp.extraApiserver('kube-apiserver-no-watch-list', ['--feature-gates=WatchList=false']);
     const { ns, client, core } = await seeded(endpoint, 'wl-off');
-    const reflector = podReflector({ kubeConfig: kubeConfigOf(endpoint), namespace: ns, labelSelector: LABEL, retryDelayMs: 100, maxRetryDelayMs: 1_000 });
+    const reflector = podReflector({ kubeConfig: kubeConfigOf(endpoint), namespace: ns, labelSelector: LABEL, retryDelayMs: 100, maxRetryDelayMs: 1_000, initialList: 'auto' });
     const { store, events } = mirror(reflector);
     await eventually('the listing', () => (events.length > 0 ? true : undefined), () => ({ events, stats: reflector.stats }), 30_000);
     expect(events[0]).toBe('replace 3');

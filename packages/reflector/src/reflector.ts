@@ -8,7 +8,7 @@ import { watchPhase, type WatchOutcome } from './watch-phase.js';
 import type { WatchSession } from './watch-session.js';
 
 export type { ReflectorStats } from './core.js';
-export { INITIAL_EVENTS_END_ANNOTATION, isInitialEventsEnd } from './watch-list-phase.js';
+export { INITIAL_EVENTS_END_ANNOTATION, isInitialEventsEnd, isWatchListRefusal } from './watch-list-phase.js';
 export {
   DEFAULT_IDLE_GRACE_MS,
   DEFAULT_LIST_PAGE_SIZE,

@@ -1,6 +1,5 @@
-import { isMalformedWatchFrameError, parseWatchLine, readWatchFrame, type InvalidObjectError, type KubernetesObjectView, type WatchFrame } from '@reconcile-loop/k8s-types';
+import { isMalformedWatchFrameError, parseWatchLine, readWatchFrame, type ApiStatus, type InvalidObjectError, type KubernetesObjectView, type WatchFrame } from '@reconcile-loop/k8s-types';
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
-import { isCursorExpired } from './classify.js';
 import type { ReflectorCore } from './core.js';
 import { isApiStatusError, ListTimeoutError, WatchFrameTooLargeError } from './errors.js';
 import { countListing, gather, type ListReason } from './list-phase.js';
@@ -145,12 +144,26 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
   } catch (error) {
     if (signal.aborted) return STOPPED;
     if (isPermanentSourceError(error)) throw core.failPermanently(error);
-    const refused = isApiStatusError(error) && (error.statusCode === 400 || error.statusCode === 422) && !isCursorExpired(error.status, error.statusCode);
+    const refused = isApiStatusError(error) && isWatchListRefusal(error.status, error.statusCode);
     incomplete = { why: refused ? 'the server refused the watch-list request' : 'the watch-list request failed', error, refused };
   } finally {
     if (!synced) session?.close();
   }
   return fallBack(core, incomplete);
+}
+
+/**
+ * True when a 400/422 refuses the watch-list parameters themselves (kube-apiserver with the WatchList
+ * feature off: 422 `sendInitialEvents: Forbidden: ... unless the WatchList feature gate is enabled`),
+ * read from the `Status`'s causes or message. Any other 400/422 (a selector the server cannot
+ * parse) is not a verdict on watch-list: it counts as one incomplete stream, and the LIST fallback
+ * meets the same refusal under the LIST rules.
+ */
+export function isWatchListRefusal(status: ApiStatus | undefined, httpStatus?: number): boolean {
+  const code = httpStatus ?? status?.code;
+  if (code !== 400 && code !== 422) return false;
+  if (status?.details?.causes.some((cause) => cause.field === 'sendInitialEvents' || cause.field === 'resourceVersionMatch' || cause.field === 'allowWatchBookmarks')) return true;
+  return /\b(sendInitialEvents|resourceVersionMatch)\b/.test(status?.message ?? '');
 }
 
 /** Records an incomplete watch-list, turns watch-list off when the server refused it or after too many, and falls back to a LIST. */

@@ -43,8 +43,6 @@ async function setup(
     clock: fastClock,
     random: () => 0,
     logger,
-    // These scenarios are about the LIST path; watch-list has its own (embedded-watch-list.test.ts).
-    initialList: 'list',
     ...options.reflector,
   });
   const { tap, controller } = tapOf<Pod>(reflector);
@@ -277,7 +275,7 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
       contexts: [{ name: 'silent', cluster: 'silent', user: 'u' }],
       currentContext: 'silent',
     });
-    const reflector = podReflector({ kubeConfig, namespace: NS, clock: fastClock, initialList: 'list' });
+    const reflector = podReflector({ kubeConfig, namespace: NS, clock: fastClock });
     const { tap, controller } = tapOf<Pod>(reflector);
 
     await within(acceptedOnce, 'the LIST connection');
@@ -308,7 +306,6 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
       namespace: NS,
       clock: fastClock,
       random: () => 0,
-      initialList: 'list',
     });
     const { tap } = tapOf<z.output<typeof schema>>(reflector);
 

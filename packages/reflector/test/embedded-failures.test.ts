@@ -24,7 +24,7 @@ async function setup(options: { reflector?: Partial<ReflectorOptions<Pod>>; befo
   s.seedPods(3, { namespace: NS, labels: { pool: 'engines' }, namePrefix: 'engine' });
   options.beforeOpen?.(s);
   const logger = recordingLogger();
-  const reflector = podReflector({ kubeConfig: kubeConfigFor(s), ...SCOPE, clock: fastClock, random: () => 0, logger, initialList: 'list', ...options.reflector });
+  const reflector = podReflector({ kubeConfig: kubeConfigFor(s), ...SCOPE, clock: fastClock, random: () => 0, logger, ...options.reflector });
   const { tap } = tapOf<Pod>(reflector);
   return { server: s, reflector, tap, logger };
 }
@@ -163,7 +163,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     s.createObject(ref, cell('cell-bad', 'two'));
     const schema = objectSchema({ spec: z.object({ replicas: z.number().int() }) });
     const logger = recordingLogger();
-    const reflector = kubeReflector({ kubeConfig: kubeConfigFor(s), resource, schema, namespace: NS, clock: fastClock, random: () => 0, logger, initialList: 'list' });
+    const reflector = kubeReflector({ kubeConfig: kubeConfigFor(s), resource, schema, namespace: NS, clock: fastClock, random: () => 0, logger });
     const { tap } = tapOf<z.output<typeof schema>>(reflector);
     const quarantinedKeys = () => reflector.health().quarantined.map((q) => q.key);
 

@@ -17,11 +17,12 @@ const SCOPE = { namespace: NS, labelSelector: 'pool' };
 afterEach(runCleanups);
 
 describe('reflector watch-list over real HTTP (embedded apiserver)', () => {
-  it('[k8s_reflector: Streaming initial list] the default reflector (initialList auto over KubeApiClient) syncs by watch-list: one WATCH, no LIST, writes flow on the same stream, the store equals a fresh LIST', async () => {
+  it("[k8s_reflector: Streaming initial list] initialList 'auto' over KubeApiClient syncs by watch-list: one WATCH, no LIST, writes flow on the same stream, the store equals a fresh LIST", async () => {
     const s = await server();
     s.seedPods(4, { namespace: NS, labels: { pool: 'engines' }, namePrefix: 'engine' });
     s.createPod({ metadata: { name: 'other', namespace: NS } });
-    const reflector = podReflector({ kubeConfig: kubeConfigFor(s), ...SCOPE, clock: fastClock, random: () => 0 });
+    expect(podReflector({ kubeConfig: kubeConfigFor(s), ...SCOPE }).listingMode).toBe('list'); // the default
+    const reflector = podReflector({ kubeConfig: kubeConfigFor(s), ...SCOPE, clock: fastClock, random: () => 0, initialList: 'auto' });
     expect(reflector.listingMode).toBe('watch-list');
     const { tap } = tapOf<Pod>(reflector);
     const listing = await tap.next('the streamed listing');
@@ -40,7 +41,7 @@ describe('reflector watch-list over real HTTP (embedded apiserver)', () => {
     const s = await server({ watchList: false });
     s.seedPods(3, { namespace: NS, labels: { pool: 'engines' }, namePrefix: 'engine' });
     const logger = recordingLogger();
-    const reflector = podReflector({ kubeConfig: kubeConfigFor(s), ...SCOPE, clock: fastClock, random: () => 0, logger });
+    const reflector = podReflector({ kubeConfig: kubeConfigFor(s), ...SCOPE, clock: fastClock, random: () => 0, logger, initialList: 'auto' });
     const { tap } = tapOf<Pod>(reflector);
     await tap.next('the listing');
     expect(reflector.watchListOff).toMatch(/refused by the server \(422\)/);

@@ -356,7 +356,7 @@ describe('Reflector over KubeApiClient', () => {
     });
     const clock = new ManualClock();
     const controller = new AbortController();
-    const reflector = podReflector({ kubeConfig: kubeConfig(base), namespace: 'ns', clock, random: () => 0, initialList: 'list' });
+    const reflector = podReflector({ kubeConfig: kubeConfig(base), namespace: 'ns', clock, random: () => 0 });
     const stream = consume(reflector.open(controller.signal));
     await settle(50);
     expect(stream.events.map((e) => (e.type === 'replace' ? [...e.objects.keys()] : e.key))).toEqual([['ns/a'], 'ns/c']);
@@ -375,7 +375,7 @@ describe('Reflector over KubeApiClient', () => {
     const logger = recordingLogger();
     const clock = new ManualClock();
     const controller = new AbortController();
-    const reflector = new Reflector<Pod>({ client: new KubeApiClient(kubeConfig(base), podResource), schema: podSchema, clock, logger, initialList: 'list' });
+    const reflector = new Reflector<Pod>({ client: new KubeApiClient(kubeConfig(base), podResource), schema: podSchema, clock, logger });
     const stream = consume(reflector.open(controller.signal));
     await settle(30);
     await advance(clock, 1_000);

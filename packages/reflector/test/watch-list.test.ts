@@ -134,6 +134,24 @@ describe('Reflector: watch-list fallback to LIST', () => {
     expect(stream.events.every((e) => e.type === 'replace')).toBe(true);
   });
 
+  it('[k8s_reflector: Streaming initial list fallback] a 400 that is not about the watch-list parameters (a selector) is not a refusal: one incomplete stream, and the LIST fallback meets it under the LIST rules (a first LIST answered 400 is permanent)', async () => {
+    const selector = new ApiStatusError(400, status(400, 'BadRequest', 'unable to parse requirement: found \'=\', expected: identifier'));
+    const { client, reflector, stream } = setup({}, (c) => c.queueList(selector));
+    await settle();
+    client.watch0.fail(selector);
+    await stream.done;
+    expect(reflector.watchListOff).toBeUndefined();
+    expect(stream.error).toMatchObject({ code: 'LIST_REJECTED', permanent: true });
+    expect(reflector.stats).toMatchObject({ watchLists: 1, watchListFallbacks: 1, lists: 1 });
+  });
+
+  it("[k8s_reflector: Streaming initial list] the default is 'list', even over a client that supports watch-list", async () => {
+    const { client, reflector } = openReflector({}, (c) => Object.assign(c, { supportsWatchList: true }));
+    await settle();
+    expect(reflector.listingMode).toBe('list');
+    expect(client.lists).toHaveLength(1);
+  });
+
   it('[k8s_reflector: Streaming initial list fallback] a completed watch-list resets the count of incomplete ones', async () => {
     const { client, reflector, clock } = setup({}, (c) => {
       c.defaultList = { items: [], resourceVersion: '3' };
