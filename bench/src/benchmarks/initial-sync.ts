@@ -1,10 +1,11 @@
 /**
  * Benchmark: initial sync memory. The peak heap while a reflector syncs N realistic pods and the
- * heap its synced store keeps, for the LIST path (paged, client-go's `limit=500`, and unpaged) and
+ * heap its synced store keeps, for the LIST path (paged by the default 250 and by client-go's 500, and unpaged) and
  * the streaming watch-list path, each against the embedded apiserver in a child process (its heap
  * is not ours). Issue 15's target: peak ≤ 1.5× the final store. Medians of runs alternating the
  * paths after one warm-up of each.
  */
+import { DEFAULT_LIST_PAGE_SIZE } from '@reconcile-loop/reflector';
 import { ApiServerProcess } from '../lib/apiserver-process.js';
 import type { BenchContext } from '../lib/context.js';
 import { measureInitialSync, type InitialSyncPath } from '../lib/initial-sync.js';
@@ -12,9 +13,12 @@ import { summarize, type Summary } from '../lib/stats.js';
 
 /** The paths measured, by the key they get in `latest.json` (`initialSync.<key>.*`). */
 export const INITIAL_SYNC_PATHS = {
-  list: { initialList: 'list', listPageSize: 500 },
+  /** The default: pages of `DEFAULT_LIST_PAGE_SIZE` (250). */
+  list: { initialList: 'list', listPageSize: DEFAULT_LIST_PAGE_SIZE },
+  /** client-go's page size. */
+  list500: { initialList: 'list', listPageSize: 500 },
   listUnpaged: { initialList: 'list', listPageSize: 0 },
-  watchList: { initialList: 'watch-list', listPageSize: 500 },
+  watchList: { initialList: 'watch-list', listPageSize: DEFAULT_LIST_PAGE_SIZE },
 } as const satisfies Record<string, InitialSyncPath>;
 
 export type InitialSyncPathName = keyof typeof INITIAL_SYNC_PATHS;
@@ -36,6 +40,7 @@ export interface InitialSyncSizeResult {
 export interface InitialSyncResult {
   /** The first size, flattened: `initialSync.list.peakBytes` and so on. */
   list: InitialSyncPathResult;
+  list500: InitialSyncPathResult;
   listUnpaged: InitialSyncPathResult;
   watchList: InitialSyncPathResult;
   pods: number;

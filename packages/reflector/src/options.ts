@@ -20,8 +20,13 @@ export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
  * is cut, and named as the cause, before `start()` gives up.
  */
 export const DEFAULT_LIST_TIMEOUT_MS = 90_000;
-/** Default LIST page size: client-go's pager default (`limit=500` plus `continue`). */
-export const DEFAULT_LIST_PAGE_SIZE = 500;
+/**
+ * Default LIST page size: 250, half client-go's pager default (500). Measured at 20,000 realistic
+ * pods (BENCHMARKS.md, *Initial sync memory*): with 500 the pages a scavenge finds alive are
+ * promoted and pile up in old space until the next full GC, so the sync peaked at 1.8× the store
+ * (over the 1.5× target); with 250 (or 100) at 1.1–1.3×. At 5,000 pods both are 1.0×.
+ */
+export const DEFAULT_LIST_PAGE_SIZE = 250;
 /**
  * Incomplete watch-list streams (ended, failed or past `listTimeoutMs` before the
  * `k8s.io/initial-events-end` bookmark) in a row after which a reflector in `initialList: 'auto'`
@@ -39,8 +44,8 @@ export const WATCH_LIST_GIVE_UP_AFTER = 3;
  *   or the stream ends early; a refusal (422/400, the server's WatchList feature off) or
  *   {@link WATCH_LIST_GIVE_UP_AFTER} incomplete streams in a row turn it off for this reflector.
  * - `'list'` (default): a paginated LIST, then a WATCH from its resourceVersion. Default because the
- *   paged LIST already keeps the initial sync's peak at the store's size (measured 1.01× at 5,000
- *   pods, watch-list 1.03×), its failures keep the reflector's LIST rules (a first LIST answered
+ *   paged LIST already keeps the initial sync's peak near the store's size (measured at 5,000 and
+ *   20,000 pods, beside watch-list's: BENCHMARKS.md), its failures keep the reflector's LIST rules (a first LIST answered
  *   400/422 is permanent; RBAC `list`), and no server can hold it in an initial phase that never
  *   ends (the incident class of kubernetes PR #140902, which `'auto'` would meet up to three times
  *   per reflector).
@@ -72,7 +77,7 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
   listTimeoutMs?: number;
   /** How listings are fetched: `'list'` (paginated), streaming (`'watch-list'`), or `'auto'`. Default `'list'`. See {@link InitialListMode}. */
   initialList?: InitialListMode;
-  /** LIST page size (`limit`, following `continue` tokens); `0` for one unpaged LIST. Default 500. */
+  /** LIST page size (`limit`, following `continue` tokens); `0` for one unpaged LIST. Default 250. */
   listPageSize?: number;
   /**
    * Longest watch frame accepted, in bytes of the UTF-8 line (characters, for the ASCII JSON the
