@@ -103,7 +103,8 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
       } catch (error) {
         if (!isMalformedWatchFrameError(error)) throw error;
         core.stats.skippedFrames++;
-        session.scheduleHeal();
+        // Due after the swap: the watching state arms it (a heal timer here would cut the initial phase).
+        core.healDueAt ??= core.clock.now() + core.healBackoff.take();
         core.logger.warn(core.fields({ frameType: error.frameType, err: error }), 'watch-list: skipped an initial frame with an unreadable envelope; a heal relist is scheduled');
         continue;
       }

@@ -58,6 +58,21 @@ describe('Reflector: streaming initial list (watch-list)', () => {
     expect(reflector.stats.invalidObjects).toBe(1);
   });
 
+  it('[k8s_reflector: Streaming initial list] an unreadable initial frame is skipped; its heal relist is armed only once the watch runs on the same stream, never cutting the initial phase', async () => {
+    const { client, reflector, stream, clock } = setup({ retryDelayMs: 1_000 });
+    await settle();
+    client.watch0.push(line('ADDED', pod('a', '5')), '{"type":"ADDED","object":');
+    await advance(clock, 5_000); // past the heal delay, still in the initial phase
+    expect(client.watches).toHaveLength(1);
+    expect(stream.events).toEqual([]);
+    client.watch0.push(endBookmark('9'));
+    await settle();
+    expect(stream.events.map(summary)).toEqual(['replace ns/a']);
+    await advance(clock, 1); // the heal is overdue: armed at the swap, it fires at once
+    await settle();
+    expect(reflector.stats).toMatchObject({ skippedFrames: 1, healRelists: 1, watchLists: 2 });
+  });
+
   it("[k8s_reflector: Streaming initial list] initialList 'auto' streams only over a client that declares supportsWatchList; otherwise it LISTs", async () => {
     const plain = openReflector({ initialList: 'auto' });
     await settle();
