@@ -41,7 +41,7 @@ export const WATCH_LIST_GIVE_UP_AFTER = 3;
  *   `resourceVersionMatch=NotOlderThan`, `allowWatchBookmarks=true`), the objects gathered one at a
  *   time and swapped in as one replace at the `k8s.io/initial-events-end` bookmark, the watch then
  *   going on on the same stream. Falls back to a LIST for that listing when the server refuses it
- *   or the stream ends early; a refusal (422/400, the server's WatchList feature off) or
+ *   or the stream ends early; a refusal (a 422/400 naming the watch-list parameters: the server's WatchList feature off) or
  *   {@link WATCH_LIST_GIVE_UP_AFTER} incomplete streams in a row turn it off for this reflector.
  * - `'list'` (default): a paginated LIST, then a WATCH from its resourceVersion. Default because the
  *   paged LIST already keeps the initial sync's peak near the store's size (measured at 5,000 and

@@ -54,7 +54,7 @@ type Incomplete = { readonly why: string; readonly error?: unknown; readonly ref
  * Anything else before that bookmark — the request refused or failed, an ERROR frame, the stream
  * ending, silence past the idle timeout, `listTimeoutMs` passing, a frame over `maxFrameSize` —
  * drops the map and falls back to a LIST for this listing (client-go falls back on every error:
- * "making progress is better than deadlocking"). A refusal (400/422: the server's WatchList
+ * "making progress is better than deadlocking"). A refusal ({@link isWatchListRefusal}: a 400/422 naming the watch-list parameters, the server's WatchList
  * feature is off) or {@link WATCH_LIST_GIVE_UP_AFTER} incomplete streams in a row turn watch-list
  * off for this reflector (kubernetes PR #140902). A generator of its own, so the temporary map
  * lives in a frame that is freed once the replace has been consumed.
