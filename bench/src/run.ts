@@ -2,7 +2,7 @@
  * `pnpm bench` (full sizes, several runs) and `pnpm bench:smoke` (tiny sizes, one run: proves every
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
- * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency),
+ * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -10,6 +10,7 @@ import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runConcurrency, type ConcurrencyResult } from './benchmarks/concurrency.js';
+import { runInitialSync } from './benchmarks/initial-sync.js';
 import { runLatency, type LatencyResult } from './benchmarks/latency.js';
 import { runPoison } from './benchmarks/poison.js';
 import { runQueue } from './benchmarks/queue.js';
@@ -42,6 +43,7 @@ const benchmarks = {
   retry: runRetry,
   queue: runQueue,
   concurrency: runConcurrency,
+  'initial-sync': runInitialSync,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -144,6 +146,7 @@ const summary = {
   ...(results['poison'] !== undefined && { poison: results['poison'] }),
   ...(results['relist'] !== undefined && { relist: results['relist'] }),
   ...(results['queue'] !== undefined && { queue: results['queue'] }),
+  ...(results['initial-sync'] !== undefined && { initialSync: results['initial-sync'] }),
   ...(results['concurrency'] !== undefined && {
     concurrency: (results['concurrency'] as ConcurrencyResult).rows,
     concurrencyDetail: results['concurrency'],
@@ -165,6 +168,9 @@ const required: Array<[string, boolean]> = [
   ['idleWakeupsPerSec', selectedSet.has('retry')],
   ['concurrency.2.reconcilesPerSec', selectedSet.has('concurrency')],
   ['concurrency.2.p99Ms', selectedSet.has('concurrency')],
+  ...(['list', 'watchList'] as const).flatMap((path) =>
+    (['peakBytes', 'storeBytes', 'peakToStoreRatio'] as const).map((key): [string, boolean] => [`initialSync.${path}.${key}`, selectedSet.has('initial-sync')]),
+  ),
 ];
 for (const [path, needed] of required) {
   if (!needed) continue;

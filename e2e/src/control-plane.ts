@@ -75,7 +75,9 @@ export class ControlPlane {
   /** Kubeconfig of the uncached apiserver. */
   readonly uncachedEndpoint: Endpoint;
   readonly #keep: boolean;
+  readonly #secrets: SharedSecrets;
   readonly #proxies = new Set<TcpProxy>();
+  readonly #extra = new Set<KubeApiserver>();
   #tornDown = false;
 
   private constructor(init: {
@@ -85,7 +87,9 @@ export class ControlPlane {
     cached: KubeApiserver;
     uncached: KubeApiserver;
     keep: boolean;
+    secrets: SharedSecrets;
   }) {
+    this.#secrets = init.secrets;
     this.runDir = init.runDir;
     this.binaries = init.binaries;
     this.etcd = init.etcd;
@@ -112,7 +116,7 @@ export class ControlPlane {
         KubeApiserver.start({ ...common, name: 'kube-apiserver', watchCache: true }).then((a) => (started.push(a), a)),
         KubeApiserver.start({ ...common, name: 'kube-apiserver-uncached', watchCache: false }).then((a) => (started.push(a), a)),
       ]);
-      return new ControlPlane({ runDir, binaries, etcd, cached, uncached, keep: options.keep ?? flag(ENV.keep) });
+      return new ControlPlane({ runDir, binaries, etcd, cached, uncached, keep: options.keep ?? flag(ENV.keep), secrets });
     } catch (error) {
       await Promise.allSettled(started.reverse().map((p) => p.stop()));
       // Keep the logs of a failed start; they are the only clue.
@@ -133,6 +137,16 @@ export class ControlPlane {
     return { ...endpoint, proxy };
   }
 
+  /**
+   * One more kube-apiserver on the same etcd, with the same token, plus `extraArgs` (e.g.
+   * `--feature-gates=WatchList=false`) and its own kubeconfig; stopped on teardown.
+   */
+  async extraApiserver(name: string, extraArgs: readonly string[], watchCache = true): Promise<Endpoint> {
+    const apiserver = await KubeApiserver.start({ binary: this.binaries.kubeApiserver, runDir: this.runDir, etcdUrl: this.etcd.clientUrl, secrets: this.#secrets, name, watchCache, extraArgs });
+    this.#extra.add(apiserver);
+    return writeEndpoint(this.runDir, name, apiserver.access);
+  }
+
   /** Log file paths by process name. */
   get logs(): Record<string, string> {
     return Object.fromEntries([this.etcd.process, this.cached.process, this.uncached.process].map((p) => [p.spec.name, p.spec.logFile]));
@@ -147,7 +161,7 @@ export class ControlPlane {
     this.#tornDown = true;
     await Promise.allSettled([...this.#proxies].map((p) => p.close()));
     if (this.#keep) {
-      const pids = [this.etcd.process.pid, this.cached.process.pid, this.uncached.process.pid].filter((p) => p !== undefined);
+      const pids = [this.etcd.process.pid, this.cached.process.pid, this.uncached.process.pid, ...[...this.#extra].map((a) => a.process.pid)].filter((p) => p !== undefined);
       keepChildren(pids, this.runDir);
       process.stderr.write(
         [
@@ -163,7 +177,7 @@ export class ControlPlane {
       );
       return;
     }
-    await Promise.allSettled([this.cached.stop(), this.uncached.stop()]);
+    await Promise.allSettled([this.cached.stop(), this.uncached.stop(), ...[...this.#extra].map((a) => a.stop())]);
     await this.etcd.stop();
     rmSync(this.runDir, { recursive: true, force: true });
     forgetRunDir(this.runDir);

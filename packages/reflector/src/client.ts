@@ -13,17 +13,23 @@ export interface ListWatchScope {
   readonly fieldSelector?: string | undefined;
 }
 
-/** One LIST call. */
+/** One LIST call (one page of a paginated LIST when `limit` is set). */
 export interface ListRequest extends ListWatchScope {
   /** Aborting it abandons the request, also while it is still connecting. */
   readonly signal: AbortSignal;
+  /** Page size; absent for an unpaged LIST. A client that ignores it answers the whole collection (no `continue`). */
+  readonly limit?: number | undefined;
+  /** The `continue` token of the previous page. */
+  readonly continue?: string | undefined;
 }
 
-/** A listing: the raw items (validated by the reflector) and the cursor they are current at. */
+/** A listing (or one page of it): the raw items (validated by the reflector) and the cursor they are current at. */
 export interface ListResult {
   readonly items: readonly unknown[];
-  /** The list's `metadata.resourceVersion`: where the following WATCH starts. */
+  /** The list's `metadata.resourceVersion`: where the following WATCH starts (every page of one LIST carries the first page's). */
   readonly resourceVersion: string;
+  /** Set when more pages remain. */
+  readonly continue?: string | undefined;
 }
 
 /** One WATCH call. */
@@ -32,8 +38,16 @@ export interface WatchRequest extends ListWatchScope {
   readonly resourceVersion: string;
   /** Server-side lifetime of this watch; always sent, so every reopen stays in the reflector. */
   readonly timeoutSeconds: number;
-  /** Always `true`: bookmarks keep an idle cursor fresh for free. */
+  /** Always `true`: bookmarks keep an idle cursor fresh for free (and a watch-list needs them for its end marker). */
   readonly allowWatchBookmarks: boolean;
+  /**
+   * Watch-list (streaming initial list): `true` asks for the current state as ADDED frames, ended by
+   * a BOOKMARK annotated `k8s.io/initial-events-end: "true"`; sent with `resourceVersionMatch`.
+   * Absent on a plain watch.
+   */
+  readonly sendInitialEvents?: true | undefined;
+  /** `NotOlderThan` with `sendInitialEvents` (the only value kube-apiserver accepts there); absent otherwise. */
+  readonly resourceVersionMatch?: 'NotOlderThan' | undefined;
   /** Aborting it tears the watch down. */
   readonly signal: AbortSignal;
 }
@@ -44,6 +58,12 @@ export interface WatchRequest extends ListWatchScope {
  * for a transport failure.
  */
 export interface ListWatchClient {
+  /**
+   * True when `watch` passes `sendInitialEvents` / `resourceVersionMatch` on to the server, so the
+   * reflector's default `initialList: 'auto'` may stream its listings (client-go's
+   * `WatchListClient` check on the list-watcher). A client without it is only ever LISTed.
+   */
+  readonly supportsWatchList?: boolean | undefined;
   list(request: ListRequest): Promise<ListResult>;
   /**
    * Yields one value per watch frame: the frame's JSON line as a string (the reflector parses it),

@@ -9,9 +9,17 @@ import { Quarantine } from './quarantine.js';
 
 /** Counters for tests and metrics; cumulative over every stream this reflector opened. */
 export interface ReflectorStats {
-  /** LIST calls started (the first listing of each stream and every relist). */
+  /** LIST calls started (the first listing of each stream and every relist fetched by LIST, a watch-list's fallback included). */
   readonly lists: number;
-  /** LISTs after the first of a stream: a rejected cursor (410, 504, 400/422 on WATCH), a too-large frame, or a heal. */
+  /** Pages read by LISTs (one per unpaged LIST). */
+  readonly listPages: number;
+  /** Paginated LISTs restarted unpaged because their `continue` token expired (410). */
+  readonly listRestarts: number;
+  /** Listings started as a watch-list (streaming initial list). */
+  readonly watchLists: number;
+  /** Watch-lists that did not reach their initial-events-end bookmark (refused, failed, ended or past `listTimeoutMs`) and fell back to a LIST. */
+  readonly watchListFallbacks: number;
+  /** Listings after the first of a stream (LIST or watch-list): a rejected cursor (410, 504, 400/422 on WATCH), a too-large frame, or a heal. */
   readonly relists: number;
   /** Relists scheduled to heal the state a skipped frame may have carried. */
   readonly healRelists: number;
@@ -66,6 +74,10 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   readonly healBackoff: Backoff;
   readonly stats: MutableStats = {
     lists: 0,
+    listPages: 0,
+    listRestarts: 0,
+    watchLists: 0,
+    watchListFallbacks: 0,
     relists: 0,
     healRelists: 0,
     watches: 0,
@@ -89,6 +101,10 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   lastEventAt: number | undefined;
   lastError: unknown;
   consecutiveFailures = 0;
+  /** Watch-lists in a row that ended before their initial-events-end bookmark; reset by a completed one. */
+  watchListIncomplete = 0;
+  /** Why this reflector no longer tries watch-list (the server refused it, or too many incomplete streams); undefined while it may. */
+  watchListOff: string | undefined;
   /** Signature of the failure last logged at warn/error, so a repeat is logged at debug only. */
   #loggedFailure: string | undefined;
 
@@ -102,6 +118,15 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     this.random = parts.random;
     this.backoff = new Backoff(options.retryDelayMs, options.maxRetryDelayMs);
     this.healBackoff = new Backoff(options.retryDelayMs, options.maxRetryDelayMs);
+  }
+
+  /** How the next listing is fetched: `initialList`, the client's support for watch-list, and whether it was given up. */
+  listingVia(): 'watch-list' | 'list' {
+    if (this.watchListOff !== undefined) return 'list';
+    const mode = this.options.initialList;
+    if (mode === 'list') return 'list';
+    if (mode === 'watch-list') return 'watch-list';
+    return this.client.supportsWatchList === true ? 'watch-list' : 'list';
   }
 
   /** Base log fields. */

@@ -145,6 +145,8 @@ export class KubeApiClient implements ListWatchClient {
   readonly kubeClient: KubeClient;
   readonly #handle: ResourceClient<unknown>;
   readonly #maxFrameSize: number;
+  /** kube-client sends `sendInitialEvents` and `resourceVersionMatch` on a WATCH: watch-list is available. */
+  readonly supportsWatchList = true;
 
   constructor(source: KubeConfigAuth | KubeClient, resource: ApiResource, options: KubeApiClientOptions = {}) {
     const maxFrameSize = options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE;
@@ -162,14 +164,22 @@ export class KubeApiClient implements ListWatchClient {
 
   /**
    * LIST without `resourceVersion`: a consistent read of the newest state, never one from the
-   * past. Sent without kube-client's request deadline (`timeoutMs: 0`): the reflector's
-   * `listTimeoutMs` governs the LIST through `request.signal`.
+   * past (one page of it with `limit`, the next with `continue`). Sent without kube-client's
+   * request deadline (`timeoutMs: 0`): the reflector's `listTimeoutMs` governs the LIST through
+   * `request.signal`.
    */
   async list(request: ListRequest): Promise<ListResult> {
     const origin = serverOrigin(this.kubeClient.currentServer());
     try {
-      const listing = await this.#scoped(request).list({ labelSelector: request.labelSelector, fieldSelector: request.fieldSelector, signal: request.signal, timeoutMs: 0 });
-      return { items: listing.items, resourceVersion: listing.resourceVersion };
+      const listing = await this.#scoped(request).list({
+        labelSelector: request.labelSelector,
+        fieldSelector: request.fieldSelector,
+        limit: request.limit,
+        continue: request.continue,
+        signal: request.signal,
+        timeoutMs: 0,
+      });
+      return { items: listing.items, resourceVersion: listing.resourceVersion, continue: listing.continue };
     } catch (error) {
       throw reflectorError(error, origin);
     }
@@ -187,6 +197,8 @@ export class KubeApiClient implements ListWatchClient {
       resourceVersion: request.resourceVersion,
       timeoutSeconds: request.timeoutSeconds,
       allowWatchBookmarks: request.allowWatchBookmarks,
+      sendInitialEvents: request.sendInitialEvents,
+      resourceVersionMatch: request.resourceVersionMatch,
       labelSelector: request.labelSelector,
       fieldSelector: request.fieldSelector,
       signal: request.signal,

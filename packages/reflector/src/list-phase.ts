@@ -1,4 +1,5 @@
 import { isInvalidObjectError, objectKey, parseObject, type InvalidObjectError, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
+import { isCursorExpired } from './classify.js';
 import { abortReason, isPermanentSourceError, raceAbort, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import type { ListResult } from './client.js';
 import type { ReflectorCore } from './core.js';
@@ -14,6 +15,12 @@ const LISTED: ListOutcome = { kind: 'listed' };
 const STOPPED: ListOutcome = { kind: 'stopped' };
 const ABORTED: unique symbol = Symbol('aborted');
 
+/** Counts a listing (LIST or watch-list) by why it runs. */
+export function countListing<T extends KubernetesObjectView>(core: ReflectorCore<T>, why: ListReason): void {
+  if (why !== 'initial') core.stats.relists++;
+  if (why === 'heal') core.stats.healRelists++;
+}
+
 /**
  * One LIST, yielded as a replace. A generator of its own on purpose: a suspended generator keeps
  * every local of its frame alive, so the raw listing and its map live in this frame, which is
@@ -27,10 +34,11 @@ export async function* listPhase<T extends KubernetesObjectView>(
   core: ReflectorCore<T>,
   signal: AbortSignal,
   why: ListReason,
+  fallback = false,
 ): AsyncGenerator<SourceEvent<T>, ListOutcome, undefined> {
   core.stats.lists++;
-  if (why !== 'initial') core.stats.relists++;
-  if (why === 'heal') core.stats.healRelists++;
+  // A watch-list's fallback is the same listing, already counted.
+  if (!fallback) countListing(core, why);
   const result = await listOnce(core, signal);
   if (result === ABORTED) return STOPPED;
   if ('failure' in result) {
@@ -44,26 +52,12 @@ export async function* listPhase<T extends KubernetesObjectView>(
     if (error instanceof ListTimeoutError) core.stats.listTimeouts++;
     return { kind: 'failed', delayMs: core.fail(error, why === 'initial' ? 'LIST failed' : 'relist failed') };
   }
-  const listing = result.listing;
-  const objects = new Map<ObjectKey, T>();
-  const poison = new Map<ObjectKey, InvalidObjectError>();
-  for (const item of listing.items) {
-    try {
-      const object = parseObject(core.schema, item, 'LIST');
-      objects.set(objectKey(object), object);
-    } catch (error) {
-      if (!isInvalidObjectError(error)) throw error;
-      core.stats.invalidObjects++;
-      if (error.objectKey === undefined) {
-        core.logger.error(core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }), 'LIST item without a readable name failed the schema; skipped');
-      } else poison.set(error.objectKey, error);
-    }
-  }
+  const { objects, poison, resourceVersion } = result;
   const now = core.clock.now();
   for (const entry of core.quarantine.rebuild(poison, now)) {
     core.logger.error(core.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }), 'object failed the schema; quarantined (held out of the store)');
   }
-  core.cursor = listing.resourceVersion;
+  core.cursor = resourceVersion;
   core.everListed = true;
   core.listed = true;
   core.healDueAt = undefined;
@@ -75,23 +69,84 @@ export async function* listPhase<T extends KubernetesObjectView>(
   return LISTED;
 }
 
-/** One LIST bounded by `listTimeoutMs`: the listing, the failure, or {@link ABORTED} when the signal aborted. */
-async function listOnce<T extends KubernetesObjectView>(
-  core: ReflectorCore<T>,
-  signal: AbortSignal,
-): Promise<{ listing: ListResult } | { failure: unknown } | typeof ABORTED> {
+/** What a LIST gathered: the valid objects by key, the poison ones, and the cursor the listing is current at. */
+interface Gathered<T> {
+  readonly objects: Map<ObjectKey, T>;
+  readonly poison: Map<ObjectKey, InvalidObjectError>;
+  readonly resourceVersion: string;
+}
+
+/**
+ * Validates `items` into `objects` (or `poison`, or a logged skip for an item without a readable
+ * name). Shared with the watch-list's initial phase, which feeds it one object at a time.
+ */
+export function gather<T extends KubernetesObjectView>(core: ReflectorCore<T>, items: readonly unknown[], objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>, what: string): void {
+  for (const item of items) {
+    try {
+      const object = parseObject(core.schema, item, what);
+      const key = objectKey(object);
+      objects.set(key, object);
+      poison.delete(key);
+    } catch (error) {
+      if (!isInvalidObjectError(error)) throw error;
+      core.stats.invalidObjects++;
+      if (error.objectKey === undefined) {
+        core.logger.error(core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }), `${what} item without a readable name failed the schema; skipped`);
+      } else {
+        objects.delete(error.objectKey);
+        poison.set(error.objectKey, error);
+      }
+    }
+  }
+}
+
+/**
+ * One LIST bounded by `listTimeoutMs` (all its pages): the gathered listing, the failure, or
+ * {@link ABORTED} when the signal aborted. Paginated as client-go's pager: `limit=listPageSize`
+ * and the `continue` token of each page, every page validated as it arrives and then dropped, so
+ * only one page's raw JSON lives beside the objects kept (the unpaged LIST held the whole body
+ * and its parse at once). A `continue` token that expired (410) restarts as one unpaged LIST
+ * (the pager's `FullListIfExpired`), so the result is always one consistent snapshot.
+ */
+async function listOnce<T extends KubernetesObjectView>(core: ReflectorCore<T>, signal: AbortSignal): Promise<Gathered<T> | { failure: unknown } | typeof ABORTED> {
   if (signal.aborted) return ABORTED;
   const controller = new AbortController();
   const onAbort = (): void => controller.abort(abortReason(signal));
   signal.addEventListener('abort', onAbort, { once: true });
   const timeout = new ListTimeoutError(core.options.listTimeoutMs);
   const timer = core.clock.setTimeout(() => controller.abort(timeout), core.options.listTimeoutMs);
+  let objects = new Map<ObjectKey, T>();
+  let poison = new Map<ObjectKey, InvalidObjectError>();
+  let resourceVersion: string | undefined;
+  let pageSize = core.options.listPageSize;
+  let token: string | undefined;
   try {
-    const listing = await raceAbort(core.client.list({ ...core.scope, signal: controller.signal }), controller.signal);
-    if (!Array.isArray(listing?.items) || typeof listing.resourceVersion !== 'string') {
-      throw new KubeApiProtocolError('LIST result needs an items array and a string resourceVersion');
+    for (;;) {
+      let page: ListResult;
+      try {
+        page = await raceAbort(core.client.list({ ...core.scope, signal: controller.signal, limit: pageSize > 0 ? pageSize : undefined, continue: token }), controller.signal);
+      } catch (error) {
+        if (token === undefined || signal.aborted || controller.signal.aborted || !isApiStatusError(error) || !isCursorExpired(error.status, error.statusCode)) throw error;
+        // The continue token expired between pages: the pages read so far are not one snapshot.
+        core.stats.listRestarts++;
+        core.logger.info(core.fields({ pageSize }), 'LIST continue token expired (410); restarting as one unpaged LIST');
+        objects = new Map();
+        poison = new Map();
+        resourceVersion = undefined;
+        pageSize = 0;
+        token = undefined;
+        continue;
+      }
+      if (!Array.isArray(page?.items) || typeof page.resourceVersion !== 'string') {
+        throw new KubeApiProtocolError('LIST result needs an items array and a string resourceVersion');
+      }
+      core.stats.listPages++;
+      // Every page of one LIST is consistent with the first, whose resourceVersion is the cursor.
+      resourceVersion ??= page.resourceVersion;
+      gather(core, page.items, objects, poison, 'LIST');
+      token = pageSize > 0 && typeof page.continue === 'string' && page.continue !== '' ? page.continue : undefined;
+      if (token === undefined) return { objects, poison, resourceVersion };
     }
-    return { listing };
   } catch (error) {
     if (signal.aborted) return ABORTED;
     return { failure: controller.signal.aborted && controller.signal.reason === timeout ? timeout : error };

@@ -20,6 +20,39 @@ export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
  * is cut, and named as the cause, before `start()` gives up.
  */
 export const DEFAULT_LIST_TIMEOUT_MS = 90_000;
+/**
+ * Default LIST page size: 250, half client-go's pager default (500). Measured at 20,000 realistic
+ * pods (BENCHMARKS.md, *Initial sync memory*): with 500 the pages a scavenge finds alive are
+ * promoted and pile up in old space until the next full GC, so the sync peaked at 1.8× the store
+ * (over the 1.5× target); with 250 (or 100) at 1.1–1.3×. At 5,000 pods both are 1.0×.
+ */
+export const DEFAULT_LIST_PAGE_SIZE = 250;
+/**
+ * Incomplete watch-list streams (ended, failed or past `listTimeoutMs` before the
+ * `k8s.io/initial-events-end` bookmark) in a row after which a reflector in `initialList: 'auto'`
+ * stops trying watch-list and LISTs for the rest of its life (kubernetes PR #140902 bounds the
+ * same loop). Each incomplete stream already fell back to a LIST, so the cost is bounded.
+ */
+export const WATCH_LIST_GIVE_UP_AFTER = 3;
+
+/**
+ * How a listing (the first of a stream, and every relist) is fetched:
+ * - `'watch-list'`: a streaming initial list (a WATCH with `sendInitialEvents=true`,
+ *   `resourceVersionMatch=NotOlderThan`, `allowWatchBookmarks=true`), the objects gathered one at a
+ *   time and swapped in as one replace at the `k8s.io/initial-events-end` bookmark, the watch then
+ *   going on on the same stream. Falls back to a LIST for that listing when the server refuses it
+ *   or the stream ends early; a refusal (a 422/400 naming the watch-list parameters: the server's WatchList feature off) or
+ *   {@link WATCH_LIST_GIVE_UP_AFTER} incomplete streams in a row turn it off for this reflector.
+ * - `'list'` (default): a paginated LIST, then a WATCH from its resourceVersion. Default because the
+ *   paged LIST already keeps the initial sync's peak near the store's size (measured at 5,000 and
+ *   20,000 pods, beside watch-list's: BENCHMARKS.md), its failures keep the reflector's LIST rules (a first LIST answered
+ *   400/422 is permanent; RBAC `list`), and no server can hold it in an initial phase that never
+ *   ends (the incident class of kubernetes PR #140902, which `'auto'` would meet up to three times
+ *   per reflector).
+ * - `'auto'`: `'watch-list'` when the client says it can send the parameters (`supportsWatchList`,
+ *   true for `KubeApiClient`), else `'list'`: client-go 1.35's default (`WatchListClient` on).
+ */
+export type InitialListMode = 'auto' | 'watch-list' | 'list';
 
 /** Options for {@link Reflector}. */
 export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWatchScope {
@@ -37,8 +70,15 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
   retryDelayMs?: number;
   /** Cap of the retry delay, and of a server's `Retry-After`. Default 30 000. */
   maxRetryDelayMs?: number;
-  /** Deadline of one LIST (first listing and relists): a LIST that has not completed is a counted failure. Default 120 000. */
+  /**
+   * Deadline of one listing (first listing and relists): a LIST (all its pages) or the initial
+   * phase of a watch-list that has not completed is a counted failure. Default 90 000.
+   */
   listTimeoutMs?: number;
+  /** How listings are fetched: `'list'` (paginated), streaming (`'watch-list'`), or `'auto'`. Default `'list'`. See {@link InitialListMode}. */
+  initialList?: InitialListMode;
+  /** LIST page size (`limit`, following `continue` tokens); `0` for one unpaged LIST. Default 250. */
+  listPageSize?: number;
   /**
    * Longest watch frame accepted, in bytes of the UTF-8 line (characters, for the ASCII JSON the
    * apiserver writes). Longer is a protocol error: the watch is torn down and the reflector relists.
@@ -62,6 +102,8 @@ export interface ResolvedOptions {
   readonly maxRetryDelayMs: number;
   readonly listTimeoutMs: number;
   readonly maxFrameSize: number;
+  readonly initialList: InitialListMode;
+  readonly listPageSize: number;
 }
 
 function positive(name: string, value: number, allowZero: boolean): number {
@@ -85,7 +127,13 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
     maxRetryDelayMs: positive('maxRetryDelayMs', options.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_DELAY_MS, true),
     listTimeoutMs: positive('listTimeoutMs', options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS, false),
     maxFrameSize: positive('maxFrameSize', options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE, false),
+    initialList: options.initialList ?? 'list',
+    listPageSize: positive('listPageSize', options.listPageSize ?? DEFAULT_LIST_PAGE_SIZE, true),
   };
+  if (!['auto', 'watch-list', 'list'].includes(resolved.initialList)) {
+    throw new ReflectorOptionsError(`initialList must be 'auto', 'watch-list' or 'list', got ${String(resolved.initialList)}`);
+  }
+  if (!Number.isSafeInteger(resolved.listPageSize)) throw new ReflectorOptionsError(`listPageSize must be an integer, got ${String(resolved.listPageSize)}`);
   if (resolved.maxRetryDelayMs < resolved.retryDelayMs) throw new ReflectorOptionsError('maxRetryDelayMs must be >= retryDelayMs');
   return resolved;
 }

@@ -3,11 +3,17 @@ import { silentLogger, sleep, systemClock, type Source, type SourceEvent, type S
 import { ReflectorCore, type ReflectorStats } from './core.js';
 import { listPhase, type ListOutcome, type ListReason } from './list-phase.js';
 import { resolveOptions, type ReflectorOptions } from './options.js';
+import { watchListPhase, type WatchListOutcome } from './watch-list-phase.js';
 import { watchPhase, type WatchOutcome } from './watch-phase.js';
+import type { WatchSession } from './watch-session.js';
 
 export type { ReflectorStats } from './core.js';
+export { INITIAL_EVENTS_END_ANNOTATION, isInitialEventsEnd, isWatchListRefusal } from './watch-list-phase.js';
 export {
   DEFAULT_IDLE_GRACE_MS,
+  DEFAULT_LIST_PAGE_SIZE,
+  WATCH_LIST_GIVE_UP_AFTER,
+  type InitialListMode,
   DEFAULT_LIST_TIMEOUT_MS,
   DEFAULT_MAX_RETRY_DELAY_MS,
   DEFAULT_RETRY_DELAY_MS,
@@ -20,12 +26,16 @@ export { isCursorExpired, isCursorRejected, isCursorTooLarge, watchVerdict, type
  * The stream's state machine (kube-rs `watcher` style): what the stream does next. A failure never
  * sets a flag; it moves the machine to `backoff` with the step to resume at.
  */
-type Step =
-  | { readonly kind: 'list'; readonly why: ListReason }
-  | { readonly kind: 'watch' }
-  | { readonly kind: 'backoff'; readonly delayMs: number; readonly then: Step };
+type Step<T extends KubernetesObjectView> =
+  /** A LIST (paginated) from which the watch starts; `fallback` when a watch-list for the same listing did not complete. */
+  | { readonly kind: 'list'; readonly why: ListReason; readonly fallback?: true }
+  /** A watch-list's initial phase: initial events into a temporary map until the initial-events-end bookmark. */
+  | { readonly kind: 'watch-list'; readonly why: ListReason }
+  /** Watching: on the stream a watch-list synced on (`session`), or a WATCH opened from the cursor. */
+  | { readonly kind: 'watch'; readonly session?: WatchSession<T> }
+  | { readonly kind: 'backoff'; readonly delayMs: number; readonly then: Step<T> };
 
-const WATCH: Step = { kind: 'watch' };
+const WATCH = { kind: 'watch' } as const;
 
 /**
  * Keeps a local view of one kind in step with the apiserver: LIST, emit a replace, WATCH from the
@@ -65,6 +75,20 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     return { ...this.#core.stats };
   }
 
+  /**
+   * How the next listing is fetched: `'watch-list'` (streaming) or `'list'`. Follows `initialList`;
+   * `'list'` for good once the server refused watch-list or too many watch-list streams ended
+   * early (see {@link watchListOff}).
+   */
+  get listingMode(): 'watch-list' | 'list' {
+    return this.#core.listingVia();
+  }
+
+  /** Why this reflector stopped trying watch-list, or undefined while it still may. */
+  get watchListOff(): string | undefined {
+    return this.#core.watchListOff;
+  }
+
   /** The delay the next failure would wait (exponential from `retryDelayMs`, capped; a `Retry-After` replaces it). */
   get nextRetryDelayMs(): number {
     return this.#core.backoff.nextMs;
@@ -97,18 +121,27 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     // backoff level: if the previous stream failed, this one does not get a fresh first delay.
     core.cursor = undefined;
     core.listed = false;
-    let step: Step = { kind: 'list', why: 'initial' };
+    /** The listing step for `why`: a watch-list or a LIST, decided when the listing is due. */
+    const listing = (why: ListReason): Step<T> => ({ kind: core.listingVia(), why });
+    let step: Step<T> = listing('initial');
     try {
       while (!signal.aborted) {
         switch (step.kind) {
           case 'list': {
-            const outcome: ListOutcome = yield* listPhase(core, signal, step.why);
+            const outcome: ListOutcome = yield* listPhase(core, signal, step.why, step.fallback === true);
             if (outcome.kind === 'stopped') return;
-            step = outcome.kind === 'failed' ? { kind: 'backoff', delayMs: outcome.delayMs, then: step } : WATCH;
+            step = outcome.kind === 'failed' ? { kind: 'backoff', delayMs: outcome.delayMs, then: listing(step.why) } : WATCH;
+            break;
+          }
+          case 'watch-list': {
+            const outcome: WatchListOutcome<T> = yield* watchListPhase(core, signal, step.why);
+            if (outcome.kind === 'stopped') return;
+            // Incomplete: this listing falls back to a LIST at once (no wait: the LIST is another request).
+            step = outcome.kind === 'synced' ? { kind: 'watch', session: outcome.session } : { kind: 'list', why: step.why, fallback: true };
             break;
           }
           case 'watch': {
-            const outcome: WatchOutcome = yield* watchPhase(core, signal);
+            const outcome: WatchOutcome = yield* watchPhase(core, signal, step.session);
             switch (outcome.kind) {
               case 'aborted':
                 return;
@@ -119,10 +152,10 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
                 step = { kind: 'backoff', delayMs: outcome.delayMs, then: WATCH };
                 break;
               case 'relist':
-                step = { kind: 'backoff', delayMs: outcome.delayMs, then: { kind: 'list', why: 'relist' } };
+                step = { kind: 'backoff', delayMs: outcome.delayMs, then: listing('relist') };
                 break;
               case 'heal':
-                step = { kind: 'list', why: 'heal' };
+                step = listing('heal');
                 break;
             }
             break;

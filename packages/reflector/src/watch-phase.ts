@@ -9,10 +9,11 @@ import {
   type KubernetesObjectView,
   type WatchFrame,
 } from '@reconcile-loop/k8s-types';
-import { abortReason, deleteEvent, isPermanentSourceError, upsertEvent, type SourceEvent } from '@reconcile-loop/object-store';
+import { deleteEvent, isPermanentSourceError, upsertEvent, type SourceEvent } from '@reconcile-loop/object-store';
 import { watchVerdict } from './classify.js';
 import type { ReflectorCore } from './core.js';
 import { ApiStatusError, isApiStatusError, KubeApiProtocolError, WatchFrameTooLargeError } from './errors.js';
+import { STOP, WatchSession } from './watch-session.js';
 
 /** A watch that ends cleanly this soon without a single frame is a failure, not a server timeout (as Go). */
 const VERY_SHORT_WATCH_MS = 1_000;
@@ -32,53 +33,23 @@ export type WatchOutcome =
 const ABORTED: WatchOutcome = { kind: 'aborted' };
 const ENDED: WatchOutcome = { kind: 'ended' };
 const HEAL: WatchOutcome = { kind: 'heal' };
-const STOP: unique symbol = Symbol('stop');
-
-type Stop = 'aborted' | 'idle' | 'heal';
 
 /**
- * One WATCH from the cursor: an upsert or delete per object frame, quarantine for a poison object,
- * skip-and-advance (plus a scheduled heal relist) for an unreadable frame. Two timers: the idle
- * deadline (silence past the sent timeout plus the grace), and the heal deadline when one is due.
+ * The watching state: an upsert or delete per object frame, quarantine for a poison object,
+ * skip-and-advance (plus a scheduled heal relist) for an unreadable frame. Reads `session` when
+ * given (the stream a watch-list just synced on: its initial events already proved the path), else
+ * opens a WATCH from the cursor. Two timers: the idle deadline (silence past the sent timeout plus
+ * the grace), and the heal deadline when one is due. Closes the session whatever the outcome.
  */
-export async function* watchPhase<T extends KubernetesObjectView>(core: ReflectorCore<T>, signal: AbortSignal): AsyncGenerator<SourceEvent<T>, WatchOutcome, undefined> {
+export async function* watchPhase<T extends KubernetesObjectView>(
+  core: ReflectorCore<T>,
+  signal: AbortSignal,
+  continued?: WatchSession<T>,
+): AsyncGenerator<SourceEvent<T>, WatchOutcome, undefined> {
   const { clock } = core;
-  const cursor = core.cursor ?? '';
-  const timeoutSeconds = Math.max(1, Math.floor(core.options.watchTimeoutSeconds * (1 + core.random())));
-  const idleMs = timeoutSeconds * 1000 + core.options.idleGraceMs;
-  const controller = new AbortController();
-  let wake: ((value: typeof STOP) => void) | undefined;
-  let stopped: Stop | undefined;
-  const stop = (why: Stop): void => {
-    stopped ??= why;
-    controller.abort(why === 'aborted' ? abortReason(signal) : new Error(why === 'idle' ? 'watch idle timeout' : 'heal relist due'));
-    wake?.(STOP);
-  };
-  const onAbort = (): void => stop('aborted');
-  signal.addEventListener('abort', onAbort, { once: true });
-  // One idle timer per watch, re-armed lazily: a frame only stamps the time.
-  let lastFrameAt = clock.now();
-  let idleTimer: unknown;
-  const armIdle = (delayMs: number): void => {
-    idleTimer = clock.setTimeout(() => {
-      const silentFor = clock.now() - lastFrameAt;
-      if (silentFor >= idleMs) stop('idle');
-      else armIdle(idleMs - silentFor);
-    }, delayMs);
-  };
-  armIdle(idleMs);
-  let healTimer: unknown;
-  const armHeal = (): void => {
-    if (healTimer !== undefined || core.healDueAt === undefined) return;
-    healTimer = clock.setTimeout(() => stop('heal'), Math.max(0, core.healDueAt - clock.now()));
-  };
-  armHeal(); // a heal still due from an earlier watch
-  const scheduleHeal = (): void => {
-    core.healDueAt ??= clock.now() + core.healBackoff.take();
-    armHeal();
-  };
-  const startedAt = clock.now();
-  let applied = 0;
+  let session: WatchSession<T> | undefined = continued;
+  // A continued watch-list stream already applied its initial events (and reset the backoff there).
+  let applied = continued === undefined ? 0 : 1;
   let skipped = 0;
   const appliedOne = (): void => {
     // The first frame after a listing proves the whole path: the backoff and the failure count reset.
@@ -87,26 +58,16 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
       core.succeed('watching');
     }
   };
-  core.stats.watches++;
-  core.streaming = true;
-  core.logger.debug(core.fields({ timeoutSeconds }), 'watching');
-  let iterator: AsyncIterator<unknown> | undefined;
   try {
-    iterator = core.client
-      .watch({ ...core.scope, resourceVersion: cursor, timeoutSeconds, allowWatchBookmarks: true, signal: controller.signal })
-      [Symbol.asyncIterator]();
-    const source = iterator;
+    session ??= new WatchSession(core, signal);
+    const open = session;
+    if (continued === undefined) core.logger.debug(core.fields({ timeoutSeconds: open.timeoutSeconds }), 'watching');
+    open.armHeal(); // a heal still due from an earlier watch
     for (;;) {
-      const next = stopped
-        ? STOP
-        : await new Promise<IteratorResult<unknown> | typeof STOP>((resolve, reject) => {
-            wake = resolve;
-            source.next().then(resolve, reject);
-          });
-      wake = undefined;
-      if (next === STOP || stopped) break;
+      const next = await open.next();
+      if (next === STOP) break;
       if (next.done) {
-        if (applied > 0 || clock.now() - startedAt >= VERY_SHORT_WATCH_MS) {
+        if (applied > 0 || clock.now() - open.startedAt >= VERY_SHORT_WATCH_MS) {
           core.backoff.reset();
           core.succeed('watch ended on its timeout');
           if (skipped === 0) core.healBackoff.reset();
@@ -116,7 +77,6 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
         return { kind: 'retry', delayMs: core.fail(new KubeApiProtocolError('watch closed within a second without a frame'), 'watch closed at once') };
       }
       const now = clock.now();
-      lastFrameAt = now;
       core.lastEventAt = now;
       const value = next.value;
       if (typeof value === 'string' && overCap(value, core.options.maxFrameSize)) return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
@@ -130,21 +90,17 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
           core.stats.skippedFrames++;
           skipped++;
           if (error.resourceVersion !== undefined) core.cursor = error.resourceVersion;
-          scheduleHeal();
+          open.scheduleHeal();
           core.logger.warn(core.fields({ frameType: error.frameType, err: error, healInMs: (core.healDueAt ?? now) - now }), 'skipped a watch frame with an unreadable envelope; a heal relist is scheduled');
           continue;
         }
         if (!isInvalidObjectError(error)) throw error;
         appliedOne();
-        const held = quarantineFrame(core, error, now, scheduleHeal);
+        const held = quarantineFrame(core, error, now, () => open.scheduleHeal());
         if (held !== undefined) yield deleteEvent(held);
         continue;
       }
-      if (frame.type === 'ERROR') {
-        const { status } = frame;
-        const error = new ApiStatusError(status.code ?? 0, status, `watch ERROR frame${status.code ? ` ${status.code}` : ''}${status.reason ? ` ${status.reason}` : ''}${status.message ? `: ${status.message}` : ''}`);
-        return failedWatch(core, status, undefined, 'watch ERROR frame', error);
-      }
+      if (frame.type === 'ERROR') return failedWatch(core, frame.status, undefined, 'watch ERROR frame', errorFrameError(frame.status));
       core.cursor = frame.resourceVersion;
       appliedOne();
       if (frame.type === 'BOOKMARK') {
@@ -161,7 +117,7 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
     }
   } catch (error) {
     if (signal.aborted) return ABORTED;
-    if (!stopped) {
+    if (!session?.stopped) {
       if (isPermanentSourceError(error)) throw core.failPermanently(error);
       if (isApiStatusError(error)) return failedWatch(core, error.status, error.statusCode, 'watch request failed', error);
       const code = (error as { code?: unknown } | null)?.code;
@@ -171,24 +127,20 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
       return { kind: 'retry', delayMs: core.fail(error, 'watch dropped; retrying from the cursor') };
     }
   } finally {
-    core.streaming = false;
-    signal.removeEventListener('abort', onAbort);
-    clock.clearTimeout(idleTimer);
-    if (healTimer !== undefined) clock.clearTimeout(healTimer);
-    controller.abort();
-    // Not awaited: a client that ignores its signal must not hold up teardown.
-    try {
-      iterator?.return?.()?.catch(() => {});
-    } catch {
-      // A hand-written iterator may throw from return(); the watch is over either way.
-    }
+    session?.close();
   }
+  const stopped = session.stopped;
   if (stopped === 'aborted' || signal.aborted) return ABORTED;
   if (stopped === 'heal') return HEAL;
   core.stats.idleTimeouts++;
   core.stats.watchFailures++;
-  const delayMs = core.fail(new KubeApiProtocolError(`watch silent for ${idleMs} ms, past its timeout`), 'watch silent past its timeout; reopening from the cursor', { idleMs });
+  const delayMs = core.fail(new KubeApiProtocolError(`watch silent for ${session.idleMs} ms, past its timeout`), 'watch silent past its timeout; reopening from the cursor', { idleMs: session.idleMs });
   return { kind: 'retry', delayMs };
+}
+
+/** The error an in-band ERROR frame stands for. */
+export function errorFrameError(status: ApiStatus): ApiStatusError {
+  return new ApiStatusError(status.code ?? 0, status, `watch ERROR frame${status.code ? ` ${status.code}` : ''}${status.reason ? ` ${status.reason}` : ''}${status.message ? `: ${status.message}` : ''}`);
 }
 
 /**
@@ -196,7 +148,7 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
  * Returns the key to emit a delete for, so an earlier valid version leaves the consumer's store
  * (a delete of a key the store does not hold is a no-op there).
  */
-function quarantineFrame<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: InvalidObjectError, now: number, scheduleHeal: () => void): string | undefined {
+export function quarantineFrame<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: InvalidObjectError, now: number, scheduleHeal: () => void): string | undefined {
   core.stats.invalidObjects++;
   if (error.resourceVersion !== undefined) core.cursor = error.resourceVersion;
   const key = error.objectKey;
@@ -224,20 +176,20 @@ function quarantineFrame<T extends KubernetesObjectView>(core: ReflectorCore<T>,
  * UTF-8 length is at most three bytes per UTF-16 unit and at least one, so it is counted only for a
  * line that could be over the cap either way (a line from kube-client never is: it capped it).
  */
-function overCap(line: string, maxFrameSize: number): boolean {
+export function overCap(line: string, maxFrameSize: number): boolean {
   if (line.length > maxFrameSize) return true;
   return line.length * 3 > maxFrameSize && Buffer.byteLength(line, 'utf8') > maxFrameSize;
 }
 
 /** A frame over the cap: a protocol error; the watch is torn down and the reflector relists (the same cursor would replay it). */
-function tooLarge<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: unknown): WatchOutcome {
+export function tooLarge<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: unknown): WatchOutcome {
   core.stats.watchFailures++;
   core.listed = false;
   return { kind: 'relist', delayMs: core.fail(error, 'watch frame over maxFrameSize; relisting') };
 }
 
 /** A WATCH that failed with a `Status` (HTTP or in-band): relist on a dead or rejected cursor, else retry from it. */
-function failedWatch<T extends KubernetesObjectView>(core: ReflectorCore<T>, status: ApiStatus | undefined, httpStatus: number | undefined, what: string, error: unknown): WatchOutcome {
+export function failedWatch<T extends KubernetesObjectView>(core: ReflectorCore<T>, status: ApiStatus | undefined, httpStatus: number | undefined, what: string, error: unknown): WatchOutcome {
   core.stats.watchFailures++;
   const verdict = watchVerdict(status, httpStatus);
   const extra = { code: httpStatus ?? status?.code, reason: status?.reason, message: status?.message };

@@ -158,9 +158,9 @@ describe('splitWatchLines', () => {
 });
 
 describe('KubeApiClient over HTTP', () => {
-  it('[k8s_reflector: LIST pagination] dropped: one LIST reads the raw JSON body (strings, not Dates) from the scoped path, with no limit, continue or cursor', async () => {
+  it('[k8s_reflector: LIST pagination] one LIST (one page) reads the raw JSON body (strings, not Dates) from the scoped path, with no cursor; limit and continue are sent only when asked, and a page\'s continue comes back', async () => {
     const { base, requests } = await serve((_, response) =>
-      json(response, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '42' }, items: [pod('a', '40', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '40', creationTimestamp: '2024-05-01T10:11:12Z' } })] }),
+      json(response, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '42', continue: 'next-page' }, items: [pod('a', '40', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '40', creationTimestamp: '2024-05-01T10:11:12Z' } })] }),
     );
     const client = new KubeApiClient(kubeConfig(`${base}/k8s/clusters/c-1/`), podResource);
     const result = await client.list({ namespace: 'ns', labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed', signal: new AbortController().signal });
@@ -170,6 +170,9 @@ describe('KubeApiClient over HTTP', () => {
     expect(url.pathname).toBe('/k8s/clusters/c-1/api/v1/namespaces/ns/pods');
     expect(Object.fromEntries(url.searchParams)).toEqual({ labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed' });
     expect(headers.accept).toBe('application/json');
+    expect(result.continue).toBe('next-page');
+    await client.list({ namespace: 'ns', limit: 500, continue: 'next-page', signal: new AbortController().signal });
+    expect(Object.fromEntries(requests[1]!.url.searchParams)).toEqual({ limit: '500', continue: 'next-page' });
   });
 
   it('[k8s_api: deviation, auth from the KubeConfig] a token from a KubeConfig loaded from a string reaches the server as a Bearer header', async () => {

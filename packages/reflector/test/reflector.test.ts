@@ -73,6 +73,10 @@ describe('Reflector: list, watch, events', () => {
     await settle();
     expect(reflector.stats).toEqual({
       lists: 1,
+      listPages: 1,
+      listRestarts: 0,
+      watchLists: 0,
+      watchListFallbacks: 0,
       relists: 0,
       healRelists: 0,
       watches: 2,

@@ -4,6 +4,7 @@
  * the real server observe equal. A known difference carries its reason and stays in the report.
  */
 import type { Target } from './target.js';
+import { WATCH_LIST_CASES } from './watch-list-cases.js';
 
 /** Which kube-apiserver personality a case runs on. */
 export type Personality = 'cached' | 'uncached';
@@ -382,4 +383,5 @@ export const CASES: ConformanceCase[] = [
       return frames.map((f) => f.type);
     },
   },
+  ...WATCH_LIST_CASES,
 ];

@@ -91,6 +91,15 @@ export interface ApiServerOptions {
    * future-version LIST is 504 at once without `retryAfterSeconds`, and no bookmarks are sent.
    */
   personality?: 'cached' | 'uncached';
+  /**
+   * Whether watch-list (`sendInitialEvents`) is served. `true` (default) as kube-apiserver 1.35
+   * with and without the watch cache: the initial state as ADDED frames, then (with
+   * `allowWatchBookmarks=true`) a BOOKMARK annotated `k8s.io/initial-events-end: "true"`. `false`
+   * reproduces `--feature-gates=WatchList=false`: any WATCH carrying `sendInitialEvents` is 422
+   * Invalid, `sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the
+   * WatchList feature gate is enabled` (checked against kube-apiserver 1.35.4).
+   */
+  watchList?: boolean;
   /** `/version` numbers. Default 1.35 (`v1.35.4+reconcile-loop`, the release the e2e layer runs). */
   version?: { major: string; minor: string; gitVersion: string };
 }
@@ -112,5 +121,6 @@ export function resolveOptions(o: ApiServerOptions): ResolvedOptions {
     deletionEvents: o.deletionEvents ?? 'graceful',
     implicitNamespaces: o.implicitNamespaces ?? false,
     personality: o.personality ?? 'cached',
+    watchList: o.watchList ?? true,
   };
 }

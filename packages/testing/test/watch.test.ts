@@ -267,6 +267,30 @@ describe('WATCH', () => {
     expect(badMatch.status).toBe(422);
   });
 
+  it('[testing: sendInitialEvents] without allowWatchBookmarks the initial events still come (200), with no initial-events-end bookmark, as kube-apiserver 1.35', async () => {
+    await start({ bookmarkIntervalMs: 20 });
+    server.seedPods(2);
+    const w = await watch(server, `${PODS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan`);
+    const frames = [await w.next(), await w.next()];
+    expect(types(frames)).toEqual(['ADDED', 'ADDED']);
+    server.createPod({ metadata: { name: 'later', namespace: 'default' } });
+    expect((await w.next()).frame).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'later' } } });
+    w.close();
+  });
+
+  it('[testing: sendInitialEvents] watchList: false answers a watch-list as kube-apiserver with --feature-gates=WatchList=false: 422 naming sendInitialEvents', async () => {
+    await start({ watchList: false });
+    const refused = await call(server, 'GET', `${PODS}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`);
+    expect(refused.status).toBe(422);
+    expect(refused.json).toMatchObject({
+      reason: 'Invalid',
+      message: 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+      details: { causes: [{ reason: 'FieldValueForbidden', field: 'sendInitialEvents' }] },
+    });
+    const plain = await watch(server, `${PODS}?watch=true&resourceVersion=0`);
+    plain.close();
+  });
+
   it('[testing: watch Table] kubectl-style Accept gets each event as a one-row Table, columns on the first only', async () => {
     await start();
     server.seedPods(2);

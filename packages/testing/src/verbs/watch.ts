@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiStatusError, isApiStatusError } from '../errors.js';
 import { JSON_HEADERS, parseBool } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
-import { EXPIRED_WATCH_MESSAGE, badRequest, expired, forbidden, tooOldWatch, type FieldError } from '../status.js';
+import { EXPIRED_WATCH_MESSAGE, badRequest, expired, forbidden, notSupported, tooOldWatch, type FieldError } from '../status.js';
 import { acceptsTable } from '../table.js';
 import { WatchConnection } from '../watch/connection.js';
 import type { ServerContext } from './context.js';
@@ -39,12 +39,16 @@ export async function serveWatch(
   const sie = parseBool(q.get('sendInitialEvents'));
   const bookmarks = parseBool(q.get('allowWatchBookmarks'));
   if (sie === 'invalid' || bookmarks === 'invalid') throw new ApiStatusError(badRequest('invalid boolean query parameter'));
+  // apimachinery's validateWatchOptions, in its order: the sendInitialEvents checks, then the resourceVersionMatch ones.
   const errs: FieldError[] = [];
-  if (sie === undefined && match !== '') errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
-  if (sie !== undefined && match !== 'NotOlderThan') {
-    errs.push(forbidden('resourceVersionMatch', 'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan'));
+  if (sie !== undefined) {
+    if (match !== 'NotOlderThan') errs.push(forbidden('resourceVersionMatch', 'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan'));
+    if (!ctx.opts.watchList) errs.push(forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled'));
   }
-  if (sie === true && bookmarks !== true) errs.push(forbidden('allowWatchBookmarks', 'allowWatchBookmarks must be true when sendInitialEvents is true'));
+  if (match !== '') {
+    if (sie === undefined) errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
+    if (match !== 'NotOlderThan') errs.push(notSupported('resourceVersionMatch', match, ['NotOlderThan']));
+  }
   if (errs.length > 0) throw new ApiStatusError(listInvalid(errs));
   const deadlineMs = deadlineOf(ctx, q.get('timeoutSeconds'));
   const sel = selectors(r, q);
@@ -109,7 +113,9 @@ export async function serveWatch(
     // Initial state and subscription in one synchronous step: no write can fall between them.
     const conn = startStream(store.revision);
     for (const [, o] of store.listCurrent(r, ns)) conn.sendInitial(o);
-    if (sie === true) conn.sendBookmark({ 'k8s.io/initial-events-end': 'true' });
+    // Without allowWatchBookmarks kube-apiserver 1.35 still serves the initial events (200), but
+    // never says where they end: the annotated bookmark is a bookmark like any other.
+    if (sie === true && bookmarks === true) conn.sendBookmark({ 'k8s.io/initial-events-end': 'true' });
     open(conn);
     return;
   }

@@ -1,0 +1,96 @@
+/**
+ * The memory gate CI runs (issue 15; kube-rs fails its dhat bench above 110 %): a small fixed
+ * workload — 2,000 realistic pods from the embedded apiserver in a child process — measured for
+ * the heap retained per cached object and the initial-sync peak of the LIST path (paged, the
+ * default) and of the streaming watch-list path; each median of 5 runs is compared with the
+ * committed baseline (`bench/memory-baseline.json`, per Node major: heap sizes move with V8) and
+ * the gate fails above 110 % of it. Timing is never measured here.
+ *
+ *   pnpm --filter @reconcile-loop/bench memory-gate              # check (exit 1 above 110 %)
+ *   pnpm --filter @reconcile-loop/bench memory-gate -- --update  # re-baseline this Node major
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { INITIAL_SYNC_PATHS } from './benchmarks/initial-sync.js';
+import { ApiServerProcess } from './lib/apiserver-process.js';
+import { measureInitialSync, type InitialSyncSample } from './lib/initial-sync.js';
+import { summarize } from './lib/stats.js';
+
+const PODS = 2_000;
+const RUNS = 5;
+/** A measurement above this fraction of its baseline fails the gate. */
+export const GATE_RATIO = 1.1;
+
+/** The gated metrics, in bytes. */
+interface Metrics {
+  /** Heap the store keeps per cached pod after a LIST (paged) sync. */
+  heapPerObjectBytes: number;
+  /** Peak heap (live after GC) during the paged LIST sync. */
+  listPeakBytes: number;
+  /** Peak heap (live after GC) during the watch-list sync. */
+  watchListPeakBytes: number;
+}
+
+interface Baselines {
+  readonly workload: string;
+  readonly ratio: number;
+  readonly byNodeMajor: Record<string, Metrics & { node: string; date: string }>;
+}
+
+const args = process.argv.slice(2).filter((a) => a !== '--');
+for (const a of args) if (a !== '--update') throw new Error(`unknown flag: ${a} (only --update)`);
+const update = args.includes('--update');
+const file = join(dirname(fileURLToPath(import.meta.url)), '..', 'memory-baseline.json');
+const major = process.versions.node.split('.')[0]!;
+
+const server = await ApiServerProcess.start(PODS + 100);
+let code = 0;
+try {
+  await server.seed(PODS);
+  const list: InitialSyncSample[] = [];
+  const watchList: InitialSyncSample[] = [];
+  // Warm-up (JIT, connection pool, the server's serialization cache), then alternate the paths.
+  await measureInitialSync(server.kubeconfig, PODS, INITIAL_SYNC_PATHS.list);
+  await measureInitialSync(server.kubeconfig, PODS, INITIAL_SYNC_PATHS.watchList);
+  for (let r = 0; r < RUNS; r++) {
+    list.push(await measureInitialSync(server.kubeconfig, PODS, INITIAL_SYNC_PATHS.list));
+    await server.dropWatches();
+    watchList.push(await measureInitialSync(server.kubeconfig, PODS, INITIAL_SYNC_PATHS.watchList));
+    await server.dropWatches();
+  }
+  const measured: Metrics = {
+    heapPerObjectBytes: summarize(list.map((s) => s.storeBytes / PODS)).median,
+    listPeakBytes: summarize(list.map((s) => s.peakBytes)).median,
+    watchListPeakBytes: summarize(watchList.map((s) => s.peakBytes)).median,
+  };
+  const spread = (xs: number[]): string => `${Math.round(Math.min(...xs))}..${Math.round(Math.max(...xs))}`;
+  console.log(`memory gate: ${PODS} pods, medians of ${RUNS}, node ${process.version}`);
+  console.log(`  runs: heap/object ${spread(list.map((s) => s.storeBytes / PODS))} B, LIST peak ${spread(list.map((s) => s.peakBytes))} B, watch-list peak ${spread(watchList.map((s) => s.peakBytes))} B`);
+  const baselines: Baselines = await readFile(file, 'utf8').then(
+    (text) => JSON.parse(text) as Baselines,
+    () => ({ workload: `${PODS} realistic pods (bench makePod), embedded apiserver in a child process, medians of ${RUNS}`, ratio: GATE_RATIO, byNodeMajor: {} }),
+  );
+  if (update) {
+    baselines.byNodeMajor[major] = { ...measured, node: process.version, date: new Date().toISOString() };
+    await writeFile(file, `${JSON.stringify(baselines, null, 2)}\n`);
+    console.log(`  baseline for Node ${major} written to ${file}`);
+  } else {
+    const baseline = baselines.byNodeMajor[major];
+    if (baseline === undefined) {
+      console.error(`  FAIL: no baseline for Node ${major} in ${file}; create it with: pnpm --filter @reconcile-loop/bench memory-gate -- --update`);
+      code = 1;
+    } else {
+      for (const key of Object.keys(measured) as Array<keyof Metrics>) {
+        const ratio = measured[key] / baseline[key];
+        const verdict = ratio > GATE_RATIO ? 'FAIL' : 'ok';
+        console.log(`  ${verdict.padEnd(4)} ${key.padEnd(20)} ${Math.round(measured[key]).toString().padStart(10)} B  baseline ${Math.round(baseline[key]).toString().padStart(10)} B  ${(ratio * 100).toFixed(1)} %`);
+        if (ratio > GATE_RATIO) code = 1;
+      }
+      if (code !== 0) console.error(`  FAIL: above ${Math.round(GATE_RATIO * 100)} % of the baseline. If the growth is intended, re-baseline: pnpm --filter @reconcile-loop/bench memory-gate -- --update`);
+    }
+  }
+} finally {
+  await server.close();
+}
+process.exit(code);

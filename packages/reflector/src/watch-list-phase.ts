@@ -1,0 +1,195 @@
+import { isMalformedWatchFrameError, parseWatchLine, readWatchFrame, type ApiStatus, type InvalidObjectError, type KubernetesObjectView, type WatchFrame } from '@reconcile-loop/k8s-types';
+import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
+import type { ReflectorCore } from './core.js';
+import { isApiStatusError, ListTimeoutError, WatchFrameTooLargeError } from './errors.js';
+import { countListing, gather, type ListReason } from './list-phase.js';
+import { WATCH_LIST_GIVE_UP_AFTER } from './options.js';
+import { errorFrameError, overCap } from './watch-phase.js';
+import { STOP, WatchSession } from './watch-session.js';
+
+/** The annotation kube-apiserver puts on the bookmark that ends a watch-list's initial events. */
+export const INITIAL_EVENTS_END_ANNOTATION = 'k8s.io/initial-events-end';
+
+/**
+ * How a watch-list's initial phase ended: synced (the replace was yielded; the watch goes on on
+ * `session`), fell back (LIST now), or stopped (the signal aborted).
+ */
+export type WatchListOutcome<T extends KubernetesObjectView> =
+  | { readonly kind: 'synced'; readonly session: WatchSession<T> }
+  | { readonly kind: 'fallback' }
+  | { readonly kind: 'stopped' };
+
+const FALLBACK = { kind: 'fallback' } as const;
+const STOPPED = { kind: 'stopped' } as const;
+
+/** True when a BOOKMARK frame (a JSON line or a decoded object) carries `k8s.io/initial-events-end: "true"`. */
+export function isInitialEventsEnd(value: unknown): boolean {
+  let raw = value;
+  if (typeof value === 'string') {
+    // Bookmarks are small and rare; only one that names the annotation is parsed again.
+    if (!value.includes(INITIAL_EVENTS_END_ANNOTATION)) return false;
+    try {
+      raw = JSON.parse(value);
+    } catch {
+      return false;
+    }
+  }
+  const annotations = (raw as { object?: { metadata?: { annotations?: Record<string, unknown> } } } | null)?.object?.metadata?.annotations;
+  return annotations?.[INITIAL_EVENTS_END_ANNOTATION] === 'true';
+}
+
+/** Why a watch-list did not complete, for the log and the give-up decision. */
+type Incomplete = { readonly why: string; readonly error?: unknown; readonly refused?: boolean };
+
+/**
+ * The initial phase of a watch-list (client-go's `watchList`, kube-rs's streaming-list
+ * `InitialWatch` state): a WATCH with `sendInitialEvents=true` from `resourceVersion=""`; every
+ * initial object is validated as it arrives into a temporary map (a poison object into the
+ * quarantine-to-be) and the raw frame dropped, so the peak is the objects kept plus one frame; the
+ * cursor does not move per object (initial events are not ordered by resourceVersion). The
+ * `k8s.io/initial-events-end` bookmark swaps the map in as one replace (the store synthesises the
+ * deletions, as after a LIST) and its resourceVersion becomes the cursor; the open stream is
+ * handed to the watching state.
+ *
+ * Anything else before that bookmark — the request refused or failed, an ERROR frame, the stream
+ * ending, silence past the idle timeout, `listTimeoutMs` passing, a frame over `maxFrameSize` —
+ * drops the map and falls back to a LIST for this listing (client-go falls back on every error:
+ * "making progress is better than deadlocking"). A refusal ({@link isWatchListRefusal}: a 400/422 naming the watch-list parameters, the server's WatchList
+ * feature is off) or {@link WATCH_LIST_GIVE_UP_AFTER} incomplete streams in a row turn watch-list
+ * off for this reflector (kubernetes PR #140902). A generator of its own, so the temporary map
+ * lives in a frame that is freed once the replace has been consumed.
+ */
+export async function* watchListPhase<T extends KubernetesObjectView>(
+  core: ReflectorCore<T>,
+  signal: AbortSignal,
+  why: ListReason,
+): AsyncGenerator<SourceEvent<T>, WatchListOutcome<T>, undefined> {
+  if (signal.aborted) return STOPPED;
+  core.stats.watchLists++;
+  countListing(core, why);
+  // This listing replaces the state a skipped frame may have hidden; a frame skipped during it schedules its own heal.
+  core.healDueAt = undefined;
+  const objects = new Map<ObjectKey, T>();
+  const poison = new Map<ObjectKey, InvalidObjectError>();
+  let session: WatchSession<T> | undefined;
+  let incomplete: Incomplete;
+  let synced = false;
+  try {
+    session = new WatchSession(core, signal, { sendInitialEvents: true });
+    session.armDeadline(core.options.listTimeoutMs);
+    core.logger.debug(core.fields({ timeoutSeconds: session.timeoutSeconds, why }), 'watch-list: streaming the initial list');
+    incomplete = { why: 'the stream ended before the initial-events-end bookmark' };
+    for (;;) {
+      const next = await session.next();
+      if (next === STOP) {
+        if (session.stopped === 'aborted' || signal.aborted) return STOPPED;
+        if (session.stopped === 'deadline') {
+          core.stats.listTimeouts++;
+          incomplete = { why: `no initial-events-end bookmark within listTimeoutMs (${core.options.listTimeoutMs} ms)`, error: new ListTimeoutError(core.options.listTimeoutMs) };
+        } else incomplete = { why: `the stream went silent for ${session.idleMs} ms before the initial-events-end bookmark` };
+        break;
+      }
+      if (next.done) break;
+      core.lastEventAt = core.clock.now();
+      const value = next.value;
+      if (typeof value === 'string' && overCap(value, core.options.maxFrameSize)) {
+        incomplete = { why: 'a frame over maxFrameSize during the initial events', error: new WatchFrameTooLargeError(core.options.maxFrameSize) };
+        break;
+      }
+      let frame: WatchFrame<unknown>;
+      try {
+        // The envelope only: the object is validated by gather(), like a LIST item.
+        frame = typeof value === 'string' ? parseWatchLine(value, passThrough) : readWatchFrame(value, passThrough);
+      } catch (error) {
+        if (!isMalformedWatchFrameError(error)) throw error;
+        core.stats.skippedFrames++;
+        // Due after the swap: the watching state arms it (a heal timer here would cut the initial phase).
+        core.healDueAt ??= core.clock.now() + core.healBackoff.take();
+        core.logger.warn(core.fields({ frameType: error.frameType, err: error }), 'watch-list: skipped an initial frame with an unreadable envelope; a heal relist is scheduled');
+        continue;
+      }
+      if (frame.type === 'ERROR') {
+        incomplete = { why: 'an ERROR frame during the initial events', error: errorFrameError(frame.status) };
+        break;
+      }
+      if (frame.type === 'BOOKMARK') {
+        if (!isInitialEventsEnd(value)) continue;
+        session.clearDeadline();
+        synced = true;
+        const now = core.clock.now();
+        for (const entry of core.quarantine.rebuild(poison, now)) {
+          core.logger.error(core.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }), 'object failed the schema; quarantined (held out of the store)');
+        }
+        core.cursor = frame.resourceVersion;
+        core.everListed = true;
+        core.listed = true;
+        core.lastListAt = now;
+        core.watchListIncomplete = 0;
+        // A frame on the watch proves the whole path, as the first applied frame after a LIST does.
+        core.backoff.reset();
+        core.succeed(why === 'initial' ? 'listed (watch-list)' : 'relisted (watch-list)');
+        core.logger.debug(core.fields({ objects: objects.size, quarantined: core.quarantine.size, why }), 'watch-list: initial events complete');
+        yield replaceEvent(objects);
+        return { kind: 'synced', session };
+      }
+      if (frame.type === 'DELETED') {
+        const key = deletedKey(frame.object);
+        if (key !== undefined) {
+          objects.delete(key);
+          poison.delete(key);
+        }
+        continue;
+      }
+      gather(core, [frame.object], objects, poison, frame.type);
+    }
+  } catch (error) {
+    if (signal.aborted) return STOPPED;
+    if (isPermanentSourceError(error)) throw core.failPermanently(error);
+    const refused = isApiStatusError(error) && isWatchListRefusal(error.status, error.statusCode);
+    incomplete = { why: refused ? 'the server refused the watch-list request' : 'the watch-list request failed', error, refused };
+  } finally {
+    if (!synced) session?.close();
+  }
+  return fallBack(core, incomplete);
+}
+
+/**
+ * True when a 400/422 refuses the watch-list parameters themselves (kube-apiserver with the WatchList
+ * feature off: 422 `sendInitialEvents: Forbidden: ... unless the WatchList feature gate is enabled`),
+ * read from the `Status`'s causes or message. Any other 400/422 (a selector the server cannot
+ * parse) is not a verdict on watch-list: it counts as one incomplete stream, and the LIST fallback
+ * meets the same refusal under the LIST rules.
+ */
+export function isWatchListRefusal(status: ApiStatus | undefined, httpStatus?: number): boolean {
+  const code = httpStatus ?? status?.code;
+  if (code !== 400 && code !== 422) return false;
+  if (status?.details?.causes.some((cause) => cause.field === 'sendInitialEvents' || cause.field === 'resourceVersionMatch' || cause.field === 'allowWatchBookmarks')) return true;
+  return /\b(sendInitialEvents|resourceVersionMatch)\b/.test(status?.message ?? '');
+}
+
+/** Records an incomplete watch-list, turns watch-list off when the server refused it or after too many, and falls back to a LIST. */
+function fallBack<T extends KubernetesObjectView>(core: ReflectorCore<T>, incomplete: Incomplete): WatchListOutcome<T> {
+  core.stats.watchListFallbacks++;
+  core.listed = false;
+  core.watchListIncomplete++;
+  if (incomplete.refused) core.watchListOff = `refused by the server (${String((incomplete.error as { statusCode?: number }).statusCode)})`;
+  else if (core.watchListIncomplete >= WATCH_LIST_GIVE_UP_AFTER) core.watchListOff = `${core.watchListIncomplete} incomplete watch-list streams in a row`;
+  const status = isApiStatusError(incomplete.error) ? incomplete.error.status : undefined;
+  core.logger.warn(
+    core.fields({ err: incomplete.error, code: isApiStatusError(incomplete.error) ? incomplete.error.statusCode : undefined, message: status?.message, incompleteInARow: core.watchListIncomplete, watchListOff: core.watchListOff }),
+    `watch-list incomplete: ${incomplete.why}; falling back to a LIST${core.watchListOff === undefined ? '' : ` (watch-list is off for this reflector: ${core.watchListOff})`}`,
+  );
+  return FALLBACK;
+}
+
+/** The key a DELETED initial frame names, read without validating the object (its key is all a deletion needs). */
+function deletedKey(object: unknown): ObjectKey | undefined {
+  const metadata = (object as { metadata?: { name?: unknown; namespace?: unknown } } | null)?.metadata;
+  if (typeof metadata?.name !== 'string') return undefined;
+  return typeof metadata.namespace === 'string' && metadata.namespace !== '' ? `${metadata.namespace}/${metadata.name}` : metadata.name;
+}
+
+/** Reads a frame's envelope and hands its object on unvalidated (gather() validates it). */
+const passThrough = {
+  safeParse: (value: unknown) => ({ success: true as const, data: value }),
+} as unknown as Parameters<typeof parseWatchLine<unknown>>[1];
