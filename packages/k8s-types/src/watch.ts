@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { describeIssue, InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
+import { cutWatchLine, metadataKeysRead } from './frame-cut.js';
 import { compileSchema, listOf, objectKey } from './meta.js';
 
 /** One `details.causes[]` entry of a `Status`. `reason` is the wire name of Go's `StatusCause.Type`. */
@@ -155,8 +156,29 @@ export function readWatchFrame<T>(raw: unknown, schema: z.ZodType<T>): WatchFram
 /**
  * Reads one watch line (one JSON document). A line that is not JSON is a
  * {@link MalformedWatchFrameError}; otherwise as {@link readWatchFrame}.
+ *
+ * Hot path: when `schema` is a plain zod object view, the `object.metadata` members it never reads
+ * (`managedFields` for every bundled view) are cut out of the line before `JSON.parse`, so they are
+ * never materialised (see `frame-cut.ts`). The frame read is the same as from the whole line; when
+ * the cut cannot be proven the whole line is parsed.
  */
 export function parseWatchLine<T>(line: string, schema: z.ZodType<T>): WatchFrame<T> {
+  const keep = metadataKeysRead(schema);
+  const cut = keep === undefined ? undefined : cutWatchLine(line, keep);
+  if (cut === undefined) return parseWholeLine(line, schema);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(cut.text);
+  } catch {
+    // The cut line parses exactly when the line does: the line's own error (positions included) is the one to report.
+    return parseWholeLine(line, schema);
+  }
+  // A later duplicate `type` (the cut stops walking after the metadata) decides the frame: read the whole line.
+  if (field(raw, 'type') !== cut.type) return parseWholeLine(line, schema);
+  return readWatchFrame(raw, schema);
+}
+
+function parseWholeLine<T>(line: string, schema: z.ZodType<T>): WatchFrame<T> {
   let raw: unknown;
   try {
     raw = JSON.parse(line);
