@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { shareStringMap } from './share.js';
 
 /**
  * Shared building blocks for object views: timestamps, empty-by-default maps and lists, the
@@ -93,11 +94,13 @@ export const timestamp = z.optional(z.union([z.string(), z.date(), z.null()]).tr
 /**
  * A `map[string]string` (labels, annotations, selectors). Absent or `null` reads as a shared frozen
  * `{}`: no consumer distinguishes "absent" from "empty", and the shared empty costs no memory per object.
+ * A small map equal to one read before (same keys in the same order, same values) is that one
+ * shared frozen instance (see `share.ts`): pods of one owner carry the same labels.
  */
 export const stringMap = z
   .record(z.string(), sharedString)
   .nullish()
-  .transform((value): Readonly<Record<string, string>> => value ?? EMPTY_STRING_MAP);
+  .transform((value): Readonly<Record<string, string>> => (value ? shareStringMap(value) : EMPTY_STRING_MAP));
 
 /**
  * A list of `item`. Absent or `null` reads as a shared frozen `[]`, for the same reasons as

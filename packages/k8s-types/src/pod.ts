@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { compileSchema, listOf, objectSchema, sharedString, timestamp } from './meta.js';
+import { shareList } from './share.js';
 
 /** The container state fields a pool tracker reads (at most one of the three is set). */
 export const containerStateSchema = z.object({
@@ -47,10 +48,16 @@ export const podConditionSchema = z.object({ type: sharedString, status: sharedS
   return shared;
 });
 
+function conditionKey(condition: { readonly type: string; readonly status: string }): string | undefined {
+  // \u0001 separates the two fields; a field containing it is not shared (the key would be ambiguous).
+  return condition.type.includes('\u0001') || condition.status.includes('\u0001') ? undefined : `${condition.type}\u0001${condition.status}`;
+}
+
 /** The `spec` fields a pool tracker reads. */
 export const podSpecSchema = z.object({
   nodeName: sharedString.optional(),
-  containers: listOf(z.object({ name: sharedString })),
+  // Pods of one template list the same containers: one shared frozen list (see share.ts).
+  containers: listOf(z.object({ name: sharedString })).transform((list) => shareList('containers', list, (container) => container.name)),
 });
 
 /** The `status` fields a pool tracker reads. */
@@ -60,7 +67,8 @@ export const podStatusSchema = z.object({
   podIPs: listOf(z.object({ ip: z.string() })),
   hostIP: sharedString.optional(),
   startTime: timestamp,
-  conditions: listOf(podConditionSchema),
+  // Most pods carry the same few conditions, all True: one shared frozen list (see share.ts).
+  conditions: listOf(podConditionSchema).transform((list) => shareList('conditions', list, conditionKey)),
   containerStatuses: listOf(containerStatusSchema),
 });
 
