@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { compactOutput, isCompactOutput } from './compact.js';
 import { shareStringMap } from './share.js';
 
 /**
@@ -191,7 +192,8 @@ export function objectSchema<const Shape extends z.core.$ZodLooseShape>(shape: S
  * this to whatever object schema it is given; the bundled schemas are compiled already.
  */
 export function compileSchema<T extends z.ZodType>(schema: T): T {
-  return z.compile(schema);
+  const compiled = z.compile(schema);
+  return isCompactOutput(schema) ? compactOutput(compiled) : compiled;
 }
 
 /** Any zod schema producing `T`: what the reflector validates objects with. */

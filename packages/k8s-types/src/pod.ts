@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { compileSchema, listOf, objectSchema, sharedString, timestamp } from './meta.js';
+import { compactOutput } from './compact.js';
 import { shareList } from './share.js';
 
 /** The container state fields a pool tracker reads (at most one of the three is set). */
@@ -75,13 +76,16 @@ export const podStatusSchema = z.object({
 /**
  * The partial core/v1 `Pod` view: only what a pool tracker reads; every other field is dropped, so
  * the cache holds only this. Reads both client shapes (class instances with `Date`, raw JSON with
- * strings). An absent `spec` / `status` reads as an empty one.
+ * strings). An absent `spec` / `status` reads as an empty one. Marked {@link compactOutput}: the
+ * reflector caches exact-size copies of its output (see `compact.ts`).
  */
-export const podSchema = compileSchema(
-  objectSchema({
-    spec: podSpecSchema.prefault({}),
-    status: podStatusSchema.prefault({}),
-  }),
+export const podSchema = compactOutput(
+  compileSchema(
+    objectSchema({
+      spec: podSpecSchema.prefault({}),
+      status: podStatusSchema.prefault({}),
+    }),
+  ),
 );
 
 /** A validated pod view. */

@@ -1,0 +1,95 @@
+/**
+ * Compact copies of validated views, for the cache. V8 gives an object built one property at a
+ * time (as zod builds its output) four in-object fields, and every further property goes to a
+ * separate property array with room to grow: 40–50 bytes per object that a long-lived cached view
+ * never uses. An object literal with all its keys is allocated at its exact size. So a view's
+ * objects with more than {@link INLINE_FIELDS} properties are rebuilt by a literal of their keys,
+ * compiled once per distinct key list.
+ *
+ * Invariants: the copy is deep-equal to the input (same keys in the same order, same values,
+ * frozen shared values kept by identity); the input is never mutated; only plain objects and arrays
+ * are copied (a `Date`, a `Map`, a class instance is kept as is).
+ */
+
+/** Properties V8 stores inside an object built from `{}`. */
+const INLINE_FIELDS = 4;
+/** Distinct key lists compiled before new ones are left as built (maps with arbitrary keys would otherwise grow it). */
+const MAX_MAKERS = 512;
+
+type Maker = (source: Record<string, unknown>) => Record<string, unknown>;
+const makers = new Map<string, Maker | null>();
+
+function makerFor(keys: readonly string[]): Maker | undefined {
+  const signature = keys.join('\u0000');
+  const cached = makers.get(signature);
+  if (cached !== undefined) return cached ?? undefined;
+  if (makers.size >= MAX_MAKERS) return undefined;
+  // `__proto__` as a literal key would set the prototype instead of a property: not compacted.
+  const maker = keys.includes('__proto__')
+    ? null
+    : // eslint-disable-next-line @typescript-eslint/no-implied-eval -- compiled once per key list, from JSON-quoted keys only
+      (new Function('s', `return {${keys.map((key) => `${JSON.stringify(key)}: s[${JSON.stringify(key)}]`).join(', ')}};`) as Maker);
+  makers.set(signature, maker);
+  return maker ?? undefined;
+}
+
+function isPlainObject(value: object): value is Record<string, unknown> {
+  // A null-prototype object is kept as is: a literal would give it Object.prototype.
+  return Object.getPrototypeOf(value) === Object.prototype;
+}
+
+/**
+ * A compact deep copy of `value` (see the module comment), or `value` itself when nothing in it
+ * needed compacting. Frozen values (the shared ones) are kept by identity and not descended into.
+ */
+export function compactView<T>(value: T): T {
+  return compactValue(value, 0) as T;
+}
+
+function compactValue(value: unknown, depth: number): unknown {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value) || depth > 32) return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = value[i];
+      const compacted = compactValue(item, depth + 1);
+      if (compacted !== item) (copy ??= value.slice())[i] = compacted;
+    }
+    return copy ?? value;
+  }
+  if (!isPlainObject(value)) return value;
+  let changed = false;
+  const keys = Object.keys(value);
+  let children: Record<string, unknown> | undefined;
+  for (const key of keys) {
+    const child = value[key];
+    const compacted = compactValue(child, depth + 1);
+    if (compacted !== child) {
+      children ??= { ...value };
+      children[key] = compacted;
+      changed = true;
+    }
+  }
+  if (keys.length <= INLINE_FIELDS && !changed) return value;
+  const maker = keys.length > INLINE_FIELDS || changed ? makerFor(keys) : undefined;
+  const source = children ?? value;
+  return maker === undefined ? source : maker(source);
+}
+
+const compactViews = new WeakSet<object>();
+
+/**
+ * Marks `view` so that `parseObject` (and so the reflector, for LIST items and watch frames) caches
+ * {@link compactView} copies of what it validates. The bundled `podSchema` is marked; mark a view
+ * of your own when its output is plain data (zod objects, arrays, scalars) and you do not rely on
+ * the identity of objects your transforms return. `compileSchema` keeps the mark. Returns `view`.
+ */
+export function compactOutput<T extends object>(view: T): T {
+  compactViews.add(view);
+  return view;
+}
+
+/** Whether `view` was marked by {@link compactOutput}. */
+export function isCompactOutput(view: object): boolean {
+  return compactViews.has(view);
+}
