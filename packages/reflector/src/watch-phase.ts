@@ -92,9 +92,11 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
   core.logger.debug(core.fields({ timeoutSeconds }), 'watching');
   let iterator: AsyncIterator<unknown> | undefined;
   try {
-    iterator = core.client
-      .watch({ ...core.scope, resourceVersion: cursor, timeoutSeconds, allowWatchBookmarks: true, signal: controller.signal })
-      [Symbol.asyncIterator]();
+    const request = { ...core.scope, resourceVersion: cursor, timeoutSeconds, allowWatchBookmarks: true, signal: controller.signal };
+    // A client that can hand over the frames of one socket read together gets them handled in one
+    // turn: one promise hop per read, not per frame (BENCHMARKS.md, lever (c)).
+    const batched = typeof core.client.watchBatches === 'function';
+    iterator = (batched ? core.client.watchBatches!(request) : core.client.watch(request))[Symbol.asyncIterator]();
     const source = iterator;
     for (;;) {
       const next = stopped
@@ -115,49 +117,53 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
         core.stats.watchFailures++;
         return { kind: 'retry', delayMs: core.fail(new KubeApiProtocolError('watch closed within a second without a frame'), 'watch closed at once') };
       }
-      const now = clock.now();
-      lastFrameAt = now;
-      core.lastEventAt = now;
-      const value = next.value;
-      if (typeof value === 'string' && overCap(value, core.options.maxFrameSize)) return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
-      let frame: WatchFrame<T>;
-      try {
-        frame = typeof value === 'string' ? parseWatchLine(value, core.schema) : readWatchFrame(value, core.schema);
-      } catch (error) {
-        if (isMalformedWatchFrameError(error)) {
-          // Tearing the watch down would reopen at the same cursor and replay this frame: skip it,
-          // and heal whatever state it carried with a relist once the heal delay passes.
-          core.stats.skippedFrames++;
-          skipped++;
-          if (error.resourceVersion !== undefined) core.cursor = error.resourceVersion;
-          scheduleHeal();
-          core.logger.warn(core.fields({ frameType: error.frameType, err: error, healInMs: (core.healDueAt ?? now) - now }), 'skipped a watch frame with an unreadable envelope; a heal relist is scheduled');
+      const values: readonly unknown[] = batched ? asBatch(next.value) : [next.value];
+      for (const value of values) {
+        // An abort, idle or heal stop while a batch is being yielded ends it at the next frame.
+        if (stopped) break;
+        const now = clock.now();
+        lastFrameAt = now;
+        core.lastEventAt = now;
+        if (typeof value === 'string' && overCap(value, core.options.maxFrameSize)) return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
+        let frame: WatchFrame<T>;
+        try {
+          frame = typeof value === 'string' ? parseWatchLine(value, core.schema) : readWatchFrame(value, core.schema);
+        } catch (error) {
+          if (isMalformedWatchFrameError(error)) {
+            // Tearing the watch down would reopen at the same cursor and replay this frame: skip it,
+            // and heal whatever state it carried with a relist once the heal delay passes.
+            core.stats.skippedFrames++;
+            skipped++;
+            if (error.resourceVersion !== undefined) core.cursor = error.resourceVersion;
+            scheduleHeal();
+            core.logger.warn(core.fields({ frameType: error.frameType, err: error, healInMs: (core.healDueAt ?? now) - now }), 'skipped a watch frame with an unreadable envelope; a heal relist is scheduled');
+            continue;
+          }
+          if (!isInvalidObjectError(error)) throw error;
+          appliedOne();
+          const held = quarantineFrame(core, error, now, scheduleHeal);
+          if (held !== undefined) yield deleteEvent(held);
           continue;
         }
-        if (!isInvalidObjectError(error)) throw error;
+        if (frame.type === 'ERROR') {
+          const { status } = frame;
+          const error = new ApiStatusError(status.code ?? 0, status, `watch ERROR frame${status.code ? ` ${status.code}` : ''}${status.reason ? ` ${status.reason}` : ''}${status.message ? `: ${status.message}` : ''}`);
+          return failedWatch(core, status, undefined, 'watch ERROR frame', error);
+        }
+        core.cursor = frame.resourceVersion;
         appliedOne();
-        const held = quarantineFrame(core, error, now, scheduleHeal);
-        if (held !== undefined) yield deleteEvent(held);
-        continue;
+        if (frame.type === 'BOOKMARK') {
+          core.stats.bookmarks++;
+          continue;
+        }
+        const key = objectKey(frame.object);
+        if (core.quarantine.lift(key)) {
+          const why = frame.type === 'DELETED' ? 'quarantined object deleted; released' : 'quarantine lifted: the object validates again';
+          core.logger.info(core.fields({ key, resourceVersion: frame.resourceVersion, frameType: frame.type }), why);
+        }
+        if (frame.type === 'DELETED') yield deleteEvent(key);
+        else yield upsertEvent(key, frame.object);
       }
-      if (frame.type === 'ERROR') {
-        const { status } = frame;
-        const error = new ApiStatusError(status.code ?? 0, status, `watch ERROR frame${status.code ? ` ${status.code}` : ''}${status.reason ? ` ${status.reason}` : ''}${status.message ? `: ${status.message}` : ''}`);
-        return failedWatch(core, status, undefined, 'watch ERROR frame', error);
-      }
-      core.cursor = frame.resourceVersion;
-      appliedOne();
-      if (frame.type === 'BOOKMARK') {
-        core.stats.bookmarks++;
-        continue;
-      }
-      const key = objectKey(frame.object);
-      if (core.quarantine.lift(key)) {
-        const why = frame.type === 'DELETED' ? 'quarantined object deleted; released' : 'quarantine lifted: the object validates again';
-        core.logger.info(core.fields({ key, resourceVersion: frame.resourceVersion, frameType: frame.type }), why);
-      }
-      if (frame.type === 'DELETED') yield deleteEvent(key);
-      else yield upsertEvent(key, frame.object);
     }
   } catch (error) {
     if (signal.aborted) return ABORTED;
@@ -189,6 +195,12 @@ export async function* watchPhase<T extends KubernetesObjectView>(core: Reflecto
   core.stats.watchFailures++;
   const delayMs = core.fail(new KubeApiProtocolError(`watch silent for ${idleMs} ms, past its timeout`), 'watch silent past its timeout; reopening from the cursor', { idleMs });
   return { kind: 'retry', delayMs };
+}
+
+/** A batch from `watchBatches`; anything but an array is a protocol failure of the client. */
+function asBatch(value: unknown): readonly unknown[] {
+  if (!Array.isArray(value)) throw new KubeApiProtocolError('watchBatches yielded a value that is not an array of frames');
+  return value;
 }
 
 /**
