@@ -76,13 +76,50 @@ function compactValue(value: unknown, depth: number): unknown {
   return maker === undefined ? source : maker(source);
 }
 
+/**
+ * {@link compactView} for a value that only the caller holds (a zod output just built, whose
+ * objects are all fresh): compacts in place where it can, so only the objects with more than
+ * {@link INLINE_FIELDS} keys are copied and no ancestor is rebuilt for a child's sake. Frozen
+ * (shared) values are neither descended into nor touched.
+ */
+export function compactFresh<T>(value: T): T {
+  return compactFreshValue(value, 0) as T;
+}
+
+function compactFreshValue(value: unknown, depth: number): unknown {
+  if (typeof value !== 'object' || value === null || depth > 32 || Object.isFrozen(value)) return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (typeof item === 'object' && item !== null) {
+        const compacted = compactFreshValue(item, depth + 1);
+        if (compacted !== item) value[i] = compacted;
+      }
+    }
+    return value;
+  }
+  if (!isPlainObject(value)) return value;
+  const keys = Object.keys(value);
+  for (const key of keys) {
+    const child = value[key];
+    if (typeof child === 'object' && child !== null) {
+      const compacted = compactFreshValue(child, depth + 1);
+      if (compacted !== child) value[key] = compacted;
+    }
+  }
+  if (keys.length <= INLINE_FIELDS) return value;
+  const maker = makerFor(keys);
+  return maker === undefined ? value : maker(value);
+}
+
 const compactViews = new WeakSet<object>();
 
 /**
  * Marks `view` so that `parseObject` (and so the reflector, for LIST items and watch frames) caches
- * {@link compactView} copies of what it validates. The bundled `podSchema` is marked; mark a view
- * of your own when its output is plain data (zod objects, arrays, scalars) and you do not rely on
- * the identity of objects your transforms return. `compileSchema` keeps the mark. Returns `view`.
+ * compact copies of what it validates ({@link compactFresh}: in place, on zod's fresh output). The
+ * bundled `podSchema` is marked; mark a view of your own only when its output is plain data that
+ * zod built for this parse (objects, arrays, records, scalars; frozen shared values are fine), not
+ * objects your transforms return from elsewhere. `compileSchema` keeps the mark. Returns `view`.
  */
 export function compactOutput<T extends object>(view: T): T {
   compactViews.add(view);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { describeIssue, InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
-import { compactView, isCompactOutput } from './compact.js';
+import { compactFresh, isCompactOutput } from './compact.js';
 import { cutWatchLine, metadataKeysRead } from './frame-cut.js';
 import { compileSchema, listOf, objectKey } from './meta.js';
 
@@ -101,7 +101,7 @@ function salvageKey(raw: unknown): string | undefined {
  */
 export function parseObject<T>(schema: z.ZodType<T>, raw: unknown, frameType: string): T {
   const result = schema.safeParse(raw);
-  if (result.success) return isCompactOutput(schema) ? compactView(result.data) : result.data;
+  if (result.success) return isCompactOutput(schema) ? compactFresh(result.data) : result.data;
   const key = salvageKey(raw);
   const issues = flatten(result.error);
   const first = issues[0];
