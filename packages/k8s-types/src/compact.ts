@@ -1,18 +1,16 @@
 /**
  * Compact copies of validated views, for the cache. V8 gives an object built one property at a
- * time (as zod builds its output) four in-object fields, and every further property goes to a
- * separate property array with room to grow: 40–50 bytes per object that a long-lived cached view
- * never uses. An object literal with all its keys is allocated at its exact size. So a view's
- * objects with more than {@link INLINE_FIELDS} properties are rebuilt by a literal of their keys,
- * compiled once per distinct key list.
+ * time (as zod builds its output) four in-object fields whatever it ends up holding, and every
+ * further property goes to a separate property array with room to grow: a `{ ip }` holds three
+ * unused fields, a nine-field metadata object a half-empty property array. An object literal with
+ * all its keys is allocated at its exact size. So a view's plain objects are rebuilt by a literal
+ * of their keys, compiled once per distinct key list (measured: −170 B per cached pod, BENCHMARKS.md).
  *
  * Invariants: the copy is deep-equal to the input (same keys in the same order, same values,
  * frozen shared values kept by identity); the input is never mutated; only plain objects and arrays
  * are copied (a `Date`, a `Map`, a class instance is kept as is).
  */
 
-/** Properties V8 stores inside an object built from `{}`. */
-const INLINE_FIELDS = 4;
 /** Distinct key lists compiled before new ones are left as built (maps with arbitrary keys would otherwise grow it). */
 const MAX_MAKERS = 512;
 
@@ -58,7 +56,6 @@ function compactValue(value: unknown, depth: number): unknown {
     return copy ?? value;
   }
   if (!isPlainObject(value)) return value;
-  let changed = false;
   const keys = Object.keys(value);
   let children: Record<string, unknown> | undefined;
   for (const key of keys) {
@@ -67,19 +64,16 @@ function compactValue(value: unknown, depth: number): unknown {
     if (compacted !== child) {
       children ??= { ...value };
       children[key] = compacted;
-      changed = true;
     }
   }
-  if (keys.length <= INLINE_FIELDS && !changed) return value;
-  const maker = keys.length > INLINE_FIELDS || changed ? makerFor(keys) : undefined;
+  const maker = makerFor(keys);
   const source = children ?? value;
   return maker === undefined ? source : maker(source);
 }
 
 /**
  * {@link compactView} for a value that only the caller holds (a zod output just built, whose
- * objects are all fresh): compacts in place where it can, so only the objects with more than
- * {@link INLINE_FIELDS} keys are copied and no ancestor is rebuilt for a child's sake. Frozen
+ * objects are all fresh): children are replaced in place, so no temporary copy is made. Frozen
  * (shared) values are neither descended into nor touched.
  */
 export function compactFresh<T>(value: T): T {
@@ -107,7 +101,6 @@ function compactFreshValue(value: unknown, depth: number): unknown {
       if (compacted !== child) value[key] = compacted;
     }
   }
-  if (keys.length <= INLINE_FIELDS) return value;
   const maker = makerFor(keys);
   return maker === undefined ? value : maker(value);
 }

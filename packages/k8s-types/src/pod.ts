@@ -61,11 +61,25 @@ export const podSpecSchema = z.object({
   containers: listOf(z.object({ name: sharedString })).transform((list) => shareList('containers', list, (container) => container.name)),
 });
 
+let recentIP: string | undefined;
+
+/**
+ * The instance read just before, when equal: `status.podIPs[0].ip` repeats `status.podIP` (read
+ * first, in shape order), and JSON.parse gives each its own copy. One entry, so nothing to bound.
+ */
+function reuseRecentIP(ip: string): string {
+  if (ip === recentIP) return recentIP;
+  recentIP = ip;
+  return ip;
+}
+
+const ipString = z.string().overwrite(reuseRecentIP);
+
 /** The `status` fields a pool tracker reads. */
 export const podStatusSchema = z.object({
   phase: sharedString.optional(),
-  podIP: z.string().optional(),
-  podIPs: listOf(z.object({ ip: z.string() })),
+  podIP: ipString.optional(),
+  podIPs: listOf(z.object({ ip: ipString })),
   hostIP: sharedString.optional(),
   startTime: timestamp,
   // Most pods carry the same few conditions, all True: one shared frozen list (see share.ts).

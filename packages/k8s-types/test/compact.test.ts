@@ -41,7 +41,7 @@ describe('[k8s_types: deviation, shared values] equal sub-values are one frozen 
 });
 
 describe('[k8s_types: compact views] cached views are exact-size copies', () => {
-  it('[k8s_types: compact views] compactView copies plain objects with more than four keys, equal and unmutated; keeps frozen, Date, class and null-prototype values', () => {
+  it('[k8s_types: compact views] compactView copies plain objects and arrays holding them, equal and unmutated; keeps frozen, Date, class and null-prototype values by identity', () => {
     const frozen = Object.freeze({ a: 1 });
     const date = new Date(0);
     const bare = Object.assign(Object.create(null) as object, { p: 1, q: 2, r: 3, s: 4, t: 5 });
@@ -56,8 +56,9 @@ describe('[k8s_types: compact views] cached views are exact-size copies', () => 
     expect(out.f).toBe(bare);
     expect(input.c[0]).toBe(inner); // the input was not mutated
     expect(out.c[0]).not.toBe(inner);
-    const small = { a: 1, b: [1, 2] };
-    expect(compactView(small)).toBe(small); // nothing to compact: the same object
+    const scalars = [1, 'two', null];
+    expect(compactView(scalars)).toBe(scalars); // an array of scalars has nothing to compact
+    expect(compactView(frozen)).toBe(frozen);
     expect(compactView(JSON.parse('{"__proto__":1,"a":2,"b":3,"c":4,"d":5}'))).toStrictEqual(JSON.parse('{"__proto__":1,"a":2,"b":3,"c":4,"d":5}'));
   });
 
