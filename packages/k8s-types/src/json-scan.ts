@@ -43,6 +43,19 @@ function isHex(c: number): boolean {
  * bad escape or a raw control character (U+0000–U+001F), all of which `JSON.parse` rejects.
  */
 export function scanString(text: string, i: number): number {
+  // Fast path: the closing quote found natively, then one tight check that nothing before it is an
+  // escape or a control character (the apiserver writes few escapes); otherwise the full walk.
+  const close = text.indexOf('"', i + 1);
+  if (close === -1) return -1;
+  for (let j = i + 1; j < close; j++) {
+    const c = text.charCodeAt(j);
+    if (c < 0x20 || c === BACKSLASH) return scanEscapedString(text, i);
+  }
+  return close + 1;
+}
+
+/** {@link scanString} for a string holding an escape or a control character: every character checked. */
+function scanEscapedString(text: string, i: number): number {
   const length = text.length;
   let j = i + 1;
   while (j < length) {
