@@ -154,16 +154,24 @@ export function readWatchFrame<T>(raw: unknown, schema: z.ZodType<T>): WatchFram
   }
 }
 
+/** Options of {@link parseWatchLine}. */
+export interface ParseWatchLineOptions {
+  /**
+   * Cut the `object.metadata` members the view never reads (`managedFields`, for the bundled views)
+   * out of the line before `JSON.parse` (see `frame-cut.ts`). The frame read is the same either way.
+   * Off by default: on Node 26 the strict scan costs more CPU than the parse it saves on a typical
+   * pod frame (measured in BENCHMARKS.md (15), lever (a)); it pays only where the unread members
+   * are most of the frame.
+   */
+  readonly cutUnread?: boolean | undefined;
+}
+
 /**
  * Reads one watch line (one JSON document). A line that is not JSON is a
  * {@link MalformedWatchFrameError}; otherwise as {@link readWatchFrame}.
- *
- * Hot path: when `schema` is a plain zod object view, the `object.metadata` members it never reads
- * (`managedFields` for every bundled view) are cut out of the line before `JSON.parse`, so they are
- * never materialised (see `frame-cut.ts`). The frame read is the same as from the whole line; when
- * the cut cannot be proven the whole line is parsed.
  */
-export function parseWatchLine<T>(line: string, schema: z.ZodType<T>): WatchFrame<T> {
+export function parseWatchLine<T>(line: string, schema: z.ZodType<T>, options?: ParseWatchLineOptions): WatchFrame<T> {
+  if (options?.cutUnread !== true) return parseWholeLine(line, schema);
   const keep = metadataKeysRead(schema);
   const cut = keep === undefined ? undefined : cutWatchLine(line, keep);
   if (cut === undefined) return parseWholeLine(line, schema);

@@ -23,7 +23,7 @@ function wholeLine<T>(line: string, schema: ObjectSchema<T>): unknown {
 
 function viaCut<T>(line: string, schema: ObjectSchema<T>): unknown {
   try {
-    return parseWatchLine(line, schema);
+    return parseWatchLine(line, schema, { cutUnread: true });
   } catch (error) {
     return { threw: (error as Error).name, message: (error as Error).message, issues: (error as { issues?: unknown }).issues };
   }
@@ -70,7 +70,7 @@ describe('[k8s_types: cut what the view drops] watch lines', () => {
     expect(cut.text.length).toBeLessThan(line.length);
     expect(cut.text).not.toContain('managedFields');
     expect(JSON.parse(cut.text).object.spec).toEqual(JSON.parse(line).object.spec);
-    expect(parseWatchLine(line, podSchema)).toStrictEqual(readWatchFrame(JSON.parse(line), podSchema));
+    expect(parseWatchLine(line, podSchema, { cutUnread: true })).toStrictEqual(readWatchFrame(JSON.parse(line), podSchema));
   });
 
   it('[k8s_types: cut what the view drops] property: the cut frame is exactly the whole-line frame for hostile pods (same object, same error)', () => {
@@ -112,7 +112,7 @@ describe('[k8s_types: cut what the view drops] watch lines', () => {
   it('[k8s_types: cut what the view drops] a second `type` after the object decides the frame, as JSON.parse would', () => {
     const line = `{"type":"MODIFIED","object":${JSON.stringify(rawPod())},"type":"ERROR"}`;
     expect(cutWatchLine(line, metadataKeysRead(podSchema)!)?.type).toBe('MODIFIED');
-    const frame = parseWatchLine(line, podSchema);
+    const frame = parseWatchLine(line, podSchema, { cutUnread: true });
     expect(frame.type).toBe('ERROR');
     expect(frame).toStrictEqual(wholeLine(line, podSchema));
   });
@@ -134,7 +134,7 @@ describe('[k8s_types: keep a dropped field] a view that declares a field keeps i
     const withManaged = compileSchema(objectSchema({ metadata: objectMetaSchema.extend({ managedFields: z.array(z.object({ manager: z.string() })) }) }));
     expect(metadataKeysRead(withManaged)?.has('managedFields')).toBe(true);
     const line = JSON.stringify({ type: 'MODIFIED', object: rawPod() });
-    const frame = parseWatchLine(line, withManaged);
+    const frame = parseWatchLine(line, withManaged, { cutUnread: true });
     expect(frame.type === 'MODIFIED' && frame.object.metadata.managedFields).toEqual([{ manager: 'kubelet' }]);
     // generateName is still cut for this view: it does not read it.
     const withGenerateName = JSON.stringify({ type: 'ADDED', object: { ...rawPod(), metadata: { ...(rawPod()['metadata'] as object), generateName: 'engine-' } } });
