@@ -13,22 +13,42 @@
 
 /** Distinct key lists compiled before new ones are left as built (maps with arbitrary keys would otherwise grow it). */
 const MAX_MAKERS = 512;
+/** Nodes of the key-list trie, bounded for the same reason. */
+const MAX_NODES = 8192;
 
 type Maker = (source: Record<string, unknown>) => Record<string, unknown>;
-const makers = new Map<string, Maker | null>();
+
+/** A trie over key lists, so finding a list's maker hashes each (interned) key once and builds no string. */
+interface KeyNode {
+  next?: Map<string, KeyNode>;
+  /** `undefined`: not compiled yet; `null`: not compactable (`__proto__`). */
+  maker?: Maker | null;
+}
+const root: KeyNode = {};
+let makerCount = 0;
+let nodeCount = 0;
 
 function makerFor(keys: readonly string[]): Maker | undefined {
-  const signature = keys.join('\u0000');
-  const cached = makers.get(signature);
-  if (cached !== undefined) return cached ?? undefined;
-  if (makers.size >= MAX_MAKERS) return undefined;
+  let node = root;
+  for (const key of keys) {
+    let next = node.next?.get(key);
+    if (next === undefined) {
+      if (nodeCount >= MAX_NODES) return undefined;
+      next = {};
+      nodeCount++;
+      (node.next ??= new Map()).set(key, next);
+    }
+    node = next;
+  }
+  if (node.maker !== undefined) return node.maker ?? undefined;
+  if (makerCount >= MAX_MAKERS) return undefined;
+  makerCount++;
   // `__proto__` as a literal key would set the prototype instead of a property: not compacted.
-  const maker = keys.includes('__proto__')
+  node.maker = keys.includes('__proto__')
     ? null
     : // eslint-disable-next-line @typescript-eslint/no-implied-eval -- compiled once per key list, from JSON-quoted keys only
       (new Function('s', `return {${keys.map((key) => `${JSON.stringify(key)}: s[${JSON.stringify(key)}]`).join(', ')}};`) as Maker);
-  makers.set(signature, maker);
-  return maker ?? undefined;
+  return node.maker ?? undefined;
 }
 
 function isPlainObject(value: object): value is Record<string, unknown> {
