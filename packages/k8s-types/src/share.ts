@@ -34,9 +34,8 @@ class ShareTable<T> {
   }
 }
 
-// \u0000 cannot appear in a label key or value the apiserver accepts, and is escaped by JSON
-// anyway; as a separator it keeps ('a', 'b\u0000c') and ('a\u0000b', 'c') apart only if it cannot
-// occur, so any value containing it is simply not shared.
+// Keys are the parts joined by \u0000 (which no label key or value the apiserver accepts holds). A
+// part containing it could make two different values one key, so such a value is not shared.
 const SEP = '\u0000';
 
 const stringMaps = new ShareTable<Readonly<Record<string, string>>>();
