@@ -73,7 +73,9 @@ function poison(watch: Buffer, index: number): { watch: Buffer; key: string } {
 async function handle(req: ChildRequest): Promise<unknown> {
   switch (req.cmd) {
     case 'start': {
-      server = await startApiServer({ maxHistory: req.maxHistory, bookmarkIntervalMs: 3_600_000, token: BENCH_TOKEN });
+      // maxWatchBufferBytes 0: a measured watch replays 250 MB of history at once, far past the
+      // server's slow-watcher bound (16 MiB unsent), which would otherwise close it mid-run.
+      server = await startApiServer({ maxHistory: req.maxHistory, bookmarkIntervalMs: 3_600_000, token: BENCH_TOKEN, maxWatchBufferBytes: 0 });
       return { url: server.url, kubeconfig: server.kubeconfig() };
     }
     case 'seed': {

@@ -67,6 +67,7 @@ export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectS
       : {
           list: async (request) => ({ ...(await kube.list(request)), resourceVersion: options.watchFrom! }),
           watch: (request) => kube.watch(request),
+          watchBatches: (request) => kube.watchBatches(request),
         };
   const reflector = new Reflector<Pod>({ client, schema: podSchema, namespace: NAMESPACE, name: 'bench' });
   const store = new ObjectStore<Pod, string>({ keyMap });

@@ -2,3 +2,5 @@ export * from './errors.js';
 export * from './meta.js';
 export * from './pod.js';
 export * from './watch.js';
+export { compactOutput, compactView } from './compact.js';
+export { cutWatchLine, metadataKeysRead, type CutLine } from './frame-cut.js';

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { compactOutput, isCompactOutput } from './compact.js';
+import { shareStringMap } from './share.js';
 
 /**
  * Shared building blocks for object views: timestamps, empty-by-default maps and lists, the
@@ -93,11 +95,13 @@ export const timestamp = z.optional(z.union([z.string(), z.date(), z.null()]).tr
 /**
  * A `map[string]string` (labels, annotations, selectors). Absent or `null` reads as a shared frozen
  * `{}`: no consumer distinguishes "absent" from "empty", and the shared empty costs no memory per object.
+ * A small map equal to one read before (same keys in the same order, same values) is that one
+ * shared frozen instance (see `share.ts`): pods of one owner carry the same labels.
  */
 export const stringMap = z
   .record(z.string(), sharedString)
   .nullish()
-  .transform((value): Readonly<Record<string, string>> => value ?? EMPTY_STRING_MAP);
+  .transform((value): Readonly<Record<string, string>> => (value ? shareStringMap(value) : EMPTY_STRING_MAP));
 
 /**
  * A list of `item`. Absent or `null` reads as a shared frozen `[]`, for the same reasons as
@@ -188,7 +192,8 @@ export function objectSchema<const Shape extends z.core.$ZodLooseShape>(shape: S
  * this to whatever object schema it is given; the bundled schemas are compiled already.
  */
 export function compileSchema<T extends z.ZodType>(schema: T): T {
-  return z.compile(schema);
+  const compiled = z.compile(schema);
+  return isCompactOutput(schema) ? compactOutput(compiled) : compiled;
 }
 
 /** Any zod schema producing `T`: what the reflector validates objects with. */

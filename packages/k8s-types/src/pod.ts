@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { compileSchema, listOf, objectSchema, sharedString, timestamp } from './meta.js';
+import { compactOutput } from './compact.js';
+import { shareList } from './share.js';
 
 /** The container state fields a pool tracker reads (at most one of the three is set). */
 export const containerStateSchema = z.object({
@@ -47,33 +49,57 @@ export const podConditionSchema = z.object({ type: sharedString, status: sharedS
   return shared;
 });
 
+function conditionKey(condition: { readonly type: string; readonly status: string }): string | undefined {
+  // \u0001 separates the two fields; a field containing it is not shared (the key would be ambiguous).
+  return condition.type.includes('\u0001') || condition.status.includes('\u0001') ? undefined : `${condition.type}\u0001${condition.status}`;
+}
+
 /** The `spec` fields a pool tracker reads. */
 export const podSpecSchema = z.object({
   nodeName: sharedString.optional(),
-  containers: listOf(z.object({ name: sharedString })),
+  // Pods of one template list the same containers: one shared frozen list (see share.ts).
+  containers: listOf(z.object({ name: sharedString })).transform((list) => shareList('containers', list, (container) => container.name)),
 });
+
+let recentIP: string | undefined;
+
+/**
+ * The instance read just before, when equal: `status.podIPs[0].ip` repeats `status.podIP` (read
+ * first, in shape order), and JSON.parse gives each its own copy. One entry, so nothing to bound.
+ */
+function reuseRecentIP(ip: string): string {
+  if (ip === recentIP) return recentIP;
+  recentIP = ip;
+  return ip;
+}
+
+const ipString = z.string().overwrite(reuseRecentIP);
 
 /** The `status` fields a pool tracker reads. */
 export const podStatusSchema = z.object({
   phase: sharedString.optional(),
-  podIP: z.string().optional(),
-  podIPs: listOf(z.object({ ip: z.string() })),
+  podIP: ipString.optional(),
+  podIPs: listOf(z.object({ ip: ipString })),
   hostIP: sharedString.optional(),
   startTime: timestamp,
-  conditions: listOf(podConditionSchema),
+  // Most pods carry the same few conditions, all True: one shared frozen list (see share.ts).
+  conditions: listOf(podConditionSchema).transform((list) => shareList('conditions', list, conditionKey)),
   containerStatuses: listOf(containerStatusSchema),
 });
 
 /**
  * The partial core/v1 `Pod` view: only what a pool tracker reads; every other field is dropped, so
  * the cache holds only this. Reads both client shapes (class instances with `Date`, raw JSON with
- * strings). An absent `spec` / `status` reads as an empty one.
+ * strings). An absent `spec` / `status` reads as an empty one. Marked {@link compactOutput}: the
+ * reflector caches exact-size copies of its output (see `compact.ts`).
  */
-export const podSchema = compileSchema(
-  objectSchema({
-    spec: podSpecSchema.prefault({}),
-    status: podStatusSchema.prefault({}),
-  }),
+export const podSchema = compactOutput(
+  compileSchema(
+    objectSchema({
+      spec: podSpecSchema.prefault({}),
+      status: podStatusSchema.prefault({}),
+    }),
+  ),
 );
 
 /** A validated pod view. */

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { describeIssue, InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
+import { compactFresh, isCompactOutput } from './compact.js';
+import { cutWatchLine, metadataKeysRead } from './frame-cut.js';
 import { compileSchema, listOf, objectKey } from './meta.js';
 
 /** One `details.causes[]` entry of a `Status`. `reason` is the wire name of Go's `StatusCause.Type`. */
@@ -99,7 +101,7 @@ function salvageKey(raw: unknown): string | undefined {
  */
 export function parseObject<T>(schema: z.ZodType<T>, raw: unknown, frameType: string): T {
   const result = schema.safeParse(raw);
-  if (result.success) return result.data;
+  if (result.success) return isCompactOutput(schema) ? compactFresh(result.data) : result.data;
   const key = salvageKey(raw);
   const issues = flatten(result.error);
   const first = issues[0];
@@ -152,11 +154,40 @@ export function readWatchFrame<T>(raw: unknown, schema: z.ZodType<T>): WatchFram
   }
 }
 
+/** Options of {@link parseWatchLine}. */
+export interface ParseWatchLineOptions {
+  /**
+   * Cut the `object.metadata` members the view never reads (`managedFields`, for the bundled views)
+   * out of the line before `JSON.parse` (see `frame-cut.ts`). The frame read is the same either way.
+   * Off by default: on Node 26 the strict scan costs more CPU than the parse it saves on a typical
+   * pod frame (measured in BENCHMARKS.md (15), lever (a)); it pays only where the unread members
+   * are most of the frame.
+   */
+  readonly cutUnread?: boolean | undefined;
+}
+
 /**
  * Reads one watch line (one JSON document). A line that is not JSON is a
  * {@link MalformedWatchFrameError}; otherwise as {@link readWatchFrame}.
  */
-export function parseWatchLine<T>(line: string, schema: z.ZodType<T>): WatchFrame<T> {
+export function parseWatchLine<T>(line: string, schema: z.ZodType<T>, options?: ParseWatchLineOptions): WatchFrame<T> {
+  if (options?.cutUnread !== true) return parseWholeLine(line, schema);
+  const keep = metadataKeysRead(schema);
+  const cut = keep === undefined ? undefined : cutWatchLine(line, keep);
+  if (cut === undefined) return parseWholeLine(line, schema);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(cut.text);
+  } catch {
+    // The cut line parses exactly when the line does: the line's own error (positions included) is the one to report.
+    return parseWholeLine(line, schema);
+  }
+  // A later duplicate `type` (the cut stops walking after the metadata) decides the frame: read the whole line.
+  if (field(raw, 'type') !== cut.type) return parseWholeLine(line, schema);
+  return readWatchFrame(raw, schema);
+}
+
+function parseWholeLine<T>(line: string, schema: z.ZodType<T>): WatchFrame<T> {
   let raw: unknown;
   try {
     raw = JSON.parse(line);

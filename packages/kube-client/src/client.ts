@@ -1,7 +1,7 @@
 import type { ApiResource, ObjectSchema } from '@reconcile-loop/k8s-types';
 import { abortReason, sleep, systemClock, type Clock } from './clock.js';
 import { KubeApiError, KubeClientOptionsError, KubeProtocolError, KubeRequestTimeoutError, KubeTransportError, type KubeStatus, type Verb } from './errors.js';
-import { DEFAULT_MAX_FRAME_BYTES, splitLines } from './lines.js';
+import { DEFAULT_MAX_FRAME_BYTES, splitLineBatches, splitLines } from './lines.js';
 import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';
 import { ResourceClient, type KubeObject, type ResourceRef } from './resource.js';
 import { readStatus } from './status-body.js';
@@ -229,6 +229,22 @@ export class KubeClient {
     const opened = await this.#open(request, true);
     try {
       yield* splitLines(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
+    } catch (error) {
+      throw this.#bodyFailure(error, request, opened);
+    } finally {
+      opened.response.close();
+      opened.release();
+    }
+  }
+
+  /**
+   * {@link stream}, one batch per socket read: the lines (frames) each read completes, as one array.
+   * Same request, deadline, errors and teardown as {@link stream}.
+   */
+  async *streamBatches(request: KubeRequest): AsyncGenerator<string[], void, undefined> {
+    const opened = await this.#open(request, true);
+    try {
+      yield* splitLineBatches(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
     } catch (error) {
       throw this.#bodyFailure(error, request, opened);
     } finally {

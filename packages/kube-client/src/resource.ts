@@ -229,6 +229,11 @@ export class ResourceClient<T> {
     return this.#client.stream(this.#watchRequest(options));
   }
 
+  /** {@link watchLines}, one array of lines per socket read (see `KubeClient.streamBatches`). */
+  watchLineBatches(options: WatchOptions = {}): AsyncGenerator<string[], void, undefined> {
+    return this.#client.streamBatches(this.#watchRequest(options));
+  }
+
   /**
    * WATCH, yielding typed frames: ADDED / MODIFIED / DELETED with the object validated against the
    * view, BOOKMARK with the cursor, and ERROR with the in-band `Status` (a 410 `Expired` arrives

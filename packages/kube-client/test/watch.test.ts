@@ -2,7 +2,8 @@ import { podResource, podSchema } from '@reconcile-loop/k8s-types';
 import { ManualClock } from '@reconcile-loop/object-store';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { isExpired, KubeClient, splitLines, statusError } from '../src/index.js';
+import fc from 'fast-check';
+import { isExpired, KubeClient, splitLineBatches, splitLines, statusError } from '../src/index.js';
 import { deferred, FakeTransport, statusBody } from './fake-transport.js';
 
 const pod = (name: string, rv: string) => ({ metadata: { name, namespace: 'd', resourceVersion: rv } });
@@ -137,5 +138,28 @@ describe('[kube_client: watch] a connection reset mid-body', () => {
     again.catch(() => {});
     fake.next({ chunks: ['{"metadata":', again as Promise<string>] });
     await expect(pods.get('a')).rejects.toMatchObject({ code: 'KUBE_TRANSPORT', verb: 'get' });
+  });
+});
+
+describe('[kube_client: batched watch lines] one batch per socket read', () => {
+  it('[kube_client: batched watch lines] splitLineBatches yields the lines each chunk completes, together; flattened it is splitLines for any chunking', async () => {
+    const text = `{"a":1}\n{"b":2}\n{"c":\n3}\n\n{"d":"é"}\n`;
+    expect(await collect(splitLineBatches(chunks('{"a":1}\n{"b":2}\n{"c":', '3}\n')))).toEqual([['{"a":1}', '{"b":2}'], ['{"c":3}']]);
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.nat(), { maxLength: 6 }), async (cuts) => {
+        const bytes = Buffer.from(text);
+        const points = [...new Set(cuts.map((c) => c % bytes.length))].sort((x, y) => x - y);
+        const parts = [0, ...points, bytes.length].slice(1).map((end, i, ends) => bytes.subarray(i === 0 ? 0 : ends[i - 1], end));
+        const batches = await collect(splitLineBatches(chunks(...parts)));
+        expect(batches.every((batch) => batch.length > 0)).toBe(true);
+        expect(batches.flat()).toEqual(await collect(splitLines(chunks(...parts))));
+      }),
+    );
+  });
+
+  it('[kube_client: batched watch lines] a frame over the cap throws after the batch of the lines completed before it', async () => {
+    const stream = splitLineBatches(chunks(`{"a":1}\n${'x'.repeat(50)}\n`), 40);
+    expect((await stream.next()).value).toEqual(['{"a":1}']);
+    await expect(stream.next()).rejects.toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE' });
   });
 });

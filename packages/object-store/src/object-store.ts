@@ -104,12 +104,14 @@ export interface ObjectStoreReader<T, P extends ParentKey> {
  */
 export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T, P> {
   // Invariant, kept by #put and #remove (the only writers):
-  //   #objects.has(k) ⇔ #parentOf.has(k);
-  //   #parentOf.get(k) === p ⇔ #members.get(p).get(k) === #objects.get(k);
+  //   k is cached ⇔ #parentOf.has(k), and then its object is #members.get(#parentOf.get(k)).get(k);
+  //   #members.get(p).has(k) ⇒ #parentOf.get(k) === p;
   //   no member map is empty, so #members.keys() is exactly the parents with members.
+  // One map per key plus the member maps, and no third map of objects by key: an object is found
+  // through its parent (two lookups instead of one), which saves a map entry per cached object
+  // (BENCHMARKS.md, heap per pod). #parentOf's insertion order is the store's key order.
   // The parent index is the key map's result at upsert time, never recomputed: deleting or moving
   // an object uses the parent it was cached under, whatever the key map would say now.
-  readonly #objects = new Map<ObjectKey, T>();
   readonly #parentOf = new Map<ObjectKey, P>();
   readonly #members = new Map<P, Map<ObjectKey, T>>();
   readonly #keyMap: KeyMap<T, P>;
@@ -163,17 +165,19 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
 
   /** The cached object under `key`, or `undefined`. */
   get(key: ObjectKey): T | undefined {
-    return this.#objects.get(key);
+    const parent = this.#parentOf.get(key);
+    // A parent key is never undefined (isParentKey), so undefined means "not cached".
+    return parent === undefined ? undefined : this.#members.get(parent)?.get(key);
   }
 
   /** Whether an object is cached under `key`. */
   has(key: ObjectKey): boolean {
-    return this.#objects.has(key);
+    return this.#parentOf.has(key);
   }
 
   /** Number of cached objects. */
   get size(): number {
-    return this.#objects.size;
+    return this.#parentOf.size;
   }
 
   /** The parent key recorded when `key` was last upserted, or `undefined` when not cached. */
@@ -199,12 +203,14 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
 
   /** Object keys of every cached object (a fresh array). */
   keys(): ObjectKey[] {
-    return [...this.#objects.keys()];
+    return [...this.#parentOf.keys()];
   }
 
   /** A copy of the whole store. O(size). */
   snapshot(): ReadonlyMap<ObjectKey, T> {
-    return new Map(this.#objects);
+    const snapshot = new Map<ObjectKey, T>();
+    for (const [key, parent] of this.#parentOf) snapshot.set(key, this.#members.get(parent)!.get(key)!);
+    return snapshot;
   }
 
   #replace(event: ReplaceEvent<T>, affected: Set<P>, failures: UnmappableObjectError[]): void {
@@ -224,7 +230,7 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
     for (const [key, object] of typedWorld) this.#upsert(key, object, affected, failures);
     // Deletion synthesis: a cached object missing from the world was deleted while we were not
     // watching. Deleting the current entry while iterating a Map is well-defined.
-    for (const key of this.#objects.keys()) {
+    for (const key of this.#parentOf.keys()) {
       if (!typedWorld.has(key)) this.#remove(key, affected);
     }
   }
@@ -266,7 +272,6 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
   /** Caches `object` under `parent`; returns the parent it moved away from, if it moved. */
   #put(key: ObjectKey, object: T, parent: P): P | undefined {
     const previous = this.#parentOf.get(key);
-    this.#objects.set(key, object);
     this.#parentOf.set(key, parent);
     let members = this.#members.get(parent);
     if (!members) {
@@ -282,9 +287,8 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
 
   /** Removes `key` if cached and adds the parent it was cached under to `affected`. */
   #remove(key: ObjectKey, affected: Set<P>): void {
-    if (!this.#objects.has(key)) return;
+    if (!this.#parentOf.has(key)) return;
     const parent = this.#parentOf.get(key) as P;
-    this.#objects.delete(key);
     this.#parentOf.delete(key);
     this.#leave(parent, key);
     affected.add(parent);

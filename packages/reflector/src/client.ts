@@ -70,4 +70,11 @@ export interface ListWatchClient {
    * or an already decoded object. Ends when the server closes the watch.
    */
   watch(request: WatchRequest): AsyncIterable<unknown>;
+  /**
+   * Optional: {@link watch}, yielding the frames of one socket read together, in order, as one
+   * array (each item what `watch` would yield). When present the reflector uses it instead of
+   * `watch` and handles a read's frames without a promise hop between them; the semantics (errors,
+   * end, abort through `request.signal`) are `watch`'s.
+   */
+  watchBatches?(request: WatchRequest): AsyncIterable<readonly unknown[]>;
 }

@@ -1,6 +1,7 @@
 import type { KubernetesObjectView } from '@reconcile-loop/k8s-types';
 import { abortReason } from '@reconcile-loop/object-store';
 import type { ReflectorCore } from './core.js';
+import { KubeApiProtocolError } from './errors.js';
 
 /** What `next()` resolves to when the session was stopped from outside (abort, a timer). */
 export const STOP: unique symbol = Symbol('stop');
@@ -35,6 +36,10 @@ export class WatchSession<T extends KubernetesObjectView> {
   readonly #signal: AbortSignal;
   readonly #controller = new AbortController();
   readonly #iterator: AsyncIterator<unknown>;
+  #batched = false;
+  /** The current batch's frames not read yet: `#batch[#at…]`. */
+  #batch: readonly unknown[] = [];
+  #at = 0;
   readonly #onAbort = (): void => this.stop('aborted');
   #wake: ((value: typeof STOP) => void) | undefined;
   #lastFrameAt: number;
@@ -57,17 +62,18 @@ export class WatchSession<T extends KubernetesObjectView> {
     core.stats.watches++;
     core.streaming = true;
     try {
-      this.#iterator = core.client
-        .watch({
-          ...core.scope,
-          // A watch-list always asks for a consistent read of the newest state, as the LIST does.
-          resourceVersion: extra.sendInitialEvents ? '' : (core.cursor ?? ''),
-          timeoutSeconds: this.timeoutSeconds,
-          allowWatchBookmarks: true,
-          ...(extra.sendInitialEvents ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' as const } : {}),
-          signal: this.#controller.signal,
-        })
-        [Symbol.asyncIterator]();
+      const request = {
+        ...core.scope,
+        // A watch-list always asks for a consistent read of the newest state, as the LIST does.
+        resourceVersion: extra.sendInitialEvents ? '' : (core.cursor ?? ''),
+        timeoutSeconds: this.timeoutSeconds,
+        allowWatchBookmarks: true,
+        ...(extra.sendInitialEvents ? { sendInitialEvents: true as const, resourceVersionMatch: 'NotOlderThan' as const } : {}),
+        signal: this.#controller.signal,
+      };
+      // A client that hands over the frames of one socket read together is read a batch at a time.
+      this.#batched = typeof core.client.watchBatches === 'function';
+      this.#iterator = (this.#batched ? core.client.watchBatches!(request) : core.client.watch(request))[Symbol.asyncIterator]();
     } catch (error) {
       this.close();
       throw error;
@@ -81,18 +87,40 @@ export class WatchSession<T extends KubernetesObjectView> {
     this.#wake?.(STOP);
   }
 
-  /** The next frame, the end of the stream, or {@link STOP}; rejects with the stream's failure. */
+  /**
+   * The next frame of the socket read already in hand, synchronously; `undefined` when the batch is
+   * used up or the session stopped (then {@link next} waits, or says {@link STOP}). A stop between
+   * two frames of one batch ends the reading at the next frame, as it would between two reads.
+   */
+  buffered(): IteratorResult<unknown> | undefined {
+    if (this.stopped || this.#at >= this.#batch.length) return undefined;
+    return { done: false, value: this.#batch[this.#at++] };
+  }
+
+  /**
+   * The next frame, the end of the stream, or {@link STOP}; rejects with the stream's failure.
+   * Frames left in the current batch come first, so a watch-list that syncs mid-batch hands the
+   * rest of that read to the watching state.
+   */
   async next(): Promise<IteratorResult<unknown> | typeof STOP> {
-    if (this.stopped) return STOP;
-    const source = this.#iterator;
-    const next = await new Promise<IteratorResult<unknown> | typeof STOP>((resolve, reject) => {
-      this.#wake = resolve;
-      source.next().then(resolve, reject);
-    });
-    this.#wake = undefined;
-    if (next === STOP || this.stopped) return STOP;
-    if (!next.done) this.#lastFrameAt = this.#core.clock.now();
-    return next;
+    for (;;) {
+      const held = this.buffered();
+      if (held !== undefined) return held;
+      if (this.stopped) return STOP;
+      const source = this.#iterator;
+      const next = await new Promise<IteratorResult<unknown> | typeof STOP>((resolve, reject) => {
+        this.#wake = resolve;
+        source.next().then(resolve, reject);
+      });
+      this.#wake = undefined;
+      if (next === STOP || this.stopped) return STOP;
+      if (next.done) return next;
+      this.#lastFrameAt = this.#core.clock.now();
+      if (!this.#batched) return next;
+      if (!Array.isArray(next.value)) throw new KubeApiProtocolError('watchBatches yielded a value that is not an array of frames');
+      this.#batch = next.value;
+      this.#at = 0;
+    }
   }
 
   /** One idle timer per watch, re-armed lazily: a frame only stamps the time. */

@@ -156,11 +156,11 @@ export function consume<T>(stream: AsyncIterable<SourceEvent<T>>): { events: Sou
 
 /**
  * A reflector over a {@link FakeClient} on a {@link ManualClock} with a recording logger, its stream
- * already being consumed. `prepare` queues the client's answers before the stream opens.
+ * already being consumed. `prepare` queues the client's answers before the stream opens; `client`
+ * replaces the fake (a subclass of it).
  */
-export function openReflector(options: Partial<ReflectorOptions<Pod>> = {}, prepare: (client: FakeClient) => void = () => {}) {
+export function openReflector<C extends FakeClient = FakeClient>(options: Partial<ReflectorOptions<Pod>> = {}, prepare: (client: C) => void = () => {}, client: C = new FakeClient() as C) {
   const clock = new ManualClock();
-  const client = new FakeClient();
   prepare(client);
   const logger = recordingLogger();
   const controller = new AbortController();

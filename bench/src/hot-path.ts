@@ -1,0 +1,85 @@
+/**
+ * The watch hot path's levers, one at a time, in one process (issue 15; BENCHMARKS.md (15)):
+ * CPU time per frame (`process.cpuUsage`, so a loaded machine inflates every variant alike) of
+ *   - `JSON.parse` of the line (the floor),
+ *   - the whole line parsed then read (`readWatchFrame(JSON.parse(line))`: no cut),
+ *   - `parseWatchLine(line, view, { cutUnread: true })` (the view's unread metadata cut before `JSON.parse`),
+ *   - the cut itself (`cutWatchLine`), zod's validation alone, and validation plus compaction;
+ * and heap per cached pod (forced GC) with and without compaction.
+ *
+ *   node --expose-gc --conditions=@reconcile-loop/source --import tsx bench/src/hot-path.ts [--pods=5000] [--rounds=11]
+ */
+import { cutWatchLine, metadataKeysRead, objectKey, parseObject, parseWatchLine, podSchema, readWatchFrame } from '@reconcile-loop/k8s-types';
+import { ObjectStore, replaceEvent } from '@reconcile-loop/object-store';
+import { heapAfterGc } from './lib/heap.js';
+import { makePod, modifyPod, PARENT_LABEL } from './lib/pods.js';
+
+const arg = (name: string, fallback: number): number => {
+  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return found === undefined ? fallback : Number(found.slice(name.length + 3));
+};
+const pods = arg('pods', 5_000);
+const rounds = arg('rounds', 11);
+const lines = Array.from({ length: pods }, (_, i) => JSON.stringify({ type: 'MODIFIED', object: modifyPod(makePod(i), i + 1) }));
+const objects = lines.map((line) => (JSON.parse(line) as { object: unknown }).object);
+const keep = metadataKeysRead(podSchema)!;
+let sink = 0;
+
+const variants: Record<string, (i: number) => void> = {
+  'JSON.parse (floor)': (i) => {
+    sink += JSON.parse(lines[i]!) ? 1 : 0;
+  },
+  'whole line: JSON.parse + readWatchFrame': (i) => {
+    sink += readWatchFrame(JSON.parse(lines[i]!), podSchema).type.length;
+  },
+  'parseWatchLine, cutUnread (cut first)': (i) => {
+    sink += parseWatchLine(lines[i]!, podSchema, { cutUnread: true }).type.length;
+  },
+  'cutWatchLine alone': (i) => {
+    sink += cutWatchLine(lines[i]!, keep)?.text.length ?? 0;
+  },
+  'zod validation alone (podSchema.parse)': (i) => {
+    sink += podSchema.parse(objects[i]).metadata.name.length;
+  },
+  'validation + compaction (parseObject)': (i) => {
+    sink += parseObject(podSchema, objects[i], 'MODIFIED').metadata.name.length;
+  },
+};
+
+const samples: Record<string, number[]> = {};
+const names = Object.keys(variants);
+for (let r = 0; r < rounds; r++) {
+  for (let k = 0; k < names.length; k++) {
+    const name = names[(k + r) % names.length]!; // rotate, so no variant always follows another's garbage
+    const run = variants[name]!;
+    const start = process.cpuUsage();
+    for (let i = 0; i < pods; i++) run(i);
+    const used = process.cpuUsage(start);
+    (samples[name] ??= []).push((used.user + used.system) / pods);
+  }
+}
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const floor = median(samples['JSON.parse (floor)']!);
+console.log(`node ${process.version}, ${pods} frames of ${Math.round(lines.reduce((n, l) => n + l.length, 0) / pods)} B, medians of ${rounds}; CPU µs per frame`);
+for (const name of names) {
+  const value = median(samples[name]!);
+  console.log(`  ${name.padEnd(42)} ${value.toFixed(2).padStart(8)} µs  ${(value / floor).toFixed(2)}× JSON.parse`);
+}
+
+async function heapPerPod(compact: boolean): Promise<number> {
+  const before = await heapAfterGc();
+  const store = new ObjectStore<ReturnType<typeof podSchema.parse>, string>({ keyMap: (pod) => pod.metadata.labels[PARENT_LABEL] });
+  const world = new Map<string, ReturnType<typeof podSchema.parse>>();
+  for (const line of lines) {
+    const raw = (JSON.parse(line) as { object: unknown }).object;
+    const view = compact ? parseObject(podSchema, raw, 'LIST') : podSchema.parse(raw);
+    world.set(objectKey(view), view);
+  }
+  store.apply(replaceEvent(world));
+  world.clear();
+  const held = (await heapAfterGc()) - before;
+  sink += store.size;
+  return held / pods;
+}
+console.log(`heap per cached pod (view + store, after ${pods} MODIFIED versions): compact ${(await heapPerPod(true)).toFixed(0)} B, not compacted ${(await heapPerPod(false)).toFixed(0)} B`);
+if (sink === 0) console.log('');
