@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { compactOutput, isCompactOutput } from './compact.js';
-import { shareStringMap } from './share.js';
+import { shareList, shareStringMap } from './share.js';
 
 /**
  * Shared building blocks for object views: timestamps, empty-by-default maps and lists, the
@@ -126,6 +126,11 @@ export const ownerReferenceSchema = z.object({
   controller: z.boolean().optional(),
 });
 
+/** What determines an owner reference of the view: every field, `controller` included. */
+function ownerReferenceKey(ref: OwnerReference): string {
+  return `${ref.apiVersion}\u0001${ref.kind}\u0001${ref.name}\u0001${ref.uid}\u0001${ref.controller === undefined ? '' : String(ref.controller)}`;
+}
+
 /**
  * The standard `metadata` view every object schema shares. `name` is required (it is the object
  * key); everything else the apiserver always sets is still optional, so a hand-built object (a
@@ -147,7 +152,8 @@ export const objectMetaSchema = z.object({
   generation: z.number().int().optional(),
   labels: stringMap,
   annotations: stringMap,
-  ownerReferences: listOf(ownerReferenceSchema),
+  // Every pod of one owner carries the same references: one shared frozen list (see share.ts).
+  ownerReferences: listOf(ownerReferenceSchema).transform((list) => shareList('ownerReferences', list, ownerReferenceKey)),
   finalizers: z.array(sharedString).optional(),
   creationTimestamp: timestamp,
   deletionTimestamp: timestamp,

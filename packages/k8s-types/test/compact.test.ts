@@ -27,6 +27,23 @@ describe('[k8s_types: deviation, shared values] equal sub-values are one frozen 
     expect(a.status.conditions).toBe(b.status.conditions);
   });
 
+  it('[k8s_types: deviation, shared values] the owner references of pods of one owner are one frozen list; another owner, or another controller flag, is not', () => {
+    const owned = (name: string, uid: string, controller?: boolean) => {
+      const pod = rawPod({ name });
+      const ref = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs-1', uid, blockOwnerDeletion: true, ...(controller === undefined ? {} : { controller }) };
+      return parseObject(podSchema, { ...pod, metadata: { ...(pod['metadata'] as object), ownerReferences: [ref] } }, 'LIST');
+    };
+    const a = owned('a', 'u-1', true);
+    const b = owned('b', 'u-1', true);
+    expect(a.metadata.ownerReferences).toBe(b.metadata.ownerReferences);
+    expect(Object.isFrozen(a.metadata.ownerReferences[0])).toBe(true);
+    expect(a.metadata.ownerReferences).toEqual([{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs-1', uid: 'u-1', controller: true }]);
+    expect(owned('c', 'u-2', true).metadata.ownerReferences).not.toBe(a.metadata.ownerReferences);
+    const notController = owned('d', 'u-1');
+    expect(notController.metadata.ownerReferences).not.toBe(a.metadata.ownerReferences);
+    expect(notController.metadata.ownerReferences[0]).not.toHaveProperty('controller');
+  });
+
   it('[k8s_types: deviation, shared values] a large map, or one holding the separator character, is kept as built', () => {
     const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']));
     const big1 = parseObject(podSchema, podWith(many, 'a'), 'LIST');
