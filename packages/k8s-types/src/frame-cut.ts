@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { scanValue, skipWhitespace } from './json-scan.js';
+import { BACKSLASH, CLOSE_BRACE, COLON, COMMA, OPEN_BRACE, QUOTE, scanValue, skipWhitespace } from './json-scan.js';
 
 /**
  * Cutting what the view drops out of a watch line before `JSON.parse` sees it.
@@ -78,12 +78,6 @@ function computeKeysRead(view: unknown): ReadonlySet<string> | undefined {
   return keys;
 }
 
-const QUOTE = 0x22;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const BACKSLASH = 0x5c;
 
 /** A key at `i` (a `"`) with no escape and no control character: the index past it, or -1 (then give up). */
 function plainKeyEnd(text: string, i: number): number {

@@ -13,12 +13,12 @@
  * nor a valid one invalid. Whitespace between tokens is accepted as JSON allows.
  */
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const COMMA = 0x2c;
+export const COLON = 0x3a;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 const MINUS = 0x2d;
@@ -140,12 +140,8 @@ export function scanValue(text: string, i: number): number {
         i++;
       } else {
         // First member's key and colon.
-        if (text.charCodeAt(i) !== QUOTE) return -1;
-        i = scanString(text, i);
+        i = memberKey(text, i);
         if (i < 0) return -1;
-        i = skipWhitespace(text, i);
-        if (text.charCodeAt(i) !== COLON) return -1;
-        i = skipWhitespace(text, i + 1);
         stack.push(OPEN_BRACE);
         continue;
       }
@@ -170,12 +166,8 @@ export function scanValue(text: string, i: number): number {
       if (c === COMMA) {
         i = skipWhitespace(text, i + 1);
         if (open === OPEN_BRACE) {
-          if (text.charCodeAt(i) !== QUOTE) return -1;
-          i = scanString(text, i);
+          i = memberKey(text, i);
           if (i < 0) return -1;
-          i = skipWhitespace(text, i);
-          if (text.charCodeAt(i) !== COLON) return -1;
-          i = skipWhitespace(text, i + 1);
         }
         break; // a value follows
       }
@@ -187,4 +179,14 @@ export function scanValue(text: string, i: number): number {
       return -1;
     }
   }
+}
+
+/** A member's key at `i`, its colon and the whitespace around them: the index of the value, or -1. */
+function memberKey(text: string, i: number): number {
+  if (text.charCodeAt(i) !== QUOTE) return -1;
+  i = scanString(text, i);
+  if (i < 0) return -1;
+  i = skipWhitespace(text, i);
+  if (text.charCodeAt(i) !== COLON) return -1;
+  return skipWhitespace(text, i + 1);
 }
