@@ -1,5 +1,4 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { httpGet, serveOnLoopback } from '@reconcile-loop/test-support';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { objectSchema, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
 import { ReconcileLoop, healthHandler, type LoopHealth, type ObjectKey } from '@reconcile-loop/loop';
@@ -26,13 +25,11 @@ type Probe = (path: string) => Promise<{ status: number; body: string }>;
 
 /** Serves `healthHandler(loop)` on a loopback port, as a Deployment's probes would reach it. */
 async function serveProbes(loop: { health(): LoopHealth<string> }): Promise<Probe> {
-  const http = createServer(healthHandler(loop));
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  cleanups.push(() => new Promise<void>((resolve) => (http.closeAllConnections(), http.close(() => resolve()))));
-  const { port } = http.address() as AddressInfo;
+  const server = await serveOnLoopback(healthHandler(loop));
+  cleanups.push(() => server.close());
   return async (path) => {
-    const response = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(10_000) });
-    return { status: response.status, body: await response.text() };
+    const { status, body } = await httpGet(`${server.url}${path}`);
+    return { status, body };
   };
 }
 

@@ -11,13 +11,11 @@
  * "second" is {@link SECOND_MS} ms), `health.sourceFailingMs` is 1 ms so a failing source turns
  * readiness red at once, and every wait is bounded and event-driven.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { objectSchema, podResource, type ApiResource, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
 import { DEFAULT_LIST_TIMEOUT_MS, KubeApiClient, kubeReflector, podReflector, type ListWatchScope, type Reflector, type ReflectorOptions } from '@reconcile-loop/reflector';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
-import { recordingLogger, scaledClock, within as withinMs } from '@reconcile-loop/test-support';
+import { httpGet, recordingLogger, scaledClock, serveOnLoopback, within as withinMs } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { DEFAULT_SYNC_TIMEOUT_MS, ReconcileLoop, healthHandler, type LoopHealth, type ObjectKey, type ReconcileLoopOptions, type Source, type SourceEvent } from '../src/index.js';
@@ -80,13 +78,11 @@ type Probe = (path: string) => Promise<{ status: number; body: string }>;
 
 /** Serves `healthHandler(loop)` on a loopback port, as a Deployment's probes would reach it. */
 async function serveProbes(loop: { health(): LoopHealth<string> }): Promise<Probe> {
-  const http = createServer(healthHandler(loop));
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  cleanups.push(() => new Promise<void>((resolve) => (http.closeAllConnections(), http.close(() => resolve()))));
-  const { port } = http.address() as AddressInfo;
+  const server = await serveOnLoopback(healthHandler(loop));
+  cleanups.push(() => server.close());
   return async (path) => {
-    const response = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(WAIT_MS) });
-    return { status: response.status, body: await response.text() };
+    const { status, body } = await httpGet(`${server.url}${path}`, { timeoutMs: WAIT_MS });
+    return { status, body };
   };
 }
 

@@ -1,25 +1,22 @@
 /** The probe handler over real HTTP on loopback. */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/object-store';
-import { ControlledSource, httpGet, settle } from '@reconcile-loop/test-support';
+import { ControlledSource, httpGet, serveOnLoopback, settle, type LoopbackServer } from '@reconcile-loop/test-support';
 import { ReconcileLoop, healthHandler, replaceEvent, type HealthReporter } from '../src/index.js';
 
 interface Cell {
   pool: string;
 }
 
-const servers: Server[] = [];
+const servers: LoopbackServer[] = [];
 afterEach(async () => {
-  for (const server of servers.splice(0)) await new Promise((resolve) => server.close(resolve));
+  for (const server of servers.splice(0)) await server.close();
 });
 
 async function serve(reporter: HealthReporter, options?: Parameters<typeof healthHandler>[1]): Promise<string> {
-  const server = createServer(healthHandler(reporter, options));
+  const server = await serveOnLoopback(healthHandler(reporter, options));
   servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return server.url;
 }
 
 const get = httpGet;
