@@ -196,3 +196,15 @@ function parseWholeLine<T>(line: string, schema: z.ZodType<T>): WatchFrame<T> {
   }
   return readWatchFrame(raw, schema);
 }
+
+/** Decodes frame bytes as the apiserver writes them (UTF-8; a malformed sequence reads as U+FFFD, as before). */
+const utf8 = new TextDecoder('utf-8');
+
+/**
+ * Reads one watch frame from its bytes (one JSON document, no trailing newline): what a reader
+ * that splits the socket's bytes itself hands over, so no line is decoded to a string first. Same
+ * frames and errors as {@link parseWatchLine} on the decoded line.
+ */
+export function parseWatchFrame<T>(bytes: Uint8Array, schema: z.ZodType<T>): WatchFrame<T> {
+  return parseWholeLine(utf8.decode(bytes), schema);
+}
