@@ -1,14 +1,14 @@
 import { z } from 'zod';
+import { byteReaderOf, withByteReader } from './bytes/readers.js';
 import { compactOutput, isCompactOutput } from './compact.js';
 import { shareList, shareStringMap } from './share.js';
+import { EMPTY_LIST, EMPTY_STRING_MAP, ownerReferenceKey, parseRfc3339 } from './view-parts.js';
 
 /**
  * Shared building blocks for object views: timestamps, empty-by-default maps and lists, the
  * standard metadata view, and {@link objectKey}.
  */
 
-const EMPTY_STRING_MAP: Readonly<Record<string, string>> = Object.freeze({});
-const EMPTY_LIST: readonly never[] = Object.freeze([]);
 
 /** Bound on the intern table, so a stream of distinct values cannot grow it without limit. */
 const INTERN_CAPACITY = 16_384;
@@ -34,44 +34,6 @@ export function intern(value: string): string {
  * owner name...): validated as a string, stored as one shared instance (see {@link intern}).
  */
 export const sharedString = z.string().overwrite(intern);
-
-function digits(text: string, start: number, count: number): number {
-  let value = 0;
-  for (let i = start; i < start + count; i++) {
-    const digit = text.charCodeAt(i) - 48;
-    if (digit < 0 || digit > 9) return Number.NaN;
-    value = value * 10 + digit;
-  }
-  return value;
-}
-
-/**
- * Epoch ms of an RFC3339 string. The apiserver writes every `Time` as `YYYY-MM-DDTHH:MM:SSZ`; that
- * shape is read directly (several times faster than `Date.parse`, which handles every other spelling
- * and rejects what is not a date).
- */
-function parseRfc3339(text: string): number {
-  if (
-    text.length === 20 &&
-    text.charCodeAt(4) === 45 && // -
-    text.charCodeAt(7) === 45 &&
-    text.charCodeAt(10) === 84 && // T
-    text.charCodeAt(13) === 58 && // :
-    text.charCodeAt(16) === 58 &&
-    text.charCodeAt(19) === 90 // Z
-  ) {
-    const month = digits(text, 5, 2);
-    const day = digits(text, 8, 2);
-    const hour = digits(text, 11, 2);
-    const minute = digits(text, 14, 2);
-    const second = digits(text, 17, 2);
-    // NaN fails every comparison, so a non-digit also falls through to Date.parse.
-    if (month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && minute <= 59 && second <= 59) {
-      return Date.UTC(digits(text, 0, 4), month - 1, day, hour, minute, second);
-    }
-  }
-  return Date.parse(text);
-}
 
 function toEpochMs(value: string | Date | null, ctx: z.core.$RefinementCtx<string | Date | null>): number | undefined {
   if (value === null) return undefined;
@@ -125,11 +87,6 @@ export const ownerReferenceSchema = z.object({
   uid: sharedString,
   controller: z.boolean().optional(),
 });
-
-/** What determines an owner reference of the view: every field, `controller` included. */
-function ownerReferenceKey(ref: OwnerReference): string {
-  return `${ref.apiVersion}\u0001${ref.kind}\u0001${ref.name}\u0001${ref.uid}\u0001${ref.controller === undefined ? '' : String(ref.controller)}`;
-}
 
 /**
  * The standard `metadata` view every object schema shares. `name` is required (it is the object
@@ -199,6 +156,9 @@ export function objectSchema<const Shape extends z.core.$ZodLooseShape>(shape: S
  */
 export function compileSchema<T extends z.ZodType>(schema: T): T {
   const compiled = z.compile(schema);
+  if (compiled === schema) return schema;
+  const reader = byteReaderOf(schema);
+  if (reader !== undefined) withByteReader(compiled, reader);
   return isCompactOutput(schema) ? compactOutput(compiled) : compiled;
 }
 

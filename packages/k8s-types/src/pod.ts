@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import { compileSchema, listOf, objectSchema, sharedString, timestamp } from './meta.js';
 import { compactOutput } from './compact.js';
+import { readPodFrame } from './bytes/pod-reader.js';
+import { withByteReader } from './bytes/readers.js';
 import { shareList } from './share.js';
+import { conditionKey, reuseRecentIP, sharedCondition } from './view-parts.js';
 
 /** The container state fields a pool tracker reads (at most one of the three is set). */
 export const containerStateSchema = z.object({
@@ -26,33 +29,12 @@ export const containerStatusSchema = z.object({
   state: containerStateSchema.optional(),
 });
 
-const sharedConditions = new Map<string, Map<string, Readonly<{ type: string; status: string }>>>();
-
 /**
  * One entry of `status.conditions` (`Ready`, `PodScheduled`, ...); `status` is `True` / `False` /
  * `Unknown`. The view holds only type and status, so equal conditions are one shared frozen object
  * (a handful of distinct values across every pod in the cache).
  */
-export const podConditionSchema = z.object({ type: sharedString, status: sharedString }).transform((condition) => {
-  let byStatus = sharedConditions.get(condition.type);
-  if (byStatus === undefined) {
-    // Bounded like the intern table: condition types are a short, fixed vocabulary.
-    if (sharedConditions.size >= 1024) sharedConditions.clear();
-    byStatus = new Map();
-    sharedConditions.set(condition.type, byStatus);
-  }
-  let shared = byStatus.get(condition.status);
-  if (shared === undefined) {
-    shared = Object.freeze(condition);
-    byStatus.set(condition.status, shared);
-  }
-  return shared;
-});
-
-function conditionKey(condition: { readonly type: string; readonly status: string }): string | undefined {
-  // \u0001 separates the two fields; a field containing it is not shared (the key would be ambiguous).
-  return condition.type.includes('\u0001') || condition.status.includes('\u0001') ? undefined : `${condition.type}\u0001${condition.status}`;
-}
+export const podConditionSchema = z.object({ type: sharedString, status: sharedString }).transform((condition) => sharedCondition(condition.type, condition.status));
 
 /** The `spec` fields a pool tracker reads. */
 export const podSpecSchema = z.object({
@@ -60,18 +42,6 @@ export const podSpecSchema = z.object({
   // Pods of one template list the same containers: one shared frozen list (see share.ts).
   containers: listOf(z.object({ name: sharedString })).transform((list) => shareList('containers', list, (container) => container.name)),
 });
-
-let recentIP: string | undefined;
-
-/**
- * The instance read just before, when equal: `status.podIPs[0].ip` repeats `status.podIP` (read
- * first, in shape order), and JSON.parse gives each its own copy. One entry, so nothing to bound.
- */
-function reuseRecentIP(ip: string): string {
-  if (ip === recentIP) return recentIP;
-  recentIP = ip;
-  return ip;
-}
 
 const ipString = z.string().overwrite(reuseRecentIP);
 
@@ -93,13 +63,16 @@ export const podStatusSchema = z.object({
  * strings). An absent `spec` / `status` reads as an empty one. Marked {@link compactOutput}: the
  * reflector caches exact-size copies of its output (see `compact.ts`).
  */
-export const podSchema = compactOutput(
-  compileSchema(
-    objectSchema({
-      spec: podSpecSchema.prefault({}),
-      status: podStatusSchema.prefault({}),
-    }),
+export const podSchema = withByteReader(
+  compactOutput(
+    compileSchema(
+      objectSchema({
+        spec: podSpecSchema.prefault({}),
+        status: podStatusSchema.prefault({}),
+      }),
+    ),
   ),
+  readPodFrame,
 );
 
 /** A validated pod view. */

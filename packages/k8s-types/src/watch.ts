@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { describeIssue, InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
+import { byteReaderOf } from './bytes/readers.js';
 import { compactFresh, isCompactOutput } from './compact.js';
 import { cutWatchLine, metadataKeysRead } from './frame-cut.js';
 import { compileSchema, listOf, objectKey } from './meta.js';
@@ -197,8 +198,11 @@ function parseWholeLine<T>(line: string, schema: z.ZodType<T>): WatchFrame<T> {
   return readWatchFrame(raw, schema);
 }
 
-/** Decodes frame bytes as the apiserver writes them (UTF-8; a malformed sequence reads as U+FFFD, as before). */
-const utf8 = new TextDecoder('utf-8');
+/**
+ * Decodes frame bytes as the line path always did (UTF-8; a malformed sequence reads as U+FFFD; a
+ * byte-order mark is kept, so `JSON.parse` refuses it as before).
+ */
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /**
  * Reads one watch frame from its bytes (one JSON document, no trailing newline): what a reader
@@ -206,5 +210,8 @@ const utf8 = new TextDecoder('utf-8');
  * frames and errors as {@link parseWatchLine} on the decoded line.
  */
 export function parseWatchFrame<T>(bytes: Uint8Array, schema: z.ZodType<T>): WatchFrame<T> {
-  return parseWholeLine(utf8.decode(bytes), schema);
+  // The view's byte reader when it has one (the bundled Pod view): no decoding, no JSON.parse of
+  // what the view drops. It returns a frame only when this path would return an equal one.
+  const read = byteReaderOf(schema)?.(bytes) as WatchFrame<T> | undefined;
+  return read ?? parseWholeLine(utf8.decode(bytes), schema);
 }

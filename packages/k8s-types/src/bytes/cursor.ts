@@ -1,0 +1,331 @@
+import { intern } from '../meta.js';
+import { compactView } from '../compact.js';
+import { mix, PartsCache } from './parts-cache.js';
+import { shareStringMap } from '../share.js';
+import { EMPTY_STRING_MAP, parseRfc3339, utcMs } from '../view-parts.js';
+import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, FAIL, OPEN_BRACE, OPEN_BRACKET, QUOTE, SCANNED_ESCAPE, SCANNED_NON_ASCII, scanned, scannedHash, scanString, skipValue, skipWs, skipWsTo } from './scan.js';
+
+/**
+ * The reading half of a byte reader: a cursor over one frame's bytes and the token readers a view
+ * reader is written with. Each reader reads the value at the cursor and leaves the cursor past it
+ * (and past any whitespace). Whatever a reader cannot prove the exact path would read the same way
+ * (a type the view refuses, a `null` where the view wants a value, a number that is not a plain
+ * integer, a duplicate member) ends the read with {@link NOT_PROVEN}: the caller then reads the
+ * frame the exact way (`JSON.parse` and zod), whose verdict is the one reported.
+ *
+ * One frame is read at a time, synchronously, so the cursor is module state.
+ */
+
+/** Thrown (never escapes a byte reader) when the bytes are not provably what the view reads. */
+export const NOT_PROVEN: unique symbol = Symbol('not proven');
+
+/** Ends the current read: the exact path decides this frame. */
+export function notProven(): never {
+  // eslint-disable-next-line @typescript-eslint/only-throw-error -- a sentinel, caught by the reader's entry point
+  throw NOT_PROVEN;
+}
+
+/** Node's Buffer, with the one-byte string slicing its typings leave out. */
+type Bytes = Buffer & { latin1Slice(start: number, end: number): string };
+
+/** The frame being read, as a Buffer (for its native string slicing: the cheapest way to a string). */
+export let bytes = Buffer.alloc(0) as Bytes;
+/** Index of the next unread byte. */
+export let at = 0;
+
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/** Starts reading `frame` at its first value. */
+export function begin(frame: Uint8Array): void {
+  bytes = (Buffer.isBuffer(frame) ? frame : Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength)) as Bytes;
+  at = skipWs(bytes, 0);
+}
+
+/** Whether the whole frame has been read (only whitespace after the last value). */
+export function atEnd(): boolean {
+  return skipWsTo(bytes, at) === bytes.length;
+}
+
+/** Steps over the value at the cursor, checking it is valid JSON. */
+export function skip(): void {
+  const end = skipValue(bytes, at);
+  if (end === FAIL) notProven();
+  at = skipWs(bytes, end);
+}
+
+/** Whether the value at the cursor is `null` (and if so, steps over it). */
+export function isNull(): boolean {
+  const b = bytes;
+  if (b[at] !== 0x6e || b[at + 1] !== 0x75 || b[at + 2] !== 0x6c || b[at + 3] !== 0x6c) return false;
+  at = skipWs(b, at + 4);
+  return true;
+}
+
+/** Reads a string value, decoded exactly as `JSON.parse` of the decoded frame would. */
+export function str(): string {
+  const b = bytes;
+  if (b[at] !== QUOTE) notProven();
+  const start = at;
+  const end = scanString(b, start);
+  if (end === FAIL) notProven();
+  at = skipWs(b, end);
+  if (scanned === 0) return b.latin1Slice(start + 1, end - 1);
+  // Rare on the wire: the exact decoder for anything but plain ASCII, JSON.parse for escapes.
+  if (scanned === SCANNED_NON_ASCII) return utf8.decode(b.subarray(start + 1, end - 1));
+  return JSON.parse(utf8.decode(b.subarray(start, end))) as string;
+}
+
+/** Slots of the string cache: a power of two. */
+const CACHE_SLOTS = 4096;
+const cache: (string | undefined)[] = new Array<string | undefined>(CACHE_SLOTS).fill(undefined);
+
+function spells(text: string, b: Uint8Array, start: number): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) !== b[start + i]) return false;
+  return true;
+}
+
+/**
+ * Reads a string the view shares (see `intern`). Values like these repeat across every frame
+ * (namespaces, label keys and values, phases, condition types), so a plain ASCII one is looked up
+ * by its bytes first: a hit builds no string at all and is already the shared instance. The cache
+ * is a fixed table where a later string takes a slot over: bounded, and losing a slot loses
+ * sharing only.
+ */
+export function sharedStr(): string {
+  const b = bytes;
+  if (b[at] !== QUOTE) notProven();
+  const start = at + 1;
+  const end = scanString(b, at);
+  if (end === FAIL) notProven();
+  if (scanned !== 0) {
+    at = start - 1;
+    const text = intern(str());
+    sharedHash = text.length;
+    return text;
+  }
+  at = skipWs(b, end);
+  const length = end - 1 - start;
+  const hash = scannedHash ^ length;
+  sharedHash = hash;
+  const slot = hash & (CACHE_SLOTS - 1);
+  const held = cache[slot];
+  if (held !== undefined && held.length === length && spells(held, b, start)) return held;
+  const fresh = intern(b.latin1Slice(start, end - 1));
+  cache[slot] = fresh;
+  return fresh;
+}
+
+/** A hash of the string {@link sharedStr} last returned (equal strings, equal hashes). */
+export let sharedHash = 0;
+
+/** Reads a boolean. */
+export function bool(): boolean {
+  const b = bytes;
+  const c = b[at];
+  if (c === 0x74 && b[at + 1] === 0x72 && b[at + 2] === 0x75 && b[at + 3] === 0x65) {
+    at = skipWs(b, at + 4);
+    return true;
+  }
+  if (c === 0x66 && b[at + 1] === 0x61 && b[at + 2] === 0x6c && b[at + 3] === 0x73 && b[at + 4] === 0x65) {
+    at = skipWs(b, at + 5);
+    return false;
+  }
+  return notProven();
+}
+
+/**
+ * Reads an integer written as plain digits (`-?(0|[1-9][0-9]*)`, at most 15 digits, so exactly a
+ * safe integer). Anything else a JSON number can be (`1.0`, `1e3`, longer) is left to the exact path.
+ */
+export function int(): number {
+  const b = bytes;
+  let i = at;
+  const negative = b[i] === 0x2d;
+  if (negative) i++;
+  let c = b[i]!;
+  if (!(c >= 0x30 && c <= 0x39)) notProven();
+  let value = 0;
+  const first = i;
+  do {
+    value = value * 10 + (c - 0x30);
+    c = b[++i]!;
+  } while (c >= 0x30 && c <= 0x39);
+  if (i - first > 15 || (b[first] === 0x30 && i - first > 1) || c === 0x2e || c === 0x65 || c === 0x45) notProven();
+  at = skipWs(b, i);
+  return negative ? -value : value;
+}
+
+/** Reads a `Time` as the view holds it: epoch ms, or `undefined` for `null`. */
+export function time(): number | undefined {
+  if (isNull()) return undefined;
+  // The apiserver's one spelling, `"YYYY-MM-DDTHH:MM:SSZ"`, read from the bytes without a string;
+  // anything else through the string path (`Date.parse` decides there).
+  const b = bytes;
+  const s = at + 1;
+  if (b[at] === QUOTE && b[s + 20] === QUOTE && b[s + 4] === 0x2d && b[s + 7] === 0x2d && b[s + 10] === 0x54 && b[s + 13] === 0x3a && b[s + 16] === 0x3a && b[s + 19] === 0x5a) {
+    const ms = utcMs(digits(b, s, 4), digits(b, s + 5, 2), digits(b, s + 8, 2), digits(b, s + 11, 2), digits(b, s + 14, 2), digits(b, s + 17, 2));
+    if (!Number.isNaN(ms)) {
+      at = skipWs(b, s + 21);
+      return ms;
+    }
+  }
+  const ms = parseRfc3339(str());
+  if (Number.isNaN(ms)) notProven();
+  return ms;
+}
+
+/** The number `count` ASCII digits at `start` spell, or NaN. */
+function digits(b: Uint8Array, start: number, count: number): number {
+  let value = 0;
+  for (let i = start; i < start + count; i++) {
+    const digit = b[i]! - 0x30;
+    if (digit < 0 || digit > 9) return Number.NaN;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+/** Enters the object at the cursor; `true` when it has a member to read. */
+export function openObject(): boolean {
+  const b = bytes;
+  if (b[at] !== OPEN_BRACE) notProven();
+  at = skipWs(b, at + 1);
+  if (b[at] !== CLOSE_BRACE) return true;
+  at = skipWs(b, at + 1);
+  return false;
+}
+
+/** After a member's value: `true` when another member follows, `false` past the closing brace. */
+export function nextMember(): boolean {
+  const b = bytes;
+  const c = b[at];
+  if (c === COMMA) {
+    at = skipWs(b, at + 1);
+    return true;
+  }
+  if (c !== CLOSE_BRACE) notProven();
+  // The frame's last byte is a closing brace: never read past it (see skipWsTo).
+  at = skipWsTo(b, at + 1);
+  return false;
+}
+
+/** Enters the array at the cursor; `true` when it has an item to read. */
+export function openArray(): boolean {
+  const b = bytes;
+  if (b[at] !== OPEN_BRACKET) notProven();
+  at = skipWs(b, at + 1);
+  if (b[at] !== CLOSE_BRACKET) return true;
+  at = skipWs(b, at + 1);
+  return false;
+}
+
+/** After an item: `true` when another item follows, `false` past the closing bracket. */
+export function nextItem(): boolean {
+  const b = bytes;
+  const c = b[at];
+  if (c === COMMA) {
+    at = skipWs(b, at + 1);
+    return true;
+  }
+  if (c !== CLOSE_BRACKET) notProven();
+  at = skipWs(b, at + 1);
+  return false;
+}
+
+/**
+ * The member names one object level of a view reads, matched against a key's bytes without
+ * building a string (a view reads a handful of an object's members and steps over the rest): a
+ * table by the key's hash (from {@link scanString}), sized so no two names share a slot, then a
+ * byte comparison.
+ */
+export class KeySet {
+  readonly #names: readonly string[];
+  readonly #slots: Int32Array;
+  readonly #mask: number;
+
+  /** `names` are ASCII; a member's index is its position here. */
+  constructor(names: readonly string[]) {
+    this.#names = names;
+    const hashes = names.map((name) => {
+      let hash = 0;
+      for (let i = 0; i < name.length; i++) hash = (Math.imul(hash, 31) + name.charCodeAt(i)) | 0;
+      return hash;
+    });
+    let size = 8;
+    for (;;) {
+      const slots = new Int32Array(size).fill(-1);
+      if (hashes.every((hash, index) => (slots[hash & (size - 1)] === -1 ? ((slots[hash & (size - 1)] = index), true) : false))) {
+        this.#slots = slots;
+        this.#mask = size - 1;
+        return;
+      }
+      size *= 2;
+    }
+  }
+
+  /** Index of the name `b[start, end)` spells (`hash` being its hash), or -1. */
+  match(b: Uint8Array, start: number, end: number, hash: number): number {
+    const index = this.#slots[hash & this.#mask]!;
+    if (index < 0) return -1;
+    const name = this.#names[index]!;
+    return name.length === end - start && spells(name, b, start) ? index : -1;
+  }
+
+  /** Index of `name` (for a key spelled with escapes), or -1. */
+  indexOf(name: string): number {
+    return this.#names.indexOf(name);
+  }
+}
+
+/**
+ * Reads a member's key and its colon; returns the key's index in `keys`, or -1 for a member the
+ * view does not read (the caller then {@link skip}s its value).
+ */
+export function key(keys: KeySet): number {
+  const b = bytes;
+  if (b[at] !== QUOTE) notProven();
+  const start = at;
+  const end = scanString(b, start);
+  if (end === FAIL) notProven();
+  at = skipWs(b, end);
+  if (b[at] !== COLON) notProven();
+  at = skipWs(b, at + 1);
+  if ((scanned & SCANNED_ESCAPE) === 0) return keys.match(b, start + 1, end - 1, scannedHash);
+  return keys.indexOf(JSON.parse(utf8.decode(b.subarray(start, end))) as string);
+}
+
+/**
+ * Reads a `map[string]string` as the view's `stringMap` does: `null` as the shared frozen `{}`,
+ * values interned, the map itself shared when equal to one read before (see `share.ts`). Members
+ * are assigned in order, so a repeated key keeps its first place and its last value, as `JSON.parse` does.
+ */
+export function stringMap(): Readonly<Record<string, string>> {
+  if (isNull()) return EMPTY_STRING_MAP;
+  let count = 0;
+  let hash = 0;
+  if (openObject()) {
+    do {
+      const name = sharedStr();
+      hash = mix(hash, sharedHash);
+      // A literal `__proto__` member would set the prototype here, not a key: the exact path decides.
+      if (name === '__proto__' || bytes[at] !== COLON) notProven();
+      at = skipWs(bytes, at + 1);
+      mapParts[count++] = name;
+      mapParts[count++] = sharedStr();
+      hash = mix(hash, sharedHash);
+    } while (nextMember());
+  }
+  const held = maps.get(hash, mapParts, count);
+  if (held !== undefined) return held;
+  const map: Record<string, string> = {};
+  for (let i = 0; i < count; i += 2) map[mapParts[i]!] = mapParts[i + 1]!;
+  const shared = shareStringMap(map);
+  if (!Object.isFrozen(shared)) return compactView(shared); // too large to share: compacted as the exact path does
+  maps.set(hash, mapParts, count, shared);
+  return shared;
+}
+
+/** The keys and values of the map being read (reused: one map is read at a time). */
+const mapParts: string[] = [];
+/** Shared maps by their keys and values. */
+const maps = new PartsCache<Readonly<Record<string, string>>>(1024);

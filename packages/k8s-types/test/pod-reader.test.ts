@@ -1,0 +1,335 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { readPodFrame } from '../src/bytes/pod-reader.js';
+import { skipValue } from '../src/bytes/scan.js';
+import { compileSchema, objectMetaSchema, objectSchema, parseWatchFrame, parseWatchLine, podSchema, readWatchFrame, type Pod } from '../src/index.js';
+import { rawPod } from './fixtures.js';
+
+const encode = (text: string): Buffer => Buffer.from(text, 'utf8');
+
+/**
+ * Deep equality that also holds key order, array-ness and frozenness: what the byte reader must
+ * match, since the cache and every consumer see the view itself. Returns the first difference.
+ */
+function difference(a: unknown, b: unknown, path = '$'): string | undefined {
+  if (Object.is(a, b)) return undefined;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return `${path}: ${String(a)} vs ${String(b)}`;
+  if (Array.isArray(a) !== Array.isArray(b)) return `${path}: array vs object`;
+  if (Object.isFrozen(a) !== Object.isFrozen(b)) return `${path}: frozen ${Object.isFrozen(a)} vs ${Object.isFrozen(b)}`;
+  if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return `${path}: prototype`;
+  const keysA = Object.keys(a);
+  const keysB = Object.keys(b);
+  if (keysA.join('\u0000') !== keysB.join('\u0000')) return `${path}: keys [${keysA.join(',')}] vs [${keysB.join(',')}]`;
+  for (const key of keysA) {
+    const found = difference((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key], `${path}.${key}`);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** What the exact path makes of a frame's text: the frame, or the error it throws. */
+function exact(text: string): unknown {
+  try {
+    return parseWatchLine(text, podSchema);
+  } catch (error) {
+    return { threw: (error as Error).name, message: (error as Error).message };
+  }
+}
+
+function viaBytes(bytes: Uint8Array): unknown {
+  try {
+    return parseWatchFrame(bytes, podSchema);
+  } catch (error) {
+    return { threw: (error as Error).name, message: (error as Error).message };
+  }
+}
+
+/** Checks the reader's invariant on one frame; returns whether the reader (not the exact path) read it. */
+function holds(text: string): boolean {
+  const bytes = encode(text);
+  const fast = readPodFrame(bytes);
+  const expected = exact(text);
+  if (fast !== undefined) {
+    expect(difference(fast, expected)).toBeUndefined();
+  }
+  expect(difference(viaBytes(bytes), expected)).toBeUndefined();
+  return fast !== undefined;
+}
+
+const frame = (object: unknown, type = 'MODIFIED'): string => JSON.stringify({ type, object });
+
+/** Strings that exercise decoding: escapes, quotes, backslashes, non-ASCII, controls (escaped by JSON.stringify). */
+const text = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: fc.constantFrom('a', '"', '\\', '/', 'é', '😀', '\u2028', '\u0000', '\n', '{', '}'), maxLength: 8 }),
+  fc.constantFrom('Running', 'True', 'Ready', 'pool-a', 'engine', '10.0.0.7', '__proto__', 'constructor', '1', '01'),
+);
+
+/** A value for a view field: usually the right type, sometimes `null`, absent or wrong. */
+function variant<T>(good: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
+  return fc.oneof(
+    { weight: 6, arbitrary: good },
+    { weight: 1, arbitrary: fc.constant(null) },
+    { weight: 1, arbitrary: fc.constant(undefined) }, // JSON.stringify drops the member
+    { weight: 1, arbitrary: fc.oneof(fc.integer(), fc.boolean(), text, fc.constant({}), fc.constant([])) },
+  );
+}
+
+const timestamp = fc.oneof(
+  fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().replace(/\.\d{3}Z$/, 'Z')),
+  fc.constantFrom('2024-05-01T10:11:12.5Z', '2024-05-01T10:11:12+02:00', '2024-13-01T10:11:12Z', '2024-02-30T10:11:12Z', 'yesterday', '2024-05-01T24:00:00Z'),
+);
+const integer = fc.oneof(fc.integer(), fc.constantFrom(0, -0, 2 ** 53 - 1, 2 ** 53, 1e21, 1.5, 123456789012345, 1234567890123456));
+const map = fc.dictionary(text, variant(text), { maxKeys: 4 });
+const ownerRef = fc.record(
+  { apiVersion: variant(text), kind: variant(text), name: variant(text), uid: variant(text), controller: variant(fc.boolean()), blockOwnerDeletion: fc.boolean() },
+  { requiredKeys: [] },
+);
+const containerStatus = fc.record(
+  {
+    name: variant(text),
+    ready: variant(fc.boolean()),
+    started: variant(fc.boolean()),
+    restartCount: variant(integer),
+    image: text,
+    state: variant(
+      fc.record(
+        {
+          waiting: variant(fc.record({ reason: variant(text), message: text }, { requiredKeys: [] })),
+          running: variant(fc.record({ startedAt: variant(timestamp) }, { requiredKeys: [] })),
+          terminated: variant(fc.record({ exitCode: variant(integer), reason: variant(text), startedAt: variant(timestamp), finishedAt: variant(timestamp), signal: fc.integer() }, { requiredKeys: [] })),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+  },
+  { requiredKeys: [] },
+);
+
+/** A pod with every view field varied (present, absent, null, wrong type) and members the view drops. */
+const variedPod = fc
+  .record({
+    metadata: variant(
+      fc.record(
+        {
+          name: variant(text),
+          namespace: variant(text),
+          uid: variant(text),
+          resourceVersion: variant(fc.oneof(text, fc.constantFrom('100', '42'))),
+          generation: variant(integer),
+          labels: variant(map),
+          annotations: variant(map),
+          ownerReferences: variant(fc.array(variant(ownerRef), { maxLength: 3 })),
+          finalizers: variant(fc.array(variant(text), { maxLength: 3 })),
+          creationTimestamp: variant(timestamp),
+          deletionTimestamp: variant(timestamp),
+          deletionGracePeriodSeconds: variant(integer),
+          managedFields: fc.array(fc.jsonValue({ maxDepth: 3 }), { maxLength: 2 }),
+          generateName: text,
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+    spec: variant(
+      fc.record(
+        {
+          nodeName: variant(text),
+          containers: variant(fc.array(variant(fc.record({ name: variant(text), image: text, args: fc.array(text) }, { requiredKeys: [] })), { maxLength: 3 })),
+          volumes: fc.jsonValue({ maxDepth: 3 }),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+    status: variant(
+      fc.record(
+        {
+          phase: variant(text),
+          podIP: variant(text),
+          podIPs: variant(fc.array(variant(fc.record({ ip: variant(text) }, { requiredKeys: [] })), { maxLength: 2 })),
+          hostIP: variant(text),
+          startTime: variant(timestamp),
+          conditions: variant(fc.array(variant(fc.record({ type: variant(text), status: variant(text), lastTransitionTime: timestamp }, { requiredKeys: [] })), { maxLength: 4 })),
+          containerStatuses: variant(fc.array(variant(containerStatus), { maxLength: 2 })),
+          qosClass: text,
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+    kind: fc.constant('Pod'),
+  }, { requiredKeys: [] });
+
+/** Pods that validate: the varied pod with the fields the view requires set right. */
+const validPod = fc.record({ name: text, resourceVersion: fc.constantFrom('1', '100', '987654321'), pod: variedPod }).map(({ name, resourceVersion, pod }) => {
+  const metadata = typeof pod.metadata === 'object' && pod.metadata !== null && !Array.isArray(pod.metadata) ? pod.metadata : {};
+  return { ...pod, metadata: { ...metadata, name, resourceVersion } };
+});
+
+/** A field the view reads, right or absent (and `null` where the view reads `null`). */
+const fit = <T>(good: fc.Arbitrary<T>, nullable = false): fc.Arbitrary<unknown> =>
+  fc.oneof({ weight: 5, arbitrary: good }, { weight: 1, arbitrary: fc.constant(undefined) }, { weight: nullable ? 1 : 0, arbitrary: fc.constant(null) });
+const canonicalTime = fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().replace(/\.\d{3}Z$/, 'Z'));
+const smallInt = fc.integer({ min: -1000, max: 1_000_000 });
+const labelMap = fc.dictionary(text, text, { maxKeys: 5 });
+
+/** Pods the view accepts, with every optional member varied: the reader's own path, where equality matters most. */
+const wellFormedPod = fc.record({
+  metadata: fc.record({
+    name: text,
+    namespace: fit(text),
+    uid: fit(text),
+    resourceVersion: fc.constantFrom('1', '100', '987654321'),
+    generation: fit(smallInt),
+    labels: fit(labelMap, true),
+    annotations: fit(labelMap, true),
+    ownerReferences: fit(fc.array(fc.record({ apiVersion: text, kind: text, name: text, uid: text, controller: fit(fc.boolean()) }), { maxLength: 2 }), true),
+    finalizers: fit(fc.array(text, { maxLength: 2 })),
+    creationTimestamp: fit(canonicalTime, true),
+    deletionTimestamp: fit(timestamp, true),
+    managedFields: fc.array(fc.jsonValue({ maxDepth: 3 }), { maxLength: 2 }),
+  }),
+  spec: fit(fc.record({ nodeName: fit(text), containers: fit(fc.array(fc.record({ name: text, image: text }), { maxLength: 3 }), true) })),
+  status: fit(
+    fc.record({
+      phase: fit(text),
+      podIP: fit(text),
+      podIPs: fit(fc.array(fc.record({ ip: text }), { maxLength: 2 }), true),
+      startTime: fit(canonicalTime, true),
+      conditions: fit(fc.array(fc.record({ type: fc.constantFrom('Ready', 'PodScheduled', 'x\u0001y'), status: fc.constantFrom('True', 'False') }), { maxLength: 4 }), true),
+      containerStatuses: fit(
+        fc.array(
+          fc.record({
+            name: text,
+            ready: fc.boolean(),
+            started: fit(fc.boolean()),
+            restartCount: smallInt,
+            state: fit(fc.record({ waiting: fit(fc.record({ reason: fit(text) })), running: fit(fc.record({ startedAt: fit(canonicalTime, true) })), terminated: fit(fc.record({ exitCode: smallInt, reason: fit(text), finishedAt: fit(canonicalTime, true) })) })),
+          }),
+          { maxLength: 2 },
+        ),
+        true,
+      ),
+    }),
+  ),
+});
+
+describe('the byte reader for the bundled Pod view', () => {
+  it('[k8s_types: byte reader] reads every pod the view accepts itself, equal to the exact path in keys, order, values, sharing and frozenness', () => {
+    const declined: string[] = [];
+    fc.assert(
+      fc.property(wellFormedPod, (pod) => {
+        const text = frame(pod);
+        // Escaped or non-ASCII strings and non-canonical times are read too: of what the exact path
+        // accepts, the reader leaves alone only a `__proto__` map key.
+        if (!holds(text) && !('threw' in (exact(text) as object)) && !text.includes('"__proto__"')) declined.push(text);
+      }),
+      { numRuns: 500 },
+    );
+    expect(declined).toEqual([]);
+  });
+
+  it('[k8s_types: byte reader] reads a frame exactly as JSON.parse and the zod view do, for every variation of every view field', () => {
+    let read = 0;
+    fc.assert(
+      fc.property(fc.oneof(variedPod, validPod), fc.constantFrom('ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR', 'SYNC'), (pod, type) => {
+        if (holds(frame(pod, type))) read++;
+      }),
+      { numRuns: 600 },
+    );
+    // Not vacuous: some frames (those whose every field is right) are read by the reader itself.
+    expect(read).toBeGreaterThan(3);
+  });
+
+  it('[k8s_types: byte reader] reads valid pods itself (the fast path is taken), and equal to the exact path', () => {
+    let read = 0;
+    let runs = 0;
+    fc.assert(
+      fc.property(validPod, (pod) => {
+        runs++;
+        if (holds(frame(pod))) read++;
+      }),
+      { numRuns: 400 },
+    );
+    expect(read).toBeGreaterThan(runs * 0.02);
+    // The fixture pod, as the apiserver writes it, is always read by the reader.
+    expect(readPodFrame(encode(frame(rawPod())))).toBeDefined();
+  });
+
+  it('[k8s_types: byte reader] a corrupted frame reads as the exact path reads it: the same frame or the same error', () => {
+    const base = frame(rawPod());
+    fc.assert(
+      fc.property(fc.nat({ max: base.length - 1 }), fc.constantFrom('', ' ', '"', '\\', '{', '}', ',', ':', '\u0001', '\t', 'x', '0', '-', 'é', 'null'), fc.nat({ max: 3 }), (at, insert, remove) => {
+        holds(base.slice(0, at) + insert + base.slice(at + remove));
+      }),
+      { numRuns: 1500 },
+    );
+    // Truncations: every prefix.
+    for (let end = 0; end < base.length; end += 7) holds(base.slice(0, end));
+  });
+
+  it('[k8s_types: byte reader] spellings the apiserver never writes still read the same: whitespace, escapes, key order, duplicates', () => {
+    const pod = rawPod();
+    const meta = pod['metadata'] as Record<string, unknown>;
+    const cases = [
+      JSON.stringify({ type: 'MODIFIED', object: pod }, null, 2), // whitespace and newlines between tokens
+      ` \t${frame(pod)}\r `,
+      frame(pod).replace('"name":', '"n\\u0061me":'), // an escaped key that spells a view member
+      frame(pod).replace('"phase":"Running"', '"phase":"Run\\u006eing"'),
+      frame(pod).replace('"app":"sglang-engine"', '"app":"sglang\\/engine\\u00e9"'),
+      JSON.stringify({ object: pod, type: 'ADDED' }), // type after object
+      frame(pod).replace('"phase":"Running"', '"phase":"Running","phase":"Pending"'), // duplicate member
+      frame(pod).replace('"app":"sglang-engine"', '"app":"a","app":"b"'), // duplicate label: first place, last value
+      frame(pod).replace('"app":"sglang-engine"', '"__proto__":"x"'),
+      frame(pod).replace('"app":"sglang-engine"', '"2":"two","1":"one"'), // integer-like keys reorder
+      frame({ ...pod, metadata: { ...meta, labels: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, `v${i}`])) } }), // too large to share
+      frame({ ...pod, spec: null }),
+      frame({ ...pod, status: undefined, spec: undefined }),
+      frame({ ...pod, metadata: { ...meta, generation: 1.0 } }).replace('"generation":1', '"generation":1.0'),
+      frame({ ...pod, metadata: { ...meta, generation: 1 } }).replace('"generation":1', '"generation":1e0'),
+      frame({ ...pod, metadata: { ...meta, generation: 1 } }).replace('"generation":1', '"generation":-0'),
+      frame({ ...pod, metadata: { ...meta, creationTimestamp: '2024-05-01T10:11:12.123456Z' } }),
+      `\uFEFF${frame(pod)}`, // a byte-order mark
+      `${frame(pod)}x`,
+      `${frame(pod)}{}`,
+      frame(pod).replace('"type":"MODIFIED"', '"type":"MODIFIED","type":"DELETED"'),
+    ];
+    for (const text of cases) holds(text);
+  });
+
+  it('[k8s_types: byte reader] shares what the exact path shares: one frozen label map, condition list and owner list across pods', () => {
+    const a = readPodFrame(encode(frame(rawPod({ name: 'a' }))))!.object;
+    const b = readPodFrame(encode(frame(rawPod({ name: 'b' }))))!.object;
+    expect(a.metadata.labels).toBe(b.metadata.labels);
+    expect(Object.isFrozen(a.metadata.labels)).toBe(true);
+    expect(a.status.conditions).toBe(b.status.conditions);
+    expect(a.metadata.ownerReferences).toBe(b.metadata.ownerReferences);
+    expect(a.spec.containers).toBe(b.spec.containers);
+    // And the exact path's view of the same pod shares the same instances.
+    const viaExact = readWatchFrame(JSON.parse(frame(rawPod({ name: 'c' }))), podSchema);
+    expect(viaExact.type === 'MODIFIED' && viaExact.object.metadata.labels).toBe(a.metadata.labels);
+  });
+
+  it('[k8s_types: byte reader] a view of your own is read the exact way (the reader is the bundled view\'s alone)', () => {
+    const mine = compileSchema(objectSchema({ metadata: objectMetaSchema.extend({ generateName: z.string().optional() }) }));
+    const bytes = encode(frame({ ...rawPod(), metadata: { ...(rawPod()['metadata'] as object), generateName: 'engine-' } }));
+    const read = parseWatchFrame(bytes, mine);
+    expect(read.type === 'MODIFIED' && read.object.metadata.generateName).toBe('engine-');
+    // compileSchema keeps the bundled view's reader.
+    const recompiled = compileSchema(podSchema);
+    const viaRecompiled = parseWatchFrame(encode(frame(rawPod())), recompiled) as { object: Pod };
+    expect(difference(viaRecompiled, readPodFrame(encode(frame(rawPod()))))).toBeUndefined();
+  });
+});
+
+describe('the byte scanner', () => {
+  it('[k8s_types: byte reader] accepts exactly one JSON value: whatever it accepts, JSON.parse accepts', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.json(), fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', '\\', ',', ':', ' ', 'a', '1', '-', '.', 'e', 'u', 'n', 't', 'r', 'f', 'l', 's', '\u0001') })), (value) => {
+        const bytes = encode(value);
+        const end = skipValue(bytes, 0);
+        if (end >= 0) expect(() => JSON.parse(bytes.subarray(0, end).toString('utf8'))).not.toThrow();
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
