@@ -39,12 +39,12 @@ export function members(keys: KeySet, read: (index: number) => unknown, fields: 
 /** A view list (`listOf`): `null` is the shared empty list; `[]` a fresh one, as zod builds it. */
 export function list<T>(item: () => T): T[] | typeof EMPTY_LIST {
   if (isNull()) return EMPTY_LIST;
+  if (!openArray()) return [];
   const items: T[] = [];
-  if (openArray()) {
-    do items.push(item());
-    while (nextItem());
-  }
-  return items;
+  do items.push(item());
+  while (nextItem());
+  // `push` leaves room to grow (16 slots for one item); the cache keeps an exact-size copy.
+  return items.slice();
 }
 
 /**
