@@ -4,3 +4,4 @@ export * from './pod.js';
 export * from './watch.js';
 export { compactOutput, compactView } from './compact.js';
 export { cutWatchLine, metadataKeysRead, type CutLine } from './frame-cut.js';
+export type { ListItem, ListPage } from './bytes/frames.js';

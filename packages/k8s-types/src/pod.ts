@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { compileSchema, listOf, objectSchema, sharedString, timestamp } from './meta.js';
 import { compactOutput } from './compact.js';
-import { readPodFrame } from './bytes/pod-reader.js';
+import { readPodObject } from './bytes/pod-reader.js';
 import { withByteReader } from './bytes/readers.js';
 import { shareList } from './share.js';
 import { conditionKey, reuseRecentIP, sharedCondition } from './view-parts.js';
@@ -72,7 +72,7 @@ export const podSchema = withByteReader(
       }),
     ),
   ),
-  readPodFrame,
+  readPodObject,
 );
 
 /** A validated pod view. */

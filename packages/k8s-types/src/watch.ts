@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { describeIssue, InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
-import { byteReaderOf } from './bytes/readers.js';
+import { readFrame, readListPage, type ListPage } from './bytes/frames.js';
+import { byteReaderOf, type ObjectReader } from './bytes/readers.js';
 import { compactFresh, isCompactOutput } from './compact.js';
 import { cutWatchLine, metadataKeysRead } from './frame-cut.js';
-import { compileSchema, listOf, objectKey } from './meta.js';
+import { compileSchema, listOf, objectKey, type KubernetesObjectView } from './meta.js';
 
 /** One `details.causes[]` entry of a `Status`. `reason` is the wire name of Go's `StatusCause.Type`. */
 export const statusCauseSchema = z.object({
@@ -212,6 +213,18 @@ const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 export function parseWatchFrame<T>(bytes: Uint8Array, schema: z.ZodType<T>): WatchFrame<T> {
   // The view's byte reader when it has one (the bundled Pod view): no decoding, no JSON.parse of
   // what the view drops. It returns a frame only when this path would return an equal one.
-  const read = byteReaderOf(schema)?.(bytes) as WatchFrame<T> | undefined;
+  const reader = byteReaderOf(schema) as ObjectReader<T & KubernetesObjectView> | undefined;
+  const read = reader === undefined ? undefined : readFrame(bytes, reader);
   return read ?? parseWholeLine(utf8.decode(bytes), schema);
+}
+
+/**
+ * Reads one LIST page from its body's bytes with the view's byte reader (the bundled `podSchema`
+ * has one): the cursor and every item, each read into the view or, when the reader cannot prove
+ * it, parsed for `parseObject` to validate. `undefined` when the view has no byte reader or the
+ * page is not provably what `JSON.parse` would read: then parse the body the exact way.
+ */
+export function parseListPage<T>(bytes: Uint8Array, schema: z.ZodType<T>): ListPage<T> | undefined {
+  const reader = byteReaderOf(schema) as ObjectReader<T> | undefined;
+  return reader === undefined ? undefined : readListPage(bytes, reader);
 }

@@ -1,9 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { readPodFrame } from '../src/bytes/pod-reader.js';
+import { readFrame } from '../src/bytes/frames.js';
+import { readPodObject } from '../src/bytes/pod-reader.js';
 import { skipValue } from '../src/bytes/scan.js';
-import { compileSchema, objectMetaSchema, objectSchema, parseWatchFrame, parseWatchLine, podSchema, readWatchFrame, type Pod } from '../src/index.js';
+
+const readPodFrame = (bytes: Uint8Array) => readFrame(bytes, readPodObject);
+import { compileSchema, objectMetaSchema, objectSchema, parseListPage, parseObject, parseWatchFrame, parseWatchLine, podSchema, readWatchFrame, type Pod } from '../src/index.js';
 import { rawPod } from './fixtures.js';
 
 const encode = (text: string): Buffer => Buffer.from(text, 'utf8');
@@ -318,6 +321,64 @@ describe('the byte reader for the bundled Pod view', () => {
     const recompiled = compileSchema(podSchema);
     const viaRecompiled = parseWatchFrame(encode(frame(rawPod())), recompiled) as { object: Pod };
     expect(difference(viaRecompiled, readPodFrame(encode(frame(rawPod()))))).toBeUndefined();
+  });
+});
+
+/** Checks a LIST page read from bytes against `JSON.parse` and `parseObject` item by item; returns how many items the reader read. */
+function pageHolds(text: string): number {
+  const page = parseListPage(encode(text), podSchema);
+  if (page === undefined) return 0;
+  const body = JSON.parse(text) as { metadata: { resourceVersion: string; continue?: string }; items: unknown[] };
+  expect(page.resourceVersion).toBe(body.metadata.resourceVersion);
+  expect(page.continue).toBe(body.metadata.continue === '' ? undefined : body.metadata.continue);
+  expect(page.items.length).toBe(body.items.length);
+  let read = 0;
+  page.items.forEach((item, i) => {
+    let expected: unknown;
+    try {
+      expected = parseObject(podSchema, body.items[i], 'LIST');
+    } catch {
+      expected = undefined;
+    }
+    if (item.view !== undefined) {
+      read++;
+      expect(difference(item.view, expected)).toBeUndefined();
+    } else expect(item.raw).toEqual(body.items[i]);
+  });
+  return read;
+}
+
+const listBody = (items: unknown[], meta: Record<string, unknown> = { resourceVersion: '500', continue: 'c2' }): string =>
+  JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: meta, items });
+
+describe('LIST pages read from their bytes', () => {
+  it('[k8s_types: byte reader] a LIST page reads as JSON.parse and parseObject read it, item by item; an item the reader cannot prove is handed over parsed', () => {
+    let read = 0;
+    fc.assert(
+      fc.property(fc.array(fc.oneof(wellFormedPod, variedPod), { maxLength: 6 }), fc.constantFrom('', 'token'), (pods, cont) => {
+        read += pageHolds(listBody(pods, { resourceVersion: '77', continue: cont, remainingItemCount: 3 }));
+      }),
+      { numRuns: 200 },
+    );
+    expect(read).toBeGreaterThan(50);
+    const base = listBody([rawPod({ name: 'a' }), rawPod({ name: 'b' })]);
+    expect(pageHolds(base)).toBe(2);
+  });
+
+  it('[k8s_types: byte reader] a LIST page the reader cannot prove is left to the exact path whole', () => {
+    const base = listBody([rawPod({ name: 'a' }), rawPod({ name: 'b' })]);
+    for (const text of [base.replace('"items":[', '"items":null,"x":['), base.replace('"resourceVersion":"500"', '"resourceVersion":500'), `${base}x`, base.slice(0, -3), base.replace('"metadata":', '"metadata":{},"metadata":')]) {
+      expect(parseListPage(encode(text), podSchema)).toBeUndefined();
+    }
+    fc.assert(
+      fc.property(fc.nat({ max: base.length - 1 }), fc.constantFrom('', '"', '\\', '{', '}', ',', '\u0001', 'x'), (at, insert) => {
+        const text = base.slice(0, at) + insert + base.slice(at + 1);
+        if (parseListPage(encode(text), podSchema) !== undefined) pageHolds(text);
+      }),
+      { numRuns: 800 },
+    );
+    // A view of your own has no byte reader: always the exact path.
+    expect(parseListPage(encode(base), compileSchema(objectSchema({})))).toBeUndefined();
   });
 });
 

@@ -41,6 +41,11 @@ export function begin(frame: Uint8Array): void {
   at = skipWs(bytes, 0);
 }
 
+/** Moves the cursor back to `index` (the start of a value read before). */
+export function restart(index: number): void {
+  at = index;
+}
+
 /** Whether the whole frame has been read (only whitespace after the last value). */
 export function atEnd(): boolean {
   return skipWsTo(bytes, at) === bytes.length;

@@ -1,7 +1,6 @@
-import type { ObjectFrame } from '../watch.js';
 import type { ContainerState, ContainerStatus, OwnerReference, Pod } from '../index.js';
 import { conditionKey, EMPTY_LIST, EMPTY_STRING_MAP, ownerReferenceKey, reuseRecentIP, sharedCondition } from '../view-parts.js';
-import { atEnd, begin, bool, int, nextItem, NOT_PROVEN, openArray, sharedStr, str, stringMap, time } from './cursor.js';
+import { bool, int, nextItem, openArray, sharedStr, str, stringMap, time } from './cursor.js';
 import { PartsCache } from './parts-cache.js';
 import { hashedStr, level, list, memberHashes, members, object, part, required, sharedList, type Draft } from './view-reader.js';
 
@@ -11,9 +10,9 @@ import { hashedStr, level, list, memberHashes, members, object, part, required, 
  * without being built, and the view comes out as `parseObject(podSchema, JSON.parse(frame).object)`
  * would build it: the same keys in the same order, the same shared instances, compacted alike.
  *
- * Invariant: {@link readPodFrame} returns a frame only when the exact path
- * (`readWatchFrame(JSON.parse(decoded), podSchema)`) returns an equal one for these bytes; whenever
- * it cannot prove that (see `cursor.ts`), it returns `undefined` and the exact path reads the frame.
+ * Invariant: {@link readPodObject} returns a view only when `podSchema` (through `parseObject`)
+ * returns an equal one for the same JSON; whenever it cannot prove that (see `cursor.ts`), it ends
+ * the read with `NOT_PROVEN` and the exact path reads the object (see `frames.ts`).
  * It is written against `pod.ts` and `meta.ts`: a field added to the view there must be added here,
  * and the property tests (`pod-reader.test.ts`) hold the two equal.
  */
@@ -160,7 +159,9 @@ function status(): Draft {
 const POD = level(['metadata', 'spec', 'status']);
 const readPodField = (i: number): unknown => (i === 0 ? metadata() : i === 1 ? spec() : status());
 
-function pod(): Pod {
+
+/** Reads the pod at the cursor as `podSchema` would validate it (see the module comment). */
+export function readPodObject(): Pod {
   const fields: unknown[] = [];
   const present = members(POD.keys, readPodField, fields);
   required(present, 0b1);
@@ -168,30 +169,4 @@ function pod(): Pod {
   if ((present & 0b10) === 0) fields[1] = { containers: EMPTY_LIST };
   if ((present & 0b100) === 0) fields[2] = { podIPs: EMPTY_LIST, conditions: EMPTY_LIST, containerStatuses: EMPTY_LIST };
   return { metadata: fields[0], spec: fields[1], status: fields[2] } as Pod;
-}
-
-const FRAME = level(['type', 'object']);
-const readFrameField = (i: number): unknown => (i === 0 ? str() : pod());
-const FRAME_TYPES = new Set(['ADDED', 'MODIFIED', 'DELETED']);
-
-/**
- * The frame `bytes` holds, read with the bundled Pod view, or `undefined` when the exact path must
- * read it (see the module comment): any `BOOKMARK` or `ERROR` frame, an object the view refuses,
- * bytes that are not one valid JSON document, and the rare spellings this reader leaves alone.
- */
-export function readPodFrame(bytes: Uint8Array): ObjectFrame<Pod> | undefined {
-  try {
-    begin(bytes);
-    const fields: unknown[] = [];
-    const present = members(FRAME.keys, readFrameField, fields);
-    const type = fields[0];
-    if (present !== 0b11 || typeof type !== 'string' || !FRAME_TYPES.has(type) || !atEnd()) return undefined;
-    const object = fields[1] as Pod;
-    const resourceVersion = object.metadata.resourceVersion;
-    if (resourceVersion === undefined) return undefined;
-    return { type: type as ObjectFrame<Pod>['type'], resourceVersion, object };
-  } catch (error) {
-    if (error === NOT_PROVEN) return undefined;
-    throw error;
-  }
 }

@@ -1,21 +1,19 @@
-import type { WatchFrame } from '../watch.js';
-
 /**
- * A view's byte reader: reads a watch frame straight from its bytes, or returns `undefined` when
- * the exact path (`JSON.parse`, then the view's zod schema) must read it. Whenever it returns a
- * frame, that frame equals what the exact path returns for the same bytes.
+ * A view's byte reader: reads the object at the cursor (`cursor.ts`) into exactly what the view's
+ * zod schema would make of the same JSON (through `parseObject`), or ends the read with
+ * `NOT_PROVEN` when it cannot prove that. Frames and LIST pages are read around it (`frames.ts`).
  */
-export type ByteReader<T> = (bytes: Uint8Array) => WatchFrame<T> | undefined;
+export type ObjectReader<T> = () => T;
 
-const readers = new WeakMap<object, ByteReader<unknown>>();
+const readers = new WeakMap<object, ObjectReader<unknown>>();
 
-/** Gives `view` a byte reader (`parseWatchFrame` then tries it first). Returns `view`. */
-export function withByteReader<T extends object>(view: T, reader: ByteReader<unknown>): T {
+/** Gives `view` a byte reader (`parseWatchFrame` and `parseListPage` then try it first). Returns `view`. */
+export function withByteReader<T extends object>(view: T, reader: ObjectReader<unknown>): T {
   readers.set(view, reader);
   return view;
 }
 
 /** The byte reader `view` was given, if any. */
-export function byteReaderOf(view: object): ByteReader<unknown> | undefined {
+export function byteReaderOf(view: object): ObjectReader<unknown> | undefined {
   return readers.get(view);
 }

@@ -1,0 +1,134 @@
+import type { KubernetesObjectView } from '../meta.js';
+import type { ObjectFrame } from '../watch.js';
+import { at, atEnd, begin, bytes as frame, isNull, key, KeySet, nextItem, nextMember, NOT_PROVEN, notProven, openArray, openObject, restart, skip, str } from './cursor.js';
+import type { ObjectReader } from './readers.js';
+
+/**
+ * The envelopes around a view's byte reader: a watch frame (`{"type", "object"}`) and a LIST page
+ * (`{"metadata": {"resourceVersion", "continue"}, "items": [...]}`). Each returns what the exact
+ * path (decode, `JSON.parse`, the view's zod schema) would, or `undefined` when it cannot prove
+ * that, and the caller then takes the exact path for the whole frame or page.
+ */
+
+const FRAME_KEYS = new KeySet(['type', 'object']);
+const FRAME_TYPES = new Set(['ADDED', 'MODIFIED', 'DELETED']);
+
+/**
+ * The frame `bytes` holds, its object read by `read`, or `undefined` for the exact path: any
+ * `BOOKMARK` or `ERROR` frame, an object the reader cannot prove, bytes that are not one JSON document.
+ */
+export function readFrame<T extends KubernetesObjectView>(bytes: Uint8Array, read: ObjectReader<T>): ObjectFrame<T> | undefined {
+  try {
+    begin(bytes);
+    let type: unknown;
+    let object: T | undefined;
+    let present = 0;
+    if (openObject()) {
+      do {
+        const index = key(FRAME_KEYS);
+        if (index < 0) skip();
+        else {
+          if ((present & (1 << index)) !== 0) notProven(); // a duplicate: JSON.parse keeps the last
+          present |= 1 << index;
+          if (index === 0) type = str();
+          else object = read();
+        }
+      } while (nextMember());
+    }
+    if (object === undefined || typeof type !== 'string' || !FRAME_TYPES.has(type) || !atEnd()) return undefined;
+    const resourceVersion = object.metadata.resourceVersion;
+    if (resourceVersion === undefined) return undefined;
+    return { type: type as ObjectFrame<T>['type'], resourceVersion, object };
+  } catch (error) {
+    if (error === NOT_PROVEN) return undefined;
+    throw error;
+  }
+}
+
+/** One item of a LIST page read from its bytes: the view, or (for the exact path) the parsed item. */
+export type ListItem<T> = { readonly view: T; readonly raw?: undefined } | { readonly view?: undefined; readonly raw: unknown };
+
+/** A LIST page read from its bytes (see {@link readListPage}). */
+export interface ListPage<T> {
+  /** `metadata.resourceVersion`. */
+  readonly resourceVersion: string;
+  /** `metadata.continue`, when the page has one (an empty string reads as none, as the apiserver means it). */
+  readonly continue: string | undefined;
+  /** Every item, in order: read by the view's reader, or parsed for the exact path. */
+  readonly items: readonly ListItem<T>[];
+}
+
+const LIST_KEYS = new KeySet(['metadata', 'items']);
+const LIST_META_KEYS = new KeySet(['resourceVersion', 'continue']);
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/**
+ * The LIST page `bytes` holds, each item read by `read`, or `undefined` when the page itself is not
+ * provably what the exact path reads (not one JSON document, a duplicate member, a cursor that is not
+ * a string). An item the reader cannot prove is still valid JSON (the scan checked it): it is parsed
+ * and handed over as `raw`, for the exact path to validate (and quarantine, if it must).
+ */
+export function readListPage<T>(bytes: Uint8Array, read: ObjectReader<T>): ListPage<T> | undefined {
+  try {
+    begin(bytes);
+    let resourceVersion: string | undefined;
+    let cursor: string | undefined;
+    let items: ListItem<T>[] | undefined;
+    let present = 0;
+    if (openObject()) {
+      do {
+        const index = key(LIST_KEYS);
+        if (index < 0) skip();
+        else {
+          if ((present & (1 << index)) !== 0) notProven();
+          present |= 1 << index;
+          if (index === 0) [resourceVersion, cursor] = listMeta();
+          else items = listItems(read);
+        }
+      } while (nextMember());
+    }
+    if (resourceVersion === undefined || items === undefined || !atEnd()) return undefined;
+    return { resourceVersion, continue: cursor === '' ? undefined : cursor, items };
+  } catch (error) {
+    if (error === NOT_PROVEN) return undefined;
+    throw error;
+  }
+}
+
+function listMeta(): [string | undefined, string | undefined] {
+  let resourceVersion: string | undefined;
+  let cursor: string | undefined;
+  let present = 0;
+  if (openObject()) {
+    do {
+      const index = key(LIST_META_KEYS);
+      if (index < 0) skip();
+      else {
+        if ((present & (1 << index)) !== 0) notProven();
+        present |= 1 << index;
+        if (index === 0) resourceVersion = str();
+        else cursor = str();
+      }
+    } while (nextMember());
+  }
+  return [resourceVersion, cursor];
+}
+
+function listItems<T>(read: ObjectReader<T>): ListItem<T>[] {
+  if (isNull()) notProven(); // the exact path decides what a null list means
+  const items: ListItem<T>[] = [];
+  if (!openArray()) return items;
+  do {
+    const start = at;
+    try {
+      items.push({ view: read() });
+    } catch (error) {
+      if (error !== NOT_PROVEN) throw error;
+      // Not provable by the reader: valid JSON or not, the scan decides; parsed for the exact path.
+      restart(start);
+      skip();
+      items.push({ raw: JSON.parse(utf8.decode(frame.subarray(start, at))) as unknown });
+    }
+  } while (nextItem());
+  return items;
+}
