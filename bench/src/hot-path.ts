@@ -5,11 +5,12 @@
  *   - the whole line parsed then read (`readWatchFrame(JSON.parse(line))`: no cut),
  *   - `parseWatchLine(line, view, { cutUnread: true })` (the view's unread metadata cut before `JSON.parse`),
  *   - the cut itself (`cutWatchLine`), zod's validation alone, and validation plus compaction;
+ *   - `parseWatchFrame(bytes, podSchema)`: the bundled view's byte reader on the frame's bytes (BENCHMARKS.md (15b));
  * and heap per cached pod (forced GC) with and without compaction.
  *
  *   node --expose-gc --conditions=@reconcile-loop/source --import tsx bench/src/hot-path.ts [--pods=5000] [--rounds=11]
  */
-import { cutWatchLine, metadataKeysRead, objectKey, parseObject, parseWatchLine, podSchema, readWatchFrame } from '@reconcile-loop/k8s-types';
+import { cutWatchLine, metadataKeysRead, objectKey, parseObject, parseWatchFrame, parseWatchLine, podSchema, readWatchFrame } from '@reconcile-loop/k8s-types';
 import { ObjectStore, replaceEvent } from '@reconcile-loop/object-store';
 import { heapAfterGc } from './lib/heap.js';
 import { makePod, modifyPod, PARENT_LABEL } from './lib/pods.js';
@@ -22,6 +23,7 @@ const pods = arg('pods', 5_000);
 const rounds = arg('rounds', 11);
 const lines = Array.from({ length: pods }, (_, i) => JSON.stringify({ type: 'MODIFIED', object: modifyPod(makePod(i), i + 1) }));
 const objects = lines.map((line) => (JSON.parse(line) as { object: unknown }).object);
+const frames = lines.map((line) => Buffer.from(line, 'utf8'));
 const keep = metadataKeysRead(podSchema)!;
 let sink = 0;
 
@@ -35,6 +37,9 @@ const variants: Record<string, (i: number) => void> = {
   'parseWatchLine, cutUnread (cut first)': (i) => {
     sink += parseWatchLine(lines[i]!, podSchema, { cutUnread: true }).type.length;
   },
+  'parseWatchFrame (bytes, byte reader)': (i) => {
+    sink += parseWatchFrame(frames[i]!, podSchema).type.length;
+  },
   'cutWatchLine alone': (i) => {
     sink += cutWatchLine(lines[i]!, keep)?.text.length ?? 0;
   },
@@ -46,15 +51,23 @@ const variants: Record<string, (i: number) => void> = {
   },
 };
 
+type Usage = { user: number; system: number };
+const threadCpu = (process as unknown as { threadCpuUsage?: () => Usage }).threadCpuUsage;
+const cpuNow = (): Usage => (threadCpu ? threadCpu.call(process) : process.cpuUsage());
+const cpuSince = (start: Usage): Usage => {
+  const now = cpuNow();
+  return { user: now.user - start.user, system: now.system - start.system };
+};
 const samples: Record<string, number[]> = {};
 const names = Object.keys(variants);
 for (let r = 0; r < rounds; r++) {
   for (let k = 0; k < names.length; k++) {
     const name = names[(k + r) % names.length]!; // rotate, so no variant always follows another's garbage
     const run = variants[name]!;
-    const start = process.cpuUsage();
+    // The main thread's CPU only where Node has it (22.19+ does): GC helper threads are not the variant's.
+    const start = cpuNow();
     for (let i = 0; i < pods; i++) run(i);
-    const used = process.cpuUsage(start);
+    const used = cpuSince(start);
     (samples[name] ??= []).push((used.user + used.system) / pods);
   }
 }
@@ -66,13 +79,20 @@ for (const name of names) {
   console.log(`  ${name.padEnd(42)} ${value.toFixed(2).padStart(8)} µs  ${(value / floor).toFixed(2)}× JSON.parse`);
 }
 
-async function heapPerPod(compact: boolean): Promise<number> {
+async function heapPerPod(how: 'compact' | 'plain' | 'bytes'): Promise<number> {
   const before = await heapAfterGc();
   const store = new ObjectStore<ReturnType<typeof podSchema.parse>, string>({ keyMap: (pod) => pod.metadata.labels[PARENT_LABEL] });
   const world = new Map<string, ReturnType<typeof podSchema.parse>>();
-  for (const line of lines) {
-    const raw = (JSON.parse(line) as { object: unknown }).object;
-    const view = compact ? parseObject(podSchema, raw, 'LIST') : podSchema.parse(raw);
+  for (let i = 0; i < lines.length; i++) {
+    let view: ReturnType<typeof podSchema.parse>;
+    if (how === 'bytes') {
+      const frame = parseWatchFrame(frames[i]!, podSchema);
+      if (frame.type !== 'MODIFIED') throw new Error(`frame ${i} read as ${frame.type}`);
+      view = frame.object;
+    } else {
+      const raw = (JSON.parse(lines[i]!) as { object: unknown }).object;
+      view = how === 'compact' ? parseObject(podSchema, raw, 'LIST') : podSchema.parse(raw);
+    }
     world.set(objectKey(view), view);
   }
   store.apply(replaceEvent(world));
@@ -81,5 +101,7 @@ async function heapPerPod(compact: boolean): Promise<number> {
   sink += store.size;
   return held / pods;
 }
-console.log(`heap per cached pod (view + store, after ${pods} MODIFIED versions): compact ${(await heapPerPod(true)).toFixed(0)} B, not compacted ${(await heapPerPod(false)).toFixed(0)} B`);
+console.log(
+  `heap per cached pod (view + store, after ${pods} MODIFIED versions): compact ${(await heapPerPod('compact')).toFixed(0)} B, byte reader ${(await heapPerPod('bytes')).toFixed(0)} B, not compacted ${(await heapPerPod('plain')).toFixed(0)} B`,
+);
 if (sink === 0) console.log('');

@@ -5,7 +5,7 @@
  * the transport floor (d) and our pipeline (a), so the report can say how much of (a) is the work
  * itself and how much is the per-frame async plumbing.
  */
-import { compileSchema, objectKey, parseObject, parseWatchLine, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { compileSchema, objectKey, parseObject, parseWatchFrame, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore, replaceEvent, upsertEvent, type ObjectKey } from '@reconcile-loop/object-store';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import { PARENT_LABEL } from './pods.js';
@@ -47,7 +47,7 @@ export async function syncPipeline(base: string, resourceVersion: string, frames
         let from = 0;
         let end: number;
         while ((end = buffer.indexOf(10, from)) !== -1) {
-          const frame = parseWatchLine(buffer.toString('utf8', from, end), schema);
+          const frame = parseWatchFrame(buffer.subarray(from, end), schema);
           from = end + 1;
           if (frame.type === 'ADDED' || frame.type === 'MODIFIED') enqueue(store.apply(upsertEvent(objectKey(frame.object), frame.object)));
           if (++seen === frames) {
