@@ -1,7 +1,7 @@
 import type { ApiResource, ObjectSchema } from '@reconcile-loop/k8s-types';
 import { abortReason, sleep, systemClock, type Clock } from './clock.js';
 import { KubeApiError, KubeClientOptionsError, KubeProtocolError, KubeRequestTimeoutError, KubeTransportError, type KubeStatus, type Verb } from './errors.js';
-import { DEFAULT_MAX_FRAME_BYTES, splitLineBatches, splitLines } from './lines.js';
+import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLineBatches, splitLines } from './lines.js';
 import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';
 import { ResourceClient, type KubeObject, type ResourceRef } from './resource.js';
 import { readStatus } from './status-body.js';
@@ -245,6 +245,24 @@ export class KubeClient {
     const opened = await this.#open(request, true);
     try {
       yield* splitLineBatches(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
+    } catch (error) {
+      throw this.#bodyFailure(error, request, opened);
+    } finally {
+      opened.response.close();
+      opened.release();
+    }
+  }
+
+  /**
+   * {@link streamBatches} without decoding: the bytes of each frame the socket read completes, one
+   * `Uint8Array` per frame (a view on the read's buffer when the frame lies inside it), for a reader
+   * that parses frames from their UTF-8 bytes (k8s-types' `parseWatchFrame`). The same frames,
+   * batches, request, deadline, errors and teardown as {@link streamBatches}; see `splitFrameBatches`.
+   */
+  async *streamFrameBatches(request: KubeRequest): AsyncGenerator<Uint8Array[], void, undefined> {
+    const opened = await this.#open(request, true);
+    try {
+      yield* splitFrameBatches(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
     } catch (error) {
       throw this.#bodyFailure(error, request, opened);
     } finally {

@@ -72,3 +72,107 @@ export async function* splitLineBatches(chunks: AsyncIterable<Uint8Array | strin
   partial += decoder.end();
   if (partial.trim() !== '') throw new KubeProtocolError('watch stream ended in the middle of a frame');
 }
+
+/**
+ * True when `bytes` decode to nothing but what `String.prototype.trim` removes, so a line is
+ * dropped exactly when {@link splitLineBatches} drops its text. Read from the UTF-8 encodings of
+ * ECMAScript's WhiteSpace and LineTerminator code points; any other byte (an invalid sequence
+ * included, which decodes to U+FFFD) makes the line not blank. Only reached for a line whose first
+ * byte is <= 0x20: a JSON frame starts with `{`.
+ */
+function isBlank(bytes: Uint8Array): boolean {
+  let i = 0;
+  const n = bytes.length;
+  while (i < n) {
+    const b = bytes[i]!;
+    if (b === 0x20 || (b >= 0x09 && b <= 0x0d)) {
+      i += 1;
+      continue;
+    }
+    const b1 = bytes[i + 1];
+    const b2 = bytes[i + 2];
+    if (b === 0xc2 && b1 === 0xa0) {
+      i += 2; // U+00A0
+      continue;
+    }
+    const threeByte =
+      (b === 0xe1 && b1 === 0x9a && b2 === 0x80) || // U+1680
+      (b === 0xe2 && b1 === 0x80 && b2 !== undefined && (b2 <= 0x8a ? b2 >= 0x80 : b2 === 0xa8 || b2 === 0xa9 || b2 === 0xaf)) || // U+2000–200A, 2028, 2029, 202F
+      (b === 0xe2 && b1 === 0x81 && b2 === 0x9f) || // U+205F
+      (b === 0xe3 && b1 === 0x80 && b2 === 0x80) || // U+3000
+      (b === 0xef && b1 === 0xbb && b2 === 0xbf); // U+FEFF
+    if (!threeByte) return false;
+    i += 3;
+  }
+  return true;
+}
+
+/**
+ * The one copy of a frame that spans chunks, into an `ArrayBuffer` of exactly its length: not
+ * `Buffer.concat`, whose small results are slices of Node's shared allocation pool, so a frame kept
+ * by its reader would keep that whole pool slab alive with it.
+ */
+function concatParts(parts: readonly Uint8Array[], total: number): Uint8Array {
+  const out = Buffer.allocUnsafeSlow(total);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+/**
+ * {@link splitLineBatches} without decoding: one batch per chunk read, each item the bytes of one
+ * line (one JSON frame) without its `\n`, for a reader that parses frames from their UTF-8 bytes
+ * (k8s-types' `parseWatchFrame`). A line lying inside one chunk is a `subarray` of that chunk (no
+ * copy: it shares the chunk's `ArrayBuffer`); a line spanning chunks is copied once, from the
+ * pending parts, into memory of its own, so it keeps no earlier chunk alive.
+ *
+ * The same lines, batches and errors as {@link splitLineBatches} on the same chunks: each item is
+ * the UTF-8 encoding of the line that one yields (for a body that is valid UTF-8, as the
+ * apiserver writes it), blank and whitespace-only lines are dropped by the same rule,
+ * {@link WatchFrameTooLargeError} is thrown as soon as a pending frame exceeds `maxFrameBytes`,
+ * and {@link KubeProtocolError} when the body ends inside a frame, each after the batch of the
+ * lines completed before it.
+ *
+ * The chunks must not be written to after they are yielded (Node's streams hand out a fresh
+ * buffer per read): the lines alias them. A reader that keeps a line past its parse keeps its
+ * chunk's memory alive too; the reflector parses each one and drops it.
+ */
+export async function* splitFrameBatches(chunks: AsyncIterable<Uint8Array | string>, maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES): AsyncGenerator<Uint8Array[], void, undefined> {
+  // The unfinished frame's parts: views on the chunks they came from, copied once when it ends.
+  // Memory stays bounded by the cap plus the head of the first part's chunk.
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  for await (const raw of chunks) {
+    const bytes = toBuffer(raw);
+    const batch: Uint8Array[] = [];
+    let start = 0;
+    let end = bytes.indexOf(NEWLINE);
+    while (end !== -1) {
+      const length = pendingBytes + (end - start);
+      if (length > maxFrameBytes) {
+        if (batch.length > 0) yield batch;
+        throw new WatchFrameTooLargeError(maxFrameBytes);
+      }
+      let line: Uint8Array;
+      if (pending.length === 0) line = bytes.subarray(start, end);
+      else {
+        pending.push(bytes.subarray(start, end));
+        line = concatParts(pending, length);
+        pending = [];
+        pendingBytes = 0;
+      }
+      // A JSON frame starts with `{`: only a line whose first byte is a control or a space needs the check.
+      if (line.length > 0 && (line[0]! > 0x20 || !isBlank(line))) batch.push(line);
+      start = end + 1;
+      end = bytes.indexOf(NEWLINE, start);
+    }
+    if (batch.length > 0) yield batch;
+    pendingBytes += bytes.length - start;
+    if (pendingBytes > maxFrameBytes) throw new WatchFrameTooLargeError(maxFrameBytes);
+    if (start < bytes.length) pending.push(bytes.subarray(start));
+  }
+  if (pending.length > 0 && !isBlank(concatParts(pending, pendingBytes))) throw new KubeProtocolError('watch stream ended in the middle of a frame');
+}

@@ -235,6 +235,15 @@ export class ResourceClient<T> {
   }
 
   /**
+   * {@link watchLineBatches} without decoding: one array per socket read of each frame's bytes (its
+   * UTF-8 line without the `\n`), for a reader that parses frames from bytes, such as k8s-types'
+   * `parseWatchFrame` (see `KubeClient.streamFrameBatches`).
+   */
+  watchFrameBatches(options: WatchOptions = {}): AsyncGenerator<Uint8Array[], void, undefined> {
+    return this.#client.streamFrameBatches(this.#watchRequest(options));
+  }
+
+  /**
    * WATCH, yielding typed frames: ADDED / MODIFIED / DELETED with the object validated against the
    * view, BOOKMARK with the cursor, and ERROR with the in-band `Status` (a 410 `Expired` arrives
    * this way: the caller relists; `statusError` turns it into a `KubeApiError`). A frame whose

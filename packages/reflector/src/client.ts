@@ -66,13 +66,17 @@ export interface ListWatchClient {
   readonly supportsWatchList?: boolean | undefined;
   list(request: ListRequest): Promise<ListResult>;
   /**
-   * Yields one value per watch frame: the frame's JSON line as a string (the reflector parses it),
-   * or an already decoded object. Ends when the server closes the watch.
+   * Yields one value per watch frame, in any of three forms: the frame's bytes as a `Uint8Array`
+   * (its UTF-8 JSON line without the newline; the reflector reads it with k8s-types'
+   * `parseWatchFrame`, and checks `maxFrameSize` against its `byteLength`), the frame's JSON line as
+   * a string (read with `parseWatchLine`), or an already decoded object (fakes). Ends when the
+   * server closes the watch.
    */
   watch(request: WatchRequest): AsyncIterable<unknown>;
   /**
    * Optional: {@link watch}, yielding the frames of one socket read together, in order, as one
-   * array (each item what `watch` would yield). When present the reflector uses it instead of
+   * array (each item in any form `watch` may yield: bytes, a string or a decoded object; {@link KubeApiClient}
+   * yields bytes). When present the reflector uses it instead of
    * `watch` and handles a read's frames without a promise hop between them; the semantics (errors,
    * end, abort through `request.signal`) are `watch`'s.
    */

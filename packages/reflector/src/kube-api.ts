@@ -197,12 +197,14 @@ export class KubeApiClient implements ListWatchClient {
   }
 
   /**
-   * {@link watch}, one array of lines per socket read: what the reflector uses, so the frames of one
-   * read are handled without a promise hop between them. Same errors, deadline and teardown.
+   * {@link watch}, one array per socket read of each frame's bytes (its UTF-8 line, never decoded
+   * to a string): what the reflector uses, so the frames of one read are handled without a promise
+   * hop between them and each is read from its bytes (k8s-types' `parseWatchFrame`). kube-client's
+   * `watchFrameBatches`: the same frames, caps, errors, deadline and teardown as {@link watch}.
    */
-  watchBatches(request: WatchRequest): AsyncIterable<readonly string[]> {
+  watchBatches(request: WatchRequest): AsyncIterable<readonly Uint8Array[]> {
     const origin = serverOrigin(this.kubeClient.currentServer());
-    return mapped(this.#scoped(request).watchLineBatches(this.#watchOptions(request)), origin);
+    return mapped(this.#scoped(request).watchFrameBatches(this.#watchOptions(request)), origin);
   }
 
   #watchOptions(request: WatchRequest) {

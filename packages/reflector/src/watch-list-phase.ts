@@ -1,10 +1,10 @@
-import { isMalformedWatchFrameError, parseWatchLine, readWatchFrame, type ApiStatus, type InvalidObjectError, type KubernetesObjectView, type WatchFrame } from '@reconcile-loop/k8s-types';
+import { isInvalidObjectError, isMalformedWatchFrameError, objectKey, type ApiStatus, type InvalidObjectError, type KubernetesObjectView, type WatchFrame } from '@reconcile-loop/k8s-types';
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import type { ReflectorCore } from './core.js';
 import { isApiStatusError, ListTimeoutError, WatchFrameTooLargeError } from './errors.js';
-import { countListing, gather, type ListReason } from './list-phase.js';
+import { countListing, type ListReason } from './list-phase.js';
 import { WATCH_LIST_GIVE_UP_AFTER } from './options.js';
-import { errorFrameError, overCap } from './watch-phase.js';
+import { errorFrameError, frameOverCap, readFrame } from './watch-phase.js';
 import { STOP, WatchSession } from './watch-session.js';
 
 /** The annotation kube-apiserver puts on the bookmark that ends a watch-list's initial events. */
@@ -22,14 +22,24 @@ export type WatchListOutcome<T extends KubernetesObjectView> =
 const FALLBACK = { kind: 'fallback' } as const;
 const STOPPED = { kind: 'stopped' } as const;
 
-/** True when a BOOKMARK frame (a JSON line or a decoded object) carries `k8s.io/initial-events-end: "true"`. */
+const ANNOTATION_BYTES = Buffer.from(INITIAL_EVENTS_END_ANNOTATION, 'utf8');
+
+/** True when a BOOKMARK frame (its bytes, its JSON line, or a decoded object) carries `k8s.io/initial-events-end: "true"`. */
 export function isInitialEventsEnd(value: unknown): boolean {
   let raw = value;
-  if (typeof value === 'string') {
-    // Bookmarks are small and rare; only one that names the annotation is parsed again.
+  // Bookmarks are small and rare; only one that names the annotation is parsed again.
+  let text: string | undefined;
+  if (value instanceof Uint8Array) {
+    const bytes = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    if (!bytes.includes(ANNOTATION_BYTES)) return false;
+    text = bytes.toString('utf8');
+  } else if (typeof value === 'string') {
     if (!value.includes(INITIAL_EVENTS_END_ANNOTATION)) return false;
+    text = value;
+  }
+  if (text !== undefined) {
     try {
-      raw = JSON.parse(value);
+      raw = JSON.parse(text);
     } catch {
       return false;
     }
@@ -92,15 +102,20 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
       if (next.done) break;
       core.lastEventAt = core.clock.now();
       const value = next.value;
-      if (typeof value === 'string' && overCap(value, core.options.maxFrameSize)) {
+      if (frameOverCap(value, core.options.maxFrameSize)) {
         incomplete = { why: 'a frame over maxFrameSize during the initial events', error: new WatchFrameTooLargeError(core.options.maxFrameSize) };
         break;
       }
-      let frame: WatchFrame<unknown>;
+      let frame: WatchFrame<T>;
       try {
-        // The envelope only: the object is validated by gather(), like a LIST item.
-        frame = typeof value === 'string' ? parseWatchLine(value, passThrough) : readWatchFrame(value, passThrough);
+        // Envelope and object in one read against the view, so a byte frame's reader skips what the
+        // view drops; the envelope is read first, so an unreadable one is never taken for a poison object.
+        frame = readFrame(value, core.schema);
       } catch (error) {
+        if (isInvalidObjectError(error)) {
+          holdInitial(core, error, objects, poison);
+          continue;
+        }
         if (!isMalformedWatchFrameError(error)) throw error;
         core.stats.skippedFrames++;
         // Due after the swap: the watching state arms it (a heal timer here would cut the initial phase).
@@ -132,15 +147,11 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         yield replaceEvent(objects);
         return { kind: 'synced', session };
       }
-      if (frame.type === 'DELETED') {
-        const key = deletedKey(frame.object);
-        if (key !== undefined) {
-          objects.delete(key);
-          poison.delete(key);
-        }
-        continue;
-      }
-      gather(core, [frame.object], objects, poison, frame.type);
+      // One object at a time into the temporary map, as a LIST page's items are gathered.
+      const key = objectKey(frame.object);
+      poison.delete(key);
+      if (frame.type === 'DELETED') objects.delete(key);
+      else objects.set(key, frame.object);
     }
   } catch (error) {
     if (signal.aborted) return STOPPED;
@@ -182,14 +193,25 @@ function fallBack<T extends KubernetesObjectView>(core: ReflectorCore<T>, incomp
   return FALLBACK;
 }
 
-/** The key a DELETED initial frame names, read without validating the object (its key is all a deletion needs). */
-function deletedKey(object: unknown): ObjectKey | undefined {
-  const metadata = (object as { metadata?: { name?: unknown; namespace?: unknown } } | null)?.metadata;
-  if (typeof metadata?.name !== 'string') return undefined;
-  return typeof metadata.namespace === 'string' && metadata.namespace !== '' ? `${metadata.namespace}/${metadata.name}` : metadata.name;
+/**
+ * An initial frame whose object fails the view, sorted as a LIST item failing it would be (the
+ * list phase's `gather`): held in the quarantine-to-be under its key, or logged and skipped without
+ * one. A DELETED one needs only its key (the salvaged name): the object leaves both maps, unvalidated.
+ */
+function holdInitial<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: InvalidObjectError, objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>): void {
+  const key = error.objectKey;
+  if (error.frameType === 'DELETED') {
+    if (key !== undefined) {
+      objects.delete(key);
+      poison.delete(key);
+    }
+    return;
+  }
+  core.stats.invalidObjects++;
+  if (key === undefined) {
+    core.logger.error(core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }), `${error.frameType} item without a readable name failed the schema; skipped`);
+    return;
+  }
+  objects.delete(key);
+  poison.set(key, error);
 }
-
-/** Reads a frame's envelope and hands its object on unvalidated (gather() validates it). */
-const passThrough = {
-  safeParse: (value: unknown) => ({ success: true as const, data: value }),
-} as unknown as Parameters<typeof parseWatchLine<unknown>>[1];

@@ -2,11 +2,13 @@ import {
   isInvalidObjectError,
   isMalformedWatchFrameError,
   objectKey,
+  parseWatchFrame,
   parseWatchLine,
   readWatchFrame,
   type ApiStatus,
   type InvalidObjectError,
   type KubernetesObjectView,
+  type ObjectSchema,
   type WatchFrame,
 } from '@reconcile-loop/k8s-types';
 import { deleteEvent, isPermanentSourceError, upsertEvent, type SourceEvent } from '@reconcile-loop/object-store';
@@ -80,10 +82,10 @@ export async function* watchPhase<T extends KubernetesObjectView>(
       const now = clock.now();
       core.lastEventAt = now;
       const value = next.value;
-      if (typeof value === 'string' && overCap(value, core.options.maxFrameSize)) return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
+      if (frameOverCap(value, core.options.maxFrameSize)) return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
       let frame: WatchFrame<T>;
       try {
-        frame = typeof value === 'string' ? parseWatchLine(value, core.schema) : readWatchFrame(value, core.schema);
+        frame = readFrame(value, core.schema);
       } catch (error) {
         if (isMalformedWatchFrameError(error)) {
           // Tearing the watch down would reopen at the same cursor and replay this frame: skip it,
@@ -170,6 +172,26 @@ export function quarantineFrame<T extends KubernetesObjectView>(core: ReflectorC
     'object failed the schema; quarantined (held out of the store)',
   );
   return wasHeld ? undefined : key;
+}
+
+/**
+ * Reads one watch value as a `ListWatchClient` may hand it over: a frame's bytes (kube-client's
+ * `watchFrameBatches`, the hot path: read from the bytes, never decoded to a string first), its JSON
+ * line, or an already decoded object (fakes). Same frames and errors whichever form a frame comes in.
+ */
+export function readFrame<T>(value: unknown, schema: ObjectSchema<T>): WatchFrame<T> {
+  if (value instanceof Uint8Array) return parseWatchFrame(value, schema);
+  if (typeof value === 'string') return parseWatchLine(value, schema);
+  return readWatchFrame(value, schema);
+}
+
+/**
+ * True when a frame from a client that does not cap frames itself is over `maxFrameSize` bytes:
+ * bytes by their `byteLength`, a line by {@link overCap}; a decoded object has no length to check.
+ */
+export function frameOverCap(value: unknown, maxFrameSize: number): boolean {
+  if (value instanceof Uint8Array) return value.byteLength > maxFrameSize;
+  return typeof value === 'string' && overCap(value, maxFrameSize);
 }
 
 /**
