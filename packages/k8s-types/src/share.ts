@@ -57,6 +57,42 @@ export function shareStringMap(map: Record<string, string>): Readonly<Record<str
   return stringMaps.share(key, map, Object.freeze);
 }
 
+/**
+ * Whether {@link shareStringMap} would share `map` (small enough, no separator character): the byte
+ * reader, which shares maps by their parts instead, decides frozenness by the same rule.
+ */
+export function isShareableStringMap(map: Readonly<Record<string, string>>): boolean {
+  let length = 0;
+  let entries = 0;
+  for (const name in map) {
+    if (!Object.hasOwn(map, name)) continue;
+    const value = map[name]!;
+    if (++entries > MAX_ENTRIES || name.includes(SEP) || value.includes(SEP)) return false;
+    length += name.length + value.length + 2;
+    if (length > MAX_KEY_LENGTH) return false;
+  }
+  return true;
+}
+
+/** Whether {@link shareList} would share `list` (the same rule, without building its key). */
+export function isShareableList<T>(kind: string, list: readonly T[], itemKey: (item: T) => string | undefined): boolean {
+  if (list.length === 0 || list.length > MAX_ENTRIES) return false;
+  let length = kind.length;
+  for (const item of list) {
+    const part = itemKey(item);
+    if (part === undefined || part.includes(SEP)) return false;
+    length += 1 + part.length;
+    if (length > MAX_KEY_LENGTH) return false;
+  }
+  return true;
+}
+
+/** Deep-freezes a list as {@link shareList} does with one it shares (items frozen with it). */
+export function freezeList<T>(list: readonly T[]): readonly T[] {
+  for (const item of list) Object.freeze(item);
+  return Object.freeze(list);
+}
+
 const lists = new ShareTable<readonly unknown[]>();
 
 /**
@@ -73,10 +109,5 @@ export function shareList<T>(kind: string, list: readonly T[], itemKey: (item: T
     key += `${SEP}${part}`;
     if (key.length > MAX_KEY_LENGTH) return list;
   }
-  return lists.share(key, list as readonly unknown[], freezeList) as readonly T[];
-}
-
-function freezeList(list: readonly unknown[]): readonly unknown[] {
-  for (const item of list) Object.freeze(item);
-  return Object.freeze(list);
+  return lists.share(key, list as readonly unknown[], freezeList<unknown>) as readonly T[];
 }

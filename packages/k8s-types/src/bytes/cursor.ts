@@ -1,7 +1,7 @@
 import { intern } from '../meta.js';
 import { compactView } from '../compact.js';
 import { mix, PartsCache } from './parts-cache.js';
-import { shareStringMap } from '../share.js';
+import { isShareableStringMap } from '../share.js';
 import { EMPTY_STRING_MAP, parseRfc3339, utcMs } from '../view-parts.js';
 import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, FAIL, OPEN_BRACE, OPEN_BRACKET, QUOTE, SCANNED_ESCAPE, SCANNED_NON_ASCII, scanned, scannedHash, scanString, skipValue, skipWs, skipWsTo } from './scan.js';
 
@@ -324,13 +324,14 @@ export function stringMap(): Readonly<Record<string, string>> {
   if (held !== undefined) return held;
   const map: Record<string, string> = {};
   for (let i = 0; i < count; i += 2) map[mapParts[i]!] = mapParts[i + 1]!;
-  const shared = shareStringMap(map);
-  if (!Object.isFrozen(shared)) return compactView(shared); // too large to share: compacted as the exact path does
-  maps.set(hash, mapParts, count, shared);
-  return shared;
+  // Frozen exactly when the exact path would share it (too large a map is compacted instead).
+  if (!isShareableStringMap(map)) return compactView(map);
+  Object.freeze(map);
+  maps.offer(hash, mapParts, count, map);
+  return map;
 }
 
 /** The keys and values of the map being read (reused: one map is read at a time). */
 const mapParts: string[] = [];
 /** Shared maps by their keys and values. */
-const maps = new PartsCache<Readonly<Record<string, string>>>(1024);
+const maps = new PartsCache<Readonly<Record<string, string>>>(4096);

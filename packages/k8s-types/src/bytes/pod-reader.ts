@@ -31,7 +31,7 @@ const ownerReference = (): OwnerReference => {
   part(reference.controller ?? ABSENT, reference.controller === undefined ? 0 : reference.controller ? 1 : 2);
   return reference;
 };
-const ownerLists = new PartsCache<readonly OwnerReference[]>(1024);
+const ownerLists = new PartsCache<readonly OwnerReference[]>(4096);
 
 const META = level(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds']);
 const META_ALWAYS = 0b1110_0000; // labels, annotations, ownerReferences: present in the view even when absent

@@ -1,4 +1,4 @@
-import { shareList } from '../share.js';
+import { freezeList, isShareableList } from '../share.js';
 import { EMPTY_LIST } from '../view-parts.js';
 import { isNull, key, KeySet, nextItem, nextMember, notProven, openArray, openObject, sharedHash, sharedStr, skip } from './cursor.js';
 import { mix, type PartsCache } from './parts-cache.js';
@@ -121,7 +121,10 @@ export function hashedStr(index: number): string {
   return text;
 }
 
-/** Reads a list the view shares (see `share.ts`): found again by its items' parts, else shared as the exact path shares it. */
+/**
+ * Reads a list the view shares: found again by its items' parts (see `parts-cache.ts`); a new one
+ * is frozen when `share.ts` would share it, and held from its second sight on.
+ */
 export function sharedList<T>(kind: string, cache: PartsCache<readonly T[]>, item: () => T, itemKey: (item: T) => string | undefined): readonly T[] {
   listHash = 0;
   listCount = 0;
@@ -131,8 +134,10 @@ export function sharedList<T>(kind: string, cache: PartsCache<readonly T[]>, ite
   const count = listCount;
   const held = cache.get(hash, listParts, count);
   if (held !== undefined && held.length === items.length) return held;
-  const shared = shareList(kind, items, itemKey);
-  if (Object.isFrozen(shared)) cache.set(hash, listParts, count, shared);
+  // Frozen exactly when the exact path would share it.
+  if (!isShareableList(kind, items, itemKey)) return items;
+  const shared = freezeList(items);
+  cache.offer(hash, listParts, count, shared);
   return shared;
 }
 
