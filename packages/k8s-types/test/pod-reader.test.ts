@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -408,5 +410,22 @@ describe('the byte scanner', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe('what the byte reader holds', () => {
+  it('[k8s_types: byte reader] lets go of a frame once read: a page body is unreachable after parseListPage returns', async () => {
+    let body: Uint8Array | undefined = encode(listBody([rawPod({ name: 'held-a' }), rawPod({ name: 'held-b' })]));
+    const gone = new WeakRef(body);
+    const page = parseListPage(body, podSchema);
+    expect(page?.items.length).toBe(2);
+    body = undefined;
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    for (let i = 0; i < 3 && gone.deref() !== undefined; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+    }
+    expect(gone.deref()).toBeUndefined();
   });
 });

@@ -28,8 +28,10 @@ export function notProven(): never {
 /** Node's Buffer, with the one-byte string slicing its typings leave out. */
 type Bytes = Buffer & { latin1Slice(start: number, end: number): string };
 
+const NOTHING = Buffer.alloc(0) as Bytes;
+
 /** The frame being read, as a Buffer (for its native string slicing: the cheapest way to a string). */
-export let bytes = Buffer.alloc(0) as Bytes;
+export let bytes = NOTHING;
 /** Index of the next unread byte. */
 export let at = 0;
 
@@ -39,6 +41,15 @@ const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 export function begin(frame: Uint8Array): void {
   bytes = (Buffer.isBuffer(frame) ? frame : Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength)) as Bytes;
   at = skipWs(bytes, 0);
+}
+
+/**
+ * Lets go of the frame read last. A frame is a view on its socket read (a LIST page, its whole
+ * body): held here it would stay reachable until the next frame is read.
+ */
+export function end(): void {
+  bytes = NOTHING;
+  at = 0;
 }
 
 /** Moves the cursor back to `index` (the start of a value read before). */

@@ -1,6 +1,6 @@
 import type { KubernetesObjectView } from '../meta.js';
 import type { ObjectFrame } from '../watch.js';
-import { at, atEnd, begin, bytes as frame, isNull, key, KeySet, nextItem, nextMember, NOT_PROVEN, notProven, openArray, openObject, restart, skip, str } from './cursor.js';
+import { at, atEnd, begin, bytes as frame, end, isNull, key, KeySet, nextItem, nextMember, NOT_PROVEN, notProven, openArray, openObject, restart, skip, str } from './cursor.js';
 import type { ObjectReader } from './readers.js';
 
 /**
@@ -42,6 +42,8 @@ export function readFrame<T extends KubernetesObjectView>(bytes: Uint8Array, rea
   } catch (error) {
     if (error === NOT_PROVEN) return undefined;
     throw error;
+  } finally {
+    end();
   }
 }
 
@@ -92,6 +94,8 @@ export function readListPage<T>(bytes: Uint8Array, read: ObjectReader<T>): ListP
   } catch (error) {
     if (error === NOT_PROVEN) return undefined;
     throw error;
+  } finally {
+    end();
   }
 }
 
