@@ -118,6 +118,8 @@ function gatherOne<T extends KubernetesObjectView>(core: ReflectorCore<T>, item:
   }
 }
 
+const NO_BYTES = new Uint8Array(0);
+
 /** One page, however the client answered it: read from its bytes, or the raw items of the exact path. */
 type Page<T> = ListPageResult<ListPage<T>>;
 
@@ -131,6 +133,10 @@ function fetchPage<T extends KubernetesObjectView>(core: ReflectorCore<T>, reque
   if (client.listPage === undefined) return client.list(request).then((list) => ({ kind: 'exact', list }));
   return client.listPage(request, (body) => {
     const page = parseListPage(body, core.schema);
+    // k8s-types' byte reader keeps the last bytes it read as its cursor until its next read: reading
+    // an empty body moves it off this page, so the page's body is garbage once the page is read
+    // (not pinned until the next watch frame). The regression test on the raw listing checks it.
+    parseListPage(NO_BYTES, core.schema);
     return page !== undefined && page.resourceVersion !== '' ? page : undefined;
   });
 }
