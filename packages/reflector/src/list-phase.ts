@@ -156,8 +156,9 @@ function pageCursor<T>(page: Page<T>): { readonly resourceVersion: string; reado
  * and the `continue` token of each page, every page validated as it arrives and then dropped, so
  * only one page's raw body lives beside the objects kept (the unpaged LIST held the whole body
  * and its parse at once). With a client that has `listPage`, a page is its bytes, read by the
- * view's byte reader (see {@link fetchPage}); the pages, the cursor and every rule here are the same. A `continue` token that expired (410) restarts as one unpaged LIST
- * (the pager's `FullListIfExpired`), so the result is always one consistent snapshot.
+ * view's byte reader (see {@link fetchPage}); the pages, the cursor and every rule here are the
+ * same. A `continue` token that expired (410) restarts as one unpaged LIST (the pager's
+ * `FullListIfExpired`), so the result is always one consistent snapshot.
  */
 async function listOnce<T extends KubernetesObjectView>(core: ReflectorCore<T>, signal: AbortSignal): Promise<Gathered<T> | { failure: unknown } | typeof ABORTED> {
   if (signal.aborted) return ABORTED;
