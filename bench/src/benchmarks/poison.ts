@@ -46,16 +46,25 @@ export interface PoisonResult {
 }
 
 /**
- * The reflector alone: a fake client yields `lines` (JSON strings, as the HTTP client does) after a
- * listing of `listing`; the time is open → the last frame's event consumed. Isolates the reflector's
- * per-frame work (parse, validate, quarantine) from HTTP and the child process.
+ * The reflector alone: a fake client yields `frames` (each frame's UTF-8 bytes as a Buffer, as
+ * kube-client hands them over) after a listing whose body is `listing` (its bytes, handed to the
+ * reflector's reader through `listPage` as `KubeApiClient` does); the time is open → the last
+ * frame's event consumed. Isolates the reflector's per-frame work (parse, validate, quarantine) from
+ * HTTP and the child process.
  */
-async function reflectorRun(listing: readonly unknown[], lines: readonly string[]): Promise<{ wall: number; cpu: number }> {
+async function reflectorRun(listing: Uint8Array, frames: readonly Uint8Array[]): Promise<{ wall: number; cpu: number }> {
   const client: ListWatchClient = {
-    list: async () => ({ items: listing, resourceVersion: '1' }),
+    list: async () => {
+      throw new Error('the bench client lists through listPage');
+    },
+    listPage: async (_request, read) => {
+      const page = read(listing);
+      if (page === undefined) throw new Error('the byte reader refused the bench listing');
+      return { kind: 'read', page };
+    },
     watch: ({ signal }) =>
       (async function* () {
-        yield* lines;
+        yield* frames;
         await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
       })(),
   };
@@ -63,7 +72,7 @@ async function reflectorRun(listing: readonly unknown[], lines: readonly string[
   const controller = new AbortController();
   const ms = await measure(async () => {
     let events = 0;
-    for await (const _ of reflector.open(controller.signal)) if (++events === lines.length + 1) break;
+    for await (const _ of reflector.open(controller.signal)) if (++events === frames.length + 1) break;
   });
   controller.abort();
   return ms;
@@ -139,14 +148,17 @@ export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
       const frame = JSON.parse(cleanLines[poisonAt]!) as { object: { status: Record<string, unknown> } };
       frame.object.status['phase'] = 7;
       poisonedLines[poisonAt] = JSON.stringify(frame);
-      await reflectorRun(listing, cleanLines);
-      await reflectorRun(listing, poisonedLines);
+      const listingBody = Buffer.from(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: listing }));
+      const cleanFrames = cleanLines.map((line) => Buffer.from(line));
+      const poisonedFrames = poisonedLines.map((line) => Buffer.from(line));
+      await reflectorRun(listingBody, cleanFrames);
+      await reflectorRun(listingBody, poisonedFrames);
       const reflectorClean: Array<{ wall: number; cpu: number }> = [];
       const reflectorPoisoned: Array<{ wall: number; cpu: number }> = [];
       for (let r = 0; r < ctx.runs * 2; r++) {
         const first = r % 2 === 0;
-        (first ? reflectorClean : reflectorPoisoned).push(await reflectorRun(listing, first ? cleanLines : poisonedLines));
-        (first ? reflectorPoisoned : reflectorClean).push(await reflectorRun(listing, first ? poisonedLines : cleanLines));
+        (first ? reflectorClean : reflectorPoisoned).push(await reflectorRun(listingBody, first ? cleanFrames : poisonedFrames));
+        (first ? reflectorPoisoned : reflectorClean).push(await reflectorRun(listingBody, first ? poisonedFrames : cleanFrames));
         await settleHeap();
       }
       const reflectorCleanCpuMs = summarize(reflectorClean.map((m) => m.cpu));

@@ -1,6 +1,7 @@
 import type { ApiResource, ObjectSchema } from '@reconcile-loop/k8s-types';
+import { decodeJsonBody } from './body.js';
 import { abortReason, sleep, systemClock, type Clock } from './clock.js';
-import { KubeApiError, KubeClientOptionsError, KubeProtocolError, KubeRequestTimeoutError, KubeTransportError, type KubeStatus, type Verb } from './errors.js';
+import { KubeApiError, KubeClientOptionsError, KubeRequestTimeoutError, KubeTransportError, type KubeStatus, type Verb } from './errors.js';
 import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLineBatches, splitLines } from './lines.js';
 import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';
 import { ResourceClient, type KubeObject, type ResourceRef } from './resource.js';
@@ -88,7 +89,11 @@ function retryAfterSeconds(response: TransportResponse, status: KubeStatus | und
   return typeof detail === 'number' && Number.isInteger(detail) && detail >= 0 ? detail : undefined;
 }
 
-async function readText(body: AsyncIterable<Uint8Array | string>, limit: number): Promise<string> {
+/**
+ * Reads a body whole (up to `limit` bytes kept; the rest is drained and dropped). One chunk is kept
+ * as it came (no copy); several are joined into one buffer.
+ */
+async function readBytes(body: AsyncIterable<Uint8Array | string>, limit: number): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -96,7 +101,12 @@ async function readText(body: AsyncIterable<Uint8Array | string>, limit: number)
     if (size < limit) chunks.push(buffer);
     size += buffer.length;
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
+async function readText(body: AsyncIterable<Uint8Array | string>, limit: number): Promise<string> {
+  const bytes = await readBytes(body, limit);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
 }
 
 /** An open response plus the function releasing its deadline timer and abort listener. */
@@ -189,17 +199,26 @@ export class KubeClient {
     return new ResourceClient<T>(this, resource, schema, undefined);
   }
 
-  /** Sends one request and resolves with its decoded JSON body (`undefined` for an empty one). */
+  /**
+   * Sends one request and resolves with its decoded JSON body (`undefined` for an empty one):
+   * {@link requestBytes}, read by {@link decodeJsonBody}.
+   */
   async request(request: KubeRequest): Promise<unknown> {
+    return decodeJsonBody(await this.requestBytes(request), `${request.verb} ${request.path}`);
+  }
+
+  /**
+   * {@link request} without decoding: resolves with the 2xx body's raw bytes, whole (possibly
+   * empty), for a reader that parses them itself (k8s-types' `parseListPage`) and falls back to
+   * {@link decodeJsonBody} on the same bytes. The same request, rate limiting, `Retry-After`
+   * retries, deadline (it covers the body read), abort and errors (a non-2xx answer is a
+   * `KubeApiError`, a reset socket a `KubeTransportError`) as {@link request}. The bytes are the
+   * caller's: nothing here keeps a reference once it resolves.
+   */
+  async requestBytes(request: KubeRequest): Promise<Uint8Array> {
     const opened = await this.#open(request, false);
     try {
-      const text = await readText(opened.response.body, Number.POSITIVE_INFINITY);
-      if (text.trim() === '') return undefined;
-      try {
-        return JSON.parse(text) as unknown;
-      } catch (error) {
-        throw new KubeProtocolError(`${request.verb} ${request.path}: the body is not JSON: ${(error as Error).message}`);
-      }
+      return await readBytes(opened.response.body, Number.POSITIVE_INFINITY);
     } catch (error) {
       throw this.#bodyFailure(error, request, opened);
     } finally {

@@ -8,6 +8,7 @@ export * from './paths.js';
 export * from './types.js';
 export { ResourceClient, DEFAULT_PAGE_SIZE, type SubresourceClient } from './resource.js';
 export { toStatus } from './status-body.js';
+export { decodeJsonBody, readListBody } from './body.js';
 export * from './retry-on-conflict.js';
 export * from './status.js';
 export * from './finalizers.js';

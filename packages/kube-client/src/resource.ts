@@ -1,4 +1,5 @@
 import { parseObject, readWatchFrame, type ObjectSchema, type WatchFrame } from '@reconcile-loop/k8s-types';
+import { decodeJsonBody, readListBody } from './body.js';
 import type { KubeClient, KubeRequest } from './client.js';
 import { isExpired, KubeClientOptionsError, KubeProtocolError } from './errors.js';
 import { apiVersionOf, collectionPath, objectPath } from './paths.js';
@@ -137,9 +138,8 @@ export class ResourceClient<T> {
     return this.#object({ verb: 'get', method: 'GET', path: objectPath(this.resource, name, this.namespace), signal: options?.signal, timeoutMs: options?.timeoutMs });
   }
 
-  /** One LIST call (one page when `limit` is set). */
-  async list(options?: ListOptions): Promise<ObjectList<T>> {
-    const body = await this.#client.request({
+  #listRequest(options: ListOptions | undefined): KubeRequest {
+    return {
       verb: 'list',
       method: 'GET',
       path: collectionPath(this.resource, this.namespace),
@@ -153,20 +153,33 @@ export class ResourceClient<T> {
       },
       signal: options?.signal,
       timeoutMs: options?.timeoutMs,
-    });
-    if (!isRecord(body)) throw new KubeProtocolError('LIST body is not an object');
-    const { items, metadata } = body as { items?: unknown; metadata?: Record<string, unknown> };
-    if (items != null && !Array.isArray(items)) throw new KubeProtocolError('LIST body has a non-array items');
-    const resourceVersion = metadata?.['resourceVersion'];
-    if (typeof resourceVersion !== 'string' || resourceVersion === '') throw new KubeProtocolError('LIST body has no metadata.resourceVersion');
-    const next = metadata?.['continue'];
-    const remaining = metadata?.['remainingItemCount'];
-    return {
-      items: ((items as unknown[] | null | undefined) ?? []).map((item) => this.parse(item, 'LIST')),
-      resourceVersion,
-      continue: typeof next === 'string' && next !== '' ? next : undefined,
-      remainingItemCount: typeof remaining === 'number' ? remaining : undefined,
     };
+  }
+
+  /** One LIST call (one page when `limit` is set): {@link listBytes} read by {@link readList}. */
+  async list(options?: ListOptions): Promise<ObjectList<T>> {
+    return this.readList(await this.listBytes(options));
+  }
+
+  /**
+   * {@link list} without reading the answer: the LIST page's raw body bytes (see
+   * `KubeClient.requestBytes`), for a reader that parses a page from its bytes (k8s-types'
+   * `parseListPage`). The same request, deadline, abort and errors as {@link list}; a body the
+   * reader cannot prove goes to {@link readList}, so no second request is needed.
+   */
+  listBytes(options?: ListOptions): Promise<Uint8Array> {
+    return this.#client.requestBytes(this.#listRequest(options));
+  }
+
+  /**
+   * Reads a LIST page's body bytes exactly as {@link list} does: decoded as `KubeClient.request`
+   * decodes (`decodeJsonBody`), checked by `readListBody`, every item validated against the view.
+   * Throws `KubeProtocolError` for a body that is not a LIST page, `InvalidObjectError` for an item
+   * the view rejects.
+   */
+  readList(body: Uint8Array): ObjectList<T> {
+    const decoded = decodeJsonBody(body, `list ${collectionPath(this.resource, this.namespace)}`);
+    return readListBody(decoded, (item) => this.parse(item, 'LIST'));
   }
 
   /**

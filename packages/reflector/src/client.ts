@@ -32,6 +32,14 @@ export interface ListResult {
   readonly continue?: string | undefined;
 }
 
+/**
+ * What {@link ListWatchClient.listPage} answers, tagged so a reader's page and an exact-path page
+ * cannot be confused: `read` carries what the reader returned for the body's bytes; `exact` the
+ * page read the way {@link ListWatchClient.list} reads it (raw items), because the reader returned
+ * `undefined` for those same bytes.
+ */
+export type ListPageResult<P> = { readonly kind: 'read'; readonly page: P } | { readonly kind: 'exact'; readonly list: ListResult };
+
 /** One WATCH call. */
 export interface WatchRequest extends ListWatchScope {
   /** The cursor to resume from; every event after it is delivered. */
@@ -65,6 +73,17 @@ export interface ListWatchClient {
    */
   readonly supportsWatchList?: boolean | undefined;
   list(request: ListRequest): Promise<ListResult>;
+  /**
+   * Optional: {@link list}, handing the page's raw body bytes to `read` instead of decoding them.
+   * `read` is called once, synchronously, with the whole 2xx body; what it returns is answered as
+   * `{ kind: 'read', page }`. When it returns `undefined` (the reader cannot prove the body), the
+   * same bytes are read exactly as `list` reads a page and answered as `{ kind: 'exact', list }`:
+   * never a second request. The request, its errors, abort and deadline are `list`'s. The client
+   * keeps no reference to the bytes once it resolves, so a page's raw body is garbage as soon as it
+   * has been read. When present the reflector uses it for every LIST page, reading each with
+   * k8s-types' `parseListPage` (see {@link KubeApiClient.listPage}).
+   */
+  listPage?<P>(request: ListRequest, read: (body: Uint8Array) => P | undefined): Promise<ListPageResult<P>>;
   /**
    * Yields one value per watch frame, in any of three forms: the frame's bytes as a `Uint8Array`
    * (its UTF-8 JSON line without the newline; the reflector reads it with k8s-types'

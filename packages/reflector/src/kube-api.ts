@@ -9,7 +9,7 @@ import {
   type KubeConfigAuth,
   type ResourceClient,
 } from '@reconcile-loop/kube-client';
-import type { ListRequest, ListResult, ListWatchClient, ListWatchScope, WatchRequest } from './client.js';
+import type { ListPageResult, ListRequest, ListResult, ListWatchClient, ListWatchScope, WatchRequest } from './client.js';
 import { ApiStatusError, KubeApiProtocolError, KubeClientConfigError, ReflectorOptionsError, WatchFrameTooLargeError, type ApiRequestInfo } from './errors.js';
 
 /**
@@ -171,18 +171,43 @@ export class KubeApiClient implements ListWatchClient {
   async list(request: ListRequest): Promise<ListResult> {
     const origin = serverOrigin(this.kubeClient.currentServer());
     try {
-      const listing = await this.#scoped(request).list({
-        labelSelector: request.labelSelector,
-        fieldSelector: request.fieldSelector,
-        limit: request.limit,
-        continue: request.continue,
-        signal: request.signal,
-        timeoutMs: 0,
-      });
+      const listing = await this.#scoped(request).list(this.#listOptions(request));
       return { items: listing.items, resourceVersion: listing.resourceVersion, continue: listing.continue };
     } catch (error) {
       throw reflectorError(error, origin);
     }
+  }
+
+  /**
+   * {@link list} with the page's bytes handed to `read` (kube-client's `listBytes`): the same
+   * request, deadline (none of kube-client's: `listTimeoutMs` governs) and errors. When `read`
+   * returns `undefined` the same bytes are read by kube-client's `readList`, exactly what
+   * {@link list} does with them, so a body the reader cannot prove is neither refetched nor read
+   * differently. The bytes are a local of this call only: unreachable once it resolves.
+   */
+  async listPage<P>(request: ListRequest, read: (body: Uint8Array) => P | undefined): Promise<ListPageResult<P>> {
+    const origin = serverOrigin(this.kubeClient.currentServer());
+    try {
+      const handle = this.#scoped(request);
+      const body = await handle.listBytes(this.#listOptions(request));
+      const page = read(body);
+      if (page !== undefined) return { kind: 'read', page };
+      const listing = handle.readList(body);
+      return { kind: 'exact', list: { items: listing.items, resourceVersion: listing.resourceVersion, continue: listing.continue } };
+    } catch (error) {
+      throw reflectorError(error, origin);
+    }
+  }
+
+  #listOptions(request: ListRequest) {
+    return {
+      labelSelector: request.labelSelector,
+      fieldSelector: request.fieldSelector,
+      limit: request.limit,
+      continue: request.continue,
+      signal: request.signal,
+      timeoutMs: 0,
+    };
   }
 
   /**

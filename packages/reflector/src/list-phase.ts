@@ -1,7 +1,7 @@
-import { isInvalidObjectError, objectKey, parseObject, type InvalidObjectError, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
+import { isInvalidObjectError, objectKey, parseListPage, parseObject, type InvalidObjectError, type KubernetesObjectView, type ListItem, type ListPage } from '@reconcile-loop/k8s-types';
 import { isCursorExpired } from './classify.js';
 import { abortReason, isPermanentSourceError, raceAbort, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
-import type { ListResult } from './client.js';
+import type { ListPageResult, ListRequest } from './client.js';
 import type { ReflectorCore } from './core.js';
 import { isApiStatusError, KubeApiProtocolError, ListRejectedError, ListTimeoutError } from './errors.js';
 
@@ -81,32 +81,84 @@ interface Gathered<T> {
  * name). Shared with the watch-list's initial phase, which feeds it one object at a time.
  */
 export function gather<T extends KubernetesObjectView>(core: ReflectorCore<T>, items: readonly unknown[], objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>, what: string): void {
+  for (const item of items) gatherOne(core, item, objects, poison, what);
+}
+
+/**
+ * A page read from its bytes: an item the view's byte reader read is already exactly what
+ * `parseObject` returns, so it is kept as a valid item is (no second validation); an item the
+ * reader could not prove goes through {@link gather}'s path, quarantine and counters included.
+ */
+function gatherRead<T extends KubernetesObjectView>(core: ReflectorCore<T>, items: readonly ListItem<T>[], objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>): void {
   for (const item of items) {
-    try {
-      const object = parseObject(core.schema, item, what);
-      const key = objectKey(object);
-      objects.set(key, object);
-      poison.delete(key);
-    } catch (error) {
-      if (!isInvalidObjectError(error)) throw error;
-      core.stats.invalidObjects++;
-      if (error.objectKey === undefined) {
-        core.logger.error(core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }), `${what} item without a readable name failed the schema; skipped`);
-      } else {
-        objects.delete(error.objectKey);
-        poison.set(error.objectKey, error);
-      }
+    if (item.view === undefined) gatherOne(core, item.raw, objects, poison, 'LIST');
+    else keep(item.view, objects, poison);
+  }
+}
+
+/** A valid object enters the listing and lifts a quarantine an earlier item of its key set. */
+function keep<T extends KubernetesObjectView>(object: T, objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>): void {
+  const key = objectKey(object);
+  objects.set(key, object);
+  poison.delete(key);
+}
+
+function gatherOne<T extends KubernetesObjectView>(core: ReflectorCore<T>, item: unknown, objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>, what: string): void {
+  try {
+    keep(parseObject(core.schema, item, what), objects, poison);
+  } catch (error) {
+    if (!isInvalidObjectError(error)) throw error;
+    core.stats.invalidObjects++;
+    if (error.objectKey === undefined) {
+      core.logger.error(core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }), `${what} item without a readable name failed the schema; skipped`);
+    } else {
+      objects.delete(error.objectKey);
+      poison.set(error.objectKey, error);
     }
   }
+}
+
+const NO_BYTES = new Uint8Array(0);
+
+/** One page, however the client answered it: read from its bytes, or the raw items of the exact path. */
+type Page<T> = ListPageResult<ListPage<T>>;
+
+/**
+ * Fetches one page: through `listPage` when the client has it, each page's bytes read by the view's
+ * byte reader (`parseListPage`; a page it cannot prove, or one with an empty resourceVersion, which
+ * the exact path refuses, is read the exact way from the same bytes by the client), else `list`.
+ */
+function fetchPage<T extends KubernetesObjectView>(core: ReflectorCore<T>, request: ListRequest): Promise<Page<T>> {
+  const { client } = core;
+  if (client.listPage === undefined) return client.list(request).then((list) => ({ kind: 'exact', list }));
+  return client.listPage(request, (body) => {
+    const page = parseListPage(body, core.schema);
+    // k8s-types' byte reader keeps the last bytes it read as its cursor until its next read: reading
+    // an empty body moves it off this page, so the page's body is garbage once the page is read
+    // (not pinned until the next watch frame). The regression test on the raw listing checks it.
+    parseListPage(NO_BYTES, core.schema);
+    return page !== undefined && page.resourceVersion !== '' ? page : undefined;
+  });
+}
+
+/** The page's cursor and continue token, checked: a hand-written client may answer anything. */
+function pageCursor<T>(page: Page<T>): { readonly resourceVersion: string; readonly continue: string | undefined } {
+  const listing = page?.kind === 'read' ? page.page : page?.kind === 'exact' ? page.list : undefined;
+  if (!Array.isArray(listing?.items) || typeof listing.resourceVersion !== 'string') {
+    throw new KubeApiProtocolError('LIST result needs an items array and a string resourceVersion');
+  }
+  return { resourceVersion: listing.resourceVersion, continue: typeof listing.continue === 'string' ? listing.continue : undefined };
 }
 
 /**
  * One LIST bounded by `listTimeoutMs` (all its pages): the gathered listing, the failure, or
  * {@link ABORTED} when the signal aborted. Paginated as client-go's pager: `limit=listPageSize`
  * and the `continue` token of each page, every page validated as it arrives and then dropped, so
- * only one page's raw JSON lives beside the objects kept (the unpaged LIST held the whole body
- * and its parse at once). A `continue` token that expired (410) restarts as one unpaged LIST
- * (the pager's `FullListIfExpired`), so the result is always one consistent snapshot.
+ * only one page's raw body lives beside the objects kept (the unpaged LIST held the whole body
+ * and its parse at once). With a client that has `listPage`, a page is its bytes, read by the
+ * view's byte reader (see {@link fetchPage}); the pages, the cursor and every rule here are the
+ * same. A `continue` token that expired (410) restarts as one unpaged LIST (the pager's
+ * `FullListIfExpired`), so the result is always one consistent snapshot.
  */
 async function listOnce<T extends KubernetesObjectView>(core: ReflectorCore<T>, signal: AbortSignal): Promise<Gathered<T> | { failure: unknown } | typeof ABORTED> {
   if (signal.aborted) return ABORTED;
@@ -122,9 +174,9 @@ async function listOnce<T extends KubernetesObjectView>(core: ReflectorCore<T>, 
   let token: string | undefined;
   try {
     for (;;) {
-      let page: ListResult;
+      let page: Page<T>;
       try {
-        page = await raceAbort(core.client.list({ ...core.scope, signal: controller.signal, limit: pageSize > 0 ? pageSize : undefined, continue: token }), controller.signal);
+        page = await raceAbort(fetchPage(core, { ...core.scope, signal: controller.signal, limit: pageSize > 0 ? pageSize : undefined, continue: token }), controller.signal);
       } catch (error) {
         if (token === undefined || signal.aborted || controller.signal.aborted || !isApiStatusError(error) || !isCursorExpired(error.status, error.statusCode)) throw error;
         // The continue token expired between pages: the pages read so far are not one snapshot.
@@ -137,14 +189,13 @@ async function listOnce<T extends KubernetesObjectView>(core: ReflectorCore<T>, 
         token = undefined;
         continue;
       }
-      if (!Array.isArray(page?.items) || typeof page.resourceVersion !== 'string') {
-        throw new KubeApiProtocolError('LIST result needs an items array and a string resourceVersion');
-      }
+      const cursor = pageCursor(page);
       core.stats.listPages++;
       // Every page of one LIST is consistent with the first, whose resourceVersion is the cursor.
-      resourceVersion ??= page.resourceVersion;
-      gather(core, page.items, objects, poison, 'LIST');
-      token = pageSize > 0 && typeof page.continue === 'string' && page.continue !== '' ? page.continue : undefined;
+      resourceVersion ??= cursor.resourceVersion;
+      if (page.kind === 'read') gatherRead(core, page.page.items, objects, poison);
+      else gather(core, page.list.items, objects, poison, 'LIST');
+      token = pageSize > 0 && cursor.continue !== undefined && cursor.continue !== '' ? cursor.continue : undefined;
       if (token === undefined) return { objects, poison, resourceVersion };
     }
   } catch (error) {

@@ -4,7 +4,7 @@ import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { ManualClock, deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
 import { describe, expect, it } from 'vitest';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
-import { ApiStatusError, isCursorExpired, isCursorTooLarge, Reflector, ReflectorOptionsError, type ReflectorOptions } from '../src/index.js';
+import { ApiStatusError, isCursorExpired, isCursorTooLarge, Reflector, ReflectorOptionsError, type ListPageResult, type ListRequest, type ReflectorOptions } from '../src/index.js';
 import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod } from './helpers.js';
 
 const setup = openReflector;
@@ -253,6 +253,37 @@ describe('Reflector: memory', () => {
     await new Promise((resolve) => setImmediate(resolve));
     gc();
     expect(rawListing?.deref()).toBeUndefined();
+    controller.abort();
+    await stream.done;
+  });
+
+  it('[k8s_reflector: Reflector] through listPage, every page\'s raw body bytes and the page read from them are unreachable once the replace is consumed and the watch runs', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const bodies: WeakRef<Uint8Array>[] = [];
+    const pages: WeakRef<object>[] = [];
+    const reads: string[] = [];
+    class BytesClient extends FakeClient {
+      async listPage<P>(request: ListRequest, read: (body: Uint8Array) => P | undefined): Promise<ListPageResult<P>> {
+        const answer = await this.list(request);
+        const body = Buffer.from(JSON.stringify({ metadata: { resourceVersion: answer.resourceVersion, continue: answer.continue }, items: answer.items }));
+        bodies.push(new WeakRef(body));
+        const page = read(body);
+        reads.push(page === undefined ? 'exact' : 'read');
+        if (page === undefined) throw new Error('the byte reader should read this page');
+        pages.push(new WeakRef(page as object));
+        return { kind: 'read', page };
+      }
+    }
+    const { client, stream, controller } = setup({ listPageSize: 1 }, (c) => c.queueList({ items: [pod('a', '1')], resourceVersion: '1', continue: 'k' }, { items: [pod('b', '1')], resourceVersion: '1' }), new BytesClient());
+    await settle();
+    expect(reads).toEqual(['read', 'read']);
+    expect(client.watches).toHaveLength(1);
+    expect(stream.events).toHaveLength(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(bodies.map((ref) => ref.deref())).toEqual([undefined, undefined]);
+    expect(pages.map((ref) => ref.deref())).toEqual([undefined, undefined]);
     controller.abort();
     await stream.done;
   });
