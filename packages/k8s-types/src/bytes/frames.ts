@@ -89,7 +89,8 @@ export function readListPage<T>(bytes: Uint8Array, read: ObjectReader<T>): ListP
         }
       } while (nextMember());
     }
-    if (resourceVersion === undefined || items === undefined || !atEnd()) return undefined;
+    // No cursor, or an empty one, is the exact path's to refuse.
+    if (resourceVersion === undefined || resourceVersion === '' || items === undefined || !atEnd()) return undefined;
     return { resourceVersion, continue: cursor === '' ? undefined : cursor, items };
   } catch (error) {
     if (error === NOT_PROVEN) return undefined;
