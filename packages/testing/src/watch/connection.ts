@@ -5,6 +5,7 @@ import type { KubeStatus } from '../status.js';
 import type { StoredEvent } from '../engine/store.js';
 import { toTable, type IncludeObject, type TableVersion } from '../table.js';
 import type { KubeObject } from '../types.js';
+import { FrameWriter } from './frame-writer.js';
 
 /** What one watch connection selects and how it prints. */
 export interface WatchSpec {
@@ -30,10 +31,12 @@ export interface WatchTiming {
 const frameCache = new WeakMap<StoredEvent, Map<string, string>>();
 
 /**
- * One open watch: newline-delimited JSON frames over a chunked 200 response. A stalled watch
- * buffers frames and defers its timeout, so bytes stop while the socket stays open.
+ * One open watch: newline-delimited JSON frames over a chunked 200 response, written through a
+ * {@link FrameWriter} (frames of one tick coalesced, paced by the socket). A stalled watch holds
+ * new frames back and defers its timeout, so bytes stop while the socket stays open.
  */
 export class WatchConnection {
+  private readonly out: FrameWriter;
   private stalled = false;
   private pending: string[] = [];
   private endWhenUnstalled = false;
@@ -50,6 +53,7 @@ export class WatchConnection {
     private readonly now: () => Date,
     private readonly onEnd: (c: WatchConnection) => void,
   ) {
+    this.out = new FrameWriter(res);
     res.on('close', () => this.finish());
     // A write racing a client disconnect surfaces here; the watch is simply over.
     res.on('error', () => this.finish());
@@ -103,13 +107,14 @@ export class WatchConnection {
    * The cacher's rule for a watcher that does not keep up: when its buffer is full, the watcher
    * is closed without an ERROR frame (cacheWatcher.add → forget), so the client reads what was
    * already sent, then EOF, and re-watches from its cursor. Memory stays bounded by the limit plus
-   * one frame. Initial-state frames are exempt: a client has not had a chance to read yet.
+   * one frame: unsent bytes are those queued in the writer plus those the response still holds.
+   * Initial-state frames are exempt: a client has not had a chance to read yet.
    */
   private terminateIfUnresponsive(): void {
     const limit = this.spec.maxBufferBytes;
-    if (limit <= 0 || this.ended || this.stalled || this.res.writableLength <= limit) return;
+    if (limit <= 0 || this.ended || this.stalled || this.out.unsentBytes <= limit) return;
     this.terminatedUnresponsive = true;
-    this.res.end();
+    this.out.end();
     this.finish();
   }
 
@@ -174,7 +179,7 @@ export class WatchConnection {
   private write(line: string): void {
     if (this.ended) return;
     if (this.stalled) this.pending.push(line);
-    else this.res.write(`${line}\n`);
+    else this.out.push(line);
   }
 
   /** Stops writing; frames and the deadline wait for {@link unstall}. */
@@ -204,7 +209,7 @@ export class WatchConnection {
       this.endWhenUnstalled = true;
       return;
     }
-    this.res.end();
+    this.out.end();
     this.finish();
   }
 
@@ -213,14 +218,18 @@ export class WatchConnection {
     if (this.ended) return;
     this.stalled = false;
     this.pending = [];
-    if (abrupt) this.res.socket?.destroy();
-    else this.res.end();
+    if (abrupt) {
+      this.out.discard();
+      this.res.socket?.destroy();
+    } else this.out.end();
     this.finish();
   }
 
   private finish(): void {
     if (this.ended) return;
     this.ended = true;
+    // After a clean end the writer is already done; after a client disconnect its frames have nowhere to go.
+    this.out.discard();
     for (const t of this.timers) clearTimeout(t);
     this.timers.length = 0;
     this.onEnd(this);
