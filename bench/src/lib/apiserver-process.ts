@@ -14,6 +14,8 @@ export type ChildRequest = { id: number } & (
   | { cmd: 'dropWatches' }
   | { cmd: 'startReplay'; resourceVersion: string; frames: number; poisonFrame?: number }
   | { cmd: 'heap' }
+  | { cmd: 'profileStart' }
+  | { cmd: 'profileStop'; file: string }
   | { cmd: 'close' }
 );
 
@@ -141,6 +143,16 @@ export class ApiServerProcess {
 
   heap(): Promise<{ heapUsed: number }> {
     return this.#call('heap', {});
+  }
+
+  /** Starts the V8 CPU profiler in the child (the server's side of a measured run). */
+  profileStart(): Promise<unknown> {
+    return this.#call('profileStart', {});
+  }
+
+  /** Stops the child's profiler and writes its `.cpuprofile` to `file`. */
+  profileStop(file: string): Promise<unknown> {
+    return this.#call('profileStop', { file });
   }
 
   /** Closes the server and ends the child. */
