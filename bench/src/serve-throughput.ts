@@ -6,6 +6,8 @@
  *
  *   pnpm --filter @reconcile-loop/bench serve-throughput -- --pods=5000 --frames=50000 --runs=5 [--cpu-prof]
  *
+ * `--replay` also measures the replay server (bench/src/lib/replay-server.ts) serving the same bytes
+ * from memory in 256 KB writes: the client's and the machine's ceiling, for comparison.
  * `--cpu-prof` profiles the apiserver child during the measured runs only (bench/results/serve-profile.cpuprofile.json;
  * summarize it with bench/src/profile-summary.ts).
  * Not part of `pnpm bench`: a diagnostic for the server the benchmarks read from (issue 15).
@@ -25,6 +27,7 @@ const pods = Number(arg('pods', '5000'));
 const frames = Number(arg('frames', '50000'));
 const runs = Number(arg('runs', '5'));
 const profile = args.includes('--cpu-prof');
+const withReplay = args.includes('--replay');
 const profileFile = join(dirname(fileURLToPath(import.meta.url)), '..', 'results', 'serve-profile.cpuprofile.json');
 
 /** GETs `url` and reads until `lines` newlines arrived (0: to EOF); returns bytes read and ms. */
@@ -75,32 +78,41 @@ try {
   const listBytes = Buffer.byteLength(await fetchList(server.url));
   await readLines(podsWatchUrl(server.url, watchFrom), frames);
   await server.dropWatches();
-  const watch: number[] = [];
-  const list: number[] = [];
-  let watchBytes = 0;
-  let chunks = 0;
+  const measure = async (label: string, base: string): Promise<void> => {
+    const watch: number[] = [];
+    const list: number[] = [];
+    let watchBytes = 0;
+    let chunks = 0;
+    for (let r = 0; r < runs; r++) {
+      const w = await readLines(podsWatchUrl(base, watchFrom), frames);
+      await server.dropWatches();
+      watchBytes = w.bytes;
+      chunks = w.chunks;
+      watch.push(w.bytes / 1e6 / (w.ms / 1000));
+      const l = await readLines(podsPath(base), 0);
+      list.push(l.bytes / 1e6 / (l.ms / 1000));
+    }
+    const ws = summarize(watch);
+    const ls = summarize(list);
+    console.log(
+      `${label}: watch backlog of ${frames} frames, ${fmt(watchBytes / 1e6)} MB in ${chunks} client reads (${fmt(watchBytes / chunks / 1024)} KB each): ` +
+        `${fmt(ws.min)} / ${fmt(ws.median)} / ${fmt(ws.max)} MB/s; LIST ${fmt(listBytes / 1e6)} MB: ${fmt(ls.min)} / ${fmt(ls.median)} / ${fmt(ls.max)} MB/s ` +
+        `(min / median / max of ${runs}); load ${load()}`,
+    );
+  };
   if (profile) await server.profileStart();
-  for (let r = 0; r < runs; r++) {
-    const w = await readLines(podsWatchUrl(server.url, watchFrom), frames);
-    await server.dropWatches();
-    watchBytes = w.bytes;
-    chunks = w.chunks;
-    watch.push(w.bytes / 1e6 / (w.ms / 1000));
-    const l = await readLines(podsPath(server.url), 0);
-    list.push(l.bytes / 1e6 / (l.ms / 1000));
-  }
+  await measure('apiserver', server.url);
   if (profile) {
     await mkdir(dirname(profileFile), { recursive: true });
     await server.profileStop(profileFile);
     console.log(`server profile of the measured runs: ${profileFile}`);
   }
-  const w = summarize(watch);
-  const l = summarize(list);
-  console.log(
-    `watch backlog: ${frames} frames, ${fmt(watchBytes / 1e6)} MB in ${chunks} client reads (${fmt(watchBytes / chunks / 1024)} KB each): ` +
-      `${fmt(w.min)} / ${fmt(w.median)} / ${fmt(w.max)} MB/s (min / median / max of ${runs})`,
-  );
-  console.log(`LIST: ${fmt(listBytes / 1e6)} MB: ${fmt(l.min)} / ${fmt(l.median)} / ${fmt(l.max)} MB/s; load ${load()}`);
+  if (withReplay) {
+    const replay = await server.startReplay(watchFrom, frames);
+    await readLines(podsWatchUrl(replay.url, watchFrom), frames);
+    await server.dropWatches();
+    await measure('replay', replay.url);
+  }
 } finally {
   await server.close();
 }

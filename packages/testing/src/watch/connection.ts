@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ResourceType } from '../kinds/resource.js';
 import { matchesFields, matchesLabels, type FieldRequirement, type LabelRequirement } from '../selectors.js';
 import type { KubeStatus } from '../status.js';
+import { watchFrameJson } from '../engine/serialized.js';
 import type { StoredEvent } from '../engine/store.js';
 import { toTable, type IncludeObject, type TableVersion } from '../table.js';
 import type { KubeObject } from '../types.js';
@@ -27,8 +28,6 @@ export interface WatchTiming {
   bookmarkIntervalMs: number;
   bookmarkBeforeTimeoutMs: number;
 }
-
-const frameCache = new WeakMap<StoredEvent, Map<string, string>>();
 
 /**
  * One open watch: newline-delimited JSON frames over a chunked 200 response, written through a
@@ -99,7 +98,7 @@ export class WatchConnection {
     else if (now) type = 'ADDED';
     else if (before) type = 'DELETED';
     else return;
-    this.sendObject(type, e.object, e);
+    this.sendObject(type, e.object);
     this.terminateIfUnresponsive();
   }
 
@@ -120,10 +119,10 @@ export class WatchConnection {
 
   /** Sends an initial-state ADDED frame. */
   sendInitial(o: KubeObject): void {
-    if (this.matches(o)) this.sendObject('ADDED', o, undefined);
+    if (this.matches(o)) this.sendObject('ADDED', o);
   }
 
-  private sendObject(type: 'ADDED' | 'MODIFIED' | 'DELETED', o: KubeObject, cacheKey: StoredEvent | undefined): void {
+  private sendObject(type: 'ADDED' | 'MODIFIED' | 'DELETED', o: KubeObject): void {
     if (this.spec.table !== undefined) {
       const table = toTable(this.spec.resource, [o], {
         include: this.spec.table.include,
@@ -136,21 +135,8 @@ export class WatchConnection {
       this.write(JSON.stringify({ type, object: table }));
       return;
     }
-    if (cacheKey === undefined) {
-      this.write(JSON.stringify({ type, object: o }));
-      return;
-    }
-    let m = frameCache.get(cacheKey);
-    if (m === undefined) {
-      m = new Map();
-      frameCache.set(cacheKey, m);
-    }
-    let line = m.get(type);
-    if (line === undefined) {
-      line = JSON.stringify({ type, object: o });
-      m.set(type, line);
-    }
-    this.write(line);
+    // Each stored object is serialized once for every watcher and every frame type (engine/serialized.ts).
+    this.write(watchFrameJson(type, o));
   }
 
   /** A BOOKMARK carrying only kind, apiVersion and the current revision. */
