@@ -1,7 +1,7 @@
 import { request, ServerResponse, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startApiServer, type ApiServer } from '../src/index.js';
-import { COALESCE_CHARS } from '../src/watch/frame-writer.js';
+import { COALESCE_BYTES } from '../src/watch/frame-writer.js';
 import { PODS, watch, type Frame } from './helpers.js';
 
 let server: ApiServer | undefined;
@@ -11,13 +11,13 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** Counts `res.write` calls (and their characters) on watch responses: each is one chunk on the wire. */
-function countWatchWrites(): { calls: () => number; chars: () => number } {
+/** Counts `res.write` calls (and their bytes) on watch responses: each is one chunk on the wire. */
+function countWatchWrites(): { calls: () => number; bytes: () => number } {
   const spy = vi.spyOn(ServerResponse.prototype, 'write');
   const onWatch = (i: number): boolean => (spy.mock.contexts[i] as ServerResponse).req.url?.includes('watch=true') === true;
   return {
     calls: () => spy.mock.calls.filter((_, i) => onWatch(i)).length,
-    chars: () => spy.mock.calls.reduce((n, c, i) => n + (onWatch(i) ? String(c[0]).length : 0), 0),
+    bytes: () => spy.mock.calls.reduce((n, c, i) => n + (onWatch(i) ? Buffer.byteLength(c[0] as Buffer | string) : 0), 0),
   };
 }
 
@@ -55,12 +55,12 @@ describe('watch writes', () => {
     const frames: Frame[] = [];
     for (let i = 0; i < n; i++) frames.push(await live.next());
     expectBurst(frames, from);
-    const chars = frames.reduce((sum, f) => sum + f.raw.length + 1, 0);
-    expect(writes.chars()).toBe(chars);
-    // One write per frame before; now each write but the last is filled to within one frame of COALESCE_CHARS.
-    const largest = Math.max(...frames.map((f) => f.raw.length + 1));
-    expect(writes.calls()).toBeGreaterThanOrEqual(Math.ceil(chars / COALESCE_CHARS));
-    expect(writes.calls()).toBeLessThanOrEqual(Math.ceil(chars / (COALESCE_CHARS - largest)));
+    const bytes = frames.reduce((sum, f) => sum + Buffer.byteLength(f.raw) + 1, 0);
+    expect(writes.bytes()).toBe(bytes);
+    // One write per frame before; now every write but the last holds at least COALESCE_BYTES, and at most one frame more.
+    const largest = Math.max(...frames.map((f) => Buffer.byteLength(f.raw) + 1));
+    expect(writes.calls()).toBeLessThanOrEqual(Math.ceil(bytes / COALESCE_BYTES));
+    expect(writes.calls()).toBeGreaterThanOrEqual(Math.ceil(bytes / (COALESCE_BYTES + largest)));
     expect(writes.calls()).toBeLessThan(n / 40);
     // A watch replaying the same history from the same cursor reads the very same bytes.
     const replay = await watch(s, `${PODS}?watch=true&resourceVersion=${from}`);
@@ -120,7 +120,7 @@ describe('watch writes', () => {
       .map((raw) => ({ raw, frame: JSON.parse(raw) as Frame['frame'] }));
     expectBurst(frames, from);
     // Unsent bytes (queued frames included) crossed the bound with the last frame sent, not before.
-    const sizes = frames.map((f) => f.raw.length + 1);
+    const sizes = frames.map((f) => Buffer.byteLength(f.raw) + 1);
     const total = sizes.reduce((a, b) => a + b, 0);
     expect(total).toBeGreaterThan(limit);
     expect(total - sizes[sizes.length - 1]!).toBeLessThanOrEqual(limit);

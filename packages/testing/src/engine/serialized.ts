@@ -1,46 +1,51 @@
 import type { KubeObject } from '../types.js';
 
 /**
- * JSON of stored objects, computed once per object and shared by every watcher and every LIST
- * (the watch cache's `cachingObject` idea). Safe because the store deep-freezes an object at
- * commit and never changes it afterwards: its JSON cannot go stale. Objects that are not frozen
- * (built for one answer) are serialized each time and never cached. Entries are weak: an object's
- * JSON lives exactly as long as the store, its history or an open answer holds the object.
+ * The UTF-8 JSON of stored objects, encoded once per object and shared by every watcher and every
+ * LIST (the watch cache's `cachingObject` idea). Safe because the store deep-freezes an object at
+ * commit and never changes it afterwards: its bytes cannot go stale. Objects that are not frozen
+ * (built for one answer) are encoded each time and never cached. Entries are weak: an object's
+ * bytes live exactly as long as the store, its history or an open answer holds the object.
+ * Bytes rather than strings: a socket takes them without re-encoding, and a write copies them once.
  */
-const whole = new WeakMap<KubeObject, string>();
-const withoutType = new WeakMap<KubeObject, string>();
+const whole = new WeakMap<KubeObject, Buffer>();
+const withoutType = new WeakMap<KubeObject, Buffer>();
 
-/** `JSON.stringify(o)`, cached for stored (frozen) objects. */
-export function objectJson(o: KubeObject): string {
-  if (!Object.isFrozen(o)) return JSON.stringify(o);
-  let json = whole.get(o);
-  if (json === undefined) {
-    json = JSON.stringify(o);
-    whole.set(o, json);
+function cached(cache: WeakMap<KubeObject, Buffer>, o: KubeObject, encode: () => string): Buffer {
+  if (!Object.isFrozen(o)) return Buffer.from(encode());
+  let bytes = cache.get(o);
+  if (bytes === undefined) {
+    bytes = Buffer.from(encode());
+    cache.set(o, bytes);
   }
-  return json;
+  return bytes;
+}
+
+/** `JSON.stringify(o)` as UTF-8, cached for stored (frozen) objects. */
+export function objectJson(o: KubeObject): Buffer {
+  return cached(whole, o, () => JSON.stringify(o));
 }
 
 /** The object as a built-in kind's LIST carries it: without `kind` and `apiVersion` (cached like {@link objectJson}). */
-export function listItemJson(o: KubeObject, carryType: boolean): string {
+export function listItemJson(o: KubeObject, carryType: boolean): Buffer {
   if (carryType) return objectJson(o);
-  const strip = (): string => {
+  return cached(withoutType, o, () => {
     const { kind: _k, apiVersion: _a, ...rest } = o;
     return JSON.stringify(rest);
-  };
-  if (!Object.isFrozen(o)) return strip();
-  let json = withoutType.get(o);
-  if (json === undefined) {
-    json = strip();
-    withoutType.set(o, json);
-  }
-  return json;
+  });
 }
 
+const FRAME_HEAD = {
+  ADDED: Buffer.from('{"type":"ADDED","object":'),
+  MODIFIED: Buffer.from('{"type":"MODIFIED","object":'),
+  DELETED: Buffer.from('{"type":"DELETED","object":'),
+} as const;
+const FRAME_TAIL = Buffer.from('}\n');
+
 /**
- * One watch frame, byte for byte `JSON.stringify({ type, object })`, built around the object's
- * cached JSON: the concatenation is a rope, flattened once when the frame is written.
+ * One watch frame and its newline, byte for byte `JSON.stringify({ type, object }) + '\n'`, as
+ * three pieces around the object's cached bytes (nothing is copied until the frame is written).
  */
-export function watchFrameJson(type: 'ADDED' | 'MODIFIED' | 'DELETED', o: KubeObject): string {
-  return `{"type":"${type}","object":${objectJson(o)}}`;
+export function watchFrameBytes(type: 'ADDED' | 'MODIFIED' | 'DELETED', o: KubeObject): readonly Buffer[] {
+  return [FRAME_HEAD[type], objectJson(o), FRAME_TAIL];
 }

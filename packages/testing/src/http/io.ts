@@ -35,8 +35,8 @@ export function sendJson(res: ServerResponse, code: number, body: unknown, heade
   sendJsonText(res, code, JSON.stringify(body), headers);
 }
 
-/** Writes one answer already serialized as JSON (a LIST assembled from cached item JSON), with its length. */
-export function sendJsonText(res: ServerResponse, code: number, text: string, headers: Record<string, string> = {}): void {
+/** Writes one answer already serialized as JSON (a LIST assembled from cached item bytes), with its length. */
+export function sendJsonText(res: ServerResponse, code: number, text: string | Buffer, headers: Record<string, string> = {}): void {
   res.writeHead(code, { ...JSON_HEADERS, 'Content-Length': String(Buffer.byteLength(text)), ...headers });
   res.end(text);
 }

@@ -83,15 +83,22 @@ export function listBody(r: ResourceType, items: KubeObject[], rv: string, cont:
   return { ...listEnvelope(r, rv, cont, remaining), items: items.map((o) => (r.listItemsCarryType ? o : withoutType(o))) };
 }
 
+const COMMA = Buffer.from(',');
+
 /**
- * `JSON.stringify(listBody(...))`, byte for byte, assembled from each item's cached JSON
+ * `JSON.stringify(listBody(...))` as UTF-8, byte for byte, assembled from each item's cached bytes
  * (engine/serialized.ts): a LIST of stored objects serializes none of them again. `items` is the
  * envelope's last member, so its `[]` is where the items go.
  */
-export function listJson(r: ResourceType, items: KubeObject[], rv: string, cont: string | undefined, remaining: number | undefined): string {
+export function listJson(r: ResourceType, items: KubeObject[], rv: string, cont: string | undefined, remaining: number | undefined): Buffer {
   const envelope = JSON.stringify({ ...listEnvelope(r, rv, cont, remaining), items: [] });
-  const parts = items.map((o) => listItemJson(o, r.listItemsCarryType));
-  return `${envelope.slice(0, -3)}[${parts.join(',')}]}`;
+  const parts: Buffer[] = [Buffer.from(envelope.slice(0, -2))];
+  items.forEach((o, i) => {
+    if (i > 0) parts.push(COMMA);
+    parts.push(listItemJson(o, r.listItemsCarryType));
+  });
+  parts.push(Buffer.from(envelope.slice(-2)));
+  return Buffer.concat(parts);
 }
 
 function withoutType(o: KubeObject): Record<string, unknown> {

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ResourceType } from '../kinds/resource.js';
 import { matchesFields, matchesLabels, type FieldRequirement, type LabelRequirement } from '../selectors.js';
 import type { KubeStatus } from '../status.js';
-import { watchFrameJson } from '../engine/serialized.js';
+import { watchFrameBytes } from '../engine/serialized.js';
 import type { StoredEvent } from '../engine/store.js';
 import { toTable, type IncludeObject, type TableVersion } from '../table.js';
 import type { KubeObject } from '../types.js';
@@ -37,7 +37,8 @@ export interface WatchTiming {
 export class WatchConnection {
   private readonly out: FrameWriter;
   private stalled = false;
-  private pending: string[] = [];
+  /** Frames held back by a stall, each as its pieces of bytes (newline included). */
+  private pending: Array<readonly Buffer[]> = [];
   private endWhenUnstalled = false;
   private ended = false;
   private sentTableColumns = false;
@@ -135,8 +136,8 @@ export class WatchConnection {
       this.write(JSON.stringify({ type, object: table }));
       return;
     }
-    // Each stored object is serialized once for every watcher and every frame type (engine/serialized.ts).
-    this.write(watchFrameJson(type, o));
+    // Each stored object is encoded once for every watcher and every frame type (engine/serialized.ts).
+    this.writeFrame(watchFrameBytes(type, o));
   }
 
   /** A BOOKMARK carrying only kind, apiVersion and the current revision. */
@@ -163,9 +164,13 @@ export class WatchConnection {
   }
 
   private write(line: string): void {
+    this.writeFrame([Buffer.from(`${line}\n`)]);
+  }
+
+  private writeFrame(pieces: readonly Buffer[]): void {
     if (this.ended) return;
-    if (this.stalled) this.pending.push(line);
-    else this.out.push(line);
+    if (this.stalled) this.pending.push(pieces);
+    else this.out.push(pieces);
   }
 
   /** Stops writing; frames and the deadline wait for {@link unstall}. */
@@ -177,9 +182,9 @@ export class WatchConnection {
   unstall(): void {
     if (!this.stalled) return;
     this.stalled = false;
-    const lines = this.pending;
+    const frames = this.pending;
     this.pending = [];
-    for (const l of lines) this.write(l);
+    for (const f of frames) this.writeFrame(f);
     if (this.endWhenUnstalled) this.end();
   }
 

@@ -1,24 +1,34 @@
 import type { ServerResponse } from 'node:http';
 
 /**
- * Frames joined into one `res.write` stop growing past this many characters (a single larger
- * frame goes alone). Large enough that a backlog goes out in a few hundred writes, small enough
- * that the string joined for a write stays small next to the frames it copies.
+ * Bytes joined into one `res.write` stop growing once they reach this size (a single larger piece
+ * goes alone, uncopied). Large enough that a backlog goes out in a few hundred writes, small
+ * enough that the buffer allocated for a write stays small next to the frames it copies.
  */
-export const COALESCE_CHARS = 256 * 1024;
+export const COALESCE_BYTES = 256 * 1024;
+
+/**
+ * A full write is copied into a reused buffer of this size (a run of pieces never exceeds it unless
+ * one piece alone does, and that piece is written as it is). Reuse matters: a fresh 256 KB buffer
+ * per write made a backlog churn its size in external memory, and the collector's work on a server
+ * holding hundreds of MB of history cost more than the copies.
+ */
+const SLAB_BYTES = 2 * COALESCE_BYTES;
+/** Slabs a writer keeps for reuse; released once its queue runs empty, so an idle watch holds none. */
+const MAX_SPARE_SLABS = 2;
 
 /**
  * The byte side of one watch: newline-terminated frames, coalesced and paced by the socket.
  *
  * Invariants kept:
- * - Order and content: frames leave in the order pushed, each followed by one `\n`; only the
- *   chunked encoding's chunk boundaries differ from one write per frame (clients read a byte
- *   stream, and the chunk framing is the transport's).
+ * - Order and content: bytes leave in the order pushed; only the chunked encoding's chunk
+ *   boundaries differ from one write per frame (clients read a byte stream, and the chunk
+ *   framing is the transport's).
  * - Coalescing: frames pushed in one tick leave together on the next tick (the same tick Node's
- *   own per-tick cork would have flushed them), joined into writes of about {@link COALESCE_CHARS}.
+ *   own per-tick cork would have flushed them), copied into writes of about {@link COALESCE_BYTES}.
  * - Pacing: once `res.write` reports a full socket, nothing more is handed to the response until
- *   it drains; the frames wait here as references (history frames are cached strings shared by
- *   every watcher), not as copies inside the socket's buffer.
+ *   it drains; the frames wait here as references (a stored object's bytes are shared by every
+ *   watcher, see engine/serialized.ts), not as copies inside the socket's buffer.
  * - Memory: {@link unsentBytes} counts both, so a bound on it (the watch's slow-client limit)
  *   bounds the same bytes it bounded when every frame was written at once.
  * - Ending: {@link end} hands every queued frame to the response before ending it, so a clean
@@ -26,14 +36,16 @@ export const COALESCE_CHARS = 256 * 1024;
  *   sent before it; {@link discard} (client gone, socket reset) drops them.
  */
 export class FrameWriter {
-  private queue: string[] = [];
-  /** Index of the first frame of `queue` not yet handed to the response. */
+  private queue: Buffer[] = [];
+  /** Index of the first piece of `queue` not yet handed to the response. */
   private head = 0;
-  /** Characters queued and not yet handed to the response, newlines included. */
-  private queuedChars = 0;
+  /** Bytes queued and not yet handed to the response. */
+  private queuedBytes = 0;
   private scheduled = false;
   private awaitingDrain = false;
   private done = false;
+  /** Slabs the socket has finished with, ready for the next full write. */
+  private spare: Buffer[] = [];
 
   constructor(private readonly res: ServerResponse) {
     res.on('drain', () => {
@@ -42,16 +54,18 @@ export class FrameWriter {
     });
   }
 
-  /** Characters not yet on the wire: queued here plus what the response and its socket still hold. */
+  /** Bytes not yet on the wire: queued here plus what the response and its socket still hold. */
   get unsentBytes(): number {
-    return this.queuedChars + this.res.writableLength;
+    return this.queuedBytes + this.res.writableLength;
   }
 
-  /** Queues one frame (without its newline); it leaves on the next tick, or once the socket drains. */
-  push(line: string): void {
+  /** Queues one frame given as pieces of bytes, its newline included; it leaves on the next tick, or once the socket drains. */
+  push(pieces: readonly Buffer[]): void {
     if (this.done) return;
-    this.queue.push(line);
-    this.queuedChars += line.length + 1;
+    for (const p of pieces) {
+      this.queue.push(p);
+      this.queuedBytes += p.length;
+    }
     if (this.scheduled || this.awaitingDrain) return;
     this.scheduled = true;
     process.nextTick(() => {
@@ -63,31 +77,43 @@ export class FrameWriter {
   /** Writes while the socket takes it; stops at the first full write and resumes on `drain`. */
   private pump(): void {
     while (!this.done && !this.awaitingDrain && this.head < this.queue.length) {
-      if (!this.res.write(this.take())) this.awaitingDrain = true;
+      if (!this.writeNext()) this.awaitingDrain = true;
     }
     this.compact();
   }
 
-  /** Removes the next run of frames (at least one, about {@link COALESCE_CHARS}) as one newline-terminated string. */
-  private take(): string {
-    const parts: string[] = [];
-    let chars = 0;
-    while (this.head < this.queue.length && (parts.length === 0 || chars + this.queue[this.head]!.length < COALESCE_CHARS)) {
-      const line = this.queue[this.head++]!;
-      parts.push(line);
-      chars += line.length + 1;
+  /**
+   * Writes the next run of pieces (at least one; about {@link COALESCE_BYTES}, never more than
+   * {@link SLAB_BYTES} unless one piece alone is) as one chunk. Returns `res.write`'s answer.
+   */
+  private writeNext(): boolean {
+    const start = this.head;
+    let bytes = 0;
+    while (this.head < this.queue.length) {
+      const n = this.queue[this.head]!.length;
+      if (bytes > 0 && bytes + n > SLAB_BYTES) break;
+      bytes += n;
+      this.head++;
+      if (bytes >= COALESCE_BYTES) break;
     }
-    this.queuedChars -= chars;
-    // A trailing empty part makes join end with the last frame's newline.
-    parts.push('');
-    return parts.join('\n');
+    this.queuedBytes -= bytes;
+    if (this.head - start === 1) return this.res.write(this.queue[start]!);
+    if (bytes < COALESCE_BYTES) return this.res.write(Buffer.concat(this.queue.slice(start, this.head), bytes));
+    const slab = this.spare.pop() ?? Buffer.allocUnsafe(SLAB_BYTES);
+    let at = 0;
+    for (let i = start; i < this.head; i++) at += this.queue[i]!.copy(slab, at);
+    // The socket is done with the slab once this chunk's write completed: it may then be refilled.
+    return this.res.write(slab.subarray(0, at), () => {
+      if (!this.done && this.spare.length < MAX_SPARE_SLABS) this.spare.push(slab);
+    });
   }
 
-  /** Drops the frames already handed over from the front of the queue, without copying it per frame. */
+  /** Drops the pieces already handed over from the front of the queue, without copying it per piece. */
   private compact(): void {
     if (this.head === this.queue.length) {
       this.queue = [];
       this.head = 0;
+      this.spare = [];
     } else if (this.head > 4096 && this.head * 2 > this.queue.length) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
@@ -97,7 +123,9 @@ export class FrameWriter {
   /** Hands every queued frame to the response (ignoring backpressure, as an end must), then ends it. */
   end(): void {
     if (this.done) return;
-    if (!this.res.destroyed) while (this.head < this.queue.length) this.res.write(this.take());
+    // Every slab written here stays in the response until sent: none may be reused meanwhile.
+    this.spare = [];
+    if (!this.res.destroyed) while (this.head < this.queue.length) this.writeNext();
     this.finish();
     this.res.end();
   }
@@ -111,6 +139,7 @@ export class FrameWriter {
     this.done = true;
     this.queue = [];
     this.head = 0;
-    this.queuedChars = 0;
+    this.queuedBytes = 0;
+    this.spare = [];
   }
 }
