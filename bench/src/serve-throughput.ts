@@ -81,15 +81,21 @@ try {
   const measure = async (label: string, base: string): Promise<void> => {
     const watch: number[] = [];
     const list: number[] = [];
+    const watchCpu: number[] = [];
+    const listCpu: number[] = [];
     let watchBytes = 0;
     let chunks = 0;
     for (let r = 0; r < runs; r++) {
+      const cpu0 = await server.cpuMs();
       const w = await readLines(podsWatchUrl(base, watchFrom), frames);
       await server.dropWatches();
+      const cpu1 = await server.cpuMs();
+      watchCpu.push(cpu1 - cpu0);
       watchBytes = w.bytes;
       chunks = w.chunks;
       watch.push(w.bytes / 1e6 / (w.ms / 1000));
       const l = await readLines(podsPath(base), 0);
+      listCpu.push((await server.cpuMs()) - cpu1);
       list.push(l.bytes / 1e6 / (l.ms / 1000));
     }
     const ws = summarize(watch);
@@ -99,6 +105,10 @@ try {
         `${fmt(ws.min)} / ${fmt(ws.median)} / ${fmt(ws.max)} MB/s; LIST ${fmt(listBytes / 1e6)} MB: ${fmt(ls.min)} / ${fmt(ls.median)} / ${fmt(ls.max)} MB/s ` +
         `(min / median / max of ${runs}); load ${load()}`,
     );
+    // CPU time of the serving process (the replay server runs in the same child), medians: what
+    // serving costs the machine, less sensitive to the other workers' load than MB/s.
+    const wc = summarize(watchCpu).median;
+    console.log(`${label}: server CPU per watch backlog ${fmt(wc)} ms (${fmt(wc / (watchBytes / 1e6))} ms/MB), per LIST ${fmt(summarize(listCpu).median)} ms`);
   };
   if (profile) await server.profileStart();
   await measure('apiserver', server.url);

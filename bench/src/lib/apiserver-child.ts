@@ -118,6 +118,10 @@ async function handle(req: ChildRequest): Promise<unknown> {
     }
     case 'heap':
       return { heapUsed: process.memoryUsage().heapUsed };
+    case 'cpu': {
+      const { user, system } = process.cpuUsage();
+      return { ms: (user + system) / 1000 };
+    }
     case 'profileStart': {
       profiler = new Session();
       profiler.connect();
