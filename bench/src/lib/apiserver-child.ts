@@ -3,6 +3,8 @@
  * on the other core and its memory never shows up in the measuring process's heap. Driven over IPC
  * by {@link ./apiserver-process.ts}.
  */
+import { writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { makePod, modifyPod, NAMESPACE, podName, SENT_AT_ANNOTATION, type PodJson } from './pods.js';
 import type { ChildReply, ChildRequest } from './apiserver-process.js';
@@ -12,6 +14,7 @@ import { BENCH_TOKEN } from './wire.js';
 let server: ApiServer | undefined;
 let replay: ReplayServer | undefined;
 let pods = 0;
+let profiler: Session | undefined;
 let seq = 0;
 
 function need(): ApiServer {
@@ -115,6 +118,25 @@ async function handle(req: ChildRequest): Promise<unknown> {
     }
     case 'heap':
       return { heapUsed: process.memoryUsage().heapUsed };
+    case 'cpu': {
+      const { user, system } = process.cpuUsage();
+      return { ms: (user + system) / 1000 };
+    }
+    case 'profileStart': {
+      profiler = new Session();
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+      return {};
+    }
+    case 'profileStop': {
+      if (profiler === undefined) throw new Error('profileStop: no profile running');
+      const { profile } = await profiler.post('Profiler.stop');
+      profiler.disconnect();
+      profiler = undefined;
+      await writeFile(req.file, JSON.stringify(profile));
+      return {};
+    }
     case 'close':
       await replay?.close();
       await server?.close();

@@ -14,6 +14,9 @@ export type ChildRequest = { id: number } & (
   | { cmd: 'dropWatches' }
   | { cmd: 'startReplay'; resourceVersion: string; frames: number; poisonFrame?: number }
   | { cmd: 'heap' }
+  | { cmd: 'cpu' }
+  | { cmd: 'profileStart' }
+  | { cmd: 'profileStop'; file: string }
   | { cmd: 'close' }
 );
 
@@ -141,6 +144,21 @@ export class ApiServerProcess {
 
   heap(): Promise<{ heapUsed: number }> {
     return this.#call('heap', {});
+  }
+
+  /** The child's CPU time so far (user + system, ms): the server's cost of what it served in between. */
+  async cpuMs(): Promise<number> {
+    return ((await this.#call('cpu', {})) as { ms: number }).ms;
+  }
+
+  /** Starts the V8 CPU profiler in the child (the server's side of a measured run). */
+  profileStart(): Promise<unknown> {
+    return this.#call('profileStart', {});
+  }
+
+  /** Stops the child's profiler and writes its `.cpuprofile` to `file`. */
+  profileStop(file: string): Promise<unknown> {
+    return this.#call('profileStop', { file });
   }
 
   /** Closes the server and ends the child. */

@@ -1,9 +1,12 @@
 /**
  * A replay of the embedded apiserver's exact bytes, served as fast as the socket takes them.
  *
- * Why: the embedded apiserver writes each watch frame with its own `res.write` and delivers about
- * 150–200 MB/s on this machine, roughly the speed of `JSON.parse` itself, so against it every
- * client measures the test server. The replay captures one LIST body and the watch stream from a
+ * Why: the embedded apiserver used to write each watch frame with its own `res.write` and delivered
+ * 100–250 MB/s here, roughly the speed of `JSON.parse` itself, so against it every client measured
+ * the test server. It now coalesces and paces its writes (testing's watch/frame-writer.ts) and
+ * serves near this replay's rate (`pnpm --filter @reconcile-loop/bench serve-throughput -- --replay`
+ * compares the two), but the replay still costs the machine almost no CPU, so a client measured
+ * against it is measured alone. The replay captures one LIST body and the watch stream from a
  * cursor, byte for byte, then serves them in 256 KB writes honouring backpressure; a client that
  * falls behind reads full socket buffers, as it would from a real apiserver with a backlog.
  * Same path, same query handling the pipelines use: LIST (no `watch`) returns the body; `watch=true`

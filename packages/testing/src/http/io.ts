@@ -32,7 +32,11 @@ export function checkContentType(req: IncomingMessage, accepted: string[]): void
 
 /** Writes one JSON answer with its length. */
 export function sendJson(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
+  sendJsonText(res, code, JSON.stringify(body), headers);
+}
+
+/** Writes one answer already serialized as JSON (a LIST assembled from cached item bytes), with its length. */
+export function sendJsonText(res: ServerResponse, code: number, text: string | Buffer, headers: Record<string, string> = {}): void {
   res.writeHead(code, { ...JSON_HEADERS, 'Content-Length': String(Buffer.byteLength(text)), ...headers });
   res.end(text);
 }

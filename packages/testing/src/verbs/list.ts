@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { decodeContinue, encodeContinue } from '../continue.js';
 import { ApiStatusError } from '../errors.js';
-import { sendJson } from '../http/io.js';
+import { sendJson, sendJsonText } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { EXPIRED_LIST_MESSAGE, INCONSISTENT_CONTINUE_MESSAGE, badRequest, expired, forbidden, notSupported, type FieldError } from '../status.js';
 import { acceptsTable, toTable } from '../table.js';
 import type { ServerContext } from './context.js';
-import { awaitRevision, includeObject, listBody, listInvalid, parseRv, selected, selectors } from './query.js';
+import { awaitRevision, includeObject, listInvalid, listJson, parseRv, selected, selectors } from './query.js';
 
 /**
  * LIST with the apiserver's resourceVersion rules: "" reads the newest state; "0" and a bare
@@ -90,5 +90,5 @@ export async function serveList(ctx: ServerContext, req: IncomingMessage, res: S
     sendJson(res, 200, toTable(r, items, opts));
     return;
   }
-  sendJson(res, 200, listBody(r, items, String(at), next, remaining));
+  sendJsonText(res, 200, listJson(r, items, String(at), next, remaining));
 }

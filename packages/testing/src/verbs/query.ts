@@ -1,5 +1,6 @@
 /** Query-parameter handling shared by the read verbs: selectors, resourceVersion, Table options and list bodies. */
 import type { IncomingMessage } from 'node:http';
+import { listItemJson } from '../engine/serialized.js';
 import { ApiStatusError } from '../errors.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, type FieldRequirement, type LabelRequirement } from '../selectors.js';
@@ -79,14 +80,35 @@ export async function awaitRevision(ctx: ServerContext, n: number, req: Incoming
 
 /** A `<Kind>List` body; built-in list items drop kind/apiVersion as the typed lists do. */
 export function listBody(r: ResourceType, items: KubeObject[], rv: string, cont: string | undefined, remaining: number | undefined): Record<string, unknown> {
+  return { ...listEnvelope(r, rv, cont, remaining), items: items.map((o) => (r.listItemsCarryType ? o : withoutType(o))) };
+}
+
+const COMMA = Buffer.from(',');
+
+/**
+ * `JSON.stringify(listBody(...))` as UTF-8, byte for byte, assembled from each item's cached bytes
+ * (engine/serialized.ts): a LIST of stored objects serializes none of them again. `items` is the
+ * envelope's last member, so its `[]` is where the items go.
+ */
+export function listJson(r: ResourceType, items: KubeObject[], rv: string, cont: string | undefined, remaining: number | undefined): Buffer {
+  const envelope = JSON.stringify({ ...listEnvelope(r, rv, cont, remaining), items: [] });
+  const parts: Buffer[] = [Buffer.from(envelope.slice(0, -2))];
+  items.forEach((o, i) => {
+    if (i > 0) parts.push(COMMA);
+    parts.push(listItemJson(o, r.listItemsCarryType));
+  });
+  parts.push(Buffer.from(envelope.slice(-2)));
+  return Buffer.concat(parts);
+}
+
+function withoutType(o: KubeObject): Record<string, unknown> {
+  const { kind: _k, apiVersion: _a, ...rest } = o;
+  return rest;
+}
+
+function listEnvelope(r: ResourceType, rv: string, cont: string | undefined, remaining: number | undefined): { kind: string; apiVersion: string; metadata: Record<string, unknown> } {
   const metadata: Record<string, unknown> = { resourceVersion: rv };
   if (cont !== undefined) metadata['continue'] = cont;
   if (remaining !== undefined) metadata['remainingItemCount'] = remaining;
-  const out = r.listItemsCarryType
-    ? items
-    : items.map((o) => {
-        const { kind: _k, apiVersion: _a, ...rest } = o;
-        return rest;
-      });
-  return { kind: r.listKind, apiVersion: r.apiVersion, metadata, items: out };
+  return { kind: r.listKind, apiVersion: r.apiVersion, metadata };
 }

@@ -2,9 +2,11 @@ import type { ServerResponse } from 'node:http';
 import type { ResourceType } from '../kinds/resource.js';
 import { matchesFields, matchesLabels, type FieldRequirement, type LabelRequirement } from '../selectors.js';
 import type { KubeStatus } from '../status.js';
+import { watchFrameBytes } from '../engine/serialized.js';
 import type { StoredEvent } from '../engine/store.js';
 import { toTable, type IncludeObject, type TableVersion } from '../table.js';
 import type { KubeObject } from '../types.js';
+import { FrameWriter } from './frame-writer.js';
 
 /** What one watch connection selects and how it prints. */
 export interface WatchSpec {
@@ -27,15 +29,16 @@ export interface WatchTiming {
   bookmarkBeforeTimeoutMs: number;
 }
 
-const frameCache = new WeakMap<StoredEvent, Map<string, string>>();
-
 /**
- * One open watch: newline-delimited JSON frames over a chunked 200 response. A stalled watch
- * buffers frames and defers its timeout, so bytes stop while the socket stays open.
+ * One open watch: newline-delimited JSON frames over a chunked 200 response, written through a
+ * {@link FrameWriter} (frames of one tick coalesced, paced by the socket). A stalled watch holds
+ * new frames back and defers its timeout, so bytes stop while the socket stays open.
  */
 export class WatchConnection {
+  private readonly out: FrameWriter;
   private stalled = false;
-  private pending: string[] = [];
+  /** Frames held back by a stall, each as its pieces of bytes (newline included). */
+  private pending: Array<readonly Buffer[]> = [];
   private endWhenUnstalled = false;
   private ended = false;
   private sentTableColumns = false;
@@ -50,6 +53,7 @@ export class WatchConnection {
     private readonly now: () => Date,
     private readonly onEnd: (c: WatchConnection) => void,
   ) {
+    this.out = new FrameWriter(res);
     res.on('close', () => this.finish());
     // A write racing a client disconnect surfaces here; the watch is simply over.
     res.on('error', () => this.finish());
@@ -95,7 +99,7 @@ export class WatchConnection {
     else if (now) type = 'ADDED';
     else if (before) type = 'DELETED';
     else return;
-    this.sendObject(type, e.object, e);
+    this.sendObject(type, e.object);
     this.terminateIfUnresponsive();
   }
 
@@ -103,22 +107,23 @@ export class WatchConnection {
    * The cacher's rule for a watcher that does not keep up: when its buffer is full, the watcher
    * is closed without an ERROR frame (cacheWatcher.add → forget), so the client reads what was
    * already sent, then EOF, and re-watches from its cursor. Memory stays bounded by the limit plus
-   * one frame. Initial-state frames are exempt: a client has not had a chance to read yet.
+   * one frame: unsent bytes are those queued in the writer plus those the response still holds.
+   * Initial-state frames are exempt: a client has not had a chance to read yet.
    */
   private terminateIfUnresponsive(): void {
     const limit = this.spec.maxBufferBytes;
-    if (limit <= 0 || this.ended || this.stalled || this.res.writableLength <= limit) return;
+    if (limit <= 0 || this.ended || this.stalled || this.out.unsentBytes <= limit) return;
     this.terminatedUnresponsive = true;
-    this.res.end();
+    this.out.end();
     this.finish();
   }
 
   /** Sends an initial-state ADDED frame. */
   sendInitial(o: KubeObject): void {
-    if (this.matches(o)) this.sendObject('ADDED', o, undefined);
+    if (this.matches(o)) this.sendObject('ADDED', o);
   }
 
-  private sendObject(type: 'ADDED' | 'MODIFIED' | 'DELETED', o: KubeObject, cacheKey: StoredEvent | undefined): void {
+  private sendObject(type: 'ADDED' | 'MODIFIED' | 'DELETED', o: KubeObject): void {
     if (this.spec.table !== undefined) {
       const table = toTable(this.spec.resource, [o], {
         include: this.spec.table.include,
@@ -131,21 +136,8 @@ export class WatchConnection {
       this.write(JSON.stringify({ type, object: table }));
       return;
     }
-    if (cacheKey === undefined) {
-      this.write(JSON.stringify({ type, object: o }));
-      return;
-    }
-    let m = frameCache.get(cacheKey);
-    if (m === undefined) {
-      m = new Map();
-      frameCache.set(cacheKey, m);
-    }
-    let line = m.get(type);
-    if (line === undefined) {
-      line = JSON.stringify({ type, object: o });
-      m.set(type, line);
-    }
-    this.write(line);
+    // Each stored object is encoded once for every watcher and every frame type (engine/serialized.ts).
+    this.writeFrame(watchFrameBytes(type, o));
   }
 
   /** A BOOKMARK carrying only kind, apiVersion and the current revision. */
@@ -172,9 +164,13 @@ export class WatchConnection {
   }
 
   private write(line: string): void {
+    this.writeFrame([Buffer.from(`${line}\n`)]);
+  }
+
+  private writeFrame(pieces: readonly Buffer[]): void {
     if (this.ended) return;
-    if (this.stalled) this.pending.push(line);
-    else this.res.write(`${line}\n`);
+    if (this.stalled) this.pending.push(pieces);
+    else this.out.push(pieces);
   }
 
   /** Stops writing; frames and the deadline wait for {@link unstall}. */
@@ -186,9 +182,9 @@ export class WatchConnection {
   unstall(): void {
     if (!this.stalled) return;
     this.stalled = false;
-    const lines = this.pending;
+    const frames = this.pending;
     this.pending = [];
-    for (const l of lines) this.write(l);
+    for (const f of frames) this.writeFrame(f);
     if (this.endWhenUnstalled) this.end();
   }
 
@@ -204,7 +200,7 @@ export class WatchConnection {
       this.endWhenUnstalled = true;
       return;
     }
-    this.res.end();
+    this.out.end();
     this.finish();
   }
 
@@ -213,14 +209,18 @@ export class WatchConnection {
     if (this.ended) return;
     this.stalled = false;
     this.pending = [];
-    if (abrupt) this.res.socket?.destroy();
-    else this.res.end();
+    if (abrupt) {
+      this.out.discard();
+      this.res.socket?.destroy();
+    } else this.out.end();
     this.finish();
   }
 
   private finish(): void {
     if (this.ended) return;
     this.ended = true;
+    // After a clean end the writer is already done; after a client disconnect its frames have nowhere to go.
+    this.out.discard();
     for (const t of this.timers) clearTimeout(t);
     this.timers.length = 0;
     this.onEnd(this);
