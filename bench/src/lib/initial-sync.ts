@@ -9,18 +9,14 @@
  * young garbage the allocator piles up between scavenges (which a scavenge frees for free and
  * which depends on the semi-space size, not on the code). The before-GC high-water mark is
  * reported beside it as `peakUsedBytes`, informational.
- *
- * Every figure is the V8 heap plus the memory V8 accounts as external: a LIST page is read from its
- * body's bytes, a Buffer outside the heap (1.2 MB per page of 250 pods), and a peak that left it
- * out would flatter the bytes path.
  */
-import { GCProfiler, getHeapStatistics } from 'node:v8';
+import { GCProfiler } from 'node:v8';
 import { setTimeout as delay } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore } from '@reconcile-loop/object-store';
 import { KubeApiClient, Reflector, type InitialListMode } from '@reconcile-loop/reflector';
-import { settleHeap } from './heap.js';
+import { heapAfterGc } from './heap.js';
 import { NAMESPACE, PARENT_LABEL } from './pods.js';
 
 /** How the initial list is fetched in one measurement. */
@@ -42,17 +38,7 @@ export interface InitialSyncSample {
   readonly gcs: number;
 }
 
-type GcStats = { heapStatistics: { usedHeapSize: number; externalMemory: number } };
-
-/** Heap plus external memory (Buffers) in one GC's statistics. */
-const held = (stats: GcStats): number => stats.heapStatistics.usedHeapSize + stats.heapStatistics.externalMemory;
-
-/** Heap plus external memory after a forced, settled GC. */
-async function heldAfterGc(): Promise<number> {
-  await settleHeap();
-  const stats = getHeapStatistics();
-  return stats.used_heap_size + stats.external_memory;
-}
+type GcStats = { heapStatistics: { usedHeapSize: number } };
 type GcEntry = { gcType: string; beforeGC: GcStats; afterGC: GcStats };
 
 /** Every GC a full one (`node --gc-global`): what the memory gate runs under. */
@@ -62,7 +48,7 @@ const GC_GLOBAL = process.execArgv.includes('--gc-global');
 export async function measureInitialSync(kubeconfig: string, pods: number, path: InitialSyncPath): Promise<InitialSyncSample> {
   const kc = new KubeConfig();
   kc.loadFromString(kubeconfig);
-  const base = await heldAfterGc();
+  const base = await heapAfterGc();
   const profiler = new GCProfiler();
   profiler.start();
   const reflector = new Reflector<Pod>({
@@ -88,15 +74,15 @@ export async function measureInitialSync(kubeconfig: string, pods: number, path:
     if (stats.watchLists !== expected.watchLists || stats.lists !== expected.lists) throw new Error(`initial sync (${path.initialList}): took the wrong path ${JSON.stringify(stats)}`);
     // The watch is open and idle; let in-flight chunks land before measuring.
     await delay(50);
-    const storeBytes = (await heldAfterGc()) - base;
+    const storeBytes = (await heapAfterGc()) - base;
     const entries = profile.statistics;
     // Under --gc-global (the memory gate) only full collections are read: their after-size is live
     // heap. An IncrementalMarking step or a scavenge reports the old generation's garbage as used
     // (measured: 15–26 MB "after" such a step where the full collections beside it say 1–5 MB), so
     // without the flag the peak is an upper estimate.
     const live = GC_GLOBAL ? entries.filter((e) => e.gcType === 'MarkSweepCompact') : entries;
-    const peakLive = Math.max(0, ...live.map((e) => held(e.afterGC) - base));
-    const peakUsed = Math.max(0, ...entries.map((e) => held(e.beforeGC) - base));
+    const peakLive = Math.max(0, ...live.map((e) => e.afterGC.heapStatistics.usedHeapSize - base));
+    const peakUsed = Math.max(0, ...entries.map((e) => e.beforeGC.heapStatistics.usedHeapSize - base));
     // Keep the store reachable until it was measured.
     if (store.size !== pods) throw new Error('unreachable');
     return { peakBytes: Math.max(peakLive, storeBytes), peakUsedBytes: Math.max(peakUsed, storeBytes), storeBytes, gcs: entries.length };
