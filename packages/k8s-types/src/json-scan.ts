@@ -13,14 +13,9 @@
  * nor a valid one invalid. Whitespace between tokens is accepted as JSON allows.
  */
 
-export const QUOTE = 0x22;
-export const BACKSLASH = 0x5c;
-export const COMMA = 0x2c;
-export const COLON = 0x3a;
-export const OPEN_BRACE = 0x7b;
-export const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE } from './json-chars.js';
+
+export { BACKSLASH, CLOSE_BRACE, COLON, COMMA, OPEN_BRACE, QUOTE };
 const MINUS = 0x2d;
 const PLUS = 0x2b;
 const DOT = 0x2e;

@@ -240,14 +240,14 @@ export class KubeClient {
   }
 
   /**
-   * Opens a streamed request (a WATCH) and yields its body's lines, each one JSON frame. The request
-   * deadline covers the wait for the response headers only; after them the stream lasts until the
-   * server ends it (`timeoutSeconds`) or the signal aborts.
+   * Opens a streamed request and yields what `split` makes of its body, until the server ends it or
+   * the signal aborts; a failure while reading is mapped by {@link #bodyFailure}, and the response
+   * and its connection are let go however the reader stops. Nothing is sent before the first `next()`.
    */
-  async *stream(request: KubeRequest): AsyncGenerator<string, void, undefined> {
+  async *#streamed<T>(request: KubeRequest, split: (body: AsyncIterable<Uint8Array | string>, maxFrameBytes: number) => AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
     const opened = await this.#open(request, true);
     try {
-      yield* splitLines(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
+      yield* split(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
     } catch (error) {
       throw this.#bodyFailure(error, request, opened);
     } finally {
@@ -257,19 +257,20 @@ export class KubeClient {
   }
 
   /**
+   * Opens a streamed request (a WATCH) and yields its body's lines, each one JSON frame. The request
+   * deadline covers the wait for the response headers only; after them the stream lasts until the
+   * server ends it (`timeoutSeconds`) or the signal aborts.
+   */
+  stream(request: KubeRequest): AsyncGenerator<string, void, undefined> {
+    return this.#streamed(request, splitLines);
+  }
+
+  /**
    * {@link stream}, one batch per socket read: the lines (frames) each read completes, as one array.
    * Same request, deadline, errors and teardown as {@link stream}.
    */
-  async *streamBatches(request: KubeRequest): AsyncGenerator<string[], void, undefined> {
-    const opened = await this.#open(request, true);
-    try {
-      yield* splitLineBatches(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
-    } catch (error) {
-      throw this.#bodyFailure(error, request, opened);
-    } finally {
-      opened.response.close();
-      opened.release();
-    }
+  streamBatches(request: KubeRequest): AsyncGenerator<string[], void, undefined> {
+    return this.#streamed(request, splitLineBatches);
   }
 
   /**
@@ -278,16 +279,8 @@ export class KubeClient {
    * that parses frames from their UTF-8 bytes (k8s-types' `parseWatchFrame`). The same frames,
    * batches, request, deadline, errors and teardown as {@link streamBatches}; see `splitFrameBatches`.
    */
-  async *streamFrameBatches(request: KubeRequest): AsyncGenerator<Uint8Array[], void, undefined> {
-    const opened = await this.#open(request, true);
-    try {
-      yield* splitFrameBatches(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
-    } catch (error) {
-      throw this.#bodyFailure(error, request, opened);
-    } finally {
-      opened.response.close();
-      opened.release();
-    }
+  streamFrameBatches(request: KubeRequest): AsyncGenerator<Uint8Array[], void, undefined> {
+    return this.#streamed(request, splitFrameBatches);
   }
 
   #url(request: KubeRequest): { url: URL; path: string } {

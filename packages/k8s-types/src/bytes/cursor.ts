@@ -201,52 +201,38 @@ function digits(b: Uint8Array, start: number, count: number): number {
   return value;
 }
 
-/** Enters the object at the cursor; `true` when it has a member to read. */
-export function openObject(): boolean {
+/** Enters the object or array at the cursor (`open` and `close` its brackets); `true` when it holds a value to read. */
+function enter(open: number, close: number): boolean {
   const b = bytes;
-  if (b[at] !== OPEN_BRACE) notProven();
+  if (b[at] !== open) notProven();
   at = skipWs(b, at + 1);
-  if (b[at] !== CLOSE_BRACE) return true;
-  at = skipWs(b, at + 1);
-  return false;
-}
-
-/** After a member's value: `true` when another member follows, `false` past the closing brace. */
-export function nextMember(): boolean {
-  const b = bytes;
-  const c = b[at];
-  if (c === COMMA) {
-    at = skipWs(b, at + 1);
-    return true;
-  }
-  if (c !== CLOSE_BRACE) notProven();
-  // The frame's last byte is a closing brace: never read past it (see skipWsTo).
+  if (b[at] !== close) return true;
   at = skipWsTo(b, at + 1);
   return false;
 }
 
-/** Enters the array at the cursor; `true` when it has an item to read. */
-export function openArray(): boolean {
-  const b = bytes;
-  if (b[at] !== OPEN_BRACKET) notProven();
-  at = skipWs(b, at + 1);
-  if (b[at] !== CLOSE_BRACKET) return true;
-  at = skipWs(b, at + 1);
-  return false;
-}
-
-/** After an item: `true` when another item follows, `false` past the closing bracket. */
-export function nextItem(): boolean {
+/** After a value inside the object or array `close` ends: `true` when another follows, `false` past `close`. */
+function next(close: number): boolean {
   const b = bytes;
   const c = b[at];
   if (c === COMMA) {
     at = skipWs(b, at + 1);
     return true;
   }
-  if (c !== CLOSE_BRACKET) notProven();
-  at = skipWs(b, at + 1);
+  if (c !== close) notProven();
+  // A frame's last byte closes it: never read past it (see skipWsTo).
+  at = skipWsTo(b, at + 1);
   return false;
 }
+
+/** Enters the object at the cursor; `true` when it has a member to read. */
+export const openObject = (): boolean => enter(OPEN_BRACE, CLOSE_BRACE);
+/** After a member's value: `true` when another member follows, `false` past the closing brace. */
+export const nextMember = (): boolean => next(CLOSE_BRACE);
+/** Enters the array at the cursor; `true` when it has an item to read. */
+export const openArray = (): boolean => enter(OPEN_BRACKET, CLOSE_BRACKET);
+/** After an item: `true` when another item follows, `false` past the closing bracket. */
+export const nextItem = (): boolean => next(CLOSE_BRACKET);
 
 /**
  * The member names one object level of a view reads, matched against a key's bytes without

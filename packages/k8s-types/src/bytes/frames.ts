@@ -1,6 +1,7 @@
 import type { KubernetesObjectView } from '../meta.js';
 import type { ObjectFrame } from '../watch.js';
-import { at, atEnd, begin, bytes as frame, end, isNull, key, KeySet, nextItem, nextMember, NOT_PROVEN, notProven, openArray, openObject, restart, skip, str } from './cursor.js';
+import { at, atEnd, begin, bytes as frame, end, isNull, KeySet, nextItem, NOT_PROVEN, notProven, openArray, restart, skip, str } from './cursor.js';
+import { members } from './view-reader.js';
 import type { ObjectReader } from './readers.js';
 
 /**
@@ -20,21 +21,9 @@ const FRAME_TYPES = new Set(['ADDED', 'MODIFIED', 'DELETED']);
 export function readFrame<T extends KubernetesObjectView>(bytes: Uint8Array, read: ObjectReader<T>): ObjectFrame<T> | undefined {
   try {
     begin(bytes);
-    let type: unknown;
-    let object: T | undefined;
-    let present = 0;
-    if (openObject()) {
-      do {
-        const index = key(FRAME_KEYS);
-        if (index < 0) skip();
-        else {
-          if ((present & (1 << index)) !== 0) notProven(); // a duplicate: JSON.parse keeps the last
-          present |= 1 << index;
-          if (index === 0) type = str();
-          else object = read();
-        }
-      } while (nextMember());
-    }
+    const fields: unknown[] = [];
+    members(FRAME_KEYS, (index) => (index === 0 ? str() : read()), fields);
+    const [type, object] = fields as [unknown, T | undefined];
     if (object === undefined || typeof type !== 'string' || !FRAME_TYPES.has(type) || !atEnd()) return undefined;
     const resourceVersion = object.metadata.resourceVersion;
     if (resourceVersion === undefined) return undefined;
@@ -73,22 +62,10 @@ const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 export function readListPage<T>(bytes: Uint8Array, read: ObjectReader<T>): ListPage<T> | undefined {
   try {
     begin(bytes);
-    let resourceVersion: string | undefined;
-    let cursor: string | undefined;
-    let items: ListItem<T>[] | undefined;
-    let present = 0;
-    if (openObject()) {
-      do {
-        const index = key(LIST_KEYS);
-        if (index < 0) skip();
-        else {
-          if ((present & (1 << index)) !== 0) notProven();
-          present |= 1 << index;
-          if (index === 0) [resourceVersion, cursor] = listMeta();
-          else items = listItems(read);
-        }
-      } while (nextMember());
-    }
+    const fields: unknown[] = [];
+    members(LIST_KEYS, (index) => (index === 0 ? listMeta() : listItems(read)), fields);
+    const [resourceVersion, cursor] = (fields[0] as [string | undefined, string | undefined] | undefined) ?? [];
+    const items = fields[1] as ListItem<T>[] | undefined;
     // No cursor, or an empty one, is the exact path's to refuse.
     if (resourceVersion === undefined || resourceVersion === '' || items === undefined || !atEnd()) return undefined;
     return { resourceVersion, continue: cursor === '' ? undefined : cursor, items };
@@ -101,22 +78,9 @@ export function readListPage<T>(bytes: Uint8Array, read: ObjectReader<T>): ListP
 }
 
 function listMeta(): [string | undefined, string | undefined] {
-  let resourceVersion: string | undefined;
-  let cursor: string | undefined;
-  let present = 0;
-  if (openObject()) {
-    do {
-      const index = key(LIST_META_KEYS);
-      if (index < 0) skip();
-      else {
-        if ((present & (1 << index)) !== 0) notProven();
-        present |= 1 << index;
-        if (index === 0) resourceVersion = str();
-        else cursor = str();
-      }
-    } while (nextMember());
-  }
-  return [resourceVersion, cursor];
+  const fields: unknown[] = [];
+  members(LIST_META_KEYS, str, fields);
+  return fields as [string | undefined, string | undefined];
 }
 
 function listItems<T>(read: ObjectReader<T>): ListItem<T>[] {

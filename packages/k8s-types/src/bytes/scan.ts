@@ -14,20 +14,15 @@
  * exact path's UTF-8 decoder does (it reads a malformed sequence as U+FFFD, which JSON accepts).
  */
 
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE } from '../json-chars.js';
+
 /** What a scan step returns when the bytes there are not (provably) valid JSON. */
 export const FAIL = -1;
 
 /** Nesting past which a skip gives up (the exact path then decides). */
 export const MAX_DEPTH = 256;
 
-export const QUOTE = 0x22;
-export const BACKSLASH = 0x5c;
-export const COMMA = 0x2c;
-export const COLON = 0x3a;
-export const OPEN_BRACE = 0x7b;
-export const CLOSE_BRACE = 0x7d;
-export const OPEN_BRACKET = 0x5b;
-export const CLOSE_BRACKET = 0x5d;
+export { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE };
 
 /**
  * 1 for a byte that continues a string with nothing to check (anything but `"`, `\` and the
