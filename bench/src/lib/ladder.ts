@@ -5,7 +5,7 @@
  * the transport floor (d) and our pipeline (a), so the report can say how much of (a) is the work
  * itself and how much is the per-frame async plumbing.
  */
-import { compileSchema, objectKey, parseObject, parseWatchFrame, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { compileSchema, objectKey, parseListPage, parseObject, parseWatchFrame, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore, replaceEvent, upsertEvent, type ObjectKey } from '@reconcile-loop/object-store';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import { PARENT_LABEL } from './pods.js';
@@ -22,15 +22,17 @@ export async function syncPipeline(base: string, resourceVersion: string, frames
     for (const parent of parents) queue.add(parent);
   };
 
+  // The LIST body read from its bytes, as the reflector reads a page (`parseListPage`; an item the
+  // byte reader cannot prove through `parseObject`).
   const listResponse = await get(podsPath(base));
-  listResponse.setEncoding('utf8');
-  let body = '';
-  for await (const chunk of listResponse as AsyncIterable<string>) body += chunk;
-  const list = JSON.parse(body) as { items: unknown[] };
-  body = '';
+  const chunks: Buffer[] = [];
+  for await (const chunk of listResponse as AsyncIterable<Buffer>) chunks.push(chunk);
+  const page = parseListPage(Buffer.concat(chunks), schema);
+  chunks.length = 0;
+  if (page === undefined) throw new Error('(e): the LIST body did not read as a page');
   const objects = new Map<ObjectKey, Pod>();
-  for (const item of list.items) {
-    const pod = parseObject(schema, item, 'LIST');
+  for (const item of page.items) {
+    const pod = item.view ?? parseObject(schema, item.raw, 'LIST');
     objects.set(objectKey(pod), pod);
   }
   enqueue(store.apply(replaceEvent(objects)));

@@ -66,6 +66,13 @@ export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectS
       ? kube
       : {
           list: async (request) => ({ ...(await kube.list(request)), resourceVersion: options.watchFrom! }),
+          // Pages read from their bytes, as the reflector reads them from a KubeApiClient.
+          listPage: async (request, read) => {
+            const result = await kube.listPage(request, read);
+            return result.kind === 'read'
+              ? { kind: 'read', page: { ...result.page, resourceVersion: options.watchFrom! } }
+              : { kind: 'exact', list: { ...result.list, resourceVersion: options.watchFrom! } };
+          },
           watch: (request) => kube.watch(request),
           watchBatches: (request) => kube.watchBatches(request),
         };
