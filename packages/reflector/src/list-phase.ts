@@ -76,10 +76,7 @@ interface Gathered<T> {
   readonly resourceVersion: string;
 }
 
-/**
- * Validates `items` into `objects` (or `poison`, or a logged skip for an item without a readable
- * name). Shared with the watch-list's initial phase, which feeds it one object at a time.
- */
+/** Validates `items` into `objects` (or `poison`, or a logged skip for an item without a readable name). */
 export function gather<T extends KubernetesObjectView>(core: ReflectorCore<T>, items: readonly unknown[], objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>, what: string): void {
   for (const item of items) gatherOne(core, item, objects, poison, what);
 }
@@ -108,14 +105,23 @@ function gatherOne<T extends KubernetesObjectView>(core: ReflectorCore<T>, item:
     keep(parseObject(core.schema, item, what), objects, poison);
   } catch (error) {
     if (!isInvalidObjectError(error)) throw error;
-    core.stats.invalidObjects++;
-    if (error.objectKey === undefined) {
-      core.logger.error(core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }), `${what} item without a readable name failed the schema; skipped`);
-    } else {
-      objects.delete(error.objectKey);
-      poison.set(error.objectKey, error);
-    }
+    holdInvalid(core, error, objects, poison, what);
   }
+}
+
+/**
+ * An item of a listing that failed the view (a LIST page's, or a watch-list's initial frame): held
+ * for the quarantine under its key (out of the listing), or logged and skipped when it has no
+ * readable name. Counted either way.
+ */
+export function holdInvalid<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: InvalidObjectError, objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>, what: string): void {
+  core.stats.invalidObjects++;
+  if (error.objectKey === undefined) {
+    core.logger.error(core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }), `${what} item without a readable name failed the schema; skipped`);
+    return;
+  }
+  objects.delete(error.objectKey);
+  poison.set(error.objectKey, error);
 }
 
 /** One page, however the client answered it: read from its bytes, or the raw items of the exact path. */

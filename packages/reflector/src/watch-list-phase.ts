@@ -2,7 +2,7 @@ import { isInvalidObjectError, isMalformedWatchFrameError, objectKey, type ApiSt
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import type { ReflectorCore } from './core.js';
 import { isApiStatusError, ListTimeoutError, WatchFrameTooLargeError } from './errors.js';
-import { countListing, type ListReason } from './list-phase.js';
+import { countListing, holdInvalid, type ListReason } from './list-phase.js';
 import { WATCH_LIST_GIVE_UP_AFTER } from './options.js';
 import { errorFrameError, frameOverCap, readFrame } from './watch-phase.js';
 import { STOP, WatchSession } from './watch-session.js';
@@ -195,23 +195,16 @@ function fallBack<T extends KubernetesObjectView>(core: ReflectorCore<T>, incomp
 
 /**
  * An initial frame whose object fails the view, sorted as a LIST item failing it would be (the
- * list phase's `gather`): held in the quarantine-to-be under its key, or logged and skipped without
+ * list phase's `holdInvalid`): held in the quarantine-to-be under its key, or logged and skipped without
  * one. A DELETED one needs only its key (the salvaged name): the object leaves both maps, unvalidated.
  */
 function holdInitial<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: InvalidObjectError, objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>): void {
-  const key = error.objectKey;
   if (error.frameType === 'DELETED') {
-    if (key !== undefined) {
-      objects.delete(key);
-      poison.delete(key);
+    if (error.objectKey !== undefined) {
+      objects.delete(error.objectKey);
+      poison.delete(error.objectKey);
     }
     return;
   }
-  core.stats.invalidObjects++;
-  if (key === undefined) {
-    core.logger.error(core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }), `${error.frameType} item without a readable name failed the schema; skipped`);
-    return;
-  }
-  objects.delete(key);
-  poison.set(key, error);
+  holdInvalid(core, error, objects, poison, error.frameType);
 }
