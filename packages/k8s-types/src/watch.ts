@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { describeIssue, InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
 import { readFrame, readListPage, type ListPage } from './bytes/frames.js';
+import { utf8 } from './bytes/cursor.js';
 import { byteReaderOf, type ObjectReader } from './bytes/readers.js';
 import { compactFresh, isCompactOutput } from './compact.js';
 import { cutWatchLine, metadataKeysRead } from './frame-cut.js';
@@ -198,12 +199,6 @@ function parseWholeLine<T>(line: string, schema: z.ZodType<T>): WatchFrame<T> {
   }
   return readWatchFrame(raw, schema);
 }
-
-/**
- * Decodes frame bytes as the line path always did (UTF-8; a malformed sequence reads as U+FFFD; a
- * byte-order mark is kept, so `JSON.parse` refuses it as before).
- */
-const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /**
  * Reads one watch frame from its bytes (one JSON document, no trailing newline): what a reader

@@ -35,7 +35,11 @@ export let bytes = NOTHING;
 /** Index of the next unread byte. */
 export let at = 0;
 
-const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+/**
+ * The package's UTF-8 decoder for frame bytes: a malformed sequence reads as U+FFFD, and a
+ * byte-order mark is kept (so `JSON.parse` refuses it, as the line path always did).
+ */
+export const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /** Starts reading `frame` at its first value. */
 export function begin(frame: Uint8Array): void {
@@ -77,18 +81,31 @@ export function isNull(): boolean {
   return true;
 }
 
+/** Scans the string at the cursor in `b` (it must be one; the cursor stays put): the index past its closing quote. */
+function scanAtCursor(b: Uint8Array): number {
+  if (b[at] !== QUOTE) notProven();
+  const end = scanString(b, at);
+  if (end === FAIL) notProven();
+  return end;
+}
+
+/**
+ * The string `bytes[start, end)` (quotes included) just scanned, decoded exactly as `JSON.parse` of
+ * the decoded frame would: plain ASCII sliced; rare on the wire, the exact decoder for anything else
+ * and `JSON.parse` for escapes.
+ */
+function decode(start: number, end: number): string {
+  if (scanned === 0) return bytes.latin1Slice(start + 1, end - 1);
+  if (scanned === SCANNED_NON_ASCII) return utf8.decode(bytes.subarray(start + 1, end - 1));
+  return JSON.parse(utf8.decode(bytes.subarray(start, end))) as string;
+}
+
 /** Reads a string value, decoded exactly as `JSON.parse` of the decoded frame would. */
 export function str(): string {
-  const b = bytes;
-  if (b[at] !== QUOTE) notProven();
   const start = at;
-  const end = scanString(b, start);
-  if (end === FAIL) notProven();
-  at = skipWs(b, end);
-  if (scanned === 0) return b.latin1Slice(start + 1, end - 1);
-  // Rare on the wire: the exact decoder for anything but plain ASCII, JSON.parse for escapes.
-  if (scanned === SCANNED_NON_ASCII) return utf8.decode(b.subarray(start + 1, end - 1));
-  return JSON.parse(utf8.decode(b.subarray(start, end))) as string;
+  const end = scanAtCursor(bytes);
+  at = skipWs(bytes, end);
+  return decode(start, end);
 }
 
 /** Slots of the string cache: a power of two. */
@@ -109,24 +126,21 @@ function spells(text: string, b: Uint8Array, start: number): boolean {
  */
 export function sharedStr(): string {
   const b = bytes;
-  if (b[at] !== QUOTE) notProven();
-  const start = at + 1;
-  const end = scanString(b, at);
-  if (end === FAIL) notProven();
+  const start = at;
+  const end = scanAtCursor(b);
+  at = skipWs(b, end);
   if (scanned !== 0) {
-    at = start - 1;
-    const text = intern(str());
+    const text = intern(decode(start, end));
     sharedHash = text.length;
     return text;
   }
-  at = skipWs(b, end);
-  const length = end - 1 - start;
+  const length = end - start - 2;
   const hash = scannedHash ^ length;
   sharedHash = hash;
   const slot = hash & (CACHE_SLOTS - 1);
   const held = cache[slot];
-  if (held !== undefined && held.length === length && spells(held, b, start)) return held;
-  const fresh = intern(b.latin1Slice(start, end - 1));
+  if (held !== undefined && held.length === length && spells(held, b, start + 1)) return held;
+  const fresh = intern(b.latin1Slice(start + 1, end - 1));
   cache[slot] = fresh;
   return fresh;
 }
@@ -285,15 +299,14 @@ export class KeySet {
  */
 export function key(keys: KeySet): number {
   const b = bytes;
-  if (b[at] !== QUOTE) notProven();
   const start = at;
-  const end = scanString(b, start);
-  if (end === FAIL) notProven();
+  const end = scanAtCursor(b);
+  const name = (scanned & SCANNED_ESCAPE) === 0 ? undefined : decode(start, end);
+  const hash = scannedHash;
   at = skipWs(b, end);
   if (b[at] !== COLON) notProven();
   at = skipWs(b, at + 1);
-  if ((scanned & SCANNED_ESCAPE) === 0) return keys.match(b, start + 1, end - 1, scannedHash);
-  return keys.indexOf(JSON.parse(utf8.decode(b.subarray(start, end))) as string);
+  return name === undefined ? keys.match(b, start + 1, end - 1, hash) : keys.indexOf(name);
 }
 
 /**

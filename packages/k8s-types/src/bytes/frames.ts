@@ -1,6 +1,6 @@
 import type { KubernetesObjectView } from '../meta.js';
 import type { ObjectFrame } from '../watch.js';
-import { at, atEnd, begin, bytes as frame, end, isNull, KeySet, nextItem, NOT_PROVEN, notProven, openArray, restart, skip, str } from './cursor.js';
+import { at, atEnd, begin, bytes as frame, end, isNull, utf8, KeySet, nextItem, NOT_PROVEN, notProven, openArray, restart, skip, str } from './cursor.js';
 import { members } from './view-reader.js';
 import type { ObjectReader } from './readers.js';
 
@@ -51,7 +51,6 @@ export interface ListPage<T> {
 
 const LIST_KEYS = new KeySet(['metadata', 'items']);
 const LIST_META_KEYS = new KeySet(['resourceVersion', 'continue']);
-const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /**
  * The LIST page `bytes` holds, each item read by `read`, or `undefined` when the page itself is not
