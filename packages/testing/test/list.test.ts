@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../src/index.js';
+import { MvccStore } from '../src/engine/store.js';
+import { POD_RESOURCE } from '../src/kinds/pod.js';
 import { PODS, WIDGET, call } from './helpers.js';
 
 let server: ApiServer;
@@ -222,6 +224,50 @@ describe('pagination', () => {
     const b = await call(server, 'GET', `${PODS}?limit=1&continue=not-a-token`);
     expect(b.status).toBe(400);
     expect(b.json.reason).toBe('BadRequest');
+  });
+
+  it('[testing: paged snapshot] pages read one revision while writes go on between them, each page from a shared sorted snapshot', async () => {
+    server.seedPods(60);
+    const want = (await call(server, 'GET', PODS)).json.items.map((p: { metadata: { name: string } }) => p.metadata.name);
+    const names: string[] = [];
+    let token: string | undefined;
+    let page = 0;
+    do {
+      const q = token === undefined ? `${PODS}?limit=7` : `${PODS}?limit=7&continue=${token}`;
+      const res = await call(server, 'GET', q);
+      expect(res.status).toBe(200);
+      names.push(...res.json.items.map((p: { metadata: { name: string } }) => p.metadata.name));
+      token = res.json.metadata.continue;
+      if (token !== undefined) expect(res.json.metadata.remainingItemCount).toBe(60 - names.length);
+      // Writes between pages, on both sides of the cursor (keys sort as strings), and a new name sorting first.
+      server.deletePod('default', `pod-${page * 2}`);
+      server.updatePod('default', `pod-${page * 6 + 1}`, (p) => {
+        p.metadata.labels = { touched: String(page) };
+      });
+      server.createPod({ metadata: { name: `aaa-${page}` } });
+      page++;
+    } while (token !== undefined);
+    expect(names).toEqual(want);
+    expect(page).toBe(9);
+  });
+
+  it('[testing: paged snapshot] the store rewinds and sorts a revision once, and lets it go when compacted', () => {
+    const store = new MvccStore(1_000);
+    for (let i = 0; i < 5; i++) store.commit(POD_RESOURCE, `default/p${i}`, 'ADDED', { metadata: { name: `p${i}`, namespace: 'default' } });
+    const at = store.revision;
+    store.commit(POD_RESOURCE, 'default/p0', 'DELETED', { metadata: { name: 'p0', namespace: 'default' } });
+    store.commit(POD_RESOURCE, 'default/a', 'ADDED', { metadata: { name: 'a', namespace: 'default' } });
+    const first = store.listAt(POD_RESOURCE, 'default', at);
+    expect(first.map(([k]) => k)).toEqual(['default/p0', 'default/p1', 'default/p2', 'default/p3', 'default/p4']);
+    expect(Object.isFrozen(first)).toBe(true);
+    store.commit(POD_RESOURCE, 'default/p1', 'DELETED', { metadata: { name: 'p1', namespace: 'default' } });
+    expect(store.listAt(POD_RESOURCE, 'default', at)).toBe(first);
+    expect(store.listAt(POD_RESOURCE, 'other', at)).toEqual([]);
+    expect(store.listAt(POD_RESOURCE, undefined, store.revision).map(([k]) => k)).toEqual(['default/a', 'default/p2', 'default/p3', 'default/p4']);
+    store.compact();
+    // Past compaction the old snapshot is dropped, not served: reading `at` again rewinds nothing it could.
+    expect(store.listAt(POD_RESOURCE, 'default', store.revision)).not.toBe(first);
+    expect(store.listAt(POD_RESOURCE, 'default', at)).not.toBe(first);
   });
 
   it('[testing: pagination with selectors] limit counts matching items; remainingItemCount is omitted', async () => {

@@ -14,6 +14,9 @@ export interface StoredEvent {
   readonly prev: KubeObject | undefined;
 }
 
+/** Sorted snapshots a store keeps for paginated reads (a LIST in progress per resource, and a spare). */
+const SNAPSHOTS = 4;
+
 /**
  * An etcd-shaped store: one global revision bumped by every write, objects keyed by
  * (resource, namespace/name), and an ordered history of writes for watch replay and
@@ -31,6 +34,12 @@ export class MvccStore {
   private readonly log: StoredEvent[] = [];
   private readonly listeners = new Set<(e: StoredEvent) => void>();
   private readonly revisionWaiters = new Set<() => void>();
+  /**
+   * Sorted snapshots by (revision, resource, namespace), newest last, at most {@link SNAPSHOTS}.
+   * The state at a revision never changes, so a paginated LIST pinned to one revision rewinds and
+   * sorts it once rather than once per page (per page, it was O(N log N + history)).
+   */
+  private readonly snapshots = new Map<string, { readonly at: number; readonly entries: ReadonlyArray<readonly [string, KubeObject]> }>();
 
   constructor(private readonly maxHistory: number) {}
 
@@ -70,19 +79,34 @@ export class MvccStore {
 
   /**
    * Objects as they stood at revision `at` (at most the current one and at least the compacted
-   * one; the caller checks), rewound by undoing newer writes newest first.
+   * one; the caller checks), sorted by storage key, rewound by undoing newer writes newest first.
+   * The array is shared by every read at that revision (frozen: do not mutate it).
    */
-  listAt(r: ResourceType, namespace: string | undefined, at: number): Array<[string, KubeObject]> {
-    if (at >= this.rev) return this.listCurrent(r, namespace);
-    const snapshot = new Map(this.bucket(r));
-    for (let i = this.log.length - 1; i >= 0; i--) {
-      const e = this.log[i]!;
-      if (e.rev <= at) break;
-      if (e.resource.id !== r.id) continue;
-      if (e.prev === undefined) snapshot.delete(e.key);
-      else snapshot.set(e.key, e.prev);
+  listAt(r: ResourceType, namespace: string | undefined, at: number): ReadonlyArray<readonly [string, KubeObject]> {
+    at = Math.min(at, this.rev);
+    const id = `${at} ${r.id} ${namespace === undefined ? '' : `/${namespace}`}`;
+    const kept = this.snapshots.get(id);
+    if (kept !== undefined) return kept.entries;
+    let snapshot = this.bucket(r);
+    if (at < this.rev) {
+      snapshot = new Map(snapshot);
+      for (let i = this.log.length - 1; i >= 0; i--) {
+        const e = this.log[i]!;
+        if (e.rev <= at) break;
+        if (e.resource.id !== r.id) continue;
+        if (e.prev === undefined) snapshot.delete(e.key);
+        else snapshot.set(e.key, e.prev);
+      }
     }
-    return sortEntries(snapshot, namespace);
+    const sorted = Object.freeze(sortEntries(snapshot, namespace));
+    // A compacted revision cannot be read again: its snapshot would only hold old objects alive.
+    for (const [k, v] of this.snapshots) if (v.at < this.compacted) this.snapshots.delete(k);
+    for (const k of this.snapshots.keys()) {
+      if (this.snapshots.size < SNAPSHOTS) break;
+      this.snapshots.delete(k);
+    }
+    this.snapshots.set(id, { at, entries: sorted });
+    return sorted;
   }
 
   /** History entries with revision above `after`, oldest first. The caller checks `after >= compactedRevision`. */

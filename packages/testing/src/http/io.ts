@@ -35,7 +35,7 @@ export function sendJson(res: ServerResponse, code: number, body: unknown, heade
   sendJsonText(res, code, JSON.stringify(body), headers);
 }
 
-/** Writes one answer already serialized as JSON (a LIST assembled from cached item bytes), with its length. */
+/** Writes one answer already serialized as JSON, with its length. */
 export function sendJsonText(res: ServerResponse, code: number, text: string | Buffer, headers: Record<string, string> = {}): void {
   res.writeHead(code, { ...JSON_HEADERS, 'Content-Length': String(Buffer.byteLength(text)), ...headers });
   res.end(text);
@@ -93,4 +93,15 @@ export async function readJson(req: IncomingMessage, optional: boolean): Promise
     throw new ApiStatusError(badRequest(`the body of the request could not be decoded as JSON: exceeded max depth ${MAX_JSON_DEPTH}`));
   }
   return value;
+}
+
+/** Writes one JSON answer given as pieces (a LIST around its items' cached bytes), with its length, in one corked write. */
+export function sendJsonParts(res: ServerResponse, code: number, parts: readonly Buffer[]): void {
+  let length = 0;
+  for (const p of parts) length += p.length;
+  res.writeHead(code, { ...JSON_HEADERS, 'Content-Length': String(length) });
+  res.cork();
+  for (const p of parts) res.write(p);
+  res.end();
+  res.uncork();
 }

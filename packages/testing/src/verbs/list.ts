@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { decodeContinue, encodeContinue } from '../continue.js';
 import { ApiStatusError } from '../errors.js';
-import { sendJson, sendJsonText } from '../http/io.js';
+import { sendJson, sendJsonParts } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
+import type { KubeObject } from '../types.js';
 import { EXPIRED_LIST_MESSAGE, INCONSISTENT_CONTINUE_MESSAGE, badRequest, expired, forbidden, notSupported, type FieldError } from '../status.js';
 import { acceptsTable, toTable } from '../table.js';
 import type { ServerContext } from './context.js';
@@ -72,17 +73,32 @@ export async function serveList(ctx: ServerContext, req: IncomingMessage, res: S
     } else at = store.revision;
   }
 
-  const all = store.listAt(r, ns, at).filter(([k, o]) => (startKey === undefined || k >= startKey) && selected(r, o, labels, fields));
-  let page = all;
+  // The sorted snapshot is shared by every page at `at`: find the page's start by bisection and
+  // stop one match past the limit, so a page costs its own size, not the whole list's.
+  const sorted = store.listAt(r, ns, at);
+  let i = startKey === undefined ? 0 : lowerBound(sorted, startKey);
+  const unfiltered = labels.length === 0 && fields.length === 0;
+  const page: KubeObject[] = [];
+  let lastKey = '';
+  let more = false;
+  for (; i < sorted.length; i++) {
+    const [k, o] = sorted[i]!;
+    if (!selected(r, o, labels, fields)) continue;
+    if (limit > 0 && page.length === limit) {
+      more = true;
+      break;
+    }
+    page.push(o);
+    lastKey = k;
+  }
   let next: string | undefined;
   let remaining: number | undefined;
-  if (limit > 0 && all.length > limit) {
-    page = all.slice(0, limit);
-    const lastKey = page[page.length - 1]![0];
+  if (more) {
     next = encodeContinue(inconsistentContinue ? -1 : at, `${lastKey.slice(prefix.length)}\u0000`);
-    if (labels.length === 0 && fields.length === 0) remaining = all.length - limit;
+    // Unfiltered, everything from the first unreturned entry on is an item still to come.
+    if (unfiltered) remaining = sorted.length - i;
   }
-  const items = page.map(([, o]) => o);
+  const items = page;
   if (table !== undefined) {
     const opts: Parameters<typeof toTable>[2] = { include, version: table, resourceVersion: String(at), withColumns: true, now: ctx.now() };
     if (next !== undefined) opts.continueToken = next;
@@ -90,5 +106,17 @@ export async function serveList(ctx: ServerContext, req: IncomingMessage, res: S
     sendJson(res, 200, toTable(r, items, opts));
     return;
   }
-  sendJsonText(res, 200, listJson(r, items, String(at), next, remaining));
+  sendJsonParts(res, 200, listJson(r, items, String(at), next, remaining));
+}
+
+/** The index of the first entry whose key is at or after `key` (entries sorted by key). */
+function lowerBound(sorted: ReadonlyArray<readonly [string, unknown]>, key: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]![0] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -86,11 +86,13 @@ export function listBody(r: ResourceType, items: KubeObject[], rv: string, cont:
 const COMMA = Buffer.from(',');
 
 /**
- * `JSON.stringify(listBody(...))` as UTF-8, byte for byte, assembled from each item's cached bytes
- * (engine/serialized.ts): a LIST of stored objects serializes none of them again. `items` is the
- * envelope's last member, so its `[]` is where the items go.
+ * `JSON.stringify(listBody(...))` as UTF-8, byte for byte, in pieces: the envelope around each
+ * item's cached bytes (engine/serialized.ts), so a LIST serializes none of its items again and
+ * copies none of them into a page-sized buffer (one such buffer per page, in the external heap,
+ * drove the server's full collections). `items` is the envelope's last member, so its `[]` is
+ * where the items go.
  */
-export function listJson(r: ResourceType, items: KubeObject[], rv: string, cont: string | undefined, remaining: number | undefined): Buffer {
+export function listJson(r: ResourceType, items: readonly KubeObject[], rv: string, cont: string | undefined, remaining: number | undefined): Buffer[] {
   const envelope = JSON.stringify({ ...listEnvelope(r, rv, cont, remaining), items: [] });
   const parts: Buffer[] = [Buffer.from(envelope.slice(0, -2))];
   items.forEach((o, i) => {
@@ -98,7 +100,7 @@ export function listJson(r: ResourceType, items: KubeObject[], rv: string, cont:
     parts.push(listItemJson(o, r.listItemsCarryType));
   });
   parts.push(Buffer.from(envelope.slice(-2)));
-  return Buffer.concat(parts);
+  return parts;
 }
 
 function withoutType(o: KubeObject): Record<string, unknown> {
