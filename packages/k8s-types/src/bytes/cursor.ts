@@ -3,6 +3,7 @@ import { compactView } from '../compact.js';
 import { mix, PartsCache } from './parts-cache.js';
 import { isShareableStringMap } from '../share.js';
 import { EMPTY_STRING_MAP, parseRfc3339, utcMs } from '../view-parts.js';
+import { loadFrame, skipLoaded } from './wasm-skip.js';
 import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, FAIL, OPEN_BRACE, OPEN_BRACKET, QUOTE, SCANNED_ESCAPE, SCANNED_NON_ASCII, scanned, scannedHash, scanString, skipValue, skipWs, skipWsTo } from './scan.js';
 
 /**
@@ -34,6 +35,8 @@ const NOTHING = Buffer.alloc(0) as Bytes;
 export let bytes = NOTHING;
 /** Index of the next unread byte. */
 export let at = 0;
+/** Whether the frame is also in the WebAssembly skip's memory (see `wasm-skip.ts`). */
+let loaded = false;
 
 /**
  * The package's UTF-8 decoder for frame bytes: a malformed sequence reads as U+FFFD, and a
@@ -44,6 +47,7 @@ export const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 /** Starts reading `frame` at its first value. */
 export function begin(frame: Uint8Array): void {
   bytes = (Buffer.isBuffer(frame) ? frame : Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength)) as Bytes;
+  loaded = loadFrame(bytes);
   at = skipWs(bytes, 0);
 }
 
@@ -54,6 +58,7 @@ export function begin(frame: Uint8Array): void {
 export function end(): void {
   bytes = NOTHING;
   at = 0;
+  loaded = false;
 }
 
 /** Moves the cursor back to `index` (the start of a value read before). */
@@ -68,7 +73,7 @@ export function atEnd(): boolean {
 
 /** Steps over the value at the cursor, checking it is valid JSON. */
 export function skip(): void {
-  const end = skipValue(bytes, at);
+  const end = loaded ? skipLoaded(at) : skipValue(bytes, at);
   if (end === FAIL) notProven();
   at = skipWs(bytes, end);
 }

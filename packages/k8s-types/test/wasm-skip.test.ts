@@ -1,0 +1,84 @@
+import { execFileSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { FAIL, MAX_DEPTH, skipValue } from '../src/bytes/scan.js';
+import { loadFrame, skipLoaded, WASM_FRAME_LIMIT, wasmSkipAvailable } from '../src/bytes/wasm-skip.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Both skips of the value at `start` of `bytes`. */
+function both(bytes: Uint8Array, start: number): [number, number] {
+  expect(loadFrame(bytes)).toBe(true);
+  return [skipLoaded(start), skipValue(bytes, start)];
+}
+
+/** Bytes that decide a scanner's path: structure, escapes, control characters, number and literal starts. */
+const pivotal = fc.constantFrom(...'"\\{}[],: \t\n\r\u0000\u001fu0123456789-+.eEtrufalsn/bx'.split('').map((c) => c.charCodeAt(0)), 0x80, 0xff);
+
+/** JSON text, as written compactly or spaced, then damaged: cut short, or bytes overwritten. */
+const damaged = fc
+  .tuple(fc.json({ depthSize: 'medium' }), fc.boolean(), fc.array(fc.tuple(fc.nat(), pivotal), { maxLength: 3 }), fc.option(fc.nat()))
+  .map(([text, spaced, edits, cut]) => {
+    const bytes = Buffer.from(spaced ? JSON.stringify(JSON.parse(text), null, 1) : text, 'utf8');
+    for (const [at, byte] of edits) if (bytes.length > 0) bytes[at % bytes.length] = byte;
+    return cut === null ? bytes : bytes.subarray(0, cut % (bytes.length + 1));
+  });
+
+describe('the WebAssembly skip (wasm/skip.ts)', () => {
+  it('[k8s_types: wasm skip] is in use on this runtime', () => {
+    expect(wasmSkipAvailable()).toBe(true);
+  });
+
+  it('[k8s_types: wasm skip] answers exactly as scan.ts does, on valid JSON and on every damaged or truncated variant of it', () => {
+    let accepted = 0;
+    fc.assert(
+      fc.property(damaged, fc.constantFrom('', 'x', '  ', '{"a":'), (value, prefix) => {
+        const bytes = Buffer.concat([Buffer.from(prefix), value]);
+        const [wasm, js] = both(bytes, prefix.length);
+        expect(wasm).toBe(js);
+        if (js !== FAIL) accepted++;
+      }),
+      { numRuns: 3000 },
+    );
+    // Not vacuous: hundreds of the inputs are values, and more are not.
+    expect(accepted).toBeGreaterThan(300);
+  });
+
+  it('[k8s_types: wasm skip] never reads a value past the frame: what continues beyond the loaded bytes does not count', () => {
+    for (const text of ['"abc"', '123', 'true', '{"a":[1,2]}', '"\\u00e9"']) {
+      const whole = Buffer.from(text);
+      for (let cut = 0; cut < whole.length; cut++) {
+        // The cut frame is loaded into memory that still held the whole value from the last load.
+        loadFrame(whole);
+        const [wasm, js] = both(whole.subarray(0, cut), 0);
+        expect([text, cut, wasm]).toEqual([text, cut, js]);
+      }
+      expect(both(whole, 0)).toEqual([whole.length, whole.length]);
+    }
+    // A number at the very end of a frame ends there.
+    expect(both(Buffer.from('[0,12'), 3)).toEqual([5, 5]);
+  });
+
+  it('[k8s_types: wasm skip] gives up past the same nesting depth, and spans long strings and escapes', () => {
+    for (const depth of [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 2000]) {
+      const nested = Buffer.from('['.repeat(depth) + ']'.repeat(depth));
+      const [wasm, js] = both(nested, 0);
+      expect(wasm).toBe(js);
+    }
+    const long = Buffer.from(JSON.stringify({ s: 'é\\"\u0001'.repeat(5000) + 'x'.repeat(70_000) }));
+    expect(both(long, 0)).toEqual([long.length, long.length]);
+  });
+
+  it('[k8s_types: wasm skip] leaves frames over its limit to scan.ts, and grows its memory for one under it', () => {
+    expect(loadFrame(new Uint8Array(WASM_FRAME_LIMIT + 1))).toBe(false);
+    const big = Buffer.from(JSON.stringify(['x'.repeat(3_000_000)]));
+    expect(both(big, 0)).toEqual([big.length, big.length]);
+  });
+
+  it('[k8s_types: wasm skip built from source] the committed module is what wasm/skip.ts compiles to', () => {
+    // Exits non-zero (and the call throws) when src/bytes/skip-wasm.generated.ts is stale.
+    execFileSync(process.execPath, [join(root, 'scripts', 'build-wasm.mjs'), '--check'], { stdio: 'pipe' });
+  }, 60_000);
+});
