@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { readFrame } from '../src/bytes/frames.js';
 import { readPodObject } from '../src/bytes/pod-reader.js';
 import { skipValue } from '../src/bytes/scan.js';
-import { useWasmSkip } from '../src/bytes/wasm-skip.js';
+import { useWasmScan } from '../src/bytes/wasm-scan.js';
 
 const readPodFrame = (bytes: Uint8Array) => readFrame(bytes, readPodObject);
 import { compileSchema, objectMetaSchema, objectSchema, parseListPage, parseObject, parseWatchFrame, parseWatchLine, podSchema, readWatchFrame, type Pod } from '../src/index.js';
@@ -224,8 +224,8 @@ describe.each([
   ['WebAssembly', true],
   ['JavaScript', false],
 ])('the byte reader for the bundled Pod view, stepping over dropped members in %s', (_, wasm) => {
-  beforeAll(() => useWasmSkip(wasm));
-  afterAll(() => useWasmSkip(true));
+  beforeAll(() => useWasmScan(wasm));
+  afterAll(() => useWasmScan(true));
 
   it('[k8s_types: byte reader] reads every pod the view accepts itself, equal to the exact path in keys, order, values, sharing and frozenness', () => {
     const declined: string[] = [];

@@ -3,7 +3,7 @@ import { compactView } from '../compact.js';
 import { mix, PartsCache } from './parts-cache.js';
 import { isShareableStringMap } from '../share.js';
 import { EMPTY_STRING_MAP, parseRfc3339, utcMs } from '../view-parts.js';
-import { loadFrame, skipLoaded } from './wasm-skip.js';
+import { keyTable, loadFrame, MEMBER_END, memberFound, memberLoaded, skipLoaded } from './wasm-scan.js';
 import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, FAIL, OPEN_BRACE, OPEN_BRACKET, QUOTE, SCANNED_ESCAPE, SCANNED_NON_ASCII, scanned, scannedHash, scanString, skipValue, skipWs, skipWsTo } from './scan.js';
 
 /**
@@ -35,7 +35,7 @@ const NOTHING = Buffer.alloc(0) as Bytes;
 export let bytes = NOTHING;
 /** Index of the next unread byte. */
 export let at = 0;
-/** Whether the frame is also in the WebAssembly skip's memory (see `wasm-skip.ts`). */
+/** Whether the frame is also in the WebAssembly skip's memory (see `wasm-scan.ts`). */
 let loaded = false;
 
 /**
@@ -263,6 +263,7 @@ export class KeySet {
   readonly #names: readonly string[];
   readonly #slots: Int32Array;
   readonly #mask: number;
+  #table: number | undefined;
 
   /** `names` are ASCII; a member's index is its position here. */
   constructor(names: readonly string[]) {
@@ -296,6 +297,12 @@ export class KeySet {
   indexOf(name: string): number {
     return this.#names.indexOf(name);
   }
+
+  /** This set's table in the WebAssembly scanner's memory (written on first use), or -1 without one. */
+  get table(): number {
+    if (this.#table === undefined) this.#table = keyTable(this.#names, this.#slots);
+    return this.#table;
+  }
 }
 
 /**
@@ -312,6 +319,50 @@ export function key(keys: KeySet): number {
   if (b[at] !== COLON) notProven();
   at = skipWs(b, at + 1);
   return name === undefined ? keys.match(b, start + 1, end - 1, hash) : keys.indexOf(name);
+}
+
+/**
+ * Enters the object at the cursor and moves to its first member that `keys` names, stepping over
+ * the others: that member's index, with the cursor at its value; -1 (past the object) when none
+ * is left. {@link nextKept} continues after the member's value has been read.
+ */
+export function firstKept(keys: KeySet): number {
+  if (loaded) {
+    const table = keys.table;
+    if (table >= 0) return seek(keys, table, true);
+  }
+  return openObject() ? kept(keys) : -1;
+}
+
+/** After the value of a member {@link firstKept} or this found: the next member `keys` names, or -1 past the object. */
+export function nextKept(keys: KeySet): number {
+  if (loaded) {
+    const table = keys.table;
+    if (table >= 0) return seek(keys, table, false);
+  }
+  return nextMember() ? kept(keys) : -1;
+}
+
+/** From a key: the first member from here on that `keys` names (see {@link firstKept}). */
+function kept(keys: KeySet): number {
+  do {
+    const index = key(keys);
+    if (index >= 0) return index;
+    skip();
+  } while (nextMember());
+  return -1;
+}
+
+/** {@link firstKept} and {@link nextKept} in the WebAssembly scanner: keys matched and dropped members stepped over there. */
+function seek(keys: KeySet, table: number, first: boolean): number {
+  const found = memberLoaded(at, table, first);
+  if (found === FAIL) notProven();
+  at = found;
+  const index = memberFound();
+  if (index >= 0) return index;
+  if (index === MEMBER_END) return -1;
+  // A key written with an escape, at the cursor: read here, as the JavaScript path reads every key.
+  return kept(keys);
 }
 
 /**

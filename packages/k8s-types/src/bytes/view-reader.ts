@@ -1,6 +1,6 @@
 import { freezeList, isShareableList } from '../share.js';
 import { EMPTY_LIST } from '../view-parts.js';
-import { isNull, key, KeySet, nextItem, nextMember, notProven, openArray, openObject, sharedHash, sharedStr, skip } from './cursor.js';
+import { firstKept, isNull, KeySet, nextItem, nextKept, notProven, openArray, sharedHash, sharedStr } from './cursor.js';
 import { mix, type PartsCache } from './parts-cache.js';
 
 /**
@@ -21,17 +21,11 @@ export type Draft = Record<string, unknown>;
  */
 export function members(keys: KeySet, read: (index: number) => unknown, fields: unknown[]): number {
   let present = 0;
-  if (openObject()) {
-    do {
-      const index = key(keys);
-      if (index < 0) skip();
-      else {
-        const bit = 1 << index;
-        if ((present & bit) !== 0) notProven();
-        present |= bit;
-        fields[index] = read(index);
-      }
-    } while (nextMember());
+  for (let index = firstKept(keys); index >= 0; index = nextKept(keys)) {
+    const bit = 1 << index;
+    if ((present & bit) !== 0) notProven();
+    present |= bit;
+    fields[index] = read(index);
   }
   return present;
 }

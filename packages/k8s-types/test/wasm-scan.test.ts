@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FAIL, MAX_DEPTH, skipValue } from '../src/bytes/scan.js';
-import { loadFrame, skipLoaded, WASM_FRAME_LIMIT, wasmSkipAvailable } from '../src/bytes/wasm-skip.js';
+import { at, begin, end, firstKept, KeySet, nextKept, NOT_PROVEN, skip } from '../src/bytes/cursor.js';
+import { keyTable, loadFrame, skipLoaded, useWasmScan, WASM_FRAME_LIMIT, wasmScanAvailable } from '../src/bytes/wasm-scan.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -17,6 +18,9 @@ function both(bytes: Uint8Array, start: number): [number, number] {
 /** Bytes that decide a scanner's path: structure, escapes, control characters, number and literal starts. */
 const pivotal = fc.constantFrom(...'"\\{}[],: \t\n\r\u0000\u001fu0123456789-+.eEtrufalsn/bx'.split('').map((c) => c.charCodeAt(0)), 0x80, 0xff);
 
+/** `null` three times in four. */
+const rarely = <T>(arbitrary: fc.Arbitrary<T>): fc.Arbitrary<T | null> => fc.oneof({ arbitrary: fc.constant(null), weight: 3 }, { arbitrary, weight: 1 });
+
 /** JSON text, as written compactly or spaced, then damaged: cut short, or bytes overwritten. */
 const damaged = fc
   .tuple(fc.json({ depthSize: 'medium' }), fc.boolean(), fc.array(fc.tuple(fc.nat(), pivotal), { maxLength: 3 }), fc.option(fc.nat()))
@@ -28,7 +32,7 @@ const damaged = fc
 
 describe('the WebAssembly skip (wasm/skip.ts)', () => {
   it('[k8s_types: wasm skip] is in use on this runtime', () => {
-    expect(wasmSkipAvailable()).toBe(true);
+    expect(wasmScanAvailable()).toBe(true);
   });
 
   it('[k8s_types: wasm skip] answers exactly as scan.ts does, on valid JSON and on every damaged or truncated variant of it', () => {
@@ -77,8 +81,63 @@ describe('the WebAssembly skip (wasm/skip.ts)', () => {
     expect(both(big, 0)).toEqual([big.length, big.length]);
   });
 
+  it('[k8s_types: wasm skip] finds the members a view reads, stepping over the rest, exactly as the JavaScript cursor does', () => {
+    // What a reader sees of one object: the kept members' indexes and where each value starts, and
+    // where the object ends; or that it was not proven.
+    const walk = (bytes: Uint8Array, keys: KeySet): unknown => {
+      const seen: number[] = [];
+      begin(bytes);
+      try {
+        for (let index = firstKept(keys); index >= 0; index = nextKept(keys)) {
+          seen.push(index, at);
+          skip();
+        }
+        return [...seen, at];
+      } catch (error) {
+        if (error === NOT_PROVEN) return 'not proven';
+        throw error;
+      } finally {
+        end();
+      }
+    };
+    const name = fc.constantFrom('a', 'b', 'name', 'uid', 'status', 'x\u0041', 'n\"q', '', 'é');
+    const object = fc
+      .tuple(fc.array(fc.tuple(name, fc.json({ maxDepth: 2 })), { maxLength: 6 }), fc.boolean(), rarely(fc.tuple(fc.nat(), pivotal)), rarely(fc.nat()))
+      .map(([members, spaced, edit, cut]) => {
+        const sp = spaced ? ' ' : '';
+        const bytes = Buffer.from(`{${sp}${members.map(([k, v]) => `"${k}"${sp}:${sp}${v}`).join(`,${sp}`)}${sp}}`, 'utf8');
+        if (edit !== null && bytes.length > 0) bytes[edit[0] % bytes.length] = edit[1];
+        return cut === null ? bytes : bytes.subarray(0, cut % (bytes.length + 1));
+      });
+    const sets = [new KeySet(['a', 'name']), new KeySet(['uid', 'status', 'b', 'xA']), new KeySet(['n"q'])];
+    let kept = 0;
+    fc.assert(
+      fc.property(object, fc.constantFrom(...sets), (bytes, keys) => {
+        useWasmScan(true);
+        const wasm = walk(bytes, keys);
+        useWasmScan(false);
+        const js = walk(bytes, keys);
+        useWasmScan(true);
+        expect(wasm).toEqual(js);
+        if (Array.isArray(js) && js.length > 1) kept++;
+      }),
+      { numRuns: 3000 },
+    );
+    expect(kept).toBeGreaterThan(300);
+    // The sets were read through their tables in the module (not the JavaScript fallback).
+    for (const keys of sets) expect(keys.table).toBeGreaterThan(0);
+  });
+
+  it('[k8s_types: wasm skip] a key set with no room left for its table is matched in JavaScript', () => {
+    const many = Array.from({ length: 400 }, (_, i) => `member-number-${i}`);
+    const tables: number[] = [];
+    for (let i = 0; i < 8; i++) tables.push(keyTable(many, new Int32Array(1024).fill(-1)));
+    expect(tables.at(-1)).toBe(-1);
+    expect(tables[0]).toBeGreaterThan(0);
+  });
+
   it('[k8s_types: wasm skip built from source] the committed module is what wasm/skip.ts compiles to', () => {
-    // Exits non-zero (and the call throws) when src/bytes/skip-wasm.generated.ts is stale.
+    // Exits non-zero (and the call throws) when src/bytes/scan-wasm.generated.ts is stale.
     execFileSync(process.execPath, [join(root, 'scripts', 'build-wasm.mjs'), '--check'], { stdio: 'pipe' });
   }, 60_000);
 });

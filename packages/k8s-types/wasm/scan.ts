@@ -1,0 +1,227 @@
+// AssemblyScript, compiled by scripts/build-wasm.mjs into src/bytes/scan-wasm.generated.ts.
+//
+// Two steps of a byte reader (src/bytes/cursor.ts), moved here because they touch most of a frame's
+// bytes and build nothing: stepping over a value the view drops (`skip`, scan.ts's strict
+// `skipValue` with strings read 16 bytes at a time by WebAssembly SIMD), and finding the next
+// member of an object that the view reads (`member`, the cursor's key matching and skipping loop).
+// Both keep scan.ts's invariant, and the property tests hold them equal to the JavaScript path on
+// every input: a position returned is past exactly one valid JSON value (or member list); -1 means
+// "not proven" and the caller reads the frame the exact way.
+//
+// Memory: key tables in [0, FRAME) (written by the caller, see wasm-scan.ts), the frame at FRAME,
+// followed by at least 16 zero bytes. A zero byte cannot continue a string (it is a control
+// character), a number or a literal, so no read runs further than one 16-byte load past the frame,
+// and a value that would need bytes past it fails. Positions are relative to the frame.
+
+const FRAME: usize = 16384;
+/** Where `member` writes what it found: a member's index, or one of the kinds below. */
+const FOUND: usize = 0;
+/** `member` reached the end of the object: the position returned is past its `}` (and whitespace). */
+const END: i32 = -3;
+/** `member` stopped at a key written with an escape: the caller reads that key itself. */
+const ESCAPED_KEY: i32 = -2;
+
+const QUOTE: i32 = 0x22;
+const BACKSLASH: i32 = 0x5c;
+const FAIL: i32 = -1;
+const MAX_DEPTH: i32 = 256;
+
+@inline function at(i: i32): i32 {
+  return <i32>load<u8>(<usize>i, FRAME);
+}
+
+@inline function isHex(c: i32): bool {
+  return (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66);
+}
+
+@inline function ws(i: i32): i32 {
+  let c = at(i);
+  while (c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09) c = at(++i);
+  return i;
+}
+
+/** With a backslash at `k`: past the escape it starts, or FAIL. */
+function escape(k: i32): i32 {
+  const e = at(k + 1);
+  if (e == 0x75) return isHex(at(k + 2)) && isHex(at(k + 3)) && isHex(at(k + 4)) && isHex(at(k + 5)) ? k + 6 : FAIL;
+  return e == QUOTE || e == BACKSLASH || e == 0x2f || e == 0x62 || e == 0x66 || e == 0x6e || e == 0x72 || e == 0x74 ? k + 2 : FAIL;
+}
+
+function skipString(i: i32): i32 {
+  let k = i + 1;
+  const q = i8x16.splat(0x22);
+  const bs = i8x16.splat(0x5c);
+  const ctl = i8x16.splat(0x20);
+  while (true) {
+    const v = v128.load(<usize>k, FRAME);
+    const m = i8x16.bitmask(v128.or(v128.or(i8x16.eq(v, q), i8x16.eq(v, bs)), i8x16.lt_u(v, ctl)));
+    if (m == 0) {
+      k += 16;
+      continue;
+    }
+    k += ctz(m);
+    const c = at(k);
+    if (c == QUOTE) return k + 1;
+    if (c != BACKSLASH) return FAIL;
+    k = escape(k);
+    if (k == FAIL) return FAIL;
+  }
+}
+
+@inline function isDigit(c: i32): bool {
+  return c >= 0x30 && c <= 0x39;
+}
+
+function skipNumber(i: i32): i32 {
+  let c = at(i);
+  if (c == 0x2d) c = at(++i);
+  if (c == 0x30) c = at(++i);
+  else if (isDigit(c)) {
+    do c = at(++i);
+    while (isDigit(c));
+  } else return FAIL;
+  if (c == 0x2e) {
+    c = at(++i);
+    if (!isDigit(c)) return FAIL;
+    do c = at(++i);
+    while (isDigit(c));
+  }
+  if (c == 0x65 || c == 0x45) {
+    c = at(++i);
+    if (c == 0x2b || c == 0x2d) c = at(++i);
+    if (!isDigit(c)) return FAIL;
+    do c = at(++i);
+    while (isDigit(c));
+  }
+  return i;
+}
+
+function value(i: i32, depth: i32): i32 {
+  const c = at(i);
+  if (c == QUOTE) return skipString(i);
+  if (c == 0x7b) {
+    if (depth >= MAX_DEPTH) return FAIL;
+    i = ws(i + 1);
+    if (at(i) == 0x7d) return i + 1;
+    while (true) {
+      if (at(i) != QUOTE) return FAIL;
+      i = skipString(i);
+      if (i == FAIL) return FAIL;
+      i = ws(i);
+      if (at(i) != 0x3a) return FAIL;
+      i = ws(i + 1);
+      // `{}` is most of what a skip steps over (every leaf of managedFields' fieldsV1).
+      if (<i32>load<u16>(<usize>i, FRAME) == 0x7d7b) i += 2;
+      else {
+        i = value(i, depth + 1);
+        if (i == FAIL) return FAIL;
+      }
+      i = ws(i);
+      const d = at(i);
+      if (d == 0x7d) return i + 1;
+      if (d != 0x2c) return FAIL;
+      i = ws(i + 1);
+    }
+  }
+  if (c == 0x5b) {
+    if (depth >= MAX_DEPTH) return FAIL;
+    i = ws(i + 1);
+    if (at(i) == 0x5d) return i + 1;
+    while (true) {
+      i = value(i, depth + 1);
+      if (i == FAIL) return FAIL;
+      i = ws(i);
+      const d = at(i);
+      if (d == 0x5d) return i + 1;
+      if (d != 0x2c) return FAIL;
+      i = ws(i + 1);
+    }
+  }
+  if (c == 0x74) return load<u32>(<usize>i, FRAME) == 0x65757274 ? i + 4 : FAIL; // true
+  if (c == 0x66) return load<u32>(<usize>i + 1, FRAME) == 0x65736c61 ? i + 5 : FAIL; // (f)alse
+  if (c == 0x6e) return load<u32>(<usize>i, FRAME) == 0x6c6c756e ? i + 4 : FAIL; // null
+  return skipNumber(i);
+}
+
+/** With the frame `len` bytes long: the position past the value at `i`, or -1. */
+export function skip(i: i32, len: i32): i32 {
+  const j = value(i, 0);
+  return j > len ? FAIL : j;
+}
+
+/**
+ * The index in the key table at `table` of the name `[start, end)` spells, or -1. A table (see
+ * KeySet in cursor.ts): i32 mask, then mask + 1 slots (a name's index by its hash, or -1), then
+ * per name an i32 offset of its bytes and an i32 length.
+ */
+function lookup(table: usize, hash: i32, start: i32, end: i32): i32 {
+  const mask = load<i32>(table);
+  const index = load<i32>(table + 4 + ((<usize>(hash & mask)) << 2));
+  if (index < 0) return -1;
+  const entry = table + 4 + ((<usize>(mask + 1)) << 2) + ((<usize>index) << 3);
+  const name = <usize>load<i32>(entry);
+  const length = load<i32>(entry + 4);
+  if (length != end - start) return -1;
+  for (let k = 0; k < length; k++) if (<i32>load<u8>(name + <usize>k) != at(start + k)) return -1;
+  return index;
+}
+
+/**
+ * The next member of an object that the key table at `table` names, stepping over the others.
+ * `first`: `i` is at the object's `{`; otherwise just past a member's value (and its whitespace).
+ * Returns the position of the found member's value, its index written at FOUND; or, with END at
+ * FOUND, the position past the object; or, with ESCAPED_KEY at FOUND, the position of a key
+ * written with an escape (for the caller to read); or -1 for bytes that are not (provably) valid.
+ */
+export function member(i: i32, table: i32, first: i32): i32 {
+  if (first != 0) {
+    if (at(i) != 0x7b) return FAIL;
+    i = ws(i + 1);
+    if (at(i) == 0x7d) {
+      store<i32>(FOUND, END);
+      return ws(i + 1);
+    }
+  } else {
+    const c = at(i);
+    if (c == 0x7d) {
+      store<i32>(FOUND, END);
+      return ws(i + 1);
+    }
+    if (c != 0x2c) return FAIL;
+    i = ws(i + 1);
+  }
+  while (true) {
+    if (at(i) != QUOTE) return FAIL;
+    const start = i + 1;
+    let k = start;
+    let hash: i32 = 0;
+    let c = at(k);
+    while (c != QUOTE) {
+      if (c == BACKSLASH || c < 0x20) {
+        if (c != BACKSLASH) return FAIL;
+        store<i32>(FOUND, ESCAPED_KEY);
+        return i;
+      }
+      hash = hash * 31 + c;
+      c = at(++k);
+    }
+    let j = ws(k + 1);
+    if (at(j) != 0x3a) return FAIL;
+    j = ws(j + 1);
+    const index = lookup(<usize>table, hash, start, k);
+    if (index >= 0) {
+      store<i32>(FOUND, index);
+      return j;
+    }
+    j = value(j, 0);
+    if (j == FAIL) return FAIL;
+    j = ws(j);
+    const d = at(j);
+    if (d == 0x7d) {
+      store<i32>(FOUND, END);
+      return ws(j + 1);
+    }
+    if (d != 0x2c) return FAIL;
+    i = ws(j + 1);
+  }
+}
