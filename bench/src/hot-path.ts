@@ -5,12 +5,13 @@
  *   - the whole line parsed then read (`readWatchFrame(JSON.parse(line))`: no cut),
  *   - `parseWatchLine(line, view, { cutUnread: true })` (the view's unread metadata cut before `JSON.parse`),
  *   - the cut itself (`cutWatchLine`), zod's validation alone, and validation plus compaction;
- *   - `parseWatchFrame(bytes, podSchema)`: the bundled view's byte reader on the frame's bytes (BENCHMARKS.md (15b));
+ *   - `parseWatchFrame(bytes, podSchema)`: the bundled view's byte reader on the frame's bytes (BENCHMARKS.md (15b)),
+ *     with its WebAssembly scanner and with the JavaScript one only (`useWasmScan(false)`, (15c));
  * and heap per cached pod (forced GC) with and without compaction.
  *
  *   node --expose-gc --conditions=@reconcile-loop/source --import tsx bench/src/hot-path.ts [--pods=5000] [--rounds=11]
  */
-import { cutWatchLine, metadataKeysRead, objectKey, parseObject, parseWatchFrame, parseWatchLine, podSchema, readWatchFrame } from '@reconcile-loop/k8s-types';
+import { cutWatchLine, metadataKeysRead, objectKey, parseObject, parseWatchFrame, parseWatchLine, podSchema, readWatchFrame, useWasmScan } from '@reconcile-loop/k8s-types';
 import { ObjectStore, replaceEvent } from '@reconcile-loop/object-store';
 import { heapAfterGc } from './lib/heap.js';
 import { makePod, modifyPod, PARENT_LABEL } from './lib/pods.js';
@@ -27,6 +28,7 @@ const frames = lines.map((line) => Buffer.from(line, 'utf8'));
 const keep = metadataKeysRead(podSchema)!;
 let sink = 0;
 
+const JS_SCANNER = 'parseWatchFrame, JavaScript scanner only';
 const variants: Record<string, (i: number) => void> = {
   'JSON.parse (floor)': (i) => {
     sink += JSON.parse(lines[i]!) ? 1 : 0;
@@ -38,6 +40,10 @@ const variants: Record<string, (i: number) => void> = {
     sink += parseWatchLine(lines[i]!, podSchema, { cutUnread: true }).type.length;
   },
   'parseWatchFrame (bytes, byte reader)': (i) => {
+    sink += parseWatchFrame(frames[i]!, podSchema).type.length;
+  },
+  [JS_SCANNER]: (i) => {
+    // The loop below turns the WebAssembly scanner off for this variant alone.
     sink += parseWatchFrame(frames[i]!, podSchema).type.length;
   },
   'cutWatchLine alone': (i) => {
@@ -64,6 +70,7 @@ for (let r = 0; r < rounds; r++) {
   for (let k = 0; k < names.length; k++) {
     const name = names[(k + r) % names.length]!; // rotate, so no variant always follows another's garbage
     const run = variants[name]!;
+    useWasmScan(name !== JS_SCANNER);
     // The main thread's CPU only where Node has it (22.19+ does): GC helper threads are not the variant's.
     const start = cpuNow();
     for (let i = 0; i < pods; i++) run(i);

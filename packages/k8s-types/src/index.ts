@@ -5,3 +5,4 @@ export * from './watch.js';
 export { compactOutput, compactView } from './compact.js';
 export { cutWatchLine, metadataKeysRead, type CutLine } from './frame-cut.js';
 export type { ListItem, ListPage } from './bytes/frames.js';
+export { useWasmScan, wasmScanAvailable } from './bytes/wasm-scan.js';

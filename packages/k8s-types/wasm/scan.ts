@@ -13,9 +13,20 @@
 // character), a number or a literal, so no read runs further than one 16-byte load past the frame,
 // and a value that would need bytes past it fails. Positions are relative to the frame.
 
-const FRAME: usize = 16384;
-/** Where `member` writes what it found: a member's index, or one of the kinds below. */
+/** The string cache: a length per slot (-1: empty), then 64 bytes per slot. */
+const SLOTS: i32 = 4096;
+const SLOT_BYTES: i32 = 64;
+const LENGTHS: usize = 16384;
+const POOL: usize = LENGTHS + <usize>(SLOTS * 4);
+const FRAME: usize = POOL + <usize>(SLOTS * SLOT_BYTES);
+/** Where `member` writes what it found (a member's index, or one of the kinds below), and `shared` its answer. */
 const FOUND: usize = 0;
+/** Where `shared` writes the string's hash. */
+const HASH: usize = 4;
+/** `shared`: the string is longer than a slot (plain ASCII, no escape). */
+const LONG: i32 = -5000;
+/** `shared`: the string holds an escape or a byte of 0x80 or above: the caller decodes it. */
+const DECODE: i32 = -5001;
 /** `member` reached the end of the object: the position returned is past its `}` (and whitespace). */
 const END: i32 = -3;
 /** `member` stopped at a key written with an escape: the caller reads that key itself. */
@@ -224,4 +235,72 @@ export function member(i: i32, table: i32, first: i32): i32 {
     if (d != 0x2c) return FAIL;
     i = ws(j + 1);
   }
+}
+
+/**
+ * Reads the string at `i` (at its opening quote) for the cursor's string cache, keyed by its bytes:
+ * returns the position past its closing quote, or -1 when it is not a valid string. At HASH: its
+ * hash (`h * 31 + byte` over its bytes, then xor its length). At FOUND: the slot whose cached bytes
+ * equal it (a hit); or `-1 - slot` for a miss, the slot now holding its bytes (the caller puts the
+ * string there); or LONG, or DECODE.
+ */
+export function shared(i: i32): i32 {
+  const start = i + 1;
+  let k = start;
+  let hash: i32 = 0;
+  let high: i32 = 0;
+  let c = at(k);
+  while (c != QUOTE) {
+    if (c == BACKSLASH || c < 0x20) {
+      if (c != BACKSLASH) return FAIL;
+      k = escape(k);
+      if (k == FAIL) return FAIL;
+      high = 0x80;
+    } else {
+      high |= c;
+      hash = hash * 31 + c;
+      k++;
+    }
+    c = at(k);
+  }
+  const length = k - start;
+  hash ^= length;
+  store<i32>(HASH, hash);
+  if (high >= 0x80) {
+    store<i32>(FOUND, DECODE);
+    return k + 1;
+  }
+  if (length > SLOT_BYTES) {
+    store<i32>(FOUND, LONG);
+    return k + 1;
+  }
+  const slot = hash & (SLOTS - 1);
+  const bytes = POOL + <usize>(slot * SLOT_BYTES);
+  const from = FRAME + <usize>start;
+  if (load<i32>(LENGTHS + (<usize>slot << 2)) == length) {
+    let same = true;
+    let n = 0;
+    for (; n + 8 <= length; n += 8) {
+      if (load<u64>(bytes + <usize>n) != load<u64>(from + <usize>n)) {
+        same = false;
+        break;
+      }
+    }
+    if (same) {
+      for (; n < length; n++) {
+        if (load<u8>(bytes + <usize>n) != load<u8>(from + <usize>n)) {
+          same = false;
+          break;
+        }
+      }
+    }
+    if (same) {
+      store<i32>(FOUND, slot);
+      return k + 1;
+    }
+  }
+  memory.copy(bytes, from, <usize>length);
+  store<i32>(LENGTHS + (<usize>slot << 2), length);
+  store<i32>(FOUND, -1 - slot);
+  return k + 1;
 }

@@ -3,7 +3,7 @@ import { compactView } from '../compact.js';
 import { mix, PartsCache } from './parts-cache.js';
 import { isShareableStringMap } from '../share.js';
 import { EMPTY_STRING_MAP, parseRfc3339, utcMs } from '../view-parts.js';
-import { keyTable, loadFrame, MEMBER_END, memberFound, memberLoaded, skipLoaded } from './wasm-scan.js';
+import { foundHash, keyTable, loadFrame, MEMBER_END, memberFound, memberLoaded, SHARED_DECODE, SHARED_LONG, sharedLoaded, skipLoaded } from './wasm-scan.js';
 import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, FAIL, OPEN_BRACE, OPEN_BRACKET, QUOTE, SCANNED_ESCAPE, SCANNED_NON_ASCII, scanned, scannedHash, scanString, skipValue, skipWs, skipWsTo } from './scan.js';
 
 /**
@@ -130,6 +130,7 @@ function spells(text: string, b: Uint8Array, start: number): boolean {
  * sharing only.
  */
 export function sharedStr(): string {
+  if (loaded) return sharedInWasm();
   const b = bytes;
   const start = at;
   const end = scanAtCursor(b);
@@ -148,6 +149,38 @@ export function sharedStr(): string {
   const fresh = intern(b.latin1Slice(start + 1, end - 1));
   cache[slot] = fresh;
   return fresh;
+}
+
+/**
+ * The strings {@link sharedStr} found through the WebAssembly scanner, by the slot whose bytes the
+ * scanner keeps (its own table: a slot here holds a string exactly when the scanner's slot holds
+ * its bytes, which the JavaScript path's table cannot promise).
+ */
+const wasmCache: (string | undefined)[] = new Array<string | undefined>(CACHE_SLOTS).fill(undefined);
+
+/** {@link sharedStr} with the string scanned, and looked up by its bytes, in the WebAssembly scanner. */
+function sharedInWasm(): string {
+  const start = at;
+  if (bytes[start] !== QUOTE) notProven();
+  const end = sharedLoaded(start);
+  if (end === FAIL) notProven();
+  const found = memberFound();
+  let text: string;
+  if (found >= 0) text = wasmCache[found]!;
+  else if (found === SHARED_DECODE) {
+    // An escape or non-ASCII: decoded as the JavaScript path decodes it (scanned there again: rare).
+    const scannedEnd = scanAtCursor(bytes);
+    text = intern(decode(start, scannedEnd));
+    sharedHash = text.length;
+    at = skipWs(bytes, end);
+    return text;
+  } else {
+    text = intern(bytes.latin1Slice(start + 1, end - 1));
+    if (found !== SHARED_LONG) wasmCache[-1 - found] = text;
+  }
+  sharedHash = foundHash();
+  at = skipWs(bytes, end);
+  return text;
 }
 
 /** A hash of the string {@link sharedStr} last returned (equal strings, equal hashes). */

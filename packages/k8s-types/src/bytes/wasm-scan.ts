@@ -19,8 +19,11 @@ import { SCAN_WASM } from './scan-wasm.generated.js';
  */
 export const WASM_FRAME_LIMIT = 4 * 1024 * 1024;
 
-/** Where the frame starts in the module's memory; key tables live below it (the module's `FRAME`). */
-const FRAME = 16_384;
+/** The module's memory map (its `LENGTHS`, `POOL` and `FRAME`): key tables, the string cache's lengths and bytes, the frame. */
+const LENGTHS = 16_384;
+const SLOTS = 4096;
+const POOL = LENGTHS + SLOTS * 4;
+const FRAME = POOL + SLOTS * 64;
 /** Where the first key table starts: the module writes what {@link memberLoaded} found at 0. */
 const TABLES = 16;
 /** Zero bytes after a loaded frame: one 16-byte load past its end never leaves the memory, and a zero stops every token. */
@@ -30,6 +33,9 @@ const PAGE = 65_536;
 /** What {@link memberLoaded} found, besides a member's index (the module's `END` and `ESCAPED_KEY`). */
 export const MEMBER_END = -3;
 export const MEMBER_ESCAPED_KEY = -2;
+/** What {@link sharedLoaded} found, besides a slot (the module's `LONG` and `DECODE`). */
+export const SHARED_LONG = -5000;
+export const SHARED_DECODE = -5001;
 
 /** The part of the WebAssembly API used here (the package builds without the DOM typings). */
 interface WasmApi {
@@ -43,6 +49,7 @@ interface WasmMemory {
 interface Module {
   readonly skip: (i: number, length: number) => number;
   readonly member: (i: number, table: number, first: number) => number;
+  readonly shared: (i: number) => number;
   readonly memory: WasmMemory;
 }
 
@@ -58,9 +65,11 @@ function instantiate(): Module | null {
   if (wasm === undefined) return null; // `--jitless`
   try {
     const instance = new wasm.Instance(new wasm.Module(Buffer.from(SCAN_WASM, 'base64')), {});
-    const { skip, member, memory } = instance.exports as Module;
-    const m = { skip, member, memory };
+    const { skip, member, shared, memory } = instance.exports as Module;
+    const m = { skip, member, shared, memory };
+    m.memory.grow(Math.ceil((FRAME + PAGE - m.memory.buffer.byteLength) / PAGE));
     views(m);
+    memoryWords.fill(-1, LENGTHS >> 2, POOL >> 2); // every string cache slot empty
     return m;
   } catch {
     // A runtime without WebAssembly SIMD: the cursor reads everything in JavaScript.
@@ -112,6 +121,24 @@ export function memberLoaded(i: number, table: number, first: boolean): number {
   return at < 0 ? FAIL : at;
 }
 
+/**
+ * Reads the string at `i` (its opening quote) in the frame loaded last, for the cursor's string
+ * cache: the position past it, or {@link FAIL}. {@link memberFound} then gives the cache slot
+ * whose bytes equal it (a hit: the string put there before is this one), or `-1 - slot` (a miss:
+ * the slot now holds these bytes, and the caller must put this string there), or
+ * {@link SHARED_LONG} (over 64 bytes: not cached), or {@link SHARED_DECODE} (an escape or
+ * non-ASCII: the caller decodes it); {@link foundHash} its hash.
+ */
+export function sharedLoaded(i: number): number {
+  const end = module!.shared(i);
+  return end < 0 ? FAIL : end;
+}
+
+/** The hash {@link sharedLoaded} wrote: equal bytes, equal hashes. */
+export function foundHash(): number {
+  return memoryWords[1]!;
+}
+
 /** What the last {@link memberLoaded} found: a member's index, {@link MEMBER_END} or {@link MEMBER_ESCAPED_KEY}. */
 export function memberFound(): number {
   return memoryWords[0]!;
@@ -127,7 +154,7 @@ export function keyTable(names: readonly string[], slots: Int32Array): number {
   if (module === null) return -1;
   const size = 4 + slots.length * 4 + names.length * 8 + names.reduce((n, name) => n + name.length, 0);
   const table = nextTable;
-  if (table + size > FRAME) return -1;
+  if (table + size > LENGTHS) return -1;
   nextTable = (table + size + 3) & ~3;
   memoryWords[table >> 2] = slots.length - 1;
   memoryWords.set(slots, (table >> 2) + 1);
@@ -143,12 +170,17 @@ export function keyTable(names: readonly string[], slots: Int32Array): number {
   return table;
 }
 
-/** Turns the WebAssembly half off or on (tests: both paths give the same answers). */
+/**
+ * Turns the byte reader's WebAssembly scanner off (`false`) or back on (`true`, the default). Off,
+ * the reader steps over dropped members and matches keys in JavaScript: the same frames, errors and
+ * cached values, at more CPU per frame (BENCHMARKS.md (15c)). For runtimes or policies that forbid
+ * WebAssembly; where it is missing (`node --jitless`) the reader already does without it.
+ */
 export function useWasmScan(on: boolean): void {
   enabled = on;
 }
 
-/** Whether the WebAssembly half is in use here (instantiated, not turned off). */
+/** Whether the byte reader scans in WebAssembly here: the runtime has it (with SIMD) and it is not turned off. */
 export function wasmScanAvailable(): boolean {
   if (module === undefined) module = instantiate();
   return enabled && module !== null;
