@@ -160,21 +160,78 @@ export function skip(i: i32, len: i32): i32 {
   return j > len ? FAIL : j;
 }
 
+/** Set by `plainEnd`: the string held a byte of 0x80 or above. */
+let sawHigh: i32 = 0;
+
+/**
+ * From `k` (inside a string): the position of its closing quote when no escape comes first, else
+ * the position of the first backslash, or FAIL at a control character (a zero past the frame is
+ * one). Sets `sawHigh` when a byte before that position is 0x80 or above. 16 bytes at a time.
+ */
+function plainEnd(k: i32): i32 {
+  const q = i8x16.splat(0x22);
+  const bs = i8x16.splat(0x5c);
+  const ctl = i8x16.splat(0x20);
+  let high: i32 = 0;
+  while (true) {
+    const v = v128.load(<usize>k, FRAME);
+    const m = i8x16.bitmask(v128.or(v128.or(i8x16.eq(v, q), i8x16.eq(v, bs)), i8x16.lt_u(v, ctl)));
+    if (m == 0) {
+      high |= i8x16.bitmask(v);
+      k += 16;
+      continue;
+    }
+    const p = ctz(m);
+    high |= i8x16.bitmask(v) & ((1 << p) - 1);
+    sawHigh = high;
+    k += p;
+    const c = at(k);
+    return c == QUOTE || c == BACKSLASH ? k : FAIL;
+  }
+}
+
+/**
+ * A hash of the bytes [start, start + length), four at a time (wasm-scan.ts computes the same for
+ * key names: keep the two equal).
+ */
+function wordHash(start: i32, length: i32): i32 {
+  let h: i32 = length;
+  let n = 0;
+  for (; n + 4 <= length; n += 4) h = (rotl<i32>(h, 5) ^ load<i32>(<usize>(start + n), FRAME)) * -1640531535; // 0x9e3779b1
+  if (n < length) {
+    let w: i32 = 0;
+    for (let b = 0; n + b < length; b++) w |= at(start + n + b) << (b << 3);
+    h = (rotl<i32>(h, 5) ^ w) * -1640531535; // 0x9e3779b1
+  }
+  // murmur3's finalizer: every input bit reaches the low bits a table indexes by.
+  h = (h ^ (h >>> 16)) * -2048144789; // 0x85ebca6b
+  h = (h ^ (h >>> 13)) * -1028477387; // 0xc2b2ae35
+  return h ^ (h >>> 16);
+}
+
 /**
  * The index in the key table at `table` of the name `[start, end)` spells, or -1. A table (see
- * KeySet in cursor.ts): i32 mask, then mask + 1 slots (a name's index by its hash, or -1), then
- * per name an i32 offset of its bytes and an i32 length.
+ * keyTable in wasm-scan.ts): i32 mask, then mask + 1 slots (a name's index, or -1; a name sits at
+ * the first free slot from its hash on, and the table is at most half full), then per name an i32
+ * offset of its bytes and an i32 length.
  */
 function lookup(table: usize, hash: i32, start: i32, end: i32): i32 {
   const mask = load<i32>(table);
-  const index = load<i32>(table + 4 + ((<usize>(hash & mask)) << 2));
-  if (index < 0) return -1;
-  const entry = table + 4 + ((<usize>(mask + 1)) << 2) + ((<usize>index) << 3);
-  const name = <usize>load<i32>(entry);
-  const length = load<i32>(entry + 4);
-  if (length != end - start) return -1;
-  for (let k = 0; k < length; k++) if (<i32>load<u8>(name + <usize>k) != at(start + k)) return -1;
-  return index;
+  const names = table + 4 + ((<usize>(mask + 1)) << 2);
+  const length = end - start;
+  let slot = hash & mask;
+  while (true) {
+    const index = load<i32>(table + 4 + ((<usize>slot) << 2));
+    if (index < 0) return -1;
+    const entry = names + ((<usize>index) << 3);
+    if (load<i32>(entry + 4) == length) {
+      const name = <usize>load<i32>(entry);
+      let k = 0;
+      while (k < length && <i32>load<u8>(name + <usize>k) == at(start + k)) k++;
+      if (k == length) return index;
+    }
+    slot = (slot + 1) & mask;
+  }
 }
 
 /**
@@ -204,18 +261,13 @@ export function member(i: i32, table: i32, first: i32): i32 {
   while (true) {
     if (at(i) != QUOTE) return FAIL;
     const start = i + 1;
-    let k = start;
-    let hash: i32 = 0;
-    let c = at(k);
-    while (c != QUOTE) {
-      if (c == BACKSLASH || c < 0x20) {
-        if (c != BACKSLASH) return FAIL;
-        store<i32>(FOUND, ESCAPED_KEY);
-        return i;
-      }
-      hash = hash * 31 + c;
-      c = at(++k);
+    const k = plainEnd(start);
+    if (k == FAIL) return FAIL;
+    if (at(k) == BACKSLASH) {
+      store<i32>(FOUND, ESCAPED_KEY);
+      return i;
     }
+    const hash = wordHash(start, k - start);
     let j = ws(k + 1);
     if (at(j) != 0x3a) return FAIL;
     j = ws(j + 1);
@@ -240,33 +292,25 @@ export function member(i: i32, table: i32, first: i32): i32 {
 /**
  * Reads the string at `i` (at its opening quote) for the cursor's string cache, keyed by its bytes:
  * returns the position past its closing quote, or -1 when it is not a valid string. At HASH: its
- * hash (`h * 31 + byte` over its bytes, then xor its length). At FOUND: the slot whose cached bytes
+ * hash (`wordHash`; not written for DECODE). At FOUND: the slot whose cached bytes
  * equal it (a hit); or `-1 - slot` for a miss, the slot now holding its bytes (the caller puts the
  * string there); or LONG, or DECODE.
  */
 export function shared(i: i32): i32 {
   const start = i + 1;
-  let k = start;
-  let hash: i32 = 0;
-  let high: i32 = 0;
-  let c = at(k);
-  while (c != QUOTE) {
-    if (c == BACKSLASH || c < 0x20) {
-      if (c != BACKSLASH) return FAIL;
-      k = escape(k);
-      if (k == FAIL) return FAIL;
-      high = 0x80;
-    } else {
-      high |= c;
-      hash = hash * 31 + c;
-      k++;
-    }
-    c = at(k);
+  let k = plainEnd(start);
+  if (k == FAIL) return FAIL;
+  if (at(k) == BACKSLASH) {
+    // Escapes: checked here as skipString checks them; the caller decodes the string.
+    k = skipString(i);
+    if (k == FAIL) return FAIL;
+    store<i32>(FOUND, DECODE);
+    return k;
   }
   const length = k - start;
-  hash ^= length;
+  const hash = wordHash(start, length);
   store<i32>(HASH, hash);
-  if (high >= 0x80) {
+  if (sawHigh != 0) {
     store<i32>(FOUND, DECODE);
     return k + 1;
   }

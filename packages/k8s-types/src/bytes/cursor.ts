@@ -333,7 +333,7 @@ export class KeySet {
 
   /** This set's table in the WebAssembly scanner's memory (written on first use), or -1 without one. */
   get table(): number {
-    if (this.#table === undefined) this.#table = keyTable(this.#names, this.#slots);
+    if (this.#table === undefined) this.#table = keyTable(this.#names);
     return this.#table;
   }
 }

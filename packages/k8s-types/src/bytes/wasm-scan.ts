@@ -145,17 +145,48 @@ export function memberFound(): number {
 }
 
 /**
- * Writes a key table into the module's memory for {@link memberLoaded}: `slots` (mask + 1 of them)
- * give a name's index by its hash (`h = h * 31 + byte`, 32-bit), -1 for none; `names` are ASCII.
- * Returns the table's address, or -1 when the module is unavailable or out of table space.
+ * The module's `wordHash` of an ASCII name: equal to what it computes for the name's bytes in a
+ * frame (four bytes at a time, little-endian), so a key table can be built here.
  */
-export function keyTable(names: readonly string[], slots: Int32Array): number {
+export function wordHash(name: string): number {
+  const length = name.length;
+  let h = length;
+  let n = 0;
+  for (; n + 4 <= length; n += 4) {
+    const w = name.charCodeAt(n) | (name.charCodeAt(n + 1) << 8) | (name.charCodeAt(n + 2) << 16) | (name.charCodeAt(n + 3) << 24);
+    h = Math.imul(((h << 5) | (h >>> 27)) ^ w, 0x9e3779b1);
+  }
+  if (n < length) {
+    let w = 0;
+    for (let b = 0; n + b < length; b++) w |= name.charCodeAt(n + b) << (b * 8);
+    h = Math.imul(((h << 5) | (h >>> 27)) ^ w, 0x9e3779b1);
+  }
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/**
+ * Writes a key table into the module's memory for {@link memberLoaded}: slots (a power of two, at
+ * most half full) give a name's index at the first free slot from its {@link wordHash} on, -1 for
+ * none; `names` are ASCII. Returns the table's address, or -1 when the module is unavailable or out of table space.
+ */
+export function keyTable(names: readonly string[]): number {
   if (module === undefined) module = instantiate();
   if (module === null) return -1;
-  const size = 4 + slots.length * 4 + names.length * 8 + names.reduce((n, name) => n + name.length, 0);
+  // At most half full, each name at the first free slot from its hash on (the module probes the same way).
+  let size = 8;
+  while (size < names.length * 2) size *= 2;
+  const slots = new Int32Array(size).fill(-1);
+  names.forEach((name, index) => {
+    let slot = wordHash(name) & (size - 1);
+    while (slots[slot] !== -1) slot = (slot + 1) & (size - 1);
+    slots[slot] = index;
+  });
+  const bytes = 4 + slots.length * 4 + names.length * 8 + names.reduce((n, name) => n + name.length, 0);
   const table = nextTable;
-  if (table + size > LENGTHS) return -1;
-  nextTable = (table + size + 3) & ~3;
+  if (table + bytes > LENGTHS) return -1;
+  nextTable = (table + bytes + 3) & ~3;
   memoryWords[table >> 2] = slots.length - 1;
   memoryWords.set(slots, (table >> 2) + 1);
   let entry = table + 4 + slots.length * 4;
