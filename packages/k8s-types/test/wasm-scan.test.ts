@@ -30,7 +30,7 @@ const damaged = fc
     return cut === null ? bytes : bytes.subarray(0, cut % (bytes.length + 1));
   });
 
-describe('the WebAssembly skip (wasm/skip.ts)', () => {
+describe('the WebAssembly scanner (wasm/scan.ts)', () => {
   it('[k8s_types: wasm skip] is in use on this runtime', () => {
     expect(wasmScanAvailable()).toBe(true);
   });
