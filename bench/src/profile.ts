@@ -17,7 +17,8 @@ import { ApiServerProcess } from './lib/apiserver-process.js';
 import { settleHeap } from './lib/heap.js';
 import { startClientNode, startOurs } from './lib/pipelines.js';
 import { syncPipeline } from './lib/ladder.js';
-import { fetchList, fetchWatchLines, parseFloor, rawHttpParse } from './lib/wire.js';
+import { parseFloor, rawHttpParse } from './lib/wire.js';
+import { prepareWorkload } from './lib/workload.js';
 
 const arg = (name: string, fallback: string): string =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
@@ -36,12 +37,8 @@ await session.post('Profiler.setSamplingInterval', { interval: 100 });
 
 const server = await ApiServerProcess.start(pods + frames + 100);
 try {
-  await server.seed(pods);
-  const watchFrom = String((await server.revision()).revision);
-  await server.modify(frames);
-  const listBody = await fetchList(server.url);
-  const lines = await fetchWatchLines(server.url, watchFrom, frames);
-  const url = via === 'replay' ? (await server.startReplay(watchFrom, frames)).url : server.url;
+  const { watchFrom, listBody, lines, replayUrl } = await prepareWorkload(server, pods, frames);
+  const url = via === 'replay' ? replayUrl : server.url;
   const kubeconfig = server.kubeconfig.replace(server.url, url);
   await mkdir(outDir, { recursive: true });
   for (const impl of impls) for (let r = 0; r <= runs; r++) {

@@ -11,7 +11,8 @@ import { ApiServerProcess } from './lib/apiserver-process.js';
 import { settleHeap } from './lib/heap.js';
 import { startOurs } from './lib/pipelines.js';
 import { fmt, summarize } from './lib/stats.js';
-import { fetchList, fetchWatchLines, parseFloor } from './lib/wire.js';
+import { parseFloor } from './lib/wire.js';
+import { prepareWorkload } from './lib/workload.js';
 
 const args = process.argv.slice(2).filter((a) => a !== '--');
 const arg = (name: string, fallback: string): number => Number(args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback);
@@ -21,13 +22,7 @@ const runs = arg('runs', '7');
 
 const server = await ApiServerProcess.start(pods + frames + 100);
 try {
-  await server.seed(pods);
-  const watchFrom = String((await server.revision()).revision);
-  await server.modify(frames);
-  const listBody = await fetchList(server.url);
-  const lines = await fetchWatchLines(server.url, watchFrom, frames);
-  const url = (await server.startReplay(watchFrom, frames)).url;
-  const kubeconfig = server.kubeconfig.replace(server.url, url);
+  const { watchFrom, listBody, lines, replayKubeconfig: kubeconfig } = await prepareWorkload(server, pods, frames);
   const modes = ['WebAssembly scanner', 'JavaScript scanner only', 'JSON.parse floor'] as const;
   const samples: Record<string, number[]> = {};
   // One unmeasured round first (warm-up), then `runs` measured rounds.
