@@ -94,7 +94,11 @@ export function loadFrame(frame: Uint8Array): boolean {
   const need = FRAME + frame.length + PAD;
   if (memoryBytes.length < need) {
     const have = module.memory.buffer.byteLength;
-    if (have < need) module.memory.grow(Math.ceil((need - have) / PAGE));
+    try {
+      if (have < need) module.memory.grow(Math.ceil((need - have) / PAGE));
+    } catch {
+      return false; // no memory for it: this frame is read in JavaScript
+    }
     views(module);
   }
   memoryBytes.set(frame, FRAME);
