@@ -333,11 +333,28 @@ describe.each([
     // A beat of its own per run of this suite: the caches outlive a run.
     const beat = `unique-${String(wasm)}`;
     const first = withBeat(beat);
+    // Other maps read in between push the first sight out of what the cache remembers.
+    for (let i = 0; i < 4; i++) withBeat(`${beat}-other-${i}`);
     const second = withBeat(beat);
     const third = withBeat(beat);
     expect(Object.isFrozen(first.metadata.annotations)).toBe(true);
     expect(second.metadata.annotations).not.toBe(first.metadata.annotations); // not held after one sight
     expect(third.metadata.annotations).toBe(second.metadata.annotations); // held after the second
+  });
+
+  it('[k8s_types: byte reader] a value seen again soon is shared from its first instance: the first pod of an owner in a LIST shares its label map and owner list', () => {
+    const sibling = (name: string, cell: string): Pod => {
+      const pod = rawPod({ name });
+      const meta = pod['metadata'] as Record<string, unknown>;
+      const owner = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `rs-${cell}`, uid: `uid-${cell}-${String(wasm)}`, controller: true };
+      return readPodFrame(encode(frame({ ...pod, metadata: { ...meta, labels: { cell: `${cell}-${String(wasm)}` }, annotations: { beat: `${name}-${String(wasm)}` }, ownerReferences: [owner] } })))!.object;
+    };
+    const [a, b, c] = [sibling('a', 'x'), sibling('b', 'x'), sibling('c', 'x')];
+    expect(b.metadata.labels).toBe(a.metadata.labels);
+    expect(c.metadata.labels).toBe(a.metadata.labels);
+    expect(b.metadata.ownerReferences).toBe(a.metadata.ownerReferences);
+    expect(c.metadata.ownerReferences).toBe(a.metadata.ownerReferences);
+    expect(b.metadata.annotations).not.toBe(a.metadata.annotations); // different values: never one instance
   });
 
   it('[k8s_types: byte reader] a view of your own is read the exact way (the reader is the bundled view\'s alone)', () => {

@@ -426,8 +426,7 @@ export function stringMap(): Readonly<Record<string, string>> {
   // Frozen exactly when the exact path would share it (too large a map is compacted instead).
   if (!isShareableStringMap(map)) return compactView(map);
   Object.freeze(map);
-  maps.offer(hash, mapParts, count, map);
-  return map;
+  return maps.offer(hash, mapParts, count, map);
 }
 
 /** The keys and values of the map being read (reused: one map is read at a time). */

@@ -13,6 +13,10 @@
  * `===`), so a hit is what building from the parts would have shared. A fixed table where a later
  * entry takes a slot over: bounded, and a lost slot loses sharing only.
  */
+/** First-sight values a cache remembers (a pod reads a few maps and lists into one cache), and the most parts one may have. */
+const RECENT = 4;
+const RECENT_PARTS = 32;
+
 export class PartsCache<T> {
   readonly #parts: (readonly unknown[] | undefined)[];
   readonly #values: (T | undefined)[];
@@ -29,14 +33,53 @@ export class PartsCache<T> {
   }
 
   /**
-   * Holds `value` for its parts from the second time they are offered on. A value read once and
-   * never again (an annotation map with a per-pod heartbeat, a pod's own owner) is not held, so it
-   * neither takes a slot from one that repeats nor costs the cache a copy of its parts.
+   * Holds a value for its parts from the second time they are offered on, and returns the instance
+   * to use. A value read once and never again (an annotation map with a per-pod heartbeat, a pod's
+   * own owner) is not held, so it neither takes a slot from one that repeats nor costs the cache a
+   * copy of its parts. The first instance is remembered for a few offers more: when its parts come
+   * again soon (the pods of one owner, next to each other in a LIST), that first instance is the one
+   * held and returned, so it is not left unshared in the first pod's view.
    */
-  offer(hash: number, parts: readonly unknown[], count: number, value: T): void {
+  offer(hash: number, parts: readonly unknown[], count: number, value: T): T {
     const slot = hash & (this.#seen.length - 1);
-    if (this.#seen[slot] === hash) this.set(hash, parts, count, value);
-    else this.#seen[slot] = hash;
+    if (this.#seen[slot] !== hash) {
+      this.#seen[slot] = hash;
+      this.#remember(hash, parts, count, value);
+      return value;
+    }
+    const first = this.#recalled(hash, parts, count) ?? value;
+    this.set(hash, parts, count, first);
+    return first;
+  }
+
+  /** The last few values offered for the first time: their hashes, parts (copied into reused arrays) and instances. */
+  readonly #recentHashes = new Int32Array(RECENT);
+  readonly #recentParts: unknown[][] = Array.from({ length: RECENT }, () => []);
+  readonly #recentCounts = new Int32Array(RECENT).fill(-1);
+  readonly #recentValues: (T | undefined)[] = new Array<T | undefined>(RECENT).fill(undefined);
+  #recentNext = 0;
+
+  #remember(hash: number, parts: readonly unknown[], count: number, value: T): void {
+    if (count > RECENT_PARTS) return;
+    const i = this.#recentNext;
+    this.#recentNext = (i + 1) % RECENT;
+    this.#recentHashes[i] = hash;
+    this.#recentCounts[i] = count;
+    const kept = this.#recentParts[i]!;
+    for (let k = 0; k < count; k++) kept[k] = parts[k];
+    this.#recentValues[i] = value;
+  }
+
+  /** The remembered first instance with exactly these parts, if it is still among the last few. */
+  #recalled(hash: number, parts: readonly unknown[], count: number): T | undefined {
+    for (let i = 0; i < RECENT; i++) {
+      if (this.#recentHashes[i] !== hash || this.#recentCounts[i] !== count) continue;
+      const kept = this.#recentParts[i]!;
+      let k = 0;
+      while (k < count && kept[k] === parts[k]) k++;
+      if (k === count) return this.#recentValues[i];
+    }
+    return undefined;
   }
 
   /** The value set for the first `count` of `parts` (hashed to `hash`), if held. */

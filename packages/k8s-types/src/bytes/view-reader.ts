@@ -131,7 +131,6 @@ export function sharedList<T>(kind: string, cache: PartsCache<readonly T[]>, ite
   // Frozen exactly when the exact path would share it.
   if (!isShareableList(kind, items, itemKey)) return items;
   const shared = freezeList(items);
-  cache.offer(hash, listParts, count, shared);
-  return shared;
+  return cache.offer(hash, listParts, count, shared);
 }
 
