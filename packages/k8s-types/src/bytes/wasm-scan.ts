@@ -6,7 +6,8 @@ import { SCAN_WASM } from './scan-wasm.generated.js';
  * bytes and build nothing. {@link skipLoaded} is `scan.ts`'s strict skip with strings read 16 bytes
  * at a time, for the members a view drops (`managedFields`, most of `spec`: most of the bytes);
  * {@link memberLoaded} finds an object's next member that a view reads, matching keys and stepping
- * over the rest without returning to JavaScript. A frame is copied into the module's memory once.
+ * over the rest without returning to JavaScript; {@link sharedLoaded} finds a shared string again by
+ * its bytes in a cache the module keeps. A frame is copied into the module's memory once.
  * Where WebAssembly is unavailable (`--jitless`) or a frame is larger than {@link WASM_FRAME_LIMIT},
  * the cursor does all of it in JavaScript: the same answers (property-tested), slower.
  *
