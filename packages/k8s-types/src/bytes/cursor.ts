@@ -35,7 +35,7 @@ const NOTHING = Buffer.alloc(0) as Bytes;
 export let bytes = NOTHING;
 /** Index of the next unread byte. */
 export let at = 0;
-/** Whether the frame is also in the WebAssembly skip's memory (see `wasm-scan.ts`). */
+/** Whether the frame is also in the WebAssembly scanner's memory (see `wasm-scan.ts`). */
 let loaded = false;
 
 /**
@@ -135,11 +135,7 @@ export function sharedStr(): string {
   const start = at;
   const end = scanAtCursor(b);
   at = skipWs(b, end);
-  if (scanned !== 0) {
-    const text = intern(decode(start, end));
-    sharedHash = text.length;
-    return text;
-  }
+  if (scanned !== 0) return sharedDecoded(start, end);
   const length = end - start - 2;
   const hash = scannedHash ^ length;
   sharedHash = hash;
@@ -168,18 +164,23 @@ function sharedInWasm(): string {
   let text: string;
   if (found >= 0) text = wasmCache[found]!;
   else if (found === SHARED_DECODE) {
-    // An escape or non-ASCII: decoded as the JavaScript path decodes it (scanned there again: rare).
-    const scannedEnd = scanAtCursor(bytes);
-    text = intern(decode(start, scannedEnd));
-    sharedHash = text.length;
+    // An escape or non-ASCII: scanned again in JavaScript (rare), for `decode`'s flags.
+    scanAtCursor(bytes);
     at = skipWs(bytes, end);
-    return text;
+    return sharedDecoded(start, end);
   } else {
     text = intern(bytes.latin1Slice(start + 1, end - 1));
     if (found !== SHARED_LONG) wasmCache[-1 - found] = text;
   }
   sharedHash = foundHash();
   at = skipWs(bytes, end);
+  return text;
+}
+
+/** A shared string with an escape or a non-ASCII byte, just scanned: decoded, interned, hashed by its length. */
+function sharedDecoded(start: number, end: number): string {
+  const text = intern(decode(start, end));
+  sharedHash = text.length;
   return text;
 }
 
@@ -360,20 +361,21 @@ export function key(keys: KeySet): number {
  * is left. {@link nextKept} continues after the member's value has been read.
  */
 export function firstKept(keys: KeySet): number {
-  if (loaded) {
-    const table = keys.table;
-    if (table >= 0) return seek(keys, table, true);
-  }
+  const table = tableFor(keys);
+  if (table >= 0) return seek(keys, table, true);
   return openObject() ? kept(keys) : -1;
 }
 
 /** After the value of a member {@link firstKept} or this found: the next member `keys` names, or -1 past the object. */
 export function nextKept(keys: KeySet): number {
-  if (loaded) {
-    const table = keys.table;
-    if (table >= 0) return seek(keys, table, false);
-  }
+  const table = tableFor(keys);
+  if (table >= 0) return seek(keys, table, false);
   return nextMember() ? kept(keys) : -1;
+}
+
+/** The key table to match `keys` in the WebAssembly scanner with, or -1 to match them here. */
+function tableFor(keys: KeySet): number {
+  return loaded ? keys.table : -1;
 }
 
 /** From a key: the first member from here on that `keys` names (see {@link firstKept}). */

@@ -61,6 +61,12 @@ let memoryWords = new Int32Array(0);
 let loadedLength = 0;
 let nextTable = TABLES;
 
+/** The module, instantiated on first use; `null` where it cannot be. */
+function ready(): Module | null {
+  if (module === undefined) module = instantiate();
+  return module;
+}
+
 function instantiate(): Module | null {
   const wasm = (globalThis as { WebAssembly?: WasmApi }).WebAssembly;
   if (wasm === undefined) return null; // `--jitless`
@@ -90,17 +96,17 @@ function views(m: Module): void {
  */
 export function loadFrame(frame: Uint8Array): boolean {
   if (!enabled || frame.length > WASM_FRAME_LIMIT) return false;
-  if (module === undefined) module = instantiate();
-  if (module === null) return false;
+  const m = ready();
+  if (m === null) return false;
   const need = FRAME + frame.length + PAD;
   if (memoryBytes.length < need) {
-    const have = module.memory.buffer.byteLength;
+    const have = m.memory.buffer.byteLength;
     try {
-      if (have < need) module.memory.grow(Math.ceil((need - have) / PAGE));
+      if (have < need) m.memory.grow(Math.ceil((need - have) / PAGE));
     } catch {
       return false; // no memory for it: this frame is read in JavaScript
     }
-    views(module);
+    views(m);
   }
   memoryBytes.set(frame, FRAME);
   memoryBytes.fill(0, FRAME + frame.length, need);
@@ -177,8 +183,7 @@ export function wordHash(name: string): number {
  * none; `names` are ASCII. Returns the table's address, or -1 when the module is unavailable or out of table space.
  */
 export function keyTable(names: readonly string[]): number {
-  if (module === undefined) module = instantiate();
-  if (module === null) return -1;
+  if (ready() === null) return -1;
   // At most half full, each name at the first free slot from its hash on (the module probes the same way).
   let size = 8;
   while (size < names.length * 2) size *= 2;
@@ -218,6 +223,5 @@ export function useWasmScan(on: boolean): void {
 
 /** Whether the byte reader scans in WebAssembly here: the runtime has it (with SIMD) and it is not turned off. */
 export function wasmScanAvailable(): boolean {
-  if (module === undefined) module = instantiate();
-  return enabled && module !== null;
+  return enabled && ready() !== null;
 }
