@@ -32,11 +32,7 @@ export function checkContentType(req: IncomingMessage, accepted: string[]): void
 
 /** Writes one JSON answer with its length. */
 export function sendJson(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
-  sendJsonText(res, code, JSON.stringify(body), headers);
-}
-
-/** Writes one answer already serialized as JSON, with its length. */
-export function sendJsonText(res: ServerResponse, code: number, text: string | Buffer, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
   res.writeHead(code, { ...JSON_HEADERS, 'Content-Length': String(Buffer.byteLength(text)), ...headers });
   res.end(text);
 }

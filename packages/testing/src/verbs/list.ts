@@ -98,15 +98,14 @@ export async function serveList(ctx: ServerContext, req: IncomingMessage, res: S
     // Unfiltered, everything from the first unreturned entry on is an item still to come.
     if (unfiltered) remaining = sorted.length - i;
   }
-  const items = page;
   if (table !== undefined) {
     const opts: Parameters<typeof toTable>[2] = { include, version: table, resourceVersion: String(at), withColumns: true, now: ctx.now() };
     if (next !== undefined) opts.continueToken = next;
     if (remaining !== undefined) opts.remainingItemCount = remaining;
-    sendJson(res, 200, toTable(r, items, opts));
+    sendJson(res, 200, toTable(r, page, opts));
     return;
   }
-  sendJsonParts(res, 200, listJson(r, items, String(at), next, remaining));
+  sendJsonParts(res, 200, listJson(r, page, String(at), next, remaining));
 }
 
 /** The index of the first entry whose key is at or after `key` (entries sorted by key). */
