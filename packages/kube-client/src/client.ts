@@ -89,10 +89,7 @@ function retryAfterSeconds(response: TransportResponse, status: KubeStatus | und
   return typeof detail === 'number' && Number.isInteger(detail) && detail >= 0 ? detail : undefined;
 }
 
-/**
- * Reads a body whole (up to `limit` bytes kept; the rest is drained and dropped). One chunk is kept
- * as it came (no copy); several are joined into one buffer.
- */
+/** Reads a body whole into memory of its own (up to `limit` bytes kept; the rest is drained and dropped). */
 async function readBytes(body: AsyncIterable<Uint8Array | string>, limit: number): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -101,7 +98,8 @@ async function readBytes(body: AsyncIterable<Uint8Array | string>, limit: number
     if (size < limit) chunks.push(buffer);
     size += buffer.length;
   }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  // Always a copy: a streamed body's pieces may be reused once the next is read (`TransportRequest.stream`).
+  return Buffer.concat(chunks);
 }
 
 async function readText(body: AsyncIterable<Uint8Array | string>, limit: number): Promise<string> {
@@ -276,8 +274,10 @@ export class KubeClient {
   /**
    * {@link streamBatches} without decoding: the bytes of each frame the socket read completes, one
    * `Uint8Array` per frame (a view on the read's buffer when the frame lies inside it), for a reader
-   * that parses frames from their UTF-8 bytes (k8s-types' `parseWatchFrame`). The same frames,
-   * batches, request, deadline, errors and teardown as {@link streamBatches}; see `splitFrameBatches`.
+   * that parses frames from their UTF-8 bytes (k8s-types' `parseWatchFrame`). A batch's frames are
+   * valid until the next batch is asked for (the read buffer is reused): copy a frame to keep it.
+   * The same frames, batches, request, deadline, errors and teardown as {@link streamBatches}; see
+   * `splitFrameBatches`.
    */
   streamFrameBatches(request: KubeRequest): AsyncGenerator<Uint8Array[], void, undefined> {
     return this.#streamed(request, splitFrameBatches);
@@ -330,7 +330,7 @@ export class KubeClient {
         if (limited) await this.#limiter!.wait(controller.signal, remaining(), () => timeoutError('waiting for the client-side rate limiter'));
         let response: TransportResponse;
         try {
-          response = await this.#transport({ method: request.method, url, headers, body, signal: controller.signal });
+          response = await this.#transport({ method: request.method, url, headers, body, signal: controller.signal, stream: streaming });
         } catch (error) {
           if (controller.signal.aborted) throw abortReason(controller.signal);
           // The transport's own configuration errors (a refused scheme) are not transport failures.

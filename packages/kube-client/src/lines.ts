@@ -126,8 +126,7 @@ function concatParts(parts: readonly Uint8Array[], total: number): Uint8Array {
  * {@link splitLineBatches} without decoding: one batch per chunk read, each item the bytes of one
  * line (one JSON frame) without its `\n`, for a reader that parses frames from their UTF-8 bytes
  * (k8s-types' `parseWatchFrame`). A line lying inside one chunk is a `subarray` of that chunk (no
- * copy: it shares the chunk's `ArrayBuffer`); a line spanning chunks is copied once, from the
- * pending parts, into memory of its own, so it keeps no earlier chunk alive.
+ * copy); a line spanning chunks is assembled, from copies of its parts, into memory of its own.
  *
  * The same lines, batches and errors as {@link splitLineBatches} on the same chunks: each item is
  * the UTF-8 encoding of the line that one yields (for a body that is valid UTF-8, as the
@@ -136,13 +135,14 @@ function concatParts(parts: readonly Uint8Array[], total: number): Uint8Array {
  * and {@link KubeProtocolError} when the body ends inside a frame, each after the batch of the
  * lines completed before it.
  *
- * The chunks must not be written to after they are yielded (Node's streams hand out a fresh
- * buffer per read): the lines alias them. A reader that keeps a line past its parse keeps its
- * chunk's memory alive too; the reflector parses each one and drops it.
+ * A chunk is read only until the next one is asked for, so its memory may be reused then (a
+ * watch's transport reads every chunk into one buffer, `TransportRequest.stream`), and a batch's
+ * lines are valid until the next batch is asked for: a reader that keeps a line copies it. The
+ * reflector parses every line of a batch before asking for the next.
  */
 export async function* splitFrameBatches(chunks: AsyncIterable<Uint8Array | string>, maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES): AsyncGenerator<Uint8Array[], void, undefined> {
-  // The unfinished frame's parts: views on the chunks they came from, copied once when it ends.
-  // Memory stays bounded by the cap plus the head of the first part's chunk.
+  // The unfinished frame's parts, each copied when its chunk is done: a chunk's memory may be reused
+  // once the next one is read (`TransportRequest.stream`). Memory stays bounded by the cap.
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
   for await (const raw of chunks) {
@@ -172,7 +172,7 @@ export async function* splitFrameBatches(chunks: AsyncIterable<Uint8Array | stri
     if (batch.length > 0) yield batch;
     pendingBytes += bytes.length - start;
     if (pendingBytes > maxFrameBytes) throw new WatchFrameTooLargeError(maxFrameBytes);
-    if (start < bytes.length) pending.push(bytes.subarray(start));
+    if (start < bytes.length) pending.push(new Uint8Array(bytes.subarray(start)));
   }
   if (pending.length > 0 && !isBlank(concatParts(pending, pendingBytes))) throw new KubeProtocolError('watch stream ended in the middle of a frame');
 }

@@ -250,7 +250,8 @@ export class ResourceClient<T> {
   /**
    * {@link watchLineBatches} without decoding: one array per socket read of each frame's bytes (its
    * UTF-8 line without the `\n`), for a reader that parses frames from bytes, such as k8s-types'
-   * `parseWatchFrame` (see `KubeClient.streamFrameBatches`).
+   * `parseWatchFrame`. A batch's frames are valid until the next batch is asked for (see
+   * `KubeClient.streamFrameBatches`).
    */
   watchFrameBatches(options: WatchOptions = {}): AsyncGenerator<Uint8Array[], void, undefined> {
     return this.#client.streamFrameBatches(this.#watchRequest(options));

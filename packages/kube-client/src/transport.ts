@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { KubeClientOptionsError } from './errors.js';
+import { bareSocketCan, openWatchStream } from './watch-stream.js';
 
 /**
  * client-node's refusal of a plain-http server without `skip-tls-verify` — what an empty KubeConfig
@@ -30,6 +31,12 @@ export interface TransportRequest {
   readonly body?: string | undefined;
   /** Aborts the request, also while connecting and while the body streams. */
   readonly signal: AbortSignal;
+  /**
+   * The body is a long stream (a WATCH) read piece by piece, and the reader is done with each piece
+   * when it asks for the next: the transport may then reuse that piece's memory. A reader that
+   * keeps a piece copies it.
+   */
+  readonly stream?: boolean | undefined;
 }
 
 /** One HTTP response: the status, the headers, and the body as a byte stream. */
@@ -49,11 +56,23 @@ export interface TransportResponse {
  */
 export type Transport = (request: TransportRequest) => Promise<TransportResponse>;
 
+/** Options of {@link httpTransport}. */
+export interface HttpTransportOptions {
+  /**
+   * Read a streamed GET (a WATCH) straight off its own socket into one reused buffer (see
+   * `watch-stream.ts`) instead of through node:http. Default true; used only when the request's
+   * options need nothing but headers, basic auth and TLS material (no proxy agent), else node:http.
+   */
+  readonly watchOnBareSocket?: boolean | undefined;
+}
+
 /**
  * A {@link Transport} over `node:http` / `node:https` with auth and TLS from `auth`, asked afresh per
- * request: an exec plugin or a token file may have rotated the credential since the last one.
+ * request: an exec plugin or a token file may have rotated the credential since the last one. A
+ * watch is read off a bare socket (see {@link HttpTransportOptions.watchOnBareSocket}).
  */
-export function httpTransport(auth: KubeConfigAuth): Transport {
+export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransportOptions = {}): Transport {
+  const bareSocket = transportOptions.watchOnBareSocket ?? true;
   return async (request) => {
     const options: https.RequestOptions = { headers: {} };
     try {
@@ -65,6 +84,9 @@ export function httpTransport(auth: KubeConfigAuth): Transport {
       throw error;
     }
     request.signal.throwIfAborted();
+    if (bareSocket && request.stream === true && request.method === 'GET' && request.body === undefined && bareSocketCan(options)) {
+      return openWatchStream(request, options);
+    }
     const module = request.url.protocol === 'http:' ? http : https;
     const headers: http.OutgoingHttpHeaders = { ...(options.headers as http.OutgoingHttpHeaders | undefined), ...request.headers };
     if (request.body !== undefined) headers['Content-Length'] = Buffer.byteLength(request.body);

@@ -52,6 +52,25 @@ describe('[kube_client: frames as bytes] splitFrameBatches carries each frame as
     );
   });
 
+  it('[kube_client: frames as bytes] property: chunks whose memory is reused once the next is read (a watch\'s one read buffer) give the same frames, read before the next batch', async () => {
+    /** Every chunk in one buffer, scribbled over before the next is copied in. */
+    async function* reused(body: Uint8Array, cuts: readonly number[]): AsyncGenerator<Uint8Array> {
+      const buffer = new Uint8Array(body.length + 1);
+      for await (const piece of chunked(body, cuts)) {
+        buffer.fill(0x7b);
+        buffer.set(piece);
+        yield buffer.subarray(0, piece.length);
+      }
+    }
+    await fc.assert(
+      fc.asyncProperty(text, fc.array(fc.nat(), { maxLength: 12 }), fc.integer({ min: 1, max: 80 }), async (body, cuts, cap) => {
+        const bytes = Buffer.from(body, 'utf8');
+        expect(await outcome(splitFrameBatches(reused(bytes, cuts), cap), frameHex)).toEqual(await outcome(splitFrameBatches(chunked(bytes, cuts), cap), frameHex));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   it('[kube_client: frames as bytes] property: for any bytes (invalid UTF-8 included), the same frame boundaries, blank-line drops and errors as splitLineBatches', async () => {
     const byte = fc.oneof(fc.constantFrom(0x0a, 0x0a, 0x20, 0x09, 0x0d, 0xc2, 0xa0, 0xe2, 0x80, 0xa8, 0xef, 0xbb, 0xbf, 0x7b), fc.integer({ min: 0, max: 255 }));
     await fc.assert(

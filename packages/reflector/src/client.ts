@@ -97,7 +97,8 @@ export interface ListWatchClient {
    * array (each item in any form `watch` may yield: bytes, a string or a decoded object; {@link KubeApiClient}
    * yields bytes). When present the reflector uses it instead of
    * `watch` and handles a read's frames without a promise hop between them; the semantics (errors,
-   * end, abort through `request.signal`) are `watch`'s.
+   * end, abort through `request.signal`) are `watch`'s. The reflector reads every frame of a batch
+   * before asking for the next, and keeps no frame's bytes, so a batch's memory may be reused then.
    */
   watchBatches?(request: WatchRequest): AsyncIterable<readonly unknown[]>;
 }

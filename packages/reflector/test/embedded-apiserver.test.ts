@@ -89,6 +89,25 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
     expect(tap.untaken).toEqual([]);
   });
 
+  it('[k8s_reflector: Reflector] a burst of frames, many to a socket read and some spanning reads, arrives intact: each upsert carries exactly what was written (embedded apiserver)', async () => {
+    const { server: s, tap } = await setup();
+    await tap.next('the listing');
+    const writes = 300;
+    // Notes from 0 to ~40 KB: the watch's read buffer (128 KiB) holds many small frames, and a large one spans reads.
+    const note = (i: number): string => `${i}:${String.fromCharCode(97 + (i % 26)).repeat((i * 7919) % 40_000)}`;
+    for (let i = 0; i < writes; i++) {
+      s.updatePod(NS, `engine-${i % 3}`, (pod) => {
+        pod.metadata.annotations = { note: note(i) };
+      });
+    }
+    for (let i = 0; i < writes; i++) {
+      const event = await tap.next(`write ${i}`);
+      expect(event.type === 'upsert' && event.key).toBe(`pool-a/engine-${i % 3}`);
+      if (event.type === 'upsert' && event.object.metadata.annotations['note'] !== note(i)) throw new Error(`write ${i} arrived as ${event.object.metadata.annotations['note']?.slice(0, 40)}…`);
+    }
+    expect(tap.untaken).toEqual([]);
+  });
+
   it('[k8s_reflector: ListAndWatch → Run → LIST again] a watch the server ends at timeoutSeconds is reopened from the cursor without a LIST (embedded apiserver)', async () => {
     // timeoutSeconds=2 is 100 ms on this server: every watch ends cleanly and is reopened.
     const { server: s, reflector, tap } = await setup({ reflector: { watchTimeoutSeconds: 2 } });

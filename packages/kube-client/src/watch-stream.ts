@@ -1,0 +1,284 @@
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import tls from 'node:tls';
+import { bodyFramer, headEnd, HttpFramingError, MAX_HEAD_BYTES, parseHead, type BodyFramer, type ResponseHead } from './http1-framing.js';
+import type { TransportRequest, TransportResponse } from './transport.js';
+
+/**
+ * A watch's response read straight off its socket into one reused buffer: what
+ * {@link httpTransport} uses for a streamed GET.
+ *
+ * Why not node:http: its parser copies every piece of body into a fresh `Buffer` (a 250 MB watch
+ * allocates and frees 250 MB, and the reads into them fault fresh pages in), then the pieces pass
+ * through a `Readable`. Measured reading a 252 MB watch from a loopback replay: node:http
+ * 330–480 ms of the reading thread's CPU, this 65–75 ms (BENCHMARKS.md (15d)).
+ *
+ * Invariant: the socket reads into {@link READ_BUFFER_BYTES} of memory that is written again only
+ * after every piece of body found in it has been handed out and the reader has asked for the next
+ * one; until then the socket is paused. So a body piece is valid until the next `next()`
+ * (`TransportRequest.stream`), and memory per watch stays one buffer however fast the server
+ * writes: TCP's window holds the rest.
+ */
+
+/** Bytes read per socket read on a plain connection (TLS hands over one record, up to 16 KiB, at a time). */
+export const READ_BUFFER_BYTES = 128 * 1024;
+
+/** The TLS options of `https.RequestOptions` passed on to `tls.connect`: what client-node's `applyToHTTPSOptions` sets, and the version bounds. */
+const TLS_KEYS = [
+  'ca',
+  'cert',
+  'key',
+  'pfx',
+  'passphrase',
+  'rejectUnauthorized',
+  'servername',
+  'ciphers',
+  'honorCipherOrder',
+  'ecdhCurve',
+  'crl',
+  'dhparam',
+  'secureOptions',
+  'secureProtocol',
+  'sessionIdContext',
+  'minVersion',
+  'maxVersion',
+  'checkServerIdentity',
+] as const;
+/** Options node:http would also honour that change nothing here: headers are sent, `auth` becomes a header, `timeout` is the client's own deadline. */
+const PLAIN_KEYS = new Set<string>(['headers', 'agent', 'auth', 'timeout', ...TLS_KEYS]);
+
+/**
+ * True when `options` (as `applyToHTTPSOptions` filled them) can be honoured on a bare socket: no
+ * option this module does not know (a socket path, a lookup, a local address…), and an agent that
+ * is node's own `http.Agent` / `https.Agent` (client-node makes one per request) rather than a
+ * proxy agent, which must open the connection itself.
+ */
+export function bareSocketCan(options: https.RequestOptions): boolean {
+  for (const [key, value] of Object.entries(options)) {
+    if (value !== undefined && !PLAIN_KEYS.has(key)) return false;
+  }
+  const agent: unknown = options.agent;
+  if (agent === undefined || agent === null || agent === false) return true;
+  const prototype: unknown = Object.getPrototypeOf(agent);
+  return prototype === http.Agent.prototype || prototype === https.Agent.prototype;
+}
+
+function abortError(signal: AbortSignal): Error {
+  return Object.assign(new Error('The operation was aborted', { cause: signal.reason }), { name: 'AbortError', code: 'ABORT_ERR' });
+}
+
+function hangUp(): Error {
+  // What node:http reports when the connection ends before a response.
+  return Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+}
+
+/** The request head: every header validated as node:http validates it, so a CR or LF in a value is refused, never sent. */
+function requestHead(request: TransportRequest, options: https.RequestOptions): string {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries({ ...(options.headers as Record<string, unknown> | undefined), ...request.headers })) {
+    if (value === undefined) continue;
+    const text = Array.isArray(value) ? value.join(', ') : String(value);
+    http.validateHeaderName(name);
+    http.validateHeaderValue(name, text);
+    headers[name] = text;
+  }
+  if (options.auth !== undefined && options.auth !== null && !Object.keys(headers).some((n) => n.toLowerCase() === 'authorization')) {
+    headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+  }
+  const { url } = request;
+  let head = `${request.method} ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n`;
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.toLowerCase() !== 'host' && name.toLowerCase() !== 'connection') head += `${name}: ${value}\r\n`;
+  }
+  // One response per connection: a watch holds its connection until it ends.
+  return `${head}Connection: close\r\n\r\n`;
+}
+
+/**
+ * Sends `request` (a GET without a body) on a connection of its own and resolves with the response
+ * once its head has arrived; the body is read as the {@link TransportResponse.body} is iterated.
+ * `options` must satisfy {@link bareSocketCan}.
+ */
+export function openWatchStream(request: TransportRequest, options: https.RequestOptions): Promise<TransportResponse> {
+  return new Promise((resolve, reject) => new WatchStream(request, options, resolve, reject));
+}
+
+/** One connection, one response: the reader of the head, then of the body. */
+class WatchStream {
+  readonly #socket: net.Socket;
+  readonly #buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  #resolve: ((response: TransportResponse) => void) | undefined;
+  #reject: ((error: unknown) => void) | undefined;
+  /** The head's bytes so far (copied: the read buffer is reused). */
+  #head: Buffer = Buffer.alloc(0);
+  #framer: BodyFramer | undefined;
+  /** Body pieces found in the current read, not yet handed out. */
+  readonly #pieces: Uint8Array[] = [];
+  #complete = false;
+  #failure: unknown;
+  /** The reader waiting for a piece. */
+  #waiter: { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: unknown) => void } | undefined;
+  readonly #signal: AbortSignal;
+  readonly #onAbort = (): void => this.#fail(abortError(this.#signal));
+
+  constructor(request: TransportRequest, options: https.RequestOptions, resolve: (response: TransportResponse) => void, reject: (error: unknown) => void) {
+    this.#resolve = resolve;
+    this.#reject = reject;
+    this.#signal = request.signal;
+    const { url } = request;
+    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const secure = url.protocol === 'https:';
+    const port = Number(url.port) || (secure ? 443 : 80);
+    const head = requestHead(request, options);
+    const onread = { buffer: this.#buffer, callback: (bytes: number): boolean => this.#read(bytes) };
+    if (secure) {
+      const tlsOptions: tls.ConnectionOptions = { host, port, onread } as tls.ConnectionOptions;
+      for (const key of TLS_KEYS) {
+        if (options[key] !== undefined) (tlsOptions as Record<string, unknown>)[key] = options[key];
+      }
+      // SNI as node:https sends it: the host name, never an IP address.
+      if (tlsOptions.servername === undefined && net.isIP(host) === 0) tlsOptions.servername = host;
+      this.#socket = tls.connect(tlsOptions);
+    } else {
+      this.#socket = net.connect({ host, port, onread } as net.NetConnectOpts);
+    }
+    this.#socket.on('error', (error) => this.#fail(error));
+    this.#socket.on('end', () => this.#ended());
+    this.#socket.on('close', () => this.#ended());
+    this.#socket.write(head);
+    if (this.#signal.aborted) this.#onAbort();
+    else this.#signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** One socket read of `count` bytes into the buffer. Returns false to pause the socket. */
+  #read(count: number): boolean {
+    try {
+      let from = 0;
+      if (this.#framer === undefined) {
+        from = this.#readHead(count);
+        if (this.#framer === undefined) return true;
+      }
+      if (!this.#complete && this.#framer.feed(this.#buffer, from, count, (piece) => this.#pieces.push(piece))) {
+        this.#complete = true;
+        this.#stopReading();
+      }
+    } catch (error) {
+      this.#fail(error);
+      return false;
+    }
+    if (this.#pieces.length === 0 && !this.#complete) return true;
+    this.#wake();
+    return false;
+  }
+
+  /** Adds a read to the head; once the head is whole, answers it and returns where its body starts in the buffer. */
+  #readHead(count: number): number {
+    const before = this.#head.length;
+    this.#head = Buffer.concat([this.#head, this.#buffer.subarray(0, count)]);
+    let end = headEnd(this.#head, Math.max(0, before - 3));
+    // 1xx heads (100 Continue, 103 Early Hints) precede the response: dropped.
+    let head: ResponseHead | undefined;
+    while (end !== -1) {
+      if (end > MAX_HEAD_BYTES) break;
+      head = parseHead(this.#head.subarray(0, end));
+      if (head.status >= 200) break;
+      if (head.status === 101) throw new HttpFramingError('HPE_UNEXPECTED_SPACE', 'the server switched protocols on a watch');
+      this.#head = this.#head.subarray(end);
+      head = undefined;
+      end = headEnd(this.#head, 0);
+    }
+    if ((end === -1 ? this.#head.length : end) > MAX_HEAD_BYTES) throw new HttpFramingError('HPE_HEADER_OVERFLOW', `response head over ${MAX_HEAD_BYTES} bytes`);
+    if (head === undefined) return count;
+    const framer = bodyFramer(head);
+    // The body's first bytes are the read's last ones.
+    const bodyFrom = count - (this.#head.length - end);
+    this.#head = Buffer.alloc(0);
+    this.#framer = framer;
+    const resolve = this.#resolve!;
+    this.#resolve = undefined;
+    this.#reject = undefined;
+    resolve(this.#response(head));
+    return bodyFrom;
+  }
+
+  #response(head: ResponseHead): TransportResponse {
+    const next = (): Promise<IteratorResult<Uint8Array>> => {
+      const piece = this.#pieces.shift();
+      if (piece !== undefined) return Promise.resolve({ done: false, value: piece });
+      if (this.#failure !== undefined) return Promise.reject(this.#failure);
+      if (this.#complete) return Promise.resolve({ done: true, value: undefined });
+      return new Promise((resolve, reject) => {
+        this.#waiter = { resolve, reject };
+        // The reader is done with every piece of the last read: the buffer may be written again.
+        this.#socket.resume();
+      });
+    };
+    const close = (): void => this.#close();
+    const iterator: AsyncIterator<Uint8Array> = {
+      next,
+      return: () => {
+        close();
+        return Promise.resolve({ done: true, value: undefined });
+      },
+    };
+    return {
+      status: head.status,
+      header: (name) => head.headers.get(name.toLowerCase()),
+      body: { [Symbol.asyncIterator]: () => iterator },
+      close,
+    };
+  }
+
+  #wake(): void {
+    const waiter = this.#waiter;
+    if (waiter === undefined) return;
+    this.#waiter = undefined;
+    const piece = this.#pieces.shift();
+    if (piece !== undefined) waiter.resolve({ done: false, value: piece });
+    else if (this.#failure !== undefined) waiter.reject(this.#failure);
+    else if (this.#complete) waiter.resolve({ done: true, value: undefined });
+    else this.#waiter = waiter;
+  }
+
+  /** The connection ended: the body is complete when its framing says so (or it runs to the end); else the response was cut. */
+  #ended(): void {
+    if (this.#complete || this.#failure !== undefined) return;
+    if (this.#framer === undefined) {
+      this.#fail(hangUp());
+      return;
+    }
+    try {
+      this.#framer.end();
+      this.#complete = true;
+      this.#stopReading();
+      this.#wake();
+    } catch (error) {
+      this.#fail(error);
+    }
+  }
+
+  #fail(error: unknown): void {
+    if (this.#complete || this.#failure !== undefined) return;
+    this.#failure = error;
+    this.#stopReading();
+    if (this.#reject !== undefined) {
+      const reject = this.#reject;
+      this.#resolve = undefined;
+      this.#reject = undefined;
+      reject(error);
+    }
+    this.#wake();
+  }
+
+  #close(): void {
+    this.#complete = true;
+    this.#pieces.length = 0;
+    this.#stopReading();
+  }
+
+  #stopReading(): void {
+    this.#signal.removeEventListener('abort', this.#onAbort);
+    this.#socket.destroy();
+  }
+}

@@ -1,0 +1,234 @@
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import tls from 'node:tls';
+import { afterEach, describe, expect, it } from 'vitest';
+import { httpTransport, staticAuth, type TransportRequest, type TransportResponse } from '../src/index.js';
+import { bareSocketCan, openWatchStream } from '../src/watch-stream.js';
+
+/** A self-signed certificate for localhost and 127.0.0.1, valid until 2126: test material only. */
+const CERT = readFileSync(new URL('./fixtures/localhost-cert.pem', import.meta.url), 'utf8');
+const KEY = readFileSync(new URL('./fixtures/localhost-key.pem', import.meta.url), 'utf8');
+
+const servers: net.Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+});
+
+/** What a raw server saw of one connection: the request's bytes, and the socket to answer on. */
+interface Connection {
+  readonly socket: net.Socket;
+  readonly request: Promise<string>;
+}
+
+/** A server that hands each connection to `onConnection` with the request head as text. */
+async function rawServer(onConnection: (connection: Connection) => void, secure = false): Promise<{ url: string; connections: Connection[] }> {
+  const connections: Connection[] = [];
+  const accept = (socket: net.Socket): void => {
+    let text = '';
+    const request = new Promise<string>((resolve) => {
+      socket.on('data', (data: Buffer) => {
+        text += data.toString('latin1');
+        if (text.includes('\r\n\r\n')) resolve(text);
+      });
+    });
+    socket.on('error', () => {});
+    const connection = { socket, request };
+    connections.push(connection);
+    onConnection(connection);
+  };
+  const server = secure ? tls.createServer({ cert: CERT, key: KEY }, accept) : net.createServer(accept);
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return { url: `${secure ? 'https' : 'http'}://127.0.0.1:${port}`, connections };
+}
+
+function watchRequest(url: string, signal = new AbortController().signal): TransportRequest {
+  return { method: 'GET', url: new URL(`${url}/api/v1/pods?watch=true&resourceVersion=7`), headers: { Accept: 'application/json' }, signal, stream: true };
+}
+
+/** Reads a body to its end, copying each piece as it comes (as a reader must). */
+async function readAll(response: TransportResponse): Promise<Buffer> {
+  const pieces: Buffer[] = [];
+  for await (const piece of response.body) pieces.push(Buffer.from(piece as Uint8Array));
+  return Buffer.concat(pieces);
+}
+
+function chunk(text: string): string {
+  return `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+}
+
+const OK_CHUNKED = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+
+/** Writes `parts` one per turn of the event loop, so the client meets them in separate reads. */
+async function dribble(socket: net.Socket, parts: readonly string[]): Promise<void> {
+  for (const part of parts) {
+    socket.write(part);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+describe('[kube_client: watch socket] a watch read off a bare socket', () => {
+  it('[kube_client: watch socket] sends a GET with the path, query, Host, headers and Connection: close, and reads a chunked body cut across reads', async () => {
+    const frames = ['{"type":"ADDED","object":{"a":1}}\n', '{"type":"MODIFIED","object":{"b":"é"}}\n'];
+    const wire = OK_CHUNKED + frames.map(chunk).join('') + '0\r\n\r\n';
+    const { url, connections } = await rawServer(({ socket, request }) => void request.then(() => dribble(socket, wire.match(/[\s\S]{1,7}/g)!)));
+    const response = await openWatchStream(watchRequest(url), { headers: { Authorization: 'Bearer t0k' } });
+    expect(response.status).toBe(200);
+    expect(response.header('CONTENT-TYPE')).toBe('application/json');
+    expect((await readAll(response)).toString()).toBe(frames.join(''));
+    const sent = await connections[0]!.request;
+    expect(sent).toBe(`GET /api/v1/pods?watch=true&resourceVersion=7 HTTP/1.1\r\nHost: ${new URL(url).host}\r\nAuthorization: Bearer t0k\r\nAccept: application/json\r\nConnection: close\r\n\r\n`);
+  });
+
+  it('[kube_client: watch socket] a piece stays intact until the next is asked for: the socket is paused while the reader holds it', async () => {
+    const first = 'a'.repeat(1000);
+    const { url } = await rawServer(({ socket, request }) =>
+      void request.then(async () => {
+        socket.write(OK_CHUNKED + chunk(first));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        // More than the read buffer, while the reader holds the first piece.
+        for (let i = 0; i < 40; i++) socket.write(chunk('b'.repeat(8192)));
+        socket.end('0\r\n\r\n');
+      }),
+    );
+    const response = await openWatchStream(watchRequest(url), {});
+    const iterator = response.body[Symbol.asyncIterator]();
+    const held = (await iterator.next()).value as Uint8Array;
+    expect(Buffer.from(held).toString()).toBe(first);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(Buffer.from(held).toString()).toBe(first);
+    let rest = 0;
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      expect(Buffer.from(next.value as Uint8Array).every((byte) => byte === 0x62)).toBe(true);
+      rest += (next.value as Uint8Array).length;
+    }
+    expect(rest).toBe(40 * 8192);
+  });
+
+  it('[kube_client: watch socket] an error answer with a Content-Length, a body to the end of the connection, 1xx heads dropped', async () => {
+    const status = '{"kind":"Status","code":410,"reason":"Expired"}';
+    const answers = [
+      `HTTP/1.1 410 Gone\r\nContent-Length: ${status.length}\r\n\r\n${status}`,
+      `HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 200 OK\r\n\r\nline one\nline two\n`,
+    ];
+    let n = 0;
+    const { url } = await rawServer(({ socket, request }) => {
+      const answer = answers[n++]!;
+      void request.then(() => (n === 1 ? socket.write(answer) : socket.end(answer)));
+    });
+    const gone = await openWatchStream(watchRequest(url), {});
+    expect(gone.status).toBe(410);
+    expect((await readAll(gone)).toString()).toBe(status);
+    const untilClose = await openWatchStream(watchRequest(url), {});
+    expect(untilClose.status).toBe(200);
+    expect((await readAll(untilClose)).toString()).toBe('line one\nline two\n');
+  });
+
+  it('[kube_client: watch socket] a connection closed before the head is "socket hang up"; one cut mid-body fails the read; both ECONNRESET, as node:http says', async () => {
+    let n = 0;
+    const { url } = await rawServer(({ socket, request }) => {
+      const which = n++;
+      void request.then(() => (which === 0 ? socket.end('HTTP/1.1 200 OK\r\nTransfer-') : socket.end(OK_CHUNKED + chunk('{"type":"ADDED"}\n') + '40\r\n{"cut')));
+    });
+    await expect(openWatchStream(watchRequest(url), {})).rejects.toMatchObject({ code: 'ECONNRESET', message: 'socket hang up' });
+    const cut = await openWatchStream(watchRequest(url), {});
+    const seen: string[] = [];
+    await expect(
+      (async () => {
+        for await (const piece of cut.body) seen.push(Buffer.from(piece as Uint8Array).toString());
+      })(),
+    ).rejects.toMatchObject({ code: 'ECONNRESET' });
+    expect(seen.join('')).toBe('{"type":"ADDED"}\n{"cut');
+  });
+
+  it('[kube_client: watch socket] a head over 16 KiB and a broken chunk size fail; an abort ends the wait for the head and the wait for the body', async () => {
+    let n = 0;
+    const { url } = await rawServer(({ socket, request }) => {
+      const which = n++;
+      void request.then(() => {
+        if (which === 0) socket.write(`HTTP/1.1 200 OK\r\nX-Big: ${'x'.repeat(17_000)}\r\n\r\n`);
+        else if (which === 1) socket.write(`${OK_CHUNKED}zz\r\n`);
+        else if (which === 3) socket.write(OK_CHUNKED + chunk('{"a":1}\n'));
+        // 2: never answers.
+      });
+    });
+    await expect(openWatchStream(watchRequest(url), {})).rejects.toMatchObject({ code: 'HPE_HEADER_OVERFLOW' });
+    const broken = await openWatchStream(watchRequest(url), {});
+    await expect(readAll(broken)).rejects.toMatchObject({ code: 'HPE_INVALID_CHUNK_SIZE' });
+    const waiting = new AbortController();
+    const pending = openWatchStream(watchRequest(url, waiting.signal), {});
+    setTimeout(() => waiting.abort(new Error('stop')), 20);
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
+    const reading = new AbortController();
+    const open = await openWatchStream(watchRequest(url, reading.signal), {});
+    const iterator = open.body[Symbol.asyncIterator]();
+    expect(Buffer.from((await iterator.next()).value as Uint8Array).toString()).toBe('{"a":1}\n');
+    const next = iterator.next();
+    reading.abort();
+    await expect(next).rejects.toMatchObject({ name: 'AbortError' });
+    // An aborted signal before sending: nothing is read.
+    await expect(openWatchStream(watchRequest(url, AbortSignal.abort()), {})).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it('[kube_client: watch socket] a header value with CR or LF is refused before anything is sent; basic auth becomes a header unless one is given', async () => {
+    const { url, connections } = await rawServer(({ socket, request }) => void request.then(() => socket.end('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n')));
+    await expect(openWatchStream({ ...watchRequest(url), headers: { 'X-Evil': 'a\r\nInjected: 1' } }, {})).rejects.toMatchObject({ code: 'ERR_INVALID_CHAR' });
+    expect(connections).toHaveLength(0);
+    await readAll(await openWatchStream(watchRequest(url), { auth: 'alice:s3cret' }));
+    expect(await connections[0]!.request).toContain(`\r\nAuthorization: Basic ${Buffer.from('alice:s3cret').toString('base64')}\r\n`);
+    await readAll(await openWatchStream(watchRequest(url), { auth: 'alice:s3cret', headers: { Authorization: 'Bearer wins' } }));
+    const second = await connections[1]!.request;
+    expect(second).toContain('\r\nAuthorization: Bearer wins\r\n');
+    expect(second).not.toContain('Basic');
+  });
+
+  it('[kube_client: watch socket] over TLS: verified with the given CA and SNI for a host name; an unknown CA is refused', async () => {
+    let sni: string | false | undefined;
+    const { url } = await rawServer(({ socket, request }) => {
+      sni = (socket as tls.TLSSocket).servername;
+      void request.then(() => socket.end(OK_CHUNKED + chunk('{"tls":true}\n') + '0\r\n\r\n'));
+    }, true);
+    const byName = url.replace('127.0.0.1', 'localhost');
+    const response = await openWatchStream(watchRequest(byName), { ca: CERT });
+    expect((await readAll(response)).toString()).toBe('{"tls":true}\n');
+    expect(sni).toBe('localhost');
+    // By IP: no SNI (as node:https), the certificate's IP SAN verifies it.
+    await readAll(await openWatchStream(watchRequest(url), { ca: CERT }));
+    expect(sni).toBe(false);
+    await expect(openWatchStream(watchRequest(url), { rejectUnauthorized: true })).rejects.toMatchObject({ code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+    await readAll(await openWatchStream(watchRequest(url), { rejectUnauthorized: false }));
+  });
+
+  it('[kube_client: watch socket] only plain options go to the bare socket: a proxy agent, a socket path or a lookup keep node:http', () => {
+    expect(bareSocketCan({ headers: { a: 'b' }, ca: 'x', cert: 'y', key: 'z', rejectUnauthorized: false, servername: 'k', auth: 'u:p' })).toBe(true);
+    expect(bareSocketCan({ agent: new http.Agent() })).toBe(true);
+    expect(bareSocketCan({ agent: new https.Agent({ ca: 'x' }) })).toBe(true);
+    class ProxyAgent extends https.Agent {}
+    expect(bareSocketCan({ agent: new ProxyAgent() })).toBe(false);
+    expect(bareSocketCan({ socketPath: '/run/k8s.sock' })).toBe(false);
+    expect(bareSocketCan({ lookup: () => {} })).toBe(false);
+    expect(bareSocketCan({ localAddress: '10.0.0.1' })).toBe(false);
+  });
+
+  it('[kube_client: watch socket] httpTransport reads a streamed GET off a bare socket and anything else through node:http; watchOnBareSocket: false keeps watches on node:http', async () => {
+    const seen: string[] = [];
+    const server = http.createServer((req, res) => {
+      seen.push(`${req.method} ${req.headers.connection}`);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"ok":true}\n');
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    const auth = staticAuth({ server: url, token: 't' });
+    const read = async (transport: ReturnType<typeof httpTransport>, stream: boolean): Promise<string> => (await readAll(await transport({ ...watchRequest(url), stream }))).toString();
+    expect(await read(httpTransport(auth), true)).toBe('{"ok":true}\n');
+    expect(await read(httpTransport(auth), false)).toBe('{"ok":true}\n');
+    expect(await read(httpTransport(auth, { watchOnBareSocket: false }), true)).toBe('{"ok":true}\n');
+    // The bare socket says Connection: close; node:http keeps its connection alive.
+    expect(seen).toEqual(['GET close', 'GET keep-alive', 'GET keep-alive']);
+  });
+});
