@@ -1,4 +1,4 @@
-import { readFile, stat, mkdtemp } from 'node:fs/promises';
+import { readFile, rm, stat, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -415,10 +415,14 @@ describe('kubeconfig, auth, lifecycle', () => {
     expect(yaml).toContain('token: "reconcile-loop"');
     expect(yaml).toContain('current-context: "reconcile-loop"');
     const dir = await mkdtemp(join(tmpdir(), 'rl-kubeconfig-'));
-    const path = join(dir, 'config');
-    await server.writeKubeconfig(path, { namespace: 'pool' });
-    expect(await readFile(path, 'utf8')).toContain('namespace: "pool"');
-    expect((await stat(path)).mode & 0o777).toBe(0o600);
+    try {
+      const path = join(dir, 'config');
+      await server.writeKubeconfig(path, { namespace: 'pool' });
+      expect(await readFile(path, 'utf8')).toContain('namespace: "pool"');
+      expect((await stat(path)).mode & 0o777).toBe(0o600);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('[testing: auth] any bearer token or none is accepted by default; with a token, a wrong one is 401 and none is system:anonymous (403)', async () => {
