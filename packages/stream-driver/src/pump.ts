@@ -78,20 +78,26 @@ export class StreamPump<T, P extends ParentKey> {
     try {
       iterator = source.open(signal)[Symbol.asyncIterator]();
       let first = true;
+      // Outside the loop so they can be cleared: a suspended async function keeps its locals, and
+      // the last event held across the next wait would be a replace's whole listing after a LIST.
+      let next: IteratorResult<SourceEvent<T>> | typeof ABORTED | undefined;
+      let event: SourceEvent<T> | undefined;
       for (;;) {
         if (signal.aborted) return result('aborted');
-        const next = await race.next(iterator);
+        next = await race.next(iterator);
         if (next === ABORTED) {
           busy = true;
           return result('aborted');
         }
         if (next.done) return result('ended');
-        const event = next.value;
+        event = next.value;
         if (first) {
           if (!isReplace(event)) throw new StreamDidNotOpenWithReplaceError(source.name, describeType(event));
           first = false;
         }
         this.#apply(event);
+        next = undefined;
+        event = undefined;
       }
     } catch (error) {
       if (signal.aborted) return result('aborted');

@@ -1,4 +1,6 @@
 import { getEventListeners } from 'node:events';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import {
   ManualClock,
@@ -408,6 +410,35 @@ describe('StreamDriver', () => {
     const controller = new AbortController();
     const running = driver.run(controller.signal);
     await expect(driver.run(controller.signal)).rejects.toMatchObject({ code: 'STREAM_DRIVER_ALREADY_RUN' });
+    controller.abort();
+    await running;
+  });
+});
+
+describe('StreamDriver: memory', () => {
+  it('[source_stream_driver: Streaming a listing into the store] the listing\'s replace event is unreachable once applied, while the pump waits for the next event (the store keeps maps of its own)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const { source, store, controller, running } = setup();
+    await settle();
+    let listing: WeakRef<object> | undefined;
+    let listed: WeakRef<object> | undefined;
+    (() => {
+      const event = replaceEvent([
+        ['a', cell('p1')],
+        ['b', cell('p2')],
+      ]);
+      listing = new WeakRef(event);
+      listed = new WeakRef(event.objects);
+      source.last.push(event);
+    })();
+    await settle();
+    expect(store.size).toBe(2);
+    // The pump is suspended in its wait for the next event: what it applied last must not be kept by that wait.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(listing?.deref()).toBeUndefined();
+    expect(listed?.deref()).toBeUndefined();
     controller.abort();
     await running;
   });
