@@ -32,13 +32,19 @@ export function members(keys: KeySet, read: (index: number) => unknown, fields: 
 
 /** A view list (`listOf`): `null` is the shared empty list; `[]` a fresh one, as zod builds it. */
 export function list<T>(item: () => T): T[] | typeof EMPTY_LIST {
+  const items = grownList(item);
+  // `push` leaves room to grow (16 slots for one item); the view keeps an exact-size copy.
+  return items === EMPTY_LIST ? items : items.slice();
+}
+
+/** {@link list}'s items as `push` grew them (not yet copied to their exact size). */
+function grownList<T>(item: () => T): T[] | typeof EMPTY_LIST {
   if (isNull()) return EMPTY_LIST;
   if (!openArray()) return [];
   const items: T[] = [];
   do items.push(item());
   while (nextItem());
-  // `push` leaves room to grow (16 slots for one item); the cache keeps an exact-size copy.
-  return items.slice();
+  return items;
 }
 
 /**
@@ -122,12 +128,14 @@ export function hashedStr(index: number): string {
 export function sharedList<T>(kind: string, cache: PartsCache<readonly T[]>, item: () => T, itemKey: (item: T) => string | undefined): readonly T[] {
   listHash = 0;
   listCount = 0;
-  const items = list(item);
-  if (items === EMPTY_LIST) return items;
+  const grown = grownList(item);
+  if (grown === EMPTY_LIST) return grown;
   const hash = listHash;
   const count = listCount;
   const held = cache.get(hash, listParts, count);
-  if (held !== undefined && held.length === items.length) return held;
+  // Found held: the items read are dropped without an exact-size copy.
+  if (held !== undefined && held.length === grown.length) return held;
+  const items = grown.slice();
   // Frozen exactly when the exact path would share it.
   if (!isShareableList(kind, items, itemKey)) return items;
   const shared = freezeList(items);
