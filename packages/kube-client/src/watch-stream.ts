@@ -50,11 +50,12 @@ const PLAIN_KEYS = new Set<string>(['headers', 'agent', 'auth', 'timeout', ...TL
 
 /**
  * True when `options` (as `applyToHTTPSOptions` filled them) can be honoured on a bare socket: no
- * option this module does not know (a socket path, a lookup, a local address…), and an agent that
- * is node's own `http.Agent` / `https.Agent` (client-node makes one per request) rather than a
- * proxy agent, which must open the connection itself.
+ * option this module does not know (a socket path, a lookup, a local address…), an agent that is
+ * node's own `http.Agent` / `https.Agent` (client-node makes one per request) rather than a proxy
+ * agent, which must open the connection itself, and no proxy from the environment (`env`, `execArgv`).
  */
-export function bareSocketCan(options: https.RequestOptions): boolean {
+export function bareSocketCan(options: https.RequestOptions, env: NodeJS.ProcessEnv = process.env, execArgv: readonly string[] = process.execArgv): boolean {
+  if (envProxyOn(env, execArgv)) return false;
   for (const [key, value] of Object.entries(options)) {
     if (value !== undefined && !PLAIN_KEYS.has(key)) return false;
   }
@@ -62,6 +63,16 @@ export function bareSocketCan(options: https.RequestOptions): boolean {
   if (agent === undefined || agent === null || agent === false) return true;
   const prototype: unknown = Object.getPrototypeOf(agent);
   return prototype === http.Agent.prototype || prototype === https.Agent.prototype;
+}
+
+/**
+ * True when node:http would route through a proxy from the environment: Node 24+ does with
+ * `NODE_USE_ENV_PROXY=1` (or `--use-env-proxy`) and an `HTTP(S)_PROXY` variable. The bare socket
+ * then stays out of the way rather than connect directly where node:http would not.
+ */
+function envProxyOn(env: NodeJS.ProcessEnv, execArgv: readonly string[]): boolean {
+  const enabled = (env.NODE_USE_ENV_PROXY !== undefined && env.NODE_USE_ENV_PROXY !== '' && env.NODE_USE_ENV_PROXY !== '0') || execArgv.includes('--use-env-proxy');
+  return enabled && ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'].some((name) => (env[name] ?? '') !== '');
 }
 
 function abortError(signal: AbortSignal): Error {

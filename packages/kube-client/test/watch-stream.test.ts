@@ -186,7 +186,7 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
   });
 
   it('[kube_client: watch socket] over TLS: verified with the given CA and SNI for a host name; an unknown CA is refused', async () => {
-    let sni: string | false | undefined;
+    let sni: string | false | null | undefined;
     const { url } = await rawServer(({ socket, request }) => {
       sni = (socket as tls.TLSSocket).servername;
       void request.then(() => socket.end(OK_CHUNKED + chunk('{"tls":true}\n') + '0\r\n\r\n'));
@@ -202,7 +202,7 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     await readAll(await openWatchStream(watchRequest(url), { rejectUnauthorized: false }));
   });
 
-  it('[kube_client: watch socket] only plain options go to the bare socket: a proxy agent, a socket path or a lookup keep node:http', () => {
+  it('[kube_client: watch socket] only plain options go to the bare socket: a proxy agent, a socket path, a lookup or a proxy from the environment keep node:http', () => {
     expect(bareSocketCan({ headers: { a: 'b' }, ca: 'x', cert: 'y', key: 'z', rejectUnauthorized: false, servername: 'k', auth: 'u:p' })).toBe(true);
     expect(bareSocketCan({ agent: new http.Agent() })).toBe(true);
     expect(bareSocketCan({ agent: new https.Agent({ ca: 'x' }) })).toBe(true);
@@ -211,6 +211,13 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     expect(bareSocketCan({ socketPath: '/run/k8s.sock' })).toBe(false);
     expect(bareSocketCan({ lookup: () => {} })).toBe(false);
     expect(bareSocketCan({ localAddress: '10.0.0.1' })).toBe(false);
+    // Node 24+'s proxy from the environment: node:http would use it, so the bare socket does not connect around it.
+    const plain = { headers: {}, ca: 'x' };
+    expect(bareSocketCan(plain, { NODE_USE_ENV_PROXY: '1', HTTPS_PROXY: 'http://proxy:3128' }, [])).toBe(false);
+    expect(bareSocketCan(plain, { http_proxy: 'http://proxy:3128' }, ['--use-env-proxy'])).toBe(false);
+    expect(bareSocketCan(plain, { HTTPS_PROXY: 'http://proxy:3128' }, [])).toBe(true);
+    expect(bareSocketCan(plain, { NODE_USE_ENV_PROXY: '1' }, [])).toBe(true);
+    expect(bareSocketCan(plain, { NODE_USE_ENV_PROXY: '0', HTTPS_PROXY: 'http://proxy:3128' }, [])).toBe(true);
   });
 
   it('[kube_client: watch socket] httpTransport reads a streamed GET off a bare socket and anything else through node:http; watchOnBareSocket: false keeps watches on node:http', async () => {
