@@ -200,19 +200,14 @@ class ChunkedFramer implements BodyFramer {
         else if (byte === LF || ++this.#lineBytes > MAX_LINE_BYTES) throw new HttpFramingError('HPE_CHUNK_EXTENSIONS_OVERFLOW', 'invalid chunk extension');
         return;
       case Chunk.SizeLf:
-        if (byte !== LF) throw new HttpFramingError('HPE_STRICT', 'expected LF after chunk size');
-        this.#state = this.#size === 0 ? Chunk.TrailerStart : Chunk.Data;
+        this.#expect(byte, LF, this.#size === 0 ? Chunk.TrailerStart : Chunk.Data, 'LF after chunk size');
         this.#digits = 0;
         this.#lineBytes = 0;
         return;
       case Chunk.DataCr:
-        if (byte !== CR) throw new HttpFramingError('HPE_STRICT', 'expected CRLF after chunk data');
-        this.#state = Chunk.DataLf;
-        return;
+        return this.#expect(byte, CR, Chunk.DataLf, 'CRLF after chunk data');
       case Chunk.DataLf:
-        if (byte !== LF) throw new HttpFramingError('HPE_STRICT', 'expected CRLF after chunk data');
-        this.#state = Chunk.Size;
-        return;
+        return this.#expect(byte, LF, Chunk.Size, 'CRLF after chunk data');
       case Chunk.TrailerStart:
         this.#state = byte === CR ? Chunk.EndLf : Chunk.TrailerLine;
         this.#countTrailer();
@@ -222,14 +217,16 @@ class ChunkedFramer implements BodyFramer {
         this.#countTrailer();
         return;
       case Chunk.TrailerLineLf:
-        if (byte !== LF) throw new HttpFramingError('HPE_STRICT', 'expected LF in trailer');
-        this.#state = Chunk.TrailerStart;
-        return;
+        return this.#expect(byte, LF, Chunk.TrailerStart, 'LF in trailer');
       case Chunk.EndLf:
-        if (byte !== LF) throw new HttpFramingError('HPE_STRICT', 'expected LF at the end of the chunked body');
-        this.#state = Chunk.Done;
-        return;
+        return this.#expect(byte, LF, Chunk.Done, 'LF at the end of the chunked body');
     }
+  }
+
+  /** A framing byte that must be `want`; then the framer is in state `next`. */
+  #expect(byte: number, want: number, next: ChunkState, what: string): void {
+    if (byte !== want) throw new HttpFramingError('HPE_STRICT', `expected ${what}`);
+    this.#state = next;
   }
 
   #countTrailer(): void {
