@@ -9,6 +9,7 @@
 import { CoreV1Api, KubeConfig, ListWatch, Watch, type KubernetesObject, type V1PodList } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore } from '@reconcile-loop/object-store';
+import { httpTransport, KubeClient } from '@reconcile-loop/kube-client';
 import { KubeApiClient, Reflector, type ListWatchClient } from '@reconcile-loop/reflector';
 import { StreamDriver } from '@reconcile-loop/stream-driver';
 import { WorkQueue } from '@reconcile-loop/work-queue';
@@ -37,6 +38,8 @@ export interface PipelineOptions {
    * so the server streams frames it already serialized. Work per frame is unchanged; see BENCHMARKS.md.
    */
   watchFrom?: string;
+  /** (a) only: `false` reads the watch through node:http instead of kube-client's bare socket (`socket-ab`). */
+  watchOnBareSocket?: boolean;
 }
 
 function deferred(): { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } {
@@ -60,7 +63,12 @@ const keyMap = (pod: Pod): string | undefined => pod.metadata.labels[PARENT_LABE
 
 /** (a) Ours. */
 export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectStore<Pod, string>; reflector: Reflector<Pod> } {
-  const kube = new KubeApiClient(kubeConfig(options.kubeconfig), podResource);
+  const kc = kubeConfig(options.kubeconfig);
+  // As the reflector builds its client (`reflectorKubeClient`), with the watch transport chosen.
+  const kube = new KubeApiClient(
+    options.watchOnBareSocket === false ? new KubeClient({ kubeConfig: kc, maxRetries: 0, transport: httpTransport(kc, { watchOnBareSocket: false }) }) : kc,
+    podResource,
+  );
   const client: ListWatchClient =
     options.watchFrom === undefined
       ? kube
