@@ -89,21 +89,25 @@ function retryAfterSeconds(response: TransportResponse, status: KubeStatus | und
   return typeof detail === 'number' && Number.isInteger(detail) && detail >= 0 ? detail : undefined;
 }
 
-/** Reads a body whole into memory of its own (up to `limit` bytes kept; the rest is drained and dropped). */
-async function readBytes(body: AsyncIterable<Uint8Array | string>, limit: number): Promise<Uint8Array> {
+/**
+ * Reads a body whole into memory of its own (up to `limit` bytes kept; the rest is drained and
+ * dropped). `reused`: the body's pieces may be overwritten once the next is read (a streamed
+ * request's, `TransportRequest.stream`), so each kept piece is copied as it comes.
+ */
+async function readBytes(body: AsyncIterable<Uint8Array | string>, limit: number, reused = false): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    if (size < limit) chunks.push(buffer);
+    if (size < limit) chunks.push(reused ? Buffer.from(buffer) : buffer);
     size += buffer.length;
   }
-  // Always a copy: a streamed body's pieces may be reused once the next is read (`TransportRequest.stream`).
   return Buffer.concat(chunks);
 }
 
+/** A non-2xx body's text; its pieces are copied as they come (the request may have been streamed). */
 async function readText(body: AsyncIterable<Uint8Array | string>, limit: number): Promise<string> {
-  const bytes = await readBytes(body, limit);
+  const bytes = await readBytes(body, limit, true);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
 }
 

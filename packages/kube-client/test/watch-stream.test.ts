@@ -4,7 +4,7 @@ import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
-import { httpTransport, staticAuth, type TransportRequest, type TransportResponse } from '../src/index.js';
+import { httpTransport, KubeClient, staticAuth, type TransportRequest, type TransportResponse } from '../src/index.js';
 import { bareSocketCan, openWatchStream } from '../src/watch-stream.js';
 
 /** A self-signed certificate for localhost and 127.0.0.1, valid until 2126: test material only. */
@@ -237,5 +237,21 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     expect(await read(httpTransport(auth, { watchOnBareSocket: false }), true)).toBe('{"ok":true}\n');
     // The bare socket says Connection: close; node:http keeps its connection alive.
     expect(seen).toEqual(['GET close', 'GET keep-alive', 'GET keep-alive']);
+  });
+
+  it('[kube_client: watch socket] a watch answered with an error whose Status spans reads: the client reads it whole into memory of its own (KubeApiError with the full message)', async () => {
+    const message = `too old resource version: 7 (${'x'.repeat(3000)})`;
+    const status = JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410, message });
+    const { url } = await rawServer(({ socket, request }) =>
+      void request.then(async () => {
+        // The Status in two chunks, a read apart: the second read reuses the first one's buffer.
+        socket.write(`HTTP/1.1 410 Gone\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunk(status.slice(0, 2000))}`);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        socket.end(`${chunk(status.slice(2000))}0\r\n\r\n`);
+      }),
+    );
+    const client = new KubeClient({ server: url, maxRetries: 0 });
+    const watch = client.streamBatches({ verb: 'watch', method: 'GET', path: '/api/v1/pods', query: { watch: true } });
+    await expect(watch.next()).rejects.toMatchObject({ statusCode: 410, reason: 'Expired', status: { message } });
   });
 });
