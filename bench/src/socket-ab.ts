@@ -7,9 +7,8 @@
  *   pnpm --filter @reconcile-loop/bench socket-ab -- --via=apiserver --pods=5000 --frames=50000 --runs=5
  */
 import { ApiServerProcess } from './lib/apiserver-process.js';
-import { settleHeap } from './lib/heap.js';
+import { alternate } from './lib/alternate.js';
 import { startOurs } from './lib/pipelines.js';
-import { fmt, summarize } from './lib/stats.js';
 import { parseFloor } from './lib/wire.js';
 import { prepareWorkload } from './lib/workload.js';
 
@@ -25,30 +24,20 @@ const server = await ApiServerProcess.start(pods + frames + 100);
 try {
   const { watchFrom, listBody, lines, replayKubeconfig } = await prepareWorkload(server, pods, frames);
   const kubeconfig = via === 'replay' ? replayKubeconfig : server.kubeconfig;
-  const modes = ['bare socket', 'node:http', 'JSON.parse floor'] as const;
-  const samples: Record<string, number[]> = {};
-  // One unmeasured round first (warm-up), then `runs` measured rounds.
-  for (let round = 0; round <= runs; round++) {
-    for (const mode of modes) {
-      await settleHeap();
-      const start = performance.now();
-      if (mode === 'JSON.parse floor') parseFloor(listBody, lines);
-      else {
-        const pipeline = startOurs({ kubeconfig, frames, watchFrom, watchOnBareSocket: mode === 'bare socket' });
-        await pipeline.synced;
-        await pipeline.done;
-        await pipeline.stop();
-      }
-      if (round > 0) (samples[mode] ??= []).push(performance.now() - start);
-      await server.dropWatches();
-    }
-  }
-  const floor = summarize(samples['JSON.parse floor']!).median;
-  console.log(`node ${process.version}, ${pods} pods, ${frames} frames, via ${via}; ms, min / median / max of ${runs}`);
-  for (const mode of modes) {
-    const s = summarize(samples[mode]!);
-    console.log(`  ${mode.padEnd(18)} ${fmt(s.min)} / ${fmt(s.median)} / ${fmt(s.max)}  ${(s.median / floor).toFixed(3)}× the floor`);
-  }
+  await alternate(
+    server,
+    ['bare socket', 'node:http', 'JSON.parse floor'],
+    'JSON.parse floor',
+    runs,
+    async (mode) => {
+      if (mode === 'JSON.parse floor') return void parseFloor(listBody, lines);
+      const pipeline = startOurs({ kubeconfig, frames, watchFrom, watchOnBareSocket: mode === 'bare socket' });
+      await pipeline.synced;
+      await pipeline.done;
+      await pipeline.stop();
+    },
+    `node ${process.version}, ${pods} pods, ${frames} frames, via ${via}`,
+  );
 } finally {
   await server.close();
 }
