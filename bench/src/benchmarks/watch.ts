@@ -6,7 +6,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { ApiServerProcess } from '../lib/apiserver-process.js';
 import type { BenchContext } from '../lib/context.js';
 import { heapAfterGc, settleHeap } from '../lib/heap.js';
-import { startClientNode, startOurs, type Pipeline, type PipelineOptions } from '../lib/pipelines.js';
+import { startClientNode, startOurs, timeRun, type Pipeline, type PipelineOptions } from '../lib/pipelines.js';
 import { fmt, fmtSummary, printTable, scaled, summarize, type Summary } from '../lib/stats.js';
 import { syncPipeline } from '../lib/ladder.js';
 import { fetchList, fetchWatchLines, parseFloor, rawHttpParse } from '../lib/wire.js';
@@ -53,21 +53,6 @@ export interface WatchResult {
 }
 
 type Start = (options: PipelineOptions) => Pipeline;
-
-async function timeRun(start: Start, options: PipelineOptions, pods: number, label: string): Promise<number> {
-  const begin = performance.now();
-  const pipeline = start(options);
-  try {
-    await pipeline.synced;
-    await pipeline.done;
-    const ms = performance.now() - begin;
-    if (pipeline.cacheSize() !== pods) throw new Error(`${label}: cache holds ${pipeline.cacheSize()} pods, expected ${pods}`);
-    if (pipeline.queued() === 0) throw new Error(`${label}: no parent key was enqueued`);
-    return ms;
-  } finally {
-    await pipeline.stop();
-  }
-}
 
 /** Heap retained per pod after a forced GC, at sync (idle watch) or after `frames` replayed frames. */
 async function memoryRun(start: Start, options: PipelineOptions, pods: number, label: string, server: ApiServerProcess): Promise<number> {

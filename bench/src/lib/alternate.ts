@@ -4,25 +4,24 @@ import { fmt, summarize } from './stats.js';
 
 /**
  * Runs each mode once per round, in the same order, after one unmeasured warm-up round, and prints
- * min / median / max per mode with its ratio to `floor`'s median. Alternating in one process keeps
- * a noisy machine's drift out of the comparison (`scan-ab`, `socket-ab`). Every run starts after a
- * settled heap, and the server's watches are dropped after it.
+ * min / median / max of the ms each run returns, per mode, with its ratio to `floor`'s median.
+ * Alternating in one process keeps a noisy machine's drift out of the comparison (`scan-ab`,
+ * `socket-ab`). Every run starts after a settled heap, and the server's watches are dropped after it.
  */
 export async function alternate<M extends string>(
   server: ApiServerProcess,
   modes: readonly M[],
   floor: NoInfer<M>,
   runs: number,
-  runOne: (mode: M) => Promise<void> | void,
+  runOne: (mode: M) => Promise<number> | number,
   title: string,
 ): Promise<void> {
   const samples = new Map<M, number[]>(modes.map((mode) => [mode, []]));
   for (let round = 0; round <= runs; round++) {
     for (const mode of modes) {
       await settleHeap();
-      const start = performance.now();
-      await runOne(mode);
-      if (round > 0) samples.get(mode)!.push(performance.now() - start);
+      const ms = await runOne(mode);
+      if (round > 0) samples.get(mode)!.push(ms);
       await server.dropWatches();
     }
   }

@@ -42,6 +42,25 @@ export interface PipelineOptions {
   watchOnBareSocket?: boolean;
 }
 
+/**
+ * Starts a pipeline, runs it to its last frame and stops it; returns the ms from start to the last
+ * frame, after checking that every pod is cached and a parent key was enqueued.
+ */
+export async function timeRun(start: (options: PipelineOptions) => Pipeline, options: PipelineOptions, pods: number, label: string): Promise<number> {
+  const begin = performance.now();
+  const pipeline = start(options);
+  try {
+    await pipeline.synced;
+    await pipeline.done;
+    const ms = performance.now() - begin;
+    if (pipeline.cacheSize() !== pods) throw new Error(`${label}: cache holds ${pipeline.cacheSize()} pods, expected ${pods}`);
+    if (pipeline.queued() === 0) throw new Error(`${label}: no parent key was enqueued`);
+    return ms;
+  } finally {
+    await pipeline.stop();
+  }
+}
+
 function deferred(): { promise: Promise<void>; resolve: () => void; reject: (e: unknown) => void } {
   let resolve!: () => void;
   let reject!: (e: unknown) => void;

@@ -1,0 +1,57 @@
+/**
+ * One of issue 15's levers on and off, in one process: our whole pipeline (a), alternating runs with
+ * the lever on and off, beside the `JSON.parse` floor (c) of the same bytes. Alternating in one
+ * process keeps a noisy machine's drift out of the comparison.
+ *
+ *   --lever=scanner  the byte reader's WebAssembly scanner against `useWasmScan(false)`, served by
+ *                    the replay (BENCHMARKS.md (15c));  `pnpm --filter @reconcile-loop/bench scan-ab`
+ *   --lever=socket   kube-client's bare-socket watch against node:http (`watchOnBareSocket: false`),
+ *                    `--via=replay` (default) or `--via=apiserver` (BENCHMARKS.md (15d));
+ *                    `pnpm --filter @reconcile-loop/bench socket-ab`
+ *
+ *   pnpm --filter @reconcile-loop/bench socket-ab -- --via=apiserver --pods=5000 --frames=50000 --runs=5
+ */
+import { useWasmScan } from '@reconcile-loop/k8s-types';
+import { ApiServerProcess } from './lib/apiserver-process.js';
+import { alternate } from './lib/alternate.js';
+import { startOurs, timeRun, type PipelineOptions } from './lib/pipelines.js';
+import { parseFloor } from './lib/wire.js';
+import { prepareWorkload } from './lib/workload.js';
+
+const args = process.argv.slice(2).filter((a) => a !== '--');
+const arg = (name: string, fallback: string): string => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const lever = arg('lever', '');
+const pods = Number(arg('pods', '5000'));
+const frames = Number(arg('frames', '50000'));
+const runs = Number(arg('runs', lever === 'scanner' ? '7' : '5'));
+const via = arg('via', 'replay');
+if (lever !== 'scanner' && lever !== 'socket') throw new Error(`--lever must be scanner or socket, got ${JSON.stringify(lever)}`);
+if (via !== 'replay' && via !== 'apiserver') throw new Error(`--via must be replay or apiserver, got ${via}`);
+
+/** The lever's two settings: its mode names, and how each changes the pipeline's options or the process. */
+const settings =
+  lever === 'scanner'
+    ? { on: 'WebAssembly scanner', off: 'JavaScript scanner only', set: (on: boolean, options: PipelineOptions) => {
+          useWasmScan(on);
+          return options;
+        },
+      }
+    : { on: 'bare socket', off: 'node:http', set: (on: boolean, options: PipelineOptions) => ({ ...options, watchOnBareSocket: on }) };
+const floor = 'JSON.parse floor';
+
+const server = await ApiServerProcess.start(pods + frames + 100);
+try {
+  const { watchFrom, listBody, lines, replayKubeconfig } = await prepareWorkload(server, pods, frames);
+  const kubeconfig = via === 'replay' ? replayKubeconfig : server.kubeconfig;
+  await alternate(
+    server,
+    [settings.on, settings.off, floor],
+    floor,
+    runs,
+    (mode) => (mode === floor ? parseFloor(listBody, lines) : timeRun(startOurs, settings.set(mode === settings.on, { kubeconfig, frames, watchFrom }), pods, mode)),
+    `node ${process.version}, ${pods} pods, ${frames} frames, via ${via}`,
+  );
+} finally {
+  useWasmScan(true);
+  await server.close();
+}
