@@ -132,6 +132,9 @@ class WatchStream {
   #waiter: { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: unknown) => void } | undefined;
   readonly #signal: AbortSignal;
   readonly #onAbort = (): void => this.#fail(abortError(this.#signal));
+  readonly #sink = (piece: Uint8Array): void => {
+    this.#pieces.push(piece);
+  };
 
   constructor(request: TransportRequest, options: https.RequestOptions, resolve: (response: TransportResponse) => void, reject: (error: unknown) => void) {
     this.#resolve = resolve;
@@ -170,7 +173,7 @@ class WatchStream {
         from = this.#readHead(count);
         if (this.#framer === undefined) return true;
       }
-      if (!this.#complete && this.#framer.feed(this.#buffer, from, count, (piece) => this.#pieces.push(piece))) {
+      if (!this.#complete && this.#framer.feed(this.#buffer, from, count, this.#sink)) {
         this.#complete = true;
         this.#stopReading();
       }
@@ -189,18 +192,17 @@ class WatchStream {
     this.#head = Buffer.concat([this.#head, this.#buffer.subarray(0, count)]);
     let end = headEnd(this.#head, Math.max(0, before - 3));
     // 1xx heads (100 Continue, 103 Early Hints) precede the response: dropped.
-    let head: ResponseHead | undefined;
-    while (end !== -1) {
-      if (end > MAX_HEAD_BYTES) break;
+    let head: ResponseHead;
+    for (;;) {
+      // The head so far, or the whole head once it has arrived, must fit node:http's cap.
+      if ((end === -1 ? this.#head.length : end) > MAX_HEAD_BYTES) throw new HttpFramingError('HPE_HEADER_OVERFLOW', `response head over ${MAX_HEAD_BYTES} bytes`);
+      if (end === -1) return count;
       head = parseHead(this.#head.subarray(0, end));
       if (head.status >= 200) break;
       if (head.status === 101) throw new HttpFramingError('HPE_UNEXPECTED_SPACE', 'the server switched protocols on a watch');
       this.#head = this.#head.subarray(end);
-      head = undefined;
       end = headEnd(this.#head, 0);
     }
-    if ((end === -1 ? this.#head.length : end) > MAX_HEAD_BYTES) throw new HttpFramingError('HPE_HEADER_OVERFLOW', `response head over ${MAX_HEAD_BYTES} bytes`);
-    if (head === undefined) return count;
     const framer = bodyFramer(head);
     // The body's first bytes are the read's last ones.
     const bodyFrom = count - (this.#head.length - end);
@@ -214,17 +216,13 @@ class WatchStream {
   }
 
   #response(head: ResponseHead): TransportResponse {
-    const next = (): Promise<IteratorResult<Uint8Array>> => {
-      const piece = this.#pieces.shift();
-      if (piece !== undefined) return Promise.resolve({ done: false, value: piece });
-      if (this.#failure !== undefined) return Promise.reject(this.#failure);
-      if (this.#complete) return Promise.resolve({ done: true, value: undefined });
-      return new Promise((resolve, reject) => {
+    const next = (): Promise<IteratorResult<Uint8Array>> =>
+      new Promise((resolve, reject) => {
         this.#waiter = { resolve, reject };
-        // The reader is done with every piece of the last read: the buffer may be written again.
-        this.#socket.resume();
+        this.#wake();
+        // Nothing left to hand out: the reader is done with every piece of the last read, so the buffer may be written again.
+        if (this.#waiter !== undefined) this.#socket.resume();
       });
-    };
     const close = (): void => this.#close();
     const iterator: AsyncIterator<Uint8Array> = {
       next,
@@ -241,6 +239,7 @@ class WatchStream {
     };
   }
 
+  /** Answers the waiting reader, if any and if there is an answer: a piece, the failure, or the end. */
   #wake(): void {
     const waiter = this.#waiter;
     if (waiter === undefined) return;
