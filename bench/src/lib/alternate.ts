@@ -5,8 +5,8 @@ import { fmt, summarize } from './stats.js';
 /**
  * Runs each mode once per round, in the same order, after one unmeasured warm-up round, and prints
  * min / median / max of the ms each run returns, per mode, with its ratio to `floor`'s median.
- * Alternating in one process keeps a noisy machine's drift out of the comparison (`scan-ab`,
- * `socket-ab`). Every run starts after a settled heap, and the server's watches are dropped after it.
+ * Alternating in one process keeps a noisy machine's drift out of the comparison (`ab.ts`:
+ * `scan-ab`, `socket-ab`). Every run starts after a settled heap, and the server's watches are dropped after it.
  */
 export async function alternate<M extends string>(
   server: ApiServerProcess,
