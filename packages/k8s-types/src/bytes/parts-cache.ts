@@ -73,11 +73,7 @@ export class PartsCache<T> {
   /** The remembered first instance with exactly these parts, if it is still among the last few. */
   #recalled(hash: number, parts: readonly unknown[], count: number): T | undefined {
     for (let i = 0; i < RECENT; i++) {
-      if (this.#recentHashes[i] !== hash || this.#recentCounts[i] !== count) continue;
-      const kept = this.#recentParts[i]!;
-      let k = 0;
-      while (k < count && kept[k] === parts[k]) k++;
-      if (k === count) return this.#recentValues[i];
+      if (this.#recentHashes[i] === hash && this.#recentCounts[i] === count && sameParts(this.#recentParts[i]!, parts, count)) return this.#recentValues[i];
     }
     return undefined;
   }
@@ -86,9 +82,7 @@ export class PartsCache<T> {
   get(hash: number, parts: readonly unknown[], count: number): T | undefined {
     const slot = hash & this.#mask;
     const held = this.#parts[slot];
-    if (held === undefined || held.length !== count) return undefined;
-    for (let i = 0; i < count; i++) if (held[i] !== parts[i]) return undefined;
-    return this.#values[slot];
+    return held !== undefined && held.length === count && sameParts(held, parts, count) ? this.#values[slot] : undefined;
   }
 
   /** Holds `value` for the first `count` of `parts` (copied). */
@@ -97,6 +91,12 @@ export class PartsCache<T> {
     this.#parts[slot] = parts.slice(0, count);
     this.#values[slot] = value;
   }
+}
+
+/** Whether the first `count` parts of both are the same values (`===`: the reader's strings are interned). */
+function sameParts(held: readonly unknown[], parts: readonly unknown[], count: number): boolean {
+  for (let i = 0; i < count; i++) if (held[i] !== parts[i]) return false;
+  return true;
 }
 
 /** Folds one part's hash into a running hash. */
