@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { readFrame } from '../src/bytes/frames.js';
 import { readPodObject } from '../src/bytes/pod-reader.js';
 import { skipValue } from '../src/bytes/scan.js';
-import { useWasmScan } from '../src/bytes/wasm-scan.js';
+import { useWasmScan, WASM_FRAME_LIMIT, wasmWindow } from '../src/bytes/wasm-scan.js';
 
 const readPodFrame = (bytes: Uint8Array) => readFrame(bytes, readPodObject);
 import { compileSchema, objectMetaSchema, objectSchema, parseListPage, parseObject, parseWatchFrame, parseWatchLine, podSchema, readWatchFrame, type Pod } from '../src/index.js';
@@ -219,13 +219,33 @@ const wellFormedPod = fc.record({
   ),
 });
 
-// Every property below holds with the dropped members stepped over in WebAssembly and in JavaScript.
-describe.each([
-  ['WebAssembly', true],
-  ['JavaScript', false],
-])('the byte reader for the bundled Pod view, stepping over dropped members in %s', (_, wasm) => {
-  beforeAll(() => useWasmScan(wasm));
-  afterAll(() => useWasmScan(true));
+/**
+ * How the reader steps over dropped members: in WebAssembly with each frame loaded whole; in
+ * WebAssembly through windows of 61 bytes (as a LIST over its limit is, with windows that turn
+ * inside every value); in JavaScript.
+ */
+const scanners = [
+  ['WebAssembly', true, WASM_FRAME_LIMIT],
+  ['WebAssembly through small windows', true, 61],
+  ['JavaScript', false, WASM_FRAME_LIMIT],
+] as const;
+
+/** Reads the frames of a describe block the way `scanner` says. */
+function scanWith(wasm: boolean, window: number): void {
+  beforeAll(() => {
+    useWasmScan(wasm);
+    wasmWindow(window);
+  });
+  afterAll(() => {
+    useWasmScan(true);
+    wasmWindow(WASM_FRAME_LIMIT);
+  });
+}
+
+// Every property below holds with the dropped members stepped over in WebAssembly (frames whole
+// or through windows) and in JavaScript.
+describe.each(scanners)('the byte reader for the bundled Pod view, stepping over dropped members in %s', (_, wasm, window) => {
+  scanWith(wasm, window);
 
   it('[k8s_types: byte reader] reads every pod the view accepts itself, equal to the exact path in keys, order, values, sharing and frozenness', () => {
     const declined: string[] = [];
@@ -331,7 +351,7 @@ describe.each([
       return readPodFrame(encode(frame({ ...pod, metadata: { ...meta, annotations: { 'miles.io/heartbeat': beat } } })))!.object;
     };
     // A beat of its own per run of this suite: the caches outlive a run.
-    const beat = `unique-${String(wasm)}`;
+    const beat = `unique-${String(wasm)}-${window}`;
     const first = withBeat(beat);
     // Other maps read in between push the first sight out of what the cache remembers.
     for (let i = 0; i < 4; i++) withBeat(`${beat}-other-${i}`);
@@ -396,7 +416,9 @@ function pageHolds(text: string): number {
 const listBody = (items: unknown[], meta: Record<string, unknown> = { resourceVersion: '500', continue: 'c2' }): string =>
   JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: meta, items });
 
-describe('LIST pages read from their bytes', () => {
+describe.each(scanners)('LIST pages read from their bytes, stepping over dropped members in %s', (_, wasm, window) => {
+  scanWith(wasm, window);
+
   it('[k8s_types: byte reader] a LIST page reads as JSON.parse and parseObject read it, item by item; an item the reader cannot prove is handed over parsed', () => {
     let read = 0;
     fc.assert(
@@ -440,7 +462,9 @@ describe('the byte scanner', () => {
   });
 });
 
-describe('what the byte reader holds', () => {
+describe.each(scanners)('what the byte reader holds, stepping over dropped members in %s', (_, wasm, window) => {
+  scanWith(wasm, window);
+
   it('[k8s_types: byte reader] lets go of a frame once read: a page body is unreachable after parseListPage returns', async () => {
     let body: Uint8Array | undefined = encode(listBody([rawPod({ name: 'held-a' }), rawPod({ name: 'held-b' })]));
     const gone = new WeakRef(body);

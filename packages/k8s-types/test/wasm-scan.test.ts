@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FAIL, MAX_DEPTH, skipValue } from '../src/bytes/scan.js';
 import { at, begin, end, firstKept, KeySet, nextKept, NOT_PROVEN, skip } from '../src/bytes/cursor.js';
-import { keyTable, loadFrame, skipLoaded, useWasmScan, WASM_FRAME_LIMIT, wasmScanAvailable } from '../src/bytes/wasm-scan.js';
+import { keyTable, loadFrame, skipLoaded, unloadFrame, useWasmScan, WASM_FRAME_LIMIT, wasmScanAvailable, wasmWindow } from '../src/bytes/wasm-scan.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -75,10 +75,50 @@ describe('the WebAssembly scanner (wasm/scan.ts)', () => {
     expect(both(long, 0)).toEqual([long.length, long.length]);
   });
 
-  it('[k8s_types: wasm skip] leaves frames over its limit to scan.ts, and grows its memory for one under it', () => {
-    expect(loadFrame(new Uint8Array(WASM_FRAME_LIMIT + 1))).toBe(false);
+  it('[k8s_types: wasm skip] grows its memory for a frame under its limit, and reads one over it through windows of the limit', () => {
     const big = Buffer.from(JSON.stringify(['x'.repeat(3_000_000)]));
     expect(both(big, 0)).toEqual([big.length, big.length]);
+    // Two values, each under the limit, together over it: the second is read in a second window.
+    const half = 'y'.repeat(WASM_FRAME_LIMIT / 2 + 10);
+    const over = Buffer.from(JSON.stringify([half, 12345, half, { a: half }]));
+    expect(over.length).toBeGreaterThan(WASM_FRAME_LIMIT);
+    expect(loadFrame(over)).toBe(true);
+    let i = 1;
+    const ends: number[] = [];
+    for (let k = 0; k < 4; k++) {
+      const wasm = skipLoaded(i);
+      expect(wasm).toBe(skipValue(over, i));
+      ends.push(wasm);
+      i = wasm + 1;
+    }
+    expect(ends.at(-1)).toBe(over.length - 1);
+    // Back before the window (a reader restarting at a value read before), and the whole frame: one value longer than a window.
+    expect(skipLoaded(1)).toBe(ends[0]);
+    expect(skipLoaded(0)).toBe(over.length);
+    unloadFrame();
+  });
+
+  it('[k8s_types: wasm skip] through windows of any size, skips answer exactly as scan.ts does, wherever a window ends', () => {
+    const windows = fc.integer({ min: 1, max: 48 });
+    try {
+      fc.assert(
+        fc.property(damaged, windows, fc.nat(), (value, window, from) => {
+          wasmWindow(window);
+          const bytes = Buffer.concat([Buffer.from('[0,'), value, Buffer.from(',"tail"]')]);
+          loadFrame(bytes);
+          // Every value from the cursor's positions, in order, then one from an earlier position.
+          const start = 3;
+          expect(skipLoaded(start)).toBe(skipValue(bytes, start));
+          expect(skipLoaded(0)).toBe(skipValue(bytes, 0));
+          const at = from % bytes.length;
+          expect(skipLoaded(at)).toBe(skipValue(bytes, at));
+          unloadFrame();
+        }),
+        { numRuns: 2000 },
+      );
+    } finally {
+      wasmWindow(WASM_FRAME_LIMIT);
+    }
   });
 
   it('[k8s_types: wasm skip] finds the members a view reads, stepping over the rest, exactly as the JavaScript cursor does', () => {
@@ -111,18 +151,25 @@ describe('the WebAssembly scanner (wasm/scan.ts)', () => {
       });
     const sets = [new KeySet(['a', 'name']), new KeySet(['uid', 'status', 'b', 'xA']), new KeySet(['n"q'])];
     let kept = 0;
-    fc.assert(
-      fc.property(object, fc.constantFrom(...sets), (bytes, keys) => {
-        useWasmScan(true);
-        const wasm = walk(bytes, keys);
-        useWasmScan(false);
-        const js = walk(bytes, keys);
-        useWasmScan(true);
-        expect(wasm).toEqual(js);
-        if (Array.isArray(js) && js.length > 1) kept++;
-      }),
-      { numRuns: 3000 },
-    );
+    // A window under the frame's size loads the frame a window at a time: the answers are the same.
+    const windows = fc.oneof(fc.constant(WASM_FRAME_LIMIT), fc.integer({ min: 1, max: 40 }));
+    try {
+      fc.assert(
+        fc.property(object, fc.constantFrom(...sets), windows, (bytes, keys, window) => {
+          useWasmScan(true);
+          wasmWindow(window);
+          const wasm = walk(bytes, keys);
+          useWasmScan(false);
+          const js = walk(bytes, keys);
+          useWasmScan(true);
+          expect(wasm).toEqual(js);
+          if (Array.isArray(js) && js.length > 1) kept++;
+        }),
+        { numRuns: 4000 },
+      );
+    } finally {
+      wasmWindow(WASM_FRAME_LIMIT);
+    }
     expect(kept).toBeGreaterThan(300);
     // The sets were read through their tables in the module (not the JavaScript fallback).
     for (const keys of sets) expect(keys.table).toBeGreaterThan(0);

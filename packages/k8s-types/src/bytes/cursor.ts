@@ -3,7 +3,7 @@ import { compactView } from '../compact.js';
 import { mix, PartsCache } from './parts-cache.js';
 import { isShareableStringMap } from '../share.js';
 import { EMPTY_STRING_MAP, parseRfc3339, utcMs } from '../view-parts.js';
-import { foundHash, keyTable, loadFrame, MEMBER_END, memberFound, memberLoaded, SHARED_DECODE, SHARED_LONG, sharedLoaded, skipLoaded } from './wasm-scan.js';
+import { foundHash, keyTable, loadFrame, MEMBER_END, memberFound, memberLoaded, OUT_OF_WINDOW, SHARED_DECODE, SHARED_LONG, sharedLoaded, skipLoaded, unloadFrame } from './wasm-scan.js';
 import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, FAIL, OPEN_BRACE, OPEN_BRACKET, QUOTE, SCANNED_ESCAPE, SCANNED_NON_ASCII, scanned, scannedHash, scanString, skipValue, skipWs, skipWsTo } from './scan.js';
 
 /**
@@ -59,6 +59,7 @@ export function end(): void {
   bytes = NOTHING;
   at = 0;
   loaded = false;
+  unloadFrame();
 }
 
 /** Moves the cursor back to `index` (the start of a value read before). */
@@ -130,7 +131,11 @@ function spells(text: string, b: Uint8Array, start: number): boolean {
  * sharing only.
  */
 export function sharedStr(): string {
-  if (loaded) return sharedInWasm();
+  return loaded ? sharedInWasm() : sharedInJs();
+}
+
+/** {@link sharedStr} with the string scanned, and looked up by its bytes, here. */
+function sharedInJs(): string {
   const b = bytes;
   const start = at;
   const end = scanAtCursor(b);
@@ -160,6 +165,7 @@ function sharedInWasm(): string {
   if (bytes[start] !== QUOTE) notProven();
   const end = sharedLoaded(start);
   if (end === FAIL) notProven();
+  if (end === OUT_OF_WINDOW) return sharedInJs();
   const found = memberFound();
   let text: string;
   if (found >= 0) text = wasmCache[found]!;
@@ -392,6 +398,8 @@ function kept(keys: KeySet): number {
 function seek(keys: KeySet, table: number, first: boolean): number {
   const found = memberLoaded(at, table, first);
   if (found === FAIL) notProven();
+  // Members longer than the loaded window of an over-limit frame: this step here.
+  if (found === OUT_OF_WINDOW) return (first ? openObject() : nextMember()) ? kept(keys) : -1;
   at = found;
   const index = memberFound();
   if (index >= 0) return index;

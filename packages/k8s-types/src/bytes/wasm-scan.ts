@@ -1,4 +1,4 @@
-import { FAIL } from './scan.js';
+import { FAIL, skipValue } from './scan.js';
 import { SCAN_WASM } from './scan-wasm.generated.js';
 
 /**
@@ -8,17 +8,26 @@ import { SCAN_WASM } from './scan-wasm.generated.js';
  * {@link memberLoaded} finds an object's next member that a view reads, matching keys and stepping
  * over the rest without returning to JavaScript; {@link sharedLoaded} finds a shared string again by
  * its bytes in a cache the module keeps. A frame is copied into the module's memory once.
- * Where WebAssembly is unavailable (`--jitless`) or a frame is larger than {@link WASM_FRAME_LIMIT},
- * the cursor does all of it in JavaScript: the same answers (property-tested), slower.
+ * A frame larger than {@link WASM_FRAME_LIMIT} (an unpaged LIST) is loaded a window at a time (see
+ * {@link loadFrame}). Where WebAssembly is unavailable (`--jitless`) the cursor does all of it in
+ * JavaScript: the same answers (property-tested), slower.
  *
  * One frame is loaded at a time, synchronously, as the cursor reads one (module state).
  */
 
 /**
- * Frames larger than this are read in JavaScript. WebAssembly memory never shrinks: this bounds
- * what the module keeps after the largest frame it saw (a LIST page of 250 pods is ≈ 1.2 MB).
+ * Frames larger than this are loaded a window of this size at a time. WebAssembly memory never
+ * shrinks: this bounds what the module keeps after the largest frame it saw (a LIST page of 250
+ * pods is ≈ 1.2 MB; an unpaged LIST of 5,000, 25 MB).
  */
 export const WASM_FRAME_LIMIT = 4 * 1024 * 1024;
+
+/**
+ * Returned by {@link memberLoaded} and {@link sharedLoaded} for a step the loaded window cannot
+ * decide (its bytes run past the window even when the window starts at them): the caller takes
+ * that step in JavaScript.
+ */
+export const OUT_OF_WINDOW = -7;
 
 /** The module's memory map (its `LENGTHS`, `POOL` and `FRAME`): key tables, the string cache's lengths and bytes, the frame. */
 const LENGTHS = 16_384;
@@ -60,6 +69,19 @@ let memoryBytes = new Uint8Array(0);
 let memoryWords = new Int32Array(0);
 let loadedLength = 0;
 let nextTable = TABLES;
+let windowBytes = WASM_FRAME_LIMIT;
+/**
+ * An over-limit frame, kept (while it is read) to load its windows from; EMPTY for a frame loaded
+ * whole. Its bytes [base, windowEnd) are at FRAME, and `partial` holds exactly when the frame goes
+ * on past windowEnd. An answer is trusted only when the module decided it on loaded bytes: a
+ * position before windowEnd, or any answer when nothing follows the window (a number cut at the
+ * window's end would read as ending there).
+ */
+const EMPTY = new Uint8Array(0);
+let frame: Uint8Array = EMPTY;
+let base = 0;
+let windowEnd = 0;
+let partial = false;
 
 /** The module, instantiated on first use; `null` where it cannot be. */
 function ready(): Module | null {
@@ -91,14 +113,33 @@ function views(m: Module): void {
 }
 
 /**
- * Copies `frame` into the module's memory for {@link skipLoaded} and {@link memberLoaded}; `false`
- * (nothing loaded) when the module is unavailable or turned off, or the frame is over {@link WASM_FRAME_LIMIT}.
+ * Copies `frame` into the module's memory for {@link skipLoaded}, {@link memberLoaded} and
+ * {@link sharedLoaded}: all of it, or when it is over {@link WASM_FRAME_LIMIT} its first window
+ * (the next is loaded from wherever a step first needs bytes past it). `false` (nothing loaded)
+ * when the module is unavailable or turned off, or has no memory for it.
  */
-export function loadFrame(frame: Uint8Array): boolean {
-  if (!enabled || frame.length > WASM_FRAME_LIMIT) return false;
-  const m = ready();
-  if (m === null) return false;
-  const need = FRAME + frame.length + PAD;
+export function loadFrame(bytes: Uint8Array): boolean {
+  if (!enabled || ready() === null) return false;
+  if (bytes.length <= windowBytes) {
+    frame = EMPTY;
+    return load(bytes, 0, bytes.length);
+  }
+  frame = bytes;
+  if (load(bytes, 0, windowBytes)) return true;
+  frame = EMPTY;
+  return false;
+}
+
+/** Lets go of an over-limit frame {@link loadFrame} kept for its windows. */
+export function unloadFrame(): void {
+  frame = EMPTY;
+  partial = false;
+}
+
+/** Copies `bytes[from, from + length)` to FRAME, growing the memory when it must. */
+function load(bytes: Uint8Array, from: number, length: number): boolean {
+  const m = module!;
+  const need = FRAME + length + PAD;
   if (memoryBytes.length < need) {
     const have = m.memory.buffer.byteLength;
     try {
@@ -108,16 +149,44 @@ export function loadFrame(frame: Uint8Array): boolean {
     }
     views(m);
   }
-  memoryBytes.set(frame, FRAME);
-  memoryBytes.fill(0, FRAME + frame.length, need);
-  loadedLength = frame.length;
+  memoryBytes.set(from === 0 && length === bytes.length ? bytes : bytes.subarray(from, from + length), FRAME);
+  memoryBytes.fill(0, FRAME + length, need);
+  loadedLength = length;
+  base = from;
+  windowEnd = from + length;
+  partial = windowEnd < bytes.length;
   return true;
+}
+
+/**
+ * Loads the window of the over-limit frame that starts at `i`, for a step that could not be
+ * decided in the window loaded before; `false` when the window already starts there (the step's
+ * bytes are longer than a window: the caller takes it in JavaScript) or cannot be loaded.
+ */
+function slide(i: number): boolean {
+  if (i === base || !load(frame, i, Math.min(windowBytes, frame.length - i))) return false;
+  return true;
+}
+
+/** Whether the module decided its answer `end` (a position in the window, or negative) on loaded bytes. */
+function decided(end: number): boolean {
+  return end >= 0 && (!partial || end + base < windowEnd);
 }
 
 /** `skipValue(frame, i)` of `scan.ts`, for the frame {@link loadFrame} loaded last. */
 export function skipLoaded(i: number): number {
-  const end = module!.skip(i, loadedLength);
-  return end < 0 ? FAIL : end;
+  if (frame === EMPTY) {
+    const end = module!.skip(i, loadedLength);
+    return end < 0 ? FAIL : end;
+  }
+  for (;;) {
+    if (i >= base && i < windowEnd) {
+      const end = module!.skip(i - base, loadedLength);
+      if (decided(end)) return end + base;
+      if (!partial) return FAIL;
+    }
+    if (!slide(i)) return skipValue(frame, i);
+  }
 }
 
 /**
@@ -125,24 +194,46 @@ export function skipLoaded(i: number): number {
  * value and its whitespace): the position of the next member's value whose key `table` names,
  * stepping over the others; {@link memberFound} then tells which (or {@link MEMBER_END}: the
  * position is past the object and its whitespace; or {@link MEMBER_ESCAPED_KEY}: the position is a
- * key written with an escape, for the caller to read). {@link FAIL} for bytes not (provably) valid.
+ * key written with an escape, for the caller to read). {@link FAIL} for bytes not (provably) valid;
+ * {@link OUT_OF_WINDOW} for a step over more bytes than a window holds.
  */
 export function memberLoaded(i: number, table: number, first: boolean): number {
-  const at = module!.member(i, table, first ? 1 : 0);
-  return at < 0 ? FAIL : at;
+  if (frame === EMPTY) {
+    const at = module!.member(i, table, first ? 1 : 0);
+    return at < 0 ? FAIL : at;
+  }
+  for (;;) {
+    if (i >= base && i < windowEnd) {
+      const at = module!.member(i - base, table, first ? 1 : 0);
+      if (decided(at)) return at + base;
+      if (!partial) return FAIL;
+    }
+    if (!slide(i)) return OUT_OF_WINDOW;
+  }
 }
 
 /**
  * Reads the string at `i` (its opening quote) in the frame loaded last, for the cursor's string
- * cache: the position past it, or {@link FAIL}. {@link memberFound} then gives the cache slot
+ * cache: the position past it, or {@link FAIL}, or {@link OUT_OF_WINDOW}. {@link memberFound} then gives the cache slot
  * whose bytes equal it (a hit: the string put there before is this one), or `-1 - slot` (a miss:
  * the slot now holds these bytes, and the caller must put this string there), or
  * {@link SHARED_LONG} (over 64 bytes: not cached), or {@link SHARED_DECODE} (an escape or
  * non-ASCII: the caller decodes it); {@link foundHash} its hash.
  */
 export function sharedLoaded(i: number): number {
-  const end = module!.shared(i);
-  return end < 0 ? FAIL : end;
+  if (frame === EMPTY) {
+    const end = module!.shared(i);
+    return end < 0 ? FAIL : end;
+  }
+  for (;;) {
+    if (i >= base && i < windowEnd) {
+      // A string ends at a quote the module read: an end found is decided wherever it falls.
+      const end = module!.shared(i - base);
+      if (end >= 0) return end + base;
+      if (!partial) return FAIL;
+    }
+    if (!slide(i)) return OUT_OF_WINDOW;
+  }
 }
 
 /** The hash {@link sharedLoaded} wrote: equal bytes, equal hashes. */
@@ -219,6 +310,14 @@ export function keyTable(names: readonly string[]): number {
  */
 export function useWasmScan(on: boolean): void {
   enabled = on;
+}
+
+/**
+ * Sets the window an over-limit frame is loaded through (default and at most
+ * {@link WASM_FRAME_LIMIT}); tests make it small so that windows turn within small frames.
+ */
+export function wasmWindow(bytes: number): void {
+  windowBytes = Math.max(1, Math.min(WASM_FRAME_LIMIT, Math.floor(bytes)));
 }
 
 /** Whether the byte reader scans in WebAssembly here: the runtime has it (with SIMD) and it is not turned off. */
