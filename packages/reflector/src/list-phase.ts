@@ -1,9 +1,9 @@
-import { isInvalidObjectError, objectKey, parseListPage, parseObject, type InvalidObjectError, type KubernetesObjectView, type ListItem, type ListPage } from '@reconcile-loop/k8s-types';
+import { isInvalidObjectError, objectKey, parseObject, type InvalidObjectError, type KubernetesObjectView, type ListItem } from '@reconcile-loop/k8s-types';
 import { isCursorExpired } from './classify.js';
 import { abortReason, isPermanentSourceError, raceAbort, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
-import type { ListPageResult, ListRequest } from './client.js';
 import type { ReflectorCore } from './core.js';
 import { isApiStatusError, KubeApiProtocolError, ListRejectedError, ListTimeoutError } from './errors.js';
+import { ListPager, type Page } from './list-pager.js';
 
 /** Why a LIST runs: the stream's first, a cursor rejection, or the heal after a skipped frame. */
 export type ListReason = 'initial' | 'relist' | 'heal';
@@ -124,20 +124,6 @@ export function holdInvalid<T extends KubernetesObjectView>(core: ReflectorCore<
   poison.set(error.objectKey, error);
 }
 
-/** One page, however the client answered it: read from its bytes, or the raw items of the exact path. */
-type Page<T> = ListPageResult<ListPage<T>>;
-
-/**
- * Fetches one page: through `listPage` when the client has it, each page's bytes read by the view's
- * byte reader (`parseListPage`; a page it cannot prove is read the exact way from the same bytes by
- * the client), else `list`.
- */
-function fetchPage<T extends KubernetesObjectView>(core: ReflectorCore<T>, request: ListRequest): Promise<Page<T>> {
-  const { client } = core;
-  if (client.listPage === undefined) return client.list(request).then((list) => ({ kind: 'exact', list }));
-  return client.listPage(request, (body) => parseListPage(body, core.schema));
-}
-
 /** The page's cursor and continue token, checked: a hand-written client may answer anything. */
 function pageCursor<T>(page: Page<T>): { readonly resourceVersion: string; readonly continue: string | undefined } {
   const listing = page?.kind === 'read' ? page.page : page?.kind === 'exact' ? page.list : undefined;
@@ -153,9 +139,11 @@ function pageCursor<T>(page: Page<T>): { readonly resourceVersion: string; reado
  * and the `continue` token of each page, every page validated as it arrives and then dropped, so
  * only one page's raw body lives beside the objects kept (the unpaged LIST held the whole body
  * and its parse at once). With a client that has `listPage`, a page is its bytes, read by the
- * view's byte reader (see {@link fetchPage}); the pages, the cursor and every rule here are the
- * same. A `continue` token that expired (410) restarts as one unpaged LIST (the pager's
- * `FullListIfExpired`), so the result is always one consistent snapshot.
+ * view's byte reader, and the next page is requested as soon as this one's body has arrived, with
+ * the token its first bytes carry (see {@link ListPager}: one more page body at the peak); the
+ * token the loop follows is still the page's as read, and the pages, the cursor and every rule
+ * here are the same. A `continue` token that expired (410) restarts as one unpaged LIST (the
+ * pager's `FullListIfExpired`), so the result is always one consistent snapshot.
  */
 async function listOnce<T extends KubernetesObjectView>(core: ReflectorCore<T>, signal: AbortSignal): Promise<Gathered<T> | { failure: unknown } | typeof ABORTED> {
   if (signal.aborted) return ABORTED;
@@ -169,11 +157,13 @@ async function listOnce<T extends KubernetesObjectView>(core: ReflectorCore<T>, 
   let resourceVersion: string | undefined;
   let pageSize = core.options.listPageSize;
   let token: string | undefined;
+  // Its requests are sent with `controller`'s signal or linked to it: the `finally` below aborts a request still ahead.
+  const pager = new ListPager(core, controller.signal);
   try {
     for (;;) {
       let page: Page<T>;
       try {
-        page = await raceAbort(fetchPage(core, { ...core.scope, signal: controller.signal, limit: pageSize > 0 ? pageSize : undefined, continue: token }), controller.signal);
+        page = await raceAbort(pager.fetch(pageSize > 0 ? pageSize : undefined, token), controller.signal);
       } catch (error) {
         if (token === undefined || signal.aborted || controller.signal.aborted || !isApiStatusError(error) || !isCursorExpired(error.status, error.statusCode)) throw error;
         // The continue token expired between pages: the pages read so far are not one snapshot.
