@@ -8,6 +8,9 @@
  *   --lever=socket   kube-client's bare-socket watch against node:http (`watchOnBareSocket: false`),
  *                    `--via=replay` (default) or `--via=apiserver` (BENCHMARKS.md (15d));
  *                    `pnpm --filter @reconcile-loop/bench socket-ab`
+ *   --lever=backlog  the bare socket's reads growing to 1 MiB under a backlog against staying at 128 KiB
+ *                    (`watchBacklogReadBytes`), `--via` as above (BENCHMARKS.md (15e));
+ *                    `pnpm --filter @reconcile-loop/bench backlog-ab`
  *
  *   pnpm --filter @reconcile-loop/bench socket-ab -- --via=apiserver --pods=5000 --frames=50000 --runs=5
  */
@@ -23,9 +26,9 @@ const arg = (name: string, fallback: string): string => args.find((a) => a.start
 const lever = arg('lever', '');
 const pods = Number(arg('pods', '5000'));
 const frames = Number(arg('frames', '50000'));
-const runs = Number(arg('runs', lever === 'scanner' ? '7' : '5'));
+const runs = Number(arg('runs', lever === 'socket' ? '5' : '7'));
 const via = arg('via', 'replay');
-if (lever !== 'scanner' && lever !== 'socket') throw new Error(`--lever must be scanner or socket, got ${JSON.stringify(lever)}`);
+if (lever !== 'scanner' && lever !== 'socket' && lever !== 'backlog') throw new Error(`--lever must be scanner, socket or backlog, got ${JSON.stringify(lever)}`);
 if (via !== 'replay' && via !== 'apiserver') throw new Error(`--via must be replay or apiserver, got ${via}`);
 
 /** The lever's two settings: its mode names, and how each changes the pipeline's options or the process. */
@@ -36,7 +39,9 @@ const settings =
           return options;
         },
       }
-    : { on: 'bare socket', off: 'node:http', set: (on: boolean, options: PipelineOptions) => ({ ...options, watchOnBareSocket: on }) };
+    : lever === 'socket'
+      ? { on: 'bare socket', off: 'node:http', set: (on: boolean, options: PipelineOptions) => ({ ...options, watchOnBareSocket: on }) }
+      : { on: 'reads grow to 1 MiB', off: 'reads stay 128 KiB', set: (on: boolean, options: PipelineOptions) => ({ ...options, watchBacklogReadBytes: on ? 1024 * 1024 : 128 * 1024 }) };
 const floor = 'JSON.parse floor';
 
 const server = await ApiServerProcess.start(pods + frames + 100);

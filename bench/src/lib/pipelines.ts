@@ -40,6 +40,8 @@ export interface PipelineOptions {
   watchFrom?: string;
   /** (a) only: `false` reads the watch through node:http instead of kube-client's bare socket (`socket-ab`). */
   watchOnBareSocket?: boolean;
+  /** (a) only: kube-client's `watchBacklogReadBytes` (`backlog-ab`); its default when absent. */
+  watchBacklogReadBytes?: number;
 }
 
 /**
@@ -83,9 +85,11 @@ const keyMap = (pod: Pod): string | undefined => pod.metadata.labels[PARENT_LABE
 /** (a) Ours. */
 export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectStore<Pod, string>; reflector: Reflector<Pod> } {
   const kc = kubeConfig(options.kubeconfig);
-  // As the reflector builds its client (`reflectorKubeClient`), with the watch transport chosen.
+  // As the reflector builds its client (`reflectorKubeClient`), with the watch transport's options chosen.
   const kube = new KubeApiClient(
-    options.watchOnBareSocket === false ? new KubeClient({ kubeConfig: kc, maxRetries: 0, transport: httpTransport(kc, { watchOnBareSocket: false }) }) : kc,
+    options.watchOnBareSocket === false || options.watchBacklogReadBytes !== undefined
+      ? new KubeClient({ kubeConfig: kc, maxRetries: 0, transport: httpTransport(kc, { watchOnBareSocket: options.watchOnBareSocket, watchBacklogReadBytes: options.watchBacklogReadBytes }) })
+      : kc,
     podResource,
   );
   const client: ListWatchClient =

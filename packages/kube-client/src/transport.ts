@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { KubeClientOptionsError } from './errors.js';
-import { bareSocketCan, openWatchStream } from './watch-stream.js';
+import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream } from './watch-stream.js';
 
 /**
  * client-node's refusal of a plain-http server without `skip-tls-verify` — what an empty KubeConfig
@@ -64,6 +64,12 @@ export interface HttpTransportOptions {
    * options need nothing but headers, basic auth and TLS material (no proxy agent), else node:http.
    */
   readonly watchOnBareSocket?: boolean | undefined;
+  /**
+   * On the bare socket, the size a watch's reads grow to once one read fills its 128 KiB buffer (a
+   * backlog); the larger buffer is kept for the rest of that watch. Default 1 MiB; 131072 or less
+   * keeps every watch at 128 KiB (less memory per watch under a backlog, more CPU per byte).
+   */
+  readonly watchBacklogReadBytes?: number | undefined;
 }
 
 /**
@@ -73,6 +79,10 @@ export interface HttpTransportOptions {
  */
 export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransportOptions = {}): Transport {
   const bareSocket = transportOptions.watchOnBareSocket ?? true;
+  const backlogReadBytes = transportOptions.watchBacklogReadBytes ?? BACKLOG_READ_BYTES;
+  if (!Number.isSafeInteger(backlogReadBytes) || backlogReadBytes < 1) {
+    throw new KubeClientOptionsError(`watchBacklogReadBytes must be a positive integer (bytes), got ${String(backlogReadBytes)}`);
+  }
   return async (request) => {
     const options: https.RequestOptions = { headers: {} };
     try {
@@ -85,7 +95,7 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
     }
     request.signal.throwIfAborted();
     if (bareSocket && request.stream === true && request.method === 'GET' && request.body === undefined && bareSocketCan(options)) {
-      return openWatchStream(request, options);
+      return openWatchStream(request, options, backlogReadBytes);
     }
     const module = request.url.protocol === 'http:' ? http : https;
     const headers: http.OutgoingHttpHeaders = { ...(options.headers as http.OutgoingHttpHeaders | undefined), ...request.headers };

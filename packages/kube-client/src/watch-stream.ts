@@ -14,15 +14,21 @@ import type { TransportRequest, TransportResponse } from './transport.js';
  * through a `Readable`. Measured reading a 252 MB watch from a loopback replay: node:http
  * 330–480 ms of the reading thread's CPU, this 65–75 ms (BENCHMARKS.md (15d)).
  *
- * Invariant: the socket reads into {@link READ_BUFFER_BYTES} of memory that is written again only
- * after every piece of body found in it has been handed out and the reader has asked for the next
- * one; until then the socket is paused. So a body piece is valid until the next `next()`
- * (`TransportRequest.stream`), and memory per watch stays one buffer however fast the server
- * writes: TCP's window holds the rest.
+ * Invariant: the socket reads into one buffer, which is written again only after every piece of
+ * body found in it has been handed out and the reader has asked for the next one; until then the
+ * socket is paused. So a body piece is valid until the next `next()` (`TransportRequest.stream`),
+ * and memory per watch stays one buffer however fast the server writes: TCP's window holds the rest.
  */
 
 /** Bytes read per socket read on a plain connection (TLS hands over one record, up to 16 KiB, at a time). */
 export const READ_BUFFER_BYTES = 128 * 1024;
+
+/**
+ * Bytes read per socket read, by default, once a read has filled {@link READ_BUFFER_BYTES}: the
+ * server has a backlog (a watch from an old cursor, a burst), and larger reads take it with fewer
+ * turns of the event loop and fewer waits on the sender (BENCHMARKS.md (15e)). Kept for the rest of the watch.
+ */
+export const BACKLOG_READ_BYTES = 1024 * 1024;
 
 /** The TLS options of `https.RequestOptions` passed on to `tls.connect`: what client-node's `applyToHTTPSOptions` sets, and the version bounds. */
 const TLS_KEYS = [
@@ -109,16 +115,19 @@ function requestHead(request: TransportRequest, options: https.RequestOptions): 
 /**
  * Sends `request` (a GET without a body) on a connection of its own and resolves with the response
  * once its head has arrived; the body is read as the {@link TransportResponse.body} is iterated.
- * `options` must satisfy {@link bareSocketCan}.
+ * `options` must satisfy {@link bareSocketCan}. Reads grow from {@link READ_BUFFER_BYTES} to
+ * `backlogReadBytes` once one fills its buffer ({@link READ_BUFFER_BYTES} or less: they never grow).
  */
-export function openWatchStream(request: TransportRequest, options: https.RequestOptions): Promise<TransportResponse> {
-  return new Promise((resolve, reject) => new WatchStream(request, options, resolve, reject));
+export function openWatchStream(request: TransportRequest, options: https.RequestOptions, backlogReadBytes = BACKLOG_READ_BYTES): Promise<TransportResponse> {
+  return new Promise((resolve, reject) => new WatchStream(request, options, backlogReadBytes, resolve, reject));
 }
 
 /** One connection, one response: the reader of the head, then of the body. */
 class WatchStream {
   readonly #socket: net.Socket;
-  readonly #buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  /** Where the next socket read goes: replaced by a larger one once a read fills it (see {@link BACKLOG_READ_BYTES}). */
+  #buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  readonly #backlogReadBytes: number;
   #resolve: ((response: TransportResponse) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
   /** The head's bytes so far (copied: the read buffer is reused). */
@@ -136,7 +145,8 @@ class WatchStream {
     this.#pieces.push(piece);
   };
 
-  constructor(request: TransportRequest, options: https.RequestOptions, resolve: (response: TransportResponse) => void, reject: (error: unknown) => void) {
+  constructor(request: TransportRequest, options: https.RequestOptions, backlogReadBytes: number, resolve: (response: TransportResponse) => void, reject: (error: unknown) => void) {
+    this.#backlogReadBytes = backlogReadBytes;
     this.#resolve = resolve;
     this.#reject = reject;
     this.#signal = request.signal;
@@ -145,7 +155,8 @@ class WatchStream {
     const secure = url.protocol === 'https:';
     const port = Number(url.port) || (secure ? 443 : 80);
     const head = requestHead(request, options);
-    const onread = { buffer: this.#buffer, callback: (bytes: number): boolean => this.#read(bytes) };
+    // A function: the socket asks it for the buffer of each next read.
+    const onread = { buffer: () => this.#buffer, callback: (bytes: number, into: Buffer): boolean => this.#read(bytes, into) };
     if (secure) {
       const tlsOptions: tls.ConnectionOptions = { host, port, onread } as tls.ConnectionOptions;
       for (const key of TLS_KEYS) {
@@ -165,15 +176,17 @@ class WatchStream {
     else this.#signal.addEventListener('abort', this.#onAbort, { once: true });
   }
 
-  /** One socket read of `count` bytes into the buffer. Returns false to pause the socket. */
-  #read(count: number): boolean {
+  /** One socket read of `count` bytes into `into`. Returns false to pause the socket. */
+  #read(count: number, into: Buffer): boolean {
+    // A full read: the server has more ready than a read takes. The pieces of this read keep `into`.
+    if (count === into.length && into.length < this.#backlogReadBytes) this.#buffer = Buffer.allocUnsafe(this.#backlogReadBytes);
     try {
       let from = 0;
       if (this.#framer === undefined) {
-        from = this.#readHead(count);
+        from = this.#readHead(count, into);
         if (this.#framer === undefined) return true;
       }
-      if (!this.#complete && this.#framer.feed(this.#buffer, from, count, this.#sink)) {
+      if (!this.#complete && this.#framer.feed(into, from, count, this.#sink)) {
         this.#complete = true;
         this.#stopReading();
       }
@@ -187,9 +200,9 @@ class WatchStream {
   }
 
   /** Adds a read to the head; once the head is whole, answers it and returns where its body starts in the buffer. */
-  #readHead(count: number): number {
+  #readHead(count: number, into: Buffer): number {
     const before = this.#head.length;
-    this.#head = Buffer.concat([this.#head, this.#buffer.subarray(0, count)]);
+    this.#head = Buffer.concat([this.#head, into.subarray(0, count)]);
     let end = headEnd(this.#head, Math.max(0, before - 3));
     // 1xx heads (100 Continue, 103 Early Hints) precede the response: dropped.
     let head: ResponseHead;

@@ -5,7 +5,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport, KubeClient, staticAuth, type TransportRequest, type TransportResponse } from '../src/index.js';
-import { bareSocketCan, openWatchStream } from '../src/watch-stream.js';
+import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, READ_BUFFER_BYTES } from '../src/watch-stream.js';
 
 /** A self-signed certificate for localhost and 127.0.0.1, valid until 2126: test material only. */
 const CERT = readFileSync(new URL('./fixtures/localhost-cert.pem', import.meta.url), 'utf8');
@@ -106,6 +106,45 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
       rest += (next.value as Uint8Array).length;
     }
     expect(rest).toBe(40 * 8192);
+  });
+
+  it('[kube_client: watch socket] a backlog grows the reads: once a read fills the buffer, reads take up to 1 MiB; pieces read before stay intact', async () => {
+    // 6 MiB of a pattern no two pieces share by accident, written at once: a backlog.
+    const body = Buffer.alloc(6 * 1024 * 1024);
+    for (let i = 0; i < body.length; i += 4) body.writeUInt32LE(i, i);
+    const serve = async (backlogReadBytes?: number): Promise<{ held: Uint8Array[]; sizes: number[]; whole: Buffer }> => {
+      const { url } = await rawServer(({ socket, request }) => void request.then(() => socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n`), body]))));
+      const response = await openWatchStream(watchRequest(url), {}, backlogReadBytes);
+      const held: Uint8Array[] = [];
+      const sizes: number[] = [];
+      const copies: Buffer[] = [];
+      for await (const piece of response.body) {
+        const bytes = piece as Uint8Array;
+        // Slower than the server: the kernel's buffers fill while this reader waits.
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        held.push(bytes);
+        sizes.push(bytes.length);
+        copies.push(Buffer.from(bytes));
+      }
+      return { held, sizes, whole: Buffer.concat(copies) };
+    };
+    const grown = await serve();
+    expect(grown.whole.equals(body)).toBe(true);
+    expect(Math.max(...grown.sizes)).toBeGreaterThan(READ_BUFFER_BYTES);
+    expect(Math.max(...grown.sizes)).toBeLessThanOrEqual(BACKLOG_READ_BYTES);
+    // Every piece from the buffer used before the growth still holds what it was handed out with.
+    const firstLarge = grown.sizes.findIndex((size) => size > READ_BUFFER_BYTES);
+    let offset = 0;
+    for (let i = 0; i < firstLarge; i++) {
+      const piece = grown.held[i]!;
+      if (i === firstLarge - 1) expect(Buffer.from(piece).equals(body.subarray(offset, offset + piece.length))).toBe(true);
+      offset += piece.length;
+    }
+    // watchBacklogReadBytes at the read buffer's size or under: reads never grow.
+    const fixed = await serve(READ_BUFFER_BYTES);
+    expect(fixed.whole.equals(body)).toBe(true);
+    expect(Math.max(...fixed.sizes)).toBeLessThanOrEqual(READ_BUFFER_BYTES);
+    expect(() => httpTransport(staticAuth({ server: 'http://127.0.0.1:1' }), { watchBacklogReadBytes: 0 })).toThrow(/watchBacklogReadBytes must be a positive integer/);
   });
 
   it('[kube_client: watch socket] an error answer with a Content-Length, a body to the end of the connection, 1xx heads dropped', async () => {
