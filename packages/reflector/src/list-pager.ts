@@ -20,7 +20,7 @@ interface Ahead<T> {
  * N+1 while we read page N (client-go's pager asks only once page N is read).
  *
  * Invariant: at most one page is requested ahead, and only with the token the page being read
- * carries. It is only a head start: {@link fetch} hands it over only when asked for that very token
+ * carries. It is only a head start: {@link page} hands it over only when asked for that very token
  * (the LIST loop asks with the token of the page as read), and otherwise aborts it and sends the
  * request as if there were no pager. Memory: one more page body (off-heap, as it arrives) beside
  * the one being read, at the peak. The request ahead has its own controller, linked to the LIST's:
@@ -43,7 +43,7 @@ export class ListPager<T extends KubernetesObjectView> {
    * it asked with `token`, else a new request (and a request ahead with another token is aborted).
    * May throw synchronously (a client that cannot build a request), as the client does.
    */
-  fetch(limit: number | undefined, token: string | undefined): Promise<Page<T>> {
+  page(limit: number | undefined, token: string | undefined): Promise<Page<T>> {
     const ahead = this.#ahead;
     this.#ahead = undefined;
     if (ahead !== undefined) {

@@ -163,7 +163,7 @@ async function listOnce<T extends KubernetesObjectView>(core: ReflectorCore<T>, 
     for (;;) {
       let page: Page<T>;
       try {
-        page = await raceAbort(pager.fetch(pageSize > 0 ? pageSize : undefined, token), controller.signal);
+        page = await raceAbort(pager.page(pageSize > 0 ? pageSize : undefined, token), controller.signal);
       } catch (error) {
         if (token === undefined || signal.aborted || controller.signal.aborted || !isApiStatusError(error) || !isCursorExpired(error.status, error.statusCode)) throw error;
         // The continue token expired between pages: the pages read so far are not one snapshot.
