@@ -11,6 +11,9 @@
  *   --lever=backlog  the bare socket's reads growing to 1 MiB under a backlog against staying at 128 KiB
  *                    (`watchBacklogReadBytes`), `--via` as above (BENCHMARKS.md (15e));
  *                    `pnpm --filter @reconcile-loop/bench backlog-ab`
+ *   --lever=list-ahead  the reflector requesting the next LIST page as soon as a page's body has arrived,
+ *                    against only once it has been read (client-go's pager); `--via` as above
+ *                    (BENCHMARKS.md (15e)); `pnpm --filter @reconcile-loop/bench list-ahead-ab -- --via=apiserver`
  *
  *   pnpm --filter @reconcile-loop/bench socket-ab -- --via=apiserver --pods=5000 --frames=50000 --runs=5
  */
@@ -28,7 +31,8 @@ const pods = Number(arg('pods', '5000'));
 const frames = Number(arg('frames', '50000'));
 const runs = Number(arg('runs', lever === 'socket' ? '5' : '7'));
 const via = arg('via', 'replay');
-if (lever !== 'scanner' && lever !== 'socket' && lever !== 'backlog') throw new Error(`--lever must be scanner, socket or backlog, got ${JSON.stringify(lever)}`);
+const levers = ['scanner', 'socket', 'backlog', 'list-ahead'];
+if (!levers.includes(lever)) throw new Error(`--lever must be one of ${levers.join(', ')}, got ${JSON.stringify(lever)}`);
 if (via !== 'replay' && via !== 'apiserver') throw new Error(`--via must be replay or apiserver, got ${via}`);
 
 /** The lever's two settings: its mode names, and how each changes the pipeline's options or the process. */
@@ -41,7 +45,9 @@ const settings =
       }
     : lever === 'socket'
       ? { on: 'bare socket', off: 'node:http', set: (on: boolean, options: PipelineOptions) => ({ ...options, watchOnBareSocket: on }) }
-      : { on: 'reads grow to 1 MiB', off: 'reads stay 128 KiB', set: (on: boolean, options: PipelineOptions) => ({ ...options, watchBacklogReadBytes: on ? 1024 * 1024 : 128 * 1024 }) };
+      : lever === 'backlog'
+        ? { on: 'reads grow to 1 MiB', off: 'reads stay 128 KiB', set: (on: boolean, options: PipelineOptions) => ({ ...options, watchBacklogReadBytes: on ? 1024 * 1024 : 128 * 1024 }) }
+        : { on: 'next page requested ahead', off: 'next page after the read', set: (on: boolean, options: PipelineOptions) => ({ ...options, listAhead: on }) };
 const floor = 'JSON.parse floor';
 
 const server = await ApiServerProcess.start(pods + frames + 100);

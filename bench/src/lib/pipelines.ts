@@ -42,6 +42,8 @@ export interface PipelineOptions {
   watchOnBareSocket?: boolean;
   /** (a) only: kube-client's `watchBacklogReadBytes` (`backlog-ab`); its default when absent. */
   watchBacklogReadBytes?: number;
+  /** (a) only, with `watchFrom`: `false` holds each LIST page's request until the page before it is read (`list-ahead-ab`). */
+  listAhead?: boolean;
 }
 
 /**
@@ -92,6 +94,25 @@ export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectS
       : kc,
     podResource,
   );
+  // `listAhead: false`: a page is requested only once the page before it has been read, as client-go's
+  // pager does (the reflector asks for the next page from inside the read of this one).
+  let previousRead = Promise.resolve();
+  const afterPreviousRead: typeof kube.listPage = async (request, read) => {
+    await previousRead;
+    let readDone!: () => void;
+    previousRead = new Promise((resolve) => (readDone = resolve));
+    try {
+      return await kube.listPage(request, (body) => {
+        try {
+          return read(body);
+        } finally {
+          readDone();
+        }
+      });
+    } finally {
+      readDone();
+    }
+  };
   const client: ListWatchClient =
     options.watchFrom === undefined
       ? kube
@@ -99,7 +120,7 @@ export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectS
           list: async (request) => ({ ...(await kube.list(request)), resourceVersion: options.watchFrom! }),
           // Pages read from their bytes, as the reflector reads them from a KubeApiClient.
           listPage: async (request, read) => {
-            const result = await kube.listPage(request, read);
+            const result = await (options.listAhead === false ? afterPreviousRead(request, read) : kube.listPage(request, read));
             return result.kind === 'read'
               ? { kind: 'read', page: { ...result.page, resourceVersion: options.watchFrom! } }
               : { kind: 'exact', list: { ...result.list, resourceVersion: options.watchFrom! } };
