@@ -168,9 +168,29 @@ function slide(i: number): boolean {
   return true;
 }
 
-/** Whether the module decided its answer `end` (a position in the window, or negative) on loaded bytes. */
-function decided(end: number): boolean {
-  return end >= 0 && (!partial || end + base < windowEnd);
+/** The module's three steps, for {@link windowed}. */
+const SKIP = 0;
+const MEMBER = 1;
+const SHARED = 2;
+
+/**
+ * Step `op` from frame position `i` of an over-limit frame, in the window holding it: the answer
+ * (a frame position) once the module decided it on loaded bytes, {@link FAIL} when the window
+ * reaching the frame's end refuses it, or {@link OUT_OF_WINDOW} when even a window starting at `i`
+ * cannot decide it. A string ends at a quote the module read, so a `shared` end is decided wherever
+ * it falls; a skip or a member search ending at the window's end may have stopped at the padding.
+ */
+function windowed(op: number, i: number, table = 0, first = 0): number {
+  const m = module!;
+  for (;;) {
+    if (i >= base && i < windowEnd) {
+      const at = i - base;
+      const end = op === SKIP ? m.skip(at, loadedLength) : op === MEMBER ? m.member(at, table, first) : m.shared(at);
+      if (end >= 0 && (op === SHARED || !partial || end + base < windowEnd)) return end + base;
+      if (!partial) return FAIL;
+    }
+    if (!slide(i)) return OUT_OF_WINDOW;
+  }
 }
 
 /** `skipValue(frame, i)` of `scan.ts`, for the frame {@link loadFrame} loaded last. */
@@ -179,14 +199,8 @@ export function skipLoaded(i: number): number {
     const end = module!.skip(i, loadedLength);
     return end < 0 ? FAIL : end;
   }
-  for (;;) {
-    if (i >= base && i < windowEnd) {
-      const end = module!.skip(i - base, loadedLength);
-      if (decided(end)) return end + base;
-      if (!partial) return FAIL;
-    }
-    if (!slide(i)) return skipValue(frame, i);
-  }
+  const end = windowed(SKIP, i);
+  return end === OUT_OF_WINDOW ? skipValue(frame, i) : end;
 }
 
 /**
@@ -202,14 +216,7 @@ export function memberLoaded(i: number, table: number, first: boolean): number {
     const at = module!.member(i, table, first ? 1 : 0);
     return at < 0 ? FAIL : at;
   }
-  for (;;) {
-    if (i >= base && i < windowEnd) {
-      const at = module!.member(i - base, table, first ? 1 : 0);
-      if (decided(at)) return at + base;
-      if (!partial) return FAIL;
-    }
-    if (!slide(i)) return OUT_OF_WINDOW;
-  }
+  return windowed(MEMBER, i, table, first ? 1 : 0);
 }
 
 /**
@@ -225,15 +232,7 @@ export function sharedLoaded(i: number): number {
     const end = module!.shared(i);
     return end < 0 ? FAIL : end;
   }
-  for (;;) {
-    if (i >= base && i < windowEnd) {
-      // A string ends at a quote the module read: an end found is decided wherever it falls.
-      const end = module!.shared(i - base);
-      if (end >= 0) return end + base;
-      if (!partial) return FAIL;
-    }
-    if (!slide(i)) return OUT_OF_WINDOW;
-  }
+  return windowed(SHARED, i);
 }
 
 /** The hash {@link sharedLoaded} wrote: equal bytes, equal hashes. */
