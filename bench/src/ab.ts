@@ -31,23 +31,29 @@ const pods = Number(arg('pods', '5000'));
 const frames = Number(arg('frames', '50000'));
 const runs = Number(arg('runs', lever === 'socket' ? '5' : '7'));
 const via = arg('via', 'replay');
-const levers = ['scanner', 'socket', 'backlog', 'list-ahead'];
-if (!levers.includes(lever)) throw new Error(`--lever must be one of ${levers.join(', ')}, got ${JSON.stringify(lever)}`);
-if (via !== 'replay' && via !== 'apiserver') throw new Error(`--via must be replay or apiserver, got ${via}`);
 
-/** The lever's two settings: its mode names, and how each changes the pipeline's options or the process. */
-const settings =
-  lever === 'scanner'
-    ? { on: 'WebAssembly scanner', off: 'JavaScript scanner only', set: (on: boolean, options: PipelineOptions) => {
-          useWasmScan(on);
-          return options;
-        },
-      }
-    : lever === 'socket'
-      ? { on: 'bare socket', off: 'node:http', set: (on: boolean, options: PipelineOptions) => ({ ...options, watchOnBareSocket: on }) }
-      : lever === 'backlog'
-        ? { on: 'reads grow to 1 MiB', off: 'reads stay 128 KiB', set: (on: boolean, options: PipelineOptions) => ({ ...options, watchBacklogReadBytes: on ? 1024 * 1024 : 128 * 1024 }) }
-        : { on: 'next page requested ahead', off: 'next page after the read', set: (on: boolean, options: PipelineOptions) => ({ ...options, listAhead: on }) };
+/** A lever's two settings: its mode names, and how each changes the pipeline's options or the process. */
+interface Lever {
+  readonly on: string;
+  readonly off: string;
+  set(on: boolean, options: PipelineOptions): PipelineOptions;
+}
+const levers: Record<string, Lever> = {
+  scanner: {
+    on: 'WebAssembly scanner',
+    off: 'JavaScript scanner only',
+    set: (on, options) => {
+      useWasmScan(on);
+      return options;
+    },
+  },
+  socket: { on: 'bare socket', off: 'node:http', set: (on, options) => ({ ...options, watchOnBareSocket: on }) },
+  backlog: { on: 'reads grow to 1 MiB', off: 'reads stay 128 KiB', set: (on, options) => ({ ...options, watchBacklogReadBytes: on ? 1024 * 1024 : 128 * 1024 }) },
+  'list-ahead': { on: 'next page requested ahead', off: 'next page after the read', set: (on, options) => ({ ...options, listAhead: on }) },
+};
+const settings = Object.hasOwn(levers, lever) ? levers[lever]! : undefined;
+if (settings === undefined) throw new Error(`--lever must be one of ${Object.keys(levers).join(', ')}, got ${JSON.stringify(lever)}`);
+if (via !== 'replay' && via !== 'apiserver') throw new Error(`--via must be replay or apiserver, got ${via}`);
 const floor = 'JSON.parse floor';
 
 const server = await ApiServerProcess.start(pods + frames + 100);
