@@ -212,7 +212,9 @@ class WatchStream {
       if (end === -1) return count;
       head = parseHead(this.#head.subarray(0, end));
       if (head.status >= 200) break;
-      if (head.status === 101) throw new HttpFramingError('HPE_UNEXPECTED_SPACE', 'the server switched protocols on a watch');
+      // llhttp pauses at a 101 (HPE_PAUSED_UPGRADE); node:http, with no 'upgrade' listener, then
+      // closes the request without a response or an error: a watch must fail instead.
+      if (head.status === 101) throw new HttpFramingError('HPE_PAUSED_UPGRADE', 'the server switched protocols on a watch');
       this.#head = this.#head.subarray(end);
       end = headEnd(this.#head, 0);
     }
