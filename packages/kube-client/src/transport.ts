@@ -1,6 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { Duplex } from 'node:stream';
 import { KubeClientOptionsError } from './errors.js';
+import { HttpFramingError } from './http1-framing.js';
 import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream } from './watch-stream.js';
 
 /**
@@ -103,6 +105,11 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
     const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
       const outgoing = module.request(request.url, { ...options, method: request.method, headers, signal: request.signal });
       outgoing.once('response', resolve);
+      // A 101 comes as 'upgrade'; unheard, node:http ends the request with neither a response nor an error.
+      outgoing.once('upgrade', (_response: http.IncomingMessage, socket: Duplex) => {
+        socket.destroy();
+        reject(new HttpFramingError('HPE_PAUSED_UPGRADE', 'the server switched protocols'));
+      });
       // Stays attached after the response: a later socket error must not be an unhandled 'error' event.
       outgoing.on('error', reject);
       outgoing.end(request.body);

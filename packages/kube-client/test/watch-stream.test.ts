@@ -166,9 +166,13 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     expect((await readAll(untilClose)).toString()).toBe('line one\nline two\n');
   });
 
-  it('[kube_client: watch socket] a 101 (switching protocols) answer to a watch fails with HPE_PAUSED_UPGRADE, where node:http would close without a response or an error', async () => {
+  it('[kube_client: watch socket] a 101 (switching protocols) answer fails with HPE_PAUSED_UPGRADE, on the bare socket and through node:http (which, unheard, would end the request with neither a response nor an error)', async () => {
     const { url } = await rawServer(({ socket, request }) => void request.then(() => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nxyz')));
     await expect(openWatchStream(watchRequest(url), {})).rejects.toMatchObject({ code: 'HPE_PAUSED_UPGRADE', message: 'the server switched protocols on a watch' });
+    // Through node:http (a request that is not streamed) too, rather than a request that never settles.
+    const transport = httpTransport(staticAuth({ server: url }));
+    const plain = { method: 'GET', url: new URL(`${url}/api/v1/pods`), headers: {}, signal: AbortSignal.timeout(5000) } as const;
+    await expect(transport(plain)).rejects.toMatchObject({ code: 'HPE_PAUSED_UPGRADE', message: 'the server switched protocols' });
   });
 
   it('[kube_client: watch socket] a connection closed before the head is "socket hang up"; one cut mid-body fails the read; both ECONNRESET, as node:http says', async () => {
