@@ -1,5 +1,4 @@
 import { listContinueToken, parseListPage, type KubernetesObjectView, type ListPage } from '@reconcile-loop/k8s-types';
-import { abortReason } from '@reconcile-loop/object-store';
 import type { ListPageResult, ListRequest } from './client.js';
 import type { ReflectorCore } from './core.js';
 
@@ -23,9 +22,10 @@ interface Ahead<T> {
  * carries. It is only a head start: {@link page} hands it over only when asked for that very token
  * (the LIST loop asks with the token of the page as read), and otherwise aborts it and sends the
  * request as if there were no pager. Memory: one more page body (off-heap, as it arrives) beside
- * the one being read, at the peak. The request ahead has its own controller, linked to the LIST's:
- * the LIST's abort, its timeout and its end (the loop aborts its controller when it returns or
- * fails) abort it; its rejection is observed here, so a request nobody takes is never unhandled.
+ * the one being read, at the peak. The request ahead is sent with its own controller's signal and
+ * the LIST's together (`AbortSignal.any`): the LIST's abort, its timeout and its end (the loop
+ * aborts its controller when it returns or fails) abort it; its rejection is observed here, so a
+ * request nobody takes is never unhandled.
  */
 export class ListPager<T extends KubernetesObjectView> {
   readonly #core: ReflectorCore<T>;
@@ -73,18 +73,14 @@ export class ListPager<T extends KubernetesObjectView> {
     // An empty token is the last page; an aborted request's body is nobody's page.
     if (token === undefined || token === '' || this.#ahead !== undefined || signal.aborted || this.#signal.aborted) return;
     const controller = new AbortController();
-    const list = this.#signal;
-    const onAbort = (): void => controller.abort(abortReason(list));
-    list.addEventListener('abort', onAbort, { once: true });
     let page: Promise<Page<T>>;
     try {
-      page = this.#request(limit, token, controller.signal);
+      page = this.#request(limit, token, AbortSignal.any([this.#signal, controller.signal]));
     } catch (error) {
       // Thrown here it would fail the page being read: the loop meets it when it takes this request.
       page = Promise.reject(error);
     }
-    const unlink = (): void => list.removeEventListener('abort', onAbort);
-    page.then(unlink, unlink);
+    page.catch(() => {});
     this.#ahead = { token, controller, page };
   }
 }
