@@ -368,20 +368,23 @@ export function key(keys: KeySet): number {
  */
 export function firstKept(keys: KeySet): number {
   const table = tableFor(keys);
-  if (table >= 0) return seek(keys, table, true);
-  return openObject() ? kept(keys) : -1;
+  return table >= 0 ? seek(keys, table, true) : keptHere(keys, true);
 }
 
 /** After the value of a member {@link firstKept} or this found: the next member `keys` names, or -1 past the object. */
 export function nextKept(keys: KeySet): number {
   const table = tableFor(keys);
-  if (table >= 0) return seek(keys, table, false);
-  return nextMember() ? kept(keys) : -1;
+  return table >= 0 ? seek(keys, table, false) : keptHere(keys, false);
 }
 
 /** The key table to match `keys` in the WebAssembly scanner with, or -1 to match them here. */
 function tableFor(keys: KeySet): number {
   return loaded ? keys.table : -1;
+}
+
+/** {@link firstKept} (`first`) or {@link nextKept} with keys matched and dropped members stepped over here, in JavaScript. */
+function keptHere(keys: KeySet, first: boolean): number {
+  return (first ? openObject() : nextMember()) ? kept(keys) : -1;
 }
 
 /** From a key: the first member from here on that `keys` names (see {@link firstKept}). */
@@ -399,7 +402,7 @@ function seek(keys: KeySet, table: number, first: boolean): number {
   const found = memberLoaded(at, table, first);
   if (found === FAIL) notProven();
   // Members longer than the loaded window of an over-limit frame: this step here.
-  if (found === OUT_OF_WINDOW) return (first ? openObject() : nextMember()) ? kept(keys) : -1;
+  if (found === OUT_OF_WINDOW) return keptHere(keys, first);
   at = found;
   const index = memberFound();
   if (index >= 0) return index;

@@ -164,8 +164,7 @@ function load(bytes: Uint8Array, from: number, length: number): boolean {
  * bytes are longer than a window: the caller takes it in JavaScript) or cannot be loaded.
  */
 function slide(i: number): boolean {
-  if (i === base || !load(frame, i, Math.min(windowBytes, frame.length - i))) return false;
-  return true;
+  return i !== base && load(frame, i, Math.min(windowBytes, frame.length - i));
 }
 
 /** The module's three steps, for {@link windowed}. */
