@@ -6,10 +6,11 @@ import { fmt, summarize } from './stats.js';
  * Runs each mode once per round, in the same order, after one unmeasured warm-up round, and prints
  * min / median / max of the ms each run returns, per mode, with its ratio to `floor`'s median.
  * Alternating in one process keeps a noisy machine's drift out of the comparison (`ab.ts`:
- * `scan-ab`, `socket-ab`). Every run starts after a settled heap, and the server's watches are dropped after it.
+ * `scan-ab`, `socket-ab`…; `list-read`). Every run starts after a settled heap, and the server's
+ * watches (when there is a server) are dropped after it.
  */
 export async function alternate<M extends string>(
-  server: ApiServerProcess,
+  server: ApiServerProcess | undefined,
   modes: readonly M[],
   floor: NoInfer<M>,
   runs: number,
@@ -22,7 +23,7 @@ export async function alternate<M extends string>(
       await settleHeap();
       const ms = await runOne(mode);
       if (round > 0) samples.get(mode)!.push(ms);
-      await server.dropWatches();
+      await server?.dropWatches();
     }
   }
   const floorMedian = summarize(samples.get(floor)!).median;
