@@ -24,6 +24,7 @@ const { values: opts, positionals: only } = parseArgs({
 
 /** One line of real use per package, run from ESM and from CJS; `m` is the package's exports. */
 const uses = {
+  primitives: `const c = new m.ManualClock(); const b = new m.Backoff({ initialMs: 10, maxMs: 40 }); const d = [b.next(), b.next(), b.next(), b.next()]; let e; try { c.advance(-1); } catch (x) { e = x; } if (d.join() !== '10,20,40,40' || !(e instanceof m.ReconcileLoopError) || e.code !== 'RL_INVALID_CLOCK_STEP') throw new Error('primitives');`,
   'work-queue': `const q = new m.WorkQueue(); q.add('a'); q.add('a'); if (q.size !== 1 || q.tryGet() !== 'a') throw new Error('dedup');`,
   'retry-scheduler': `const s = new m.RetryScheduler({ onRetry() {} }); if (!(s.schedule('a') > 0)) throw new Error('delay'); s.shutdown();`,
   'object-store': `const st = new m.ObjectStore({ keyMap: (o) => o.p }); const a = st.apply(m.replaceEvent([['k', { p: 'x' }]])); if (!a.has('x') || st.members('x').size !== 1) throw new Error('store');`,
@@ -37,9 +38,9 @@ const uses = {
   'testing': `const s = await m.startApiServer(); try { const r = await fetch(s.url + '/api/v1/pods'); if (r.status !== 200) throw new Error('apiserver ' + r.status); } finally { await s.close(); }`,
 };
 /** Packages that must install without @kubernetes/client-node. */
-const noKubernetesClient = new Set(['work-queue', 'retry-scheduler', 'object-store', 'k8s-types', 'stream-driver', 'loop', 'testing', 'kube-client', 'leader-election', 'metrics', 'reflector']);
+const noKubernetesClient = new Set(['primitives', 'work-queue', 'retry-scheduler', 'object-store', 'k8s-types', 'stream-driver', 'loop', 'testing', 'kube-client', 'leader-election', 'metrics', 'reflector']);
 /** Packages with zero runtime dependencies. */
-const zeroDeps = new Set(['work-queue', 'retry-scheduler', 'object-store']);
+const zeroDeps = new Set(['primitives']);
 /**
  * The peer ranges CI proves (scripts/test-all.sh runs client-node 1.4.x and 2.0.x, zod from its
  * floor 4.5.0 here to the locked 4.x in the workspace). A tarball declaring anything else fails.

@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '@reconcile-loop/object-store';
+import { systemClock, type Clock } from '@reconcile-loop/primitives';
 
 /** A real clock that counts what is asked of it: timers armed, cleared, and callbacks that ran (wakeups). */
 export interface CountingClock extends Clock {

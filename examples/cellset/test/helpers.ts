@@ -5,7 +5,7 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@reconcile-loop/kube-client';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { httpGet, within } from '@reconcile-loop/test-support';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { afterEach } from 'vitest';

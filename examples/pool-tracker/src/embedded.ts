@@ -1,6 +1,6 @@
 import { podSchema } from '@reconcile-loop/k8s-types';
 import { silentLogger, systemClock, type Logger, type ObjectKey, type Source } from '@reconcile-loop/loop';
-import { sleep } from '@reconcile-loop/object-store';
+import { sleep } from '@reconcile-loop/primitives';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { openClusterSource } from './cluster.js';
 import type { PodView } from './pod-view.js';

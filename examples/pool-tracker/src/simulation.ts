@@ -1,5 +1,5 @@
 import { InProcessSource, systemClock, type Clock, type Logger } from '@reconcile-loop/loop';
-import { sleep } from '@reconcile-loop/object-store';
+import { sleep } from '@reconcile-loop/primitives';
 import { podKey, type PodView } from './pod-view.js';
 import { createPoolTracker, stamp, type PoolTracker } from './tracker.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { createSimulation, script, SIM_SOURCE_RETRY_DELAY_MS } from '../src/simulation.js';
 import { createPoolTracker, type PoolView } from '../src/tracker.js';

@@ -1,6 +1,6 @@
 import type { ApiResource, ObjectSchema } from '@reconcile-loop/k8s-types';
 import { decodeJsonBody } from './body.js';
-import { abortReason, sleep, systemClock, type Clock } from './clock.js';
+import { abortReason, sleep, systemClock, type Clock } from '@reconcile-loop/primitives';
 import { KubeApiError, KubeClientOptionsError, KubeRequestTimeoutError, KubeTransportError, type KubeStatus, type Verb } from './errors.js';
 import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLineBatches, splitLines } from './lines.js';
 import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';

@@ -1,4 +1,3 @@
-export { systemClock, type Clock } from './clock.js';
 export * from './errors.js';
 export * from './transport.js';
 export * from './lines.js';

@@ -1,4 +1,4 @@
-import { abortReason, type Clock } from './clock.js';
+import { abortReason, type Clock } from '@reconcile-loop/primitives';
 import { KubeClientOptionsError } from './errors.js';
 
 /** A client-side request limiter. */

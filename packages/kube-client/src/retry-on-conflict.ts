@@ -1,4 +1,4 @@
-import { sleep, systemClock, type Clock } from './clock.js';
+import { sleep, systemClock, type Clock } from '@reconcile-loop/primitives';
 import { isConflict, KubeClientOptionsError } from './errors.js';
 
 /** A backoff schedule: apimachinery's `wait.Backoff`. */

@@ -1,6 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { objectSchema, podResource, podSchema } from '@reconcile-loop/k8s-types';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { EventRecorder, KubeClient, microTime, type EventRecorderOptions } from '../src/index.js';

@@ -1,5 +1,5 @@
 import { podResource, podSchema } from '@reconcile-loop/k8s-types';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { KubeClient, splitFrameBatches, splitLineBatches } from '../src/index.js';

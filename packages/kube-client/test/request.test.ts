@@ -1,5 +1,5 @@
 import { podResource } from '@reconcile-loop/k8s-types';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { isTooManyRequests, KubeClient, TokenBucketRateLimiter, type KubeClientOptions } from '../src/index.js';

@@ -1,5 +1,5 @@
 import { objectSchema } from '@reconcile-loop/k8s-types';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {

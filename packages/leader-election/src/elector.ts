@@ -1,9 +1,11 @@
-import { isConflict, isAlreadyExists, type Clock } from '@reconcile-loop/kube-client';
+import { isConflict, isAlreadyExists } from '@reconcile-loop/kube-client';
+import { type Clock } from '@reconcile-loop/primitives';
 import { ElectorAlreadyRunningError, LeadershipLostError, LeadershipWaitTimeoutError } from './errors.js';
 import type { ResourceLock } from './lease-lock.js';
-import { checkOptions, JITTER_FACTOR, resolveTimings, type LeaderElectorOptions, type Logger, type ResolvedTimings } from './options.js';
+import { checkOptions, JITTER_FACTOR, resolveTimings, type LeaderElectorOptions, type ResolvedTimings } from './options.js';
 import { formatMicroTime, sameRecord, type LeaderElectionRecord } from './record.js';
-import { abortReason, settledWithin, sleep } from './wait.js';
+import { abortReason, sleep, systemClock, type Logger, type TimerOptions } from '@reconcile-loop/primitives';
+import { settledWithin } from './wait.js';
 import { ReadFailureLog } from './read-failures.js';
 
 /** What a loop needs from an elector to run warm: see `runWhenLeader` and the README. */
@@ -26,16 +28,13 @@ export interface LeaderHealth {
 /** client-go controller-manager's `--leader-elect` healthz tolerance: 20 s past the lease duration. */
 export const DEFAULT_HEALTH_TOLERANCE_MS = 20_000;
 
+
 /**
- * The default clock: `performance.now()` and REF'd timers, unlike kube-client's `systemClock`. A
- * standby whose only work is waiting for its next try is doing its job; an unref'd wait would let
- * Node exit under a pending `run()` (exit code 13, "unsettled top-level await").
+ * Every wait of the elector keeps Node alive: a standby whose only work is waiting for its next try
+ * is doing its job, and an unref'd wait would let Node exit under a pending `run()` (exit code 13,
+ * "unsettled top-level await").
  */
-export const electorClock: Clock = Object.freeze({
-  now: () => performance.now(),
-  setTimeout: (callback: () => void, delayMs: number): unknown => globalThis.setTimeout(callback, delayMs),
-  clearTimeout: (handle: unknown) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
-});
+const KEEP_ALIVE: TimerOptions = Object.freeze({ keepAlive: true });
 
 /** One leadership term: from a successful acquire to the step-down. */
 interface Term {
@@ -88,7 +87,7 @@ export class LeaderElector implements LeadershipGate {
     this.timings = resolveTimings(options);
     this.#options = options;
     this.#lock = options.lock;
-    this.#clock = options.clock ?? electorClock;
+    this.#clock = options.clock ?? systemClock;
     this.#wallTime = options.wallTime ?? Date.now;
     this.#random = options.random ?? Math.random;
     this.#logger = options.logger;
@@ -148,7 +147,7 @@ export class LeaderElector implements LeadershipGate {
       };
       const onAbort = (): void => waiter.reject(abortReason(signal!));
       signal?.addEventListener('abort', onAbort, { once: true });
-      if (timeoutMs !== undefined) timer = this.#clock.setTimeout(() => waiter.reject(new LeadershipWaitTimeoutError(timeoutMs)), timeoutMs);
+      if (timeoutMs !== undefined) timer = this.#clock.setTimeout(() => waiter.reject(new LeadershipWaitTimeoutError(timeoutMs)), timeoutMs, KEEP_ALIVE);
       this.#waiters.add(waiter);
     });
   }
@@ -210,7 +209,7 @@ export class LeaderElector implements LeadershipGate {
       }
       const waitMs = this.timings.retryPeriodMs * (1 + this.#random() * JITTER_FACTOR);
       try {
-        await sleep(this.#clock, waitMs, signal);
+        await sleep(this.#clock, waitMs, { signal, ...KEEP_ALIVE });
       } catch {
         return false;
       }
@@ -223,7 +222,7 @@ export class LeaderElector implements LeadershipGate {
     const both = AbortSignal.any([signal, term.controller.signal]);
     while (this.#term === term) {
       try {
-        await sleep(this.#clock, this.timings.retryPeriodMs, both);
+        await sleep(this.#clock, this.timings.retryPeriodMs, { signal: both, ...KEEP_ALIVE });
       } catch {
         break;
       }
@@ -392,7 +391,7 @@ export class LeaderElector implements LeadershipGate {
     const delay = term.renewSentAt + this.timings.renewDeadlineMs - this.#clock.now();
     term.deadlineTimer = this.#clock.setTimeout(() => {
       if (this.#term === term) this.#stepDown('renew-deadline', `failed to renew the lease within the renew deadline (${this.timings.renewDeadlineMs} ms)`);
-    }, delay);
+    }, delay, KEEP_ALIVE);
   }
 
   /** Ends the term: the flag first (isLeader() is false from here), then the signal, then the callbacks. */

@@ -1,14 +1,7 @@
-import type { Clock } from '@reconcile-loop/kube-client';
+import type { Clock, Logger } from '@reconcile-loop/primitives';
 import { LeaderElectionOptionsError } from './errors.js';
 import type { ResourceLock } from './lease-lock.js';
 
-/** The logging surface (structurally `@reconcile-loop/object-store`'s `Logger`; pino and console fit). */
-export interface Logger {
-  debug(fields: Record<string, unknown>, message: string): void;
-  info(fields: Record<string, unknown>, message: string): void;
-  warn(fields: Record<string, unknown>, message: string): void;
-  error(fields: Record<string, unknown>, message: string): void;
-}
 
 /** client-go's `LeaseDuration` default (kube-controller-manager, controller-runtime): 15 s. */
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
@@ -52,7 +45,7 @@ export interface LeaderElectorOptions extends LeaderCallbacks {
    * (client-go: `false`); turn it off only when the leading work cannot be stopped promptly.
    */
   readonly releaseOnCancel?: boolean | undefined;
-  /** Monotonic time for every decision and wait. Default `electorClock` (its waits keep Node alive while `run()` is pending). */
+  /** Monotonic time for every decision and wait. Default `systemClock`; every wait of the elector asks it to keep Node alive while `run()` is pending. */
   readonly clock?: Clock | undefined;
   /** Wall time written into the record's `MicroTime`s (never compared with anything). Default `Date.now`. */
   readonly wallTime?: (() => number) | undefined;

@@ -1,4 +1,4 @@
-import type { Logger } from './options.js';
+import type { Logger } from '@reconcile-loop/primitives';
 
 /**
  * The log of failed Lease reads, one streak at a time. While the apiserver (or its etcd) is down a

@@ -1,4 +1,4 @@
-import type { Logger } from './options.js';
+import type { Logger } from '@reconcile-loop/primitives';
 import type { LeaderElector } from './elector.js';
 
 /** What {@link runWhenLeader} drives. */

@@ -1,5 +1,5 @@
 import { KubeClient } from '@reconcile-loop/kube-client';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock, type Clock } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_LEASE_DURATION_MS,
@@ -383,13 +383,26 @@ describe('[leader_election: gate] waitForLeadership, onLost, run', () => {
 });
 
 describe('[leader_election: process lifetime] the default clock', () => {
-  it('keeps Node alive while a standby waits for its next try (ref\'d timers), and reads the monotonic clock', async () => {
-    const { electorClock } = await import('../src/index.js');
-    const handle = electorClock.setTimeout(() => undefined, 60_000) as { hasRef(): boolean };
-    expect(handle.hasRef()).toBe(true);
-    electorClock.clearTimeout(handle);
-    const a = electorClock.now();
-    expect(electorClock.now()).toBeGreaterThanOrEqual(a);
+  it('keeps Node alive while a standby waits for its next try: every wait the elector schedules asks the clock to keep the process alive', async () => {
+    const { server, advance } = setup();
+    const keepAlive: boolean[] = [];
+    const recording: Clock = {
+      now: () => server.clock.now(),
+      setTimeout: (callback, delayMs, options) => {
+        keepAlive.push(options?.keepAlive === true);
+        return server.clock.setTimeout(callback, delayMs, options);
+      },
+      clearTimeout: (handle) => server.clock.clearTimeout(handle),
+    };
+    const a = start(replica(server, 'a'));
+    const b = start(replica(server, 'b', { elector: { clock: recording } }));
+    await advance(10_000);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(keepAlive.length).toBeGreaterThan(2);
+    expect(keepAlive.every(Boolean)).toBe(true);
+    a.controller.abort();
+    b.controller.abort();
+    await advance(0);
   });
 });
 

@@ -1,6 +1,6 @@
-import { KubeClient, type Clock, type Transport, type TransportResponse } from '@reconcile-loop/kube-client';
-import type { ManualClock } from '@reconcile-loop/object-store';
-import { LeaderElector, LeaseLock, type LeaderElectorOptions, type Logger } from '../src/index.js';
+import { KubeClient, type Transport, type TransportResponse } from '@reconcile-loop/kube-client';
+import type { Clock, Logger, ManualClock, TimerOptions } from '@reconcile-loop/primitives';
+import { LeaderElector, LeaseLock, type LeaderElectorOptions } from '../src/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -128,8 +128,8 @@ export class ReplicaClock implements Clock {
     return this.base.now() + this.offsetMs;
   }
 
-  setTimeout(callback: () => void, delayMs: number): unknown {
-    const handle: unknown = this.base.setTimeout(() => (this.#frozen ? this.#held.set(handle, callback) : callback()), delayMs);
+  setTimeout(callback: () => void, delayMs: number, options?: TimerOptions): unknown {
+    const handle: unknown = this.base.setTimeout(() => (this.#frozen ? this.#held.set(handle, callback) : callback()), delayMs, options);
     return handle;
   }
 

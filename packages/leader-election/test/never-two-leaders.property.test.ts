@@ -1,4 +1,4 @@
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeLeaseServer, replica, start, type Fault, type Replica } from './fakes.js';

@@ -1,4 +1,4 @@
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { runWhenLeader } from '../src/index.js';
 import { FakeLeaseServer, replica } from './fakes.js';

@@ -3,7 +3,8 @@
  * dead-letter gate in front of the work queue, and the workers that take keys off it (each key held
  * by one worker at a time), build each call's context and hand it to the runner.
  */
-import type { Logger, ObjectKey, ParentKey } from '@reconcile-loop/object-store';
+import type { ObjectKey, ParentKey } from '@reconcile-loop/object-store';
+import type { Logger } from '@reconcile-loop/primitives';
 import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import type { WorkQueue } from '@reconcile-loop/work-queue';
 import type { ReconcileContext } from './context.js';

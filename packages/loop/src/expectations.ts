@@ -10,7 +10,8 @@
  * objects, so "the cache reached RV x" is not something a client can observe; an object's presence
  * or absence in its source's store is.
  */
-import type { Clock, Logger, ObjectKey, ParentKey } from '@reconcile-loop/object-store';
+import type { ObjectKey, ParentKey } from '@reconcile-loop/object-store';
+import type { Clock, Logger } from '@reconcile-loop/primitives';
 import { ReconcileLoopOptionsError } from './errors.js';
 
 /** kube-controller-manager's `ExpectationsTimeout`. */

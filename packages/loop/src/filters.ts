@@ -2,7 +2,8 @@
  * Update filters (controller-runtime's predicates, for updates only): decide whether an update of a
  * cached object is worth a reconcile. The store is always updated; only the enqueue is skipped.
  */
-import type { Logger, ObjectKey, ObjectStore, ParentKey, SourceEvent } from '@reconcile-loop/object-store';
+import type { ObjectKey, ObjectStore, ParentKey, SourceEvent } from '@reconcile-loop/object-store';
+import type { Logger } from '@reconcile-loop/primitives';
 import type { StoreWriter } from '@reconcile-loop/stream-driver';
 
 /**

@@ -9,7 +9,7 @@
  * `@reconcile-loop/leader-election` (its `LeadershipGate`) satisfies it as is.
  */
 import { setMaxListeners } from 'node:events';
-import { raceAbort, type Clock, type Logger } from '@reconcile-loop/object-store';
+import { raceAbort, type Clock, type Logger } from '@reconcile-loop/primitives';
 import { LeadershipEndedError, ReconcileLoopOptionsError } from './errors.js';
 
 /**

@@ -1,13 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setMaxListeners } from 'node:events';
-import {
-  silentLogger,
-  systemClock,
-  type Clock,
-  type Logger,
-  type ObjectStoreReader,
-  type ParentKey,
-} from '@reconcile-loop/object-store';
+import { type ObjectStoreReader, type ParentKey } from '@reconcile-loop/object-store';
+import { silentLogger, systemClock, type Clock, type Logger } from '@reconcile-loop/primitives';
 import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import type { Reconcile, SecondaryReaders } from './context.js';

@@ -9,7 +9,8 @@
  * Invariant: a hook never changes what the loop does. A throwing hook is logged (error level) and
  * the loop carries on, exactly as if no observer were set.
  */
-import type { Logger, ParentKey, Source } from '@reconcile-loop/object-store';
+import type { ParentKey, Source } from '@reconcile-loop/object-store';
+import type { Logger } from '@reconcile-loop/primitives';
 import type { RetryScheduler, RetrySchedulerObserver } from '@reconcile-loop/retry-scheduler';
 import type { UnfinishedWork, WorkQueue, WorkQueueObserver } from '@reconcile-loop/work-queue';
 import type { ReconcileLoopOptions } from './options.js';

@@ -1,5 +1,6 @@
 /** The loop's options, their defaults, and their validation (every bad value is a typed error). */
-import type { Clock, KeyMap, Logger, ParentKey, Source } from '@reconcile-loop/object-store';
+import type { KeyMap, ParentKey, Source } from '@reconcile-loop/object-store';
+import type { Clock, Logger } from '@reconcile-loop/primitives';
 import type { Fingerprint } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile } from './context.js';
 import { ReconcileLoopOptionsError } from './errors.js';

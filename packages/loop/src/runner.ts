@@ -5,7 +5,8 @@
  * `stop()` can wait for them or name them abandoned, and the key stays held until the call settles.
  */
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { Clock, Logger, ParentKey } from '@reconcile-loop/object-store';
+import type { ParentKey } from '@reconcile-loop/object-store';
+import type { Clock, Logger } from '@reconcile-loop/primitives';
 import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile, ReconcileContext, ReconcileResult } from './context.js';
 import { InvalidReconcileResultError, ReconcileTimeoutError, isTerminalError } from './errors.js';

@@ -2,7 +2,8 @@
  * The cache of one secondary source (an owned or watched kind): objects by object key, indexed by
  * every parent key the source's key map gives them — several for an object with several owners.
  */
-import type { Logger, ObjectKey, ParentKey, SourceEvent } from '@reconcile-loop/object-store';
+import type { ObjectKey, ParentKey, SourceEvent } from '@reconcile-loop/object-store';
+import type { Logger } from '@reconcile-loop/primitives';
 import { InvalidSourceEventError } from '@reconcile-loop/object-store';
 import type { StoreWriter } from '@reconcile-loop/stream-driver';
 import { passes, type UpdateFilter } from './filters.js';

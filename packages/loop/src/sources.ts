@@ -3,7 +3,8 @@
  * secondary ones, each a stream driver over its own store. Stores never share a driver, so a relist
  * (a replace) of one source rewrites only its own store.
  */
-import { ObjectStore, type Clock, type Logger, type ObjectStoreReader, type ParentKey } from '@reconcile-loop/object-store';
+import { ObjectStore, type ObjectStoreReader, type ParentKey } from '@reconcile-loop/object-store';
+import { type Clock, type Logger } from '@reconcile-loop/primitives';
 import { StreamDriver, type StoreWriter } from '@reconcile-loop/stream-driver';
 import { readOnlySecondary, readOnlyView, type SecondaryReaders } from './context.js';
 import { filteredWriter } from './filters.js';

@@ -1,5 +1,5 @@
 /** A custom resource ("CocoonSet") that owns pods, over in-process sources and the fake clock. */
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger } from '@reconcile-loop/test-support';
 import { InProcessSource, ReconcileLoop, type ObjectKey, type ReconcileContext, type ReconcileLoopOptions, type ReconcileResult } from '../src/index.js';
 

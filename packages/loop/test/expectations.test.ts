@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import { DEFAULT_EXPECTATIONS_TTL_MS, ReconcileLoop, ReconcileLoopOptionsError, replaceEvent, type ObjectKey, type ReconcileContext, type SourceEvent } from '../src/index.js';
 import { NS, podOf, setOf, type CocoonSet, type Pod } from './controller-fixtures.js';

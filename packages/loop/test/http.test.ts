@@ -1,6 +1,6 @@
 /** The probe handler over real HTTP on loopback. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, httpGet, serveOnLoopback, settle, type LoopbackServer } from '@reconcile-loop/test-support';
 import { ReconcileLoop, healthHandler, replaceEvent, type HealthReporter } from '../src/index.js';
 

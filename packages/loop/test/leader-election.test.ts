@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LeaderElector, type LeaderElectionRecord, type ResourceLock } from '@reconcile-loop/leader-election';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { InProcessSource, ReconcileLoop } from '../src/index.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { settle } from '@reconcile-loop/test-support';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource } from '@reconcile-loop/test-support';
 import { InProcessSource, ReconcileLoop, generationChanged, ownerKeyMap, replaceEvent, resourceVersionChanged, type ObjectKey } from '../src/index.js';
 import { controllerHarness, NS, podOf, setOf, type CocoonSet, type Pod } from './controller-fixtures.js';

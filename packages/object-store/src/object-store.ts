@@ -1,5 +1,5 @@
 import type { ObjectKey, ParentKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent } from './events.js';
-import { silentLogger, type Logger } from './logger.js';
+import { silentLogger, type Logger } from '@reconcile-loop/primitives';
 
 /**
  * Maps a cached object to the parent key whose reconcile owns it (controller-runtime's

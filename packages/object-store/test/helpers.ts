@@ -1,5 +1,6 @@
 import { expect, vi } from 'vitest';
-import type { KeyMap, Logger, ObjectKey, ObjectStoreReader, ParentKey } from '../src/index.js';
+import type { KeyMap, ObjectKey, ObjectStoreReader, ParentKey } from '../src/index.js';
+import type { Logger } from '@reconcile-loop/primitives';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 

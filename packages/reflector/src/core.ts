@@ -1,5 +1,6 @@
 import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
-import type { Clock, Logger, SourceHealth } from '@reconcile-loop/object-store';
+import type { SourceHealth } from '@reconcile-loop/object-store';
+import type { Clock, Logger } from '@reconcile-loop/primitives';
 import { Backoff } from './backoff.js';
 import { failureSignature, retryAfterMs } from './classify.js';
 import type { ListWatchClient, ListWatchScope } from './client.js';

@@ -1,6 +1,7 @@
 import { isInvalidObjectError, objectKey, parseObject, type InvalidObjectError, type KubernetesObjectView, type ListItem } from '@reconcile-loop/k8s-types';
 import { isCursorExpired } from './classify.js';
-import { abortReason, isPermanentSourceError, raceAbort, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
+import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
+import { abortReason, raceAbort } from '@reconcile-loop/primitives';
 import type { ReflectorCore } from './core.js';
 import { isApiStatusError, KubeApiProtocolError, ListRejectedError, ListTimeoutError } from './errors.js';
 import { ListPager, type Page } from './list-pager.js';

@@ -1,5 +1,5 @@
 import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
-import type { Clock, Logger } from '@reconcile-loop/object-store';
+import type { Clock, Logger } from '@reconcile-loop/primitives';
 import type { ListWatchClient, ListWatchScope } from './client.js';
 import { ReflectorOptionsError } from './errors.js';
 import { DEFAULT_MAX_FRAME_SIZE } from './kube-api.js';

@@ -1,5 +1,6 @@
 import { compileSchema, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
-import { silentLogger, sleep, systemClock, type Source, type SourceEvent, type SourceHealth } from '@reconcile-loop/object-store';
+import { type Source, type SourceEvent, type SourceHealth } from '@reconcile-loop/object-store';
+import { silentLogger, sleep, systemClock } from '@reconcile-loop/primitives';
 import { ReflectorCore, type ReflectorStats } from './core.js';
 import { listPhase, type ListOutcome, type ListReason } from './list-phase.js';
 import { resolveOptions, type ReflectorOptions } from './options.js';

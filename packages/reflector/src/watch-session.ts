@@ -1,5 +1,5 @@
 import type { KubernetesObjectView } from '@reconcile-loop/k8s-types';
-import { abortReason } from '@reconcile-loop/object-store';
+import { abortReason } from '@reconcile-loop/primitives';
 import type { ReflectorCore } from './core.js';
 import { KubeApiProtocolError } from './errors.js';
 

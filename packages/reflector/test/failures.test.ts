@@ -4,7 +4,8 @@
  */
 import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { WatchFrameTooLargeError as KubeClientFrameTooLargeError } from '@reconcile-loop/kube-client';
-import { isPermanentSourceError, ManualClock, type ReplaceEvent } from '@reconcile-loop/object-store';
+import { isPermanentSourceError, type ReplaceEvent } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import {

@@ -1,5 +1,6 @@
 import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { ManualClock, type SourceEvent } from '@reconcile-loop/object-store';
+import { type SourceEvent } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { Reflector, type ListRequest, type ListResult, type ListWatchClient, type ReflectorOptions, type WatchRequest } from '../src/index.js';
 

@@ -7,7 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { KubeClient, type Transport, type TransportResponse } from '@reconcile-loop/kube-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
   ApiStatusError,

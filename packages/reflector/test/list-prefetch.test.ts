@@ -1,5 +1,6 @@
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { ManualClock, sleep, type SourceEvent } from '@reconcile-loop/object-store';
+import { type SourceEvent } from '@reconcile-loop/object-store';
+import { ManualClock, sleep } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiStatusError, KubeApiClient, KubeApiProtocolError, ListTimeoutError, Reflector, type ListPageResult, type ListRequest, type ListResult, type ListWatchClient } from '../src/index.js';

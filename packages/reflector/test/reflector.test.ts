@@ -1,7 +1,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { ManualClock, deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
+import { deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { ApiStatusError, isCursorExpired, isCursorTooLarge, Reflector, ReflectorOptionsError, type ListPageResult, type ListRequest, type ReflectorOptions } from '../src/index.js';

@@ -1,4 +1,4 @@
-import type { Clock } from './clock.js';
+import type { Clock } from '@reconcile-loop/primitives';
 import { MinHeap } from './heap.js';
 
 /** Node clamps longer timers to 1 ms; a longer wait re-arms when this one fires early. */

@@ -16,4 +16,3 @@ export {
   RetrySchedulerKeyError,
   RetrySchedulerOptionsError,
 } from './errors.js';
-export { systemClock, type Clock } from './clock.js';

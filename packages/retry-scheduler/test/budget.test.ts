@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import {
   RetryScheduler,
   RetrySchedulerFingerprintError,

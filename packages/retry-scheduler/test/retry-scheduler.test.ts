@@ -1,15 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ManualClock } from '@reconcile-loop/object-store';
-import {
-  DEFAULT_BASE_DELAY_MS,
-  DEFAULT_MAX_DELAY_MS,
-  RetryScheduler,
-  RetrySchedulerKeyError,
-  RetrySchedulerOptionsError,
-  systemClock,
-  type RetryKey,
-  type RetrySchedulerOptions,
-} from '../src/index.js';
+import { ManualClock } from '@reconcile-loop/primitives';
+import { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS, RetryScheduler, RetrySchedulerKeyError, RetrySchedulerOptionsError, type RetryKey, type RetrySchedulerOptions } from '../src/index.js';
+import { systemClock } from '@reconcile-loop/primitives';
 
 function setup<K extends RetryKey = string>(options: Partial<RetrySchedulerOptions<K>> = {}) {
   const clock = new ManualClock(1_000);

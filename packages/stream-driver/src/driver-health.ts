@@ -2,7 +2,8 @@
  * What a stream driver knows about its source, merged with what the source reports about itself
  * (`SourceHealth`, when the source has `health()`). A loop keys these by source name.
  */
-import type { Clock, QuarantinedObject, SourceHealth } from '@reconcile-loop/object-store';
+import type { QuarantinedObject, SourceHealth } from '@reconcile-loop/object-store';
+import type { Clock } from '@reconcile-loop/primitives';
 
 /** A snapshot of one driven source; every time is in the driver's clock (ms). */
 export interface StreamDriverHealth {

@@ -1,17 +1,5 @@
-import {
-  abortReason,
-  isPermanentSourceError,
-  reportsHealth,
-  silentLogger,
-  sleep,
-  systemClock,
-  type Clock,
-  type Logger,
-  type ParentKey,
-  type Source,
-  type SourceEvent,
-  type SourceHealth,
-} from '@reconcile-loop/object-store';
+import { isPermanentSourceError, reportsHealth, type ParentKey, type Source, type SourceEvent, type SourceHealth } from '@reconcile-loop/object-store';
+import { abortReason, silentLogger, sleep, systemClock, type Clock, type Logger } from '@reconcile-loop/primitives';
 import {
   DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,
   DEFAULT_SOURCE_HEALTHY_AFTER_MS,

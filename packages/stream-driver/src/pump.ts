@@ -3,7 +3,8 @@
  * holds one idea: this file owns "cache before notify" and "every close is bounded"; the driver owns
  * when to reopen.
  */
-import type { Clock, Logger, ParentKey, Source, SourceEvent } from '@reconcile-loop/object-store';
+import type { ParentKey, Source, SourceEvent } from '@reconcile-loop/object-store';
+import type { Clock, Logger } from '@reconcile-loop/primitives';
 import type { StoreWriter } from './driver.js';
 import { StreamDidNotOpenWithReplaceError } from './errors.js';
 

@@ -4,14 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  ManualClock,
-  ObjectStore,
-  replaceEvent,
-  upsertEvent,
-  type SourceEvent,
-  type SourceHealth,
-} from '@reconcile-loop/object-store';
+import { ObjectStore, replaceEvent, upsertEvent, type SourceEvent, type SourceHealth } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import { StreamDriver, type StreamDriverOptions } from '../src/index.js';
 

@@ -2,14 +2,8 @@ import { getEventListeners } from 'node:events';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import {
-  ManualClock,
-  ObjectStore,
-  deleteEvent,
-  replaceEvent,
-  upsertEvent,
-  type SourceEvent,
-} from '@reconcile-loop/object-store';
+import { ObjectStore, deleteEvent, replaceEvent, upsertEvent, type SourceEvent } from '@reconcile-loop/object-store';
+import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
   DEFAULT_SOURCE_RETRY_DELAY_MS,

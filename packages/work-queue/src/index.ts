@@ -15,4 +15,3 @@ export type {
   WorkQueueHook,
   WorkQueueObserver,
 } from './observer.js';
-export { systemClock, type Clock } from './clock.js';

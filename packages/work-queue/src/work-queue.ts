@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock } from '@reconcile-loop/primitives';
 import {
   WorkQueueBusyError,
   WorkQueueDrainTimeoutError,

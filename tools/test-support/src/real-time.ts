@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '@reconcile-loop/object-store';
+import { systemClock, type Clock } from '@reconcile-loop/primitives';
 
 /**
  * The system clock running faster by `1000 / msPerSecond`: a component's 1000 ms last `msPerSecond`

@@ -1,4 +1,4 @@
-import type { Logger } from '@reconcile-loop/object-store';
+import type { Logger } from '@reconcile-loop/primitives';
 
 /** One call a {@link recordingLogger} received. */
 export interface LogEntry {

@@ -1,5 +1,6 @@
+import type { Logger } from '@reconcile-loop/primitives';
 import { hostname } from 'node:os';
-import type { Clock } from '../clock.js';
+import type { Clock } from '@reconcile-loop/primitives';
 import type { KubeClient } from '../client.js';
 import { isAlreadyExists, isKubeApiError, isNotFound, KubeClientOptionsError } from '../errors.js';
 import { TokenBucketRateLimiter } from '../rate-limiter.js';
@@ -8,11 +9,6 @@ import type { KubeObject, WriteObject } from '../types.js';
 import { COMBINED_PREFIX, DEFAULT_AGGREGATE_INTERVAL_MS, DEFAULT_AGGREGATE_MAX_EVENTS, MAX_CORRELATOR_ENTRIES, similarKey, SimilarEventAggregator } from './aggregator.js';
 import { checkEvent, eventKey, makeEvent, microTime, type EventBody, type EventInput, type ObjectReference } from './event.js';
 
-/** The logging surface (structurally `@reconcile-loop/object-store`'s `Logger`; pino and console fit). */
-export interface Logger {
-  debug(fields: Record<string, unknown>, message: string): void;
-  warn(fields: Record<string, unknown>, message: string): void;
-}
 
 /** Options of {@link EventRecorder}; the defaults are client-go's `tools/events` and `tools/record` constants. */
 export interface EventRecorderOptions {

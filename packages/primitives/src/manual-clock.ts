@@ -1,4 +1,5 @@
-import type { Clock } from './clock.js';
+import { ReconcileLoopError } from './errors.js';
+import type { Clock, TimerOptions } from './clock.js';
 
 interface Timer {
   readonly id: number;
@@ -11,14 +12,12 @@ interface Timer {
  * {@link ManualClock.jump} for a step that is negative or not finite: time never goes backwards,
  * and an endless step would never return while a timer re-arms itself.
  */
-export class InvalidClockStepError extends RangeError {
-  /** Stable across dual ESM/CJS builds, where `instanceof` can fail. */
-  readonly code = 'INVALID_CLOCK_STEP' as const;
+export class InvalidClockStepError extends ReconcileLoopError {
+  readonly code = 'RL_INVALID_CLOCK_STEP' as const;
   /** The rejected step, in milliseconds. */
   readonly ms: number;
   constructor(ms: number) {
     super(`a clock step must be a finite number of milliseconds >= 0, got ${String(ms)}`);
-    this.name = 'InvalidClockStepError';
     this.ms = ms;
   }
 }
@@ -45,6 +44,8 @@ export class ManualClock implements Clock {
   earlyMs = 0;
   /** How many times {@link ManualClock.setTimeout} was called. */
   setTimeoutCalls = 0;
+  /** How many of those asked to keep the process alive (`TimerOptions.keepAlive`). */
+  keepAliveCalls = 0;
   /** How many times {@link ManualClock.clearTimeout} was called, also for handles that already fired. */
   clearTimeoutCalls = 0;
   /** The most timers pending at once so far. */
@@ -67,8 +68,9 @@ export class ManualClock implements Clock {
    * {@link ManualClock.earlyMs}). Nothing fires until time is moved.
    * @returns a handle for {@link ManualClock.clearTimeout}.
    */
-  setTimeout(callback: () => void, delayMs: number): unknown {
+  setTimeout(callback: () => void, delayMs: number, options?: TimerOptions): unknown {
     this.setTimeoutCalls += 1;
+    if (options?.keepAlive === true) this.keepAliveCalls += 1;
     this.delays.push(delayMs);
     const id = this.#nextId++;
     const delay = delayMs > this.earlyMs ? delayMs - this.earlyMs : delayMs;

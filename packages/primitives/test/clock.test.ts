@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ManualClock, abortReason, raceAbort, sleep, systemClock } from '../src/index.js';
+import { MAX_TIMER_MS, ManualClock, abortReason, raceAbort, sleep, systemClock, timerDelay } from '../src/index.js';
 import { macrotaskTurns } from './helpers.js';
 
 /** Settles-state probe that never waits on time: flushes microtasks only. */
@@ -215,6 +215,22 @@ describe('clock: systemClock', () => {
     } finally {
       systemClock.clearTimeout(handle);
     }
+  });
+
+  it('[clock: systemClock] a wait that asks to keep the process alive is ref\'d; the clamp keeps an endless delay a valid timer', () => {
+    const kept = systemClock.setTimeout(() => {}, 60_000, { keepAlive: true }) as NodeJS.Timeout;
+    const endless = systemClock.setTimeout(() => {}, Number.POSITIVE_INFINITY) as NodeJS.Timeout;
+    try {
+      expect(kept.hasRef()).toBe(true);
+      expect(endless.hasRef()).toBe(false);
+    } finally {
+      systemClock.clearTimeout(kept);
+      systemClock.clearTimeout(endless);
+    }
+    expect(timerDelay(Number.POSITIVE_INFINITY)).toBe(MAX_TIMER_MS);
+    expect(timerDelay(-1)).toBe(0);
+    expect(timerDelay(Number.NaN)).toBe(0);
+    expect(timerDelay(1_500)).toBe(1_500);
   });
 
   it('[clock: systemClock] is frozen', () => {

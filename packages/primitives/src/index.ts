@@ -1,0 +1,19 @@
+/**
+ * @reconcile-loop/primitives: what every other package shares, with no dependencies. One clock, one
+ * way to wait and to link abort signals, one logger, one backoff policy, one key type, one error base.
+ */
+export { systemClock, timerDelay, MAX_TIMER_MS, type Clock, type TimerOptions } from './clock.js';
+export { ManualClock, InvalidClockStepError } from './manual-clock.js';
+export {
+  abortReason,
+  raceAbort,
+  sleep,
+  linkSignals,
+  type SleepOptions,
+  type LinkSignalsOptions,
+  type LinkedSignal,
+} from './abort.js';
+export { silentLogger, type Logger } from './logger.js';
+export { isKey, type Key } from './key.js';
+export { Backoff, backoffDelay, checkBackoffPolicy, type BackoffPolicy, type BackoffOptions } from './backoff.js';
+export { ReconcileLoopError, OptionsError, isReconcileLoopError } from './errors.js';
