@@ -79,7 +79,7 @@ function declKind(node) {
 }
 
 function isExported(node) {
-  let n = ts.isVariableDeclaration(node) ? node.parent.parent : node;
+  const n = ts.isVariableDeclaration(node) ? node.parent.parent : node;
   return !!(ts.canHaveModifiers(n) && ts.getModifiers(n)?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword));
 }
 
@@ -110,7 +110,10 @@ export function scan(root) {
   const timerRow = HOMES.find((h) => h.literal);
   const exportStars = [];
   const pkgs = existsSync(packagesDir)
-    ? readdirSync(packagesDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()
+    ? readdirSync(packagesDir, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name)
+        .sort()
     : [];
   for (const pkg of pkgs) {
     for (const file of sourceFiles(join(packagesDir, pkg, 'src'))) {
@@ -125,13 +128,18 @@ export function scan(root) {
         if (row) {
           found.get(row).push({ pkg, where: at(node), what: `${isExported(node) ? 'exported ' : ''}${kind} ${name}` });
           // The home's own `const MAX_TIMER_MS = 2 ** 31 - 1` is one declaration, not two.
-          if (row === timerRow && ts.isVariableDeclaration(node) && node.initializer && isTimerLimit(node.initializer)) literalsCounted.add(node.initializer);
+          if (row === timerRow && ts.isVariableDeclaration(node) && node.initializer && isTimerLimit(node.initializer))
+            literalsCounted.add(node.initializer);
         }
         if (timerRow && isTimerLimit(node) && !literalsCounted.has(node)) {
           found.get(timerRow).push({ pkg, where: at(node), what: `literal ${node.getText(sf)}` });
           return; // its children (2 ** 31) are part of it
         }
-        if (/(^|\/)index\.[cm]?tsx?$/.test(rel) && ts.isExportDeclaration(node) && (!node.exportClause || ts.isNamespaceExport(node.exportClause))) {
+        if (
+          /(^|\/)index\.[cm]?tsx?$/.test(rel) &&
+          ts.isExportDeclaration(node) &&
+          (!node.exportClause || ts.isNamespaceExport(node.exportClause))
+        ) {
           exportStars.push({ pkg, where: at(node), text: node.getText(sf).replace(/\s+/g, ' ') });
         }
         ts.forEachChild(node, visit);
@@ -163,7 +171,9 @@ function main() {
   }
   if (exportStars.length) {
     const pkgs = [...new Set(exportStars.map((e) => e.pkg))];
-    console.log(`export * in an index.ts (${exportStars.length} in ${pkgs.length} package(s): ${pkgs.join(', ')}); name each export instead:`);
+    console.log(
+      `export * in an index.ts (${exportStars.length} in ${pkgs.length} package(s): ${pkgs.join(', ')}); name each export instead:`,
+    );
     for (const e of exportStars) console.log(`  ${e.where}  ${e.text}`);
   }
   if (problems.length || exportStars.length) {

@@ -20,7 +20,10 @@ function writePackage(root: string, dir: string, dts: string, exportsMap?: Recor
     JSON.stringify({
       name: `@fixture/${dir}`,
       type: 'module',
-      exports: exportsMap ?? { '.': { import: { types: './dist/index.d.ts', default: './dist/index.js' } }, './package.json': './package.json' },
+      exports: exportsMap ?? {
+        '.': { import: { types: './dist/index.d.ts', default: './dist/index.js' } },
+        './package.json': './package.json',
+      },
     }),
   );
   writeFileSync(join(pkg, 'dist', 'index.d.ts'), dts);
