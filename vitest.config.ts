@@ -54,6 +54,8 @@ export default defineConfig({
       ...(existsSync(join(here, 'examples/cellset/test'))
         ? [{ extends: true as const, test: { name: 'example-cellset', root: join(here, 'examples/cellset'), include: ['test/**/*.test.ts'] } }]
         : []),
+      // The repository's own tooling (scripts/*.mjs), each run against a fixture tree in a temp dir.
+      { extends: true as const, test: { name: 'scripts', root: join(here, 'scripts'), include: ['test/**/*.test.ts'] } },
       {
         extends: true as const,
         test: { name: 'runtime-check', root: join(here, 'tools/runtime-check'), include: ['test/**/*.test.ts'] },

@@ -1,0 +1,117 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+const script = join(import.meta.dirname, '..', 'api-report.mjs');
+
+function run(root: string, ...args: string[]) {
+  const r = spawnSync(process.execPath, [script, '--root', root, ...args], { encoding: 'utf8' });
+  return { code: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+/** A built package as the script sees it: a package.json with exports and a dist/index.d.ts. */
+function writePackage(root: string, dir: string, dts: string, exportsMap?: Record<string, unknown>) {
+  const pkg = join(root, 'packages', dir);
+  mkdirSync(join(pkg, 'dist'), { recursive: true });
+  writeFileSync(
+    join(pkg, 'package.json'),
+    JSON.stringify({
+      name: `@fixture/${dir}`,
+      type: 'module',
+      exports: exportsMap ?? {
+        '.': { import: { types: './dist/index.d.ts', default: './dist/index.js' } },
+        './package.json': './package.json',
+      },
+    }),
+  );
+  writeFileSync(join(pkg, 'dist', 'index.d.ts'), dts);
+}
+
+const base = `/** Doc comments never reach the report. */
+interface Options {
+    /** the delay */
+    delayMs: number;
+}
+declare function start(options: Options): Promise<void>;
+declare const VERSION: "1";
+declare class Runner {
+    #private;
+    run(key: string): void;
+}
+type Hidden = { readonly n: number };
+interface UsesHidden { h: Hidden }
+export { type Options, Runner, type UsesHidden, VERSION, start };
+`;
+
+describe('api-report', () => {
+  let root: string;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'rl-api-report-'));
+    writePackage(root, 'alpha', base);
+    writePackage(root, 'beta', 'declare function beta(x: number): number;\nexport { beta };\n');
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('writes a sorted report of names, kinds and signatures without doc comments', () => {
+    const w = run(root, '--write');
+    expect(w.code, w.out).toBe(0);
+    expect(w.out).toContain('@fixture/alpha .: 3 runtime values, 5 exported names');
+    const report = readFileSync(join(root, 'packages/alpha/api/index.api.md'), 'utf8');
+    expect(report).not.toContain('Doc comments');
+    expect(report).not.toContain('the delay');
+    const names = [...report.matchAll(/^### `(\w+)`/gm)].map((m) => m[1]);
+    expect(names).toEqual(['Options', 'Runner', 'UsesHidden', 'VERSION', 'start', 'Hidden']);
+    expect(report).toContain('### `start` (function; runtime value)');
+    expect(report).toContain('function start(options: Options): Promise<void>;');
+    expect(report).toContain('### `Options` (interface; type only)');
+    expect(report).toMatch(/## Referenced, not exported\n\n### `Hidden` \(type alias\)/);
+  });
+
+  it('passes on an unchanged tree and fails, naming the package, once an export changes', () => {
+    expect(run(root, '--write').code).toBe(0);
+    const ok = run(root, '--check');
+    expect(ok.code, ok.out).toBe(0);
+
+    // A changed parameter type in alpha and a new export in beta.
+    writePackage(root, 'alpha', base.replace('run(key: string)', 'run(key: string | number)'));
+    writePackage(root, 'beta', 'declare function beta(x: number): number;\ndeclare const gamma = 1;\nexport { beta, gamma };\n');
+    const bad = run(root, '--check');
+    expect(bad.code).toBe(1);
+    expect(bad.out).toContain('@fixture/alpha (packages/alpha)');
+    expect(bad.out).toContain('@fixture/beta (packages/beta)');
+    expect(bad.out).toContain('-     run(key: string): void;');
+    expect(bad.out).toContain('+     run(key: string | number): void;');
+    expect(bad.out).toContain('+ const gamma: 1;');
+    expect(bad.out).toContain('run `pnpm api:report` and commit the report with a changeset');
+
+    // A doc-comment edit alone changes nothing.
+    writePackage(root, 'alpha', base.replace('the delay', 'the delay, in ms'));
+    writePackage(root, 'beta', 'declare function beta(x: number): number;\nexport { beta };\n');
+    expect(run(root, '--check').code).toBe(0);
+  });
+
+  it('reports every subpath entry, and a missing report fails the check', () => {
+    writePackage(root, 'beta', 'declare function beta(x: number): number;\nexport { beta };\n', {
+      '.': { import: { types: './dist/index.d.ts' } },
+      './internal': { import: { types: './dist/internal.d.ts' } },
+    });
+    writeFileSync(join(root, 'packages/beta/dist/internal.d.ts'), 'type Secret = string;\nexport type { Secret };\n');
+    const bad = run(root, '--check');
+    expect(bad.code).toBe(1);
+    expect(bad.out).toContain('packages/beta/api/internal.api.md: no checked-in report');
+    expect(run(root, '--write').code).toBe(0);
+    expect(readFileSync(join(root, 'packages/beta/api/internal.api.md'), 'utf8')).toContain('type Secret = string;');
+    const summary = run(root, '--summary');
+    expect(summary.out).toContain('| @fixture/beta (., ./internal) | 1 | 1 | 2 |');
+    expect(summary.out).toContain('| **total** | **4** | **3** | **7** |');
+  });
+
+  it('fails when a declaration file is missing (packages not built)', () => {
+    rmSync(join(root, 'packages/beta/dist'), { recursive: true });
+    const r = run(root, '--check');
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('pnpm exec turbo run build');
+  });
+});
