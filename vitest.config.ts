@@ -49,10 +49,20 @@ export default defineConfig({
     projects: [
       ...packageProjects,
       ...(existsSync(join(here, 'examples/pool-tracker/test'))
-        ? [{ extends: true as const, test: { name: 'examples', root: join(here, 'examples/pool-tracker'), include: ['test/**/*.test.ts'] } }]
+        ? [
+            {
+              extends: true as const,
+              test: { name: 'examples', root: join(here, 'examples/pool-tracker'), include: ['test/**/*.test.ts'] },
+            },
+          ]
         : []),
       ...(existsSync(join(here, 'examples/cellset/test'))
-        ? [{ extends: true as const, test: { name: 'example-cellset', root: join(here, 'examples/cellset'), include: ['test/**/*.test.ts'] } }]
+        ? [
+            {
+              extends: true as const,
+              test: { name: 'example-cellset', root: join(here, 'examples/cellset'), include: ['test/**/*.test.ts'] },
+            },
+          ]
         : []),
       // The repository's own tooling (scripts/*.mjs), each run against a fixture tree in a temp dir.
       { extends: true as const, test: { name: 'scripts', root: join(here, 'scripts'), include: ['test/**/*.test.ts'] } },
@@ -61,7 +71,19 @@ export default defineConfig({
         test: { name: 'runtime-check', root: join(here, 'tools/runtime-check'), include: ['test/**/*.test.ts'] },
       },
       ...(existsSync(join(here, 'e2e/package.json'))
-        ? [{ extends: true as const, test: { name: 'e2e', root: join(here, 'e2e'), include: ['test/**/*.test.ts'], testTimeout: 120_000, hookTimeout: 900_000, fileParallelism: false } }]
+        ? [
+            {
+              extends: true as const,
+              test: {
+                name: 'e2e',
+                root: join(here, 'e2e'),
+                include: ['test/**/*.test.ts'],
+                testTimeout: 120_000,
+                hookTimeout: 900_000,
+                fileParallelism: false,
+              },
+            },
+          ]
         : []),
     ],
   },

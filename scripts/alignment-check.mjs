@@ -48,6 +48,8 @@ const missing = tags.filter((tag) => {
   }
   return !passed.some((title) => title.includes(tag));
 });
-console.log(`alignment: ${tags.length - missing.length} of ${tags.length} test tags named in ${alignmentPath} have a passing test (${passed.length} passing tests in ${reports.length} reports)`);
+console.log(
+  `alignment: ${tags.length - missing.length} of ${tags.length} test tags named in ${alignmentPath} have a passing test (${passed.length} passing tests in ${reports.length} reports)`,
+);
 for (const tag of missing) console.log(`alignment: no passing test titled ${tag}`);
 process.exit(missing.length === 0 ? 0 : 1);

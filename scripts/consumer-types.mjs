@@ -40,9 +40,21 @@ const strict = {
   esModuleInterop: true,
 };
 const projects = {
-  node16: { type: 'module', compilerOptions: { ...strict, module: 'node16', moduleResolution: 'node16', noEmit: true }, files: ['src/user.ts'] },
-  bundler: { type: 'module', compilerOptions: { ...strict, module: 'esnext', moduleResolution: 'bundler', noEmit: true }, files: ['src/user.ts'] },
-  'cjs-jest': { type: 'commonjs', compilerOptions: { ...strict, module: 'node16', moduleResolution: 'node16', outDir: 'out', rootDir: 'jest' }, files: ['jest/manual-clock.test.ts'] },
+  node16: {
+    type: 'module',
+    compilerOptions: { ...strict, module: 'node16', moduleResolution: 'node16', noEmit: true },
+    files: ['src/user.ts'],
+  },
+  bundler: {
+    type: 'module',
+    compilerOptions: { ...strict, module: 'esnext', moduleResolution: 'bundler', noEmit: true },
+    files: ['src/user.ts'],
+  },
+  'cjs-jest': {
+    type: 'commonjs',
+    compilerOptions: { ...strict, module: 'node16', moduleResolution: 'node16', outDir: 'out', rootDir: 'jest' },
+    files: ['jest/manual-clock.test.ts'],
+  },
 };
 
 const work = mkdtempSync(join(tmpdir(), 'rl-consumer-types-'));
@@ -51,10 +63,24 @@ let passed = 0;
 try {
   const names = Object.keys(tarballOf);
   // Every package is a direct dependency; `$name` makes their inter-dependencies use those same tarballs.
-  json(join(work, 'package.json'), { name: 'consumer-types', version: '1.0.0', private: true, overrides: Object.fromEntries(names.map((n) => [n, `$${n}`])) });
+  json(join(work, 'package.json'), {
+    name: 'consumer-types',
+    version: '1.0.0',
+    private: true,
+    overrides: Object.fromEntries(names.map((n) => [n, `$${n}`])),
+  });
   // @types/ws: client-node 2.x's declarations import 'ws' (through isomorphic-ws) without shipping its
   // types, so any user compiling with skipLibCheck false needs it; the README says so.
-  const deps = [...names.map((n) => tarballOf[n]), 'zod@^4.5.0', '@kubernetes/client-node@^2.0.1', '@types/ws@^8', `typescript@${typescript}`, `@types/node@${typesNode}`, 'jest@^30', '@jest/globals@^30'];
+  const deps = [
+    ...names.map((n) => tarballOf[n]),
+    'zod@^4.5.0',
+    '@kubernetes/client-node@^2.0.1',
+    '@types/ws@^8',
+    `typescript@${typescript}`,
+    `@types/node@${typesNode}`,
+    'jest@^30',
+    '@jest/globals@^30',
+  ];
   sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...deps], work);
   const tsc = join(work, 'node_modules', 'typescript', 'bin', 'tsc');
   for (const [name, project] of Object.entries(projects)) {
@@ -80,7 +106,9 @@ try {
       console.log(`ok   consumer-types ${name} (node ${process.versions.node}): ${note}`);
       passed++;
     } catch (error) {
-      console.log(`FAIL consumer-types ${name}: ${[error.message, error.stdout, error.stderr].filter(Boolean).join('\n').trim()}`);
+      console.log(
+        `FAIL consumer-types ${name}: ${[error.message, error.stdout, error.stderr].filter(Boolean).join('\n').trim()}`,
+      );
       failed++;
     }
   }

@@ -76,7 +76,8 @@ export async function checkBin(project) {
 
   const help = spawnSync(bin, ['--help'], { cwd: project, encoding: 'utf8', timeout: DEADLINE_MS });
   if (help.status !== 0) throw new Error(`--help exited ${help.status ?? help.signal}: ${help.stderr}`);
-  if (!help.stdout.includes('Usage: reconcile-loop-apiserver')) throw new Error(`--help printed no usage: ${JSON.stringify(help.stdout)}`);
+  if (!help.stdout.includes('Usage: reconcile-loop-apiserver'))
+    throw new Error(`--help printed no usage: ${JSON.stringify(help.stdout)}`);
   done.push('--help');
 
   // --kubeconfig: the file it writes is what a client loads; client-node lists the seeded pods through it.
@@ -107,7 +108,18 @@ if (list.items.length !== 2) throw new Error('want 2 seeded pods, listed ' + lis
     return done;
   }
   const crd = join(project, 'kubeconfig-crd.yaml');
-  const crdServer = await startBin(bin, ['--kubeconfig', crd, '--resource', 'smoke.example.com/v1/Widget/widgets', '--resource', 'smoke.example.com/v1beta1/Gadget/gadgets'], project);
+  const crdServer = await startBin(
+    bin,
+    [
+      '--kubeconfig',
+      crd,
+      '--resource',
+      'smoke.example.com/v1/Widget/widgets',
+      '--resource',
+      'smoke.example.com/v1beta1/Gadget/gadgets',
+    ],
+    project,
+  );
   try {
     runScript(
       project,

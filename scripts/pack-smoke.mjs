@@ -30,15 +30,28 @@ const uses = {
   'object-store': `const st = new m.ObjectStore({ keyMap: (o) => o.p }); const a = st.apply(m.replaceEvent([['k', { p: 'x' }]])); if (!a.has('x') || st.members('x').size !== 1) throw new Error('store');`,
   'k8s-types': `const p = m.podSchema.parse({ metadata: { name: 'a', namespace: 'n' } }); if (p.metadata.name !== 'a') throw new Error('pod');`,
   'stream-driver': `if (typeof m.StreamDriver !== 'function') throw new Error('driver');`,
-  'loop': `if (typeof m.ReconcileLoop !== 'function') throw new Error('loop');`,
-  'reflector': `if (typeof m.Reflector !== 'function') throw new Error('reflector');`,
+  loop: `if (typeof m.ReconcileLoop !== 'function') throw new Error('loop');`,
+  reflector: `if (typeof m.Reflector !== 'function') throw new Error('reflector');`,
   'kube-client': `const c = new m.KubeClient({ server: 'https://k8s.invalid', rateLimit: false, transport: async () => ({ status: 404, header: () => undefined, body: [JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound' })], close() {} }) }); const e = await c.resource({ group: '', version: 'v1', plural: 'pods' }).inNamespace('d').get('x').catch((x) => x); if (!m.isNotFound(e) || e.code !== 'KUBE_API_ERROR') throw new Error('kube-client');`,
   'leader-election': `const lock = { identity: 'a', describe: () => 'ns/l', get: async () => undefined, create: async () => {}, update: async () => {} }; const e = new m.LeaderElector({ lock }); if (e.isLeader() || e.timings.leaseDurationMs !== 15000) throw new Error('elector'); let code; try { new m.LeaderElector({ lock, leaseDurationMs: 1000 }); } catch (x) { code = x.code; } if (code !== 'LEADER_ELECTION_OPTIONS') throw new Error('validation');`,
-  'metrics': `const { Registry } = await import('prom-client'); const l = await import('@reconcile-loop/loop'); const registry = new Registry(); const loop = new l.ReconcileLoop({ name: 'c', source: new l.InProcessSource('s', [['k', {}]]), keyMap: (_, k) => k, reconcile: () => undefined, observer: m.controllerMetrics({ registry }) }); await loop.start(); const want = 'controller_runtime_reconcile_total{controller="c",result="success"} 1'; let text = ''; for (let i = 0; i < 200 && !text.includes(want); i++) { await new Promise((r) => setTimeout(r, 10)); text = await registry.metrics(); } await loop.stop(); if (!text.includes(want) || !text.includes('workqueue_depth{name="c",controller="c",priority=""} 0')) throw new Error('metrics: ' + text.slice(0, 400));`,
-  'testing': `const s = await m.startApiServer(); try { const r = await fetch(s.url + '/api/v1/pods'); if (r.status !== 200) throw new Error('apiserver ' + r.status); } finally { await s.close(); }`,
+  metrics: `const { Registry } = await import('prom-client'); const l = await import('@reconcile-loop/loop'); const registry = new Registry(); const loop = new l.ReconcileLoop({ name: 'c', source: new l.InProcessSource('s', [['k', {}]]), keyMap: (_, k) => k, reconcile: () => undefined, observer: m.controllerMetrics({ registry }) }); await loop.start(); const want = 'controller_runtime_reconcile_total{controller="c",result="success"} 1'; let text = ''; for (let i = 0; i < 200 && !text.includes(want); i++) { await new Promise((r) => setTimeout(r, 10)); text = await registry.metrics(); } await loop.stop(); if (!text.includes(want) || !text.includes('workqueue_depth{name="c",controller="c",priority=""} 0')) throw new Error('metrics: ' + text.slice(0, 400));`,
+  testing: `const s = await m.startApiServer(); try { const r = await fetch(s.url + '/api/v1/pods'); if (r.status !== 200) throw new Error('apiserver ' + r.status); } finally { await s.close(); }`,
 };
 /** Packages that must install without @kubernetes/client-node. */
-const noKubernetesClient = new Set(['primitives', 'work-queue', 'retry-scheduler', 'object-store', 'k8s-types', 'stream-driver', 'loop', 'testing', 'kube-client', 'leader-election', 'metrics', 'reflector']);
+const noKubernetesClient = new Set([
+  'primitives',
+  'work-queue',
+  'retry-scheduler',
+  'object-store',
+  'k8s-types',
+  'stream-driver',
+  'loop',
+  'testing',
+  'kube-client',
+  'leader-election',
+  'metrics',
+  'reflector',
+]);
 /** Packages with zero runtime dependencies. */
 const zeroDeps = new Set(['primitives']);
 /**
@@ -57,7 +70,8 @@ const peers = {
 const rootEngines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node;
 
 const sh = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
-const npmInstall = (project, ...specs) => sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...specs], project);
+const npmInstall = (project, ...specs) =>
+  sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...specs], project);
 
 const packageNames = readdirSync(join(root, 'packages')).filter((n) => existsSync(join(root, 'packages', n, 'package.json')));
 
@@ -88,19 +102,26 @@ function checkManifest(name, extracted) {
   const license = join(extracted, 'LICENSE');
   if (!existsSync(license)) throw new Error('the tarball has no LICENSE file');
   const text = readFileSync(license, 'utf8');
-  if (!text.includes('Apache License') || !text.includes('Version 2.0, January 2004') || !text.includes('END OF TERMS AND CONDITIONS')) {
+  if (
+    !text.includes('Apache License') ||
+    !text.includes('Version 2.0, January 2004') ||
+    !text.includes('END OF TERMS AND CONDITIONS')
+  ) {
     throw new Error('LICENSE is not the full Apache-2.0 text');
   }
   if (manifest.license !== 'Apache-2.0') throw new Error(`license is ${JSON.stringify(manifest.license)}, want Apache-2.0`);
   const repo = typeof manifest.repository === 'string' ? manifest.repository : manifest.repository?.url;
-  if (repo !== undefined && /example\.(invalid|com|org)|localhost/.test(repo)) throw new Error(`repository is a placeholder: ${repo}`);
-  if (manifest.engines?.node !== rootEngines) throw new Error(`engines.node is ${JSON.stringify(manifest.engines?.node)}, want ${rootEngines} (the tested floor)`);
+  if (repo !== undefined && /example\.(invalid|com|org)|localhost/.test(repo))
+    throw new Error(`repository is a placeholder: ${repo}`);
+  if (manifest.engines?.node !== rootEngines)
+    throw new Error(`engines.node is ${JSON.stringify(manifest.engines?.node)}, want ${rootEngines} (the tested floor)`);
   const want = peers[name] ?? {};
   const got = manifest.peerDependencies ?? {};
   if (JSON.stringify(Object.entries(got).sort()) !== JSON.stringify(Object.entries(want).sort())) {
     throw new Error(`peerDependencies ${JSON.stringify(got)}, want exactly ${JSON.stringify(want)}`);
   }
-  if (manifest.dependencies?.zod || manifest.dependencies?.['@kubernetes/client-node']) throw new Error('zod and client-node must be peers, not dependencies');
+  if (manifest.dependencies?.zod || manifest.dependencies?.['@kubernetes/client-node'])
+    throw new Error('zod and client-node must be peers, not dependencies');
   return manifest;
 }
 
@@ -196,8 +217,15 @@ try {
     if (!tarballOf[pkgName] || (only.length && !only.includes(name))) continue;
     const project = join(work, `consumer-${name}`);
     mkdirSync(project);
-    const overrides = Object.fromEntries(Object.entries(tarballOf).filter(([n]) => n !== pkgName).map(([n, t]) => [n, `file:${t}`]));
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: `consumer-${name}`, version: '1.0.0', private: true, overrides }, null, 2));
+    const overrides = Object.fromEntries(
+      Object.entries(tarballOf)
+        .filter(([n]) => n !== pkgName)
+        .map(([n, t]) => [n, `file:${t}`]),
+    );
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: `consumer-${name}`, version: '1.0.0', private: true, overrides }, null, 2),
+    );
     const label = `${pkgName} (node ${node})`;
     const notes = [];
     try {
@@ -208,14 +236,19 @@ try {
       const extra = name === 'k8s-types' ? [`zod@${floorOf(peers['k8s-types'].zod)}`] : [];
       npmInstall(project, tarballOf[pkgName], ...extra);
       const installed = JSON.parse(readFileSync(join(project, 'node_modules', pkgName, 'package.json'), 'utf8'));
-      if (zeroDeps.has(name) && Object.keys(installed.dependencies ?? {}).length > 0) throw new Error(`has runtime dependencies: ${Object.keys(installed.dependencies)}`);
+      if (zeroDeps.has(name) && Object.keys(installed.dependencies ?? {}).length > 0)
+        throw new Error(`has runtime dependencies: ${Object.keys(installed.dependencies)}`);
       if (JSON.stringify(installed).includes('workspace:')) throw new Error('published manifest still has a workspace: range');
       if (JSON.stringify(installed.exports).includes('/src/')) throw new Error('published exports point into src/');
       const hasClient = existsSync(join(project, 'node_modules', '@kubernetes', 'client-node'));
-      if (noKubernetesClient.has(name) && hasClient) throw new Error('installing it brought @kubernetes/client-node into node_modules');
+      if (noKubernetesClient.has(name) && hasClient)
+        throw new Error('installing it brought @kubernetes/client-node into node_modules');
       const use = uses[name] ?? '';
       writeFileSync(join(project, 'use.mjs'), `import * as m from '${pkgName}';\n${use}\nconsole.log('esm ok');\n`);
-      writeFileSync(join(project, 'use.cjs'), `const m = require('${pkgName}');\n(async () => {\n${use}\nconsole.log('cjs ok');\n})().catch((e) => { console.error(e); process.exit(1); });\n`);
+      writeFileSync(
+        join(project, 'use.cjs'),
+        `const m = require('${pkgName}');\n(async () => {\n${use}\nconsole.log('cjs ok');\n})().catch((e) => { console.error(e); process.exit(1); });\n`,
+      );
       sh('node', ['use.mjs'], project);
       sh('node', ['use.cjs'], project);
       notes.push('LICENSE/engines/peers', 'esm+cjs');
@@ -240,15 +273,30 @@ try {
         const both = join(work, 'consumer-reflector-with-testing');
         mkdirSync(both);
         const pair = new Set([pkgName, '@reconcile-loop/testing', '@reconcile-loop/loop']);
-        const rest = Object.fromEntries(Object.entries(tarballOf).filter(([n]) => !pair.has(n)).map(([n, t]) => [n, `file:${t}`]));
-        writeFileSync(join(both, 'package.json'), JSON.stringify({ name: 'consumer-reflector-with-testing', version: '1.0.0', private: true, overrides: rest }, null, 2));
+        const rest = Object.fromEntries(
+          Object.entries(tarballOf)
+            .filter(([n]) => !pair.has(n))
+            .map(([n, t]) => [n, `file:${t}`]),
+        );
+        writeFileSync(
+          join(both, 'package.json'),
+          JSON.stringify({ name: 'consumer-reflector-with-testing', version: '1.0.0', private: true, overrides: rest }, null, 2),
+        );
         // client-node is the user's (for the KubeConfig), an optional peer of kube-client: installed
         // explicitly, once per major the peer range claims, so each is proven from the tarballs.
         for (const clientNode of ['@kubernetes/client-node@^2.0.1', '@kubernetes/client-node@~1.4.0']) {
           rmSync(join(both, 'node_modules'), { recursive: true, force: true });
           rmSync(join(both, 'package-lock.json'), { force: true });
-          npmInstall(both, tarballOf[pkgName], tarballOf['@reconcile-loop/testing'], tarballOf['@reconcile-loop/loop'], clientNode);
-          const cn = JSON.parse(readFileSync(join(both, 'node_modules', '@kubernetes', 'client-node', 'package.json'), 'utf8')).version;
+          npmInstall(
+            both,
+            tarballOf[pkgName],
+            tarballOf['@reconcile-loop/testing'],
+            tarballOf['@reconcile-loop/loop'],
+            clientNode,
+          );
+          const cn = JSON.parse(
+            readFileSync(join(both, 'node_modules', '@kubernetes', 'client-node', 'package.json'), 'utf8'),
+          ).version;
           writeFileSync(join(both, 'sync.mjs'), reflectorSync);
           sh('node', ['sync.mjs'], both);
           writeFileSync(join(both, 'controller.mjs'), controllerRun);
@@ -273,5 +321,6 @@ try {
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
-if (opts.pack === undefined) console.log(`pack-smoke: ${passed} passed, ${failures.length} failed (node ${process.versions.node})`);
+if (opts.pack === undefined)
+  console.log(`pack-smoke: ${passed} passed, ${failures.length} failed (node ${process.versions.node})`);
 process.exit(failures.length ? 1 : 0);

@@ -25,7 +25,8 @@ import { parseFloor } from './lib/wire.js';
 import { prepareWorkload } from './lib/workload.js';
 
 const args = process.argv.slice(2).filter((a) => a !== '--');
-const arg = (name: string, fallback: string): string => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const arg = (name: string, fallback: string): string =>
+  args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const lever = arg('lever', '');
 const pods = Number(arg('pods', '5000'));
 const frames = Number(arg('frames', '50000'));
@@ -48,11 +49,20 @@ const levers: Record<string, Lever> = {
     },
   },
   socket: { on: 'bare socket', off: 'node:http', set: (on, options) => ({ ...options, watchOnBareSocket: on }) },
-  backlog: { on: 'reads grow to 1 MiB', off: 'reads stay 128 KiB', set: (on, options) => ({ ...options, watchBacklogReadBytes: on ? 1024 * 1024 : 128 * 1024 }) },
-  'list-ahead': { on: 'next page requested ahead', off: 'next page after the read', set: (on, options) => ({ ...options, listAhead: on }) },
+  backlog: {
+    on: 'reads grow to 1 MiB',
+    off: 'reads stay 128 KiB',
+    set: (on, options) => ({ ...options, watchBacklogReadBytes: on ? 1024 * 1024 : 128 * 1024 }),
+  },
+  'list-ahead': {
+    on: 'next page requested ahead',
+    off: 'next page after the read',
+    set: (on, options) => ({ ...options, listAhead: on }),
+  },
 };
 const settings = Object.hasOwn(levers, lever) ? levers[lever]! : undefined;
-if (settings === undefined) throw new Error(`--lever must be one of ${Object.keys(levers).join(', ')}, got ${JSON.stringify(lever)}`);
+if (settings === undefined)
+  throw new Error(`--lever must be one of ${Object.keys(levers).join(', ')}, got ${JSON.stringify(lever)}`);
 if (via !== 'replay' && via !== 'apiserver') throw new Error(`--via must be replay or apiserver, got ${via}`);
 const floor = 'JSON.parse floor';
 
@@ -65,7 +75,10 @@ try {
     [settings.on, settings.off, floor],
     floor,
     runs,
-    (mode) => (mode === floor ? parseFloor(listBody, lines) : timeRun(startOurs, settings.set(mode === settings.on, { kubeconfig, frames, watchFrom }), pods, mode)),
+    (mode) =>
+      mode === floor
+        ? parseFloor(listBody, lines)
+        : timeRun(startOurs, settings.set(mode === settings.on, { kubeconfig, frames, watchFrom }), pods, mode),
     `node ${process.version}, ${pods} pods, ${frames} frames, via ${via}`,
   );
 } finally {

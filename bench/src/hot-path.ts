@@ -11,7 +11,17 @@
  *
  *   node --expose-gc --conditions=@reconcile-loop/source --import tsx bench/src/hot-path.ts [--pods=5000] [--rounds=11]
  */
-import { cutWatchLine, metadataKeysRead, objectKey, parseObject, parseWatchFrame, parseWatchLine, podSchema, readWatchFrame, useWasmScan } from '@reconcile-loop/k8s-types';
+import {
+  cutWatchLine,
+  metadataKeysRead,
+  objectKey,
+  parseObject,
+  parseWatchFrame,
+  parseWatchLine,
+  podSchema,
+  readWatchFrame,
+  useWasmScan,
+} from '@reconcile-loop/k8s-types';
 import { ObjectStore, replaceEvent } from '@reconcile-loop/object-store';
 import { heapAfterGc } from './lib/heap.js';
 import { makePod, modifyPod, PARENT_LABEL } from './lib/pods.js';
@@ -80,7 +90,9 @@ for (let r = 0; r < rounds; r++) {
 }
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const floor = median(samples['JSON.parse (floor)']!);
-console.log(`node ${process.version}, ${pods} frames of ${Math.round(lines.reduce((n, l) => n + l.length, 0) / pods)} B, medians of ${rounds}; CPU µs per frame`);
+console.log(
+  `node ${process.version}, ${pods} frames of ${Math.round(lines.reduce((n, l) => n + l.length, 0) / pods)} B, medians of ${rounds}; CPU µs per frame`,
+);
 for (const name of names) {
   const value = median(samples[name]!);
   console.log(`  ${name.padEnd(42)} ${value.toFixed(2).padStart(8)} µs  ${(value / floor).toFixed(2)}× JSON.parse`);
@@ -88,7 +100,9 @@ for (const name of names) {
 
 async function heapPerPod(how: 'compact' | 'plain' | 'bytes'): Promise<number> {
   const before = await heapAfterGc();
-  const store = new ObjectStore<ReturnType<typeof podSchema.parse>, string>({ keyMap: (pod) => pod.metadata.labels[PARENT_LABEL] });
+  const store = new ObjectStore<ReturnType<typeof podSchema.parse>, string>({
+    keyMap: (pod) => pod.metadata.labels[PARENT_LABEL],
+  });
   const world = new Map<string, ReturnType<typeof podSchema.parse>>();
   for (let i = 0; i < lines.length; i++) {
     let view: ReturnType<typeof podSchema.parse>;

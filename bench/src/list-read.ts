@@ -12,11 +12,19 @@ import { alternate } from './lib/alternate.js';
 import { makePod } from './lib/pods.js';
 
 const args = process.argv.slice(2).filter((a) => a !== '--');
-const arg = (name: string, fallback: string): string => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const arg = (name: string, fallback: string): string =>
+  args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const pods = Number(arg('pods', '5000'));
 const rounds = Number(arg('rounds', '12'));
 
-const body = Buffer.from(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '999999' }, items: Array.from({ length: pods }, (_, i) => makePod(i)) }));
+const body = Buffer.from(
+  JSON.stringify({
+    kind: 'PodList',
+    apiVersion: 'v1',
+    metadata: { resourceVersion: '999999' },
+    items: Array.from({ length: pods }, (_, i) => makePod(i)),
+  }),
+);
 const floor = 'JSON.parse';
 
 /** One read of the body in `mode`: its ms. */
@@ -26,13 +34,21 @@ function readOnce(mode: string): number {
   else {
     useWasmScan(mode === 'WebAssembly scanner');
     const page = parseListPage(body, podSchema);
-    if (page?.items.length !== pods || page.items.some((item) => item.view === undefined)) throw new Error(`${mode}: the byte reader did not read every item`);
+    if (page?.items.length !== pods || page.items.some((item) => item.view === undefined))
+      throw new Error(`${mode}: the byte reader did not read every item`);
   }
   return performance.now() - started;
 }
 
 try {
-  await alternate(undefined, ['WebAssembly scanner', 'JavaScript scanner', floor], floor, rounds, readOnce, `node ${process.version}, unpaged LIST of ${pods} pods, ${(body.length / 1e6).toFixed(1)} MB`);
+  await alternate(
+    undefined,
+    ['WebAssembly scanner', 'JavaScript scanner', floor],
+    floor,
+    rounds,
+    readOnce,
+    `node ${process.version}, unpaged LIST of ${pods} pods, ${(body.length / 1e6).toFixed(1)} MB`,
+  );
 } finally {
   useWasmScan(true);
 }

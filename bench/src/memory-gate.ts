@@ -67,10 +67,16 @@ try {
   };
   const spread = (xs: number[]): string => `${Math.round(Math.min(...xs))}..${Math.round(Math.max(...xs))}`;
   console.log(`memory gate: ${PODS} pods, medians of ${RUNS} under --gc-global, node ${process.version}`);
-  console.log(`  runs: heap/object ${spread(list.map((s) => s.storeBytes / PODS))} B, LIST peak ${spread(list.map((s) => s.peakBytes))} B, watch-list peak ${spread(watchList.map((s) => s.peakBytes))} B`);
+  console.log(
+    `  runs: heap/object ${spread(list.map((s) => s.storeBytes / PODS))} B, LIST peak ${spread(list.map((s) => s.peakBytes))} B, watch-list peak ${spread(watchList.map((s) => s.peakBytes))} B`,
+  );
   const baselines: Baselines = await readFile(file, 'utf8').then(
     (text) => JSON.parse(text) as Baselines,
-    () => ({ workload: `${PODS} realistic pods (bench makePod), embedded apiserver in a child process, medians of ${RUNS} under --gc-global (full collections only)`, ratio: GATE_RATIO, byNodeMajor: {} }),
+    () => ({
+      workload: `${PODS} realistic pods (bench makePod), embedded apiserver in a child process, medians of ${RUNS} under --gc-global (full collections only)`,
+      ratio: GATE_RATIO,
+      byNodeMajor: {},
+    }),
   );
   if (update) {
     baselines.byNodeMajor[major] = { ...measured, node: process.version, date: new Date().toISOString() };
@@ -79,16 +85,23 @@ try {
   } else {
     const baseline = baselines.byNodeMajor[major];
     if (baseline === undefined) {
-      console.error(`  FAIL: no baseline for Node ${major} in ${file}; create it with: pnpm --filter @reconcile-loop/bench memory-gate -- --update`);
+      console.error(
+        `  FAIL: no baseline for Node ${major} in ${file}; create it with: pnpm --filter @reconcile-loop/bench memory-gate -- --update`,
+      );
       code = 1;
     } else {
       for (const key of Object.keys(measured) as Array<keyof Metrics>) {
         const ratio = measured[key] / baseline[key];
         const verdict = ratio > GATE_RATIO ? 'FAIL' : 'ok';
-        console.log(`  ${verdict.padEnd(4)} ${key.padEnd(20)} ${Math.round(measured[key]).toString().padStart(10)} B  baseline ${Math.round(baseline[key]).toString().padStart(10)} B  ${(ratio * 100).toFixed(1)} %`);
+        console.log(
+          `  ${verdict.padEnd(4)} ${key.padEnd(20)} ${Math.round(measured[key]).toString().padStart(10)} B  baseline ${Math.round(baseline[key]).toString().padStart(10)} B  ${(ratio * 100).toFixed(1)} %`,
+        );
         if (ratio > GATE_RATIO) code = 1;
       }
-      if (code !== 0) console.error(`  FAIL: above ${Math.round(GATE_RATIO * 100)} % of the baseline. If the growth is intended, re-baseline: pnpm --filter @reconcile-loop/bench memory-gate -- --update`);
+      if (code !== 0)
+        console.error(
+          `  FAIL: above ${Math.round(GATE_RATIO * 100)} % of the baseline. If the growth is intended, re-baseline: pnpm --filter @reconcile-loop/bench memory-gate -- --update`,
+        );
     }
   }
 } finally {

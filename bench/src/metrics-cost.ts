@@ -15,7 +15,10 @@ import { InProcessSource, ReconcileLoop } from '@reconcile-loop/loop';
 import { controllerMetrics } from '@reconcile-loop/metrics';
 import { Registry } from 'prom-client';
 
-const { values } = parseArgs({ options: { events: { type: 'string', default: '20000' }, runs: { type: 'string', default: '5' } }, allowPositionals: true }); // pnpm passes a lone '--'
+const { values } = parseArgs({
+  options: { events: { type: 'string', default: '20000' }, runs: { type: 'string', default: '5' } },
+  allowPositionals: true,
+}); // pnpm passes a lone '--'
 const events = Number(values.events);
 const runs = Number(values.runs);
 
@@ -25,7 +28,10 @@ interface Obj {
 }
 
 async function once(withMetrics: boolean): Promise<{ ms: number; cpuMs: number; reconciles: number; scrapeMs: number }> {
-  const source = new InProcessSource<Obj>('objs', Array.from({ length: events }, (_, i) => [`ns/o${i}`, { metadata: { name: `o${i}`, namespace: 'ns' }, v: 0 }] as const));
+  const source = new InProcessSource<Obj>(
+    'objs',
+    Array.from({ length: events }, (_, i) => [`ns/o${i}`, { metadata: { name: `o${i}`, namespace: 'ns' }, v: 0 }] as const),
+  );
   const registry = new Registry();
   let reconciles = 0;
   const loop = new ReconcileLoop<Obj, string>({
@@ -73,14 +79,29 @@ async function idle(loop: ReconcileLoop<Obj, string>): Promise<void> {
 function hooksNsPerEvent(n: number): number {
   const registry = new Registry();
   const observer = controllerMetrics<string>({ registry });
-  observer.bind?.({ controller: 'bench', snapshot: () => { throw new Error('not scraped'); } });
+  observer.bind?.({
+    controller: 'bench',
+    snapshot: () => {
+      throw new Error('not scraped');
+    },
+  });
   const { onAdd, onGet, onDone } = observer.queue!;
   const cpu0 = process.cpuUsage();
   for (let i = 0; i < n; i++) {
     const key = `k${i & 1023}`;
     onAdd!({ key, at: i, depth: 1, dirty: false });
     onGet!({ key, at: i, depth: 0, queuedMs: 0.05 });
-    observer.onReconcileEnd!({ controller: 'bench', parentKey: key, at: i, durationMs: 0.02, result: 'success', terminal: false, timedOut: false, parked: false, error: undefined });
+    observer.onReconcileEnd!({
+      controller: 'bench',
+      parentKey: key,
+      at: i,
+      durationMs: 0.02,
+      result: 'success',
+      terminal: false,
+      timedOut: false,
+      parked: false,
+      error: undefined,
+    });
     onDone!({ key, at: i, workMs: 0.03, requeued: false });
   }
   const cpu = process.cpuUsage(cpu0);
@@ -93,7 +114,8 @@ const rows: Record<'without' | 'with', Array<Awaited<ReturnType<typeof once>>>> 
 await once(false); // warm-up (JIT)
 await once(true);
 for (let r = 0; r < runs; r++) {
-  for (const variant of r % 2 === 0 ? (['without', 'with'] as const) : (['with', 'without'] as const)) rows[variant].push(await once(variant === 'with'));
+  for (const variant of r % 2 === 0 ? (['without', 'with'] as const) : (['with', 'without'] as const))
+    rows[variant].push(await once(variant === 'with'));
 }
 hooksNsPerEvent(200_000); // warm-up
 const hooksNs = median(Array.from({ length: 5 }, () => hooksNsPerEvent(1_000_000)));

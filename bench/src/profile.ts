@@ -41,37 +41,38 @@ try {
   const url = via === 'replay' ? replayUrl : server.url;
   const kubeconfig = server.kubeconfig.replace(server.url, url);
   await mkdir(outDir, { recursive: true });
-  for (const impl of impls) for (let r = 0; r <= runs; r++) {
-    await settleHeap();
-    const profiled = r > 0;
-    if (profiled) await session.post('Profiler.start');
-    const begin = performance.now();
-    let listMs = Number.NaN;
-    if (impl === 'floor') {
-      parseFloor(listBody, lines);
-    } else if (impl === 'raw') {
-      await rawHttpParse(url, watchFrom, frames);
-    } else if (impl === 'sync') {
-      await syncPipeline(url, watchFrom, frames, pods);
-    } else {
-      const start = impl === 'ours' ? startOurs : startClientNode;
-      const pipeline = start({ kubeconfig, frames, watchFrom });
-      await pipeline.synced;
-      listMs = performance.now() - begin;
-      await pipeline.done;
-      await pipeline.stop();
+  for (const impl of impls)
+    for (let r = 0; r <= runs; r++) {
+      await settleHeap();
+      const profiled = r > 0;
+      if (profiled) await session.post('Profiler.start');
+      const begin = performance.now();
+      let listMs = Number.NaN;
+      if (impl === 'floor') {
+        parseFloor(listBody, lines);
+      } else if (impl === 'raw') {
+        await rawHttpParse(url, watchFrom, frames);
+      } else if (impl === 'sync') {
+        await syncPipeline(url, watchFrom, frames, pods);
+      } else {
+        const start = impl === 'ours' ? startOurs : startClientNode;
+        const pipeline = start({ kubeconfig, frames, watchFrom });
+        await pipeline.synced;
+        listMs = performance.now() - begin;
+        await pipeline.done;
+        await pipeline.stop();
+      }
+      const ms = performance.now() - begin;
+      if (profiled) {
+        const { profile } = await session.post('Profiler.stop');
+        const file = join(outDir, `profile-${impl}-${via}-${r}.cpuprofile.json`);
+        await writeFile(file, JSON.stringify(profile));
+        console.log(`${impl} via ${via}, run ${r}: ${ms.toFixed(0)} ms (LIST ${listMs.toFixed(0)} ms) → ${file}`);
+      } else {
+        console.log(`${impl} via ${via}, warm-up: ${ms.toFixed(0)} ms`);
+      }
+      await server.dropWatches();
     }
-    const ms = performance.now() - begin;
-    if (profiled) {
-      const { profile } = await session.post('Profiler.stop');
-      const file = join(outDir, `profile-${impl}-${via}-${r}.cpuprofile.json`);
-      await writeFile(file, JSON.stringify(profile));
-      console.log(`${impl} via ${via}, run ${r}: ${ms.toFixed(0)} ms (LIST ${listMs.toFixed(0)} ms) → ${file}`);
-    } else {
-      console.log(`${impl} via ${via}, warm-up: ${ms.toFixed(0)} ms`);
-    }
-    await server.dropWatches();
-  }
 } finally {
   await server.close();
   session.disconnect();

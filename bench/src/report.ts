@@ -29,7 +29,8 @@ const r = JSON.parse(readFileSync(file, 'utf8')) as {
   queue?: QueueResult;
 };
 
-const n = (v: number, digits = 0): string => v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const n = (v: number, digits = 0): string =>
+  v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const ms = (s: Summary, digits = 0): string => `${n(s.median, digits)} (${n(s.min, digits)}–${n(s.max, digits)})`;
 const kb = (bytes: number): string => n(bytes / 1024, 2);
 const x = (v: number): string => `${n(v, 2)}×`;
@@ -44,7 +45,24 @@ out.push(
 
 if (r.throughput) {
   out.push('**1. Watch pipeline throughput** (ms from start until the last frame is cached and its parent enqueued)', '');
-  out.push(row(['served by', 'N', 'M', 'MB', '(a) ours', '(b) client-node', '(c) JSON.parse', '(d) http+parse', '(e) (d)+validate+store+queue', '(a)/(c)', '(a)/(b)', '(b)/(c)', '(d)/(c)', '(e)/(c)']));
+  out.push(
+    row([
+      'served by',
+      'N',
+      'M',
+      'MB',
+      '(a) ours',
+      '(b) client-node',
+      '(c) JSON.parse',
+      '(d) http+parse',
+      '(e) (d)+validate+store+queue',
+      '(a)/(c)',
+      '(a)/(b)',
+      '(b)/(c)',
+      '(d)/(c)',
+      '(e)/(c)',
+    ]),
+  );
   out.push(row(Array(14).fill('---')));
   for (const t of r.throughput.sizes) {
     out.push(
@@ -70,10 +88,26 @@ if (r.throughput) {
 }
 if (r.heapPerPodBytes) {
   out.push('**2. Heap held per cached pod after a forced GC** (KB, median of runs)', '');
-  out.push(row(['N', '(a) ours, after LIST', '(b) client-node, after LIST', '(a) ours, after M frames', '(b) client-node, after M frames']));
+  out.push(
+    row([
+      'N',
+      '(a) ours, after LIST',
+      '(b) client-node, after LIST',
+      '(a) ours, after M frames',
+      '(b) client-node, after M frames',
+    ]),
+  );
   out.push(row(Array(5).fill('---')));
   for (const m of r.heapPerPodBytes.sizes) {
-    out.push(row([n(m.pods), kb(m.oursAfterList.median), kb(m.clientNodeAfterList.median), kb(m.oursAfterWatch.median), kb(m.clientNodeAfterWatch.median)]));
+    out.push(
+      row([
+        n(m.pods),
+        kb(m.oursAfterList.median),
+        kb(m.clientNodeAfterList.median),
+        kb(m.oursAfterWatch.median),
+        kb(m.clientNodeAfterWatch.median),
+      ]),
+    );
   }
   out.push('');
 }
@@ -83,22 +117,53 @@ if (r.relist) {
   out.push(row(Array(7).fill('---')));
   const mb = (b: number): string => n(b / 1024 / 1024, 1);
   for (const s of r.relist.sizes) {
-    out.push(row([n(s.pods), ms(s.applyMs, 1), n(s.affectedParents), mb(s.storeBytes), mb(s.storePlusReplaceBytes), mb(s.peakBytes.median), mb(s.afterBytes)]));
+    out.push(
+      row([
+        n(s.pods),
+        ms(s.applyMs, 1),
+        n(s.affectedParents),
+        mb(s.storeBytes),
+        mb(s.storePlusReplaceBytes),
+        mb(s.peakBytes.median),
+        mb(s.afterBytes),
+      ]),
+    );
   }
   out.push('');
 }
 if (r.latencyMs) {
   const l = r.latencyMs.detail;
-  out.push(`**4. Event → reconcile latency** (${n(l.ratePerSec)} frames/s for ${l.durationMs / 1000} s, ${n(l.pods)} cached pods, full loop; ms)`, '');
+  out.push(
+    `**4. Event → reconcile latency** (${n(l.ratePerSec)} frames/s for ${l.durationMs / 1000} s, ${n(l.pods)} cached pods, full loop; ms)`,
+    '',
+  );
   out.push(row(['p50', 'p99', 'max', 'events / reconciles', 'event-loop delay p99', 'sender max lag']));
   out.push(row(Array(6).fill('---')));
-  out.push(row([ms(l.p50Ms, 2), ms(l.p99Ms, 2), ms(l.maxMs, 1), `${n(l.events)} / ${n(l.reconciles)}`, n(l.eventLoopDelayP99Ms, 2), n(l.senderMaxBehindMs, 1)]));
+  out.push(
+    row([
+      ms(l.p50Ms, 2),
+      ms(l.p99Ms, 2),
+      ms(l.maxMs, 1),
+      `${n(l.events)} / ${n(l.reconciles)}`,
+      n(l.eventLoopDelayP99Ms, 2),
+      n(l.senderMaxBehindMs, 1),
+    ]),
+  );
   out.push('');
 }
 if (r.retry) {
   const t = r.retry;
   out.push(`**5. Retry timing** (${n(t.keys)} keys, real clock; ms)`, '');
-  out.push(row(['lateness p50', 'lateness p99', 'lateness max', 'p99 at the worker', 'timer wakeups (run)', 'idle wakeups/s (scheduler, loop)']));
+  out.push(
+    row([
+      'lateness p50',
+      'lateness p99',
+      'lateness max',
+      'p99 at the worker',
+      'timer wakeups (run)',
+      'idle wakeups/s (scheduler, loop)',
+    ]),
+  );
   out.push(row(Array(6).fill('---')));
   out.push(
     row([
@@ -115,7 +180,10 @@ if (r.retry) {
 if (r.queue) {
   const q = r.queue;
   const mops = (s: Summary): string => `${n(s.median / 1e6, 1)} (${n(s.min / 1e6, 1)}–${n(s.max / 1e6, 1)})`;
-  out.push(`**6. Queue** (${n(q.distinctKeys)} parent keys, ${n(q.adds)} adds, ${n(q.duplicateShare * 100, 1)} % duplicates; million ops/s)`, '');
+  out.push(
+    `**6. Queue** (${n(q.distinctKeys)} parent keys, ${n(q.adds)} adds, ${n(q.duplicateShare * 100, 1)} % duplicates; million ops/s)`,
+    '',
+  );
   out.push(row(['WorkQueue add + tryGet', 'bare Set (floor)', 'WorkQueue add + awaiting get']));
   out.push(row(Array(3).fill('---')));
   out.push(row([mops(q.syncOpsPerSec), mops(q.floorOpsPerSec), mops(q.asyncOpsPerSec)]));

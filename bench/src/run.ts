@@ -21,7 +21,8 @@ import { checkNumber, checkNumbers, type BenchContext } from './lib/context.js';
 
 const args = process.argv.slice(2).filter((a) => a !== '--');
 const known = ['--smoke', '--runs=', '--only=', '--pods='];
-for (const a of args) if (!known.some((k) => (k.endsWith('=') ? a.startsWith(k) : a === k))) throw new Error(`unknown flag: ${a}`);
+for (const a of args)
+  if (!known.some((k) => (k.endsWith('=') ? a.startsWith(k) : a === k))) throw new Error(`unknown flag: ${a}`);
 const smoke = args.includes('--smoke');
 const runsArg = args.find((a) => a.startsWith('--runs='));
 const onlyArg = args.find((a) => a.startsWith('--only='));
@@ -36,7 +37,8 @@ if (!Number.isInteger(ctx.runs) || ctx.runs < 1) throw new Error(`--runs must be
 
 const benchmarks = {
   throughput: (c: BenchContext) => runWatch(c, { throughput: true, memory: selectedSet.has('memory') }),
-  memory: (c: BenchContext) => (selectedSet.has('throughput') ? Promise.resolve(undefined) : runWatch(c, { throughput: false, memory: true })),
+  memory: (c: BenchContext) =>
+    selectedSet.has('throughput') ? Promise.resolve(undefined) : runWatch(c, { throughput: false, memory: true }),
   poison: runPoison,
   relist: runRelist,
   latency: runLatency,
@@ -61,7 +63,9 @@ const machine = {
   loadAverageAtStart: loadavg().map((l) => Math.round(l * 100) / 100),
 };
 console.log(`reconcile-loop benchmarks (${smoke ? 'smoke: tiny sizes, 1 run, timings meaningless' : `${ctx.runs} runs each`})`);
-console.log(`node ${machine.node}, ${machine.cpus} cpus (${machine.cpuModel}), ${machine.memoryGB} GB, load average ${machine.loadAverageAtStart.join(' ')}`);
+console.log(
+  `node ${machine.node}, ${machine.cpus} cpus (${machine.cpuModel}), ${machine.memoryGB} GB, load average ${machine.loadAverageAtStart.join(' ')}`,
+);
 
 const results: Record<string, unknown> = {};
 const failures: string[] = [];
@@ -88,8 +92,8 @@ for (const name of selected) {
 }
 
 // The headline numbers (medians at the default size: the first one), then every detail.
-const first = <T,>(list: readonly T[] | undefined): T | undefined => list?.[0];
-const watch = results['throughput'] as WatchResult | undefined ?? results['memory'] as WatchResult | undefined;
+const first = <T>(list: readonly T[] | undefined): T | undefined => list?.[0];
+const watch = (results['throughput'] as WatchResult | undefined) ?? (results['memory'] as WatchResult | undefined);
 const t = watch?.throughput.find((x) => x.via === 'replay');
 const tApi = watch?.throughput.find((x) => x.via === 'apiserver');
 const m = first(watch?.memory);
@@ -137,7 +141,9 @@ const summary = {
       sizes: watch!.memory,
     },
   }),
-  ...(latency && { latencyMs: { p50: latency.p50Ms.median, p99: latency.p99Ms.median, max: latency.maxMs.median, detail: latency } }),
+  ...(latency && {
+    latencyMs: { p50: latency.p50Ms.median, p99: latency.p99Ms.median, max: latency.maxMs.median, detail: latency },
+  }),
   ...(retry && {
     retryLatenessMs: { p50: retry.latenessP50Ms.median, p99: retry.latenessP99Ms.median, max: retry.latenessMaxMs.median },
     idleWakeupsPerSec: Math.max(retry.idleWakeupsPerSec.scheduler, retry.idleWakeupsPerSec.loop),
@@ -169,7 +175,10 @@ const required: Array<[string, boolean]> = [
   ['concurrency.2.reconcilesPerSec', selectedSet.has('concurrency')],
   ['concurrency.2.p99Ms', selectedSet.has('concurrency')],
   ...(['list', 'watchList'] as const).flatMap((path) =>
-    (['peakBytes', 'storeBytes', 'peakToStoreRatio'] as const).map((key): [string, boolean] => [`initialSync.${path}.${key}`, selectedSet.has('initial-sync')]),
+    (['peakBytes', 'storeBytes', 'peakToStoreRatio'] as const).map((key): [string, boolean] => [
+      `initialSync.${path}.${key}`,
+      selectedSet.has('initial-sync'),
+    ]),
   ),
 ];
 for (const [path, needed] of required) {

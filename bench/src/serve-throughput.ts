@@ -22,7 +22,8 @@ import { fmt, summarize } from './lib/stats.js';
 import { BENCH_TOKEN, fetchList, podsPath, podsWatchUrl } from './lib/wire.js';
 
 const args = process.argv.slice(2).filter((a) => a !== '--');
-const arg = (name: string, fallback: string): string => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const arg = (name: string, fallback: string): string =>
+  args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 const pods = Number(arg('pods', '5000'));
 const frames = Number(arg('frames', '50000'));
 const runs = Number(arg('runs', '5'));
@@ -56,7 +57,11 @@ function readLines(url: string, lines: number): Promise<{ bytes: number; ms: num
           }
         }
       });
-      res.on('end', () => (lines === 0 ? resolve({ bytes, ms: performance.now() - start, chunks }) : reject(new Error(`EOF after ${seen} of ${lines} lines`))));
+      res.on('end', () =>
+        lines === 0
+          ? resolve({ bytes, ms: performance.now() - start, chunks })
+          : reject(new Error(`EOF after ${seen} of ${lines} lines`)),
+      );
       res.on('error', (e) => {
         if (seen < lines) reject(e);
       });
@@ -67,7 +72,10 @@ function readLines(url: string, lines: number): Promise<{ bytes: number; ms: num
   });
 }
 
-const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = (): string =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 const server = await ApiServerProcess.start(pods + frames + 100);
 try {
   await server.seed(pods);
@@ -108,7 +116,9 @@ try {
     // CPU time of the serving process (the replay server runs in the same child), medians: what
     // serving costs the machine, less sensitive to the other workers' load than MB/s.
     const wc = summarize(watchCpu).median;
-    console.log(`${label}: server CPU per watch backlog ${fmt(wc)} ms (${fmt(wc / (watchBytes / 1e6))} ms/MB), per LIST ${fmt(summarize(listCpu).median)} ms`);
+    console.log(
+      `${label}: server CPU per watch backlog ${fmt(wc)} ms (${fmt(wc / (watchBytes / 1e6))} ms/MB), per LIST ${fmt(summarize(listCpu).median)} ms`,
+    );
   };
   if (profile) await server.profileStart();
   await measure('apiserver', server.url);

@@ -15,8 +15,10 @@ import { KubeClient } from '@reconcile-loop/kube-client';
 import { LeaderElector, LeaseLock, runWhenLeader } from '@reconcile-loop/leader-election';
 
 const [kubeconfigPath, namespace, name, identity] = process.argv.slice(2);
-if (!kubeconfigPath || !namespace || !name || !identity) throw new Error('usage: leader-replica <kubeconfig> <namespace> <lease> <identity>');
-const emit = (e: string, extra: Record<string, unknown> = {}): void => void process.stdout.write(`${JSON.stringify({ e, t: Date.now(), ...extra })}\n`);
+if (!kubeconfigPath || !namespace || !name || !identity)
+  throw new Error('usage: leader-replica <kubeconfig> <namespace> <lease> <identity>');
+const emit = (e: string, extra: Record<string, unknown> = {}): void =>
+  void process.stdout.write(`${JSON.stringify({ e, t: Date.now(), ...extra })}\n`);
 
 const kc = new KubeConfig();
 kc.loadFromFile(kubeconfigPath);
@@ -24,7 +26,11 @@ const client = new KubeClient({ kubeConfig: kc, rateLimit: false });
 const logger = {
   debug: () => undefined,
   info: (fields: Record<string, unknown>, message: string) =>
-    message === 'released the leader lease' ? emit('released') : message === 'the lease can be read again' ? emit('recovered', { failures: fields['failures'] }) : undefined,
+    message === 'released the leader lease'
+      ? emit('released')
+      : message === 'the lease can be read again'
+        ? emit('recovered', { failures: fields['failures'] })
+        : undefined,
   warn: (fields: Record<string, unknown>, message: string) => emit('log', { level: 'warn', message, fields }),
   error: (fields: Record<string, unknown>, message: string) => emit('log', { level: 'error', message, fields }),
 };

@@ -142,14 +142,24 @@ export class ControlPlane {
    * `--feature-gates=WatchList=false`) and its own kubeconfig; stopped on teardown.
    */
   async extraApiserver(name: string, extraArgs: readonly string[], watchCache = true): Promise<Endpoint> {
-    const apiserver = await KubeApiserver.start({ binary: this.binaries.kubeApiserver, runDir: this.runDir, etcdUrl: this.etcd.clientUrl, secrets: this.#secrets, name, watchCache, extraArgs });
+    const apiserver = await KubeApiserver.start({
+      binary: this.binaries.kubeApiserver,
+      runDir: this.runDir,
+      etcdUrl: this.etcd.clientUrl,
+      secrets: this.#secrets,
+      name,
+      watchCache,
+      extraArgs,
+    });
     this.#extra.add(apiserver);
     return writeEndpoint(this.runDir, name, apiserver.access);
   }
 
   /** Log file paths by process name. */
   get logs(): Record<string, string> {
-    return Object.fromEntries([this.etcd.process, this.cached.process, this.uncached.process].map((p) => [p.spec.name, p.spec.logFile]));
+    return Object.fromEntries(
+      [this.etcd.process, this.cached.process, this.uncached.process].map((p) => [p.spec.name, p.spec.logFile]),
+    );
   }
 
   /**
@@ -161,7 +171,12 @@ export class ControlPlane {
     this.#tornDown = true;
     await Promise.allSettled([...this.#proxies].map((p) => p.close()));
     if (this.#keep) {
-      const pids = [this.etcd.process.pid, this.cached.process.pid, this.uncached.process.pid, ...[...this.#extra].map((a) => a.process.pid)].filter((p) => p !== undefined);
+      const pids = [
+        this.etcd.process.pid,
+        this.cached.process.pid,
+        this.uncached.process.pid,
+        ...[...this.#extra].map((a) => a.process.pid),
+      ].filter((p) => p !== undefined);
       keepChildren(pids, this.runDir);
       process.stderr.write(
         [

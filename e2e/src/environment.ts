@@ -49,15 +49,18 @@ export function useE2eEnvironment(availability: Availability, options: { buildTi
       throw new ProvisionError(availability.reason);
     };
   }
-  beforeAll(async () => {
-    const external = externalCluster();
-    if (external !== undefined) {
-      environment = { mode: 'external', endpoint: external.endpoint, controlPlane: undefined };
-      return;
-    }
-    const controlPlane = await ControlPlane.start({ onProgress: (line) => process.stderr.write(`${line}\n`) });
-    environment = { mode: 'provisioned', endpoint: controlPlane.cachedEndpoint, controlPlane };
-  }, options.buildTimeoutMs ?? 60 * 60_000);
+  beforeAll(
+    async () => {
+      const external = externalCluster();
+      if (external !== undefined) {
+        environment = { mode: 'external', endpoint: external.endpoint, controlPlane: undefined };
+        return;
+      }
+      const controlPlane = await ControlPlane.start({ onProgress: (line) => process.stderr.write(`${line}\n`) });
+      environment = { mode: 'provisioned', endpoint: controlPlane.cachedEndpoint, controlPlane };
+    },
+    options.buildTimeoutMs ?? 60 * 60_000,
+  );
   afterAll(async () => {
     await environment?.controlPlane?.teardown();
   }, 120_000);

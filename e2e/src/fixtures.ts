@@ -21,7 +21,8 @@ export async function eventually<T>(
   for (;;) {
     const value = await probe();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms; state: ${JSON.stringify(describeState(), null, 1)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not reached in ${timeoutMs} ms; state: ${JSON.stringify(describeState(), null, 1)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -64,7 +65,10 @@ export async function forbiddenListNamespace(admin: KubeConfig, prefix = 'rbac')
   const namespace = uniqueNamespace(prefix);
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'watcher' } } });
-  const role = (verbs: string[]) => ({ metadata: { name: 'pods-reader', namespace }, rules: [{ apiGroups: [''], resources: ['pods'], verbs }] });
+  const role = (verbs: string[]) => ({
+    metadata: { name: 'pods-reader', namespace },
+    rules: [{ apiGroups: [''], resources: ['pods'], verbs }],
+  });
   await rbac.createNamespacedRole({ namespace, body: role(['get', 'watch']) });
   await rbac.createNamespacedRoleBinding({
     namespace,
@@ -74,13 +78,18 @@ export async function forbiddenListNamespace(admin: KubeConfig, prefix = 'rbac')
       subjects: [{ kind: 'ServiceAccount', name: 'watcher', namespace }],
     },
   });
-  const tokenRequest = await core.createNamespacedServiceAccountToken({ name: 'watcher', namespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+  const tokenRequest = await core.createNamespacedServiceAccountToken({
+    name: 'watcher',
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
   const token = tokenRequest.status?.token;
   if (!token) throw new Error('TokenRequest returned no token');
   return {
     namespace,
     kubeConfig: withToken(admin, token),
-    grantList: async () => void (await rbac.replaceNamespacedRole({ name: 'pods-reader', namespace, body: role(['get', 'list', 'watch']) })),
+    grantList: async () =>
+      void (await rbac.replaceNamespacedRole({ name: 'pods-reader', namespace, body: role(['get', 'list', 'watch']) })),
   };
 }
 
@@ -135,19 +144,32 @@ export async function poisonCrd(admin: KubeConfig, prefix = 'crd'): Promise<Pois
             served: true,
             storage: true,
             schema: {
-              openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { replicas: { x_kubernetes_int_or_string: true } } } } },
+              openAPIV3Schema: {
+                type: 'object',
+                properties: { spec: { type: 'object', properties: { replicas: { x_kubernetes_int_or_string: true } } } },
+              },
             },
           },
         ],
       },
     },
   });
-  const dispose = async (): Promise<void> => void (await extensions.deleteCustomResourceDefinition({ name: `${plural}.${group}` }).catch(() => {}));
+  const dispose = async (): Promise<void> =>
+    void (await extensions.deleteCustomResourceDefinition({ name: `${plural}.${group}` }).catch(() => {}));
   const scope = { group, version, namespace, plural };
-  const list = async (): Promise<CustomObject[]> => ((await custom.listNamespacedCustomObject(scope)) as { items: CustomObject[] }).items;
+  const list = async (): Promise<CustomObject[]> =>
+    ((await custom.listNamespacedCustomObject(scope)) as { items: CustomObject[] }).items;
   try {
     // A new CRD is served a moment after it is created.
-    await eventually('the CRD served', () => list().then(() => true, () => false), () => plural);
+    await eventually(
+      'the CRD served',
+      () =>
+        list().then(
+          () => true,
+          () => false,
+        ),
+      () => plural,
+    );
   } catch (error) {
     await dispose();
     throw error;
@@ -159,7 +181,10 @@ export async function poisonCrd(admin: KubeConfig, prefix = 'crd'): Promise<Pois
     kind,
     namespace,
     create: async (name, replicas, labels) =>
-      (await custom.createNamespacedCustomObject({ ...scope, body: { apiVersion: `${group}/${version}`, kind, metadata: { name, labels }, spec: { replicas } } })) as CustomObject,
+      (await custom.createNamespacedCustomObject({
+        ...scope,
+        body: { apiVersion: `${group}/${version}`, kind, metadata: { name, labels }, spec: { replicas } },
+      })) as CustomObject,
     setReplicas: async (name, replicas) => {
       const current = (await custom.getNamespacedCustomObject({ ...scope, name })) as { spec: { replicas: unknown } };
       current.spec.replicas = replicas;

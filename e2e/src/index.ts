@@ -11,7 +11,25 @@ export { Etcd, EtcdError, type CompactResult } from './etcd.js';
 export { KubeApiserver, probe, type KubeApiserverOptions, type SharedSecrets } from './kube-apiserver.js';
 export { renderKubeconfig, caFromServingBundle, type ClusterAccess } from './kubeconfig.js';
 export { TcpProxy } from './tcp-proxy.js';
-export { ControlPlane, externalCluster, type ControlPlaneOptions, type Endpoint, type ExternalCluster, type ProxiedEndpoint } from './control-plane.js';
+export {
+  ControlPlane,
+  externalCluster,
+  type ControlPlaneOptions,
+  type Endpoint,
+  type ExternalCluster,
+  type ProxiedEndpoint,
+} from './control-plane.js';
 export { KubeletEmulator, podManifest } from './kubelet.js';
 export { reapStaleRuns } from './registry.js';
-export { eventually, uniqueNamespace, withToken, forbiddenListNamespace, poisonCrd, storeMatchesFreshList, type ForbiddenListNamespace, type PoisonCrd, type CustomObject, type ListedObject } from './fixtures.js';
+export {
+  eventually,
+  uniqueNamespace,
+  withToken,
+  forbiddenListNamespace,
+  poisonCrd,
+  storeMatchesFreshList,
+  type ForbiddenListNamespace,
+  type PoisonCrd,
+  type CustomObject,
+  type ListedObject,
+} from './fixtures.js';

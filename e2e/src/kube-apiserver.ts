@@ -30,7 +30,15 @@ export interface KubeApiserverOptions {
 export function probe(port: number, path: string, token: string): Promise<{ status: number; body: string }> {
   return new Promise((resolveProbe, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, path, method: 'GET', rejectUnauthorized: false, headers: { authorization: `Bearer ${token}` }, timeout: 5_000 },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'GET',
+        rejectUnauthorized: false,
+        headers: { authorization: `Bearer ${token}` },
+        timeout: 5_000,
+      },
       (res) => {
         let body = '';
         res.setEncoding('utf8').on('data', (c: string) => (body += c));
@@ -122,7 +130,12 @@ export class KubeApiserver extends ManagedService {
   /** Starts the (stopped) process and waits until /readyz answers ok. */
   override async startProcess(timeoutMs = 120_000): Promise<void> {
     this.process.start();
-    await waitUntil(this.process, '/readyz', async () => (await probe(this.port, '/readyz', this.token)).status === 200, timeoutMs);
+    await waitUntil(
+      this.process,
+      '/readyz',
+      async () => (await probe(this.port, '/readyz', this.token)).status === 200,
+      timeoutMs,
+    );
     this.#caPem ??= caFromServingBundle(readFileSync(join(this.certDir, 'apiserver.crt'), 'utf8'), '127.0.0.1');
   }
 }

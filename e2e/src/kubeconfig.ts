@@ -50,7 +50,8 @@ export function caFromServingBundle(bundle: string, ip: string): string {
   const leaf = certs.find((c) => !c.x509.ca);
   const ca = certs.find((c) => c.x509.ca);
   if (leaf === undefined || ca === undefined) throw new Error('serving certificate bundle has no leaf/CA pair');
-  if (leaf.x509.checkIP(ip) === undefined) throw new Error(`serving certificate does not cover ${ip}: ${leaf.x509.subjectAltName ?? ''}`);
+  if (leaf.x509.checkIP(ip) === undefined)
+    throw new Error(`serving certificate does not cover ${ip}: ${leaf.x509.subjectAltName ?? ''}`);
   if (!leaf.x509.verify(ca.x509.publicKey)) throw new Error('serving certificate is not signed by the bundled CA');
   return ca.pem;
 }

@@ -1,7 +1,10 @@
 import { CoreV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 
 /** A pod manifest that needs nothing from a node: never pulled, since no kubelet runs. */
-export function podManifest(name: string, options: { labels?: Record<string, string>; containers?: readonly string[] } = {}): V1Pod {
+export function podManifest(
+  name: string,
+  options: { labels?: Record<string, string>; containers?: readonly string[] } = {},
+): V1Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -43,7 +46,16 @@ export class KubeletEmulator {
     const node = await this.#core.createNode({ body: { apiVersion: 'v1', kind: 'Node', metadata: { name: this.nodeName } } });
     const now = new Date();
     node.status = {
-      conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'e2e emulated kubelet', lastHeartbeatTime: now, lastTransitionTime: now }],
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'KubeletReady',
+          message: 'e2e emulated kubelet',
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
+      ],
     };
     return this.#core.replaceNodeStatus({ name: this.nodeName, body: node });
   }
@@ -53,7 +65,12 @@ export class KubeletEmulator {
     await this.#core.createNamespacedPodBinding({
       name,
       namespace,
-      body: { apiVersion: 'v1', kind: 'Binding', metadata: { name, namespace }, target: { apiVersion: 'v1', kind: 'Node', name: this.nodeName } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name, namespace },
+        target: { apiVersion: 'v1', kind: 'Node', name: this.nodeName },
+      },
     });
     return this.#core.readNamespacedPod({ name, namespace });
   }
@@ -110,7 +127,8 @@ export class KubeletEmulator {
     return this.#updateStatus(namespace, name, (pod, now) => {
       const statuses = pod.status?.containerStatuses ?? [];
       const target = statuses.find((s) => container === undefined || s.name === container);
-      if (target === undefined) throw new Error(`pod ${namespace}/${name} has no status for container ${container ?? '(any)'}; call setRunning first`);
+      if (target === undefined)
+        throw new Error(`pod ${namespace}/${name} has no status for container ${container ?? '(any)'}; call setRunning first`);
       const startedAt = target.state?.running?.startedAt ?? now;
       target.lastState = { terminated: { exitCode: 1, reason: 'Error', startedAt, finishedAt: now } };
       target.state = { running: { startedAt: now } };

@@ -119,7 +119,10 @@ export class ManagedProcess {
   /** Throws with the log tail when the child is not running. */
   assertRunning(): void {
     if (this.#child === undefined) {
-      const how = this.#lastExit === undefined ? 'never started' : `exited (code ${String(this.#lastExit.code)}, signal ${String(this.#lastExit.signal)})`;
+      const how =
+        this.#lastExit === undefined
+          ? 'never started'
+          : `exited (code ${String(this.#lastExit.code)}, signal ${String(this.#lastExit.signal)})`;
       throw new ProcessExitedError(`${this.spec.name} ${how}; last log lines (${this.spec.logFile}):\n${this.logTail()}`);
     }
   }
@@ -160,7 +163,12 @@ export abstract class ManagedService {
  * Polls `probe` until it returns true, failing early when `proc` exits and with the log tail
  * after `timeoutMs`. Real time on purpose: this waits for a real process.
  */
-export async function waitUntil(proc: ManagedProcess, what: string, probe: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+export async function waitUntil(
+  proc: ManagedProcess,
+  what: string,
+  probe: () => Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

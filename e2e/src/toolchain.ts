@@ -44,7 +44,9 @@ export function which(name: string, env: NodeJS.ProcessEnv = process.env): strin
 function reportsVersion(binary: string, expected: string): boolean {
   if (!existsSync(binary)) return false;
   try {
-    return execFileSync(binary, ['--version'], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] }).includes(expected);
+    return execFileSync(binary, ['--version'], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] }).includes(
+      expected,
+    );
   } catch {
     return false;
   }
@@ -63,7 +65,10 @@ export function probeToolchain(env: NodeJS.ProcessEnv = process.env): ToolchainS
   const versions = readVersions();
   const binaries = binariesFor(versions, env);
   // Same checks as build.sh's is_current, so a cached hit here is a cached hit there.
-  if (reportsVersion(binaries.etcd, `etcd Version: ${versions.etcd.replace(/^v/, '')}`) && reportsVersion(binaries.kubeApiserver, `Kubernetes ${versions.kubernetes}`)) {
+  if (
+    reportsVersion(binaries.etcd, `etcd Version: ${versions.etcd.replace(/^v/, '')}`) &&
+    reportsVersion(binaries.kubeApiserver, `Kubernetes ${versions.kubernetes}`)
+  ) {
     return { kind: 'cached', binaries };
   }
   const go = which('go', env);
@@ -78,7 +83,9 @@ export function probeToolchain(env: NodeJS.ProcessEnv = process.env): ToolchainS
  * Runs provision/build.sh (idempotent; minutes the first time) and returns the binaries.
  * Progress lines go to `onProgress` (default: stderr) as the build prints them.
  */
-export async function ensureBinaries(options: { env?: NodeJS.ProcessEnv; onProgress?: (line: string) => void } = {}): Promise<Binaries> {
+export async function ensureBinaries(
+  options: { env?: NodeJS.ProcessEnv; onProgress?: (line: string) => void } = {},
+): Promise<Binaries> {
   const env = options.env ?? process.env;
   const onProgress = options.onProgress ?? ((line: string) => process.stderr.write(`${line}\n`));
   const status = probeToolchain(env);

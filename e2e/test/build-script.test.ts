@@ -46,7 +46,10 @@ describe('provision/build.sh', () => {
 describe('toolchain availability', () => {
   function bareEnv(extra: Record<string, string> = {}): { env: NodeJS.ProcessEnv; cleanup: () => void } {
     const cache = mkdtempSync(`${tmpdir()}/e2e-empty-cache-`);
-    return { env: { PATH: '/nonexistent', HOME: cache, [ENV.cache]: cache, ...extra }, cleanup: () => rmSync(cache, { recursive: true, force: true }) };
+    return {
+      env: { PATH: '/nonexistent', HOME: cache, [ENV.cache]: cache, ...extra },
+      cleanup: () => rmSync(cache, { recursive: true, force: true }),
+    };
   }
 
   it('no go and no cached binaries: the layer is skipped with a reason naming the escape hatches', () => {

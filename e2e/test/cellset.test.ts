@@ -3,8 +3,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
-  ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, KubeConfig, RbacAuthorizationV1Api, loadAllYaml, loadYaml,
-  type V1CustomResourceDefinition, type V1Role,
+  ApiextensionsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  EventsV1Api,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  loadAllYaml,
+  loadYaml,
+  type V1CustomResourceDefinition,
+  type V1Role,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER, GROUP, PLURAL } from '../../examples/cellset/src/api.js';
@@ -26,7 +34,12 @@ const availability = e2eAvailability();
 
 interface CellSetObject {
   metadata: { name: string; generation?: number; finalizers?: string[]; uid?: string };
-  status?: { replicas?: number; readyReplicas?: number; observedGeneration?: number; conditions?: Array<{ type: string; status: string }> };
+  status?: {
+    replicas?: number;
+    readyReplicas?: number;
+    observedGeneration?: number;
+    conditions?: Array<{ type: string; status: string }>;
+  };
 }
 
 /** A CellSet child process, started the way a user starts the example (its start script's command). */
@@ -40,12 +53,16 @@ class ControllerProcess {
     // `pnpm start` of the example is `tsx --conditions=@reconcile-loop/source src/main.ts`; run that
     // command from node_modules/.bin, under this process's Node (26), in its own process group so a
     // kill reaches tsx's node child too.
-    this.child = spawn(join(EXAMPLE, 'node_modules', '.bin', 'tsx'), ['--conditions=@reconcile-loop/source', 'src/main.ts', ...args], {
-      cwd: EXAMPLE,
-      env: { ...process.env, ...env, PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}` },
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    this.child = spawn(
+      join(EXAMPLE, 'node_modules', '.bin', 'tsx'),
+      ['--conditions=@reconcile-loop/source', 'src/main.ts', ...args],
+      {
+        cwd: EXAMPLE,
+        env: { ...process.env, ...env, PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}` },
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const lines = (into: string[]) => {
       let rest = '';
       return (chunk: Buffer) => {
@@ -81,192 +98,333 @@ class ControllerProcess {
   }
 }
 
-describe.skipIf(!availability.run)('the CellSet controller against the real kube-apiserver (RBAC on, least-privilege Role)', () => {
-  const env = useE2eEnvironment(availability);
-  let admin: KubeConfig;
-  let core: CoreV1Api;
-  let rbac: RbacAuthorizationV1Api;
-  let objects: CustomObjectsApi;
-  const namespaces: string[] = [];
-  const children: ControllerProcess[] = [];
-  const tmp = mkdtempSync(join(tmpdir(), 'cellset-e2e-'));
+describe.skipIf(!availability.run)(
+  'the CellSet controller against the real kube-apiserver (RBAC on, least-privilege Role)',
+  () => {
+    const env = useE2eEnvironment(availability);
+    let admin: KubeConfig;
+    let core: CoreV1Api;
+    let rbac: RbacAuthorizationV1Api;
+    let objects: CustomObjectsApi;
+    const namespaces: string[] = [];
+    const children: ControllerProcess[] = [];
+    const tmp = mkdtempSync(join(tmpdir(), 'cellset-e2e-'));
 
-  beforeAll(async () => {
-    admin = new KubeConfig();
-    admin.loadFromString(env().endpoint.kubeconfig);
-    core = admin.makeApiClient(CoreV1Api);
-    rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-    objects = admin.makeApiClient(CustomObjectsApi);
-    const crds = admin.makeApiClient(ApiextensionsV1Api);
-    await crds.createCustomResourceDefinition({ body: loadYaml<V1CustomResourceDefinition>(deploy('crd.yaml')) }).catch((error: { code?: number }) => {
-      if (error.code !== 409) throw error; // an external cluster may have it already
+    beforeAll(async () => {
+      admin = new KubeConfig();
+      admin.loadFromString(env().endpoint.kubeconfig);
+      core = admin.makeApiClient(CoreV1Api);
+      rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+      objects = admin.makeApiClient(CustomObjectsApi);
+      const crds = admin.makeApiClient(ApiextensionsV1Api);
+      await crds
+        .createCustomResourceDefinition({ body: loadYaml<V1CustomResourceDefinition>(deploy('crd.yaml')) })
+        .catch((error: { code?: number }) => {
+          if (error.code !== 409) throw error; // an external cluster may have it already
+        });
+      await eventually(
+        'the CRD established',
+        async () =>
+          (await crds.readCustomResourceDefinition({ name: `${PLURAL}.${GROUP}` })).status?.conditions?.some(
+            (c) => c.type === 'Established' && c.status === 'True',
+          ),
+        () => 'not established',
+      );
+    }, 120_000);
+
+    afterAll(async () => {
+      for (const child of children) child.kill('SIGKILL');
+      for (const ns of namespaces) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
+      rmSync(tmp, { recursive: true, force: true });
     });
-    await eventually(
-      'the CRD established',
-      async () => (await crds.readCustomResourceDefinition({ name: `${PLURAL}.${GROUP}` })).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'),
-      () => 'not established',
-    );
-  }, 120_000);
 
-  afterAll(async () => {
-    for (const child of children) child.kill('SIGKILL');
-    for (const ns of namespaces) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
-    rmSync(tmp, { recursive: true, force: true });
-  });
-
-  /**
-   * A fresh namespace with the shipped ServiceAccount, Role and RoleBinding (namespace rewritten;
-   * `edit` may change the Role, e.g. drop a verb), and a kubeconfig for that ServiceAccount.
-   */
-  async function boundNamespace(prefix: string, edit?: (role: V1Role) => void): Promise<{ ns: string; kubeconfig: string; user: string }> {
-    const ns = uniqueNamespace(prefix);
-    namespaces.push(ns);
-    await core.createNamespace({ body: { metadata: { name: ns } } });
-    const docs = loadAllYaml(deploy('rbac.yaml')) as Array<{ kind: string; metadata: { namespace?: string }; subjects?: Array<{ namespace?: string }> }>;
-    for (const doc of docs) {
-      doc.metadata.namespace = ns;
-      for (const subject of doc.subjects ?? []) subject.namespace = ns;
-      if (doc.kind === 'ServiceAccount') await core.createNamespacedServiceAccount({ namespace: ns, body: doc });
-      else if (doc.kind === 'Role') {
-        edit?.(doc as V1Role);
-        await rbac.createNamespacedRole({ namespace: ns, body: doc as V1Role });
-      } else if (doc.kind === 'RoleBinding') await rbac.createNamespacedRoleBinding({ namespace: ns, body: doc as never });
-      else throw new Error(`unexpected ${doc.kind} in deploy/rbac.yaml`);
+    /**
+     * A fresh namespace with the shipped ServiceAccount, Role and RoleBinding (namespace rewritten;
+     * `edit` may change the Role, e.g. drop a verb), and a kubeconfig for that ServiceAccount.
+     */
+    async function boundNamespace(
+      prefix: string,
+      edit?: (role: V1Role) => void,
+    ): Promise<{ ns: string; kubeconfig: string; user: string }> {
+      const ns = uniqueNamespace(prefix);
+      namespaces.push(ns);
+      await core.createNamespace({ body: { metadata: { name: ns } } });
+      const docs = loadAllYaml(deploy('rbac.yaml')) as Array<{
+        kind: string;
+        metadata: { namespace?: string };
+        subjects?: Array<{ namespace?: string }>;
+      }>;
+      for (const doc of docs) {
+        doc.metadata.namespace = ns;
+        for (const subject of doc.subjects ?? []) subject.namespace = ns;
+        if (doc.kind === 'ServiceAccount') await core.createNamespacedServiceAccount({ namespace: ns, body: doc });
+        else if (doc.kind === 'Role') {
+          edit?.(doc as V1Role);
+          await rbac.createNamespacedRole({ namespace: ns, body: doc as V1Role });
+        } else if (doc.kind === 'RoleBinding') await rbac.createNamespacedRoleBinding({ namespace: ns, body: doc as never });
+        else throw new Error(`unexpected ${doc.kind} in deploy/rbac.yaml`);
+      }
+      const token = (
+        await core.createNamespacedServiceAccountToken({
+          name: 'cellset-controller',
+          namespace: ns,
+          body: { spec: { audiences: [], expirationSeconds: 3600 } },
+        })
+      ).status?.token;
+      if (!token) throw new Error('TokenRequest returned no token');
+      return { ns, kubeconfig: withToken(admin, token).exportConfig(), user: `system:serviceaccount:${ns}:cellset-controller` };
     }
-    const token = (await core.createNamespacedServiceAccountToken({ name: 'cellset-controller', namespace: ns, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token;
-    if (!token) throw new Error('TokenRequest returned no token');
-    return { ns, kubeconfig: withToken(admin, token).exportConfig(), user: `system:serviceaccount:${ns}:cellset-controller` };
-  }
 
-  const cellSet = (ns: string, name: string, replicas: number) => ({
-    apiVersion: `${GROUP}/v1`,
-    kind: 'CellSet',
-    metadata: { name, namespace: ns },
-    spec: { replicas, template: { metadata: { labels: { app: 'engine' } }, spec: { automountServiceAccountToken: false, containers: [{ name: 'engine', image: 'registry.invalid/e2e/pause:1' }] } } },
-  });
-  const getSet = async (ns: string, name: string): Promise<CellSetObject | undefined> =>
-    (objects.getNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name }) as Promise<CellSetObject>).catch((error: { code?: number }) => {
-      if (error.code === 404) return undefined;
-      throw error;
+    const cellSet = (ns: string, name: string, replicas: number) => ({
+      apiVersion: `${GROUP}/v1`,
+      kind: 'CellSet',
+      metadata: { name, namespace: ns },
+      spec: {
+        replicas,
+        template: {
+          metadata: { labels: { app: 'engine' } },
+          spec: { automountServiceAccountToken: false, containers: [{ name: 'engine', image: 'registry.invalid/e2e/pause:1' }] },
+        },
+      },
     });
-  const podsOf = async (ns: string, owner: string) =>
-    (await core.listNamespacedPod({ namespace: ns })).items.filter((p) => p.metadata?.ownerReferences?.some((r) => r.kind === 'CellSet' && r.name === owner && r.controller === true));
-  /** What a kubelet would write: Running and Ready (the pods are never bound; status is all the controller reads). */
-  const markReady = async (ns: string, name: string) => {
-    const pod = await core.readNamespacedPod({ namespace: ns, name });
-    const now = new Date();
-    pod.status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: now }] };
-    await core.replaceNamespacedPodStatus({ namespace: ns, name, body: pod });
-  };
+    const getSet = async (ns: string, name: string): Promise<CellSetObject | undefined> =>
+      (
+        objects.getNamespacedCustomObject({
+          group: GROUP,
+          version: 'v1',
+          namespace: ns,
+          plural: PLURAL,
+          name,
+        }) as Promise<CellSetObject>
+      ).catch((error: { code?: number }) => {
+        if (error.code === 404) return undefined;
+        throw error;
+      });
+    const podsOf = async (ns: string, owner: string) =>
+      (await core.listNamespacedPod({ namespace: ns })).items.filter((p) =>
+        p.metadata?.ownerReferences?.some((r) => r.kind === 'CellSet' && r.name === owner && r.controller === true),
+      );
+    /** What a kubelet would write: Running and Ready (the pods are never bound; status is all the controller reads). */
+    const markReady = async (ns: string, name: string) => {
+      const pod = await core.readNamespacedPod({ namespace: ns, name });
+      const now = new Date();
+      pod.status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: now }] };
+      await core.replaceNamespacedPodStatus({ namespace: ns, name, body: pod });
+    };
 
-  it('[cellset: e2e converge] as a ServiceAccount bound to the shipped Role only: finalizer, pods with owner references, status, Events, scale down, and a delete that leaves nothing', async () => {
-    const { ns, kubeconfig } = await boundNamespace('e2e-cellset');
-    const out: string[] = [];
-    const errors: string[] = [];
-    const stop = new AbortController();
-    const running = runController({ kubeconfigYaml: kubeconfig, namespace: ns, leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500, signal: stop.signal, print: (l) => out.push(l), printError: (l) => errors.push(l) });
-    const state = () => ({ out: out.slice(-20), errors: errors.slice(-20) });
-    try {
-      await eventually('the controller synced and leading', () => out.some((l) => l.includes('synced CellSets and pods')) && out.some((l) => l.includes('leading as')), state, 60_000);
-      await objects.createNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, body: cellSet(ns, 'web', 3) });
-      await eventually('three pods and status', async () => (await podsOf(ns, 'web')).length === 3 && (await getSet(ns, 'web'))?.status?.replicas === 3, state, 60_000);
-      const set = (await getSet(ns, 'web'))!;
-      expect(set.metadata.finalizers).toEqual([FINALIZER]);
-      expect(set.status).toMatchObject({ replicas: 3, observedGeneration: 1, readyReplicas: 0 });
-      const pods = await podsOf(ns, 'web');
-      expect(pods.map((p) => p.metadata!.name).sort()).toEqual(['web-0', 'web-1', 'web-2']);
-      expect(pods.every((p) => p.metadata!.ownerReferences![0]!.uid === set.metadata.uid)).toBe(true);
+    it('[cellset: e2e converge] as a ServiceAccount bound to the shipped Role only: finalizer, pods with owner references, status, Events, scale down, and a delete that leaves nothing', async () => {
+      const { ns, kubeconfig } = await boundNamespace('e2e-cellset');
+      const out: string[] = [];
+      const errors: string[] = [];
+      const stop = new AbortController();
+      const running = runController({
+        kubeconfigYaml: kubeconfig,
+        namespace: ns,
+        leaseDurationMs: 3_000,
+        renewDeadlineMs: 2_000,
+        retryPeriodMs: 500,
+        signal: stop.signal,
+        print: (l) => out.push(l),
+        printError: (l) => errors.push(l),
+      });
+      const state = () => ({ out: out.slice(-20), errors: errors.slice(-20) });
+      try {
+        await eventually(
+          'the controller synced and leading',
+          () => out.some((l) => l.includes('synced CellSets and pods')) && out.some((l) => l.includes('leading as')),
+          state,
+          60_000,
+        );
+        await objects.createNamespacedCustomObject({
+          group: GROUP,
+          version: 'v1',
+          namespace: ns,
+          plural: PLURAL,
+          body: cellSet(ns, 'web', 3),
+        });
+        await eventually(
+          'three pods and status',
+          async () => (await podsOf(ns, 'web')).length === 3 && (await getSet(ns, 'web'))?.status?.replicas === 3,
+          state,
+          60_000,
+        );
+        const set = (await getSet(ns, 'web'))!;
+        expect(set.metadata.finalizers).toEqual([FINALIZER]);
+        expect(set.status).toMatchObject({ replicas: 3, observedGeneration: 1, readyReplicas: 0 });
+        const pods = await podsOf(ns, 'web');
+        expect(pods.map((p) => p.metadata!.name).sort()).toEqual(['web-0', 'web-1', 'web-2']);
+        expect(pods.every((p) => p.metadata!.ownerReferences![0]!.uid === set.metadata.uid)).toBe(true);
 
-      for (const name of ['web-0', 'web-1', 'web-2']) await markReady(ns, name);
-      await eventually('readyReplicas 3', async () => (await getSet(ns, 'web'))?.status?.readyReplicas === 3, state, 60_000);
+        for (const name of ['web-0', 'web-1', 'web-2']) await markReady(ns, name);
+        await eventually('readyReplicas 3', async () => (await getSet(ns, 'web'))?.status?.readyReplicas === 3, state, 60_000);
 
-      const current = (await getSet(ns, 'web'))! as CellSetObject & { spec: { replicas: number } };
-      current.spec.replicas = 2;
-      await objects.replaceNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name: 'web', body: current });
-      await eventually('scaled to two at generation 2', async () => (await podsOf(ns, 'web')).length === 2 && (await getSet(ns, 'web'))?.status?.observedGeneration === 2, state, 60_000);
+        const current = (await getSet(ns, 'web'))! as CellSetObject & { spec: { replicas: number } };
+        current.spec.replicas = 2;
+        await objects.replaceNamespacedCustomObject({
+          group: GROUP,
+          version: 'v1',
+          namespace: ns,
+          plural: PLURAL,
+          name: 'web',
+          body: current,
+        });
+        await eventually(
+          'scaled to two at generation 2',
+          async () => (await podsOf(ns, 'web')).length === 2 && (await getSet(ns, 'web'))?.status?.observedGeneration === 2,
+          state,
+          60_000,
+        );
+
+        await objects.deleteNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name: 'web' });
+        await eventually(
+          'the set gone with its pods',
+          async () => (await getSet(ns, 'web')) === undefined && (await podsOf(ns, 'web')).length === 0,
+          state,
+          60_000,
+        );
+
+        const events = await admin.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns });
+        const reasons = new Set(events.items.map((e) => e.reason));
+        for (const reason of ['FinalizerAdded', 'CreatedPod', 'ScaledDown', 'DeletingPods'])
+          expect(reasons, reason).toContain(reason);
+        expect(errors.filter((l) => /forbidden/i.test(l))).toEqual([]); // the Role covered every request
+      } finally {
+        stop.abort();
+      }
+      expect(await running).toBe(0);
+    }, 180_000);
+
+    it("[cellset: e2e kill -9] the controller process (the example's start command, Node 26) is killed with SIGKILL mid-reconcile after its second create; restarted, it creates only the missing pod, writes the status, and a delete leaves no finalizer and no pods", async () => {
+      const { ns, kubeconfig } = await boundNamespace('e2e-cellset-kill');
+      const kubeconfigPath = join(tmp, `${ns}.kubeconfig`);
+      writeFileSync(kubeconfigPath, kubeconfig, { mode: 0o600 });
+      const args = [
+        '--controller',
+        '--kubeconfig',
+        kubeconfigPath,
+        '--namespace',
+        ns,
+        '--lease-duration',
+        '2',
+        '--renew-deadline',
+        '1.5',
+        '--retry-period',
+        '0.5',
+      ];
+      await objects.createNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1',
+        namespace: ns,
+        plural: PLURAL,
+        body: cellSet(ns, 'web', 3),
+      });
+
+      const first = new ControllerProcess(args, { CELLSET_PAUSE_AFTER_CREATES: '2' });
+      children.push(first);
+      await eventually(
+        'the first process paused after its second create',
+        () => first.out.some((l) => l.includes('paused after creating 2 pods')),
+        () => first.state(),
+        90_000,
+      );
+      expect(first.out[0]).toContain(`cellset-controller: node ${process.version},`); // the Node this cell runs (26 in CI's e2e cell)
+      first.kill('SIGKILL');
+      expect(await first.exited).toMatchObject({ signal: 'SIGKILL' });
+
+      // Killed mid-reconcile: two pods, the finalizer, no status yet.
+      const before = await podsOf(ns, 'web');
+      expect(before.map((p) => p.metadata!.name).sort()).toEqual(['web-0', 'web-1']);
+      const killed = (await getSet(ns, 'web'))!;
+      expect(killed.metadata.finalizers).toEqual([FINALIZER]);
+      expect(killed.status?.observedGeneration).toBeUndefined();
+
+      const second = new ControllerProcess(args);
+      children.push(second);
+      // Its first reconcile creates web-2 and reports the two pods it saw; the next one (once the cache
+      // holds web-2) reports three.
+      await eventually(
+        'the restarted controller converged the status',
+        async () => {
+          const status = (await getSet(ns, 'web'))?.status;
+          return status?.observedGeneration === 1 && status.replicas === 3;
+        },
+        () => second.state(),
+        90_000,
+      );
+      const after = await podsOf(ns, 'web');
+      expect(after.map((p) => p.metadata!.name).sort()).toEqual(['web-0', 'web-1', 'web-2']); // no duplicate, no gap
+      // The two pods made before the kill are the same objects: not recreated.
+      for (const pod of before)
+        expect(after.find((p) => p.metadata!.name === pod.metadata!.name)!.metadata!.uid).toBe(pod.metadata!.uid);
+      expect((await getSet(ns, 'web'))!.status).toMatchObject({ replicas: 3, observedGeneration: 1 });
+      expect(second.out.filter((l) => l.includes('event CreatedPod'))).toEqual([expect.stringContaining('web-2')]);
 
       await objects.deleteNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name: 'web' });
-      await eventually('the set gone with its pods', async () => (await getSet(ns, 'web')) === undefined && (await podsOf(ns, 'web')).length === 0, state, 60_000);
+      await eventually(
+        'the set gone: finalizer lifted, pods deleted',
+        async () => (await getSet(ns, 'web')) === undefined && (await podsOf(ns, 'web')).length === 0,
+        () => second.state(),
+        60_000,
+      );
 
-      const events = await admin.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns });
-      const reasons = new Set(events.items.map((e) => e.reason));
-      for (const reason of ['FinalizerAdded', 'CreatedPod', 'ScaledDown', 'DeletingPods']) expect(reasons, reason).toContain(reason);
-      expect(errors.filter((l) => /forbidden/i.test(l))).toEqual([]); // the Role covered every request
-    } finally {
-      stop.abort();
-    }
-    expect(await running).toBe(0);
-  }, 180_000);
+      // The graceful stop: SIGTERM to the controller's own node process (as a container runtime sends
+      // it to PID 1). tsx, in between here, SIGKILLs its child when the child does not acknowledge a
+      // signal the parent relays within 30 ms — a loaded machine's race, not the controller's.
+      second.signalController('SIGTERM');
+      expect(await second.exited).toMatchObject({ code: 0 });
+      expect(second.out.at(-1)).toBe('cellset-controller: stopped cleanly');
+      expect(second.err.filter((l) => /forbidden/i.test(l))).toEqual([]);
+    }, 240_000);
 
-  it('[cellset: e2e kill -9] the controller process (the example\'s start command, Node 26) is killed with SIGKILL mid-reconcile after its second create; restarted, it creates only the missing pod, writes the status, and a delete leaves no finalizer and no pods', async () => {
-    const { ns, kubeconfig } = await boundNamespace('e2e-cellset-kill');
-    const kubeconfigPath = join(tmp, `${ns}.kubeconfig`);
-    writeFileSync(kubeconfigPath, kubeconfig, { mode: 0o600 });
-    const args = ['--controller', '--kubeconfig', kubeconfigPath, '--namespace', ns, '--lease-duration', '2', '--renew-deadline', '1.5', '--retry-period', '0.5'];
-    await objects.createNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, body: cellSet(ns, 'web', 3) });
-
-    const first = new ControllerProcess(args, { CELLSET_PAUSE_AFTER_CREATES: '2' });
-    children.push(first);
-    await eventually('the first process paused after its second create', () => first.out.some((l) => l.includes('paused after creating 2 pods')), () => first.state(), 90_000);
-    expect(first.out[0]).toContain(`cellset-controller: node ${process.version},`); // the Node this cell runs (26 in CI's e2e cell)
-    first.kill('SIGKILL');
-    expect(await first.exited).toMatchObject({ signal: 'SIGKILL' });
-
-    // Killed mid-reconcile: two pods, the finalizer, no status yet.
-    const before = await podsOf(ns, 'web');
-    expect(before.map((p) => p.metadata!.name).sort()).toEqual(['web-0', 'web-1']);
-    const killed = (await getSet(ns, 'web'))!;
-    expect(killed.metadata.finalizers).toEqual([FINALIZER]);
-    expect(killed.status?.observedGeneration).toBeUndefined();
-
-    const second = new ControllerProcess(args);
-    children.push(second);
-    // Its first reconcile creates web-2 and reports the two pods it saw; the next one (once the cache
-    // holds web-2) reports three.
-    await eventually('the restarted controller converged the status', async () => {
-      const status = (await getSet(ns, 'web'))?.status;
-      return status?.observedGeneration === 1 && status.replicas === 3;
-    }, () => second.state(), 90_000);
-    const after = await podsOf(ns, 'web');
-    expect(after.map((p) => p.metadata!.name).sort()).toEqual(['web-0', 'web-1', 'web-2']); // no duplicate, no gap
-    // The two pods made before the kill are the same objects: not recreated.
-    for (const pod of before) expect(after.find((p) => p.metadata!.name === pod.metadata!.name)!.metadata!.uid).toBe(pod.metadata!.uid);
-    expect((await getSet(ns, 'web'))!.status).toMatchObject({ replicas: 3, observedGeneration: 1 });
-    expect(second.out.filter((l) => l.includes('event CreatedPod'))).toEqual([expect.stringContaining('web-2')]);
-
-    await objects.deleteNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name: 'web' });
-    await eventually('the set gone: finalizer lifted, pods deleted', async () => (await getSet(ns, 'web')) === undefined && (await podsOf(ns, 'web')).length === 0, () => second.state(), 60_000);
-
-    // The graceful stop: SIGTERM to the controller's own node process (as a container runtime sends
-    // it to PID 1). tsx, in between here, SIGKILLs its child when the child does not acknowledge a
-    // signal the parent relays within 30 ms — a loaded machine's race, not the controller's.
-    second.signalController('SIGTERM');
-    expect(await second.exited).toMatchObject({ code: 0 });
-    expect(second.out.at(-1)).toBe('cellset-controller: stopped cleanly');
-    expect(second.err.filter((l) => /forbidden/i.test(l))).toEqual([]);
-  }, 240_000);
-
-  it('[cellset: e2e RBAC] a Role missing one verb (pods create) fails loudly: the 403 with the verb, the resource and the user on stderr, reconcile retried, no pod', async () => {
-    const { ns, kubeconfig, user } = await boundNamespace('e2e-cellset-rbac', (role) => {
-      const pods = role.rules!.find((r) => r.resources?.includes('pods'))!;
-      pods.verbs = pods.verbs.filter((v) => v !== 'create');
-    });
-    const out: string[] = [];
-    const errors: string[] = [];
-    const stop = new AbortController();
-    const running = runController({ kubeconfigYaml: kubeconfig, namespace: ns, leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500, signal: stop.signal, print: (l) => out.push(l), printError: (l) => errors.push(l) });
-    try {
-      await objects.createNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, body: cellSet(ns, 'web', 1) });
-      const line = await eventually('a forbidden create on stderr', () => errors.find((l) => l.includes('cannot create resource "pods"')), () => ({ out: out.slice(-10), errors }), 60_000);
-      expect(line).toContain('reconcile failed; retrying after backoff');
-      expect(line).toContain(`403 Forbidden: pods is forbidden: User "${user}" cannot create resource "pods" in API group "" in the namespace "${ns}"`);
-      // Retried, not given up on, and nothing else was refused: the finalizer went on (patch is granted).
-      await eventually('a second attempt', () => errors.filter((l) => l.includes('cannot create resource "pods"')).length >= 2, () => errors, 60_000);
-      expect((await getSet(ns, 'web'))!.metadata.finalizers).toEqual([FINALIZER]);
-      expect(await podsOf(ns, 'web')).toEqual([]);
-    } finally {
-      stop.abort();
-    }
-    expect(await running).toBe(0);
-  }, 180_000);
-});
+    it('[cellset: e2e RBAC] a Role missing one verb (pods create) fails loudly: the 403 with the verb, the resource and the user on stderr, reconcile retried, no pod', async () => {
+      const { ns, kubeconfig, user } = await boundNamespace('e2e-cellset-rbac', (role) => {
+        const pods = role.rules!.find((r) => r.resources?.includes('pods'))!;
+        pods.verbs = pods.verbs.filter((v) => v !== 'create');
+      });
+      const out: string[] = [];
+      const errors: string[] = [];
+      const stop = new AbortController();
+      const running = runController({
+        kubeconfigYaml: kubeconfig,
+        namespace: ns,
+        leaseDurationMs: 3_000,
+        renewDeadlineMs: 2_000,
+        retryPeriodMs: 500,
+        signal: stop.signal,
+        print: (l) => out.push(l),
+        printError: (l) => errors.push(l),
+      });
+      try {
+        await objects.createNamespacedCustomObject({
+          group: GROUP,
+          version: 'v1',
+          namespace: ns,
+          plural: PLURAL,
+          body: cellSet(ns, 'web', 1),
+        });
+        const line = await eventually(
+          'a forbidden create on stderr',
+          () => errors.find((l) => l.includes('cannot create resource "pods"')),
+          () => ({ out: out.slice(-10), errors }),
+          60_000,
+        );
+        expect(line).toContain('reconcile failed; retrying after backoff');
+        expect(line).toContain(
+          `403 Forbidden: pods is forbidden: User "${user}" cannot create resource "pods" in API group "" in the namespace "${ns}"`,
+        );
+        // Retried, not given up on, and nothing else was refused: the finalizer went on (patch is granted).
+        await eventually(
+          'a second attempt',
+          () => errors.filter((l) => l.includes('cannot create resource "pods"')).length >= 2,
+          () => errors,
+          60_000,
+        );
+        expect((await getSet(ns, 'web'))!.metadata.finalizers).toEqual([FINALIZER]);
+        expect(await podsOf(ns, 'web')).toEqual([]);
+      } finally {
+        stop.abort();
+      }
+      expect(await running).toBe(0);
+    }, 180_000);
+  },
+);

@@ -1,6 +1,13 @@
 import type { ApiServer } from '@reconcile-loop/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { conforms, embeddedTarget, realTarget, report, runConformance, type Pair } from '../../packages/testing/conformance/runner.js';
+import {
+  conforms,
+  embeddedTarget,
+  realTarget,
+  report,
+  runConformance,
+  type Pair,
+} from '../../packages/testing/conformance/runner.js';
 import { accessFromKubeconfig } from '../../packages/testing/conformance/target.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 
@@ -19,15 +26,22 @@ afterAll(async () => {
 describe.skipIf(!availability.run)('conformance: embedded apiserver vs kube-apiserver (raw API)', () => {
   it('[testing: conformance] every case is SAME on both personalities except the marked known differences', async () => {
     const e = env();
-    const real = e.controlPlane === undefined ? [{ personality: 'cached' as const, kubeconfig: e.endpoint.kubeconfig }] : [
-      { personality: 'cached' as const, kubeconfig: e.controlPlane.cachedEndpoint.kubeconfig },
-      { personality: 'uncached' as const, kubeconfig: e.controlPlane.uncachedEndpoint.kubeconfig },
-    ];
+    const real =
+      e.controlPlane === undefined
+        ? [{ personality: 'cached' as const, kubeconfig: e.endpoint.kubeconfig }]
+        : [
+            { personality: 'cached' as const, kubeconfig: e.controlPlane.cachedEndpoint.kubeconfig },
+            { personality: 'uncached' as const, kubeconfig: e.controlPlane.uncachedEndpoint.kubeconfig },
+          ];
     const pairs: Pair[] = [];
     for (const r of real) {
       const emb = await embeddedTarget(r.personality);
       started.push(emb.server);
-      pairs.push({ personality: r.personality, embedded: emb.target, real: realTarget(`kube-apiserver (${r.personality})`, accessFromKubeconfig(r.kubeconfig)) });
+      pairs.push({
+        personality: r.personality,
+        embedded: emb.target,
+        real: realTarget(`kube-apiserver (${r.personality})`, accessFromKubeconfig(r.kubeconfig)),
+      });
     }
     const results = await runConformance(pairs);
     process.stdout.write(`\n[conformance]\n${report(results)}\n`);

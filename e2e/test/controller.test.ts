@@ -23,11 +23,17 @@ const GROUP = 'example.com';
 const PLURAL = 'cocoonsets';
 
 /** Real time on purpose: waits for real processes. */
-async function eventually(what: string, ok: () => boolean | Promise<boolean>, state: () => unknown, timeoutMs = 60_000): Promise<void> {
+async function eventually(
+  what: string,
+  ok: () => boolean | Promise<boolean>,
+  state: () => unknown,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await ok()) return;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms; state: ${JSON.stringify(state(), null, 1)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not reached in ${timeoutMs} ms; state: ${JSON.stringify(state(), null, 1)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -67,7 +73,14 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
                     type: 'object',
                     properties: {
                       spec: { type: 'object', properties: { replicas: { type: 'integer' } } },
-                      status: { type: 'object', properties: { replicas: { type: 'integer' }, readyReplicas: { type: 'integer' }, observedGeneration: { type: 'integer' } } },
+                      status: {
+                        type: 'object',
+                        properties: {
+                          replicas: { type: 'integer' },
+                          readyReplicas: { type: 'integer' },
+                          observedGeneration: { type: 'integer' },
+                        },
+                      },
                     },
                   },
                 },
@@ -107,10 +120,15 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
     });
   // A merge patch of spec only: a read-modify-replace would race the controller's status writes.
   const scale = async (name: string, replicas: number) => {
-    await new KubeClient({ kubeConfig: kc }).resource({ group: GROUP, version: 'v1', plural: PLURAL }).inNamespace(ns).patch(name, { type: 'merge', body: { spec: { replicas } } });
+    await new KubeClient({ kubeConfig: kc })
+      .resource({ group: GROUP, version: 'v1', plural: PLURAL })
+      .inNamespace(ns)
+      .patch(name, { type: 'merge', body: { spec: { replicas } } });
   };
   const getSet = async (name: string) =>
-    (await objects.getNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name })) as { status?: Record<string, number> };
+    (await objects.getNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name })) as {
+      status?: Record<string, number>;
+    };
   const eventsAbout = async (name: string) =>
     (await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns })).items
       .filter((e) => e.regarding?.name === name)
@@ -118,7 +136,9 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
       .sort();
   const podsOf = async (owner: string) => {
     const list = await core.listNamespacedPod({ namespace: ns });
-    return list.items.filter((p) => p.metadata?.ownerReferences?.some((r) => r.kind === 'CocoonSet' && r.name === owner && r.controller === true));
+    return list.items.filter((p) =>
+      p.metadata?.ownerReferences?.some((r) => r.kind === 'CocoonSet' && r.name === owner && r.controller === true),
+    );
   };
 
   it('[loop: Owns] creates owned pods with controller references and scales them; a parent deleted with background propagation reaches reconcile, and the simulated GC empties it (real apiserver)', async () => {
@@ -129,30 +149,76 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
       const key = `${ns}/web`;
       const parentUid = loop.store.get(key)?.metadata.uid;
       expect(parentUid).toEqual(expect.any(String));
-      await eventually('two pods owned by web', async () => (await podsOf('web')).length === 2, () => loop.health());
+      await eventually(
+        'two pods owned by web',
+        async () => (await podsOf('web')).length === 2,
+        () => loop.health(),
+      );
       const pods = await podsOf('web');
       expect(pods.map((p) => p.metadata?.ownerReferences)).toEqual(
-        pods.map(() => [expect.objectContaining({ apiVersion: `${GROUP}/v1`, kind: 'CocoonSet', name: 'web', uid: parentUid, controller: true, blockOwnerDeletion: true })]),
+        pods.map(() => [
+          expect.objectContaining({
+            apiVersion: `${GROUP}/v1`,
+            kind: 'CocoonSet',
+            name: 'web',
+            uid: parentUid,
+            controller: true,
+            blockOwnerDeletion: true,
+          }),
+        ]),
       );
-      await eventually('the pod store to map them to web', () => loop.stores.pods.owned(key).size === 2, () => loop.stores.pods.keys());
+      await eventually(
+        'the pod store to map them to web',
+        () => loop.stores.pods.owned(key).size === 2,
+        () => loop.stores.pods.keys(),
+      );
       // Status through kube-client's patchStatus (the /status subresource), Events on events.k8s.io/v1.
       let seen: unknown;
-      await eventually('status: 2 replicas at generation 1', async () => isDeepStrictEqual((seen = await getSet('web')).status, { replicas: 2, readyReplicas: 0, observedGeneration: 1 }), () => seen);
+      await eventually(
+        'status: 2 replicas at generation 1',
+        async () =>
+          isDeepStrictEqual((seen = await getSet('web')).status, { replicas: 2, readyReplicas: 0, observedGeneration: 1 }),
+        () => seen,
+      );
       await events.flush();
       const created = await eventsAbout('web');
       expect(created).toEqual(['SuccessfulCreate Created pod: web-0', 'SuccessfulCreate Created pod: web-1']);
 
       await scale('web', 3);
-      await eventually('three pods', async () => (await podsOf('web')).length === 3, () => loop.health());
-      await eventually('status: 3 replicas at generation 2', async () => isDeepStrictEqual((seen = await getSet('web')).status, { replicas: 3, readyReplicas: 0, observedGeneration: 2 }), () => seen);
+      await eventually(
+        'three pods',
+        async () => (await podsOf('web')).length === 3,
+        () => loop.health(),
+      );
+      await eventually(
+        'status: 3 replicas at generation 2',
+        async () =>
+          isDeepStrictEqual((seen = await getSet('web')).status, { replicas: 3, readyReplicas: 0, observedGeneration: 2 }),
+        () => seen,
+      );
 
-      await objects.deleteNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name: 'web', propagationPolicy: 'Background' });
-      await eventually('the parent to leave the CR store', () => !loop.store.has(key), () => loop.store.keys());
+      await objects.deleteNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1',
+        namespace: ns,
+        plural: PLURAL,
+        name: 'web',
+        propagationPolicy: 'Background',
+      });
+      await eventually(
+        'the parent to leave the CR store',
+        () => !loop.store.has(key),
+        () => loop.store.keys(),
+      );
       // No GC runs: the pods stay, and still map to the deleted parent's key.
       expect(loop.stores.pods.owned(key).size).toBe(3);
       // Play the garbage collector.
       for (const pod of await podsOf('web')) await core.deleteNamespacedPod({ namespace: ns, name: pod.metadata!.name! });
-      await eventually('the owned pods to leave the pod store', () => loop.stores.pods.owned(key).size === 0, () => loop.stores.pods.keys());
+      await eventually(
+        'the owned pods to leave the pod store',
+        () => loop.stores.pods.owned(key).size === 0,
+        () => loop.stores.pods.keys(),
+      );
       expect(await podsOf('web')).toEqual([]); // the reconcile of a deleted parent recreated nothing
       expect(loop.health().reconciles).toMatchObject({ terminal: 0, parked: 0 });
     } finally {
@@ -167,26 +233,70 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
       await create('db', 2);
       await loop.start();
       const key = `${ns}/db`;
-      await eventually('two pods owned by db', async () => (await podsOf('db')).length === 2, () => loop.health());
+      await eventually(
+        'two pods owned by db',
+        async () => (await podsOf('db')).length === 2,
+        () => loop.health(),
+      );
 
-      await objects.deleteNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name: 'db', propagationPolicy: 'Foreground' });
-      await eventually('the parent to carry a deletionTimestamp in the CR store', () => loop.store.get(key)?.metadata.deletionTimestamp !== undefined, () => loop.store.get(key));
+      await objects.deleteNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1',
+        namespace: ns,
+        plural: PLURAL,
+        name: 'db',
+        propagationPolicy: 'Foreground',
+      });
+      await eventually(
+        'the parent to carry a deletionTimestamp in the CR store',
+        () => loop.store.get(key)?.metadata.deletionTimestamp !== undefined,
+        () => loop.store.get(key),
+      );
       // GC step 1: delete one dependent. A controller that ignored the deletionTimestamp would replace it.
       const [first] = await podsOf('db');
       await core.deleteNamespacedPod({ namespace: ns, name: first!.metadata!.name! });
-      await eventually('the pod store to drop it', () => loop.stores.pods.owned(key).size === 1, () => loop.stores.pods.keys());
-      await eventually('the loop to be idle', () => loop.health().queueDepth === 0 && loop.health().inFlight.length === 0, () => loop.health());
+      await eventually(
+        'the pod store to drop it',
+        () => loop.stores.pods.owned(key).size === 1,
+        () => loop.stores.pods.keys(),
+      );
+      await eventually(
+        'the loop to be idle',
+        () => loop.health().queueDepth === 0 && loop.health().inFlight.length === 0,
+        () => loop.health(),
+      );
       expect((await podsOf('db')).length).toBe(1);
       // GC step 2: the last dependent, then the finalizer; the apiserver then removes the parent.
       for (const pod of await podsOf('db')) await core.deleteNamespacedPod({ namespace: ns, name: pod.metadata!.name! });
-      const parent = (await objects.getNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name: 'db' })) as {
+      const parent = (await objects.getNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1',
+        namespace: ns,
+        plural: PLURAL,
+        name: 'db',
+      })) as {
         metadata: { finalizers?: string[] };
       };
       expect(parent.metadata.finalizers).toContain('foregroundDeletion');
       parent.metadata.finalizers = [];
-      await objects.replaceNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name: 'db', body: parent });
-      await eventually('the parent to leave the CR store', () => !loop.store.has(key), () => loop.store.keys());
-      await eventually('no pod left for db', () => loop.stores.pods.owned(key).size === 0, () => loop.stores.pods.keys());
+      await objects.replaceNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1',
+        namespace: ns,
+        plural: PLURAL,
+        name: 'db',
+        body: parent,
+      });
+      await eventually(
+        'the parent to leave the CR store',
+        () => !loop.store.has(key),
+        () => loop.store.keys(),
+      );
+      await eventually(
+        'no pod left for db',
+        () => loop.stores.pods.owned(key).size === 0,
+        () => loop.stores.pods.keys(),
+      );
       expect(await podsOf('db')).toEqual([]);
     } finally {
       await loop.stop({ graceMs: 5_000 });

@@ -5,7 +5,14 @@ import { ReconcileLoop, healthHandler, type LoopHealth, type ObjectKey } from '@
 import { kubeReflector, podReflector } from '@reconcile-loop/reflector';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { eventually, forbiddenListNamespace, podManifest, poisonCrd, storeMatchesFreshList, type ListedObject } from '../src/index.js';
+import {
+  eventually,
+  forbiddenListNamespace,
+  podManifest,
+  poisonCrd,
+  storeMatchesFreshList,
+  type ListedObject,
+} from '../src/index.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 
 // Fail loudly, never stall — a whole ReconcileLoop against the real kube-apiserver, its probes
@@ -55,7 +62,15 @@ function recordingLoop<T extends KubernetesObjectView & { metadata: { labels: Re
         const latest = reconciles.filter((r) => r.pool === pool).at(-1);
         return latest !== undefined && test(latest.members) ? latest.members : undefined;
       },
-      () => ({ reconciles: reconciles.map((r) => ({ pool: r.pool, keys: [...r.members.keys()] })), health: String(loop.health().ready.checks.map((c) => c.reason).join('; ')) }),
+      () => ({
+        reconciles: reconciles.map((r) => ({ pool: r.pool, keys: [...r.members.keys()] })),
+        health: String(
+          loop
+            .health()
+            .ready.checks.map((c) => c.reason)
+            .join('; '),
+        ),
+      }),
     );
   return { loop, reconciled };
 }
@@ -88,8 +103,10 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
     const kc = admin();
     const core = kc.makeApiClient(CoreV1Api);
     const { namespace: ns, kubeConfig: watcher, grantList } = await forbiddenListNamespace(kc, 'rbac-loop');
-    for (const name of ['engine-0', 'engine-1']) await core.createNamespacedPod({ namespace: ns, body: podManifest(name, { labels: { pool: 'engines' } }) });
-    const source = () => podReflector({ kubeConfig: watcher, namespace: ns, labelSelector: 'pool', retryDelayMs: 100, maxRetryDelayMs: 400 });
+    for (const name of ['engine-0', 'engine-1'])
+      await core.createNamespacedPod({ namespace: ns, body: podManifest(name, { labels: { pool: 'engines' } }) });
+    const source = () =>
+      podReflector({ kubeConfig: watcher, namespace: ns, labelSelector: 'pool', retryDelayMs: 100, maxRetryDelayMs: 400 });
 
     const { loop } = recordingLoop<Pod>(source(), 3_000);
     const probe = await serveProbes(loop);
@@ -97,7 +114,9 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
       () => 'resolved',
       (error: unknown) => error,
     );
-    const forbidden = new RegExp(`\\[-\\]source:pods failed: not synced yet; failing for .*403 Forbidden: .*system:serviceaccount:${ns}:watcher.* cannot list resource "pods"`);
+    const forbidden = new RegExp(
+      `\\[-\\]source:pods failed: not synced yet; failing for .*403 Forbidden: .*system:serviceaccount:${ns}:watcher.* cannot list resource "pods"`,
+    );
     const red = await eventually(
       '/readyz red with the 403',
       async () => {
@@ -112,7 +131,11 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
 
     const error = await starting;
     expect(error).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT', sourceName: 'pods', timeoutMs: 3_000 });
-    expect((error as Error).cause).toMatchObject({ statusCode: 403, status: { code: 403, reason: 'Forbidden' }, request: { verb: 'list' } });
+    expect((error as Error).cause).toMatchObject({
+      statusCode: 403,
+      status: { code: 403, reason: 'Forbidden' },
+      request: { verb: 'list' },
+    });
     expect((error as Error).message).toContain('cannot list resource "pods"');
     expect(loop.state).toBe('stopped');
     expect(loop.health().sources['pods']?.lastError).toMatchObject({ statusCode: 403 });
@@ -124,11 +147,17 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
     const healed = recordingLoop<Pod>(source(), 30_000);
     const healedProbe = await serveProbes(healed.loop);
     await healed.loop.start();
-    expect(keysOf(await healed.reconciled('engines', (m) => m.size === 2, 'the engines'))).toEqual([`${ns}/engine-0`, `${ns}/engine-1`]);
+    expect(keysOf(await healed.reconciled('engines', (m) => m.size === 2, 'the engines'))).toEqual([
+      `${ns}/engine-0`,
+      `${ns}/engine-1`,
+    ]);
     expect(await healedProbe('/readyz')).toEqual({ status: 200, body: 'ok' });
     await core.createNamespacedPod({ namespace: ns, body: podManifest('engine-2', { labels: { pool: 'engines' } }) });
     await healed.reconciled('engines', (m) => m.has(`${ns}/engine-2`), 'engine-2 on the watch');
-    await expectStoreEqualsFreshList(healed.loop, async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: 'pool' })).items);
+    await expectStoreEqualsFreshList(
+      healed.loop,
+      async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: 'pool' })).items,
+    );
   });
 
   it('[loop: health] a CRD poison object (spec.replicas "two" admitted by int-or-string): quarantined and listed in loop.health(), /readyz and /healthz stay 200, every other object is reconciled, fixed it is reconciled; the store equals a fresh LIST minus the quarantine', async () => {
@@ -140,7 +169,15 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
     await crd.create('other-0', 1, { pool: 'others' });
     const schema = objectSchema({ spec: z.object({ replicas: z.number().int() }) });
     const resource = { group: crd.group, version: crd.version, plural: crd.plural };
-    const reflector = kubeReflector({ name: 'cells', kubeConfig: admin(), resource, schema, namespace: ns, retryDelayMs: 100, maxRetryDelayMs: 400 });
+    const reflector = kubeReflector({
+      name: 'cells',
+      kubeConfig: admin(),
+      resource,
+      schema,
+      namespace: ns,
+      retryDelayMs: 100,
+      maxRetryDelayMs: 400,
+    });
     const { loop, reconciled } = recordingLoop<z.output<typeof schema>>(reflector, 30_000);
     const probe = await serveProbes(loop);
     const quarantined = () => (loop.health().sources['cells']?.quarantined ?? []).map((q) => q.key);
@@ -148,7 +185,11 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
     await loop.start(); // the poison object does not hold back the sync
     expect(keysOf(await reconciled('cells', () => true, 'the cells'))).toEqual([`${ns}/cell-0`]);
     expect(loop.health().sources['cells']?.quarantined).toEqual([
-      expect.objectContaining({ key: `${ns}/cell-bad`, resourceVersion: bad.metadata?.resourceVersion, issues: [expect.stringMatching(/^spec\.replicas: /)] }),
+      expect.objectContaining({
+        key: `${ns}/cell-bad`,
+        resourceVersion: bad.metadata?.resourceVersion,
+        issues: [expect.stringMatching(/^spec\.replicas: /)],
+      }),
     ]);
     expect(loop.health().ready.ok).toBe(true);
     expect(await probe('/readyz')).toEqual({ status: 200, body: 'ok' });

@@ -44,10 +44,23 @@ class Replica {
     namespace: string,
     lease = 'e2e-lock',
   ) {
-    this.child = spawn(process.execPath, ['--conditions=@reconcile-loop/source', '--import', 'tsx', join(e2eRoot, 'scripts', 'leader-replica.ts'), kubeconfigPath, namespace, lease, id], {
-      cwd: e2eRoot,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    this.child = spawn(
+      process.execPath,
+      [
+        '--conditions=@reconcile-loop/source',
+        '--import',
+        'tsx',
+        join(e2eRoot, 'scripts', 'leader-replica.ts'),
+        kubeconfigPath,
+        namespace,
+        lease,
+        id,
+      ],
+      {
+        cwd: e2eRoot,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     this.child.stdout!.setEncoding('utf8');
     this.child.stdout!.on('data', (chunk: string) => {
       this.#buffer += chunk;
@@ -69,7 +82,9 @@ class Replica {
   }
 
   get exited(): Promise<void> {
-    return this.child.exitCode !== null || this.child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => this.child.once('exit', () => resolve()));
+    return this.child.exitCode !== null || this.child.signalCode !== null
+      ? Promise.resolve()
+      : new Promise((resolve) => this.child.once('exit', () => resolve()));
   }
 
   /** Leadership terms by the ticks actually done: [started, last tick of that term]. */
@@ -102,10 +117,19 @@ async function until<V>(what: string, probe: () => V | undefined, timeoutMs: num
 }
 
 const leaderOf = (replicas: Replica[]): Replica | undefined =>
-  replicas.find((r) => r.killedAt === undefined && r.child.exitCode === null && r.actingIntervals().length > 0 && r.events.filter((x) => x.e === 'started').length > r.events.filter((x) => x.e === 'stopped').length);
+  replicas.find(
+    (r) =>
+      r.killedAt === undefined &&
+      r.child.exitCode === null &&
+      r.actingIntervals().length > 0 &&
+      r.events.filter((x) => x.e === 'started').length > r.events.filter((x) => x.e === 'stopped').length,
+  );
 
 /** The elector's error lines for failed Lease reads since `after`. */
-const outageErrors = (r: Replica, after: number): Event[] => r.events.filter((x) => x.t >= after && x.e === 'log' && x['level'] === 'error' && x['message'] === 'error retrieving the lease');
+const outageErrors = (r: Replica, after: number): Event[] =>
+  r.events.filter(
+    (x) => x.t >= after && x.e === 'log' && x['level'] === 'error' && x['message'] === 'error retrieving the lease',
+  );
 
 /** Every tick lies in its replica's term (actingIntervals throws otherwise) and no two terms overlap. */
 function noOverlap(replicas: Replica[]): void {
@@ -149,7 +173,9 @@ describeE2e('leader-election against the real kube-apiserver (separate processes
     kc.loadFromString(env.endpoint.kubeconfig);
     const client = new KubeClient({ kubeConfig: kc });
     ns = `le-${randomBytes(3).toString('hex')}`;
-    await client.resource({ group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace' }).create({ metadata: { name: ns } });
+    await client
+      .resource({ group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace' })
+      .create({ metadata: { name: ns } });
     for (let i = 0; i < 3; i++) spawnReplica();
     await until('three replicas ready', () => (replicas.every((r) => r.has('ready')) ? true : undefined), 90_000);
   }, 120_000);
@@ -159,10 +185,15 @@ describeE2e('leader-election against the real kube-apiserver (separate processes
       if (r.frozen && r.child.exitCode === null) r.child.kill('SIGCONT');
       r.child.kill('SIGKILL');
     }
-    await Promise.all([...replicas, ...stallReplicas].map((r) => Promise.race([r.exited, new Promise((resolve) => setTimeout(resolve, 5_000))])));
+    await Promise.all(
+      [...replicas, ...stallReplicas].map((r) => Promise.race([r.exited, new Promise((resolve) => setTimeout(resolve, 5_000))])),
+    );
     process.stderr.write(`[leader-election e2e] measured failover (ms): ${JSON.stringify(measured)}\n`);
     if (process.env['LE_E2E_DUMP']) {
-      for (const r of [...replicas, ...stallReplicas]) process.stderr.write(`[${r.id}] exit=${r.child.exitCode}/${r.child.signalCode} ${JSON.stringify(r.events.filter((x) => x.e !== 'tick'))}\n`);
+      for (const r of [...replicas, ...stallReplicas])
+        process.stderr.write(
+          `[${r.id}] exit=${r.child.exitCode}/${r.child.signalCode} ${JSON.stringify(r.events.filter((x) => x.e !== 'tick'))}\n`,
+        );
     }
   }, 30_000);
 
@@ -182,7 +213,15 @@ describeE2e('leader-election against the real kube-apiserver (separate processes
 
   it('[leader_election: e2e] graceful stop (SIGTERM, ReleaseOnCancel): the Lease is released and a standby takes over in about a retry period', async () => {
     const leader = await until('a leader', () => leaderOf(replicas), 30_000);
-    await until('a ready standby', () => (replicas.filter((r) => r !== leader && r.has('ready') && r.child.exitCode === null && r.killedAt === undefined).length >= 2 ? true : undefined), 60_000);
+    await until(
+      'a ready standby',
+      () =>
+        replicas.filter((r) => r !== leader && r.has('ready') && r.child.exitCode === null && r.killedAt === undefined).length >=
+        2
+          ? true
+          : undefined,
+      60_000,
+    );
     await new Promise((r) => setTimeout(r, 1_500));
     const stopAt = Date.now();
     leader.child.kill('SIGTERM');
@@ -200,7 +239,15 @@ describeE2e('leader-election against the real kube-apiserver (separate processes
 
   it('[leader_election: e2e] a leader frozen (SIGSTOP) past the lease duration is replaced, and after SIGCONT it does not reconcile before it observed the loss', async () => {
     const leader = await until('a leader', () => leaderOf(replicas), 30_000);
-    await until('two ready standbys', () => (replicas.filter((r) => r !== leader && r.has('ready') && r.child.exitCode === null && r.killedAt === undefined).length >= 2 ? true : undefined), 60_000);
+    await until(
+      'two ready standbys',
+      () =>
+        replicas.filter((r) => r !== leader && r.has('ready') && r.child.exitCode === null && r.killedAt === undefined).length >=
+        2
+          ? true
+          : undefined,
+      60_000,
+    );
     await new Promise((r) => setTimeout(r, 1_500));
     const frozenAt = Date.now();
     leader.child.kill('SIGSTOP');
@@ -247,7 +294,11 @@ describeE2e('leader-election against the real kube-apiserver (separate processes
     const controlPlane = requireControlPlane(context, environment());
     const live = (): Replica[] => replicas.filter((r) => r.killedAt === undefined && r.child.exitCode === null);
     const leader = await until('a leader', () => leaderOf(replicas), 30_000);
-    await until('two ready standbys', () => (live().filter((r) => r !== leader && r.has('ready')).length >= 2 ? true : undefined), 60_000);
+    await until(
+      'two ready standbys',
+      () => (live().filter((r) => r !== leader && r.has('ready')).length >= 2 ? true : undefined),
+      60_000,
+    );
     await new Promise((r) => setTimeout(r, 1_500));
     const downAt = Date.now();
     await controlPlane.etcd.kill();
@@ -273,7 +324,11 @@ describeE2e('leader-election against the real kube-apiserver (separate processes
     // The apiserver reconnects to etcd, then any candidate takes the expired Lease at its next try.
     expect(next.t - upAt).toBeLessThanOrEqual(30_000);
     // Quiet outage: each replica's failed reads are one error line and one recovery line, not one per retry.
-    await until('every replica that logged the outage logged its recovery', () => (live().every((r) => !outageErrors(r, downAt).length || r.has('recovered', startingAt)) ? true : undefined), 20_000);
+    await until(
+      'every replica that logged the outage logged its recovery',
+      () => (live().every((r) => !outageErrors(r, downAt).length || r.has('recovered', startingAt)) ? true : undefined),
+      20_000,
+    );
     for (const r of live()) expect(outageErrors(r, downAt).length, r.id).toBeLessThanOrEqual(1);
     expect(live().some((r) => outageErrors(r, downAt).length === 1)).toBe(true);
     await new Promise((r) => setTimeout(r, 1_500));
@@ -283,6 +338,8 @@ describeE2e('leader-election against the real kube-apiserver (separate processes
     noOverlap(replicas);
     // The first leader, and one after each of kill -9, SIGTERM, SIGSTOP and the etcd restart.
     expect(replicas.flatMap((r) => r.actingIntervals()).length).toBeGreaterThanOrEqual(5);
-    for (const r of replicas) for (const x of r.events) if (x.e === 'log' && x['level'] === 'error') process.stderr.write(`[${r.id}] ${JSON.stringify(x)}\n`);
+    for (const r of replicas)
+      for (const x of r.events)
+        if (x.e === 'log' && x['level'] === 'error') process.stderr.write(`[${r.id}] ${JSON.stringify(x)}\n`);
   });
 });

@@ -23,15 +23,32 @@ function statusCode(error: unknown): number | undefined {
 
 interface WatchEvent {
   readonly type: string;
-  readonly object: { metadata?: { name?: string; resourceVersion?: string }; code?: number; reason?: string; details?: { causes?: { reason?: string }[] } };
+  readonly object: {
+    metadata?: { name?: string; resourceVersion?: string };
+    code?: number;
+    reason?: string;
+    details?: { causes?: { reason?: string }[] };
+  };
 }
 
 /** Opens a watch and resolves with its events once `done(events)` holds or the stream ends. */
-async function watchUntil(kc: KubeConfig, path: string, query: Record<string, string | number | boolean>, done: (events: WatchEvent[]) => boolean, timeoutMs = 30_000): Promise<WatchEvent[]> {
+async function watchUntil(
+  kc: KubeConfig,
+  path: string,
+  query: Record<string, string | number | boolean>,
+  done: (events: WatchEvent[]) => boolean,
+  timeoutMs = 30_000,
+): Promise<WatchEvent[]> {
   const events: WatchEvent[] = [];
   let controller: AbortController | undefined;
   const finished = new Promise<WatchEvent[]>((resolveEvents, reject) => {
-    const timer = setTimeout(() => reject(new Error(`watch ${path}: condition not met in ${timeoutMs} ms; got ${JSON.stringify(events.map((e) => e.type))}`)), timeoutMs);
+    const timer = setTimeout(
+      () =>
+        reject(
+          new Error(`watch ${path}: condition not met in ${timeoutMs} ms; got ${JSON.stringify(events.map((e) => e.type))}`),
+        ),
+      timeoutMs,
+    );
     const finish = (): void => {
       clearTimeout(timer);
       resolveEvents(events);
@@ -44,7 +61,10 @@ async function watchUntil(kc: KubeConfig, path: string, query: Record<string, st
           events.push({ type, object: object as WatchEvent['object'] });
           if (done(events)) finish();
         },
-        (err: unknown) => (err === null || err === undefined || (err as { name?: string }).name === 'AbortError' ? finish() : (clearTimeout(timer), reject(err))),
+        (err: unknown) =>
+          err === null || err === undefined || (err as { name?: string }).name === 'AbortError'
+            ? finish()
+            : (clearTimeout(timer), reject(err)),
       )
       .then((c) => (controller = c), reject);
   });
@@ -87,16 +107,26 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
   it('creates a namespace and a pod, lists it, and watches ADDED, MODIFIED and DELETED', async () => {
     const { kc, core } = client(env().endpoint);
     const namespaceName = await namespace(core);
-    const created = await core.createNamespacedPod({ namespace: namespaceName, body: podManifest('smoke-a', { labels: { app: 'smoke' } }) });
+    const created = await core.createNamespacedPod({
+      namespace: namespaceName,
+      body: podManifest('smoke-a', { labels: { app: 'smoke' } }),
+    });
     const list = await core.listNamespacedPod({ namespace: namespaceName, labelSelector: 'app=smoke' });
     expect(list.items.map((p) => p.metadata?.name)).toEqual(['smoke-a']);
     const listRv = list.metadata?.resourceVersion;
     expect(listRv).toBeDefined();
 
-    const watching = watchUntil(kc, `/api/v1/namespaces/${namespaceName}/pods`, { resourceVersion: rvOf(created), labelSelector: 'app=smoke' }, (events) =>
-      events.some((e) => e.type === 'DELETED'),
+    const watching = watchUntil(
+      kc,
+      `/api/v1/namespaces/${namespaceName}/pods`,
+      { resourceVersion: rvOf(created), labelSelector: 'app=smoke' },
+      (events) => events.some((e) => e.type === 'DELETED'),
     );
-    await core.patchNamespacedPod({ name: 'smoke-a', namespace: namespaceName, body: [{ op: 'add', path: '/metadata/labels/touched', value: 'yes' }] });
+    await core.patchNamespacedPod({
+      name: 'smoke-a',
+      namespace: namespaceName,
+      body: [{ op: 'add', path: '/metadata/labels/touched', value: 'yes' }],
+    });
     // An unbound pod has no kubelet to wait for: the apiserver stamps deletionTimestamp
     // (one MODIFIED) and removes it at once (DELETED).
     await core.deleteNamespacedPod({ name: 'smoke-a', namespace: namespaceName });
@@ -114,10 +144,19 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
     const uncached = client(cp.uncachedEndpoint);
     const cached = client(cp.cachedEndpoint);
     const namespaceName = await namespace(uncached.core);
-    const first = await uncached.core.createNamespacedPod({ namespace: namespaceName, body: podManifest('compact-a', { labels: { app: 'compact' } }) });
+    const first = await uncached.core.createNamespacedPod({
+      namespace: namespaceName,
+      body: podManifest('compact-a', { labels: { app: 'compact' } }),
+    });
     const oldRv = rvOf(first);
-    await uncached.core.createNamespacedPod({ namespace: namespaceName, body: podManifest('compact-b', { labels: { app: 'compact' } }) });
-    await uncached.core.createNamespacedPod({ namespace: namespaceName, body: podManifest('compact-c', { labels: { app: 'compact' } }) });
+    await uncached.core.createNamespacedPod({
+      namespace: namespaceName,
+      body: podManifest('compact-b', { labels: { app: 'compact' } }),
+    });
+    await uncached.core.createNamespacedPod({
+      namespace: namespaceName,
+      body: podManifest('compact-c', { labels: { app: 'compact' } }),
+    });
     // A watch from R resumes at R+1; etcd keeps the compaction revision itself, so the
     // compaction must pass R+1 for the cursor to die: two writes after it guarantee that.
     const result = await cp.etcd.compact();
@@ -126,15 +165,19 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
     expect((await cp.etcd.compact(result.revision)).compacted).toBe(false);
 
     // A LIST at an exact compacted revision: HTTP 410 Gone.
-    const listError = await uncached.core.listNamespacedPod({ namespace: namespaceName, resourceVersion: oldRv, resourceVersionMatch: 'Exact' }).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+    const listError = await uncached.core
+      .listNamespacedPod({ namespace: namespaceName, resourceVersion: oldRv, resourceVersionMatch: 'Exact' })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
     expect(statusCode(listError)).toBe(410);
 
     // A WATCH from the compacted cursor: the stream opens and carries an ERROR event with code 410.
     const path = `/api/v1/namespaces/${namespaceName}/pods`;
-    const uncachedEvents = await watchUntil(uncached.kc, path, { resourceVersion: oldRv }, (events) => events.some((e) => e.type === 'ERROR'));
+    const uncachedEvents = await watchUntil(uncached.kc, path, { resourceVersion: oldRv }, (events) =>
+      events.some((e) => e.type === 'ERROR'),
+    );
     const error = uncachedEvents.find((e) => e.type === 'ERROR');
     expect(error?.object.code).toBe(410);
     expect(error?.object.reason).toBe('Expired');
@@ -150,10 +193,16 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
     const { core } = client(env().endpoint);
     const namespaceName = await namespace(core);
     const current = Number((await core.listNamespacedPod({ namespace: namespaceName })).metadata?.resourceVersion);
-    const error = await core.listNamespacedPod({ namespace: namespaceName, resourceVersion: String(current + 1_000_000), resourceVersionMatch: 'NotOlderThan' }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await core
+      .listNamespacedPod({
+        namespace: namespaceName,
+        resourceVersion: String(current + 1_000_000),
+        resourceVersionMatch: 'NotOlderThan',
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(statusCode(error)).toBe(504);
     const body = JSON.parse(String((error as { body?: unknown }).body)) as WatchEvent['object'];
     expect(body.details?.causes?.map((c) => c.reason)).toContain('ResourceVersionTooLarge');
@@ -162,7 +211,10 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
   it('bookmarks: the initial-events-end bookmark of a watch list, and a bookmark before a short watch times out', async () => {
     const { kc, core } = client(env().endpoint);
     const namespaceName = await namespace(core);
-    await core.createNamespacedPod({ namespace: namespaceName, body: podManifest('bookmark-a', { labels: { app: 'bookmark' } }) });
+    await core.createNamespacedPod({
+      namespace: namespaceName,
+      body: podManifest('bookmark-a', { labels: { app: 'bookmark' } }),
+    });
     const path = `/api/v1/namespaces/${namespaceName}/pods`;
     const initial = await watchUntil(
       kc,
@@ -177,8 +229,17 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
     // The cacher sends a bookmark 2 s before the watch deadline, but only with a revision newer
     // than the cursor: a write elsewhere advances it (seen through etcd progress notifications).
     const rv = (await core.listNamespacedPod({ namespace: namespaceName })).metadata?.resourceVersion ?? '0';
-    const timedWatch = watchUntil(kc, path, { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: 15 }, (events) => events.some((e) => e.type === 'BOOKMARK'), 30_000);
-    const other = await core.createNamespacedConfigMap({ namespace: namespaceName, body: { metadata: { name: 'advance-revision' } } });
+    const timedWatch = watchUntil(
+      kc,
+      path,
+      { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: 15 },
+      (events) => events.some((e) => e.type === 'BOOKMARK'),
+      30_000,
+    );
+    const other = await core.createNamespacedConfigMap({
+      namespace: namespaceName,
+      body: { metadata: { name: 'advance-revision' } },
+    });
     const timed = await timedWatch;
     expect(timed.map((e) => e.type)).toEqual(['BOOKMARK']);
     expect(Number(timed[0]?.object.metadata?.resourceVersion)).toBeGreaterThanOrEqual(Number(other.metadata?.resourceVersion));
@@ -189,7 +250,9 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
     const namespaceName = await namespace(core);
     const kubelet = new KubeletEmulator(kc, `e2e-node-${randomBytes(2).toString('hex')}`);
     await kubelet.registerNode();
-    expect((await core.readNode({ name: kubelet.nodeName })).status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect((await core.readNode({ name: kubelet.nodeName })).status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe(
+      'True',
+    );
 
     await core.createNamespacedPod({ namespace: namespaceName, body: podManifest('kubelet-a') });
     expect((await kubelet.bind(namespaceName, 'kubelet-a')).spec?.nodeName).toBe(kubelet.nodeName);
@@ -302,7 +365,9 @@ describe.skipIf(!availability.run || process.env[ENV.kubeconfig] !== undefined)(
       const { core } = client(cp.cachedEndpoint);
       expect((await core.listNamespace()).kind).toBe('NamespaceList');
       const message = written.join('');
-      expect(message).toContain(`kill ${String(cp.etcd.process.pid)} ${String(cp.cached.process.pid)} ${String(cp.uncached.process.pid)}`);
+      expect(message).toContain(
+        `kill ${String(cp.etcd.process.pid)} ${String(cp.cached.process.pid)} ${String(cp.uncached.process.pid)}`,
+      );
       expect(message).toContain(`${ENV.kubeconfig}=${cp.cachedEndpoint.kubeconfigPath}`);
     } finally {
       await Promise.allSettled([cp.cached.stop(), cp.uncached.stop()]);

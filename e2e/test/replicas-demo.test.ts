@@ -33,7 +33,10 @@ describe.skipIf(!availability.run)('--replicas against the real kube-apiserver',
     ] as const) {
       await core.createNamespacedPod({
         namespace: ns,
-        body: { metadata: { name, labels: { pool } }, spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] } },
+        body: {
+          metadata: { name, labels: { pool } },
+          spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
+        },
       });
     }
   });
@@ -42,7 +45,7 @@ describe.skipIf(!availability.run)('--replicas against the real kube-apiserver',
     await core?.deleteNamespace({ name: ns }).catch(() => undefined);
   });
 
-  it('[demo: --replicas] on a real cluster: one leader reconciles, standbys stay ready, a killed leader is replaced after the Lease expires, /metrics counts the leader\'s reconciles', async () => {
+  it("[demo: --replicas] on a real cluster: one leader reconciles, standbys stay ready, a killed leader is replaced after the Lease expires, /metrics counts the leader's reconciles", async () => {
     const out: string[] = [];
     let urls: string[] = [];
     let metricsWhileLeading: string | undefined;
@@ -61,14 +64,21 @@ describe.skipIf(!availability.run)('--replicas against the real kube-apiserver',
       onListening: (u) => (urls = u),
     });
     try {
-      await eventually('replica-0 reconciling both pools', () => ['engines', 'trainers'].every((p) => out.some((l) => l.startsWith(`[replica-0] pool ${ns}/${p}`))), () => out, 60_000);
+      await eventually(
+        'replica-0 reconciling both pools',
+        () => ['engines', 'trainers'].every((p) => out.some((l) => l.startsWith(`[replica-0] pool ${ns}/${p}`))),
+        () => out,
+        60_000,
+      );
       metricsWhileLeading = (await get(`${urls[0]}/metrics`)).body;
       standbyReady = (await get(`${urls[1]}/readyz`)).status;
       await eventually(
         'a standby taking over and re-driving both pools',
         () => {
           const taker = out.find((l) => /^\[replica-[12]\] started leading/.test(l))?.slice(0, 11);
-          return taker !== undefined && ['engines', 'trainers'].every((p) => out.some((l) => l.startsWith(`${taker} pool ${ns}/${p}`)));
+          return (
+            taker !== undefined && ['engines', 'trainers'].every((p) => out.some((l) => l.startsWith(`${taker} pool ${ns}/${p}`)))
+          );
         },
         () => out,
         60_000,
@@ -78,7 +88,9 @@ describe.skipIf(!availability.run)('--replicas against the real kube-apiserver',
     }
     const report = await running;
 
-    expect(metricsWhileLeading).toMatch(/^controller_runtime_reconcile_total\{controller="pool-tracker",result="success"\} [1-9]\d*$/m);
+    expect(metricsWhileLeading).toMatch(
+      /^controller_runtime_reconcile_total\{controller="pool-tracker",result="success"\} [1-9]\d*$/m,
+    );
     expect(metricsWhileLeading).toMatch(/^workqueue_adds_total\{.*name="pool-tracker".*\} [1-9]\d*$/m);
     expect(standbyReady).toBe(200); // a synced standby is ready
     expect(report.killed).toBe('replica-0');

@@ -120,8 +120,12 @@ function view(pod: Pod): MemberView {
 }
 
 /** Real time on purpose: these wait for real processes (60 s by default here: a scenario may span a relist). */
-const eventually = <T>(what: string, probe: () => T | undefined | Promise<T | undefined>, describeState: () => unknown, timeoutMs = 60_000): Promise<T> =>
-  pollUntil(what, probe, describeState, timeoutMs);
+const eventually = <T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  describeState: () => unknown,
+  timeoutMs = 60_000,
+): Promise<T> => pollUntil(what, probe, describeState, timeoutMs);
 
 /** A reflector and a loop over pods carrying the pool label in one namespace, recording every reconcile. */
 class Tracker {
@@ -130,7 +134,11 @@ class Tracker {
   readonly loop: ReconcileLoop<Pod, string>;
   #seq = 0;
 
-  constructor(endpoint: { kubeconfig: string }, readonly namespace: string, options: Partial<ReflectorOptions<Pod>> = {}) {
+  constructor(
+    endpoint: { kubeconfig: string },
+    readonly namespace: string,
+    options: Partial<ReflectorOptions<Pod>> = {},
+  ) {
     this.reflector = podReflector({
       kubeConfig: kubeConfigOf(endpoint),
       namespace,
@@ -146,7 +154,11 @@ class Tracker {
       sourceRetryDelayMs: 100,
       syncTimeoutMs: 60_000,
       reconcile: (pool, { members }) => {
-        this.calls.push({ seq: ++this.#seq, pool, members: new Map([...members].map(([key, pod]) => [key.split('/')[1] ?? key, view(pod)])) });
+        this.calls.push({
+          seq: ++this.#seq,
+          pool,
+          members: new Map([...members].map(([key, pod]) => [key.split('/')[1] ?? key, view(pod)])),
+        });
       },
     });
   }
@@ -158,29 +170,54 @@ class Tracker {
 
   /** The first reconcile of `pool` after `mark`; it must satisfy `expected` (cache before notify). */
   async firstAfter(mark: number, pool: string): Promise<ReconcileCall> {
-    return eventually(`a reconcile of ${pool} after #${mark}`, () => this.calls.find((c) => c.seq > mark && c.pool === pool), () => this.state());
+    return eventually(
+      `a reconcile of ${pool} after #${mark}`,
+      () => this.calls.find((c) => c.seq > mark && c.pool === pool),
+      () => this.state(),
+    );
   }
 
   /** Some reconcile of `pool` after `mark` satisfying `predicate`. */
-  async until(mark: number, pool: string, predicate: (members: ReadonlyMap<string, MemberView>) => boolean, what: string, timeoutMs?: number): Promise<ReconcileCall> {
-    return eventually(`${pool}: ${what}`, () => this.calls.find((c) => c.seq > mark && c.pool === pool && predicate(c.members)), () => this.state(), timeoutMs);
+  async until(
+    mark: number,
+    pool: string,
+    predicate: (members: ReadonlyMap<string, MemberView>) => boolean,
+    what: string,
+    timeoutMs?: number,
+  ): Promise<ReconcileCall> {
+    return eventually(
+      `${pool}: ${what}`,
+      () => this.calls.find((c) => c.seq > mark && c.pool === pool && predicate(c.members)),
+      () => this.state(),
+      timeoutMs,
+    );
   }
 
   /** Waits until no reconcile ran for `quietMs`, so the next write's first reconcile is caused by it. */
   async settle(quietMs = 400): Promise<void> {
     let last = this.#seq;
     let since = Date.now();
-    await eventually('the loop to settle', () => {
-      if (this.#seq !== last) {
-        last = this.#seq;
-        since = Date.now();
-      }
-      return Date.now() - since >= quietMs || undefined;
-    }, () => this.state());
+    await eventually(
+      'the loop to settle',
+      () => {
+        if (this.#seq !== last) {
+          last = this.#seq;
+          since = Date.now();
+        }
+        return Date.now() - since >= quietMs || undefined;
+      },
+      () => this.state(),
+    );
   }
 
   state(): unknown {
-    return { cursor: this.reflector.cursor, stats: this.reflector.stats, loop: this.loop.state, store: this.loop.store.keys(), lastCalls: this.calls.slice(-5).map((c) => ({ ...c, members: Object.fromEntries(c.members) })) };
+    return {
+      cursor: this.reflector.cursor,
+      stats: this.reflector.stats,
+      loop: this.loop.state,
+      store: this.loop.store.keys(),
+      lastCalls: this.calls.slice(-5).map((c) => ({ ...c, members: Object.fromEntries(c.members) })),
+    };
   }
 }
 
@@ -193,8 +230,17 @@ async function expectStoreMatchesList(tracker: Tracker, core: CoreV1Api): Promis
     'store == fresh LIST',
     async () => {
       const list = await core.listNamespacedPod({ namespace: tracker.namespace, labelSelector: POOL });
-      listed = Object.fromEntries(list.items.map((p) => [`${p.metadata?.namespace ?? ''}/${p.metadata?.name ?? ''}`, p.metadata?.resourceVersion ?? '']).sort());
-      cached = Object.fromEntries(tracker.loop.store.keys().sort().map((k) => [k, tracker.loop.store.get(k)?.metadata.resourceVersion ?? '']));
+      listed = Object.fromEntries(
+        list.items
+          .map((p) => [`${p.metadata?.namespace ?? ''}/${p.metadata?.name ?? ''}`, p.metadata?.resourceVersion ?? ''])
+          .sort(),
+      );
+      cached = Object.fromEntries(
+        tracker.loop.store
+          .keys()
+          .sort()
+          .map((k) => [k, tracker.loop.store.get(k)?.metadata.resourceVersion ?? '']),
+      );
       return same() || undefined;
     },
     () => ({ listed, cached }),
@@ -212,7 +258,13 @@ function uniqueNamespace(prefix: string): string {
 }
 
 /** Runs `body` with a started tracker and always stops it; then checks the store against a LIST. */
-async function withTracker(backend: Backend, ns: string, options: Partial<ReflectorOptions<Pod>>, body: (t: Tracker) => Promise<void>, listFrom: CoreV1Api = backend.core): Promise<Tracker> {
+async function withTracker(
+  backend: Backend,
+  ns: string,
+  options: Partial<ReflectorOptions<Pod>>,
+  body: (t: Tracker) => Promise<void>,
+  listFrom: CoreV1Api = backend.core,
+): Promise<Tracker> {
   const tracker = new Tracker(backend.endpoint, ns, options);
   try {
     await tracker.loop.start();
@@ -232,7 +284,12 @@ function sharedScenarios(backend: () => Backend): void {
     const b = backend();
     const ns = uniqueNamespace('sync');
     await b.createNamespace(ns);
-    for (const [name, pool] of [['a1', 'a'], ['a2', 'a'], ['b1', 'b']] as const) await b.core.createNamespacedPod({ namespace: ns, body: pod(name, pool) });
+    for (const [name, pool] of [
+      ['a1', 'a'],
+      ['a2', 'a'],
+      ['b1', 'b'],
+    ] as const)
+      await b.core.createNamespacedPod({ namespace: ns, body: pod(name, pool) });
     await b.core.createNamespacedPod({ namespace: ns, body: pod('outsider', undefined) });
     const t = await withTracker(b, ns, {}, async (tracker) => {
       expect(tracker.loop.store.keys().sort()).toEqual([`${ns}/a1`, `${ns}/a2`, `${ns}/b1`]);
@@ -260,7 +317,11 @@ function sharedScenarios(backend: () => Backend): void {
       await t.settle();
 
       mark = t.mark();
-      const modified = await b.core.patchNamespacedPod({ name: 'p2', namespace: ns, body: [{ op: 'add', path: '/metadata/labels/touched', value: 'yes' }] });
+      const modified = await b.core.patchNamespacedPod({
+        name: 'p2',
+        namespace: ns,
+        body: [{ op: 'add', path: '/metadata/labels/touched', value: 'yes' }],
+      });
       expect((await t.firstAfter(mark, 'p')).members.get('p2')?.rv).toBe(modified.metadata?.resourceVersion);
       await t.settle();
 
@@ -275,7 +336,11 @@ function sharedScenarios(backend: () => Backend): void {
 
       // A pod moving to another pool is a change for both parents.
       mark = t.mark();
-      await b.core.patchNamespacedPod({ name: 'p1', namespace: ns, body: [{ op: 'replace', path: `/metadata/labels/${POOL.replace('/', '~1')}`, value: 'q' }] });
+      await b.core.patchNamespacedPod({
+        name: 'p1',
+        namespace: ns,
+        body: [{ op: 'replace', path: `/metadata/labels/${POOL.replace('/', '~1')}`, value: 'q' }],
+      });
       await t.until(mark, 'q', (m) => m.has('p1'), 'p1 moved in');
       await t.until(mark, 'p', (m) => m.size === 0, 'p emptied');
       expect(t.loop.store.hasMembers('p')).toBe(false);
@@ -288,11 +353,21 @@ function sharedScenarios(backend: () => Backend): void {
     await b.createNamespace(ns);
     await b.core.createNamespacedPod({ namespace: ns, body: pod('r1', 'r') });
     const t = await withTracker(b, ns, { watchTimeoutSeconds: 1 }, async (tracker) => {
-      await eventually('three watches', () => tracker.reflector.stats.watches >= 3 || undefined, () => tracker.state(), 30_000);
+      await eventually(
+        'three watches',
+        () => tracker.reflector.stats.watches >= 3 || undefined,
+        () => tracker.state(),
+        30_000,
+      );
       const mark = tracker.mark();
       await b.core.createNamespacedPod({ namespace: ns, body: pod('r2', 'r') });
       await tracker.until(mark, 'r', (m) => m.has('r2'), 'r2 seen on a reopened watch');
-      await eventually('one more watch', () => tracker.reflector.stats.watches >= 4 || undefined, () => tracker.state(), 30_000);
+      await eventually(
+        'one more watch',
+        () => tracker.reflector.stats.watches >= 4 || undefined,
+        () => tracker.state(),
+        30_000,
+      );
     });
     expect(t.reflector.stats.lists).toBe(1);
     expect(t.reflector.stats.relists).toBe(0);
@@ -365,7 +440,12 @@ describe.skipIf(!availability.run)('scenarios against the real kube-apiserver', 
     const writer = realBackend(cp.cachedEndpoint).core;
     const ns = uniqueNamespace('compact');
     await uncached.createNamespace(ns);
-    for (const [name, pool] of [['g1', 'ghost'], ['g2', 'ghost'], ['s1', 'stay']] as const) await writer.createNamespacedPod({ namespace: ns, body: pod(name, pool) });
+    for (const [name, pool] of [
+      ['g1', 'ghost'],
+      ['g2', 'ghost'],
+      ['s1', 'stay'],
+    ] as const)
+      await writer.createNamespacedPod({ namespace: ns, body: pod(name, pool) });
     const t = await withTracker(uncached, ns, {}, async (tracker) => {
       await tracker.until(0, 'ghost', (m) => m.size === 2, 'ghost listed');
       await tracker.until(0, 'stay', (m) => m.size === 1, 'stay listed');
@@ -420,7 +500,11 @@ describe.skipIf(!availability.run)('scenarios against the real kube-apiserver', 
       const mark = t.mark();
       await eventually(
         'a write after the etcd restart',
-        () => b.core.createNamespacedPod({ namespace: ns, body: pod('e2', 'e') }).then(() => true, () => undefined),
+        () =>
+          b.core.createNamespacedPod({ namespace: ns, body: pod('e2', 'e') }).then(
+            () => true,
+            () => undefined,
+          ),
         () => t.state(),
       );
       await b.core.deleteNamespacedPod({ name: 'e1', namespace: ns, gracePeriodSeconds: 0 });
@@ -442,10 +526,19 @@ describe.skipIf(!availability.run)('scenarios against the real kube-apiserver', 
       { watchTimeoutSeconds: 3, idleGraceMs: 1_000 },
       async (tracker) => {
         await tracker.until(0, 't', (m) => m.has('t1'), 'listed');
-        await eventually('a watch open through the proxy', () => tracker.reflector.stats.watches >= 1 || undefined, () => tracker.state());
+        await eventually(
+          'a watch open through the proxy',
+          () => tracker.reflector.stats.watches >= 1 || undefined,
+          () => tracker.state(),
+        );
         proxied.proxy.stall();
         await direct.core.createNamespacedPod({ namespace: ns, body: pod('t2', 't') });
-        await eventually('an idle timeout', () => tracker.reflector.stats.idleTimeouts >= 1 || undefined, () => tracker.state(), 30_000);
+        await eventually(
+          'an idle timeout',
+          () => tracker.reflector.stats.idleTimeouts >= 1 || undefined,
+          () => tracker.state(),
+          30_000,
+        );
         // The stall ends: stuck connections are reset, new ones flow again.
         proxied.proxy.dropConnections();
         proxied.proxy.resume();
@@ -484,7 +577,12 @@ describe('scenarios against the embedded apiserver (@reconcile-loop/testing)', (
       await tracker.until(0, 'f', (m) => m.has('f1'), 'listed');
       embedded().failNext({ verb: 'watch', status: 504, inBand: true });
       embedded().dropWatches();
-      await eventually('a relist', () => tracker.reflector.stats.relists >= 1 || undefined, () => tracker.state(), 30_000);
+      await eventually(
+        'a relist',
+        () => tracker.reflector.stats.relists >= 1 || undefined,
+        () => tracker.state(),
+        30_000,
+      );
       const mark = tracker.mark();
       await b.core.createNamespacedPod({ namespace: ns, body: pod('f2', 'f') });
       await tracker.until(mark, 'f', (m) => m.has('f2'), 'f2 after the relist');
@@ -497,7 +595,12 @@ describe('scenarios against the embedded apiserver (@reconcile-loop/testing)', (
     const server = embedded();
     const ns = uniqueNamespace('compact');
     await b.createNamespace(ns);
-    for (const [name, pool] of [['g1', 'ghost'], ['g2', 'ghost'], ['s1', 'stay']] as const) await b.core.createNamespacedPod({ namespace: ns, body: pod(name, pool) });
+    for (const [name, pool] of [
+      ['g1', 'ghost'],
+      ['g2', 'ghost'],
+      ['s1', 'stay'],
+    ] as const)
+      await b.core.createNamespacedPod({ namespace: ns, body: pod(name, pool) });
     const t = await withTracker(b, ns, {}, async (tracker) => {
       await tracker.until(0, 'ghost', (m) => m.size === 2, 'ghost listed');
       await tracker.settle();

@@ -6,7 +6,9 @@ import { TcpProxy } from '../src/index.js';
 
 async function echoServer(): Promise<{ server: Server; port: number; received: () => number }> {
   let received = 0;
-  const server = createServer((socket) => socket.on('error', () => undefined).on('data', (chunk: Buffer) => ((received += chunk.length), socket.write(chunk))));
+  const server = createServer((socket) =>
+    socket.on('error', () => undefined).on('data', (chunk: Buffer) => ((received += chunk.length), socket.write(chunk))),
+  );
   const port = await new Promise<number>((resolvePort) =>
     server.listen({ host: '127.0.0.1', port: 0 }, () => {
       const a = server.address();

@@ -45,12 +45,16 @@ function mirror(reflector: Reflector<Pod>): { store: ObjectStore<Pod, string>; e
 }
 
 /** Three labelled pods (and one without the label) in a fresh namespace on `endpoint`. */
-async function seeded(endpoint: Endpoint | { kubeconfig: string }, prefix: string): Promise<{ ns: string; client: KubeApiClient; core: CoreV1Api }> {
+async function seeded(
+  endpoint: Endpoint | { kubeconfig: string },
+  prefix: string,
+): Promise<{ ns: string; client: KubeApiClient; core: CoreV1Api }> {
   const client = new KubeApiClient(kubeConfigOf(endpoint), podResource);
   const core = kubeConfigOf(endpoint).makeApiClient(CoreV1Api);
   const ns = uniqueNamespace(prefix);
   await core.createNamespace({ body: { metadata: { name: ns } } });
-  for (const name of ['p0', 'p1', 'p2']) await core.createNamespacedPod({ namespace: ns, body: podManifest(name, { labels: { [LABEL]: 'yes' } }) });
+  for (const name of ['p0', 'p1', 'p2'])
+    await core.createNamespacedPod({ namespace: ns, body: podManifest(name, { labels: { [LABEL]: 'yes' } }) });
   await core.createNamespacedPod({ namespace: ns, body: podManifest('outsider', { labels: {} }) });
   return { ns, client, core };
 }
@@ -69,14 +73,31 @@ describe.skipIf(!availability.run)('watch-list against kube-apiserver 1.35.4', (
       const e = env();
       const endpoint = personality === 'cached' ? e.endpoint : requireControlPlane(context, e).uncachedEndpoint;
       const { ns, client, core } = await seeded(endpoint, `wl-${personality}`);
-      const reflector = podReflector({ kubeConfig: kubeConfigOf(endpoint), namespace: ns, labelSelector: LABEL, retryDelayMs: 100, maxRetryDelayMs: 1_000, initialList: 'auto' });
+      const reflector = podReflector({
+        kubeConfig: kubeConfigOf(endpoint),
+        namespace: ns,
+        labelSelector: LABEL,
+        retryDelayMs: 100,
+        maxRetryDelayMs: 1_000,
+        initialList: 'auto',
+      });
       const { store, events } = mirror(reflector);
-      await eventually('the streamed listing', () => (events.length > 0 ? true : undefined), () => ({ events, stats: reflector.stats }), 30_000);
+      await eventually(
+        'the streamed listing',
+        () => (events.length > 0 ? true : undefined),
+        () => ({ events, stats: reflector.stats }),
+        30_000,
+      );
       expect(events[0]).toBe('replace 3');
       expect(reflector.stats).toMatchObject({ watchLists: 1, lists: 0, watches: 1, watchListFallbacks: 0 });
       await core.createNamespacedPod({ namespace: ns, body: podManifest('p3', { labels: { [LABEL]: 'yes' } }) });
       await core.deleteNamespacedPod({ namespace: ns, name: 'p0', gracePeriodSeconds: 0 });
-      await eventually('p3 added and p0 deleted', () => (store.get(`${ns}/p3`) !== undefined && store.get(`${ns}/p0`) === undefined ? true : undefined), () => ({ events }), 30_000);
+      await eventually(
+        'p3 added and p0 deleted',
+        () => (store.get(`${ns}/p3`) !== undefined && store.get(`${ns}/p0`) === undefined ? true : undefined),
+        () => ({ events }),
+        30_000,
+      );
       expect(reflector.stats.watches).toBe(1);
       expect(reflector.health()).toMatchObject({ listed: true, streaming: true });
       await expectStoreEqualsList(store, client, ns);
@@ -87,15 +108,32 @@ describe.skipIf(!availability.run)('watch-list against kube-apiserver 1.35.4', (
     const cp = requireControlPlane(context, env());
     const endpoint = await cp.extraApiserver('kube-apiserver-no-watch-list', ['--feature-gates=WatchList=false']);
     const { ns, client, core } = await seeded(endpoint, 'wl-off');
-    const reflector = podReflector({ kubeConfig: kubeConfigOf(endpoint), namespace: ns, labelSelector: LABEL, retryDelayMs: 100, maxRetryDelayMs: 1_000, initialList: 'auto' });
+    const reflector = podReflector({
+      kubeConfig: kubeConfigOf(endpoint),
+      namespace: ns,
+      labelSelector: LABEL,
+      retryDelayMs: 100,
+      maxRetryDelayMs: 1_000,
+      initialList: 'auto',
+    });
     const { store, events } = mirror(reflector);
-    await eventually('the listing', () => (events.length > 0 ? true : undefined), () => ({ events, stats: reflector.stats }), 30_000);
+    await eventually(
+      'the listing',
+      () => (events.length > 0 ? true : undefined),
+      () => ({ events, stats: reflector.stats }),
+      30_000,
+    );
     expect(events[0]).toBe('replace 3');
     expect(reflector.watchListOff).toBe('refused by the server (422)');
     expect(reflector.listingMode).toBe('list');
     expect(reflector.stats).toMatchObject({ watchLists: 1, watchListFallbacks: 1, lists: 1 });
     await core.createNamespacedPod({ namespace: ns, body: podManifest('p3', { labels: { [LABEL]: 'yes' } }) });
-    await eventually('p3 added', () => store.get(`${ns}/p3`), () => ({ events }), 30_000);
+    await eventually(
+      'p3 added',
+      () => store.get(`${ns}/p3`),
+      () => ({ events }),
+      30_000,
+    );
     await expectStoreEqualsList(store, client, ns);
   }, 180_000);
 });

@@ -39,7 +39,11 @@ interface Parent {
   metadata: { name: string; namespace: string; generation: number };
 }
 interface Owned {
-  metadata: { name: string; namespace: string; ownerReferences: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller: boolean }> };
+  metadata: {
+    name: string;
+    namespace: string;
+    ownerReferences: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller: boolean }>;
+  };
   /** Bumped by the measured phase; the reconcile that first sees the bump measures the latency. */
   version: number;
   emittedAt: number;
@@ -71,7 +75,15 @@ async function runOnce(workers: number, parents: number, owned: number, reconcil
       const pod = `${name}-${o}`;
       ownedObjects.push([
         `${NS}/${pod}`,
-        { metadata: { name: pod, namespace: NS, ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'Set', name, uid: name, controller: true }] }, version: 0, emittedAt: 0 },
+        {
+          metadata: {
+            name: pod,
+            namespace: NS,
+            ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'Set', name, uid: name, controller: true }],
+          },
+          version: 0,
+          emittedAt: 0,
+        },
       ]);
     }
   }
@@ -113,7 +125,8 @@ async function runOnce(workers: number, parents: number, owned: number, reconcil
   const elu0 = performance.eventLoopUtilization();
   const started = performance.now();
   for (let i = 0; i < total; i += 100) {
-    for (const [key, pod] of ownedObjects.slice(i, i + 100)) pods.upsert(key, { ...pod, version: 1, emittedAt: performance.now() });
+    for (const [key, pod] of ownedObjects.slice(i, i + 100))
+      pods.upsert(key, { ...pod, version: 1, emittedAt: performance.now() });
     await immediate();
   }
   await everySeen;
@@ -126,7 +139,9 @@ async function runOnce(workers: number, parents: number, owned: number, reconcil
 }
 
 /** Resolves once nothing is queued, running or waiting for a deadline. */
-async function idle(loop: { health(): { queueDepth: number; inFlight: readonly unknown[]; retriesPending: number } }): Promise<void> {
+async function idle(loop: {
+  health(): { queueDepth: number; inFlight: readonly unknown[]; retriesPending: number };
+}): Promise<void> {
   for (;;) {
     const h = loop.health();
     if (h.queueDepth === 0 && h.inFlight.length === 0 && h.retriesPending === 0) return;
@@ -157,7 +172,9 @@ export async function runConcurrency(ctx: BenchContext): Promise<ConcurrencyResu
       scalingEfficiency: base > 0 ? rate.median / (workers * base) : 0,
     });
   }
-  const rows = sweep.filter((s) => [1, 4, 16].includes(s.workers)).map((s) => ({ workers: s.workers, reconcilesPerSec: s.reconcilesPerSec.median, p99Ms: s.p99Ms.median }));
+  const rows = sweep
+    .filter((s) => [1, 4, 16].includes(s.workers))
+    .map((s) => ({ workers: s.workers, reconcilesPerSec: s.reconcilesPerSec.median, p99Ms: s.p99Ms.median }));
   const at = (n: number) => sweep.find((s) => s.workers === n)?.reconcilesPerSec.median ?? 0;
   const result: ConcurrencyResult = {
     parents,
@@ -182,7 +199,9 @@ export async function runConcurrency(ctx: BenchContext): Promise<ConcurrencyResu
   );
   console.log(
     `16 workers / 1 worker: ${fmt(result.speedup16)}×; ` +
-      (result.saturatesAtWorkers === 0 ? 'no saturation up to the largest size' : `scaling falls below 70 % at ${result.saturatesAtWorkers} workers (event loop busy)`),
+      (result.saturatesAtWorkers === 0
+        ? 'no saturation up to the largest size'
+        : `scaling falls below 70 % at ${result.saturatesAtWorkers} workers (event loop busy)`),
   );
   return result;
 }

@@ -56,7 +56,10 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
     try {
       await server.seed(pods);
       for (const name of names) await measureInitialSync(server.kubeconfig, pods, INITIAL_SYNC_PATHS[name]); // warm-up
-      const samples = Object.fromEntries(names.map((n) => [n, [] as Awaited<ReturnType<typeof measureInitialSync>>[]])) as Record<InitialSyncPathName, Awaited<ReturnType<typeof measureInitialSync>>[]>;
+      const samples = Object.fromEntries(names.map((n) => [n, [] as Awaited<ReturnType<typeof measureInitialSync>>[]])) as Record<
+        InitialSyncPathName,
+        Awaited<ReturnType<typeof measureInitialSync>>[]
+      >;
       const runs = ctx.smoke ? 1 : Math.max(3, Math.min(ctx.runs, 5));
       for (let r = 0; r < runs; r++) {
         for (const name of names) {
@@ -69,7 +72,16 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
           const s = samples[name];
           const peak = summarize(s.map((x) => x.peakBytes));
           const store = summarize(s.map((x) => x.storeBytes)).median;
-          return [name, { peakBytes: peak.median, storeBytes: store, peakToStoreRatio: peak.median / store, peakUsedBytes: summarize(s.map((x) => x.peakUsedBytes)).median, peakRuns: peak }];
+          return [
+            name,
+            {
+              peakBytes: peak.median,
+              storeBytes: store,
+              peakToStoreRatio: peak.median / store,
+              peakUsedBytes: summarize(s.map((x) => x.peakUsedBytes)).median,
+              peakRuns: peak,
+            },
+          ];
         }),
       ) as Record<InitialSyncPathName, InitialSyncPathResult>;
       out.push({ pods, paths });
@@ -78,7 +90,9 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
       console.log('  path          peak MB   store MB   peak/store   before-GC high-water MB');
       for (const name of names) {
         const p = paths[name];
-        console.log(`  ${name.padEnd(12)}  ${mb(p.peakBytes).padStart(7)}   ${mb(p.storeBytes).padStart(8)}   ${p.peakToStoreRatio.toFixed(2).padStart(10)}   ${mb(p.peakUsedBytes).padStart(8)}`);
+        console.log(
+          `  ${name.padEnd(12)}  ${mb(p.peakBytes).padStart(7)}   ${mb(p.storeBytes).padStart(8)}   ${p.peakToStoreRatio.toFixed(2).padStart(10)}   ${mb(p.peakUsedBytes).padStart(8)}`,
+        );
       }
     } finally {
       await server.close();

@@ -45,7 +45,12 @@ interface Run {
 async function oneRun(server: ApiServerProcess, pods: number, rate: number, durationMs: number, offsetMs: number): Promise<Run> {
   const kc = new KubeConfig();
   kc.loadFromString(server.kubeconfig);
-  const reflector = new Reflector<Pod>({ client: new KubeApiClient(kc, podResource), schema: podSchema, namespace: NAMESPACE, name: 'latency' });
+  const reflector = new Reflector<Pod>({
+    client: new KubeApiClient(kc, podResource),
+    schema: podSchema,
+    namespace: NAMESPACE,
+    name: 'latency',
+  });
   const sent = new Map<string, number[]>();
   const sentAt = (pod: Pod): number | undefined => {
     const value = pod.metadata.annotations[SENT_AT_ANNOTATION];
@@ -93,7 +98,8 @@ async function oneRun(server: ApiServerProcess, pods: number, rate: number, dura
     const injected = await server.inject(rate, durationMs);
     const giveUp = performance.now() + 30_000;
     while (latencies.length < injected.frames) {
-      if (performance.now() > giveUp) throw new Error(`latency: ${latencies.length} of ${injected.frames} events reached reconcile within 30 s`);
+      if (performance.now() > giveUp)
+        throw new Error(`latency: ${latencies.length} of ${injected.frames} events reached reconcile within 30 s`);
       await delay(5);
     }
     histogram.disable();
@@ -143,7 +149,10 @@ export async function runLatency(ctx: BenchContext): Promise<LatencyResult> {
         ['p50', fmtSummary(result.p50Ms, 'ms')],
         ['p99', fmtSummary(result.p99Ms, 'ms')],
         ['max', fmtSummary(result.maxMs, 'ms')],
-        ['events / reconciles (last run)', `${result.events.toLocaleString('en-US')} / ${result.reconciles.toLocaleString('en-US')}`],
+        [
+          'events / reconciles (last run)',
+          `${result.events.toLocaleString('en-US')} / ${result.reconciles.toLocaleString('en-US')}`,
+        ],
         ['event-loop delay p99 (last run)', fmt(result.eventLoopDelayP99Ms, 'ms')],
         ['sender max lag behind schedule', fmt(result.senderMaxBehindMs, 'ms')],
         ['clock offset to the apiserver process', fmt(offsetMs, 'ms')],

@@ -90,8 +90,10 @@ async function timeRun(options: PipelineOptions, pods: number, poisoned: boolean
     if (pipeline === undefined) throw new Error('pipeline not started');
     if (pipeline.cacheSize() !== pods) throw new Error(`cache holds ${pipeline.cacheSize()} pods, expected ${pods}`);
     const { invalidObjects } = pipeline.reflector.stats;
-    if (invalidObjects !== (poisoned ? 1 : 0)) throw new Error(`${invalidObjects} invalid objects seen, expected ${poisoned ? 1 : 0}`);
-    if (pipeline.reflector.health().quarantined.length !== 0) throw new Error('the poisoned pod was not lifted by its next valid frame');
+    if (invalidObjects !== (poisoned ? 1 : 0))
+      throw new Error(`${invalidObjects} invalid objects seen, expected ${poisoned ? 1 : 0}`);
+    if (pipeline.reflector.health().quarantined.length !== 0)
+      throw new Error('the poisoned pod was not lifted by its next valid frame');
     return ms;
   } finally {
     await pipeline?.stop();
@@ -100,9 +102,14 @@ async function timeRun(options: PipelineOptions, pods: number, poisoned: boolean
 
 /** Clean vs poisoned throughput, alternating runs so neither always follows the other's garbage. */
 export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
-  const sizes = (ctx.smoke ? [{ pods: 200, frames: 2_000 }] : [{ pods: 2_000, frames: 20_000 }, { pods: 5_000, frames: 50_000 }]).filter(
-    (s) => ctx.pods === undefined || ctx.pods.has(s.pods),
-  );
+  const sizes = (
+    ctx.smoke
+      ? [{ pods: 200, frames: 2_000 }]
+      : [
+          { pods: 2_000, frames: 20_000 },
+          { pods: 5_000, frames: 50_000 },
+        ]
+  ).filter((s) => ctx.pods === undefined || ctx.pods.has(s.pods));
   const results: PoisonSizeResult[] = [];
   for (const { pods, frames } of sizes) {
     const server = await ApiServerProcess.start(pods + frames + 100);
@@ -148,7 +155,9 @@ export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
       const frame = JSON.parse(cleanLines[poisonAt]!) as { object: { status: Record<string, unknown> } };
       frame.object.status['phase'] = 7;
       poisonedLines[poisonAt] = JSON.stringify(frame);
-      const listingBody = Buffer.from(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: listing }));
+      const listingBody = Buffer.from(
+        JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items: listing }),
+      );
       const cleanFrames = cleanLines.map((line) => Buffer.from(line));
       const poisonedFrames = poisonedLines.map((line) => Buffer.from(line));
       await reflectorRun(listingBody, cleanFrames);
@@ -182,7 +191,19 @@ export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
   }
   printTable(
     `1p. One poison object among M frames (ms, min / median / max): the whole pipeline over the replay, wall and CPU of this process (${ctx.runs} runs each); the reflector alone in-process, CPU (${ctx.runs * 2} runs each)`,
-    ['N', 'M', 'pipeline wall: clean', 'poisoned', 'ratio', 'pipeline CPU: clean', 'poisoned', 'ratio', 'reflector CPU: clean', 'poisoned', 'ratio'],
+    [
+      'N',
+      'M',
+      'pipeline wall: clean',
+      'poisoned',
+      'ratio',
+      'pipeline CPU: clean',
+      'poisoned',
+      'ratio',
+      'reflector CPU: clean',
+      'poisoned',
+      'ratio',
+    ],
     results.map((r) => [
       r.pods.toLocaleString('en-US'),
       r.frames.toLocaleString('en-US'),

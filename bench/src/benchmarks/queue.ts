@@ -133,9 +133,17 @@ export async function runQueue(ctx: BenchContext): Promise<QueueResult> {
     `6. Queue: ${distinct.toLocaleString('en-US')} distinct parent keys, ${adds.toLocaleString('en-US')} adds, ${fmt(result.duplicateShare * 100)} % duplicates (M ops/s, min / median / max of ${ctx.runs})`,
     ['pattern', 'M ops/s', 'vs bare Set'],
     [
-      ['WorkQueue add + tryGet (sync)', m(result.syncOpsPerSec), `${fmt(result.syncOpsPerSec.median / result.floorOpsPerSec.median)}×`],
+      [
+        'WorkQueue add + tryGet (sync)',
+        m(result.syncOpsPerSec),
+        `${fmt(result.syncOpsPerSec.median / result.floorOpsPerSec.median)}×`,
+      ],
       ['bare Set + delete-first (floor)', m(result.floorOpsPerSec), '1×'],
-      ['WorkQueue add + awaiting get (worker)', m(result.asyncOpsPerSec), `${fmt(result.asyncOpsPerSec.median / result.floorOpsPerSec.median)}×`],
+      [
+        'WorkQueue add + awaiting get (worker)',
+        m(result.asyncOpsPerSec),
+        `${fmt(result.asyncOpsPerSec.median / result.floorOpsPerSec.median)}×`,
+      ],
     ],
   );
   return result;

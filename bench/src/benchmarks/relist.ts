@@ -44,7 +44,9 @@ function range(from: number, to: number): number[] {
   return Array.from({ length: to - from }, (_, k) => from + k);
 }
 
-async function oneRun(n: number): Promise<Omit<RelistSizeResult, 'pods' | 'applyMs' | 'peakBytes'> & { applyMs: number; peakBytes: number }> {
+async function oneRun(
+  n: number,
+): Promise<Omit<RelistSizeResult, 'pods' | 'applyMs' | 'peakBytes'> & { applyMs: number; peakBytes: number }> {
   const tenth = Math.max(1, Math.floor(n / 10));
   const base = await heapAfterGc();
   const store = new ObjectStore<Pod, string>({ keyMap });

@@ -33,7 +33,10 @@ interface RunStats {
  * scheduled in bursts across event-loop turns so deadlines spread out; onRetry feeds a WorkQueue
  * drained by an awaiting worker, as in the loop. Real clock.
  */
-async function oneRun(keyCount: number, baseDelayMs: number): Promise<RunStats & { scheduler: RetryScheduler<string>; clock: ReturnType<typeof countingClock> }> {
+async function oneRun(
+  keyCount: number,
+  baseDelayMs: number,
+): Promise<RunStats & { scheduler: RetryScheduler<string>; clock: ReturnType<typeof countingClock> }> {
   const clock = countingClock();
   const queue = new WorkQueue<string>();
   const deadlines = new Map<string, number>();

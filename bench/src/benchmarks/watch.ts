@@ -55,7 +55,13 @@ export interface WatchResult {
 type Start = (options: PipelineOptions) => Pipeline;
 
 /** Heap retained per pod after a forced GC, at sync (idle watch) or after `frames` replayed frames. */
-async function memoryRun(start: Start, options: PipelineOptions, pods: number, label: string, server: ApiServerProcess): Promise<number> {
+async function memoryRun(
+  start: Start,
+  options: PipelineOptions,
+  pods: number,
+  label: string,
+  server: ApiServerProcess,
+): Promise<number> {
   const base = await heapAfterGc();
   const pipeline = start(options);
   try {
@@ -74,9 +80,14 @@ async function memoryRun(start: Start, options: PipelineOptions, pods: number, l
 
 /** Benchmarks 1 and 2 over every size. */
 export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; memory: boolean }): Promise<WatchResult> {
-  const sizes = (ctx.smoke ? [{ pods: 200, frames: 500 }] : [{ pods: 5_000, frames: 50_000 }, { pods: 20_000, frames: 50_000 }]).filter(
-    (s) => ctx.pods === undefined || ctx.pods.has(s.pods),
-  );
+  const sizes = (
+    ctx.smoke
+      ? [{ pods: 200, frames: 500 }]
+      : [
+          { pods: 5_000, frames: 50_000 },
+          { pods: 20_000, frames: 50_000 },
+        ]
+  ).filter((s) => ctx.pods === undefined || ctx.pods.has(s.pods));
   const throughput: ThroughputSizeResult[] = [];
   const memory: MemorySizeResult[] = [];
   for (const { pods, frames } of sizes) {
@@ -101,7 +112,9 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
       if (parts.throughput) {
         const replay = await server.startReplay(watchFrom, frames);
         if (replay.listBytes !== Buffer.byteLength(listBody) || replay.watchBytes !== watchBytes) {
-          throw new Error(`replay captured ${replay.listBytes} + ${replay.watchBytes} bytes, expected ${Buffer.byteLength(listBody)} + ${watchBytes}`);
+          throw new Error(
+            `replay captured ${replay.listBytes} + ${replay.watchBytes} bytes, expected ${Buffer.byteLength(listBody)} + ${watchBytes}`,
+          );
         }
         const targets = [
           { via: 'replay' as const, url: replay.url, runs: ctx.runs },
@@ -188,7 +201,22 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
   if (throughput.length > 0) {
     printTable(
       `1. Watch pipeline throughput: LIST of N pods, then M MODIFIED frames; start → last frame cached and its parent enqueued (ms, min / median / max of ${ctx.runs})`,
-      ['served by', 'N', 'M', 'MB read', '(a) ours', '(b) client-node informer', '(c) JSON.parse floor', '(d) http + split + parse', '(e) (d) + validate + store + queue, sync', '(a)/(c)', '(a)/(b)', '(b)/(c)', '(d)/(c)', '(e)/(c)'],
+      [
+        'served by',
+        'N',
+        'M',
+        'MB read',
+        '(a) ours',
+        '(b) client-node informer',
+        '(c) JSON.parse floor',
+        '(d) http + split + parse',
+        '(e) (d) + validate + store + queue, sync',
+        '(a)/(c)',
+        '(a)/(b)',
+        '(b)/(c)',
+        '(d)/(c)',
+        '(e)/(c)',
+      ],
       throughput.map((t) => [
         t.via,
         t.pods.toLocaleString('en-US'),
@@ -211,7 +239,14 @@ export async function runWatch(ctx: BenchContext, parts: { throughput: boolean; 
     const kb = (s: Summary): string => fmtSummary(scaled(s, 1024));
     printTable(
       '2. Memory held per cached pod after a forced GC (KB, min / median / max)',
-      ['N', '(a) ours, after LIST', '(b) client-node, after LIST', '(a) ours, after M frames', '(b) client-node, after M frames', '(b)/(a) after LIST'],
+      [
+        'N',
+        '(a) ours, after LIST',
+        '(b) client-node, after LIST',
+        '(a) ours, after M frames',
+        '(b) client-node, after M frames',
+        '(b)/(a) after LIST',
+      ],
       memory.map((m) => [
         m.pods.toLocaleString('en-US'),
         kb(m.oursAfterList),

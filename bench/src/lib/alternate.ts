@@ -31,6 +31,8 @@ export async function alternate<M extends string>(
   const width = Math.max(...modes.map((mode) => mode.length)) + 1;
   for (const mode of modes) {
     const s = summarize(samples.get(mode)!);
-    console.log(`  ${mode.padEnd(width)} ${fmt(s.min)} / ${fmt(s.median)} / ${fmt(s.max)}  ${(s.median / floorMedian).toFixed(3)}× the floor`);
+    console.log(
+      `  ${mode.padEnd(width)} ${fmt(s.min)} / ${fmt(s.median)} / ${fmt(s.max)}  ${(s.median / floorMedian).toFixed(3)}× the floor`,
+    );
   }
 }

@@ -70,7 +70,10 @@ function poison(watch: Buffer, index: number): { watch: Buffer; key: string } {
   if (frame?.object === undefined) throw new Error(`poison: no watch frame at ${index}`);
   frame.object.status['phase'] = 7;
   lines[index] = JSON.stringify(frame);
-  return { watch: Buffer.from(lines.join('\n'), 'utf8'), key: `${frame.object.metadata.namespace}/${frame.object.metadata.name}` };
+  return {
+    watch: Buffer.from(lines.join('\n'), 'utf8'),
+    key: `${frame.object.metadata.namespace}/${frame.object.metadata.name}`,
+  };
 }
 
 async function handle(req: ChildRequest): Promise<unknown> {
@@ -78,7 +81,12 @@ async function handle(req: ChildRequest): Promise<unknown> {
     case 'start': {
       // maxWatchBufferBytes 0: a measured watch replays 250 MB of history at once, far past the
       // server's slow-watcher bound (16 MiB unsent), which would otherwise close it mid-run.
-      server = await startApiServer({ maxHistory: req.maxHistory, bookmarkIntervalMs: 3_600_000, token: BENCH_TOKEN, maxWatchBufferBytes: 0 });
+      server = await startApiServer({
+        maxHistory: req.maxHistory,
+        bookmarkIntervalMs: 3_600_000,
+        token: BENCH_TOKEN,
+        maxWatchBufferBytes: 0,
+      });
       return { url: server.url, kubeconfig: server.kubeconfig() };
     }
     case 'seed': {
@@ -114,7 +122,12 @@ async function handle(req: ChildRequest): Promise<unknown> {
       const bytes = await capture(need().url, req.resourceVersion, req.frames);
       const poisoned = req.poisonFrame === undefined ? undefined : poison(bytes.watch, req.poisonFrame);
       replay = await startReplay(bytes.list, poisoned?.watch ?? bytes.watch, req.resourceVersion);
-      return { url: replay.url, listBytes: bytes.list.length, watchBytes: (poisoned?.watch ?? bytes.watch).length, ...(poisoned && { poisonedKey: poisoned.key }) };
+      return {
+        url: replay.url,
+        listBytes: bytes.list.length,
+        watchBytes: (poisoned?.watch ?? bytes.watch).length,
+        ...(poisoned && { poisonedKey: poisoned.key }),
+      };
     }
     case 'heap':
       return { heapUsed: process.memoryUsage().heapUsed };
@@ -150,7 +163,11 @@ process.on('message', (message: ChildRequest) => {
   handle(message).then(
     (value) => process.send!({ id: message.id, ok: true, value } satisfies ChildReply),
     (error: unknown) =>
-      process.send!({ id: message.id, ok: false, error: error instanceof Error ? `${error.stack ?? error.message}` : String(error) } satisfies ChildReply),
+      process.send!({
+        id: message.id,
+        ok: false,
+        error: error instanceof Error ? `${error.stack ?? error.message}` : String(error),
+      } satisfies ChildReply),
   );
 });
 // The parent went away (finished, failed or timed out): nothing left to serve.

@@ -133,7 +133,11 @@ export class ApiServerProcess {
    * With `poisonFrame`, that watch frame (0-based) is rewritten so its pod fails the schema
    * (`status.phase: 7`): the poison-object variant of the throughput benchmark.
    */
-  startReplay(resourceVersion: string, frames: number, poisonFrame?: number): Promise<{ url: string; listBytes: number; watchBytes: number; poisonedKey?: string }> {
+  startReplay(
+    resourceVersion: string,
+    frames: number,
+    poisonFrame?: number,
+  ): Promise<{ url: string; listBytes: number; watchBytes: number; poisonedKey?: string }> {
     return this.#call('startReplay', { resourceVersion, frames, ...(poisonFrame !== undefined && { poisonFrame }) });
   }
 

@@ -65,13 +65,16 @@ export async function measureInitialSync(kubeconfig: string, pods: number, path:
   let profile: { statistics: GcEntry[] } | undefined;
   try {
     const first = await iterator.next();
-    if (first.done || first.value.type !== 'replace') throw new Error(`initial sync (${path.initialList}): expected a replace first`);
+    if (first.done || first.value.type !== 'replace')
+      throw new Error(`initial sync (${path.initialList}): expected a replace first`);
     store.apply(first.value);
     profile = profiler.stop() as unknown as { statistics: GcEntry[] };
-    if (store.size !== pods) throw new Error(`initial sync (${path.initialList}): the store holds ${store.size} pods, expected ${pods}`);
+    if (store.size !== pods)
+      throw new Error(`initial sync (${path.initialList}): the store holds ${store.size} pods, expected ${pods}`);
     const expected = path.initialList === 'watch-list' ? { watchLists: 1, lists: 0 } : { watchLists: 0, lists: 1 };
     const stats = reflector.stats;
-    if (stats.watchLists !== expected.watchLists || stats.lists !== expected.lists) throw new Error(`initial sync (${path.initialList}): took the wrong path ${JSON.stringify(stats)}`);
+    if (stats.watchLists !== expected.watchLists || stats.lists !== expected.lists)
+      throw new Error(`initial sync (${path.initialList}): took the wrong path ${JSON.stringify(stats)}`);
     // The watch is open and idle; let in-flight chunks land before measuring.
     await delay(50);
     const storeBytes = (await heapAfterGc()) - base;
@@ -85,7 +88,12 @@ export async function measureInitialSync(kubeconfig: string, pods: number, path:
     const peakUsed = Math.max(0, ...entries.map((e) => e.beforeGC.heapStatistics.usedHeapSize - base));
     // Keep the store reachable until it was measured.
     if (store.size !== pods) throw new Error('unreachable');
-    return { peakBytes: Math.max(peakLive, storeBytes), peakUsedBytes: Math.max(peakUsed, storeBytes), storeBytes, gcs: entries.length };
+    return {
+      peakBytes: Math.max(peakLive, storeBytes),
+      peakUsedBytes: Math.max(peakUsed, storeBytes),
+      storeBytes,
+      gcs: entries.length,
+    };
   } finally {
     if (profile === undefined) profiler.stop();
     controller.abort();

@@ -5,7 +5,15 @@
  * the transport floor (d) and our pipeline (a), so the report can say how much of (a) is the work
  * itself and how much is the per-frame async plumbing.
  */
-import { compileSchema, objectKey, parseListPage, parseObject, parseWatchFrame, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import {
+  compileSchema,
+  objectKey,
+  parseListPage,
+  parseObject,
+  parseWatchFrame,
+  podSchema,
+  type Pod,
+} from '@reconcile-loop/k8s-types';
 import { ObjectStore, replaceEvent, upsertEvent, type ObjectKey } from '@reconcile-loop/object-store';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import { PARENT_LABEL } from './pods.js';
@@ -51,7 +59,8 @@ export async function syncPipeline(base: string, resourceVersion: string, frames
         while ((end = buffer.indexOf(10, from)) !== -1) {
           const frame = parseWatchFrame(buffer.subarray(from, end), schema);
           from = end + 1;
-          if (frame.type === 'ADDED' || frame.type === 'MODIFIED') enqueue(store.apply(upsertEvent(objectKey(frame.object), frame.object)));
+          if (frame.type === 'ADDED' || frame.type === 'MODIFIED')
+            enqueue(store.apply(upsertEvent(objectKey(frame.object), frame.object)));
           if (++seen === frames) {
             controller.abort();
             response.destroy();

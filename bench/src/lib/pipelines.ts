@@ -50,7 +50,12 @@ export interface PipelineOptions {
  * Starts a pipeline, runs it to its last frame and stops it; returns the ms from start to the last
  * frame, after checking that every pod is cached and a parent key was enqueued.
  */
-export async function timeRun(start: (options: PipelineOptions) => Pipeline, options: PipelineOptions, pods: number, label: string): Promise<number> {
+export async function timeRun(
+  start: (options: PipelineOptions) => Pipeline,
+  options: PipelineOptions,
+  pods: number,
+  label: string,
+): Promise<number> {
   const begin = performance.now();
   const pipeline = start(options);
   try {
@@ -90,7 +95,14 @@ export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectS
   // As the reflector builds its client (`reflectorKubeClient`), with the watch transport's options chosen.
   const kube = new KubeApiClient(
     options.watchOnBareSocket === false || options.watchBacklogReadBytes !== undefined
-      ? new KubeClient({ kubeConfig: kc, maxRetries: 0, transport: httpTransport(kc, { watchOnBareSocket: options.watchOnBareSocket, watchBacklogReadBytes: options.watchBacklogReadBytes }) })
+      ? new KubeClient({
+          kubeConfig: kc,
+          maxRetries: 0,
+          transport: httpTransport(kc, {
+            watchOnBareSocket: options.watchOnBareSocket,
+            watchBacklogReadBytes: options.watchBacklogReadBytes,
+          }),
+        })
       : kc,
     podResource,
   );
@@ -192,7 +204,12 @@ export function startClientNode(options: PipelineOptions): Pipeline & { informer
   // resourceVersion equals the cached one, so they cannot count the replay).
   const watch = new Watch(kc);
   const counting = {
-    watch: (path: string, query: Record<string, string | number | boolean | undefined>, callback: (phase: string, object: unknown, data: unknown) => void, onDone: (err: unknown) => void) =>
+    watch: (
+      path: string,
+      query: Record<string, string | number | boolean | undefined>,
+      callback: (phase: string, object: unknown, data: unknown) => void,
+      onDone: (err: unknown) => void,
+    ) =>
       watch.watch(
         path,
         query,

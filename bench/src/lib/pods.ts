@@ -142,7 +142,13 @@ export function makePod(i: number, resourceVersion = String(1000 + i)): PodJson 
             'f:metadata': {
               'f:annotations': { '.': {}, 'f:prometheus.io/port': {}, 'f:prometheus.io/scrape': {} },
               'f:generateName': {},
-              'f:labels': { '.': {}, 'f:app.kubernetes.io/instance': {}, 'f:app.kubernetes.io/name': {}, [`f:${PARENT_LABEL}`]: {}, 'f:pod-template-hash': {} },
+              'f:labels': {
+                '.': {},
+                'f:app.kubernetes.io/instance': {},
+                'f:app.kubernetes.io/name': {},
+                [`f:${PARENT_LABEL}`]: {},
+                'f:pod-template-hash': {},
+              },
               'f:ownerReferences': { '.': {}, [`k:{"uid":"${ownerUid}"}`]: {} },
             },
             'f:spec': {
@@ -154,7 +160,11 @@ export function makePod(i: number, resourceVersion = String(1000 + i)): PodJson 
                   'f:image': {},
                   'f:imagePullPolicy': {},
                   'f:name': {},
-                  'f:resources': { '.': {}, 'f:limits': { '.': {}, 'f:memory': {}, 'f:nvidia.com/gpu': {} }, 'f:requests': { '.': {}, 'f:cpu': {}, 'f:memory': {} } },
+                  'f:resources': {
+                    '.': {},
+                    'f:limits': { '.': {}, 'f:memory': {}, 'f:nvidia.com/gpu': {} },
+                    'f:requests': { '.': {}, 'f:cpu': {}, 'f:memory': {} },
+                  },
                   'f:terminationMessagePath': {},
                   'f:terminationMessagePolicy': {},
                 },
@@ -176,8 +186,20 @@ export function makePod(i: number, resourceVersion = String(1000 + i)): PodJson 
           fieldsV1: {
             'f:status': {
               'f:conditions': {
-                'k:{"type":"ContainersReady"}': { '.': {}, 'f:lastProbeTime': {}, 'f:lastTransitionTime': {}, 'f:status': {}, 'f:type': {} },
-                'k:{"type":"Ready"}': { '.': {}, 'f:lastProbeTime': {}, 'f:lastTransitionTime': {}, 'f:status': {}, 'f:type': {} },
+                'k:{"type":"ContainersReady"}': {
+                  '.': {},
+                  'f:lastProbeTime': {},
+                  'f:lastTransitionTime': {},
+                  'f:status': {},
+                  'f:type': {},
+                },
+                'k:{"type":"Ready"}': {
+                  '.': {},
+                  'f:lastProbeTime': {},
+                  'f:lastTransitionTime': {},
+                  'f:status': {},
+                  'f:type': {},
+                },
               },
               'f:containerStatuses': {},
               'f:hostIP': {},
@@ -283,7 +305,10 @@ export function modifyPod(pod: PodJson, seq: number, annotations: Record<string,
   const ready = seq % 2 === 0 ? 'True' : 'False';
   return {
     ...pod,
-    metadata: { ...pod.metadata, annotations: { ...pod.metadata.annotations, 'miles.dev/heartbeat': String(seq), ...annotations } },
+    metadata: {
+      ...pod.metadata,
+      annotations: { ...pod.metadata.annotations, 'miles.dev/heartbeat': String(seq), ...annotations },
+    },
     status: {
       ...status,
       conditions: status.conditions.map((c) =>
@@ -295,7 +320,9 @@ export function modifyPod(pod: PodJson, seq: number, annotations: Record<string,
           restartCount: cs.restartCount + 1,
           ready: ready === 'True',
           state: { running: { startedAt: at } },
-          lastState: { terminated: { exitCode: 137, reason: 'OOMKilled', startedAt: at, finishedAt: at, containerID: cs['containerID'] } },
+          lastState: {
+            terminated: { exitCode: 137, reason: 'OOMKilled', startedAt: at, finishedAt: at, containerID: cs['containerID'] },
+          },
         },
       ],
     },

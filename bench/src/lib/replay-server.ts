@@ -68,7 +68,9 @@ export async function startReplay(list: Buffer, watch: Buffer, resourceVersion: 
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://replay');
     if (req.headers.authorization !== `Bearer ${BENCH_TOKEN}`) {
-      res.writeHead(401, { 'Content-Type': 'application/json' }).end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}');
+      res
+        .writeHead(401, { 'Content-Type': 'application/json' })
+        .end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}');
       return;
     }
     if (url.pathname !== PATH) {
@@ -80,7 +82,9 @@ export async function startReplay(list: Buffer, watch: Buffer, resourceVersion: 
       return;
     }
     if (url.searchParams.get('resourceVersion') !== resourceVersion) {
-      res.writeHead(410, { 'Content-Type': 'application/json' }).end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}');
+      res
+        .writeHead(410, { 'Content-Type': 'application/json' })
+        .end('{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}');
       return;
     }
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });

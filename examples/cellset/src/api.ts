@@ -90,7 +90,10 @@ function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+    return `{${entries
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }
@@ -102,7 +105,14 @@ export function templateHash(template: PodTemplate): string {
 
 /** The controller owner reference a CellSet puts on its pods (what the pod source maps them back by). */
 export function ownerReference(set: CellSet) {
-  return { apiVersion: API_VERSION, kind: KIND, name: set.metadata.name, uid: set.metadata.uid!, controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    name: set.metadata.name,
+    uid: set.metadata.uid!,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** The pod of one slot, as the controller creates it: the template plus labels, the hash and the owner. */

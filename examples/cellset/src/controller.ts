@@ -16,7 +16,15 @@
 import { hostname } from 'node:os';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { EventRecorder, type KubeClient } from '@reconcile-loop/kube-client';
-import { ReconcileLoop, silentLogger, type Clock, type LeaderGate, type Logger, type StopReport, type UpdateFilter } from '@reconcile-loop/loop';
+import {
+  ReconcileLoop,
+  silentLogger,
+  type Clock,
+  type LeaderGate,
+  type Logger,
+  type StopReport,
+  type UpdateFilter,
+} from '@reconcile-loop/loop';
 import { controllerMetrics } from '@reconcile-loop/metrics';
 import { kubeReflector } from '@reconcile-loop/reflector';
 import { Registry } from 'prom-client';
@@ -85,7 +93,8 @@ export interface CellSetController {
  * widened to deletion, which a CRD marks with a generation bump too, but a filter must not rely on).
  */
 export const specOrDeletionChanged: UpdateFilter<CellSet> = (previous, next) =>
-  previous.metadata.generation !== next.metadata.generation || previous.metadata.deletionTimestamp !== next.metadata.deletionTimestamp;
+  previous.metadata.generation !== next.metadata.generation ||
+  previous.metadata.deletionTimestamp !== next.metadata.deletionTimestamp;
 
 /** Builds the controller (nothing runs until `loop.start()`). */
 export function createCellSetController(options: CellSetControllerOptions): CellSetController {
@@ -127,13 +136,28 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
   };
   const loop = new ReconcileLoop<CellSet, string, { pods: Pod }>({
     name: CONTROLLER_NAME,
-    source: kubeReflector({ name: 'cellsets', kubeClient: client, namespace, resource: cellSetResource, schema: cellSetSchema, ...timing }),
+    source: kubeReflector({
+      name: 'cellsets',
+      kubeClient: client,
+      namespace,
+      resource: cellSetResource,
+      schema: cellSetSchema,
+      ...timing,
+    }),
     keyMap: (_set, key) => key, // a CellSet is its own parent: key `namespace/name`
     updateFilter: specOrDeletionChanged,
     secondary: {
       pods: {
         // Only this controller's pods: the label every pod it creates carries.
-        source: kubeReflector({ name: 'pods', kubeClient: client, namespace, labelSelector: CELLSET_LABEL, resource: podResource, schema: podSchema, ...timing }),
+        source: kubeReflector({
+          name: 'pods',
+          kubeClient: client,
+          namespace,
+          labelSelector: CELLSET_LABEL,
+          resource: podResource,
+          schema: podSchema,
+          ...timing,
+        }),
         owner: { kind: KIND, apiVersion: API_VERSION }, // by controller reference
       },
     },

@@ -38,7 +38,12 @@ export interface CellSetMetrics {
 export function cellSetMetrics(registry: Registry): CellSetMetrics {
   const labelNames = ['namespace', 'cellset'] as const;
   return {
-    podsCreated: new Counter({ name: 'cellset_pods_created_total', help: 'Pods created by the CellSet controller for a slot.', labelNames, registers: [registry] }),
+    podsCreated: new Counter({
+      name: 'cellset_pods_created_total',
+      help: 'Pods created by the CellSet controller for a slot.',
+      labelNames,
+      registers: [registry],
+    }),
     podRebuilds: new Counter({
       name: 'cellset_pod_rebuilds_total',
       help: 'Terminal or drifted pods the CellSet controller deleted to rebuild their slot, by reason.',

@@ -66,7 +66,10 @@ function cellSetBody(memory: string) {
       replicas: 3,
       template: {
         metadata: { labels: { app: 'engine' } },
-        spec: { restartPolicy: 'Never', containers: [{ name: 'engine', image: 'cells/engine:1', env: [{ name: 'CELL_MEMORY', value: memory }] }] },
+        spec: {
+          restartPolicy: 'Never',
+          containers: [{ name: 'engine', image: 'cells/engine:1', env: [{ name: 'CELL_MEMORY', value: memory }] }],
+        },
       },
     },
   };
@@ -106,7 +109,9 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(server.kubeconfig());
     const client = new KubeClient({ kubeConfig });
-    say(`embedded apiserver at ${server.url} (a loopback Kubernetes API in this process; KUBECONFIG=… runs the controller against a real cluster)`);
+    say(
+      `embedded apiserver at ${server.url} (a loopback Kubernetes API in this process; KUBECONFIG=… runs the controller against a real cluster)`,
+    );
     await ensureCellSetCrd(client, STORY_NAMESPACE);
     say(`installed the CustomResourceDefinition ${PLURAL}.${GROUP} over HTTP; it is Established and served`);
 
@@ -115,7 +120,13 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
       namespace: STORY_NAMESPACE,
       fate,
       finishDeleteMs: 300,
-      onPod: (name, f, node) => tell('kubelet', f === 'ready' ? `${name} scheduled to ${node}: Running, Ready` : `${name} scheduled to ${node}: OOMKilled at start (phase Failed)`),
+      onPod: (name, f, node) =>
+        tell(
+          'kubelet',
+          f === 'ready'
+            ? `${name} scheduled to ${node}: Running, Ready`
+            : `${name} scheduled to ${node}: OOMKilled at start (phase Failed)`,
+        ),
     });
     stopKubelet.push(() => kubelet.stop());
 
@@ -151,12 +162,33 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
         beforeStatusWrite: async (_key, attempt) => {
           if (race === 'armed' && attempt === 1) {
             race = 'raced';
-            await dashboard.patch('web', { type: 'merge', body: { status: { conditions: [{ type: 'DashboardReviewed', status: 'True', reason: 'Looked', lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') }] } } }, { subresource: 'status' });
-            tell('dashboard', 'wrote a DashboardReviewed condition to web/status between the controller\'s read and its write');
+            await dashboard.patch(
+              'web',
+              {
+                type: 'merge',
+                body: {
+                  status: {
+                    conditions: [
+                      {
+                        type: 'DashboardReviewed',
+                        status: 'True',
+                        reason: 'Looked',
+                        lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+                      },
+                    ],
+                  },
+                },
+              },
+              { subresource: 'status' },
+            );
+            tell('dashboard', "wrote a DashboardReviewed condition to web/status between the controller's read and its write");
           } else if (race === 'raced' && attempt > 1) {
             statusConflicts += 1;
             race = undefined;
-            tell('controller', `status write got 409 Conflict (the object changed since it was read); attempt ${attempt}: re-read web, re-applied the status`);
+            tell(
+              'controller',
+              `status write got 409 Conflict (the object changed since it was read); attempt ${attempt}: re-read web, re-applied the status`,
+            );
           }
         },
       },
@@ -165,18 +197,32 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
     electing = elector.run(stopping.signal);
     await ctl.loop.start();
     await until('the controller leading', () => elector.isLeader());
-    say(`the controller leads (Lease ${STORY_NAMESPACE}/cellset-controller) and both caches are synced: CellSets and the pods they own`);
+    say(
+      `the controller leads (Lease ${STORY_NAMESPACE}/cellset-controller) and both caches are synced: CellSets and the pods they own`,
+    );
 
     const pods = (): PodObject[] => server.listPods(STORY_NAMESPACE) as unknown as PodObject[];
     const pod = (name: string) => pods().find((p) => p.metadata.name === name);
     const ready = (name: string, notUid?: string) => {
       const p = pod(name);
-      return p !== undefined && p.metadata.uid !== notUid && p.status?.phase === 'Running' && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+      return (
+        p !== undefined &&
+        p.metadata.uid !== notUid &&
+        p.status?.phase === 'Running' &&
+        p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true
+      );
     };
-    const status = () => (server.getObject(ref, STORY_NAMESPACE, 'web')?.['status'] ?? {}) as { readyReplicas?: number; observedGeneration?: number; conditions?: Array<{ type: string; status: string; message?: string }> };
+    const status = () =>
+      (server.getObject(ref, STORY_NAMESPACE, 'web')?.['status'] ?? {}) as {
+        readyReplicas?: number;
+        observedGeneration?: number;
+        conditions?: Array<{ type: string; status: string; message?: string }>;
+      };
     const decided = (reason: string) => decisions.filter((r) => r === reason).length;
 
-    say(`kubectl apply: CellSet web, 3 replicas of cells/engine:1 with CELL_MEMORY=1Gi; rebuild budget ${delays.map((ms) => ms / 1000).join('/')} s (seed 004's 0/1/5/30 s × ${scale})`);
+    say(
+      `kubectl apply: CellSet web, 3 replicas of cells/engine:1 with CELL_MEMORY=1Gi; rebuild budget ${delays.map((ms) => ms / 1000).join('/')} s (seed 004's 0/1/5/30 s × ${scale})`,
+    );
     server.createObject(ref, cellSetBody('1Gi'));
     await until('web-0 and web-1 ready', () => ready('web-0') && ready('web-1'));
 
@@ -185,7 +231,9 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
     kubelet.fail('web-0');
     await until('web-0 rebuilt and ready', () => ready('web-0', crashed));
 
-    say('the watch stalls (frames held back); meanwhile someone deletes web-1 (grace 0): its DELETED frame never reaches the controller');
+    say(
+      'the watch stalls (frames held back); meanwhile someone deletes web-1 (grace 0): its DELETED frame never reaches the controller',
+    );
     const lost = pod('web-1')!.metadata.uid;
     server.stallWatches();
     server.deletePod(STORY_NAMESPACE, 'web-1', { gracePeriodSeconds: 0 });
@@ -203,16 +251,26 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
     await until('web-0 ready again in status', () => (status().readyReplicas ?? 0) >= 2 && ready('web-0'));
 
     await until('web-2 dead-lettered', () => decided('RebuildBudgetExhausted') > 0);
-    const parkedMetric = (await ctl.registry.getSingleMetricAsString('cellset_slots_dead_lettered_total')).split('\n').find((l) => l.startsWith('cellset_slots_dead_lettered_total{'));
-    await until('the dead-letter in status', () => status().conditions?.some((c) => c.type === 'SlotsDeadLettered' && c.status === 'True') === true);
-    say(`web-2 is dead-lettered: status says "${status().conditions!.find((c) => c.type === 'SlotsDeadLettered')!.message}"; /metrics: ${parkedMetric}`);
+    const parkedMetric = (await ctl.registry.getSingleMetricAsString('cellset_slots_dead_lettered_total'))
+      .split('\n')
+      .find((l) => l.startsWith('cellset_slots_dead_lettered_total{'));
+    await until(
+      'the dead-letter in status',
+      () => status().conditions?.some((c) => c.type === 'SlotsDeadLettered' && c.status === 'True') === true,
+    );
+    say(
+      `web-2 is dead-lettered: status says "${status().conditions!.find((c) => c.type === 'SlotsDeadLettered')!.message}"; /metrics: ${parkedMetric}`,
+    );
     const rebuildsBefore = decided('PodFailed');
     await new Promise((resolve) => setTimeout(resolve, Math.max(500, delays.at(-1)! / 4)));
-    say(`…and nothing rebuilds it: ${decided('PodFailed') - rebuildsBefore} rebuilds since, web-2 stays ${pod('web-2')?.status?.phase}`);
+    say(
+      `…and nothing rebuilds it: ${decided('PodFailed') - rebuildsBefore} rebuilds since, web-2 stays ${pod('web-2')?.status?.phase}`,
+    );
 
     say('kubectl edit: CELL_MEMORY=4Gi (generation 2): every pod drifts from the template, every budget starts over');
     server.updateObject(ref, STORY_NAMESPACE, 'web', (o) => {
-      const env = ((o['spec'] as { template: { spec: { containers: Array<{ env: Array<{ value: string }> }> } } }).template.spec.containers[0]!.env[0]!);
+      const env = (o['spec'] as { template: { spec: { containers: Array<{ env: Array<{ value: string }> }> } } }).template.spec
+        .containers[0]!.env[0]!;
       env.value = '4Gi';
     });
     await until('3/3 ready at generation 2', () => status().observedGeneration === 2 && status().readyReplicas === 3);
@@ -221,7 +279,10 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
     say('kubectl delete cellset web: the finalizer holds it while the controller deletes its pods');
     server.deleteObject(ref, STORY_NAMESPACE, 'web');
     // The set goes the moment the finalizer is lifted, before the controller hears back: wait for that too.
-    await until('the CellSet gone', () => server.getObject(ref, STORY_NAMESPACE, 'web') === undefined && pods().length === 0 && decided('FinalizerRemoved') > 0);
+    await until(
+      'the CellSet gone',
+      () => server.getObject(ref, STORY_NAMESPACE, 'web') === undefined && pods().length === 0 && decided('FinalizerRemoved') > 0,
+    );
     say('every pod is gone, the finalizer lifted, the CellSet deleted: nothing left behind');
 
     stopping.abort();
@@ -243,7 +304,13 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
         .join(', ')}`,
     );
     say(`the apiserver served ${counts.list} LISTs and ${counts.watch} WATCHes; controller counters: ${metrics.join(', ')}`);
-    return { events, relists, statusConflicts, metrics, leftovers: pods().length + server.listObjects(ref, STORY_NAMESPACE).length };
+    return {
+      events,
+      relists,
+      statusConflicts,
+      metrics,
+      leftovers: pods().length + server.listObjects(ref, STORY_NAMESPACE).length,
+    };
   } finally {
     stopping.abort();
     for (const stop of stopKubelet) stop();
@@ -260,11 +327,21 @@ function narrating(base: Logger, say: (line: string) => void): Logger {
     (fields: Record<string, unknown>, message: string): void => {
       if (message.endsWith('relisting')) {
         const code = fields['code'] === undefined ? '' : ` ${String(fields['code'])}`;
-        say(`${String(fields['reflector'] ?? fields['source'] ?? '')}: ${message}${code ? ` (${code.trim()}${typeof fields['reason'] === 'string' ? ` ${fields['reason']}` : ''})` : ''}`.replace(/^: /, ''));
+        say(
+          `${String(fields['reflector'] ?? fields['source'] ?? '')}: ${message}${code ? ` (${code.trim()}${typeof fields['reason'] === 'string' ? ` ${fields['reason']}` : ''})` : ''}`.replace(
+            /^: /,
+            '',
+          ),
+        );
       }
       write(fields, message);
     };
-  return { debug: (f, m) => base.debug(f, m), info: narrate((f, m) => base.info(f, m)), warn: narrate((f, m) => base.warn(f, m)), error: (f, m) => base.error(f, m) };
+  return {
+    debug: (f, m) => base.debug(f, m),
+    info: narrate((f, m) => base.info(f, m)),
+    warn: narrate((f, m) => base.warn(f, m)),
+    error: (f, m) => base.error(f, m),
+  };
 }
 
 function printingLogger(print: (line: string) => void): Logger {

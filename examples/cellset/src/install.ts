@@ -12,7 +12,12 @@ export class CrdUnavailableError extends Error {
   override readonly name = 'CrdUnavailableError';
 }
 
-const crdResource = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition' };
+const crdResource = {
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  plural: 'customresourcedefinitions',
+  kind: 'CustomResourceDefinition',
+};
 
 function established(crd: Record<string, unknown>): boolean {
   const conditions = (crd['status'] as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? [];
@@ -24,7 +29,11 @@ function established(crd: Record<string, unknown>): boolean {
  * CRD and seeing it Established (within `timeoutMs`). Throws {@link CrdUnavailableError} when it is
  * missing and may not be installed, or does not become Established in time.
  */
-export async function ensureCellSetCrd(client: KubeClient, namespace: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<'served' | 'installed'> {
+export async function ensureCellSetCrd(
+  client: KubeClient,
+  namespace: string,
+  options: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<'served' | 'installed'> {
   const cells = client.resource({ group: GROUP, version: VERSION, plural: PLURAL }).inNamespace(namespace);
   try {
     await cells.list({ limit: 1, signal: options.signal });
@@ -50,7 +59,10 @@ export async function ensureCellSetCrd(client: KubeClient, namespace: string, op
   for (;;) {
     const crd = (await crds.get(name, { signal: options.signal })) as Record<string, unknown>;
     if (established(crd)) break;
-    if (Date.now() > deadline) throw new CrdUnavailableError(`the CellSet CRD (${name}) was created but not Established within ${options.timeoutMs ?? 30_000} ms`);
+    if (Date.now() > deadline)
+      throw new CrdUnavailableError(
+        `the CellSet CRD (${name}) was created but not Established within ${options.timeoutMs ?? 30_000} ms`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   // Established is set before every apiserver serves the new path; wait until a list answers.

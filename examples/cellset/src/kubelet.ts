@@ -14,7 +14,10 @@ export type PodFate = 'ready' | 'fail' | 'pending';
 /** A pod as the kubelet reads it from the server's typed API. */
 export interface KubeletPod {
   readonly metadata: { name: string; uid?: string; labels?: Record<string, string>; deletionTimestamp?: string };
-  readonly spec?: { nodeName?: string; containers?: Array<{ name: string; image?: string; env?: Array<{ name: string; value?: string }> }> };
+  readonly spec?: {
+    nodeName?: string;
+    containers?: Array<{ name: string; image?: string; env?: Array<{ name: string; value?: string }> }>;
+  };
 }
 
 /** Options of {@link startKubelet}. */

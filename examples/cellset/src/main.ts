@@ -21,14 +21,24 @@ const usage = `usage: pnpm demo [--budget-scale <x>] [--verbose]
   CELLSET_PAUSE_AFTER_CREATES=n pauses the controller right after its n-th pod create (a kill -9 test's hook)
   the pool-tracker demo and its flags (--replicas, --source, --fault, ...): ./dev demo pool-tracker --help`;
 
-const POOL_TRACKER_FLAGS = ['--replicas', '--source', '--selector', '--pool-label', '--fault', '--duration', '--health-port', '--kill-after'];
+const POOL_TRACKER_FLAGS = [
+  '--replicas',
+  '--source',
+  '--selector',
+  '--pool-label',
+  '--fault',
+  '--duration',
+  '--health-port',
+  '--kill-after',
+];
 
 class UsageError extends Error {}
 
 function number(name: string, text: string | undefined, check: (n: number) => boolean): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
-  if (!Number.isFinite(n) || !check(n)) throw new UsageError(`${/^[A-Z_]+$/.test(name) ? name : `--${name}`}: not a usable value: ${JSON.stringify(text)}`);
+  if (!Number.isFinite(n) || !check(n))
+    throw new UsageError(`${/^[A-Z_]+$/.test(name) ? name : `--${name}`}: not a usable value: ${JSON.stringify(text)}`);
   return n;
 }
 
@@ -54,7 +64,9 @@ async function main(): Promise<number> {
     }));
   } catch (error) {
     const flag = POOL_TRACKER_FLAGS.find((f) => process.argv.includes(f));
-    console.error(`${(error as Error).message}${flag ? `\n${flag} is a flag of the pool-tracker demo: ./dev demo pool-tracker ${flag} …` : ''}\n${usage}`);
+    console.error(
+      `${(error as Error).message}${flag ? `\n${flag} is a flag of the pool-tracker demo: ./dev demo pool-tracker ${flag} …` : ''}\n${usage}`,
+    );
     return 2;
   }
   if (values.help) {
@@ -73,7 +85,11 @@ async function main(): Promise<number> {
       const seconds = (name: string) => number(name, values[name as 'lease-duration'], (n) => n > 0);
       const delays = values['rebuild-delays']?.split(',').map((s) => number('rebuild-delays', s.trim(), (n) => n >= 0)! * 1000);
       if (delays !== undefined && delays[0] !== 0) throw new UsageError('--rebuild-delays must start with 0');
-      const pause = number('CELLSET_PAUSE_AFTER_CREATES', process.env['CELLSET_PAUSE_AFTER_CREATES'], (n) => Number.isInteger(n) && n > 0);
+      const pause = number(
+        'CELLSET_PAUSE_AFTER_CREATES',
+        process.env['CELLSET_PAUSE_AFTER_CREATES'],
+        (n) => Number.isInteger(n) && n > 0,
+      );
       const metricsPort = number('metrics-port', values['metrics-port'], (n) => Number.isInteger(n) && n >= 0 && n <= 65_535);
       const ms = (s: number | undefined) => (s === undefined ? undefined : s * 1000);
       const keepAlive = setInterval(() => {}, 1 << 30); // the loop's timers are unref'd
@@ -99,7 +115,12 @@ async function main(): Promise<number> {
     }
     const budgetScale = number('budget-scale', values['budget-scale'], (n) => n > 0 && n <= 10);
     console.log('The CellSet controller (examples/cellset): one ReconcileLoop over CellSets and the pods they own.');
-    const report = await runStory({ print: (line) => console.log(line), budgetScale, verbose: values.verbose, signal: abort.signal });
+    const report = await runStory({
+      print: (line) => console.log(line),
+      budgetScale,
+      verbose: values.verbose,
+      signal: abort.signal,
+    });
     console.log(
       `done: the controller converged, survived a crash, a lost watch (${report.relists} relists) and a status conflict, dead-lettered web-2 and released it on a spec edit; ${report.leftovers} objects left`,
     );

@@ -38,7 +38,13 @@ export type RebuildDecision =
 function isEntry(value: unknown): value is SlotHistory {
   const v = value as Partial<SlotHistory> | null;
   return (
-    typeof v === 'object' && v !== null && Number.isInteger(v.count) && v.count! >= 0 && Number.isInteger(v.generation) && typeof v.lastAt === 'number' && Number.isFinite(v.lastAt)
+    typeof v === 'object' &&
+    v !== null &&
+    Number.isInteger(v.count) &&
+    v.count! >= 0 &&
+    Number.isInteger(v.generation) &&
+    typeof v.lastAt === 'number' &&
+    Number.isFinite(v.lastAt)
   );
 }
 
@@ -55,11 +61,18 @@ export function readHistory(annotations: Readonly<Record<string, string>>): { hi
   } catch {
     return { history: {}, dropped: ['(not JSON)'] };
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { history: {}, dropped: ['(not an object)'] };
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    return { history: {}, dropped: ['(not an object)'] };
   const history: Record<string, SlotHistory> = {};
   const dropped: string[] = [];
   for (const [slot, entry] of Object.entries(parsed)) {
-    if (/^\d+$/.test(slot) && isEntry(entry)) history[slot] = { count: entry.count, generation: entry.generation, lastAt: entry.lastAt, ...(entry.parked === true && { parked: true as const }) };
+    if (/^\d+$/.test(slot) && isEntry(entry))
+      history[slot] = {
+        count: entry.count,
+        generation: entry.generation,
+        lastAt: entry.lastAt,
+        ...(entry.parked === true && { parked: true as const }),
+      };
     else dropped.push(slot);
   }
   return { history, dropped };
@@ -86,7 +99,13 @@ export function isParked(history: RebuildHistory, slot: number, generation: numb
  * happen `delaysMs[n-1]` after rebuild `n-1`, the first at once (`delaysMs[0]` is 0); once
  * `delaysMs.length` rebuilds were spent at this generation, the next need parks the slot.
  */
-export function decide(history: RebuildHistory, slot: number, generation: number, now: number, delaysMs: readonly number[]): RebuildDecision {
+export function decide(
+  history: RebuildHistory,
+  slot: number,
+  generation: number,
+  now: number,
+  delaysMs: readonly number[],
+): RebuildDecision {
   const entry = current(history, slot, generation);
   if (entry?.parked) return { kind: 'parked' };
   const count = entry?.count ?? 0;
@@ -113,5 +132,7 @@ export function recordPark(history: RebuildHistory, slot: number, generation: nu
  * generation (seed 004: "the history annotation keeps only pods the spec still names").
  */
 export function prune(history: RebuildHistory, replicas: number, generation: number): RebuildHistory {
-  return Object.fromEntries(Object.entries(history).filter(([slot, entry]) => Number(slot) < replicas && entry.generation === generation));
+  return Object.fromEntries(
+    Object.entries(history).filter(([slot, entry]) => Number(slot) < replicas && entry.generation === generation),
+  );
 }

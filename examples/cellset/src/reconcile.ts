@@ -11,10 +11,25 @@
  */
 import type { Pod } from '@reconcile-loop/k8s-types';
 import {
-  addFinalizer, createIfAbsent, deleteIfPresent, isNotFound, removeFinalizer, updateStatus, type ResourceClient,
+  addFinalizer,
+  createIfAbsent,
+  deleteIfPresent,
+  isNotFound,
+  removeFinalizer,
+  updateStatus,
+  type ResourceClient,
 } from '@reconcile-loop/kube-client';
 import type { Logger, ReconcileContext, ReconcileResult } from '@reconcile-loop/loop';
-import { FINALIZER, REBUILD_HISTORY_ANNOTATION, isDrifted, isTerminal, podForSlot, slotName, slotOf, type CellSet } from './api.js';
+import {
+  FINALIZER,
+  REBUILD_HISTORY_ANNOTATION,
+  isDrifted,
+  isTerminal,
+  podForSlot,
+  slotName,
+  slotOf,
+  type CellSet,
+} from './api.js';
 import type { CellSetMetrics, DecisionLog } from './decisions.js';
 import { decide, isParked, prune, readHistory, recordPark, recordRebuild, writeHistory, type RebuildHistory } from './rebuild.js';
 import { applyStatus, observedStatus } from './status.js';
@@ -92,7 +107,12 @@ export async function reconcileCellSet(key: string, ctx: Ctx, d: ReconcileDeps):
       if (isNotFound(error)) return; // deleted meanwhile: its DELETED event re-drives the key
       throw error;
     }
-    d.decisions.record(set, { type: 'Normal', reason: 'FinalizerAdded', action: 'AddFinalizer', note: `added ${FINALIZER}: the set's pods are deleted before the set goes` });
+    d.decisions.record(set, {
+      type: 'Normal',
+      reason: 'FinalizerAdded',
+      action: 'AddFinalizer',
+      note: `added ${FINALIZER}: the set's pods are deleted before the set goes`,
+    });
   }
 
   const generation = set.metadata.generation ?? 0;
@@ -126,7 +146,13 @@ export async function reconcileCellSet(key: string, ctx: Ctx, d: ReconcileDeps):
       await createPod(set, slot, ctx, d);
       continue;
     }
-    const why = isTerminal(pod) ? (pod.status.phase === 'Failed' ? 'PodFailed' : 'PodSucceeded') : isDrifted(pod, set) ? 'PodDrifted' : undefined;
+    const why = isTerminal(pod)
+      ? pod.status.phase === 'Failed'
+        ? 'PodFailed'
+        : 'PodSucceeded'
+      : isDrifted(pod, set)
+        ? 'PodDrifted'
+        : undefined;
     if (why === undefined) {
       if (isParked(history, slot, generation)) parked.push(slot);
       continue;
@@ -178,11 +204,24 @@ export async function reconcileCellSet(key: string, ctx: Ctx, d: ReconcileDeps):
   }
   for (const pod of extras) {
     await deletePod(pod, ctx, d);
-    d.decisions.record(set, { type: 'Normal', reason: 'ScaledDown', action: 'DeletePod', pod: pod.metadata.name, note: `${pod.metadata.name} is not one of the ${replicas} slots the spec names: deleted` });
+    d.decisions.record(set, {
+      type: 'Normal',
+      reason: 'ScaledDown',
+      action: 'DeletePod',
+      pod: pod.metadata.name,
+      note: `${pod.metadata.name} is not one of the ${replicas} slots the spec names: deleted`,
+    });
   }
 
   await saveHistory(key, set, history, ctx.signal, d);
-  await writeStatus(key, set, [...live].filter(([slot]) => !gone.has(slot)).map(([, pod]) => pod), parked, ctx, d);
+  await writeStatus(
+    key,
+    set,
+    [...live].filter(([slot]) => !gone.has(slot)).map(([, pod]) => pod),
+    parked,
+    ctx,
+    d,
+  );
   return waitMs === undefined ? undefined : { requeueAfterMs: waitMs };
 }
 
@@ -197,12 +236,22 @@ function historyOf(key: string, set: CellSet, d: ReconcileDeps): RebuildHistory 
   const cached = set.metadata.annotations[REBUILD_HISTORY_ANNOTATION];
   if (known !== undefined && known.uid === set.metadata.uid && known.known.includes(cached)) return known.history;
   const { history, dropped } = readHistory(set.metadata.annotations);
-  if (dropped.length > 0) d.logger.warn({ parentKey: key, dropped }, `unreadable entries in ${REBUILD_HISTORY_ANNOTATION} dropped; those slots start a fresh budget`);
+  if (dropped.length > 0)
+    d.logger.warn(
+      { parentKey: key, dropped },
+      `unreadable entries in ${REBUILD_HISTORY_ANNOTATION} dropped; those slots start a fresh budget`,
+    );
   return history;
 }
 
 /** Persists the history when it changed (a metadata patch: no generation change, so no reconcile). */
-async function saveHistory(key: string, set: CellSet, after: RebuildHistory, signal: AbortSignal, d: ReconcileDeps): Promise<void> {
+async function saveHistory(
+  key: string,
+  set: CellSet,
+  after: RebuildHistory,
+  signal: AbortSignal,
+  d: ReconcileDeps,
+): Promise<void> {
   const text = writeHistory(after);
   const cached = set.metadata.annotations[REBUILD_HISTORY_ANNOTATION];
   const entry = d.histories.get(key);
@@ -210,9 +259,17 @@ async function saveHistory(key: string, set: CellSet, after: RebuildHistory, sig
   // What the annotation holds once the cache saw every write: the last text known.
   const latest = texts.at(-1);
   const unchanged = (latest ?? writeHistory({})) === text; // no annotation reads as an empty history
-  d.histories.set(key, { uid: set.metadata.uid, history: after, known: unchanged ? texts : [...texts.slice(1 - KNOWN_TEXTS), text] });
+  d.histories.set(key, {
+    uid: set.metadata.uid,
+    history: after,
+    known: unchanged ? texts : [...texts.slice(1 - KNOWN_TEXTS), text],
+  });
   if (unchanged) return;
-  await d.cells.patch(set.metadata.name, { type: 'merge', body: { metadata: { annotations: { [REBUILD_HISTORY_ANNOTATION]: text } } } }, { signal });
+  await d.cells.patch(
+    set.metadata.name,
+    { type: 'merge', body: { metadata: { annotations: { [REBUILD_HISTORY_ANNOTATION]: text } } } },
+    { signal },
+  );
 }
 
 async function createPod(set: CellSet, slot: number, ctx: Ctx, d: ReconcileDeps): Promise<void> {
@@ -222,14 +279,23 @@ async function createPod(set: CellSet, slot: number, ctx: Ctx, d: ReconcileDeps)
   ctx.expect('pods').creations(`${set.metadata.namespace}/${body.metadata.name}`);
   if (!created) return; // a previous process (killed before it saw its create) made it: nothing new to say
   d.metrics.podsCreated.inc(labels(set));
-  d.decisions.record(set, { type: 'Normal', reason: 'CreatedPod', action: 'CreatePod', pod: body.metadata.name, note: `created ${body.metadata.name} for slot ${slot}` });
+  d.decisions.record(set, {
+    type: 'Normal',
+    reason: 'CreatedPod',
+    action: 'CreatePod',
+    pod: body.metadata.name,
+    note: `created ${body.metadata.name} for slot ${slot}`,
+  });
   d.creates += 1;
   await d.hooks.afterCreate?.(body.metadata.name, d.creates);
 }
 
 /** Deletes exactly this pod (a UID precondition: a newer pod under the same name is left alone). */
 async function deletePod(pod: Pod, ctx: Ctx, d: ReconcileDeps): Promise<void> {
-  await deleteIfPresent(d.pods, pod.metadata.name, { signal: ctx.signal, ...(pod.metadata.uid !== undefined && { preconditions: { uid: pod.metadata.uid } }) });
+  await deleteIfPresent(d.pods, pod.metadata.name, {
+    signal: ctx.signal,
+    ...(pod.metadata.uid !== undefined && { preconditions: { uid: pod.metadata.uid } }),
+  });
   ctx.expect('pods').deletions(`${pod.metadata.namespace}/${pod.metadata.name}`);
 }
 
@@ -267,7 +333,12 @@ async function finalize(key: string, set: CellSet, owned: Pod[], ctx: Ctx, d: Re
   const live = owned.filter((pod) => pod.metadata.deletionTimestamp === undefined);
   for (const pod of live) await deletePod(pod, ctx, d);
   if (live.length > 0) {
-    d.decisions.record(set, { type: 'Normal', reason: 'DeletingPods', action: 'DeletePod', note: `the set is being deleted: deleted ${live.map((p) => p.metadata.name).join(', ')}` });
+    d.decisions.record(set, {
+      type: 'Normal',
+      reason: 'DeletingPods',
+      action: 'DeletePod',
+      note: `the set is being deleted: deleted ${live.map((p) => p.metadata.name).join(', ')}`,
+    });
   }
   // Terminating pods finish on their own; each DELETED event re-drives the set until none is left.
   if (owned.length > 0) return;
@@ -278,5 +349,10 @@ async function finalize(key: string, set: CellSet, owned: Pod[], ctx: Ctx, d: Re
   }
   d.histories.delete(key);
   d.announced.delete(key);
-  d.decisions.record(set, { type: 'Normal', reason: 'FinalizerRemoved', action: 'RemoveFinalizer', note: `every pod is gone: removed ${FINALIZER}, the set can go` });
+  d.decisions.record(set, {
+    type: 'Normal',
+    reason: 'FinalizerRemoved',
+    action: 'RemoveFinalizer',
+    note: `every pod is gone: removed ${FINALIZER}, the set can go`,
+  });
 }

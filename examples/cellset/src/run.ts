@@ -78,13 +78,17 @@ export async function runController(options: RunOptions): Promise<number> {
     return 1;
   }
   const client = new KubeClient({ kubeConfig });
-  print(`cellset-controller: node ${process.version}, pid ${process.pid}, namespace ${namespace}, cluster ${client.currentServer() ?? '(none)'}`);
+  print(
+    `cellset-controller: node ${process.version}, pid ${process.pid}, namespace ${namespace}, cluster ${client.currentServer() ?? '(none)'}`,
+  );
   try {
     const crd = await ensureCellSetCrd(client, namespace, { signal });
     print(`cellset-controller: the CellSet CRD is ${crd === 'served' ? 'served' : 'installed now'}`);
   } catch (error) {
     if (signal.aborted) return 0;
-    printError(`cellset-controller: ${error instanceof CrdUnavailableError ? error.message : `cannot check the CellSet CRD: ${describeError(error)}`}`);
+    printError(
+      `cellset-controller: ${error instanceof CrdUnavailableError ? error.message : `cannot check the CellSet CRD: ${describeError(error)}`}`,
+    );
     return 1;
   }
 
@@ -117,7 +121,9 @@ export async function runController(options: RunOptions): Promise<number> {
     hooks: {
       afterCreate: async (pod, total) => {
         if (pause === undefined || total !== pause) return;
-        print(`cellset-controller: paused after creating ${total} pods (last ${pod}), mid-reconcile (CELLSET_PAUSE_AFTER_CREATES)`);
+        print(
+          `cellset-controller: paused after creating ${total} pods (last ${pod}), mid-reconcile (CELLSET_PAUSE_AFTER_CREATES)`,
+        );
         await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
       },
     },
@@ -131,13 +137,17 @@ export async function runController(options: RunOptions): Promise<number> {
     if (options.metricsPort !== undefined) {
       const s = createServer(metricsHandler(controller.registry, { next: healthHandler(loop) }));
       server = s;
-      await new Promise<void>((resolve, reject) => s.once('error', reject).listen(options.metricsPort, options.metricsHost ?? '127.0.0.1', resolve));
+      await new Promise<void>((resolve, reject) =>
+        s.once('error', reject).listen(options.metricsPort, options.metricsHost ?? '127.0.0.1', resolve),
+      );
       const url = `http://${options.metricsHost ?? '127.0.0.1'}:${(s.address() as AddressInfo).port}`;
       print(`cellset-controller: /metrics, /healthz and /readyz at ${url}`);
       options.onListening?.(url);
     }
     await loop.start(); // every replica syncs; only the leader reconciles
-    print(`cellset-controller: synced CellSets and pods in namespace ${namespace}; ${elector.isLeader() ? 'leading' : 'warm standby until it leads'}`);
+    print(
+      `cellset-controller: synced CellSets and pods in namespace ${namespace}; ${elector.isLeader() ? 'leading' : 'warm standby until it leads'}`,
+    );
     await new Promise<void>((resolve) => {
       if (stopping.signal.aborted) resolve();
       stopping.signal.addEventListener('abort', () => resolve(), { once: true });
@@ -150,7 +160,8 @@ export async function runController(options: RunOptions): Promise<number> {
     const report = await controller.stop();
     await electing.catch(() => undefined);
     server?.close();
-    if (report.abandoned.length > 0) printError(`cellset-controller: stopped after the grace period; abandoned ${report.abandoned.join(', ')}`);
+    if (report.abandoned.length > 0)
+      printError(`cellset-controller: stopped after the grace period; abandoned ${report.abandoned.join(', ')}`);
   }
   if (failure !== undefined) {
     printError(`cellset-controller: ${describeError(failure)}`);

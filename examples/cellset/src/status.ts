@@ -33,8 +33,20 @@ export function observedStatus(set: CellSet, pods: readonly Pod[], parkedSlots: 
   const want = set.spec.replicas;
   const readyCondition: Condition =
     ready === want && pods.length === want
-      ? { type: READY, status: 'True', observedGeneration: generation, reason: 'AllReplicasReady', message: `${ready}/${want} pods ready` }
-      : { type: READY, status: 'False', observedGeneration: generation, reason: 'ReplicasNotReady', message: `${ready}/${want} pods ready` };
+      ? {
+          type: READY,
+          status: 'True',
+          observedGeneration: generation,
+          reason: 'AllReplicasReady',
+          message: `${ready}/${want} pods ready`,
+        }
+      : {
+          type: READY,
+          status: 'False',
+          observedGeneration: generation,
+          reason: 'ReplicasNotReady',
+          message: `${ready}/${want} pods ready`,
+        };
   const parked = [...parkedSlots].sort((a, b) => a - b);
   const deadLettered: Condition =
     parked.length > 0
@@ -45,8 +57,19 @@ export function observedStatus(set: CellSet, pods: readonly Pod[], parkedSlots: 
           reason: 'RebuildBudgetExhausted',
           message: `slots ${parked.join(', ')} failed through the whole rebuild budget; edit the spec to retry them`,
         }
-      : { type: DEAD_LETTERED, status: 'False', observedGeneration: generation, reason: 'NoneParked', message: 'no slot is dead-lettered' };
-  return { replicas: pods.length, readyReplicas: ready, observedGeneration: generation, conditions: [readyCondition, deadLettered] };
+      : {
+          type: DEAD_LETTERED,
+          status: 'False',
+          observedGeneration: generation,
+          reason: 'NoneParked',
+          message: 'no slot is dead-lettered',
+        };
+  return {
+    replicas: pods.length,
+    readyReplicas: ready,
+    observedGeneration: generation,
+    conditions: [readyCondition, deadLettered],
+  };
 }
 
 /**
@@ -62,7 +85,10 @@ export function applyStatus(status: Record<string, unknown>, observed: ObservedS
   const foreign = existing.filter((c) => !OWNED_TYPES.has(c?.type));
   const ours = observed.conditions.map((condition) => {
     const before = existing.find((c) => c?.type === condition.type);
-    const lastTransitionTime = before !== undefined && before.status === condition.status && before.lastTransitionTime ? before.lastTransitionTime : nowIso;
+    const lastTransitionTime =
+      before !== undefined && before.status === condition.status && before.lastTransitionTime
+        ? before.lastTransitionTime
+        : nowIso;
     return { ...condition, lastTransitionTime };
   });
   status['conditions'] = [...ours, ...foreign];

@@ -15,7 +15,12 @@ const io = (ms = 60): Promise<void> => new Promise((resolve) => setTimeout(resol
 async function failingSlot(): Promise<Harness> {
   const h = await harness({ manualClock: true });
   // Every pod with the broken image fails at start; any other image runs.
-  const kubelet = startKubelet({ server: h.server, namespace: NS, intervalMs: 5, fate: (pod) => (pod.spec?.containers?.[0]?.image === 'cells/engine:broken' ? 'fail' : 'ready') });
+  const kubelet = startKubelet({
+    server: h.server,
+    namespace: NS,
+    intervalMs: 5,
+    fate: (pod) => (pod.spec?.containers?.[0]?.image === 'cells/engine:broken' ? 'fail' : 'ready'),
+  });
   onCleanup(async () => kubelet.stop());
   h.server.createObject(ref, cellSet('web', 1, 'cells/engine:broken'));
   await h.controller.loop.start();
@@ -40,7 +45,10 @@ describe('CellSet controller: the rebuild budget (embedded apiserver, ManualCloc
       [3, 5_000],
       [4, 30_000],
     ] as const) {
-      await until(`rebuild ${attempt} scheduled`, () => h.decisions.some((d) => d.reason === 'RebuildBackoff' && d.note.includes(`rebuild ${attempt} of 4`)) && idle(h));
+      await until(
+        `rebuild ${attempt} scheduled`,
+        () => h.decisions.some((d) => d.reason === 'RebuildBackoff' && d.note.includes(`rebuild ${attempt} of 4`)) && idle(h),
+      );
       clock.advance(delayMs - 1);
       await io();
       expect(rebuilds(h), `rebuild ${attempt} must wait the full ${delayMs} ms`).toBe(attempt - 1);
@@ -53,11 +61,19 @@ describe('CellSet controller: the rebuild budget (embedded apiserver, ManualCloc
     expect(warning).toMatchObject({ type: 'Warning', action: 'DeadLetter', pod: 'web-0' });
     expect(warning!.note).toContain('rebuilt 4 times at generation 1 (budget 0/1/5/30 s)');
     await until('status reports the dead-letter', () =>
-      ((h.get('web')?.status?.['conditions'] as Array<{ type: string; status: string }> | undefined) ?? []).some((c) => c.type === 'SlotsDeadLettered' && c.status === 'True'),
+      ((h.get('web')?.status?.['conditions'] as Array<{ type: string; status: string }> | undefined) ?? []).some(
+        (c) => c.type === 'SlotsDeadLettered' && c.status === 'True',
+      ),
     );
-    expect(await h.controller.registry.getSingleMetricAsString('cellset_slots_dead_lettered_total')).toContain('cellset_slots_dead_lettered_total{namespace="default",cellset="web"} 1');
-    expect(await h.controller.registry.getSingleMetricAsString('cellset_pod_rebuilds_total')).toContain('cellset_pod_rebuilds_total{namespace="default",cellset="web",reason="PodFailed"} 4');
-    expect(JSON.parse(h.get('web')!.metadata.annotations![REBUILD_HISTORY_ANNOTATION]!)).toEqual({ '0': { count: 4, generation: 1, lastAt: 36_000, parked: true } });
+    expect(await h.controller.registry.getSingleMetricAsString('cellset_slots_dead_lettered_total')).toContain(
+      'cellset_slots_dead_lettered_total{namespace="default",cellset="web"} 1',
+    );
+    expect(await h.controller.registry.getSingleMetricAsString('cellset_pod_rebuilds_total')).toContain(
+      'cellset_pod_rebuilds_total{namespace="default",cellset="web",reason="PodFailed"} 4',
+    );
+    expect(JSON.parse(h.get('web')!.metadata.annotations![REBUILD_HISTORY_ANNOTATION]!)).toEqual({
+      '0': { count: 4, generation: 1, lastAt: 36_000, parked: true },
+    });
 
     // Parked: the failed pod stays; no clock advance, resync or pod event rebuilds it.
     const parkedUid = h.server.getPod(NS, 'web-0')!.metadata.uid;
@@ -79,7 +95,10 @@ describe('CellSet controller: the rebuild budget (embedded apiserver, ManualCloc
       [3, 5_000],
       [4, 30_000],
     ] as const) {
-      await until(`rebuild ${attempt} scheduled`, () => h.decisions.some((d) => d.note.includes(`rebuild ${attempt} of 4 waits`)) && idle(h));
+      await until(
+        `rebuild ${attempt} scheduled`,
+        () => h.decisions.some((d) => d.note.includes(`rebuild ${attempt} of 4 waits`)) && idle(h),
+      );
       clock.advance(delayMs);
       await until(`rebuild ${attempt}`, () => rebuilds(h) === attempt);
     }
@@ -95,9 +114,15 @@ describe('CellSet controller: the rebuild budget (embedded apiserver, ManualCloc
     });
     const released = h.decisions.filter((d) => d.reason === 'PodFailed').at(-1)!;
     expect(released.note).toContain('rebuild 1 of 4 at generation 2');
-    expect(((h.get('web')!.status!['conditions'] as Array<{ type: string; status: string }>).find((c) => c.type === 'SlotsDeadLettered'))!.status).toBe('False');
+    expect(
+      (h.get('web')!.status!['conditions'] as Array<{ type: string; status: string }>).find(
+        (c) => c.type === 'SlotsDeadLettered',
+      )!.status,
+    ).toBe('False');
     // The old generation's entry is pruned; the new one's rebuild is recorded.
-    expect(JSON.parse(h.get('web')!.metadata.annotations![REBUILD_HISTORY_ANNOTATION]!)).toEqual({ '0': { count: 1, generation: 2, lastAt: 36_000 } });
+    expect(JSON.parse(h.get('web')!.metadata.annotations![REBUILD_HISTORY_ANNOTATION]!)).toEqual({
+      '0': { count: 1, generation: 2, lastAt: 36_000 },
+    });
   });
 
   it('[cellset: rebuild budget] a drifted pod (template hash differs) goes through the same budget: rebuilt from the new template', async () => {
@@ -108,12 +133,28 @@ describe('CellSet controller: the rebuild budget (embedded apiserver, ManualCloc
     await h.controller.loop.start();
     await until('two ready', () => h.get('web')?.status?.['readyReplicas'] === 2);
     const uids = h.pods('web').map((p) => p.metadata.uid);
-    h.server.updateObject(ref, NS, 'web', (o) => void ((o['spec'] as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels['tier'] = 'gold'));
+    h.server.updateObject(
+      ref,
+      NS,
+      'web',
+      (o) =>
+        void ((o['spec'] as { template: { metadata: { labels: Record<string, string> } } }).template.metadata.labels['tier'] =
+          'gold'),
+    );
     await until('both rebuilt and ready at generation 2', () => {
       const status = h.get('web')?.status;
-      return status?.['observedGeneration'] === 2 && status['readyReplicas'] === 2 && h.pods('web').every((p) => !uids.includes(p.metadata.uid));
+      return (
+        status?.['observedGeneration'] === 2 &&
+        status['readyReplicas'] === 2 &&
+        h.pods('web').every((p) => !uids.includes(p.metadata.uid))
+      );
     });
-    expect(h.decided('PodDrifted').map((d) => d.pod).sort()).toEqual(['web-0', 'web-1']);
+    expect(
+      h
+        .decided('PodDrifted')
+        .map((d) => d.pod)
+        .sort(),
+    ).toEqual(['web-0', 'web-1']);
     expect(h.server.getPod(NS, 'web-0')!.metadata.labels).toMatchObject({ tier: 'gold' });
   });
 
@@ -123,15 +164,23 @@ describe('CellSet controller: the rebuild budget (embedded apiserver, ManualCloc
     onCleanup(async () => kubelet.stop());
     const body = cellSet('web', 2, 'cells/engine:broken');
     (body.metadata as { annotations?: Record<string, string> }).annotations = {
-      [REBUILD_HISTORY_ANNOTATION]: JSON.stringify({ '0': { count: 4, generation: 1, lastAt: 0, parked: true }, '1': { count: 2, generation: 1, lastAt: 0 } }),
+      [REBUILD_HISTORY_ANNOTATION]: JSON.stringify({
+        '0': { count: 4, generation: 1, lastAt: 0, parked: true },
+        '1': { count: 2, generation: 1, lastAt: 0 },
+      }),
     };
     h.server.createObject(ref, body);
     await h.controller.loop.start();
-    await until('web-1 failed and its third rebuild scheduled', () => h.decisions.some((d) => d.pod === 'web-1' && d.note.includes('rebuild 3 of 4 waits 5 s')) && idle(h));
+    await until(
+      'web-1 failed and its third rebuild scheduled',
+      () => h.decisions.some((d) => d.pod === 'web-1' && d.note.includes('rebuild 3 of 4 waits 5 s')) && idle(h),
+    );
     expect(h.podNames('web')).toEqual(['web-1']); // slot 0 stays absent: parked before this process started
     expect(h.decided('PodFailed')).toEqual([]);
     await until('status says slot 0 is dead-lettered', () =>
-      ((h.get('web')?.status?.['conditions'] as Array<{ type: string; status: string; message?: string }> | undefined) ?? []).some((c) => c.type === 'SlotsDeadLettered' && c.status === 'True' && c.message!.startsWith('slots 0 ')),
+      (
+        (h.get('web')?.status?.['conditions'] as Array<{ type: string; status: string; message?: string }> | undefined) ?? []
+      ).some((c) => c.type === 'SlotsDeadLettered' && c.status === 'True' && c.message!.startsWith('slots 0 ')),
     );
     h.clock!.advance(5_000);
     await until('the third rebuild of web-1', () => h.decided('PodFailed', 'web-1').length === 1);

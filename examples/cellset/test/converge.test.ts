@@ -24,7 +24,15 @@ describe('CellSet controller: converging (embedded apiserver)', () => {
     expect(set.metadata.finalizers).toEqual([FINALIZER]);
     expect(h.podNames('web')).toEqual(['web-0', 'web-1', 'web-2']);
     const pod = h.server.getPod(NS, 'web-0')!;
-    expect(pod.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'CellSet', name: 'web', controller: true, blockOwnerDeletion: true, uid: (h.server.getObject(ref, NS, 'web')!.metadata as { uid: string }).uid })]);
+    expect(pod.metadata.ownerReferences).toEqual([
+      expect.objectContaining({
+        kind: 'CellSet',
+        name: 'web',
+        controller: true,
+        blockOwnerDeletion: true,
+        uid: (h.server.getObject(ref, NS, 'web')!.metadata as { uid: string }).uid,
+      }),
+    ]);
     expect((pod.metadata.annotations as Record<string, string>)[TEMPLATE_HASH_ANNOTATION]).toMatch(/^[0-9a-f]{10}$/);
     expect(set.status).toMatchObject({ observedGeneration: 1, replicas: 3, readyReplicas: 3 });
     expect((set.status!['conditions'] as Array<{ type: string; status: string }>).map((c) => [c.type, c.status])).toEqual([
@@ -34,11 +42,16 @@ describe('CellSet controller: converging (embedded apiserver)', () => {
     // The finalizer decision came before the first create.
     const reasons = h.decisions.map((d) => d.reason);
     expect(reasons.indexOf('FinalizerAdded')).toBeLessThan(reasons.indexOf('CreatedPod'));
-    expect(h.decided('CreatedPod').map((d) => d.pod).sort()).toEqual(['web-0', 'web-1', 'web-2']);
+    expect(
+      h
+        .decided('CreatedPod')
+        .map((d) => d.pod)
+        .sort(),
+    ).toEqual(['web-0', 'web-1', 'web-2']);
     expect(h.controller.loop.health().reconciles.failed).toBe(0);
   });
 
-  it('[cellset: update filter] the controller\'s own status and annotation writes do not re-trigger its reconcile; a spec edit does', async () => {
+  it("[cellset: update filter] the controller's own status and annotation writes do not re-trigger its reconcile; a spec edit does", async () => {
     const h = await harness();
     h.server.createObject(ref, cellSet('web', 1));
     await h.controller.loop.start();
@@ -49,12 +62,20 @@ describe('CellSet controller: converging (embedded apiserver)', () => {
     await until('status written and the loop quiet', () => h.get('web')?.status?.['replicas'] === 1 && quiet());
     const runs = h.controller.loop.health().reconciles.succeeded;
     const writes = h.server.requestCounts().update + h.server.requestCounts().patch;
-    h.server.updateObject(ref, NS, 'web', (o) => void ((o['metadata'] as { labels?: Record<string, string> }).labels = { team: 'a' })); // metadata only
+    h.server.updateObject(
+      ref,
+      NS,
+      'web',
+      (o) => void ((o['metadata'] as { labels?: Record<string, string> }).labels = { team: 'a' }),
+    ); // metadata only
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(h.controller.loop.health().reconciles.succeeded).toBe(runs);
     expect(h.server.requestCounts().update + h.server.requestCounts().patch).toBe(writes);
     h.server.updateObject(ref, NS, 'web', (o) => void ((o['spec'] as { replicas: number }).replicas = 2));
-    await until('a reconcile for generation 2, settled', () => h.get('web')?.status?.['observedGeneration'] === 2 && h.controller.loop.health().reconciles.succeeded > runs);
+    await until(
+      'a reconcile for generation 2, settled',
+      () => h.get('web')?.status?.['observedGeneration'] === 2 && h.controller.loop.health().reconciles.succeeded > runs,
+    );
   });
 
   it('[cellset: create missing] a deleted pod is recreated under its slot name; a scale-down deletes the slots the spec no longer names', async () => {
@@ -64,12 +85,26 @@ describe('CellSet controller: converging (embedded apiserver)', () => {
     await until('three pods', () => h.podNames('web').length === 3);
     const uid = h.server.getPod(NS, 'web-1')!.metadata.uid;
     h.server.deletePod(NS, 'web-1');
-    await until('web-1 recreated', () => h.server.getPod(NS, 'web-1') !== undefined && h.server.getPod(NS, 'web-1')!.metadata.uid !== uid);
+    await until(
+      'web-1 recreated',
+      () => h.server.getPod(NS, 'web-1') !== undefined && h.server.getPod(NS, 'web-1')!.metadata.uid !== uid,
+    );
 
     h.server.updateObject(ref, NS, 'web', (o) => void ((o['spec'] as { replicas: number }).replicas = 1));
-    await until('one pod left and status replicas 1 at generation 2', () => h.podNames('web').length === 1 && h.get('web')?.status?.['observedGeneration'] === 2 && h.get('web')?.status?.['replicas'] === 1);
+    await until(
+      'one pod left and status replicas 1 at generation 2',
+      () =>
+        h.podNames('web').length === 1 &&
+        h.get('web')?.status?.['observedGeneration'] === 2 &&
+        h.get('web')?.status?.['replicas'] === 1,
+    );
     expect(h.podNames('web')).toEqual(['web-0']);
-    expect(h.decided('ScaledDown').map((d) => d.pod).sort()).toEqual(['web-1', 'web-2']);
+    expect(
+      h
+        .decided('ScaledDown')
+        .map((d) => d.pod)
+        .sort(),
+    ).toEqual(['web-1', 'web-2']);
   });
 
   it('[cellset: finalizer cleanup] deleting the CellSet deletes its pods (graceful ones finished by the kubelet) and only then removes the finalizer: nothing is left', async () => {

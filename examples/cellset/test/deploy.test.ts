@@ -21,11 +21,17 @@ describe('the shipped manifests', () => {
     expect(text).toContain('status: {}');
   });
 
-  it('[cellset: least-privilege Role] deploy/rbac.yaml: a ServiceAccount, a namespaced Role with exactly the controller\'s verbs, and its RoleBinding', () => {
-    const docs = loadAllYaml(readFileSync(join(deploy, 'rbac.yaml'), 'utf8')) as Array<{ kind: string; metadata: { name: string; namespace?: string }; rules?: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> }>;
+  it("[cellset: least-privilege Role] deploy/rbac.yaml: a ServiceAccount, a namespaced Role with exactly the controller's verbs, and its RoleBinding", () => {
+    const docs = loadAllYaml(readFileSync(join(deploy, 'rbac.yaml'), 'utf8')) as Array<{
+      kind: string;
+      metadata: { name: string; namespace?: string };
+      rules?: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+    }>;
     expect(docs.map((d) => d.kind)).toEqual(['ServiceAccount', 'Role', 'RoleBinding']);
     expect(docs.every((d) => d.metadata.name === 'cellset-controller' && d.metadata.namespace === 'cells')).toBe(true);
-    const grants = Object.fromEntries(docs[1]!.rules!.flatMap((r) => r.resources.map((res) => [`${r.apiGroups.join(',')}/${res}`, [...r.verbs].sort()])));
+    const grants = Object.fromEntries(
+      docs[1]!.rules!.flatMap((r) => r.resources.map((res) => [`${r.apiGroups.join(',')}/${res}`, [...r.verbs].sort()])),
+    );
     expect(grants).toEqual({
       'cells.reconcile-loop.dev/cellsets': ['get', 'list', 'patch', 'watch'],
       'cells.reconcile-loop.dev/cellsets/status': ['get', 'update'],

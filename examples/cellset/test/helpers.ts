@@ -50,7 +50,13 @@ export function cellSet(name: string, replicas: number, image = 'cells/engine:1'
     apiVersion: API_VERSION,
     kind: KIND,
     metadata: { name, namespace: NS },
-    spec: { replicas, template: { metadata: { labels: { app: 'engine' } }, spec: { restartPolicy: 'Never', containers: [{ name: 'engine', image }] } } },
+    spec: {
+      replicas,
+      template: {
+        metadata: { labels: { app: 'engine' } },
+        spec: { restartPolicy: 'Never', containers: [{ name: 'engine', image }] },
+      },
+    },
   };
 }
 
@@ -63,9 +69,21 @@ export interface Harness {
   /** Live (not terminating) pods of `owner`, by name, sorted. */
   podNames(owner: string): string[];
   /** Every pod of `owner`, terminating ones included. */
-  pods(owner: string): Array<{ metadata: { name: string; uid?: string; deletionTimestamp?: string; annotations?: Record<string, string> }; status?: { phase?: string } }>;
+  pods(
+    owner: string,
+  ): Array<{
+    metadata: { name: string; uid?: string; deletionTimestamp?: string; annotations?: Record<string, string> };
+    status?: { phase?: string };
+  }>;
   /** The CellSet as the server holds it. */
-  get(name: string): { metadata: { generation?: number; finalizers?: string[]; annotations?: Record<string, string> }; status?: Record<string, unknown> } | undefined;
+  get(
+    name: string,
+  ):
+    | {
+        metadata: { generation?: number; finalizers?: string[]; annotations?: Record<string, string> };
+        status?: Record<string, unknown>;
+      }
+    | undefined;
   decided(reason: string, pod?: string): Decision[];
 }
 
@@ -73,7 +91,9 @@ export interface Harness {
  * Starts the embedded apiserver, installs the CRD over HTTP, builds a controller (not started).
  * `manualClock: true` drives the loop, the reflectors and the rebuild history by a `ManualClock`.
  */
-export async function harness(options: { manualClock?: boolean; controller?: Partial<CellSetControllerOptions> } = {}): Promise<Harness> {
+export async function harness(
+  options: { manualClock?: boolean; controller?: Partial<CellSetControllerOptions> } = {},
+): Promise<Harness> {
   const server = await startApiServer({ kubeletAutoFinishDeleteMs: 50 });
   onCleanup(() => server.close());
   const kubeConfig = new KubeConfig();
@@ -94,7 +114,9 @@ export async function harness(options: { manualClock?: boolean; controller?: Par
   const pods = (owner: string) =>
     server
       .listPods(NS)
-      .filter((p) => (p.metadata.labels as Record<string, string> | undefined)?.[CELLSET_LABEL] === owner) as unknown as ReturnType<Harness['pods']>;
+      .filter(
+        (p) => (p.metadata.labels as Record<string, string> | undefined)?.[CELLSET_LABEL] === owner,
+      ) as unknown as ReturnType<Harness['pods']>;
   return {
     server,
     client,
@@ -102,7 +124,11 @@ export async function harness(options: { manualClock?: boolean; controller?: Par
     clock,
     decisions,
     pods,
-    podNames: (owner) => pods(owner).filter((p) => p.metadata.deletionTimestamp === undefined).map((p) => p.metadata.name).sort(),
+    podNames: (owner) =>
+      pods(owner)
+        .filter((p) => p.metadata.deletionTimestamp === undefined)
+        .map((p) => p.metadata.name)
+        .sort(),
     get: (name) => {
       try {
         return server.getObject(ref, NS, name) as unknown as ReturnType<Harness['get']>;

@@ -4,7 +4,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import { REBUILD_HISTORY_ANNOTATION } from '../src/api.js';
-import { DEFAULT_REBUILD_DELAYS_MS as B, decide, prune, readHistory, recordPark, recordRebuild, writeHistory } from '../src/rebuild.js';
+import {
+  DEFAULT_REBUILD_DELAYS_MS as B,
+  decide,
+  prune,
+  readHistory,
+  recordPark,
+  recordRebuild,
+  writeHistory,
+} from '../src/rebuild.js';
 
 describe('the rebuild budget (pure)', () => {
   it('[cellset: rebuild budget] rebuild n waits delaysMs[n-1] after rebuild n-1; the need after the last parks; a parked slot stays parked at its generation', () => {
@@ -35,8 +43,16 @@ describe('the rebuild budget (pure)', () => {
     expect(readHistory({})).toEqual({ history: {}, dropped: [] });
     expect(readHistory({ [REBUILD_HISTORY_ANNOTATION]: '{nope' })).toEqual({ history: {}, dropped: ['(not JSON)'] });
     expect(readHistory({ [REBUILD_HISTORY_ANNOTATION]: '[1]' })).toEqual({ history: {}, dropped: ['(not an object)'] });
-    const text = JSON.stringify({ '0': { count: 2, generation: 3, lastAt: 5 }, x: { count: 1, generation: 1, lastAt: 1 }, '1': { count: -1, generation: 1, lastAt: 1 }, '2': { count: 1, generation: 1, lastAt: 'soon' } });
-    expect(readHistory({ [REBUILD_HISTORY_ANNOTATION]: text })).toEqual({ history: { '0': { count: 2, generation: 3, lastAt: 5 } }, dropped: ['1', '2', 'x'] });
+    const text = JSON.stringify({
+      '0': { count: 2, generation: 3, lastAt: 5 },
+      x: { count: 1, generation: 1, lastAt: 1 },
+      '1': { count: -1, generation: 1, lastAt: 1 },
+      '2': { count: 1, generation: 1, lastAt: 'soon' },
+    });
+    expect(readHistory({ [REBUILD_HISTORY_ANNOTATION]: text })).toEqual({
+      history: { '0': { count: 2, generation: 3, lastAt: 5 } },
+      dropped: ['1', '2', 'x'],
+    });
     const h = recordPark(recordRebuild({}, 10, 1, 4), 2, 1, 4);
     expect(readHistory({ [REBUILD_HISTORY_ANNOTATION]: writeHistory(h) }).history).toEqual(h);
     expect(Object.keys(JSON.parse(writeHistory(h)))).toEqual(['2', '10']); // numeric order: stable text

@@ -29,11 +29,17 @@ describe('the controller mode', () => {
       onListening: (u) => (url = u),
     });
     try {
-      await until('synced and leading', () => out.some((l) => l.includes('synced CellSets and pods')) && out.some((l) => l.includes('leading as')));
+      await until(
+        'synced and leading',
+        () => out.some((l) => l.includes('synced CellSets and pods')) && out.some((l) => l.includes('leading as')),
+      );
       expect(out).toContain('cellset-controller: the CellSet CRD is installed now');
       server.createObject(ref, cellSet('web', 2));
       await until('two pods', () => out.filter((l) => l.startsWith('event CreatedPod default/web')).length === 2);
-      await until('status', () => (server.getObject(ref, NS, 'web')?.['status'] as { replicas?: number } | undefined)?.replicas === 2);
+      await until(
+        'status',
+        () => (server.getObject(ref, NS, 'web')?.['status'] as { replicas?: number } | undefined)?.replicas === 2,
+      );
       const metrics = await get(`${url}/metrics`);
       expect(metrics.body).toMatch(/^controller_runtime_reconcile_total\{controller="cellset",result="success"\} [1-9]\d*$/m);
       expect(metrics.body).toContain('cellset_pods_created_total{namespace="default",cellset="web"} 2');
@@ -52,10 +58,18 @@ describe('the controller mode', () => {
     onCleanup(() => server.close());
     server.failNext({ verb: 'create', status: 403 });
     const errors: string[] = [];
-    const code = await runController({ kubeconfigYaml: server.kubeconfig(), namespace: NS, signal: new AbortController().signal, print: () => {}, printError: (l) => errors.push(l) });
+    const code = await runController({
+      kubeconfigYaml: server.kubeconfig(),
+      namespace: NS,
+      signal: new AbortController().signal,
+      print: () => {},
+      printError: (l) => errors.push(l),
+    });
     expect(code).toBe(1);
     expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatch(/^cellset-controller: the CellSet CRD \(cellsets\.cells\.reconcile-loop\.dev\) is not installed, and this identity may not install it \(403: .*\); install it as a cluster admin: kubectl apply -f examples\/cellset\/deploy\/crd\.yaml$/);
+    expect(errors[0]).toMatch(
+      /^cellset-controller: the CellSet CRD \(cellsets\.cells\.reconcile-loop\.dev\) is not installed, and this identity may not install it \(403: .*\); install it as a cluster admin: kubectl apply -f examples\/cellset\/deploy\/crd\.yaml$/,
+    );
     expect(server.requestCounts().watch).toBe(0);
   });
 });

@@ -14,11 +14,16 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
   it('[cellset: no double-create] a reconcile triggered while the pod cache has not seen the creates does not run until it has: each slot is created once', async () => {
     let server: { stallWatches(): void } | undefined;
     // Right after the first create returns, the watches stall: the cache cannot see the second create.
-    const h = await harness({ controller: { hooks: { afterCreate: (_pod, total) => void (total === 1 && server?.stallWatches()) } } });
+    const h = await harness({
+      controller: { hooks: { afterCreate: (_pod, total) => void (total === 1 && server?.stallWatches()) } },
+    });
     server = h.server;
     h.server.createObject(ref, cellSet('web', 2));
     await h.controller.loop.start();
-    await until('both pods created on the server', () => h.podNames('web').length === 2 && h.controller.loop.health().inFlight.length === 0);
+    await until(
+      'both pods created on the server',
+      () => h.podNames('web').length === 2 && h.controller.loop.health().inFlight.length === 0,
+    );
     const creates = h.server.requestCounts().create;
     const runs = h.controller.loop.health().reconciles.succeeded;
     for (let i = 0; i < 3; i++) h.controller.loop.enqueue(`${NS}/web`);
@@ -33,7 +38,7 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
     expect(h.podNames('web')).toEqual(['web-0', 'web-1']);
   });
 
-  it('[cellset: status conflict retry] a concurrent writer changes the status between the controller\'s read and write: 409, re-read, re-applied; both writes survive', async () => {
+  it("[cellset: status conflict retry] a concurrent writer changes the status between the controller's read and write: 409, re-read, re-applied; both writes survive", async () => {
     let raced = false;
     let writer: KubeClient | undefined;
     const h = await harness({
@@ -43,7 +48,23 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
             if (raced || attempt !== 1 || writer === undefined) return;
             raced = true;
             // Another controller (a dashboard) writes its own condition through the status subresource.
-            await writer.resource(ref).inNamespace(NS).patch('web', { type: 'merge', body: { status: { conditions: [{ type: 'Reviewed', status: 'True', reason: 'Dashboard', lastTransitionTime: '2026-01-01T00:00:00Z' }] } } }, { subresource: 'status' });
+            await writer
+              .resource(ref)
+              .inNamespace(NS)
+              .patch(
+                'web',
+                {
+                  type: 'merge',
+                  body: {
+                    status: {
+                      conditions: [
+                        { type: 'Reviewed', status: 'True', reason: 'Dashboard', lastTransitionTime: '2026-01-01T00:00:00Z' },
+                      ],
+                    },
+                  },
+                },
+                { subresource: 'status' },
+              );
           },
         },
       },
@@ -55,24 +76,36 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
     onCleanup(async () => kubelet.stop());
     h.server.createObject(ref, cellSet('web', 1));
     await h.controller.loop.start();
-    await until('ready, and the write that said so settled', () => h.get('web')?.status?.['readyReplicas'] === 1 && h.controller.loop.health().inFlight.length === 0);
+    await until(
+      'ready, and the write that said so settled',
+      () => h.get('web')?.status?.['readyReplicas'] === 1 && h.controller.loop.health().inFlight.length === 0,
+    );
 
     expect(raced).toBe(true);
     const types = (h.get('web')!.status!['conditions'] as Array<{ type: string }>).map((c) => c.type);
     expect(types).toEqual(['Ready', 'SlotsDeadLettered', 'Reviewed']);
-    expect(await h.controller.registry.getSingleMetricAsString('cellset_status_write_conflicts_total')).toContain('cellset_status_write_conflicts_total{namespace="default",cellset="web"} 1');
+    expect(await h.controller.registry.getSingleMetricAsString('cellset_status_write_conflicts_total')).toContain(
+      'cellset_status_write_conflicts_total{namespace="default",cellset="web"} 1',
+    );
     expect(h.controller.loop.health().reconciles.failed).toBe(0);
   });
 
   it('[cellset: events] every decision is an events.k8s.io/v1 Event regarding the CellSet, related to the pod, from the controller', async () => {
     const h = await harness();
-    const kubelet = startKubelet({ server: h.server, namespace: NS, fate: (pod) => (pod.metadata.name === 'web-1' ? 'fail' : 'ready') });
+    const kubelet = startKubelet({
+      server: h.server,
+      namespace: NS,
+      fate: (pod) => (pod.metadata.name === 'web-1' ? 'fail' : 'ready'),
+    });
     onCleanup(async () => kubelet.stop());
     h.server.createObject(ref, cellSet('web', 2));
     await h.controller.loop.start();
     await until('web-1 rebuilt once, its second rebuild waiting', () => h.decided('RebuildBackoff', 'web-1').length === 1);
     h.server.deleteObject(ref, NS, 'web');
-    await until('the set gone and its removal recorded', () => h.get('web') === undefined && h.decided('FinalizerRemoved').length === 1);
+    await until(
+      'the set gone and its removal recorded',
+      () => h.get('web') === undefined && h.decided('FinalizerRemoved').length === 1,
+    );
     await h.controller.stop({ graceMs: 2_000 }); // flushes the recorder
 
     const events = h.server.listObjects({ group: 'events.k8s.io', version: 'v1', plural: 'events' }, NS) as unknown as Array<{
@@ -84,9 +117,18 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
       related?: { kind: string; name: string };
     }>;
     const reasons = new Set(events.map((e) => e.reason));
-    for (const reason of ['FinalizerAdded', 'CreatedPod', 'PodFailed', 'RebuildBackoff', 'DeletingPods', 'FinalizerRemoved']) expect(reasons, reason).toContain(reason);
-    expect(events.every((e) => e.reportingController === REPORTING_CONTROLLER && e.regarding.kind === 'CellSet' && e.regarding.name === 'web')).toBe(true);
-    expect(events.find((e) => e.reason === 'PodFailed')).toMatchObject({ type: 'Normal', action: 'RebuildPod', related: { kind: 'Pod', name: 'web-1' } });
+    for (const reason of ['FinalizerAdded', 'CreatedPod', 'PodFailed', 'RebuildBackoff', 'DeletingPods', 'FinalizerRemoved'])
+      expect(reasons, reason).toContain(reason);
+    expect(
+      events.every(
+        (e) => e.reportingController === REPORTING_CONTROLLER && e.regarding.kind === 'CellSet' && e.regarding.name === 'web',
+      ),
+    ).toBe(true);
+    expect(events.find((e) => e.reason === 'PodFailed')).toMatchObject({
+      type: 'Normal',
+      action: 'RebuildPod',
+      related: { kind: 'Pod', name: 'web-1' },
+    });
     expect(h.controller.events!.stats.droppedRejected).toBe(0);
   });
 

@@ -22,7 +22,13 @@ export interface EmbeddedStep {
 }
 
 function cellPod(name: string, pool: 'engines' | 'trainers') {
-  return { metadata: { name, namespace: DEMO_NAMESPACE, labels: { [POOL_LABEL]: pool, app: pool === 'engines' ? 'sglang-engine' : 'trainer' } } };
+  return {
+    metadata: {
+      name,
+      namespace: DEMO_NAMESPACE,
+      labels: { [POOL_LABEL]: pool, app: pool === 'engines' ? 'sglang-engine' : 'trainer' },
+    },
+  };
 }
 
 /** The scheduler binds the pod, then the kubelet reports it Running and Ready: two MODIFIED frames. */
@@ -32,7 +38,11 @@ function schedule(server: ApiServer, name: string, node: string): void {
 }
 
 /** The pods created before the tracker starts: its first LIST sees them, Pending and unbound. */
-export const initialPods = [cellPod('engine-0', 'engines'), cellPod('engine-1', 'engines'), cellPod('trainer-0', 'trainers')] as const;
+export const initialPods = [
+  cellPod('engine-0', 'engines'),
+  cellPod('engine-1', 'engines'),
+  cellPod('trainer-0', 'trainers'),
+] as const;
 
 /**
  * The churn, driven through the apiserver: pods created, scheduled, Running and Ready, a crash and
@@ -84,8 +94,17 @@ export const embeddedScript: readonly EmbeddedStep[] = [
       s.dropWatches();
     },
   },
-  { atMs: 7_000, afterRelist: true, say: "trainer-0's graceful deletion begins", act: (s) => s.deletePod(DEMO_NAMESPACE, 'trainer-0') },
-  { atMs: 7_700, say: 'the kubelet finishes deleting trainer-0', act: (s) => s.kubelet.finishGracefulDelete(DEMO_NAMESPACE, 'trainer-0') },
+  {
+    atMs: 7_000,
+    afterRelist: true,
+    say: "trainer-0's graceful deletion begins",
+    act: (s) => s.deletePod(DEMO_NAMESPACE, 'trainer-0'),
+  },
+  {
+    atMs: 7_700,
+    say: 'the kubelet finishes deleting trainer-0',
+    act: (s) => s.kubelet.finishGracefulDelete(DEMO_NAMESPACE, 'trainer-0'),
+  },
   { atMs: 8_400, say: "engine-2's container restarts", act: (s) => s.kubelet.bumpRestartCount(DEMO_NAMESPACE, 'engine-2') },
 ];
 
@@ -156,7 +175,12 @@ function narratingLogger(base: Logger, say: (line: string) => void): Logger {
       }
       write(fields, message);
     };
-  return { debug: (f, m) => base.debug(f, m), info: narrate((f, m) => base.info(f, m)), warn: narrate((f, m) => base.warn(f, m)), error: (f, m) => base.error(f, m) };
+  return {
+    debug: (f, m) => base.debug(f, m),
+    info: narrate((f, m) => base.info(f, m)),
+    warn: narrate((f, m) => base.warn(f, m)),
+    error: (f, m) => base.error(f, m),
+  };
 }
 
 /** The pool views the apiserver's pods call for, read through the same schema the reflector uses. */
@@ -231,7 +255,9 @@ export async function startEmbeddedScenario(options: EmbeddedScenarioOptions): P
       relists.push({ atMs: elapsed(), listed: [...objects.keys()], ghosts });
       say(
         `relist: the reflector listed ${objects.size} pods; ${
-          ghosts.length === 0 ? 'nothing was missed' : `${ghosts.join(', ')} is cached but not listed, so the store synthesises its deletion`
+          ghosts.length === 0
+            ? 'nothing was missed'
+            : `${ghosts.join(', ')} is cached but not listed, so the store synthesises its deletion`
         }`,
       );
       wake();

@@ -43,7 +43,9 @@ function count(n: number, one: string, many: string): string {
 }
 
 function finalPools(views: ReadonlyMap<string, PoolView>): string {
-  return [...views.values()].map((v) => `${v.pool} (${v.ready}/${v.cells.length} ready, ${v.restarts} restarts)`).join(', ') || 'none';
+  return (
+    [...views.values()].map((v) => `${v.pool} (${v.ready}/${v.cells.length} ready, ${v.restarts} restarts)`).join(', ') || 'none'
+  );
 }
 
 function consoleLogger(verbose: boolean): Logger {
@@ -100,7 +102,8 @@ async function main(): Promise<number> {
   const seconds = (name: string, text: string | undefined, zero: boolean): number | undefined => {
     if (text === undefined) return undefined;
     const n = Number(text);
-    if (!(Number.isFinite(n) && (zero ? n >= 0 : n > 0))) throw new UsageError(`--${name} must be a ${zero ? 'non-negative' : 'positive'} number`);
+    if (!(Number.isFinite(n) && (zero ? n >= 0 : n > 0)))
+      throw new UsageError(`--${name} must be a ${zero ? 'non-negative' : 'positive'} number`);
     return n;
   };
   let healthPort: number | undefined;
@@ -111,12 +114,15 @@ async function main(): Promise<number> {
   let killAfterS: number | undefined;
   try {
     replicas = seconds('replicas', values.replicas, false);
-    if (replicas !== undefined && !(Number.isInteger(replicas) && replicas <= 16)) throw new UsageError('--replicas must be an integer from 1 to 16');
+    if (replicas !== undefined && !(Number.isInteger(replicas) && replicas <= 16))
+      throw new UsageError('--replicas must be an integer from 1 to 16');
     metricsPort = seconds('metrics-port', values['metrics-port'], true);
-    if (metricsPort !== undefined && !(Number.isInteger(metricsPort) && metricsPort + (replicas ?? 1) - 1 <= 65_535)) throw new UsageError('--metrics-port must be a port number (0 for any free ports)');
+    if (metricsPort !== undefined && !(Number.isInteger(metricsPort) && metricsPort + (replicas ?? 1) - 1 <= 65_535))
+      throw new UsageError('--metrics-port must be a port number (0 for any free ports)');
     killAfterS = seconds('kill-after', values['kill-after'], true);
     healthPort = seconds('health-port', values['health-port'], true);
-    if (healthPort !== undefined && !(Number.isInteger(healthPort) && healthPort <= 65_535)) throw new UsageError('--health-port must be a port number (0 for any free port)');
+    if (healthPort !== undefined && !(Number.isInteger(healthPort) && healthPort <= 65_535))
+      throw new UsageError('--health-port must be a port number (0 for any free port)');
     syncTimeoutS = seconds('sync-timeout', values['sync-timeout'], false);
     graceS = seconds('grace', values.grace, true);
   } catch (error) {
@@ -140,17 +146,34 @@ async function main(): Promise<number> {
   const keepAlive = setInterval(() => {}, 1 << 30);
   try {
     if (replicas !== undefined) {
-      return await replicaDemo({ replicas, metricsPort, killAfterS, durationS, kubeconfig, values, print, logger, signal: abort.signal });
+      return await replicaDemo({
+        replicas,
+        metricsPort,
+        killAfterS,
+        durationS,
+        kubeconfig,
+        values,
+        print,
+        logger,
+        signal: abort.signal,
+      });
     }
     if (source === 'cluster') {
       const useEmbedded = values.controller && !kubeconfig;
       const cluster = useEmbedded ? await startFaultyCluster(fault, values.selector ?? values['pool-label']) : undefined;
       // --duration ends the controller like a SIGTERM would (a bounded demo run).
       if (durationS !== undefined) setTimeout(() => abort.abort(), durationS * 1000).unref();
-      if (cluster) print(`embedded apiserver at ${cluster.server.url} with a pool in namespace ${CONTROLLER_NAMESPACE}${fault === 'none' ? '' : `, broken: ${fault}`}`);
+      if (cluster)
+        print(
+          `embedded apiserver at ${cluster.server.url} with a pool in namespace ${CONTROLLER_NAMESPACE}${fault === 'none' ? '' : `, broken: ${fault}`}`,
+        );
       try {
         return await runController({
-          ...(cluster ? { kubeconfigYaml: cluster.server.kubeconfig() } : values.kubeconfig !== undefined ? { kubeconfig: values.kubeconfig } : {}),
+          ...(cluster
+            ? { kubeconfigYaml: cluster.server.kubeconfig() }
+            : values.kubeconfig !== undefined
+              ? { kubeconfig: values.kubeconfig }
+              : {}),
           namespace: cluster ? CONTROLLER_NAMESPACE : values.namespace,
           selector: cluster?.selector ?? values.selector ?? values['pool-label'],
           poolLabel: values['pool-label'],
@@ -207,7 +230,8 @@ async function replicaDemo(o: {
   signal: AbortSignal;
 }): Promise<number> {
   const { print } = o;
-  const embedded = o.kubeconfig === undefined ? await startFaultyCluster('none', o.values.selector ?? o.values['pool-label']) : undefined;
+  const embedded =
+    o.kubeconfig === undefined ? await startFaultyCluster('none', o.values.selector ?? o.values['pool-label']) : undefined;
   const stop = new AbortController();
   const onAbort = (): void => stop.abort();
   o.signal.addEventListener('abort', onAbort, { once: true });
@@ -219,7 +243,9 @@ async function replicaDemo(o: {
       // and 409 semantics: real HTTP objects the LeaseLock reads and writes.
       print(`embedded apiserver at ${embedded.server.url}; ${o.replicas} replicas track namespace ${CONTROLLER_NAMESPACE}`);
     } else {
-      print(`cluster of ${o.kubeconfig}: ${o.replicas} replicas track namespace ${o.values.namespace}; Lease ${o.values.namespace}/pool-tracker`);
+      print(
+        `cluster of ${o.kubeconfig}: ${o.replicas} replicas track namespace ${o.values.namespace}; Lease ${o.values.namespace}/pool-tracker`,
+      );
     }
     const killAfterMs = o.killAfterS === undefined ? (embedded ? 4_000 : undefined) : o.killAfterS * 1000;
     const report = await runReplicas({
@@ -244,7 +270,9 @@ async function replicaDemo(o: {
     print(
       `stopped cleanly; leaders in order: ${report.leaders.map((id) => id.split('_')[1]).join(' → ') || 'none'}` +
         `${report.killed ? ` (${report.killed} was killed)` : ''}; reconciles: ` +
-        Object.entries(report.reconciles).map(([name, pools]) => `${name} ${pools.length}`).join(', '),
+        Object.entries(report.reconciles)
+          .map(([name, pools]) => `${name} ${pools.length}`)
+          .join(', '),
     );
     return 0;
   } finally {

@@ -62,8 +62,10 @@ export interface ReplicasReport {
 /** A lock whose requests fail once the replica is "killed": a dead process cannot release. */
 function killable(lock: ResourceLock): ResourceLock & { kill(): void } {
   let dead = false;
-  const guard = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A): Promise<R> =>
-    dead ? Promise.reject(new Error('replica killed: its requests never reach the apiserver')) : fn(...args);
+  const guard =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> =>
+      dead ? Promise.reject(new Error('replica killed: its requests never reach the apiserver')) : fn(...args);
   return {
     identity: lock.identity,
     describe: () => lock.describe(),
@@ -75,7 +77,12 @@ function killable(lock: ResourceLock): ResourceLock & { kill(): void } {
 }
 
 /** The probe and metrics server of one replica: `/metrics` from its registry, everything else to the health handler. */
-async function probeServer(loop: ReconcileLoop<PodView, string>, registry: Registry, port: number, host: string): Promise<{ server: Server; url: string }> {
+async function probeServer(
+  loop: ReconcileLoop<PodView, string>,
+  registry: Registry,
+  port: number,
+  host: string,
+): Promise<{ server: Server; url: string }> {
   const server = createServer(metricsHandler(registry, { next: healthHandler(loop) }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -89,7 +96,10 @@ export async function runReplicas(options: ReplicasOptions): Promise<ReplicasRep
   const { print, signal } = options;
   const logger = options.logger ?? silentLogger;
   const poolLabel = options.poolLabel ?? 'pool';
-  const [{ KubeConfig }, { KubeClient }] = await Promise.all([import('@kubernetes/client-node'), import('@reconcile-loop/kube-client')]);
+  const [{ KubeConfig }, { KubeClient }] = await Promise.all([
+    import('@kubernetes/client-node'),
+    import('@reconcile-loop/kube-client'),
+  ]);
   const kubeConfig = new KubeConfig();
   if (options.kubeconfigYaml !== undefined) kubeConfig.loadFromString(options.kubeconfigYaml);
   else if (options.kubeconfig !== undefined) kubeConfig.loadFromFile(options.kubeconfig);
@@ -99,7 +109,14 @@ export async function runReplicas(options: ReplicasOptions): Promise<ReplicasRep
   const replicas = Array.from({ length: options.replicas }, (_, i) => {
     const name = `replica-${i}`;
     const identity = `${hostname()}_${name}_${randomUUID().slice(0, 8)}`;
-    const lock = killable(new LeaseLock({ client: new KubeClient({ kubeConfig }), namespace: options.namespace, name: options.leaseName ?? 'pool-tracker', identity }));
+    const lock = killable(
+      new LeaseLock({
+        client: new KubeClient({ kubeConfig }),
+        namespace: options.namespace,
+        name: options.leaseName ?? 'pool-tracker',
+        identity,
+      }),
+    );
     const elector = new LeaderElector({
       lock,
       ...options.timings,
@@ -111,13 +128,32 @@ export async function runReplicas(options: ReplicasOptions): Promise<ReplicasRep
       onStoppedLeading: () => print(`[${name}] stopped leading`),
     });
     report.reconciles[name] = [];
-    return { name, identity, lock, elector, registry: new Registry(), stop: new AbortController(), run: undefined as Promise<void> | undefined, loop: undefined as ReconcileLoop<PodView, string> | undefined, server: undefined as Server | undefined };
+    return {
+      name,
+      identity,
+      lock,
+      elector,
+      registry: new Registry(),
+      stop: new AbortController(),
+      run: undefined as Promise<void> | undefined,
+      loop: undefined as ReconcileLoop<PodView, string> | undefined,
+      server: undefined as Server | undefined,
+    };
   });
 
   const servers: string[] = [];
   try {
     for (const [i, replica] of replicas.entries()) {
-      const source = await openClusterSource({ ...(options.kubeconfigYaml !== undefined ? { kubeconfigYaml: options.kubeconfigYaml } : options.kubeconfig !== undefined ? { kubeconfig: options.kubeconfig } : {}), namespace: options.namespace, selector: options.selector, logger });
+      const source = await openClusterSource({
+        ...(options.kubeconfigYaml !== undefined
+          ? { kubeconfigYaml: options.kubeconfigYaml }
+          : options.kubeconfig !== undefined
+            ? { kubeconfig: options.kubeconfig }
+            : {}),
+        namespace: options.namespace,
+        selector: options.selector,
+        logger,
+      });
       replica.loop = new ReconcileLoop<PodView, string>({
         source,
         keyMap: (pod) => {
@@ -134,7 +170,12 @@ export async function runReplicas(options: ReplicasOptions): Promise<ReplicasRep
         },
       });
       if (options.metricsPort !== undefined) {
-        const { server, url } = await probeServer(replica.loop, replica.registry, options.metricsPort === 0 ? 0 : options.metricsPort + i, options.metricsHost ?? '127.0.0.1');
+        const { server, url } = await probeServer(
+          replica.loop,
+          replica.registry,
+          options.metricsPort === 0 ? 0 : options.metricsPort + i,
+          options.metricsHost ?? '127.0.0.1',
+        );
         replica.server = server;
         servers.push(url);
       }
@@ -150,15 +191,26 @@ export async function runReplicas(options: ReplicasOptions): Promise<ReplicasRep
       }
     }
     if (servers.length > 0) {
-      print(`probes: ${servers.map((u, i) => `${replicas[i]!.name} ${u}/readyz`).join(', ')} (/metrics and /healthz beside them)`);
+      print(
+        `probes: ${servers.map((u, i) => `${replicas[i]!.name} ${u}/readyz`).join(', ')} (/metrics and /healthz beside them)`,
+      );
       options.onListening?.(servers);
     }
     // Every replica syncs, leader or not (warm standby).
     await Promise.all(replicas.map((r) => r.loop!.start()));
-    print(`${replicas.length} replicas synced; ${replicas.filter((r) => r.loop!.health().leader).map((r) => r.name).join(', ') || 'none'} leads, the others are warm standbys`);
+    print(
+      `${replicas.length} replicas synced; ${
+        replicas
+          .filter((r) => r.loop!.health().leader)
+          .map((r) => r.name)
+          .join(', ') || 'none'
+      } leads, the others are warm standbys`,
+    );
     options.onSynced?.();
 
-    const ended = new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+    const ended = new Promise<void>((resolve) =>
+      signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }),
+    );
     if (options.killAfterMs !== undefined) {
       const killAt = new Promise<boolean>((resolve) => {
         const handle = setTimeout(() => resolve(true), options.killAfterMs);

@@ -108,7 +108,10 @@ export interface Simulation {
 /** Builds the embedded simulation used without a cluster. */
 export function createSimulation(options: SimulationOptions): Simulation {
   const clock = options.clock ?? systemClock;
-  const source = new InProcessSource<PodView>('simulated-pool', initialCells.map((pod) => [podKey(pod), pod] as const));
+  const source = new InProcessSource<PodView>(
+    'simulated-pool',
+    initialCells.map((pod) => [podKey(pod), pod] as const),
+  );
   const tracker = createPoolTracker({
     source,
     print: options.print,

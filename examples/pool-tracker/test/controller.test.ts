@@ -106,7 +106,12 @@ describe('the long-running controller', () => {
     };
     const { err, exit, printed } = await run('none', { source });
     await printed(/synced 0 pods/);
-    fail!(Object.assign(new Error('gone'), { permanent: true, status: { code: 400, reason: 'BadRequest', message: 'the server rejected our request' } }));
+    fail!(
+      Object.assign(new Error('gone'), {
+        permanent: true,
+        status: { code: 400, reason: 'BadRequest', message: 'the server rejected our request' },
+      }),
+    );
     expect(await exit).toBe(1);
     expect(err).toEqual(['pool-tracker: stopped: 400 BadRequest: the server rejected our request']);
   });

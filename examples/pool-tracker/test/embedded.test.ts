@@ -16,13 +16,23 @@ const summary = (views: ReadonlyMap<string, PoolView>) =>
   Object.fromEntries(
     [...views].map(([pool, view]) => [
       pool,
-      { ready: view.ready, restarts: view.restarts, cells: Object.fromEntries(view.cells.map((c) => [c.name, `${c.phase}${c.ready ? ' ready' : ''} r${c.restarts}`])) },
+      {
+        ready: view.ready,
+        restarts: view.restarts,
+        cells: Object.fromEntries(view.cells.map((c) => [c.name, `${c.phase}${c.ready ? ' ready' : ''} r${c.restarts}`])),
+      },
     ]),
   );
 
 function scenario(options: Partial<EmbeddedScenarioOptions> = {}) {
   const lines: string[] = [];
-  const started = startEmbeddedScenario({ durationMs: FULL_RUN_MS, timeScale: SCALE, settleTimeoutMs: 3_000, print: (l) => lines.push(l), ...options });
+  const started = startEmbeddedScenario({
+    durationMs: FULL_RUN_MS,
+    timeScale: SCALE,
+    settleTimeoutMs: 3_000,
+    print: (l) => lines.push(l),
+    ...options,
+  });
   return { lines, started };
 }
 
@@ -37,14 +47,18 @@ describe('pool tracker demo on the embedded apiserver', () => {
       'demo/engines': { ready: 2, restarts: 2, cells: { 'engine-1': 'Running ready r1', 'engine-2': 'Running ready r1' } },
       'demo/trainers': { ready: 1, restarts: 0, cells: { 'trainer-1': 'Running ready r0' } },
     });
-    expect(lines.filter((l) => l.includes(' ~ ') && !l.includes('reflector:') && !l.includes('relist:'))).toHaveLength(embeddedScript.length);
+    expect(lines.filter((l) => l.includes(' ~ ') && !l.includes('reflector:') && !l.includes('relist:'))).toHaveLength(
+      embeddedScript.length,
+    );
     // The graceful deletion was seen in between: trainer-0 Terminating, then gone.
     expect(lines.some((l) => l.includes('pool demo/trainers:') && l.includes('trainer-0 Terminating'))).toBe(true);
 
     // Nothing is left running: the loop stopped, the watch closed, the apiserver closed.
     expect(sc.tracker.loop.state).toBe('stopped');
     expect(sc.server.openWatchCount).toBe(0);
-    expect(() => sc.server.createPod({ metadata: { name: 'late' } })).toThrow(expect.objectContaining({ code: 'ERR_APISERVER_CLOSED' }));
+    expect(() => sc.server.createPod({ metadata: { name: 'late' } })).toThrow(
+      expect.objectContaining({ code: 'ERR_APISERVER_CLOSED' }),
+    );
   });
 
   it('[object_store: Replace() on relist] the deletion lost with the dropped watch stays in the tracker as a ghost until the relist, which removes it (embedded apiserver)', async () => {

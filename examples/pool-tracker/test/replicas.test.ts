@@ -9,7 +9,6 @@ import { describe, expect, it } from 'vitest';
 import { CONTROLLER_NAMESPACE, startFaultyCluster } from '../src/faults.js';
 import { runReplicas } from '../src/replicas.js';
 
-
 describe('--replicas: leader election on the embedded apiserver', () => {
   it('[demo: --replicas] one leader reconciles, the standbys stay synced and ready; the killed leader is replaced once its Lease expires and the new leader re-drives every pool', async () => {
     const cluster = await startFaultyCluster('none', 'pool');
@@ -36,7 +35,8 @@ describe('--replicas: leader election on the embedded apiserver', () => {
       timings: { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 300 },
       metricsPort: 0,
       onListening: (u) => (urls = u),
-      onSynced: () => cluster.server.seedPods(1, { namespace: CONTROLLER_NAMESPACE, labels: { pool: 'evaluators' }, namePrefix: 'evaluator' }),
+      onSynced: () =>
+        cluster.server.seedPods(1, { namespace: CONTROLLER_NAMESPACE, labels: { pool: 'evaluators' }, namePrefix: 'evaluator' }),
       killAfterMs: 1_000,
       signal: stop.signal,
       print: (line) => {
@@ -52,19 +52,26 @@ describe('--replicas: leader election on the embedded apiserver', () => {
     await until('the leader reconciling the new pool', () => out.some((l) => l.startsWith('[replica-0] pool ml/evaluators')));
     const standby = await get(`${urls[1]}/readyz?format=json`);
     expect(standby.status).toBe(200); // a synced standby is ready
-    expect(JSON.parse(standby.body).checks).toContainEqual(expect.objectContaining({ name: 'leader', ok: true, reason: expect.stringContaining('standby') }));
+    expect(JSON.parse(standby.body).checks).toContainEqual(
+      expect.objectContaining({ name: 'leader', ok: true, reason: expect.stringContaining('standby') }),
+    );
     expect(out.filter((l) => /^\[replica-[12]\] pool/.test(l))).toEqual([]);
     // /metrics beside the probes, with controller-runtime's names: the leader counted its reconciles, a standby none.
     const leaderMetrics = await get(`${urls[0]}/metrics`);
     expect(leaderMetrics.status).toBe(200);
-    expect(leaderMetrics.body).toMatch(/^controller_runtime_reconcile_total\{controller="pool-tracker",result="success"\} [1-9]\d*$/m);
+    expect(leaderMetrics.body).toMatch(
+      /^controller_runtime_reconcile_total\{controller="pool-tracker",result="success"\} [1-9]\d*$/m,
+    );
     expect(leaderMetrics.body).toMatch(/^workqueue_depth\{.*name="pool-tracker".*\} \d+$/m);
     const standbyMetrics = await get(`${urls[1]}/metrics`);
     expect(standbyMetrics.body).toMatch(/^controller_runtime_reconcile_total\{controller="pool-tracker",result="success"\} 0$/m);
 
     await until('a takeover re-driving every pool', () => {
       const taker = out.find((l) => /^\[replica-[12]\] started leading/.test(l))?.slice(0, 11);
-      return taker !== undefined && ['engines', 'trainers', 'evaluators'].every((p) => out.some((l) => l.startsWith(`${taker} pool ml/${p}`)));
+      return (
+        taker !== undefined &&
+        ['engines', 'trainers', 'evaluators'].every((p) => out.some((l) => l.startsWith(`${taker} pool ml/${p}`)))
+      );
     });
     stop.abort();
     const report = await within(running, 'a graceful end', 10_000);
@@ -78,7 +85,9 @@ describe('--replicas: leader election on the embedded apiserver', () => {
     // A replica that never led never reconciled.
     for (const [name, pools] of Object.entries(report.reconciles)) if (!terms.includes(name)) expect(pools).toEqual([]);
     // The graceful end released the Lease (no holder) for the next leader to take at once.
-    const lease = cluster.server.getObject(leases, CONTROLLER_NAMESPACE, 'pool-tracker') as { spec?: { holderIdentity?: string; leaseTransitions?: number } };
+    const lease = cluster.server.getObject(leases, CONTROLLER_NAMESPACE, 'pool-tracker') as {
+      spec?: { holderIdentity?: string; leaseTransitions?: number };
+    };
     expect(lease.spec).toMatchObject({ holderIdentity: '', leaseTransitions: terms.length - 1 });
   }, 20_000);
 });

@@ -47,7 +47,10 @@ function makerFor(keys: readonly string[]): Maker | undefined {
   node.maker = keys.includes('__proto__')
     ? null
     : // eslint-disable-next-line @typescript-eslint/no-implied-eval -- compiled once per key list, from JSON-quoted keys only
-      (new Function('s', `return {${keys.map((key) => `${JSON.stringify(key)}: s[${JSON.stringify(key)}]`).join(', ')}};`) as Maker);
+      (new Function(
+        's',
+        `return {${keys.map((key) => `${JSON.stringify(key)}: s[${JSON.stringify(key)}]`).join(', ')}};`,
+      ) as Maker);
   return node.maker ?? undefined;
 }
 

@@ -18,7 +18,10 @@ export class MalformedWatchFrameError extends Error {
   readonly resourceVersion: string | undefined;
   readonly issues: readonly ValidationIssue[];
 
-  constructor(message: string, details: { frameType?: string | undefined; resourceVersion?: string | undefined; issues?: readonly ValidationIssue[] } = {}) {
+  constructor(
+    message: string,
+    details: { frameType?: string | undefined; resourceVersion?: string | undefined; issues?: readonly ValidationIssue[] } = {},
+  ) {
     super(message);
     this.name = 'MalformedWatchFrameError';
     this.frameType = details.frameType;
@@ -44,7 +47,12 @@ export class InvalidObjectError extends Error {
 
   constructor(
     message: string,
-    details: { objectKey?: string | undefined; resourceVersion?: string | undefined; frameType: string; issues: readonly ValidationIssue[] },
+    details: {
+      objectKey?: string | undefined;
+      resourceVersion?: string | undefined;
+      frameType: string;
+      issues: readonly ValidationIssue[];
+    },
   ) {
     super(message);
     this.name = 'InvalidObjectError';

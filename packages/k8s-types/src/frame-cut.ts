@@ -78,7 +78,6 @@ function computeKeysRead(view: unknown): ReadonlySet<string> | undefined {
   return keys;
 }
 
-
 /** A key at `i` (a `"`) with no escape and no control character: the index past it, or -1 (then give up). */
 function plainKeyEnd(text: string, i: number): number {
   for (let j = i + 1; ; j++) {

@@ -59,7 +59,15 @@ function scanEscapedString(text: string, i: number): number {
     if (c === BACKSLASH) {
       const e = text.charCodeAt(j + 1);
       if (e === 0x75 /* u */) {
-        if (!(isHex(text.charCodeAt(j + 2)) && isHex(text.charCodeAt(j + 3)) && isHex(text.charCodeAt(j + 4)) && isHex(text.charCodeAt(j + 5)))) return -1;
+        if (
+          !(
+            isHex(text.charCodeAt(j + 2)) &&
+            isHex(text.charCodeAt(j + 3)) &&
+            isHex(text.charCodeAt(j + 4)) &&
+            isHex(text.charCodeAt(j + 5))
+          )
+        )
+          return -1;
         j += 6;
         continue;
       }

@@ -9,7 +9,6 @@ import { EMPTY_LIST, EMPTY_STRING_MAP, ownerReferenceKey, parseRfc3339 } from '.
  * standard metadata view, and {@link objectKey}.
  */
 
-
 /** Bound on the intern table, so a stream of distinct values cannot grow it without limit. */
 const INTERN_CAPACITY = 16_384;
 const internTable = new Map<string, string>();
@@ -144,7 +143,9 @@ export type ObjectShape<Shape extends z.core.$ZodLooseShape> = Shape extends { m
  * `kind` included (add {@link typeMetaShape} to keep them). A `metadata` you pass is used as given,
  * never replaced: build it with `objectMetaSchema.extend({...})` to keep the standard fields.
  */
-export function objectSchema<const Shape extends z.core.$ZodLooseShape>(shape: Shape): z.ZodObject<ObjectShape<Shape>, z.core.$strip> {
+export function objectSchema<const Shape extends z.core.$ZodLooseShape>(
+  shape: Shape,
+): z.ZodObject<ObjectShape<Shape>, z.core.$strip> {
   return z.object({ metadata: objectMetaSchema, ...shape }) as unknown as z.ZodObject<ObjectShape<Shape>, z.core.$strip>;
 }
 

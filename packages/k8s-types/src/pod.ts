@@ -34,13 +34,17 @@ export const containerStatusSchema = z.object({
  * `Unknown`. The view holds only type and status, so equal conditions are one shared frozen object
  * (a handful of distinct values across every pod in the cache).
  */
-export const podConditionSchema = z.object({ type: sharedString, status: sharedString }).transform((condition) => sharedCondition(condition.type, condition.status));
+export const podConditionSchema = z
+  .object({ type: sharedString, status: sharedString })
+  .transform((condition) => sharedCondition(condition.type, condition.status));
 
 /** The `spec` fields a pool tracker reads. */
 export const podSpecSchema = z.object({
   nodeName: sharedString.optional(),
   // Pods of one template list the same containers: one shared frozen list (see share.ts).
-  containers: listOf(z.object({ name: sharedString })).transform((list) => shareList('containers', list, (container) => container.name)),
+  containers: listOf(z.object({ name: sharedString })).transform((list) =>
+    shareList('containers', list, (container) => container.name),
+  ),
 });
 
 const ipString = z.string().overwrite(reuseRecentIP);

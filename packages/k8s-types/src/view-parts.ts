@@ -38,7 +38,14 @@ export function parseRfc3339(text: string): number {
     text.charCodeAt(16) === 58 &&
     text.charCodeAt(19) === 90 // Z
   ) {
-    const ms = utcMs(digits(text, 0, 4), digits(text, 5, 2), digits(text, 8, 2), digits(text, 11, 2), digits(text, 14, 2), digits(text, 17, 2));
+    const ms = utcMs(
+      digits(text, 0, 4),
+      digits(text, 5, 2),
+      digits(text, 8, 2),
+      digits(text, 11, 2),
+      digits(text, 14, 2),
+      digits(text, 17, 2),
+    );
     if (!Number.isNaN(ms)) return ms;
   }
   return Date.parse(text);
@@ -85,7 +92,9 @@ export function sharedCondition(type: string, status: string): Readonly<{ type: 
 
 export function conditionKey(condition: { readonly type: string; readonly status: string }): string | undefined {
   // \u0001 separates the two fields; a field containing it is not shared (the key would be ambiguous).
-  return condition.type.includes('\u0001') || condition.status.includes('\u0001') ? undefined : `${condition.type}\u0001${condition.status}`;
+  return condition.type.includes('\u0001') || condition.status.includes('\u0001')
+    ? undefined
+    : `${condition.type}\u0001${condition.status}`;
 }
 
 let recentIP: string | undefined;
@@ -99,4 +108,3 @@ export function reuseRecentIP(ip: string): string {
   recentIP = ip;
   return ip;
 }
-

@@ -131,7 +131,8 @@ export function readWatchFrame<T>(raw: unknown, schema: z.ZodType<T>): WatchFram
   const object = field(raw, 'object');
   const resourceVersion = field(field(object, 'metadata'), 'resourceVersion');
   if (typeof resourceVersion === 'string') {
-    if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') return { type, resourceVersion, object: parseObject(schema, object, type) };
+    if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED')
+      return { type, resourceVersion, object: parseObject(schema, object, type) };
     if (type === 'BOOKMARK') return { type, resourceVersion };
   }
   const envelope = watchFrameSchema.safeParse(raw);

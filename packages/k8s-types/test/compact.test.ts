@@ -30,14 +30,23 @@ describe('[k8s_types: deviation, shared values] equal sub-values are one frozen 
   it('[k8s_types: deviation, shared values] the owner references of pods of one owner are one frozen list; another owner, or another controller flag, is not', () => {
     const owned = (name: string, uid: string, controller?: boolean) => {
       const pod = rawPod({ name });
-      const ref = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs-1', uid, blockOwnerDeletion: true, ...(controller === undefined ? {} : { controller }) };
+      const ref = {
+        apiVersion: 'apps/v1',
+        kind: 'ReplicaSet',
+        name: 'rs-1',
+        uid,
+        blockOwnerDeletion: true,
+        ...(controller === undefined ? {} : { controller }),
+      };
       return parseObject(podSchema, { ...pod, metadata: { ...(pod['metadata'] as object), ownerReferences: [ref] } }, 'LIST');
     };
     const a = owned('a', 'u-1', true);
     const b = owned('b', 'u-1', true);
     expect(a.metadata.ownerReferences).toBe(b.metadata.ownerReferences);
     expect(Object.isFrozen(a.metadata.ownerReferences[0])).toBe(true);
-    expect(a.metadata.ownerReferences).toEqual([{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs-1', uid: 'u-1', controller: true }]);
+    expect(a.metadata.ownerReferences).toEqual([
+      { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs-1', uid: 'u-1', controller: true },
+    ]);
     expect(owned('c', 'u-2', true).metadata.ownerReferences).not.toBe(a.metadata.ownerReferences);
     const notController = owned('d', 'u-1');
     expect(notController.metadata.ownerReferences).not.toBe(a.metadata.ownerReferences);
@@ -76,20 +85,46 @@ describe('[k8s_types: compact views] cached views are exact-size copies', () => 
     const scalars = [1, 'two', null];
     expect(compactView(scalars)).toBe(scalars); // an array of scalars has nothing to compact
     expect(compactView(frozen)).toBe(frozen);
-    expect(compactView(JSON.parse('{"__proto__":1,"a":2,"b":3,"c":4,"d":5}'))).toStrictEqual(JSON.parse('{"__proto__":1,"a":2,"b":3,"c":4,"d":5}'));
+    expect(compactView(JSON.parse('{"__proto__":1,"a":2,"b":3,"c":4,"d":5}'))).toStrictEqual(
+      JSON.parse('{"__proto__":1,"a":2,"b":3,"c":4,"d":5}'),
+    );
   });
 
   it('[k8s_types: compact views] property: the cached Pod view is deep-equal to the zod output, for arbitrary pods', () => {
     const stringMap = fc.dictionary(fc.string(), fc.string(), { maxKeys: 20 });
     fc.assert(
-      fc.property(stringMap, stringMap, fc.option(fc.integer(), { nil: undefined }), fc.boolean(), (labels, annotations, generation, terminated) => {
-        const pod = rawPod();
-        const metadata = { ...(pod['metadata'] as object), labels, annotations, ...(generation === undefined ? {} : { generation }) };
-        const status = pod['status'] as Record<string, unknown>;
-        const state = terminated ? { terminated: { exitCode: 1, reason: 'Error', startedAt: '2024-05-01T10:11:14Z', finishedAt: '2024-05-01T10:11:18Z' } } : { waiting: { reason: 'CrashLoopBackOff' } };
-        const raw = { ...pod, metadata, status: { ...status, containerStatuses: [{ name: 'e', ready: false, restartCount: 3, state }] } };
-        expect(parseObject(podSchema, raw, 'LIST')).toStrictEqual(podSchema.parse(raw));
-      }),
+      fc.property(
+        stringMap,
+        stringMap,
+        fc.option(fc.integer(), { nil: undefined }),
+        fc.boolean(),
+        (labels, annotations, generation, terminated) => {
+          const pod = rawPod();
+          const metadata = {
+            ...(pod['metadata'] as object),
+            labels,
+            annotations,
+            ...(generation === undefined ? {} : { generation }),
+          };
+          const status = pod['status'] as Record<string, unknown>;
+          const state = terminated
+            ? {
+                terminated: {
+                  exitCode: 1,
+                  reason: 'Error',
+                  startedAt: '2024-05-01T10:11:14Z',
+                  finishedAt: '2024-05-01T10:11:18Z',
+                },
+              }
+            : { waiting: { reason: 'CrashLoopBackOff' } };
+          const raw = {
+            ...pod,
+            metadata,
+            status: { ...status, containerStatuses: [{ name: 'e', ready: false, restartCount: 3, state }] },
+          };
+          expect(parseObject(podSchema, raw, 'LIST')).toStrictEqual(podSchema.parse(raw));
+        },
+      ),
       { numRuns: 300 },
     );
   });

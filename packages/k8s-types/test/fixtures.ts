@@ -13,7 +13,16 @@ export function rawPod(overrides: { name?: string; namespace?: string; resourceV
       creationTimestamp: '2024-05-01T10:11:12Z',
       labels: { app: 'sglang-engine', 'miles.io/cell': 'cell-0' },
       annotations: { 'miles.io/role': 'engine' },
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'engine-rs', uid: 'rs-uid', controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: 'apps/v1',
+          kind: 'ReplicaSet',
+          name: 'engine-rs',
+          uid: 'rs-uid',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
       managedFields: [{ manager: 'kubelet', operation: 'Update', fieldsV1: { 'f:status': {} } }],
     },
     spec: {
@@ -41,7 +50,14 @@ export function rawPod(overrides: { name?: string; namespace?: string; resourceV
           image: 'sglang:v1',
           imageID: 'sha256:abc',
           state: { running: { startedAt: '2024-05-01T10:11:19Z' } },
-          lastState: { terminated: { exitCode: 137, reason: 'OOMKilled', startedAt: '2024-05-01T10:11:14Z', finishedAt: '2024-05-01T10:11:18Z' } },
+          lastState: {
+            terminated: {
+              exitCode: 137,
+              reason: 'OOMKilled',
+              startedAt: '2024-05-01T10:11:14Z',
+              finishedAt: '2024-05-01T10:11:18Z',
+            },
+          },
         },
       ],
     },

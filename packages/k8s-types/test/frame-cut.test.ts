@@ -3,7 +3,15 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { cutWatchLine, metadataKeysRead } from '../src/frame-cut.js';
 import { scanValue } from '../src/json-scan.js';
-import { compileSchema, objectMetaSchema, objectSchema, parseWatchLine, podSchema, readWatchFrame, type ObjectSchema } from '../src/index.js';
+import {
+  compileSchema,
+  objectMetaSchema,
+  objectSchema,
+  parseWatchLine,
+  podSchema,
+  readWatchFrame,
+  type ObjectSchema,
+} from '../src/index.js';
 import { rawPod } from './fixtures.js';
 
 /** What `parseWatchLine` returned before the cut: the whole line through `JSON.parse`, or the error it threw. */
@@ -31,13 +39,45 @@ function viaCut<T>(line: string, schema: ObjectSchema<T>): unknown {
 
 /** Strings that try to fool a bracket matcher: brackets, quotes, escaped quotes, backslashes, unicode, control characters. */
 const hostileString = fc.oneof(
-  fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', '\\', ',', ':', ' ', 'a', '\\"', '"}', '\u2028', '\u0000', '\n', 'é', '😀', 'managedFields') }),
+  fc.string({
+    unit: fc.constantFrom(
+      '{',
+      '}',
+      '[',
+      ']',
+      '"',
+      '\\',
+      ',',
+      ':',
+      ' ',
+      'a',
+      '\\"',
+      '"}',
+      '\u2028',
+      '\u0000',
+      '\n',
+      'é',
+      '😀',
+      'managedFields',
+    ),
+  }),
   fc.string(),
 );
 
-const jsonLeaf = fc.oneof(hostileString, fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null));
+const jsonLeaf = fc.oneof(
+  hostileString,
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.boolean(),
+  fc.constant(null),
+);
 const hostileJson = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small' }, jsonLeaf, fc.array(tie('value'), { maxLength: 4 }), fc.dictionary(hostileString, tie('value'), { maxKeys: 4 })),
+  value: fc.oneof(
+    { depthSize: 'small' },
+    jsonLeaf,
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(hostileString, tie('value'), { maxKeys: 4 }),
+  ),
 })).value;
 
 /** A realistic pod with hostile labels, annotations and managedFields, and extra metadata members in random places. */
@@ -47,14 +87,18 @@ const hostilePod = fc
     labels: fc.dictionary(hostileString, hostileString, { maxKeys: 3 }),
     annotations: fc.dictionary(hostileString, hostileString, { maxKeys: 3 }),
     managedFields: fc.array(hostileJson, { maxLength: 3 }),
-    extra: fc.dictionary(fc.constantFrom('generateName', 'selfLink', 'managedFields', 'x\\y', 'name\u0000'), hostileJson, { maxKeys: 3 }),
+    extra: fc.dictionary(fc.constantFrom('generateName', 'selfLink', 'managedFields', 'x\\y', 'name\u0000'), hostileJson, {
+      maxKeys: 3,
+    }),
     managedFirst: fc.boolean(),
   })
   .map(({ name, labels, annotations, managedFields, extra, managedFirst }) => {
     const pod = rawPod({ name });
     const meta = pod['metadata'] as Record<string, unknown>;
     const { managedFields: _drop, ...rest } = meta;
-    const metadata = managedFirst ? { managedFields, ...extra, ...rest, labels, annotations } : { ...rest, labels, annotations, ...extra, managedFields };
+    const metadata = managedFirst
+      ? { managedFields, ...extra, ...rest, labels, annotations }
+      : { ...rest, labels, annotations, ...extra, managedFields };
     return { ...pod, metadata };
   });
 
@@ -84,12 +128,23 @@ describe('[k8s_types: cut what the view drops] watch lines', () => {
   });
 
   it('[k8s_types: cut what the view drops] property: a corrupted line (a character deleted, inserted or replaced) fails or succeeds exactly as the whole line does', () => {
-    const corrupt = fc.tuple(frameType, hostilePod, fc.nat(), fc.constantFrom('delete', 'insert', 'replace'), fc.constantFrom('{', '}', '[', ']', '"', '\\', ',', ':', ' ', '\u0001', 'x', '0'));
+    const corrupt = fc.tuple(
+      frameType,
+      hostilePod,
+      fc.nat(),
+      fc.constantFrom('delete', 'insert', 'replace'),
+      fc.constantFrom('{', '}', '[', ']', '"', '\\', ',', ':', ' ', '\u0001', 'x', '0'),
+    );
     fc.assert(
       fc.property(corrupt, ([type, pod, at, how, char]) => {
         const line = JSON.stringify({ type, object: pod });
         const i = at % line.length;
-        const bad = how === 'delete' ? line.slice(0, i) + line.slice(i + 1) : how === 'insert' ? line.slice(0, i) + char + line.slice(i) : line.slice(0, i) + char + line.slice(i + 1);
+        const bad =
+          how === 'delete'
+            ? line.slice(0, i) + line.slice(i + 1)
+            : how === 'insert'
+              ? line.slice(0, i) + char + line.slice(i)
+              : line.slice(0, i) + char + line.slice(i + 1);
         expect(viaCut(bad, podSchema)).toStrictEqual(wholeLine(bad, podSchema));
       }),
       { numRuns: 1500 },
@@ -102,7 +157,10 @@ describe('[k8s_types: cut what the view drops] watch lines', () => {
     const escapedKey = JSON.stringify({ type: 'MODIFIED', object: pod }).replace('"managedFields"', '"managed\\u0046ields"');
     const objectFirst = `{"object":${JSON.stringify(pod)},"type":"MODIFIED"}`;
     const spaced = JSON.stringify({ type: 'MODIFIED', object: pod }, null, 1);
-    const bookmark = JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '9', managedFields: [], annotations: { 'k8s.io/initial-events-end': 'true' } } } });
+    const bookmark = JSON.stringify({
+      type: 'BOOKMARK',
+      object: { metadata: { resourceVersion: '9', managedFields: [], annotations: { 'k8s.io/initial-events-end': 'true' } } },
+    });
     for (const line of [escapedKey, objectFirst, spaced, bookmark]) {
       expect(cutWatchLine(line, keep)).toBeUndefined();
       expect(viaCut(line, podSchema)).toStrictEqual(wholeLine(line, podSchema));
@@ -125,19 +183,28 @@ describe('[k8s_types: cut what the view drops] watch lines', () => {
     expect(metadataKeysRead(objectSchema({ metadata: z.preprocess((v) => v, objectMetaSchema) }))).toBeUndefined();
     expect(metadataKeysRead(z.union([podSchema, z.object({})]))).toBeUndefined();
     // A view without metadata still keeps what every frame reader needs.
-    expect([...(metadataKeysRead(z.object({ spec: z.unknown() })) ?? [])].sort()).toEqual(['name', 'namespace', 'resourceVersion']);
+    expect([...(metadataKeysRead(z.object({ spec: z.unknown() })) ?? [])].sort()).toEqual([
+      'name',
+      'namespace',
+      'resourceVersion',
+    ]);
   });
 });
 
 describe('[k8s_types: keep a dropped field] a view that declares a field keeps it', () => {
   it('[k8s_types: keep a dropped field] managedFields declared in the view are read whole, never cut', () => {
-    const withManaged = compileSchema(objectSchema({ metadata: objectMetaSchema.extend({ managedFields: z.array(z.object({ manager: z.string() })) }) }));
+    const withManaged = compileSchema(
+      objectSchema({ metadata: objectMetaSchema.extend({ managedFields: z.array(z.object({ manager: z.string() })) }) }),
+    );
     expect(metadataKeysRead(withManaged)?.has('managedFields')).toBe(true);
     const line = JSON.stringify({ type: 'MODIFIED', object: rawPod() });
     const frame = parseWatchLine(line, withManaged, { cutUnread: true });
     expect(frame.type === 'MODIFIED' && frame.object.metadata.managedFields).toEqual([{ manager: 'kubelet' }]);
     // generateName is still cut for this view: it does not read it.
-    const withGenerateName = JSON.stringify({ type: 'ADDED', object: { ...rawPod(), metadata: { ...(rawPod()['metadata'] as object), generateName: 'engine-' } } });
+    const withGenerateName = JSON.stringify({
+      type: 'ADDED',
+      object: { ...rawPod(), metadata: { ...(rawPod()['metadata'] as object), generateName: 'engine-' } },
+    });
     expect(cutWatchLine(withGenerateName, metadataKeysRead(withManaged)!)?.text).not.toContain('generateName');
   });
 });
@@ -146,12 +213,37 @@ describe('[k8s_types: cut what the view drops] the strict scanner', () => {
   it('[k8s_types: cut what the view drops] property: scanValue accepts exactly one whole JSON value (as JSON.parse does)', () => {
     const nearJson = fc.oneof(
       hostileJson.map((v) => JSON.stringify(v) ?? 'null'),
-      fc.tuple(hostileJson, fc.nat(), fc.constantFrom('{', '}', '[', ']', '"', '\\', ',', ':', '\u0001', 'e', '-', '.', 'u', '1', '')).map(([v, at, c]) => {
-        const text = JSON.stringify(v) ?? 'null';
-        const i = at % (text.length + 1);
-        return text.slice(0, i) + c + text.slice(i + (at % 2));
-      }),
-      fc.constantFrom('-', '-0', '01', '1.', '.5', '1e', '1e+', '1E-7', 'tru', 'nul', '"\\u12"', '"\\x"', '[1,]', '{"a":1,}', '{"a"}', '[]]', '"\t"', '0.5e10'),
+      fc
+        .tuple(
+          hostileJson,
+          fc.nat(),
+          fc.constantFrom('{', '}', '[', ']', '"', '\\', ',', ':', '\u0001', 'e', '-', '.', 'u', '1', ''),
+        )
+        .map(([v, at, c]) => {
+          const text = JSON.stringify(v) ?? 'null';
+          const i = at % (text.length + 1);
+          return text.slice(0, i) + c + text.slice(i + (at % 2));
+        }),
+      fc.constantFrom(
+        '-',
+        '-0',
+        '01',
+        '1.',
+        '.5',
+        '1e',
+        '1e+',
+        '1E-7',
+        'tru',
+        'nul',
+        '"\\u12"',
+        '"\\x"',
+        '[1,]',
+        '{"a":1,}',
+        '{"a"}',
+        '[]]',
+        '"\t"',
+        '0.5e10',
+      ),
     );
     fc.assert(
       fc.property(nearJson, (text) => {

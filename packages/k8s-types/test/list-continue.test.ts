@@ -28,10 +28,19 @@ function holds(text: string): boolean {
 
 /** A member name as JSON text: as JSON.stringify writes it, or every character as `\uXXXX` (the same name to JSON.parse). */
 const name = (key: string): fc.Arbitrary<string> =>
-  fc.oneof({ weight: 20, arbitrary: fc.constant(JSON.stringify(key)) }, { weight: 1, arbitrary: fc.constant(`"${[...key].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"`) });
+  fc.oneof(
+    { weight: 20, arbitrary: fc.constant(JSON.stringify(key)) },
+    {
+      weight: 1,
+      arbitrary: fc.constant(`"${[...key].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"`),
+    },
+  );
 
 /** JSON whitespace, mostly none (the apiserver writes none). */
-const ws = fc.oneof({ weight: 4, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom(' ', '\n', '\t', '\r\n  ') });
+const ws = fc.oneof(
+  { weight: 4, arbitrary: fc.constant('') },
+  { weight: 1, arbitrary: fc.constantFrom(' ', '\n', '\t', '\r\n  ') },
+);
 
 /** Members written `name: value` with whitespace around, joined into an object. */
 function object(members: fc.Arbitrary<string[]>): fc.Arbitrary<string> {
@@ -57,16 +66,26 @@ const anyValue = fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v));
 
 /** `metadata`: resourceVersion, continue (sometimes twice, sometimes absent), remainingItemCount and members the page does not read, in any order. */
 const metadata = fc.oneof(
-  { weight: 8, arbitrary: object(
-    fc
-      .tuple(
-        fc.oneof({ weight: 6, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constantFrom(0, 2) }).chain((n) => fc.array(member(name('continue'), continueValue), { minLength: n, maxLength: n })),
-        member(name('resourceVersion'), fc.nat().map((n) => JSON.stringify(String(n)))),
-        member(name('remainingItemCount'), fc.nat().map(String)),
-        fc.array(member(otherKey.chain(name), anyValue), { maxLength: 2 }),
-      )
-      .chain(([continues, rv, remaining, others]) => fc.shuffledSubarray([...continues, rv, remaining, ...others], { minLength: continues.length })),
-  ) },
+  {
+    weight: 8,
+    arbitrary: object(
+      fc
+        .tuple(
+          fc
+            .oneof({ weight: 6, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constantFrom(0, 2) })
+            .chain((n) => fc.array(member(name('continue'), continueValue), { minLength: n, maxLength: n })),
+          member(
+            name('resourceVersion'),
+            fc.nat().map((n) => JSON.stringify(String(n))),
+          ),
+          member(name('remainingItemCount'), fc.nat().map(String)),
+          fc.array(member(otherKey.chain(name), anyValue), { maxLength: 2 }),
+        )
+        .chain(([continues, rv, remaining, others]) =>
+          fc.shuffledSubarray([...continues, rv, remaining, ...others], { minLength: continues.length }),
+        ),
+    ),
+  },
   { weight: 1, arbitrary: anyValue },
 );
 
@@ -76,7 +95,15 @@ const body = fc
     member(name('kind'), fc.constant('"PodList"')),
     member(name('apiVersion'), fc.constant('"v1"')),
     fc.option(member(name('metadata'), metadata), { nil: undefined, freq: 8 }),
-    fc.option(member(name('items'), fc.array(fc.oneof(anyValue, fc.constant(JSON.stringify(rawPod()))), { maxLength: 3 }).map((items) => `[${items.join(',')}]`)), { nil: undefined, freq: 8 }),
+    fc.option(
+      member(
+        name('items'),
+        fc
+          .array(fc.oneof(anyValue, fc.constant(JSON.stringify(rawPod()))), { maxLength: 3 })
+          .map((items) => `[${items.join(',')}]`),
+      ),
+      { nil: undefined, freq: 8 },
+    ),
     fc.array(member(otherKey.chain(name), anyValue), { maxLength: 2 }),
     ws,
   )
@@ -89,9 +116,14 @@ const body = fc
 
 /** A page as the apiserver writes it (metadata first, a base64 token). */
 const served = (cont: string, items: unknown[] = [rawPod({ name: 'a' })]): string =>
-  JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '77', continue: cont, remainingItemCount: 3 }, items });
+  JSON.stringify({
+    kind: 'PodList',
+    apiVersion: 'v1',
+    metadata: { resourceVersion: '77', continue: cont, remainingItemCount: 3 },
+    items,
+  });
 
-describe('[k8s_types: LIST continue token] listContinueToken reads a page\'s continue token from its first bytes', () => {
+describe("[k8s_types: LIST continue token] listContinueToken reads a page's continue token from its first bytes", () => {
   it('[k8s_types: LIST continue token] whenever it answers a string, JSON.parse of the same bytes has that string as metadata.continue (any member order, whitespace, escapes, non-string tokens)', () => {
     let answered = 0;
     let runs = 0;
@@ -106,7 +138,7 @@ describe('[k8s_types: LIST continue token] listContinueToken reads a page\'s con
     expect(answered).toBeGreaterThan(runs / 20);
   });
 
-  it('[k8s_types: LIST continue token] a body the apiserver writes always gives its token, equal to parseListPage\'s', () => {
+  it("[k8s_types: LIST continue token] a body the apiserver writes always gives its token, equal to parseListPage's", () => {
     fc.assert(
       fc.property(fc.base64String({ minLength: 1, maxLength: 200 }), (cont) => {
         const bytes = encode(served(cont));
@@ -123,9 +155,14 @@ describe('[k8s_types: LIST continue token] listContinueToken reads a page\'s con
   it('[k8s_types: LIST continue token] a byte changed, inserted or removed anywhere never makes it answer a token JSON.parse would not', () => {
     const base = served('dG9rZW4tMQ', [rawPod({ name: 'a' }), rawPod({ name: 'b' })]);
     fc.assert(
-      fc.property(fc.nat({ max: base.length - 1 }), fc.constantFrom('', ' ', '"', '\\', '{', '}', '[', ',', ':', '\u0001', 'x', 'é', '\\u0041'), fc.nat({ max: 2 }), (at, insert, remove) => {
-        holds(base.slice(0, at) + insert + base.slice(at + remove));
-      }),
+      fc.property(
+        fc.nat({ max: base.length - 1 }),
+        fc.constantFrom('', ' ', '"', '\\', '{', '}', '[', ',', ':', '\u0001', 'x', 'é', '\\u0041'),
+        fc.nat({ max: 2 }),
+        (at, insert, remove) => {
+          holds(base.slice(0, at) + insert + base.slice(at + remove));
+        },
+      ),
       { numRuns: 1_500 },
     );
   });
@@ -137,7 +174,7 @@ describe('[k8s_types: LIST continue token] listContinueToken reads a page\'s con
       'an escaped slash in the token': '{"metadata":{"continue":"a\\/b"},"items":[]}',
       'a non-ASCII token': '{"metadata":{"continue":"é"},"items":[]}',
       'a number': '{"metadata":{"continue":7},"items":[]}',
-      'null': '{"metadata":{"continue":null},"items":[]}',
+      null: '{"metadata":{"continue":null},"items":[]}',
       'an object': '{"metadata":{"continue":{"t":1}},"items":[]}',
       'two continues': '{"metadata":{"continue":"a","continue":"b"},"items":[]}',
       'an escaped member name in metadata': '{"metadata":{"contin\\u0075e":"a"},"items":[]}',
@@ -160,14 +197,19 @@ describe('[k8s_types: LIST continue token] listContinueToken reads a page\'s con
   });
 
   it('[k8s_types: LIST continue token] stops at the end of metadata: the bytes after it (the items, 1–25 MB) are never read, valid or not', () => {
-    expect(listContinueToken(encode('{"kind":"PodList","metadata":{"resourceVersion":"9","continue":"dG9r"},"items":[{"not json'))).toBe('dG9r');
+    expect(
+      listContinueToken(encode('{"kind":"PodList","metadata":{"resourceVersion":"9","continue":"dG9r"},"items":[{"not json')),
+    ).toBe('dG9r');
     // A second metadata (never written by the apiserver) is not looked for: JSON.parse takes the
     // last, so the caller compares this guess with the page as read (the reflector does).
     const twice = '{"metadata":{"continue":"first"},"metadata":{"continue":"last"},"items":[]}';
     expect(listContinueToken(encode(twice))).toBe('first');
     expect(exactContinue(encode(twice))).toBe('last');
     // On a page of 5,000 pods the answer is the same with its items cut off: nothing past metadata is scanned.
-    const big = served('dG9rZW4', Array.from({ length: 5_000 }, (_, i) => rawPod({ name: `engine-${i}` })));
+    const big = served(
+      'dG9rZW4',
+      Array.from({ length: 5_000 }, (_, i) => rawPod({ name: `engine-${i}` })),
+    );
     expect(listContinueToken(encode(big))).toBe('dG9rZW4');
     expect(listContinueToken(encode(big.slice(0, big.indexOf('"items"') + 9)))).toBe('dG9rZW4');
   });

@@ -48,21 +48,36 @@ describe('[k8s_types: controller metadata]', () => {
   it('[k8s_types: controller metadata] apiVersion and kind are kept on a view that asks for them (typeMetaShape), dropped otherwise', () => {
     const cell = { apiVersion: 'miles.io/v1', kind: 'TrainerCell', metadata: { name: 'c' }, spec: { replicas: 2 } };
     const spec = z.object({ replicas: z.number().int() });
-    expect(objectSchema({ ...typeMetaShape, spec }).parse(cell)).toMatchObject({ apiVersion: 'miles.io/v1', kind: 'TrainerCell' });
+    expect(objectSchema({ ...typeMetaShape, spec }).parse(cell)).toMatchObject({
+      apiVersion: 'miles.io/v1',
+      kind: 'TrainerCell',
+    });
     expect(objectSchema({ spec }).parse(cell)).not.toHaveProperty('kind');
     // LIST items of a built-in kind carry neither; the view still validates.
-    expect(objectSchema({ ...typeMetaShape, spec }).parse({ metadata: { name: 'c' }, spec: { replicas: 1 } })).not.toHaveProperty('kind');
+    expect(objectSchema({ ...typeMetaShape, spec }).parse({ metadata: { name: 'c' }, spec: { replicas: 1 } })).not.toHaveProperty(
+      'kind',
+    );
   });
 });
 
 describe('[k8s_types: extending metadata]', () => {
   it('[k8s_types: extending metadata] a metadata schema passed to objectSchema is used, not replaced; objectMetaSchema.extend keeps the defaults', () => {
     const schema = objectSchema({
-      metadata: objectMetaSchema.extend({ generateName: z.string().optional(), managedFields: z.array(z.object({ manager: z.string() })).optional() }),
+      metadata: objectMetaSchema.extend({
+        generateName: z.string().optional(),
+        managedFields: z.array(z.object({ manager: z.string() })).optional(),
+      }),
       spec: z.object({ replicas: z.number().int() }),
     });
     const cell = schema.parse({
-      metadata: { name: 'c-1', namespace: 'ns', generateName: 'c-', managedFields: [{ manager: 'kubectl', operation: 'Apply' }], finalizers: ['f'], labels: null },
+      metadata: {
+        name: 'c-1',
+        namespace: 'ns',
+        generateName: 'c-',
+        managedFields: [{ manager: 'kubectl', operation: 'Apply' }],
+        finalizers: ['f'],
+        labels: null,
+      },
       spec: { replicas: 3 },
     });
     expect(cell.metadata).toEqual({

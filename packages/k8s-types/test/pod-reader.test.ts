@@ -9,7 +9,18 @@ import { skipValue } from '../src/bytes/scan.js';
 import { useWasmScan, WASM_FRAME_LIMIT, wasmWindow } from '../src/bytes/wasm-scan.js';
 
 const readPodFrame = (bytes: Uint8Array) => readFrame(bytes, readPodObject);
-import { compileSchema, objectMetaSchema, objectSchema, parseListPage, parseObject, parseWatchFrame, parseWatchLine, podSchema, readWatchFrame, type Pod } from '../src/index.js';
+import {
+  compileSchema,
+  objectMetaSchema,
+  objectSchema,
+  parseListPage,
+  parseObject,
+  parseWatchFrame,
+  parseWatchLine,
+  podSchema,
+  readWatchFrame,
+  type Pod,
+} from '../src/index.js';
 import { rawPod } from './fixtures.js';
 
 const encode = (text: string): Buffer => Buffer.from(text, 'utf8');
@@ -83,13 +94,32 @@ function variant<T>(good: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
 }
 
 const timestamp = fc.oneof(
-  fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().replace(/\.\d{3}Z$/, 'Z')),
-  fc.constantFrom('2024-05-01T10:11:12.5Z', '2024-05-01T10:11:12+02:00', '2024-13-01T10:11:12Z', '2024-02-30T10:11:12Z', 'yesterday', '2024-05-01T24:00:00Z'),
+  fc
+    .date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true })
+    .map((d) => d.toISOString().replace(/\.\d{3}Z$/, 'Z')),
+  fc.constantFrom(
+    '2024-05-01T10:11:12.5Z',
+    '2024-05-01T10:11:12+02:00',
+    '2024-13-01T10:11:12Z',
+    '2024-02-30T10:11:12Z',
+    'yesterday',
+    '2024-05-01T24:00:00Z',
+  ),
 );
-const integer = fc.oneof(fc.integer(), fc.constantFrom(0, -0, 2 ** 53 - 1, 2 ** 53, 1e21, 1.5, 123456789012345, 1234567890123456));
+const integer = fc.oneof(
+  fc.integer(),
+  fc.constantFrom(0, -0, 2 ** 53 - 1, 2 ** 53, 1e21, 1.5, 123456789012345, 1234567890123456),
+);
 const map = fc.dictionary(text, variant(text), { maxKeys: 4 });
 const ownerRef = fc.record(
-  { apiVersion: variant(text), kind: variant(text), name: variant(text), uid: variant(text), controller: variant(fc.boolean()), blockOwnerDeletion: fc.boolean() },
+  {
+    apiVersion: variant(text),
+    kind: variant(text),
+    name: variant(text),
+    uid: variant(text),
+    controller: variant(fc.boolean()),
+    blockOwnerDeletion: fc.boolean(),
+  },
   { requiredKeys: [] },
 );
 const containerStatus = fc.record(
@@ -104,7 +134,18 @@ const containerStatus = fc.record(
         {
           waiting: variant(fc.record({ reason: variant(text), message: text }, { requiredKeys: [] })),
           running: variant(fc.record({ startedAt: variant(timestamp) }, { requiredKeys: [] })),
-          terminated: variant(fc.record({ exitCode: variant(integer), reason: variant(text), startedAt: variant(timestamp), finishedAt: variant(timestamp), signal: fc.integer() }, { requiredKeys: [] })),
+          terminated: variant(
+            fc.record(
+              {
+                exitCode: variant(integer),
+                reason: variant(text),
+                startedAt: variant(timestamp),
+                finishedAt: variant(timestamp),
+                signal: fc.integer(),
+              },
+              { requiredKeys: [] },
+            ),
+          ),
         },
         { requiredKeys: [] },
       ),
@@ -114,8 +155,8 @@ const containerStatus = fc.record(
 );
 
 /** A pod with every view field varied (present, absent, null, wrong type) and members the view drops. */
-const variedPod = fc
-  .record({
+const variedPod = fc.record(
+  {
     metadata: variant(
       fc.record(
         {
@@ -141,7 +182,11 @@ const variedPod = fc
       fc.record(
         {
           nodeName: variant(text),
-          containers: variant(fc.array(variant(fc.record({ name: variant(text), image: text, args: fc.array(text) }, { requiredKeys: [] })), { maxLength: 3 })),
+          containers: variant(
+            fc.array(variant(fc.record({ name: variant(text), image: text, args: fc.array(text) }, { requiredKeys: [] })), {
+              maxLength: 3,
+            }),
+          ),
           volumes: fc.jsonValue({ maxDepth: 3 }),
         },
         { requiredKeys: [] },
@@ -155,7 +200,14 @@ const variedPod = fc
           podIPs: variant(fc.array(variant(fc.record({ ip: variant(text) }, { requiredKeys: [] })), { maxLength: 2 })),
           hostIP: variant(text),
           startTime: variant(timestamp),
-          conditions: variant(fc.array(variant(fc.record({ type: variant(text), status: variant(text), lastTransitionTime: timestamp }, { requiredKeys: [] })), { maxLength: 4 })),
+          conditions: variant(
+            fc.array(
+              variant(
+                fc.record({ type: variant(text), status: variant(text), lastTransitionTime: timestamp }, { requiredKeys: [] }),
+              ),
+              { maxLength: 4 },
+            ),
+          ),
           containerStatuses: variant(fc.array(variant(containerStatus), { maxLength: 2 })),
           qosClass: text,
         },
@@ -163,18 +215,29 @@ const variedPod = fc
       ),
     ),
     kind: fc.constant('Pod'),
-  }, { requiredKeys: [] });
+  },
+  { requiredKeys: [] },
+);
 
 /** Pods that validate: the varied pod with the fields the view requires set right. */
-const validPod = fc.record({ name: text, resourceVersion: fc.constantFrom('1', '100', '987654321'), pod: variedPod }).map(({ name, resourceVersion, pod }) => {
-  const metadata = typeof pod.metadata === 'object' && pod.metadata !== null && !Array.isArray(pod.metadata) ? pod.metadata : {};
-  return { ...pod, metadata: { ...metadata, name, resourceVersion } };
-});
+const validPod = fc
+  .record({ name: text, resourceVersion: fc.constantFrom('1', '100', '987654321'), pod: variedPod })
+  .map(({ name, resourceVersion, pod }) => {
+    const metadata =
+      typeof pod.metadata === 'object' && pod.metadata !== null && !Array.isArray(pod.metadata) ? pod.metadata : {};
+    return { ...pod, metadata: { ...metadata, name, resourceVersion } };
+  });
 
 /** A field the view reads, right or absent (and `null` where the view reads `null`). */
 const fit = <T>(good: fc.Arbitrary<T>, nullable = false): fc.Arbitrary<unknown> =>
-  fc.oneof({ weight: 5, arbitrary: good }, { weight: 1, arbitrary: fc.constant(undefined) }, { weight: nullable ? 1 : 0, arbitrary: fc.constant(null) });
-const canonicalTime = fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().replace(/\.\d{3}Z$/, 'Z'));
+  fc.oneof(
+    { weight: 5, arbitrary: good },
+    { weight: 1, arbitrary: fc.constant(undefined) },
+    { weight: nullable ? 1 : 0, arbitrary: fc.constant(null) },
+  );
+const canonicalTime = fc
+  .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true })
+  .map((d) => d.toISOString().replace(/\.\d{3}Z$/, 'Z'));
 const smallInt = fc.integer({ min: -1000, max: 1_000_000 });
 const labelMap = fc.dictionary(text, text, { maxKeys: 5 });
 
@@ -188,20 +251,33 @@ const wellFormedPod = fc.record({
     generation: fit(smallInt),
     labels: fit(labelMap, true),
     annotations: fit(labelMap, true),
-    ownerReferences: fit(fc.array(fc.record({ apiVersion: text, kind: text, name: text, uid: text, controller: fit(fc.boolean()) }), { maxLength: 2 }), true),
+    ownerReferences: fit(
+      fc.array(fc.record({ apiVersion: text, kind: text, name: text, uid: text, controller: fit(fc.boolean()) }), {
+        maxLength: 2,
+      }),
+      true,
+    ),
     finalizers: fit(fc.array(text, { maxLength: 2 })),
     creationTimestamp: fit(canonicalTime, true),
     deletionTimestamp: fit(timestamp, true),
     managedFields: fc.array(fc.jsonValue({ maxDepth: 3 }), { maxLength: 2 }),
   }),
-  spec: fit(fc.record({ nodeName: fit(text), containers: fit(fc.array(fc.record({ name: text, image: text }), { maxLength: 3 }), true) })),
+  spec: fit(
+    fc.record({ nodeName: fit(text), containers: fit(fc.array(fc.record({ name: text, image: text }), { maxLength: 3 }), true) }),
+  ),
   status: fit(
     fc.record({
       phase: fit(text),
       podIP: fit(text),
       podIPs: fit(fc.array(fc.record({ ip: text }), { maxLength: 2 }), true),
       startTime: fit(canonicalTime, true),
-      conditions: fit(fc.array(fc.record({ type: fc.constantFrom('Ready', 'PodScheduled', 'x\u0001y'), status: fc.constantFrom('True', 'False') }), { maxLength: 4 }), true),
+      conditions: fit(
+        fc.array(
+          fc.record({ type: fc.constantFrom('Ready', 'PodScheduled', 'x\u0001y'), status: fc.constantFrom('True', 'False') }),
+          { maxLength: 4 },
+        ),
+        true,
+      ),
       containerStatuses: fit(
         fc.array(
           fc.record({
@@ -209,7 +285,13 @@ const wellFormedPod = fc.record({
             ready: fc.boolean(),
             started: fit(fc.boolean()),
             restartCount: smallInt,
-            state: fit(fc.record({ waiting: fit(fc.record({ reason: fit(text) })), running: fit(fc.record({ startedAt: fit(canonicalTime, true) })), terminated: fit(fc.record({ exitCode: smallInt, reason: fit(text), finishedAt: fit(canonicalTime, true) })) })),
+            state: fit(
+              fc.record({
+                waiting: fit(fc.record({ reason: fit(text) })),
+                running: fit(fc.record({ startedAt: fit(canonicalTime, true) })),
+                terminated: fit(fc.record({ exitCode: smallInt, reason: fit(text), finishedAt: fit(canonicalTime, true) })),
+              }),
+            ),
           }),
           { maxLength: 2 },
         ),
@@ -264,9 +346,13 @@ describe.each(scanners)('the byte reader for the bundled Pod view, stepping over
   it('[k8s_types: byte reader] reads a frame exactly as JSON.parse and the zod view do, for every variation of every view field', () => {
     let read = 0;
     fc.assert(
-      fc.property(fc.oneof(variedPod, validPod), fc.constantFrom('ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR', 'SYNC'), (pod, type) => {
-        if (holds(frame(pod, type))) read++;
-      }),
+      fc.property(
+        fc.oneof(variedPod, validPod),
+        fc.constantFrom('ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR', 'SYNC'),
+        (pod, type) => {
+          if (holds(frame(pod, type))) read++;
+        },
+      ),
       { numRuns: 600 },
     );
     // Not vacuous: some frames (those whose every field is right) are read by the reader itself.
@@ -291,9 +377,14 @@ describe.each(scanners)('the byte reader for the bundled Pod view, stepping over
   it('[k8s_types: byte reader] a corrupted frame reads as the exact path reads it: the same frame or the same error', () => {
     const base = frame(rawPod());
     fc.assert(
-      fc.property(fc.nat({ max: base.length - 1 }), fc.constantFrom('', ' ', '"', '\\', '{', '}', ',', ':', '\u0001', '\t', 'x', '0', '-', 'é', 'null'), fc.nat({ max: 3 }), (at, insert, remove) => {
-        holds(base.slice(0, at) + insert + base.slice(at + remove));
-      }),
+      fc.property(
+        fc.nat({ max: base.length - 1 }),
+        fc.constantFrom('', ' ', '"', '\\', '{', '}', ',', ':', '\u0001', '\t', 'x', '0', '-', 'é', 'null'),
+        fc.nat({ max: 3 }),
+        (at, insert, remove) => {
+          holds(base.slice(0, at) + insert + base.slice(at + remove));
+        },
+      ),
       { numRuns: 1500 },
     );
     // Truncations: every prefix.
@@ -314,7 +405,10 @@ describe.each(scanners)('the byte reader for the bundled Pod view, stepping over
       frame(pod).replace('"app":"sglang-engine"', '"app":"a","app":"b"'), // duplicate label: first place, last value
       frame(pod).replace('"app":"sglang-engine"', '"__proto__":"x"'),
       frame(pod).replace('"app":"sglang-engine"', '"2":"two","1":"one"'), // integer-like keys reorder
-      frame({ ...pod, metadata: { ...meta, labels: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, `v${i}`])) } }), // too large to share
+      frame({
+        ...pod,
+        metadata: { ...meta, labels: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, `v${i}`])) },
+      }), // too large to share
       frame({ ...pod, spec: null }),
       frame({ ...pod, status: undefined, spec: undefined }),
       frame({ ...pod, metadata: { ...meta, generation: 1.0 } }).replace('"generation":1', '"generation":1.0'),
@@ -366,8 +460,26 @@ describe.each(scanners)('the byte reader for the bundled Pod view, stepping over
     const sibling = (name: string, cell: string): Pod => {
       const pod = rawPod({ name });
       const meta = pod['metadata'] as Record<string, unknown>;
-      const owner = { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `rs-${cell}`, uid: `uid-${cell}-${String(wasm)}`, controller: true };
-      return readPodFrame(encode(frame({ ...pod, metadata: { ...meta, labels: { cell: `${cell}-${String(wasm)}` }, annotations: { beat: `${name}-${String(wasm)}` }, ownerReferences: [owner] } })))!.object;
+      const owner = {
+        apiVersion: 'apps/v1',
+        kind: 'ReplicaSet',
+        name: `rs-${cell}`,
+        uid: `uid-${cell}-${String(wasm)}`,
+        controller: true,
+      };
+      return readPodFrame(
+        encode(
+          frame({
+            ...pod,
+            metadata: {
+              ...meta,
+              labels: { cell: `${cell}-${String(wasm)}` },
+              annotations: { beat: `${name}-${String(wasm)}` },
+              ownerReferences: [owner],
+            },
+          }),
+        ),
+      )!.object;
     };
     const [a, b, c] = [sibling('a', 'x'), sibling('b', 'x'), sibling('c', 'x')];
     expect(b.metadata.labels).toBe(a.metadata.labels);
@@ -377,7 +489,7 @@ describe.each(scanners)('the byte reader for the bundled Pod view, stepping over
     expect(b.metadata.annotations).not.toBe(a.metadata.annotations); // different values: never one instance
   });
 
-  it('[k8s_types: byte reader] a view of your own is read the exact way (the reader is the bundled view\'s alone)', () => {
+  it("[k8s_types: byte reader] a view of your own is read the exact way (the reader is the bundled view's alone)", () => {
     const mine = compileSchema(objectSchema({ metadata: objectMetaSchema.extend({ generateName: z.string().optional() }) }));
     const bytes = encode(frame({ ...rawPod(), metadata: { ...(rawPod()['metadata'] as object), generateName: 'engine-' } }));
     const read = parseWatchFrame(bytes, mine);
@@ -434,14 +546,24 @@ describe.each(scanners)('LIST pages read from their bytes, stepping over dropped
 
   it('[k8s_types: byte reader] a LIST page the reader cannot prove is left to the exact path whole', () => {
     const base = listBody([rawPod({ name: 'a' }), rawPod({ name: 'b' })]);
-    for (const text of [base.replace('"items":[', '"items":null,"x":['), base.replace('"resourceVersion":"500"', '"resourceVersion":500'), `${base}x`, base.slice(0, -3), base.replace('"metadata":', '"metadata":{},"metadata":')]) {
+    for (const text of [
+      base.replace('"items":[', '"items":null,"x":['),
+      base.replace('"resourceVersion":"500"', '"resourceVersion":500'),
+      `${base}x`,
+      base.slice(0, -3),
+      base.replace('"metadata":', '"metadata":{},"metadata":'),
+    ]) {
       expect(parseListPage(encode(text), podSchema)).toBeUndefined();
     }
     fc.assert(
-      fc.property(fc.nat({ max: base.length - 1 }), fc.constantFrom('', '"', '\\', '{', '}', ',', '\u0001', 'x'), (at, insert) => {
-        const text = base.slice(0, at) + insert + base.slice(at + 1);
-        if (parseListPage(encode(text), podSchema) !== undefined) pageHolds(text);
-      }),
+      fc.property(
+        fc.nat({ max: base.length - 1 }),
+        fc.constantFrom('', '"', '\\', '{', '}', ',', '\u0001', 'x'),
+        (at, insert) => {
+          const text = base.slice(0, at) + insert + base.slice(at + 1);
+          if (parseListPage(encode(text), podSchema) !== undefined) pageHolds(text);
+        },
+      ),
       { numRuns: 800 },
     );
     // A view of your own has no byte reader: always the exact path.
@@ -452,11 +574,42 @@ describe.each(scanners)('LIST pages read from their bytes, stepping over dropped
 describe('the byte scanner', () => {
   it('[k8s_types: byte reader] accepts exactly one JSON value: whatever it accepts, JSON.parse accepts', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.json(), fc.string({ unit: fc.constantFrom('{', '}', '[', ']', '"', '\\', ',', ':', ' ', 'a', '1', '-', '.', 'e', 'u', 'n', 't', 'r', 'f', 'l', 's', '\u0001') })), (value) => {
-        const bytes = encode(value);
-        const end = skipValue(bytes, 0);
-        if (end >= 0) expect(() => JSON.parse(bytes.subarray(0, end).toString('utf8'))).not.toThrow();
-      }),
+      fc.property(
+        fc.oneof(
+          fc.json(),
+          fc.string({
+            unit: fc.constantFrom(
+              '{',
+              '}',
+              '[',
+              ']',
+              '"',
+              '\\',
+              ',',
+              ':',
+              ' ',
+              'a',
+              '1',
+              '-',
+              '.',
+              'e',
+              'u',
+              'n',
+              't',
+              'r',
+              'f',
+              'l',
+              's',
+              '\u0001',
+            ),
+          }),
+        ),
+        (value) => {
+          const bytes = encode(value);
+          const end = skipValue(bytes, 0);
+          if (end >= 0) expect(() => JSON.parse(bytes.subarray(0, end).toString('utf8'))).not.toThrow();
+        },
+      ),
       { numRuns: 3000 },
     );
   });

@@ -1,4 +1,11 @@
-import { V1ObjectMeta, V1Pod, V1PodStatus, V1ContainerStatus, V1ContainerState, V1ContainerStateRunning } from '@kubernetes/client-node';
+import {
+  V1ObjectMeta,
+  V1Pod,
+  V1PodStatus,
+  V1ContainerStatus,
+  V1ContainerState,
+  V1ContainerStateRunning,
+} from '@kubernetes/client-node';
 // The generated deserializer is what the client's typed LIST runs on a response body.
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import { describe, expect, it } from 'vitest';
@@ -33,7 +40,13 @@ describe('podSchema', () => {
           { type: 'PodScheduled', status: 'True' },
         ],
         containerStatuses: [
-          { name: 'engine', ready: true, started: true, restartCount: 2, state: { running: { startedAt: Date.UTC(2024, 4, 1, 10, 11, 19) } } },
+          {
+            name: 'engine',
+            ready: true,
+            started: true,
+            restartCount: 2,
+            state: { running: { startedAt: Date.UTC(2024, 4, 1, 10, 11, 19) } },
+          },
         ],
       },
     });
@@ -142,7 +155,10 @@ describe('memory sharing', () => {
 
 describe('objectSchema and objectKey', () => {
   it('[k8s_types: deviation, generic kinds] objectSchema adds the standard metadata view to a custom resource schema', () => {
-    const cellSchema = objectSchema({ spec: z.object({ replicas: z.number().int() }), status: z.object({ ready: z.number().int() }).optional() });
+    const cellSchema = objectSchema({
+      spec: z.object({ replicas: z.number().int() }),
+      status: z.object({ ready: z.number().int() }).optional(),
+    });
     const cell = cellSchema.parse({
       apiVersion: 'miles.io/v1',
       kind: 'TrainerCell',

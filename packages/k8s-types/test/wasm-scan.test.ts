@@ -5,7 +5,16 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FAIL, MAX_DEPTH, skipValue } from '../src/bytes/scan.js';
 import { at, begin, end, firstKept, KeySet, nextKept, NOT_PROVEN, skip } from '../src/bytes/cursor.js';
-import { keyTable, loadFrame, skipLoaded, unloadFrame, useWasmScan, WASM_FRAME_LIMIT, wasmScanAvailable, wasmWindow } from '../src/bytes/wasm-scan.js';
+import {
+  keyTable,
+  loadFrame,
+  skipLoaded,
+  unloadFrame,
+  useWasmScan,
+  WASM_FRAME_LIMIT,
+  wasmScanAvailable,
+  wasmWindow,
+} from '../src/bytes/wasm-scan.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -16,14 +25,24 @@ function both(bytes: Uint8Array, start: number): [number, number] {
 }
 
 /** Bytes that decide a scanner's path: structure, escapes, control characters, number and literal starts. */
-const pivotal = fc.constantFrom(...'"\\{}[],: \t\n\r\u0000\u001fu0123456789-+.eEtrufalsn/bx'.split('').map((c) => c.charCodeAt(0)), 0x80, 0xff);
+const pivotal = fc.constantFrom(
+  ...'"\\{}[],: \t\n\r\u0000\u001fu0123456789-+.eEtrufalsn/bx'.split('').map((c) => c.charCodeAt(0)),
+  0x80,
+  0xff,
+);
 
 /** `null` three times in four. */
-const rarely = <T>(arbitrary: fc.Arbitrary<T>): fc.Arbitrary<T | null> => fc.oneof({ arbitrary: fc.constant(null), weight: 3 }, { arbitrary, weight: 1 });
+const rarely = <T>(arbitrary: fc.Arbitrary<T>): fc.Arbitrary<T | null> =>
+  fc.oneof({ arbitrary: fc.constant(null), weight: 3 }, { arbitrary, weight: 1 });
 
 /** JSON text, as written compactly or spaced, then damaged: cut short, or bytes overwritten. */
 const damaged = fc
-  .tuple(fc.json({ depthSize: 'medium' }), fc.boolean(), fc.array(fc.tuple(fc.nat(), pivotal), { maxLength: 3 }), fc.option(fc.nat()))
+  .tuple(
+    fc.json({ depthSize: 'medium' }),
+    fc.boolean(),
+    fc.array(fc.tuple(fc.nat(), pivotal), { maxLength: 3 }),
+    fc.option(fc.nat()),
+  )
   .map(([text, spaced, edits, cut]) => {
     const bytes = Buffer.from(spaced ? JSON.stringify(JSON.parse(text), null, 1) : text, 'utf8');
     for (const [at, byte] of edits) if (bytes.length > 0) bytes[at % bytes.length] = byte;
@@ -142,7 +161,12 @@ describe('the WebAssembly scanner (wasm/scan.ts)', () => {
     };
     const name = fc.constantFrom('a', 'b', 'name', 'uid', 'status', 'x\u0041', 'n\"q', '', 'é');
     const object = fc
-      .tuple(fc.array(fc.tuple(name, fc.json({ maxDepth: 2 })), { maxLength: 6 }), fc.boolean(), rarely(fc.tuple(fc.nat(), pivotal)), rarely(fc.nat()))
+      .tuple(
+        fc.array(fc.tuple(name, fc.json({ maxDepth: 2 })), { maxLength: 6 }),
+        fc.boolean(),
+        rarely(fc.tuple(fc.nat(), pivotal)),
+        rarely(fc.nat()),
+      )
       .map(([members, spaced, edit, cut]) => {
         const sp = spaced ? ' ' : '';
         const bytes = Buffer.from(`{${sp}${members.map(([k, v]) => `"${k}"${sp}:${sp}${v}`).join(`,${sp}`)}${sp}}`, 'utf8');

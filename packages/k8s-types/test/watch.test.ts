@@ -32,7 +32,17 @@ describe('readWatchFrame', () => {
   });
 
   it('[k8s_reflector: Frame payload type] a BOOKMARK carries a bare cursor and is not validated as a pod', () => {
-    const frame = readWatchFrame({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: '77', annotations: { 'k8s.io/initial-events-end': 'true' } } } }, podSchema);
+    const frame = readWatchFrame(
+      {
+        type: 'BOOKMARK',
+        object: {
+          kind: 'Pod',
+          apiVersion: 'v1',
+          metadata: { resourceVersion: '77', annotations: { 'k8s.io/initial-events-end': 'true' } },
+        },
+      },
+      podSchema,
+    );
     expect(frame).toEqual({ type: 'BOOKMARK', resourceVersion: '77' });
   });
 
@@ -47,7 +57,10 @@ describe('readWatchFrame', () => {
           code: 504,
           reason: 'Timeout',
           message: 'Too large resource version: 10, current: 5',
-          details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 },
+          details: {
+            causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+            retryAfterSeconds: 1,
+          },
         },
       },
       podSchema,
@@ -75,7 +88,9 @@ describe('readWatchFrame', () => {
     expect(describeIssue(issues[0]!)).toMatch(/^status\.containerStatuses\.0\.restartCount: .*number/);
     expect(describeIssue({ path: [], message: 'bad' })).toBe('<root>: bad');
     // Nothing readable: no key, no resourceVersion, still typed.
-    expect(thrown(() => readWatchFrame({ type: 'ADDED', object: { metadata: { resourceVersion: '4' } } }, podSchema))).toMatchObject({
+    expect(
+      thrown(() => readWatchFrame({ type: 'ADDED', object: { metadata: { resourceVersion: '4' } } }, podSchema)),
+    ).toMatchObject({
       code: 'OBJECT_INVALID',
       objectKey: undefined,
       resourceVersion: '4',
@@ -83,12 +98,20 @@ describe('readWatchFrame', () => {
   });
 
   it('[k8s_reflector: Retry-After honoured] a Status carries details.retryAfterSeconds', () => {
-    const frame = readWatchFrame({ type: 'ERROR', object: { kind: 'Status', code: 429, reason: 'TooManyRequests', details: { retryAfterSeconds: 7 } } }, podSchema);
-    expect(frame).toEqual({ type: 'ERROR', status: { code: 429, reason: 'TooManyRequests', details: { causes: [], retryAfterSeconds: 7 } } });
+    const frame = readWatchFrame(
+      { type: 'ERROR', object: { kind: 'Status', code: 429, reason: 'TooManyRequests', details: { retryAfterSeconds: 7 } } },
+      podSchema,
+    );
+    expect(frame).toEqual({
+      type: 'ERROR',
+      status: { code: 429, reason: 'TooManyRequests', details: { causes: [], retryAfterSeconds: 7 } },
+    });
   });
 
   it('[k8s_reflector: watchHandler per-event metadata failure] an unreadable envelope is a MalformedWatchFrameError carrying whatever cursor it had', () => {
-    const unknownType = thrown(() => readWatchFrame({ type: 'SHRUGGED', object: { metadata: { resourceVersion: '9' } } }, podSchema));
+    const unknownType = thrown(() =>
+      readWatchFrame({ type: 'SHRUGGED', object: { metadata: { resourceVersion: '9' } } }, podSchema),
+    );
     expect(isMalformedWatchFrameError(unknownType)).toBe(true);
     expect(unknownType).toMatchObject({ code: 'WATCH_FRAME_MALFORMED', frameType: 'SHRUGGED', resourceVersion: '9' });
 
@@ -103,7 +126,10 @@ describe('readWatchFrame', () => {
   it('[k8s_reflector: Watch frame shape] readWatchFrame accepts exactly the frames the envelope schema accepts, with the same type and cursor', () => {
     const cursor = fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.anything());
     const metadata = fc.oneof(fc.record({ resourceVersion: cursor }, { requiredKeys: [] }), fc.anything());
-    const object = fc.oneof(fc.record({ metadata, code: fc.oneof(fc.integer(), fc.string()) }, { requiredKeys: [] }), fc.anything());
+    const object = fc.oneof(
+      fc.record({ metadata, code: fc.oneof(fc.integer(), fc.string()) }, { requiredKeys: [] }),
+      fc.anything(),
+    );
     const type = fc.oneof(fc.constantFrom('ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR', 'added', ''), fc.anything());
     const frame = fc.oneof(fc.record({ type, object }, { requiredKeys: [] }), fc.anything());
     fc.assert(
@@ -119,7 +145,11 @@ describe('readWatchFrame', () => {
         }
         expect(envelope.success).toBe(true);
         const expected = envelope.data!;
-        expect(read).toMatchObject(expected.type === 'ERROR' ? { type: 'ERROR' } : { type: expected.type, resourceVersion: expected.object.metadata.resourceVersion });
+        expect(read).toMatchObject(
+          expected.type === 'ERROR'
+            ? { type: 'ERROR' }
+            : { type: expected.type, resourceVersion: expected.object.metadata.resourceVersion },
+        );
       }),
       { numRuns: 2000 },
     );

@@ -12,7 +12,11 @@ export type ApplyWith = Omit<ApplyOptions, 'subresource'>;
  * unless `lock` is set, because in an apply they are preconditions a stale copy would fail.
  * Fields this manager applied before and leaves out now are removed by the server.
  */
-export async function apply<T>(handle: ResourceClient<T>, body: WriteObject, options: ApplyWith & { readonly lock?: boolean | undefined }): Promise<T> {
+export async function apply<T>(
+  handle: ResourceClient<T>,
+  body: WriteObject,
+  options: ApplyWith & { readonly lock?: boolean | undefined },
+): Promise<T> {
   const { lock, ...rest } = options;
   const metadata = { ...(body.metadata ?? {}) };
   delete metadata['managedFields'];
@@ -28,7 +32,12 @@ export async function apply<T>(handle: ResourceClient<T>, body: WriteObject, opt
  * `{ apiVersion, kind, metadata: { name }, status }`, so no read is needed and the manager owns
  * exactly the status fields it sets. A controller owning its status usually passes `force: true`.
  */
-export async function applyStatus<T>(handle: ResourceClient<T>, name: string, status: JsonObject, options: ApplyWith): Promise<T> {
+export async function applyStatus<T>(
+  handle: ResourceClient<T>,
+  name: string,
+  status: JsonObject,
+  options: ApplyWith,
+): Promise<T> {
   if (typeof name !== 'string' || name === '') throw new KubeClientOptionsError('applyStatus needs a name');
   return handle.apply({ metadata: { name }, status }, { ...options, subresource: 'status' });
 }

@@ -43,7 +43,8 @@ export function readListBody<T>(body: unknown, parse: (item: unknown) => T): Obj
   const { items, metadata } = body as { items?: unknown; metadata?: Record<string, unknown> };
   if (items != null && !Array.isArray(items)) throw new KubeProtocolError('LIST body has a non-array items');
   const resourceVersion = metadata?.['resourceVersion'];
-  if (typeof resourceVersion !== 'string' || resourceVersion === '') throw new KubeProtocolError('LIST body has no metadata.resourceVersion');
+  if (typeof resourceVersion !== 'string' || resourceVersion === '')
+    throw new KubeProtocolError('LIST body has no metadata.resourceVersion');
   const next = metadata?.['continue'];
   const remaining = metadata?.['remainingItemCount'];
   return {

@@ -1,7 +1,14 @@
 import type { ApiResource, ObjectSchema } from '@reconcile-loop/k8s-types';
 import { decodeJsonBody } from './body.js';
 import { abortReason, sleep, systemClock, type Clock } from '@reconcile-loop/primitives';
-import { KubeApiError, KubeClientOptionsError, KubeRequestTimeoutError, KubeTransportError, type KubeStatus, type Verb } from './errors.js';
+import {
+  KubeApiError,
+  KubeClientOptionsError,
+  KubeRequestTimeoutError,
+  KubeTransportError,
+  type KubeStatus,
+  type Verb,
+} from './errors.js';
 import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLineBatches, splitLines } from './lines.js';
 import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';
 import { ResourceClient, type KubeObject, type ResourceRef } from './resource.js';
@@ -77,7 +84,8 @@ const MAX_ERROR_BODY = 64 * 1024;
 
 function positiveInt(name: string, value: number | undefined, fallback: number, allowZero: boolean): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < (allowZero ? 0 : 1)) throw new KubeClientOptionsError(`${name} must be an integer >= ${allowZero ? 0 : 1}, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < (allowZero ? 0 : 1))
+    throw new KubeClientOptionsError(`${name} must be an integer >= ${allowZero ? 0 : 1}, got ${String(value)}`);
   return value;
 }
 
@@ -144,16 +152,25 @@ export class KubeClient {
   readonly #onWarning: KubeClientOptions['onWarning'];
 
   constructor(options: KubeClientOptions) {
-    if (options.kubeConfig !== undefined && options.server !== undefined) throw new KubeClientOptionsError('give either kubeConfig or server, not both');
+    if (options.kubeConfig !== undefined && options.server !== undefined)
+      throw new KubeClientOptionsError('give either kubeConfig or server, not both');
     if (options.kubeConfig === undefined) {
-      if (typeof options.server !== 'string' || options.server === '') throw new KubeClientOptionsError('a kubeConfig or a server URL is required');
+      if (typeof options.server !== 'string' || options.server === '')
+        throw new KubeClientOptionsError('a kubeConfig or a server URL is required');
       try {
         new URL(options.server);
       } catch {
         throw new KubeClientOptionsError(`server is not a URL: ${options.server}`);
       }
     }
-    this.#auth = options.kubeConfig ?? staticAuth({ server: options.server!, token: options.token, ca: options.ca, insecureSkipTlsVerify: options.insecureSkipTlsVerify });
+    this.#auth =
+      options.kubeConfig ??
+      staticAuth({
+        server: options.server!,
+        token: options.token,
+        ca: options.ca,
+        insecureSkipTlsVerify: options.insecureSkipTlsVerify,
+      });
     this.#transport = options.transport ?? httpTransport(this.#auth);
     this.#clock = options.clock ?? systemClock;
     const rateLimit = options.rateLimit ?? {};
@@ -165,7 +182,8 @@ export class KubeClient {
       this.#limitReads = false;
     } else {
       const { qps = DEFAULT_QPS, burst = DEFAULT_BURST, scope = 'writes' } = rateLimit as RateLimitOptions;
-      if (scope !== 'writes' && scope !== 'all') throw new KubeClientOptionsError(`rateLimit.scope must be 'writes' or 'all', got ${String(scope)}`);
+      if (scope !== 'writes' && scope !== 'all')
+        throw new KubeClientOptionsError(`rateLimit.scope must be 'writes' or 'all', got ${String(scope)}`);
       this.#limiter = new TokenBucketRateLimiter({ qps, burst, clock: this.#clock });
       this.#limitReads = scope === 'all';
     }
@@ -246,7 +264,10 @@ export class KubeClient {
    * the signal aborts; a failure while reading is mapped by {@link #bodyFailure}, and the response
    * and its connection are let go however the reader stops. Nothing is sent before the first `next()`.
    */
-  async *#streamed<T>(request: KubeRequest, split: (body: AsyncIterable<Uint8Array | string>, maxFrameBytes: number) => AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
+  async *#streamed<T>(
+    request: KubeRequest,
+    split: (body: AsyncIterable<Uint8Array | string>, maxFrameBytes: number) => AsyncGenerator<T, void, undefined>,
+  ): AsyncGenerator<T, void, undefined> {
     const opened = await this.#open(request, true);
     try {
       yield* split(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
@@ -304,13 +325,17 @@ export class KubeClient {
     const user = request.signal;
     if (user?.aborted) throw abortReason(user);
     const timeoutMs = request.timeoutMs ?? this.#timeoutMs;
-    if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new KubeClientOptionsError(`timeoutMs must be a finite number >= 0, got ${String(timeoutMs)}`);
+    if (!Number.isFinite(timeoutMs) || timeoutMs < 0)
+      throw new KubeClientOptionsError(`timeoutMs must be a finite number >= 0, got ${String(timeoutMs)}`);
     const controller = new AbortController();
     const onUserAbort = (): void => controller.abort(abortReason(user!));
     user?.addEventListener('abort', onUserAbort, { once: true });
     const started = this.#clock.now();
     const timeoutError = (during: string): KubeRequestTimeoutError => new KubeRequestTimeoutError(verb, path, timeoutMs, during);
-    let timer: unknown = timeoutMs > 0 ? this.#clock.setTimeout(() => controller.abort(timeoutError('waiting for the server')), timeoutMs) : undefined;
+    let timer: unknown =
+      timeoutMs > 0
+        ? this.#clock.setTimeout(() => controller.abort(timeoutError('waiting for the server')), timeoutMs)
+        : undefined;
     const clearTimer = (): void => {
       if (timer !== undefined) this.#clock.clearTimeout(timer);
       timer = undefined;
@@ -331,10 +356,20 @@ export class KubeClient {
     try {
       for (let attempt = 0; ; attempt++) {
         // Every attempt takes a token, as client-go's retry path throttles before each try.
-        if (limited) await this.#limiter!.wait(controller.signal, remaining(), () => timeoutError('waiting for the client-side rate limiter'));
+        if (limited)
+          await this.#limiter!.wait(controller.signal, remaining(), () =>
+            timeoutError('waiting for the client-side rate limiter'),
+          );
         let response: TransportResponse;
         try {
-          response = await this.#transport({ method: request.method, url, headers, body, signal: controller.signal, stream: streaming });
+          response = await this.#transport({
+            method: request.method,
+            url,
+            headers,
+            body,
+            signal: controller.signal,
+            stream: streaming,
+          });
         } catch (error) {
           if (controller.signal.aborted) throw abortReason(controller.signal);
           // The transport's own configuration errors (a refused scheme) are not transport failures.
@@ -379,6 +414,12 @@ export class KubeClient {
       response.close();
     }
     const status = readStatus(text);
-    return new KubeApiError({ statusCode: response.status, status, verb, path, retryAfterSeconds: retryAfterSeconds(response, status) });
+    return new KubeApiError({
+      statusCode: response.status,
+      status,
+      verb,
+      path,
+      retryAfterSeconds: retryAfterSeconds(response, status),
+    });
   }
 }

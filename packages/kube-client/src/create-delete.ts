@@ -18,10 +18,16 @@ const CREATE_ATTEMPTS = 3;
  * object is returned as it is: check its `deletionTimestamp`, labels or owner before relying on it.
  * If it vanishes between the 409 and the GET, the create is tried again (3 attempts in all).
  */
-export async function createIfAbsent<T>(handle: ResourceClient<T>, body: WriteObject, options?: WriteOptions): Promise<CreateIfAbsentResult<T>> {
+export async function createIfAbsent<T>(
+  handle: ResourceClient<T>,
+  body: WriteObject,
+  options?: WriteOptions,
+): Promise<CreateIfAbsentResult<T>> {
   const name = body.metadata?.name;
-  if (typeof name !== 'string' || name === '') throw new KubeClientOptionsError('createIfAbsent needs metadata.name (a generateName object is never "present")');
-  const scoped = handle.namespace === undefined && body.metadata?.namespace ? handle.inNamespace(body.metadata.namespace) : handle;
+  if (typeof name !== 'string' || name === '')
+    throw new KubeClientOptionsError('createIfAbsent needs metadata.name (a generateName object is never "present")');
+  const scoped =
+    handle.namespace === undefined && body.metadata?.namespace ? handle.inNamespace(body.metadata.namespace) : handle;
   for (let attempt = 1; ; attempt++) {
     try {
       return { object: await scoped.create(body, options), created: true };
@@ -51,10 +57,16 @@ export type DeleteIfPresentResult<T> =
  * the server's 409 for a mismatch is the distinct outcome `precondition-failed`, so a newer
  * object of the same name is never deleted by mistake and the caller can tell it from a deletion.
  */
-export async function deleteIfPresent<T>(handle: ResourceClient<T>, name: string, options?: DeleteOptions): Promise<DeleteIfPresentResult<T>> {
+export async function deleteIfPresent<T>(
+  handle: ResourceClient<T>,
+  name: string,
+  options?: DeleteOptions,
+): Promise<DeleteIfPresentResult<T>> {
   try {
     const result = await handle.delete(name, options);
-    return result.kind === 'object' ? { outcome: 'deleted', object: result.object, status: undefined } : { outcome: 'deleted', object: undefined, status: result.status };
+    return result.kind === 'object'
+      ? { outcome: 'deleted', object: result.object, status: undefined }
+      : { outcome: 'deleted', object: undefined, status: result.status };
   } catch (error) {
     if (isNotFound(error)) return { outcome: 'absent' };
     if (options?.preconditions && isConflict(error)) return { outcome: 'precondition-failed', error: error as KubeApiError };

@@ -94,7 +94,13 @@ export class KubeApiError extends Error {
   /** Seconds the server asked to wait (`Retry-After` or `details.retryAfterSeconds`), if any. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(details: { statusCode: number; status?: KubeStatus | undefined; verb: Verb; path: string; retryAfterSeconds?: number | undefined }) {
+  constructor(details: {
+    statusCode: number;
+    status?: KubeStatus | undefined;
+    verb: Verb;
+    path: string;
+    retryAfterSeconds?: number | undefined;
+  }) {
     const { statusCode, status, verb, path } = details;
     const reason = status?.reason || REASON_BY_CODE[statusCode] || 'Unknown';
     super(`${verb} ${path}: HTTP ${statusCode} ${reason}${status?.message ? `: ${status.message}` : ''}`);
@@ -171,7 +177,13 @@ export class KubeClientOptionsError extends Error {
  * `is*` helpers classify it.
  */
 export function statusError(status: KubeStatus, verb: Verb, path: string): KubeApiError {
-  return new KubeApiError({ statusCode: status.code ?? 500, status, verb, path, retryAfterSeconds: status.details?.retryAfterSeconds });
+  return new KubeApiError({
+    statusCode: status.code ?? 500,
+    status,
+    verb,
+    path,
+    retryAfterSeconds: status.details?.retryAfterSeconds,
+  });
 }
 
 /** True when `error` is a {@link KubeApiError}, across module copies. */

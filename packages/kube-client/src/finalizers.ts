@@ -23,7 +23,13 @@ export function finalizersOf(object: KubeObject): readonly string[] {
   return Array.isArray(object.metadata.finalizers) ? object.metadata.finalizers : [];
 }
 
-async function change<T>(handle: ResourceClient<T>, name: string, finalizer: string, add: boolean, options: FinalizerOptions): Promise<FinalizerResult<T>> {
+async function change<T>(
+  handle: ResourceClient<T>,
+  name: string,
+  finalizer: string,
+  add: boolean,
+  options: FinalizerOptions,
+): Promise<FinalizerResult<T>> {
   const raw = handle.raw;
   return retryOnConflict(
     async (attempts) => {
@@ -36,7 +42,11 @@ async function change<T>(handle: ResourceClient<T>, name: string, finalizer: str
       // list just read: a concurrent change to it is a 409, and the retry starts from the new list.
       const body = { metadata: { resourceVersion: current.metadata.resourceVersion, finalizers: next } };
       try {
-        const patched = await handle.patch(name, { type: 'merge', body }, { signal: options.signal, timeoutMs: options.timeoutMs, fieldManager: options.fieldManager });
+        const patched = await handle.patch(
+          name,
+          { type: 'merge', body },
+          { signal: options.signal, timeoutMs: options.timeoutMs, fieldManager: options.fieldManager },
+        );
         return { object: patched, changed: true, attempts };
       } catch (error) {
         // Removing the last finalizer of a deleting object: the server may answer with the object
@@ -55,7 +65,12 @@ async function change<T>(handle: ResourceClient<T>, name: string, finalizer: str
  * optimistic-lock merge patch retried on 409. A missing object is a `KubeApiError` NotFound; the
  * server refuses a new finalizer on an object already being deleted (422).
  */
-export function addFinalizer<T>(handle: ResourceClient<T>, name: string, finalizer: string, options: FinalizerOptions = {}): Promise<FinalizerResult<T>> {
+export function addFinalizer<T>(
+  handle: ResourceClient<T>,
+  name: string,
+  finalizer: string,
+  options: FinalizerOptions = {},
+): Promise<FinalizerResult<T>> {
   return change(handle, name, finalizer, true, options);
 }
 
@@ -64,7 +79,12 @@ export function addFinalizer<T>(handle: ResourceClient<T>, name: string, finaliz
  * conflict-safe like {@link addFinalizer}; an object that is already gone is success
  * (`object: undefined`), since nothing is left to hold.
  */
-export async function removeFinalizer<T>(handle: ResourceClient<T>, name: string, finalizer: string, options: FinalizerOptions = {}): Promise<FinalizerResult<T>> {
+export async function removeFinalizer<T>(
+  handle: ResourceClient<T>,
+  name: string,
+  finalizer: string,
+  options: FinalizerOptions = {},
+): Promise<FinalizerResult<T>> {
   try {
     return await change(handle, name, finalizer, false, options);
   } catch (error) {

@@ -51,7 +51,8 @@ export function headEnd(bytes: Uint8Array, from: number): number {
 export function parseHead(bytes: Uint8Array): ResponseHead {
   const lines = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1').split('\r\n');
   const status = STATUS_LINE.exec(lines[0]!);
-  if (status === null) throw new HttpFramingError('HPE_INVALID_CONSTANT', `not an HTTP/1.x status line: ${JSON.stringify(lines[0]!.slice(0, 80))}`);
+  if (status === null)
+    throw new HttpFramingError('HPE_INVALID_CONSTANT', `not an HTTP/1.x status line: ${JSON.stringify(lines[0]!.slice(0, 80))}`);
   const headers = new Map<string, string>();
   // The split leaves two empty strings for the blank line that ends the head.
   for (let i = 1; i < lines.length - 2; i++) {
@@ -59,7 +60,8 @@ export function parseHead(bytes: Uint8Array): ResponseHead {
     const colon = line.indexOf(':');
     const name = colon > 0 ? line.slice(0, colon) : '';
     // Also refuses obsolete line folding (a line starting with a space), as llhttp does by default.
-    if (!TOKEN.test(name)) throw new HttpFramingError('HPE_INVALID_HEADER_TOKEN', `invalid header line: ${JSON.stringify(line.slice(0, 80))}`);
+    if (!TOKEN.test(name))
+      throw new HttpFramingError('HPE_INVALID_HEADER_TOKEN', `invalid header line: ${JSON.stringify(line.slice(0, 80))}`);
     if (/[\0\n\r]/.test(line)) throw new HttpFramingError('HPE_INVALID_HEADER_TOKEN', `invalid character in header ${name}`);
     const key = name.toLowerCase();
     const value = line.slice(colon + 1).trim();
@@ -96,7 +98,8 @@ export function bodyFramer(head: ResponseHead): BodyFramer {
   if (length === undefined) return new CloseFramer();
   const values = new Set(length.split(',').map((v) => v.trim()));
   const [only] = values;
-  if (values.size !== 1 || !/^\d{1,15}$/.test(only!)) throw new HttpFramingError('HPE_INVALID_CONTENT_LENGTH', `invalid Content-Length: ${JSON.stringify(length.slice(0, 80))}`);
+  if (values.size !== 1 || !/^\d{1,15}$/.test(only!))
+    throw new HttpFramingError('HPE_INVALID_CONTENT_LENGTH', `invalid Content-Length: ${JSON.stringify(length.slice(0, 80))}`);
   return new LengthFramer(Number(only));
 }
 
@@ -197,7 +200,8 @@ class ChunkedFramer implements BodyFramer {
       }
       case Chunk.Extension:
         if (byte === CR) this.#state = Chunk.SizeLf;
-        else if (byte === LF || ++this.#lineBytes > MAX_LINE_BYTES) throw new HttpFramingError('HPE_CHUNK_EXTENSIONS_OVERFLOW', 'invalid chunk extension');
+        else if (byte === LF || ++this.#lineBytes > MAX_LINE_BYTES)
+          throw new HttpFramingError('HPE_CHUNK_EXTENSIONS_OVERFLOW', 'invalid chunk extension');
         return;
       case Chunk.SizeLf:
         this.#expect(byte, LF, this.#size === 0 ? Chunk.TrailerStart : Chunk.Data, 'LF after chunk size');

@@ -24,7 +24,10 @@ function toBuffer(chunk: Uint8Array | string): Buffer {
  * stays bounded by the cap), and {@link KubeProtocolError} when the body ends inside a frame: the
  * apiserver ends every frame with a newline, so a remainder means the connection was cut.
  */
-export async function* splitLines(chunks: AsyncIterable<Uint8Array | string>, maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES): AsyncGenerator<string, void, undefined> {
+export async function* splitLines(
+  chunks: AsyncIterable<Uint8Array | string>,
+  maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES,
+): AsyncGenerator<string, void, undefined> {
   for await (const batch of splitLineBatches(chunks, maxFrameBytes)) {
     for (const line of batch) yield line;
   }
@@ -36,7 +39,10 @@ export async function* splitLines(chunks: AsyncIterable<Uint8Array | string>, ma
  * promise hop per read instead of one per frame. Errors are thrown at the same points, after the
  * batch of the lines completed before them.
  */
-export async function* splitLineBatches(chunks: AsyncIterable<Uint8Array | string>, maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES): AsyncGenerator<string[], void, undefined> {
+export async function* splitLineBatches(
+  chunks: AsyncIterable<Uint8Array | string>,
+  maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES,
+): AsyncGenerator<string[], void, undefined> {
   const decoder = new StringDecoder('utf8');
   let partial = '';
   let partialBytes = 0;
@@ -140,7 +146,10 @@ function concatParts(parts: readonly Uint8Array[], total: number): Uint8Array {
  * lines are valid until the next batch is asked for: a reader that keeps a line copies it. The
  * reflector parses every line of a batch before asking for the next.
  */
-export async function* splitFrameBatches(chunks: AsyncIterable<Uint8Array | string>, maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES): AsyncGenerator<Uint8Array[], void, undefined> {
+export async function* splitFrameBatches(
+  chunks: AsyncIterable<Uint8Array | string>,
+  maxFrameBytes: number = DEFAULT_MAX_FRAME_BYTES,
+): AsyncGenerator<Uint8Array[], void, undefined> {
   // The unfinished frame's parts, each copied when its chunk is done: a chunk's memory may be reused
   // once the next one is read (`TransportRequest.stream`). Memory stays bounded by the cap.
   let pending: Uint8Array[] = [];
@@ -174,5 +183,6 @@ export async function* splitFrameBatches(chunks: AsyncIterable<Uint8Array | stri
     if (pendingBytes > maxFrameBytes) throw new WatchFrameTooLargeError(maxFrameBytes);
     if (start < bytes.length) pending.push(new Uint8Array(bytes.subarray(start)));
   }
-  if (pending.length > 0 && !isBlank(concatParts(pending, pendingBytes))) throw new KubeProtocolError('watch stream ended in the middle of a frame');
+  if (pending.length > 0 && !isBlank(concatParts(pending, pendingBytes)))
+    throw new KubeProtocolError('watch stream ended in the middle of a frame');
 }

@@ -42,8 +42,10 @@ export class TokenBucketRateLimiter implements RateLimiter {
   constructor(options: TokenBucketOptions) {
     const qps = options.qps ?? DEFAULT_QPS;
     const burst = options.burst ?? DEFAULT_BURST;
-    if (!(qps > 0) || !Number.isFinite(qps)) throw new KubeClientOptionsError(`qps must be a finite number > 0, got ${String(qps)}`);
-    if (!Number.isInteger(burst) || burst < 1) throw new KubeClientOptionsError(`burst must be an integer >= 1, got ${String(burst)}`);
+    if (!(qps > 0) || !Number.isFinite(qps))
+      throw new KubeClientOptionsError(`qps must be a finite number > 0, got ${String(qps)}`);
+    if (!Number.isInteger(burst) || burst < 1)
+      throw new KubeClientOptionsError(`burst must be an integer >= 1, got ${String(burst)}`);
     this.qps = qps;
     this.burst = burst;
     this.#clock = options.clock;

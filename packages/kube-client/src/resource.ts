@@ -43,7 +43,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 const rawObjectSchema = {
   safeParse(value: unknown) {
     if (isRecord(value) && isRecord(value['metadata'])) return { success: true as const, data: value as KubeObject };
-    return { success: false as const, error: { issues: [{ path: ['metadata'], message: 'expected an object with a metadata object' }] } };
+    return {
+      success: false as const,
+      error: { issues: [{ path: ['metadata'], message: 'expected an object with a metadata object' }] },
+    };
   },
 } as unknown as ObjectSchema<KubeObject>;
 
@@ -79,7 +82,13 @@ export class ResourceClient<T> {
 
   /** Use {@link KubeClient.resource}. */
   constructor(client: KubeClient, resource: ResourceRef, schema: ObjectSchema<T> | undefined, namespace: string | undefined) {
-    if (!resource || typeof resource.plural !== 'string' || resource.plural === '' || typeof resource.version !== 'string' || typeof resource.group !== 'string') {
+    if (
+      !resource ||
+      typeof resource.plural !== 'string' ||
+      resource.plural === '' ||
+      typeof resource.version !== 'string' ||
+      typeof resource.group !== 'string'
+    ) {
       throw new KubeClientOptionsError('a resource needs group, version and plural');
     }
     this.#client = client;
@@ -90,7 +99,8 @@ export class ResourceClient<T> {
 
   /** The same handle scoped to `namespace`. */
   inNamespace(namespace: string): ResourceClient<T> {
-    if (typeof namespace !== 'string' || namespace === '') throw new KubeClientOptionsError('namespace must be a non-empty string');
+    if (typeof namespace !== 'string' || namespace === '')
+      throw new KubeClientOptionsError('namespace must be a non-empty string');
     return new ResourceClient<T>(this.#client, this.resource, this.#schema, namespace);
   }
 
@@ -135,7 +145,13 @@ export class ResourceClient<T> {
 
   /** GET one object. */
   async get(name: string, options?: RequestOptions): Promise<T> {
-    return this.#object({ verb: 'get', method: 'GET', path: objectPath(this.resource, name, this.namespace), signal: options?.signal, timeoutMs: options?.timeoutMs });
+    return this.#object({
+      verb: 'get',
+      method: 'GET',
+      path: objectPath(this.resource, name, this.namespace),
+      signal: options?.signal,
+      timeoutMs: options?.timeoutMs,
+    });
   }
 
   #listRequest(options: ListOptions | undefined): KubeRequest {
@@ -278,25 +294,50 @@ export class ResourceClient<T> {
 
   /** POST a new object (`metadata.name` or `generateName`); `apiVersion`/`kind` come from the resource when absent. */
   async create(body: WriteObject, options?: WriteOptions): Promise<T> {
-    return this.#object({ verb: 'create', method: 'POST', path: collectionPath(this.resource, this.#ns(body)), query: writeQuery(options), body: this.#typed(body), signal: options?.signal, timeoutMs: options?.timeoutMs });
+    return this.#object({
+      verb: 'create',
+      method: 'POST',
+      path: collectionPath(this.resource, this.#ns(body)),
+      query: writeQuery(options),
+      body: this.#typed(body),
+      signal: options?.signal,
+      timeoutMs: options?.timeoutMs,
+    });
   }
 
   /** PUT the whole object; with `metadata.resourceVersion` set, a stale one is a 409 Conflict. */
   async update(body: WriteObject, options?: WriteOptions): Promise<T> {
     const path = objectPath(this.resource, this.#name(body, 'update'), this.#ns(body));
-    return this.#object({ verb: 'update', method: 'PUT', path, query: writeQuery(options), body: this.#typed(body), signal: options?.signal, timeoutMs: options?.timeoutMs });
+    return this.#object({
+      verb: 'update',
+      method: 'PUT',
+      path,
+      query: writeQuery(options),
+      body: this.#typed(body),
+      signal: options?.signal,
+      timeoutMs: options?.timeoutMs,
+    });
   }
 
   /** PUT the object to its `status` subresource: only `status` changes. */
   async updateStatus(body: WriteObject, options?: WriteOptions): Promise<T> {
     const path = objectPath(this.resource, this.#name(body, 'updateStatus'), this.#ns(body), 'status');
-    return this.#object({ verb: 'update', method: 'PUT', path, query: writeQuery(options), body: this.#typed(body), signal: options?.signal, timeoutMs: options?.timeoutMs });
+    return this.#object({
+      verb: 'update',
+      method: 'PUT',
+      path,
+      query: writeQuery(options),
+      body: this.#typed(body),
+      signal: options?.signal,
+      timeoutMs: options?.timeoutMs,
+    });
   }
 
   /** PATCH with a merge, JSON or strategic merge patch (strategic merge exists for built-in kinds only). */
   async patch(name: string, patch: Patch, options?: PatchOptions): Promise<T> {
     const contentType = PATCH_CONTENT_TYPES[patch.type];
-    if (contentType === undefined) throw new KubeClientOptionsError(`unknown patch type ${String((patch as { type?: unknown }).type)}`);
+    if (contentType === undefined)
+      throw new KubeClientOptionsError(`unknown patch type ${String((patch as { type?: unknown }).type)}`);
     return this.#object({
       verb: 'patch',
       method: 'PATCH',
@@ -315,7 +356,8 @@ export class ResourceClient<T> {
    * `force`, a field another manager owns is a 409 Conflict naming it.
    */
   async apply(body: WriteObject, options: ApplyOptions): Promise<T> {
-    if (typeof options?.fieldManager !== 'string' || options.fieldManager === '') throw new KubeClientOptionsError('apply needs a fieldManager');
+    if (typeof options?.fieldManager !== 'string' || options.fieldManager === '')
+      throw new KubeClientOptionsError('apply needs a fieldManager');
     if (typeof options.force !== 'boolean') throw new KubeClientOptionsError('apply needs an explicit force: true or false');
     const kind = body.kind ?? this.resource.kind;
     if (kind === undefined) throw new KubeClientOptionsError('apply needs kind: set it on the body or on the resource');
@@ -347,7 +389,9 @@ export class ResourceClient<T> {
   }
 
   /** DELETECOLLECTION: every object matching the selectors. Resolves with what the server returned (a list or a `Status`). */
-  async deleteCollection(options?: DeleteCollectionOptions): Promise<{ readonly items: T[] } | { readonly status: import('./errors.js').KubeStatus }> {
+  async deleteCollection(
+    options?: DeleteCollectionOptions,
+  ): Promise<{ readonly items: T[] } | { readonly status: import('./errors.js').KubeStatus }> {
     const body = await this.#client.request({
       verb: 'deletecollection',
       method: 'DELETE',
@@ -357,7 +401,8 @@ export class ResourceClient<T> {
       signal: options?.signal,
       timeoutMs: options?.timeoutMs,
     });
-    if (isRecord(body) && Array.isArray(body['items'])) return { items: (body['items'] as unknown[]).map((item) => this.parse(item, 'DELETECOLLECTION')) };
+    if (isRecord(body) && Array.isArray(body['items']))
+      return { items: (body['items'] as unknown[]).map((item) => this.parse(item, 'DELETECOLLECTION')) };
     const status = toStatus(body);
     if (!status) throw new KubeProtocolError('DELETECOLLECTION body is neither a list nor a Status');
     return { status };
@@ -368,16 +413,45 @@ export class ResourceClient<T> {
    * answers as plain JSON.
    */
   subresource(subresource: string): SubresourceClient {
-    if (typeof subresource !== 'string' || !/^[a-z][a-z0-9]*$/.test(subresource)) throw new KubeClientOptionsError(`not a subresource name: ${String(subresource)}`);
+    if (typeof subresource !== 'string' || !/^[a-z][a-z0-9]*$/.test(subresource))
+      throw new KubeClientOptionsError(`not a subresource name: ${String(subresource)}`);
     const client = this.#client;
     const path = (name: string): string => objectPath(this.resource, name, this.namespace, subresource);
     const call = (request: KubeRequest): Promise<unknown> => client.request(request);
     return {
-      get: (name, options) => call({ verb: 'get', method: 'GET', path: path(name), signal: options?.signal, timeoutMs: options?.timeoutMs }),
-      create: (name, body, options) => call({ verb: 'create', method: 'POST', path: path(name), query: writeQuery(options), body, signal: options?.signal, timeoutMs: options?.timeoutMs }),
-      update: (name, body, options) => call({ verb: 'update', method: 'PUT', path: path(name), query: writeQuery(options), body, signal: options?.signal, timeoutMs: options?.timeoutMs }),
+      get: (name, options) =>
+        call({ verb: 'get', method: 'GET', path: path(name), signal: options?.signal, timeoutMs: options?.timeoutMs }),
+      create: (name, body, options) =>
+        call({
+          verb: 'create',
+          method: 'POST',
+          path: path(name),
+          query: writeQuery(options),
+          body,
+          signal: options?.signal,
+          timeoutMs: options?.timeoutMs,
+        }),
+      update: (name, body, options) =>
+        call({
+          verb: 'update',
+          method: 'PUT',
+          path: path(name),
+          query: writeQuery(options),
+          body,
+          signal: options?.signal,
+          timeoutMs: options?.timeoutMs,
+        }),
       patch: (name, patch, options) =>
-        call({ verb: 'patch', method: 'PATCH', path: path(name), query: writeQuery(options), body: patch.body, contentType: PATCH_CONTENT_TYPES[patch.type], signal: options?.signal, timeoutMs: options?.timeoutMs }),
+        call({
+          verb: 'patch',
+          method: 'PATCH',
+          path: path(name),
+          query: writeQuery(options),
+          body: patch.body,
+          contentType: PATCH_CONTENT_TYPES[patch.type],
+          signal: options?.signal,
+          timeoutMs: options?.timeoutMs,
+        }),
     };
   }
 }

@@ -52,7 +52,12 @@ export function backoffDelays(backoff: Backoff, random: () => number = Math.rand
 
 function checkBackoff(backoff: Backoff): void {
   const ok =
-    Number.isInteger(backoff.steps) && backoff.steps >= 1 && backoff.durationMs >= 0 && Number.isFinite(backoff.durationMs) && backoff.factor >= 0 && backoff.jitter >= 0;
+    Number.isInteger(backoff.steps) &&
+    backoff.steps >= 1 &&
+    backoff.durationMs >= 0 &&
+    Number.isFinite(backoff.durationMs) &&
+    backoff.factor >= 0 &&
+    backoff.jitter >= 0;
   if (!ok) throw new KubeClientOptionsError(`not a usable backoff: ${JSON.stringify(backoff)}`);
 }
 

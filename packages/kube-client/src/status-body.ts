@@ -14,7 +14,9 @@ export function toStatus(value: unknown): KubeStatus | undefined {
   if (value['kind'] !== undefined && value['kind'] !== 'Status') return undefined;
   const details = isRecord(value['details']) ? value['details'] : undefined;
   const causes: KubeStatusCause[] = Array.isArray(details?.['causes'])
-    ? (details['causes'] as unknown[]).filter(isRecord).map((cause) => ({ reason: str(cause['reason']), message: str(cause['message']), field: str(cause['field']) }))
+    ? (details['causes'] as unknown[])
+        .filter(isRecord)
+        .map((cause) => ({ reason: str(cause['reason']), message: str(cause['message']), field: str(cause['field']) }))
     : [];
   const retry = details?.['retryAfterSeconds'];
   return {

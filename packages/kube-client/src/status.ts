@@ -17,7 +17,6 @@ export interface StatusWriteResult<T> {
   readonly attempts: number;
 }
 
-
 /**
  * Read-modify-write of `status` with conflict retry (client-go's `RetryOnConflict` around
  * `UpdateStatus`). Each attempt GETs the whole object as JSON, hands it to `mutate` to change its
@@ -40,8 +39,13 @@ export async function updateStatus<T>(
       const current = await raw.get(name, { signal: options.signal, timeoutMs: options.timeoutMs });
       const before = JSON.stringify(current['status'] ?? null);
       const verdict = await mutate(current);
-      if (verdict === false || JSON.stringify(current['status'] ?? null) === before) return { object: handle.parse(current), written: false, attempts };
-      const updated = await handle.updateStatus(current, { signal: options.signal, timeoutMs: options.timeoutMs, fieldManager: options.fieldManager });
+      if (verdict === false || JSON.stringify(current['status'] ?? null) === before)
+        return { object: handle.parse(current), written: false, attempts };
+      const updated = await handle.updateStatus(current, {
+        signal: options.signal,
+        timeoutMs: options.timeoutMs,
+        fieldManager: options.fieldManager,
+      });
       return { object: updated, written: true, attempts };
     },
     { clock: handle.client.clock, ...options },
@@ -70,7 +74,11 @@ export async function patchStatus<T extends { readonly metadata: { readonly reso
       const status = await compute(current);
       if (status === undefined) return { object: current, written: false, attempts };
       const body = { metadata: { resourceVersion: current.metadata.resourceVersion }, status };
-      const patched = await handle.patch(name, { type: 'merge', body }, { subresource: 'status', signal: options.signal, timeoutMs: options.timeoutMs, fieldManager: options.fieldManager });
+      const patched = await handle.patch(
+        name,
+        { type: 'merge', body },
+        { subresource: 'status', signal: options.signal, timeoutMs: options.timeoutMs, fieldManager: options.fieldManager },
+      );
       return { object: patched, written: true, attempts };
     },
     { clock: handle.client.clock, ...options },

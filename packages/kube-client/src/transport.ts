@@ -91,16 +91,28 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
       await auth.applyToHTTPSOptions(options);
     } catch (error) {
       if (request.url.protocol === 'http:' && error instanceof Error && HTTP_REFUSED.test(error.message)) {
-        throw new KubeClientOptionsError(`the KubeConfig's server ${request.url.origin} is plain http, which client-node refuses without skip-tls-verify (is there a kubeconfig at all? client-node falls back to http://localhost:8080)`, { cause: error });
+        throw new KubeClientOptionsError(
+          `the KubeConfig's server ${request.url.origin} is plain http, which client-node refuses without skip-tls-verify (is there a kubeconfig at all? client-node falls back to http://localhost:8080)`,
+          { cause: error },
+        );
       }
       throw error;
     }
     request.signal.throwIfAborted();
-    if (bareSocket && request.stream === true && request.method === 'GET' && request.body === undefined && bareSocketCan(options)) {
+    if (
+      bareSocket &&
+      request.stream === true &&
+      request.method === 'GET' &&
+      request.body === undefined &&
+      bareSocketCan(options)
+    ) {
       return openWatchStream(request, options, backlogReadBytes);
     }
     const module = request.url.protocol === 'http:' ? http : https;
-    const headers: http.OutgoingHttpHeaders = { ...(options.headers as http.OutgoingHttpHeaders | undefined), ...request.headers };
+    const headers: http.OutgoingHttpHeaders = {
+      ...(options.headers as http.OutgoingHttpHeaders | undefined),
+      ...request.headers,
+    };
     if (request.body !== undefined) headers['Content-Length'] = Buffer.byteLength(request.body);
     const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
       const outgoing = module.request(request.url, { ...options, method: request.method, headers, signal: request.signal });
@@ -147,7 +159,8 @@ export function staticAuth(options: StaticAuthOptions): KubeConfigAuth {
   return {
     getCurrentCluster: () => cluster,
     applyToHTTPSOptions: async (target) => {
-      if (options.token !== undefined) target.headers = { ...(target.headers as Record<string, string>), Authorization: `Bearer ${options.token}` };
+      if (options.token !== undefined)
+        target.headers = { ...(target.headers as Record<string, string>), Authorization: `Bearer ${options.token}` };
       if (options.ca !== undefined) target.ca = options.ca;
       if (options.insecureSkipTlsVerify) target.rejectUnauthorized = false;
     },

@@ -153,4 +153,6 @@ export interface DeleteCollectionOptions extends DeleteOptions, SelectorOptions 
  * What a DELETE answered: the object (still present while finalizers or a grace period hold it,
  * `metadata.deletionTimestamp` set; some kinds return the deleted object too) or a `Status`.
  */
-export type DeleteResult<T> = { readonly kind: 'object'; readonly object: T } | { readonly kind: 'status'; readonly status: import('./errors.js').KubeStatus };
+export type DeleteResult<T> =
+  | { readonly kind: 'object'; readonly object: T }
+  | { readonly kind: 'status'; readonly status: import('./errors.js').KubeStatus };

@@ -2,7 +2,15 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
-import { bodyFramer, headEnd, HttpFramingError, MAX_HEAD_BYTES, parseHead, type BodyFramer, type ResponseHead } from './http1-framing.js';
+import {
+  bodyFramer,
+  headEnd,
+  HttpFramingError,
+  MAX_HEAD_BYTES,
+  parseHead,
+  type BodyFramer,
+  type ResponseHead,
+} from './http1-framing.js';
 import type { TransportRequest, TransportResponse } from './transport.js';
 
 /**
@@ -60,7 +68,11 @@ const PLAIN_KEYS = new Set<string>(['headers', 'agent', 'auth', 'timeout', ...TL
  * node's own `http.Agent` / `https.Agent` (client-node makes one per request) rather than a proxy
  * agent, which must open the connection itself, and no proxy from the environment (`env`, `execArgv`).
  */
-export function bareSocketCan(options: https.RequestOptions, env: NodeJS.ProcessEnv = process.env, execArgv: readonly string[] = process.execArgv): boolean {
+export function bareSocketCan(
+  options: https.RequestOptions,
+  env: NodeJS.ProcessEnv = process.env,
+  execArgv: readonly string[] = process.execArgv,
+): boolean {
   if (envProxyOn(env, execArgv)) return false;
   for (const [key, value] of Object.entries(options)) {
     if (value !== undefined && !PLAIN_KEYS.has(key)) return false;
@@ -77,12 +89,17 @@ export function bareSocketCan(options: https.RequestOptions, env: NodeJS.Process
  * then stays out of the way rather than connect directly where node:http would not.
  */
 function envProxyOn(env: NodeJS.ProcessEnv, execArgv: readonly string[]): boolean {
-  const enabled = (env.NODE_USE_ENV_PROXY !== undefined && env.NODE_USE_ENV_PROXY !== '' && env.NODE_USE_ENV_PROXY !== '0') || execArgv.includes('--use-env-proxy');
+  const enabled =
+    (env.NODE_USE_ENV_PROXY !== undefined && env.NODE_USE_ENV_PROXY !== '' && env.NODE_USE_ENV_PROXY !== '0') ||
+    execArgv.includes('--use-env-proxy');
   return enabled && ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'].some((name) => (env[name] ?? '') !== '');
 }
 
 function abortError(signal: AbortSignal): Error {
-  return Object.assign(new Error('The operation was aborted', { cause: signal.reason }), { name: 'AbortError', code: 'ABORT_ERR' });
+  return Object.assign(new Error('The operation was aborted', { cause: signal.reason }), {
+    name: 'AbortError',
+    code: 'ABORT_ERR',
+  });
 }
 
 function hangUp(): Error {
@@ -93,14 +110,21 @@ function hangUp(): Error {
 /** The request head: every header validated as node:http validates it, so a CR or LF in a value is refused, never sent. */
 function requestHead(request: TransportRequest, options: https.RequestOptions): string {
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries({ ...(options.headers as Record<string, unknown> | undefined), ...request.headers })) {
+  for (const [name, value] of Object.entries({
+    ...(options.headers as Record<string, unknown> | undefined),
+    ...request.headers,
+  })) {
     if (value === undefined) continue;
     const text = Array.isArray(value) ? value.join(', ') : String(value);
     http.validateHeaderName(name);
     http.validateHeaderValue(name, text);
     headers[name] = text;
   }
-  if (options.auth !== undefined && options.auth !== null && !Object.keys(headers).some((n) => n.toLowerCase() === 'authorization')) {
+  if (
+    options.auth !== undefined &&
+    options.auth !== null &&
+    !Object.keys(headers).some((n) => n.toLowerCase() === 'authorization')
+  ) {
     headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
   }
   const { url } = request;
@@ -118,7 +142,11 @@ function requestHead(request: TransportRequest, options: https.RequestOptions): 
  * `options` must satisfy {@link bareSocketCan}. Reads grow from {@link READ_BUFFER_BYTES} to
  * `backlogReadBytes` once one fills its buffer ({@link READ_BUFFER_BYTES} or less: they never grow).
  */
-export function openWatchStream(request: TransportRequest, options: https.RequestOptions, backlogReadBytes = BACKLOG_READ_BYTES): Promise<TransportResponse> {
+export function openWatchStream(
+  request: TransportRequest,
+  options: https.RequestOptions,
+  backlogReadBytes = BACKLOG_READ_BYTES,
+): Promise<TransportResponse> {
   return new Promise((resolve, reject) => new WatchStream(request, options, backlogReadBytes, resolve, reject));
 }
 
@@ -145,7 +173,13 @@ class WatchStream {
     this.#pieces.push(piece);
   };
 
-  constructor(request: TransportRequest, options: https.RequestOptions, backlogReadBytes: number, resolve: (response: TransportResponse) => void, reject: (error: unknown) => void) {
+  constructor(
+    request: TransportRequest,
+    options: https.RequestOptions,
+    backlogReadBytes: number,
+    resolve: (response: TransportResponse) => void,
+    reject: (error: unknown) => void,
+  ) {
     this.#backlogReadBytes = backlogReadBytes;
     this.#resolve = resolve;
     this.#reject = reject;
@@ -208,7 +242,8 @@ class WatchStream {
     let head: ResponseHead;
     for (;;) {
       // The head so far, or the whole head once it has arrived, must fit node:http's cap.
-      if ((end === -1 ? this.#head.length : end) > MAX_HEAD_BYTES) throw new HttpFramingError('HPE_HEADER_OVERFLOW', `response head over ${MAX_HEAD_BYTES} bytes`);
+      if ((end === -1 ? this.#head.length : end) > MAX_HEAD_BYTES)
+        throw new HttpFramingError('HPE_HEADER_OVERFLOW', `response head over ${MAX_HEAD_BYTES} bytes`);
       if (end === -1) return count;
       head = parseHead(this.#head.subarray(0, end));
       if (head.status >= 200) break;

@@ -28,7 +28,9 @@ import {
 const cellResource = { group: 'example.io', version: 'v1', plural: 'cellsets', kind: 'CellSet' };
 const cellSchema = objectSchema({
   spec: z.object({ replicas: z.number() }),
-  status: z.object({ replicas: z.number().optional(), readyReplicas: z.number().optional(), observedGeneration: z.number().optional() }).optional(),
+  status: z
+    .object({ replicas: z.number().optional(), readyReplicas: z.number().optional(), observedGeneration: z.number().optional() })
+    .optional(),
 });
 
 let server: ApiServer;
@@ -47,7 +49,12 @@ afterEach(async () => {
   await server.close();
 });
 
-const podBody = (name: string, labels: Record<string, string> = {}) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, labels }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+const podBody = (name: string, labels: Record<string, string> = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, labels },
+  spec: { containers: [{ name: 'c', image: 'busybox' }] },
+});
 
 describe('[kube_client: verbs] over real HTTP against the embedded apiserver', () => {
   it('create, get, list with selectors and pages, update with a stale resourceVersion (409), merge and JSON patch, updateStatus, delete with preconditions, deleteCollection', async () => {
@@ -71,11 +78,18 @@ describe('[kube_client: verbs] over real HTTP against the embedded apiserver', (
 
     const merged = await pods.patch('a', { type: 'merge', body: { metadata: { labels: { merged: 'yes' } } } });
     expect(merged.metadata.labels).toMatchObject({ app: 'x', updated: 'yes', merged: 'yes' });
-    const jsonPatched = await pods.patch('a', { type: 'json', body: [{ op: 'add', path: '/metadata/annotations', value: { note: 'json' } }] });
+    const jsonPatched = await pods.patch('a', {
+      type: 'json',
+      body: [{ op: 'add', path: '/metadata/annotations', value: { note: 'json' } }],
+    });
     expect(jsonPatched.metadata.annotations).toEqual({ note: 'json' });
     const withStatus = await pods.updateStatus({ ...(await pods.raw.get('a')), status: { phase: 'Running' } });
     expect(withStatus.status.phase).toBe('Running');
-    const statusPatched = await pods.patch('a', { type: 'merge', body: { status: { phase: 'Succeeded' } } }, { subresource: 'status' });
+    const statusPatched = await pods.patch(
+      'a',
+      { type: 'merge', body: { status: { phase: 'Succeeded' } } },
+      { subresource: 'status' },
+    );
     expect(statusPatched.status.phase).toBe('Succeeded');
 
     const wrongUid = await pods.delete('a', { preconditions: { uid: 'nope' } }).catch((e: unknown) => e);
@@ -90,13 +104,26 @@ describe('[kube_client: verbs] over real HTTP against the embedded apiserver', (
 
   it('a custom resource: spec writes bump generation, /status writes status only, and a pod with an invalid name is 422 Invalid', async () => {
     const cells = client.resource(cellResource, cellSchema).inNamespace('ns');
-    const created = await cells.create({ apiVersion: 'example.io/v1', kind: 'CellSet', metadata: { name: 'web' }, spec: { replicas: 2 } });
+    const created = await cells.create({
+      apiVersion: 'example.io/v1',
+      kind: 'CellSet',
+      metadata: { name: 'web' },
+      spec: { replicas: 2 },
+    });
     expect(created.metadata.generation).toBe(1);
     const respec = await cells.patch('web', { type: 'merge', body: { spec: { replicas: 3 } } });
     expect(respec.metadata.generation).toBe(2);
-    const status = await cells.patch('web', { type: 'merge', body: { spec: { replicas: 9 }, status: { replicas: 3 } } }, { subresource: 'status' });
+    const status = await cells.patch(
+      'web',
+      { type: 'merge', body: { spec: { replicas: 9 }, status: { replicas: 3 } } },
+      { subresource: 'status' },
+    );
     expect([status.spec.replicas, status.status?.replicas, status.metadata.generation]).toEqual([3, 3, 2]);
-    const invalid = await client.resource(podResource).inNamespace('ns').create(podBody('Bad_Name')).catch((e: unknown) => e);
+    const invalid = await client
+      .resource(podResource)
+      .inNamespace('ns')
+      .create(podBody('Bad_Name'))
+      .catch((e: unknown) => e);
     expect(isInvalid(invalid)).toBe(true);
   });
 
@@ -107,7 +134,13 @@ describe('[kube_client: verbs] over real HTTP against the embedded apiserver', (
     const done = within(
       (async () => {
         for await (const frame of pods.watch({ resourceVersion: listed.resourceVersion, timeoutSeconds: 10 })) {
-          seen.push(frame.type === 'BOOKMARK' ? 'BOOKMARK' : frame.type === 'ERROR' ? 'ERROR' : `${frame.type} ${frame.object.metadata.name}`);
+          seen.push(
+            frame.type === 'BOOKMARK'
+              ? 'BOOKMARK'
+              : frame.type === 'ERROR'
+                ? 'ERROR'
+                : `${frame.type} ${frame.object.metadata.name}`,
+          );
           if (frame.type === 'ADDED') await pods.delete('w', { gracePeriodSeconds: 0 });
         }
       })(),
@@ -138,7 +171,10 @@ describe('[kube_client: verbs] over real HTTP against the embedded apiserver', (
 
 describe('[kube_client: UpdateStatus with RetryOnConflict] two real writers race on one status over HTTP: every mutation lands', () => {
   it('two clients each bump their own status counter 15 times concurrently through updateStatus; both end at 15', async () => {
-    await client.resource(cellResource).inNamespace('ns').create({ metadata: { name: 'race' }, spec: { replicas: 1 } });
+    await client
+      .resource(cellResource)
+      .inNamespace('ns')
+      .create({ metadata: { name: 'race' }, spec: { replicas: 1 } });
     const kc = new KubeConfig();
     kc.loadFromString(server.kubeconfig());
     const other = new KubeClient({ kubeConfig: kc, clock: scaledClock(50), rateLimit: false });
@@ -198,7 +234,9 @@ describe('[kube_client: controllerutil.AddFinalizer] finalizers over HTTP: a del
 
 describe('[kube_client: create-if-absent] and [kube_client: delete-if-present] over HTTP (seed 003)', () => {
   it('the GC anchor is created once; attempt-pinned deletes leave a newer pod of the same name alone', async () => {
-    const cms = client.resource({ group: 'example.io', version: 'v1', plural: 'cellsets', kind: 'CellSet' }, cellSchema).inNamespace('ns');
+    const cms = client
+      .resource({ group: 'example.io', version: 'v1', plural: 'cellsets', kind: 'CellSet' }, cellSchema)
+      .inNamespace('ns');
     const first = await createIfAbsent(cms, { metadata: { name: 'anchor' }, spec: { replicas: 0 } });
     const again = await createIfAbsent(cms, { metadata: { name: 'anchor' }, spec: { replicas: 5 } });
     expect([first.created, again.created, again.object.metadata.uid]).toEqual([true, false, first.object.metadata.uid]);
@@ -207,9 +245,13 @@ describe('[kube_client: create-if-absent] and [kube_client: delete-if-present] o
     const attempt1 = await pods.create(podBody('task-0'));
     await pods.delete('task-0', { gracePeriodSeconds: 0 });
     const attempt2 = await pods.create(podBody('task-0'));
-    expect((await deleteIfPresent(pods, 'task-0', { preconditions: { uid: attempt1.metadata.uid } })).outcome).toBe('precondition-failed');
+    expect((await deleteIfPresent(pods, 'task-0', { preconditions: { uid: attempt1.metadata.uid } })).outcome).toBe(
+      'precondition-failed',
+    );
     expect((await pods.get('task-0')).metadata.uid).toBe(attempt2.metadata.uid);
-    expect((await deleteIfPresent(pods, 'task-0', { preconditions: { uid: attempt2.metadata.uid }, gracePeriodSeconds: 0 })).outcome).toBe('deleted');
+    expect(
+      (await deleteIfPresent(pods, 'task-0', { preconditions: { uid: attempt2.metadata.uid }, gracePeriodSeconds: 0 })).outcome,
+    ).toBe('deleted');
     expect((await deleteIfPresent(pods, 'task-0', { preconditions: { uid: attempt2.metadata.uid } })).outcome).toBe('absent');
   });
 });
@@ -222,7 +264,11 @@ describe('[kube_client: rest.Config auth] a server URL and a bearer token, witho
     const created = await good.resource(podResource, podSchema).inNamespace('ns').create(podBody('authed'));
     expect(created.metadata.name).toBe('authed');
     const bad = new KubeClient({ server: secured.url, token: 'wrong', rateLimit: false });
-    const error = await bad.resource(podResource).inNamespace('ns').get('authed').catch((e: unknown) => e);
+    const error = await bad
+      .resource(podResource)
+      .inNamespace('ns')
+      .get('authed')
+      .catch((e: unknown) => e);
     expect(isUnauthorized(error)).toBe(true);
     expect(JSON.stringify({ ...(error as object), message: (error as Error).message })).not.toContain('wrong');
   });

@@ -10,19 +10,39 @@ const cellset = { apiVersion: 'example.io/v1', kind: 'CellSet', name: 'web', nam
 const pod = { apiVersion: 'v1', kind: 'Pod', name: 'web-0', namespace: 'prod', uid: 'u-2' };
 
 function setup(options: Partial<EventRecorderOptions> = {}) {
-  const fake = new FakeTransport().otherwise((r) => ({ status: r.method === 'POST' ? 201 : 200, body: { metadata: { name: 'e' }, ...(r.body as object) } }));
+  const fake = new FakeTransport().otherwise((r) => ({
+    status: r.method === 'POST' ? 201 : 200,
+    body: { metadata: { name: 'e' }, ...(r.body as object) },
+  }));
   const clock = new ManualClock(0);
   const client = new KubeClient({ server: 'https://k8s.test', transport: fake.transport, clock, rateLimit: false });
-  const recorder = new EventRecorder({ client, reportingController: 'example.io/cellset-controller', reportingInstance: 'ctl-0', wallClock: () => WALL + clock.now(), random: () => 0, ...options });
+  const recorder = new EventRecorder({
+    client,
+    reportingController: 'example.io/cellset-controller',
+    reportingInstance: 'ctl-0',
+    wallClock: () => WALL + clock.now(),
+    random: () => 0,
+    ...options,
+  });
   return { fake, clock, recorder };
 }
 
-const writes = (fake: FakeTransport) => fake.requests.map((r) => `${r.method} ${r.path.split('/').slice(-1)[0] === 'events' ? 'events' : 'event'}${r.method === 'PATCH' ? ` count=${(r.body as { series: { count: number } }).series.count}` : ''}`);
+const writes = (fake: FakeTransport) =>
+  fake.requests.map(
+    (r) =>
+      `${r.method} ${r.path.split('/').slice(-1)[0] === 'events' ? 'events' : 'event'}${r.method === 'PATCH' ? ` count=${(r.body as { series: { count: number } }).series.count}` : ''}`,
+  );
 
 describe('[kube_client: EventRecorder] events.k8s.io/v1 Events, written in the background', () => {
   it('the first occurrence creates an Event with client-go fields: name {regarding}.{hex time}, namespace, MicroTime, reporting controller/instance, regarding/related', async () => {
     const { fake, recorder } = setup();
-    recorder.event(cellset, { type: 'Warning', reason: 'DeadLettered', action: 'RebuildPod', note: 'web-0 exhausted its rebuild budget', related: pod });
+    recorder.event(cellset, {
+      type: 'Warning',
+      reason: 'DeadLettered',
+      action: 'RebuildPod',
+      note: 'web-0 exhausted its rebuild budget',
+      related: pod,
+    });
     await recorder.flush();
     expect(fake.requests).toHaveLength(1);
     const request = fake.requests[0]!;
@@ -47,13 +67,18 @@ describe('[kube_client: EventRecorder] events.k8s.io/v1 Events, written in the b
 
   it('a cluster-scoped regarding object records into default; a note over 1 KiB is cut; bad input is a typed error', async () => {
     const { fake, recorder } = setup();
-    recorder.event({ apiVersion: 'v1', kind: 'Node', name: 'n1' }, { type: 'Normal', reason: 'Seen', action: 'Observe', note: 'é'.repeat(2000) });
+    recorder.event(
+      { apiVersion: 'v1', kind: 'Node', name: 'n1' },
+      { type: 'Normal', reason: 'Seen', action: 'Observe', note: 'é'.repeat(2000) },
+    );
     await recorder.flush();
     expect(fake.requests[0]!.path).toBe('/apis/events.k8s.io/v1/namespaces/default/events');
     const note = (fake.requests[0]!.body as { note: string }).note;
     expect(Buffer.byteLength(note)).toBeLessThanOrEqual(1024);
     expect(note.endsWith('...')).toBe(true);
-    expect(() => recorder.event(cellset, { type: 'Info' as never, reason: 'x', action: 'y' })).toThrow(expect.objectContaining({ code: 'KUBE_CLIENT_OPTIONS' }));
+    expect(() => recorder.event(cellset, { type: 'Info' as never, reason: 'x', action: 'y' })).toThrow(
+      expect.objectContaining({ code: 'KUBE_CLIENT_OPTIONS' }),
+    );
     expect(() => recorder.event(cellset, { type: 'Normal', reason: '', action: 'y' })).toThrow(/reason/);
     expect(() => recorder.event({ name: '' }, { type: 'Normal', reason: 'x', action: 'y' })).toThrow(/name/);
     expect(microTime(Date.UTC(2026, 0, 1, 0, 0, 0, 5))).toBe('2026-01-01T00:00:00.005000Z');
@@ -76,7 +101,9 @@ describe('[kube_client: EventBroadcaster aggregation] repeats fold into one Even
     expect(writes(fake)).toEqual(['POST events', 'PATCH event count=2', 'PATCH event count=1000']);
     const last = fake.requests.at(-1)!;
     expect(last.contentType).toBe('application/merge-patch+json');
-    expect(last.path).toBe(`/apis/events.k8s.io/v1/namespaces/prod/events/${(fake.requests[0]!.body as { metadata: { name: string } }).metadata.name}`);
+    expect(last.path).toBe(
+      `/apis/events.k8s.io/v1/namespaces/prod/events/${(fake.requests[0]!.body as { metadata: { name: string } }).metadata.name}`,
+    );
     expect(last.body).toEqual({ series: { count: 1000, lastObservedTime: microTime(WALL + 9990) } });
     // the series ended: nothing cached, no timer left
     expect(clock.pending).toBe(0);
@@ -122,7 +149,8 @@ describe('[kube_client: EventSourceObjectSpamFilter] a per-object token bucket (
   it('100 distinct events about one object: 25 written, 75 dropped and counted; another object is unaffected; one more after 5 min', async () => {
     const { fake, clock, recorder } = setup();
     // distinct reasons: not similar, so none is combined and each would be a new Event
-    for (let i = 0; i < 100; i++) recorder.event(cellset, { type: 'Warning', reason: `Failed${i}`, action: 'CreatePod', note: `attempt ${i}` });
+    for (let i = 0; i < 100; i++)
+      recorder.event(cellset, { type: 'Warning', reason: `Failed${i}`, action: 'CreatePod', note: `attempt ${i}` });
     recorder.event(pod, { type: 'Normal', reason: 'Seen', action: 'Observe' });
     await recorder.flush();
     expect(fake.requests).toHaveLength(26);
@@ -143,7 +171,8 @@ describe('[kube_client: EventSourceObjectSpamFilter] a per-object token bucket (
     recorder.event(cellset, { type: 'Normal', reason: 'R', action: 'A' });
     await recorder.flush();
     expect(writes(fake)).toEqual(['POST events', 'PATCH event count=2']); // count 3 is pending (dirty)
-    for (let i = 0; i < 4096; i++) recorder.event({ ...pod, name: `p-${i}`, uid: `u-p-${i}` }, { type: 'Normal', reason: 'R', action: 'A' });
+    for (let i = 0; i < 4096; i++)
+      recorder.event({ ...pod, name: `p-${i}`, uid: `u-p-${i}` }, { type: 'Normal', reason: 'R', action: 'A' });
     await recorder.flush();
     expect(writes(fake).filter((w) => w.startsWith('PATCH'))).toEqual(['PATCH event count=2', 'PATCH event count=3']);
     // the cellset's series was forgotten: its next occurrence is a new Event
@@ -164,7 +193,8 @@ describe('[kube_client: EventSourceObjectSpamFilter] a per-object token bucket (
 
 describe('[kube_client: EventAggregator] similar events (same source, object, type and reason) are combined from the 10th distinct one in 10 min', () => {
   const failed = (note: string) => ({ type: 'Warning' as const, reason: 'Failed', action: 'CreatePod', note });
-  const notes = (fake: FakeTransport) => fake.requests.filter((r) => r.method === 'POST').map((r) => (r.body as { note: string }).note);
+  const notes = (fake: FakeTransport) =>
+    fake.requests.filter((r) => r.method === 'POST').map((r) => (r.body as { note: string }).note);
 
   it('9 distinct notes are their own Events; from the 10th on one combined Event carries the rest as its series; an exact repeat of a remembered one is not combined', async () => {
     const { fake, clock, recorder } = setup();
@@ -172,13 +202,22 @@ describe('[kube_client: EventAggregator] similar events (same source, object, ty
     recorder.event(cellset, failed('attempt 3')); // an exact repeat: its own series, not a new distinct event
     for (let i = 9; i < 30; i++) recorder.event(cellset, failed(`attempt ${i}`));
     await recorder.flush();
-    expect(notes(fake)).toEqual([...Array.from({ length: 9 }, (_, i) => `attempt ${i}`), '(combined from similar events): attempt 9']);
+    expect(notes(fake)).toEqual([
+      ...Array.from({ length: 9 }, (_, i) => `attempt ${i}`),
+      '(combined from similar events): attempt 9',
+    ]);
     expect(recorder.stats).toMatchObject({ recorded: 31, created: 10, combined: 21, aggregated: 21, droppedSpam: 0 });
     // the combined Event's series: written once, at once, carrying every repeat counted before the write left the queue
     await clock.advanceAsync(12 * 60_000);
     await recorder.flush();
-    const combinedName = (fake.requests.find((r) => (r.body as { note?: string }).note?.startsWith('(combined'))!.body as { metadata: { name: string } }).metadata.name;
-    const counts = fake.requests.filter((r) => r.method === 'PATCH' && r.path.endsWith(combinedName)).map((r) => (r.body as { series: { count: number } }).series.count);
+    const combinedName = (
+      fake.requests.find((r) => (r.body as { note?: string }).note?.startsWith('(combined'))!.body as {
+        metadata: { name: string };
+      }
+    ).metadata.name;
+    const counts = fake.requests
+      .filter((r) => r.method === 'PATCH' && r.path.endsWith(combinedName))
+      .map((r) => (r.body as { series: { count: number } }).series.count);
     expect(counts).toEqual([21]);
     // the window restarted after 10 min without a similar event: a new note is its own Event again
     recorder.event(cellset, failed('attempt 100'));
@@ -186,7 +225,12 @@ describe('[kube_client: EventAggregator] similar events (same source, object, ty
     for (let i = 0; i < 12; i++) recorder.event(pod, failed(`other ${i}`));
     recorder.event(cellset, { ...failed('attempt 101'), reason: 'Other' });
     await recorder.flush();
-    expect(notes(fake).slice(10)).toEqual(['attempt 100', ...Array.from({ length: 9 }, (_, i) => `other ${i}`), '(combined from similar events): other 9', 'attempt 101']);
+    expect(notes(fake).slice(10)).toEqual([
+      'attempt 100',
+      ...Array.from({ length: 9 }, (_, i) => `other ${i}`),
+      '(combined from similar events): other 9',
+      'attempt 101',
+    ]);
   });
 
   it('aggregateMaxEvents / aggregateIntervalMs are options, validated; the groups remembered are bounded (4096, least recently used forgotten)', async () => {

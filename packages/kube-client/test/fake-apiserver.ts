@@ -4,7 +4,8 @@ type Obj = { metadata: Record<string, unknown> & { name: string }; [key: string]
 
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> = typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  const out: Record<string, unknown> =
+    typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);
@@ -61,7 +62,8 @@ export class FakeApiServer {
         return current ? { body: current } : notFound();
       case 'POST': {
         const body = request.body as Obj;
-        if (this.objects.has(body.metadata.name)) return { status: 409, body: statusBody(409, 'AlreadyExists', `${this.plural} "${body.metadata.name}" already exists`) };
+        if (this.objects.has(body.metadata.name))
+          return { status: 409, body: statusBody(409, 'AlreadyExists', `${this.plural} "${body.metadata.name}" already exists`) };
         return { status: 201, body: this.put(body) };
       }
       case 'PUT':
@@ -70,8 +72,14 @@ export class FakeApiServer {
         const body = request.body as Obj;
         const next = (request.method === 'PUT' ? structuredClone(body) : mergePatch(current, body)) as Obj;
         const rv = next.metadata?.resourceVersion;
-        if (rv !== undefined && rv !== current.metadata.resourceVersion) return conflict(`Operation cannot be fulfilled on ${this.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`);
-        const stored = sub === 'status' ? { ...current, status: next['status'] } : { ...next, status: current['status'], metadata: { ...next.metadata, uid: current.metadata.uid } };
+        if (rv !== undefined && rv !== current.metadata.resourceVersion)
+          return conflict(
+            `Operation cannot be fulfilled on ${this.plural} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+          );
+        const stored =
+          sub === 'status'
+            ? { ...current, status: next['status'] }
+            : { ...next, status: current['status'], metadata: { ...next.metadata, uid: current.metadata.uid } };
         if (stored.metadata.deletionTimestamp && ((stored.metadata.finalizers as string[] | undefined) ?? []).length === 0) {
           this.objects.delete(name!);
           return { body: stored };
@@ -81,8 +89,12 @@ export class FakeApiServer {
       case 'DELETE': {
         if (!current) return notFound();
         const pre = (request.body as { preconditions?: { uid?: string; resourceVersion?: string } }).preconditions;
-        if (pre?.uid !== undefined && pre.uid !== current.metadata.uid) return conflict(`Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${String(current.metadata.uid)}`);
-        if (pre?.resourceVersion !== undefined && pre.resourceVersion !== current.metadata.resourceVersion) return conflict(`Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}`);
+        if (pre?.uid !== undefined && pre.uid !== current.metadata.uid)
+          return conflict(
+            `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${String(current.metadata.uid)}`,
+          );
+        if (pre?.resourceVersion !== undefined && pre.resourceVersion !== current.metadata.resourceVersion)
+          return conflict(`Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}`);
         if (((current.metadata.finalizers as string[] | undefined) ?? []).length > 0) {
           return { body: this.put({ ...current, metadata: { ...current.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } }) };
         }

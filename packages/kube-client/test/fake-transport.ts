@@ -89,7 +89,9 @@ export class FakeTransport {
 
   #response(answer: FakeAnswer, signal: AbortSignal): TransportResponse {
     const headers = new Map(Object.entries(answer.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-    const chunks = answer.chunks ?? (answer.body === undefined ? [] : [typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body)]);
+    const chunks =
+      answer.chunks ??
+      (answer.body === undefined ? [] : [typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body)]);
     let closed = false;
     const self = this;
     async function* body(): AsyncGenerator<string | Uint8Array> {
@@ -113,8 +115,22 @@ export class FakeTransport {
 }
 
 /** A `Status` body like the apiserver's. */
-export function statusBody(code: number, reason: string, message: string, details?: Record<string, unknown>): Record<string, unknown> {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code, ...(details ? { details } : {}) };
+export function statusBody(
+  code: number,
+  reason: string,
+  message: string,
+  details?: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    code,
+    ...(details ? { details } : {}),
+  };
 }
 
 /** A deferred value a test resolves by hand. */

@@ -2,10 +2,18 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bodyFramer, headEnd, HttpFramingError, parseHead, type ResponseHead } from '../src/http1-framing.js';
 
-const head = (status: number, headers: Record<string, string> = {}): ResponseHead => ({ status, headers: new Map(Object.entries(headers)) });
+const head = (status: number, headers: Record<string, string> = {}): ResponseHead => ({
+  status,
+  headers: new Map(Object.entries(headers)),
+});
 
 /** Feeds `wire` to a framer cut at `cuts`; the body pieces joined, whether the framer said done, and where. */
-function feed(framerHead: ResponseHead, wire: Uint8Array, cuts: readonly number[], ended = false): { body: Buffer; done: boolean; error?: string } {
+function feed(
+  framerHead: ResponseHead,
+  wire: Uint8Array,
+  cuts: readonly number[],
+  ended = false,
+): { body: Buffer; done: boolean; error?: string } {
   const framer = bodyFramer(framerHead);
   const pieces: Buffer[] = [];
   const points = [...new Set(cuts.map((cut) => cut % (wire.length + 1)))].sort((a, b) => a - b);
@@ -27,7 +35,13 @@ function feed(framerHead: ResponseHead, wire: Uint8Array, cuts: readonly number[
 }
 
 /** A chunked encoding of `body` cut into `sizes`, with extensions and trailers. */
-function chunkedWire(body: Buffer, sizes: readonly number[], extension: string, trailers: readonly string[], upper: boolean): Buffer {
+function chunkedWire(
+  body: Buffer,
+  sizes: readonly number[],
+  extension: string,
+  trailers: readonly string[],
+  upper: boolean,
+): Buffer {
   const parts: Buffer[] = [];
   let at = 0;
   for (const size of sizes) {
@@ -56,17 +70,23 @@ describe('[kube_client: watch socket] HTTP/1.1 response framing', () => {
           const wire = chunkedWire(Buffer.from(body), sizes, extension, trailers, upper);
           // Bytes after the body (a pipelined response) are not body.
           const withTail = Buffer.concat([wire, Buffer.from('HTTP/1.1 200 OK\r\n')]);
-          expect(feed(head(200, { 'transfer-encoding': 'chunked' }), withTail, cuts)).toEqual({ body: Buffer.from(body), done: true });
+          expect(feed(head(200, { 'transfer-encoding': 'chunked' }), withTail, cuts)).toEqual({
+            body: Buffer.from(body),
+            done: true,
+          });
           // Cut anywhere before its last byte, the body is incomplete: the end of the connection is an error.
           const cut = wire.subarray(0, wire.length - 1 - ((cuts[0] ?? 0) % wire.length));
-          expect(feed(head(200, { 'transfer-encoding': 'chunked' }), cut, cuts, true)).toMatchObject({ done: false, error: 'ECONNRESET' });
+          expect(feed(head(200, { 'transfer-encoding': 'chunked' }), cut, cuts, true)).toMatchObject({
+            done: false,
+            error: 'ECONNRESET',
+          });
         },
       ),
       { numRuns: 1000 },
     );
   });
 
-  it('[kube_client: watch socket] a broken chunked body fails with llhttp\'s code: a bad size, a size past 2^52, no CRLF after data, an endless extension', () => {
+  it("[kube_client: watch socket] a broken chunked body fails with llhttp's code: a bad size, a size past 2^52, no CRLF after data, an endless extension", () => {
     const chunked = head(200, { 'transfer-encoding': 'chunked' });
     expect(feed(chunked, Buffer.from('zz\r\nab\r\n'), []).error).toBe('HPE_INVALID_CHUNK_SIZE');
     expect(feed(chunked, Buffer.from(';x\r\n'), []).error).toBe('HPE_INVALID_CHUNK_SIZE');
@@ -81,32 +101,55 @@ describe('[kube_client: watch socket] HTTP/1.1 response framing', () => {
 
   it('[kube_client: watch socket] Content-Length, no length, and bodiless statuses: as RFC 9112 §6.3 picks the framing', () => {
     const wire = Buffer.from('{"kind":"Status"}trailing');
-    expect(feed(head(410, { 'content-length': '17' }), wire, [3, 9])).toEqual({ body: Buffer.from('{"kind":"Status"}'), done: true });
+    expect(feed(head(410, { 'content-length': '17' }), wire, [3, 9])).toEqual({
+      body: Buffer.from('{"kind":"Status"}'),
+      done: true,
+    });
     expect(feed(head(500, { 'content-length': '17, 17' }), wire, [])).toMatchObject({ done: true });
     expect(feed(head(200, { 'content-length': '40' }), wire, [5], true)).toMatchObject({ done: false, error: 'ECONNRESET' });
-    expect(() => bodyFramer(head(200, { 'content-length': '1, 2' }))).toThrow(expect.objectContaining({ code: 'HPE_INVALID_CONTENT_LENGTH' }));
-    expect(() => bodyFramer(head(200, { 'content-length': '-3' }))).toThrow(expect.objectContaining({ code: 'HPE_INVALID_CONTENT_LENGTH' }));
+    expect(() => bodyFramer(head(200, { 'content-length': '1, 2' }))).toThrow(
+      expect.objectContaining({ code: 'HPE_INVALID_CONTENT_LENGTH' }),
+    );
+    expect(() => bodyFramer(head(200, { 'content-length': '-3' }))).toThrow(
+      expect.objectContaining({ code: 'HPE_INVALID_CONTENT_LENGTH' }),
+    );
     // Neither: the body runs to the end of the connection, which is then no error.
     expect(feed(head(200), wire, [4], true)).toEqual({ body: wire, done: false });
     // A transfer coding other than chunked last: to the end of the connection too.
-    expect(feed(head(200, { 'transfer-encoding': 'chunked, gzip', 'content-length': '2' }), wire, [], true)).toEqual({ body: wire, done: false });
-    for (const status of [204, 304]) expect(bodyFramer(head(status, { 'content-length': '5' })).feed(wire, 0, wire.length, () => expect.unreachable())).toBe(true);
+    expect(feed(head(200, { 'transfer-encoding': 'chunked, gzip', 'content-length': '2' }), wire, [], true)).toEqual({
+      body: wire,
+      done: false,
+    });
+    for (const status of [204, 304])
+      expect(bodyFramer(head(status, { 'content-length': '5' })).feed(wire, 0, wire.length, () => expect.unreachable())).toBe(
+        true,
+      );
     expect(feed(head(200, { 'content-length': '0' }), wire, [])).toEqual({ body: Buffer.alloc(0), done: true });
   });
 
   it('[kube_client: watch socket] the head: status, lower-cased names, repeated headers joined; a bad status line, header name or folded line is refused', () => {
-    const text = 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nWarning: 299 - "a"\r\nwarning:  299 - "b" \r\nX-Empty:\r\n\r\n';
+    const text =
+      'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nWarning: 299 - "a"\r\nwarning:  299 - "b" \r\nX-Empty:\r\n\r\n';
     const bytes = Buffer.from(`${text}{"body"`);
     expect(headEnd(bytes, 0)).toBe(text.length);
     expect(headEnd(bytes.subarray(0, text.length - 1), 0)).toBe(-1);
     const parsed = parseHead(bytes.subarray(0, text.length));
     expect(parsed.status).toBe(200);
-    expect(Object.fromEntries(parsed.headers)).toEqual({ 'content-type': 'application/json', warning: '299 - "a", 299 - "b"', 'x-empty': '' });
+    expect(Object.fromEntries(parsed.headers)).toEqual({
+      'content-type': 'application/json',
+      warning: '299 - "a", 299 - "b"',
+      'x-empty': '',
+    });
     expect(parseHead(Buffer.from('HTTP/1.0 410\r\n\r\n')).status).toBe(410);
     for (const bad of ['HTTP/2 200 OK\r\n\r\n', 'ICY 200 OK\r\n\r\n', 'HTTP/1.1 20 OK\r\n\r\n']) {
       expect(() => parseHead(Buffer.from(bad))).toThrow(expect.objectContaining({ code: 'HPE_INVALID_CONSTANT' }));
     }
-    for (const bad of ['HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n', 'HTTP/1.1 200 OK\r\nA: 1\r\n folded\r\n\r\n', 'HTTP/1.1 200 OK\r\n: x\r\n\r\n', 'HTTP/1.1 200 OK\r\nA: x\ny\r\n\r\n']) {
+    for (const bad of [
+      'HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nA: 1\r\n folded\r\n\r\n',
+      'HTTP/1.1 200 OK\r\n: x\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nA: x\ny\r\n\r\n',
+    ]) {
       expect(() => parseHead(Buffer.from(bad))).toThrow(HttpFramingError);
     }
   });

@@ -21,7 +21,10 @@ describe('[kube_client: watch] property: any chunking of a watch body yields exa
   it('lines (with multi-byte characters) come out whole and in order whatever the chunk boundaries; over-cap lines always fail', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }).filter((s) => !s.includes('\n') && s.trim() !== ''), { maxLength: 12 }),
+        fc.array(
+          fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }).filter((s) => !s.includes('\n') && s.trim() !== ''),
+          { maxLength: 12 },
+        ),
         fc.array(fc.nat(), { maxLength: 20 }),
         fc.integer({ min: 8, max: 200 }),
         async (lines, cuts, cap) => {

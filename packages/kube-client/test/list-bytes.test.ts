@@ -5,7 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { decodeJsonBody, KubeClient, readListBody, type KubeClientOptions } from '../src/index.js';
 import { deferred, FakeTransport, statusBody } from './fake-transport.js';
 
-const pod = (name: string, extra: Record<string, unknown> = {}) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'd', uid: `u-${name}`, resourceVersion: '5' }, ...extra });
+const pod = (name: string, extra: Record<string, unknown> = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'd', uid: `u-${name}`, resourceVersion: '5' },
+  ...extra,
+});
 
 function setup(options: Partial<KubeClientOptions> = {}) {
   const fake = new FakeTransport();
@@ -15,24 +20,40 @@ function setup(options: Partial<KubeClientOptions> = {}) {
 }
 
 /** What a promise settles with, rejection included. */
-const outcome = (promise: Promise<unknown>): Promise<unknown> => promise.then(
-  (value) => ({ value }),
-  (error: unknown) => ({ error }),
-);
+const outcome = (promise: Promise<unknown>): Promise<unknown> =>
+  promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
 
 describe('[kube_client: LIST pages as bytes]', () => {
   it('listBytes sends the request list sends and resolves the body bytes whole (chunks joined); readList of them equals list', async () => {
     const { fake, pods } = setup();
-    const text = JSON.stringify({ kind: 'PodList', metadata: { resourceVersion: '9', continue: 'tok', remainingItemCount: 3 }, items: [pod('a'), pod('b')] });
+    const text = JSON.stringify({
+      kind: 'PodList',
+      metadata: { resourceVersion: '9', continue: 'tok', remainingItemCount: 3 },
+      items: [pod('a'), pod('b')],
+    });
     const cut = Buffer.from(text);
     const answer = { chunks: [cut.subarray(0, 17), cut.subarray(17, 40), cut.subarray(40).toString('utf8')] };
     fake.next(answer, answer);
-    const options = { labelSelector: 'app=x', fieldSelector: 'status.phase!=Failed', limit: 2, continue: 'c1', resourceVersion: '0', resourceVersionMatch: 'NotOlderThan' as const };
+    const options = {
+      labelSelector: 'app=x',
+      fieldSelector: 'status.phase!=Failed',
+      limit: 2,
+      continue: 'c1',
+      resourceVersion: '0',
+      resourceVersionMatch: 'NotOlderThan' as const,
+    };
     const bytes = await pods.listBytes(options);
     const listed = await pods.list(options);
     expect(fake.requests.map((r) => [r.method, r.path, r.query.toString()])).toEqual([
       ['GET', '/api/v1/namespaces/d/pods', fake.requests[1]!.query.toString()],
-      ['GET', '/api/v1/namespaces/d/pods', 'labelSelector=app%3Dx&fieldSelector=status.phase%21%3DFailed&limit=2&continue=c1&resourceVersion=0&resourceVersionMatch=NotOlderThan'],
+      [
+        'GET',
+        '/api/v1/namespaces/d/pods',
+        'labelSelector=app%3Dx&fieldSelector=status.phase%21%3DFailed&limit=2&continue=c1&resourceVersion=0&resourceVersionMatch=NotOlderThan',
+      ],
     ]);
     expect(bytes).toBeInstanceOf(Uint8Array);
     expect(Buffer.from(bytes).toString('utf8')).toBe(text);
@@ -71,7 +92,16 @@ describe('[kube_client: LIST pages as bytes]', () => {
   });
 
   it('readList refuses exactly what list refuses (not JSON, empty, not an object, non-array items, no resourceVersion) and reads null items as none', async () => {
-    const bodies = ['{"items":[', '  ', '[1]', '{"metadata":{"resourceVersion":"1"},"items":{}}', '{"metadata":{"resourceVersion":""},"items":[]}', '{"metadata":{},"items":[]}', '{"metadata":{"resourceVersion":"3","continue":""},"items":null}', '{"metadata":{"resourceVersion":"3","continue":7,"remainingItemCount":"x"}}'];
+    const bodies = [
+      '{"items":[',
+      '  ',
+      '[1]',
+      '{"metadata":{"resourceVersion":"1"},"items":{}}',
+      '{"metadata":{"resourceVersion":""},"items":[]}',
+      '{"metadata":{},"items":[]}',
+      '{"metadata":{"resourceVersion":"3","continue":""},"items":null}',
+      '{"metadata":{"resourceVersion":"3","continue":7,"remainingItemCount":"x"}}',
+    ];
     const { fake, pods } = setup();
     for (const body of bodies) {
       fake.next({ chunks: [body] });
@@ -79,10 +109,22 @@ describe('[kube_client: LIST pages as bytes]', () => {
       const viaBytes = await outcome(Promise.resolve().then(() => pods.readList(Buffer.from(body))));
       expect(viaBytes, body).toEqual(viaList);
     }
-    expect(await outcome(Promise.resolve().then(() => pods.readList(Buffer.from('{"items":['))))).toMatchObject({ error: { code: 'KUBE_PROTOCOL', message: expect.stringMatching(/^list \/api\/v1\/namespaces\/d\/pods: the body is not JSON/) } });
-    expect(pods.readList(Buffer.from(bodies[6]!))).toEqual({ items: [], resourceVersion: '3', continue: undefined, remainingItemCount: undefined });
+    expect(await outcome(Promise.resolve().then(() => pods.readList(Buffer.from('{"items":['))))).toMatchObject({
+      error: {
+        code: 'KUBE_PROTOCOL',
+        message: expect.stringMatching(/^list \/api\/v1\/namespaces\/d\/pods: the body is not JSON/),
+      },
+    });
+    expect(pods.readList(Buffer.from(bodies[6]!))).toEqual({
+      items: [],
+      resourceVersion: '3',
+      continue: undefined,
+      remainingItemCount: undefined,
+    });
     // A poison item is the view's InvalidObjectError, as list throws it.
-    const poison = Buffer.from(JSON.stringify({ metadata: { resourceVersion: '3' }, items: [pod('a', { status: { phase: 7 } })] }));
+    const poison = Buffer.from(
+      JSON.stringify({ metadata: { resourceVersion: '3' }, items: [pod('a', { status: { phase: 7 } })] }),
+    );
     expect(() => pods.readList(poison)).toThrow(expect.objectContaining({ code: 'OBJECT_INVALID' }));
   });
 

@@ -21,23 +21,33 @@ function sources(dir: string): string[] {
 /** Every way a source file could reach an apiserver on its own. */
 const HTTP_USES: readonly [string, RegExp][] = [
   // A probe or metrics server (createServer) is fine; a request is not.
-  ['sends an HTTP request (http.request/get, or request/get/Agent imported from node:http/https)', /\bhttps?\.(?:request|get)\s*\(|import\s*\{[^}]*\b(?:request|get|Agent)\b[^}]*\}\s*from\s*['"](?:node:)?https?['"]|import\(\s*['"](?:node:)?https?['"]\s*\)/],
+  [
+    'sends an HTTP request (http.request/get, or request/get/Agent imported from node:http/https)',
+    /\bhttps?\.(?:request|get)\s*\(|import\s*\{[^}]*\b(?:request|get|Agent)\b[^}]*\}\s*from\s*['"](?:node:)?https?['"]|import\(\s*['"](?:node:)?https?['"]\s*\)/,
+  ],
   ['calls fetch', /(?<![.\w])fetch\s*\(/],
   ['uses undici', /['"]undici['"]/],
-  ["uses a client-node API class (makeApiClient, *Api, Watch, Informer)", /makeApiClient|\b(?:CoreV1Api|CustomObjectsApi|AppsV1Api|EventsV1Api|CoordinationV1Api|ApiextensionsV1Api|KubernetesObjectApi)\b|new\s+(?:Watch|ListWatch)\s*\(|makeInformer/],
+  [
+    'uses a client-node API class (makeApiClient, *Api, Watch, Informer)',
+    /makeApiClient|\b(?:CoreV1Api|CustomObjectsApi|AppsV1Api|EventsV1Api|CoordinationV1Api|ApiextensionsV1Api|KubernetesObjectApi)\b|new\s+(?:Watch|ListWatch)\s*\(|makeInformer/,
+  ],
 ];
 
 const packagesDir = join(root, 'packages');
 const packageNames = readdirSync(packagesDir).filter((name) => existsSync(join(packagesDir, name, 'package.json')));
 const examplesDir = join(root, 'examples');
-const exampleNames = existsSync(examplesDir) ? readdirSync(examplesDir).filter((name) => existsSync(join(examplesDir, name, 'package.json'))) : [];
+const exampleNames = existsSync(examplesDir)
+  ? readdirSync(examplesDir).filter((name) => existsSync(join(examplesDir, name, 'package.json')))
+  : [];
 
 describe('[kube_client: one HTTP client] nothing else talks HTTP to the apiserver; only kube-client has client-node as a peer', () => {
   it('no package source (but kube-client, and the embedded apiserver that is the server) nor example source opens HTTP or uses a client-node API class', () => {
     const offenders: string[] = [];
     const scanned: string[] = [];
     const dirs = [
-      ...packageNames.filter((name) => name !== 'kube-client' && name !== 'testing').map((name) => join(packagesDir, name, 'src')),
+      ...packageNames
+        .filter((name) => name !== 'kube-client' && name !== 'testing')
+        .map((name) => join(packagesDir, name, 'src')),
       ...exampleNames.map((name) => join(examplesDir, name, 'src')),
     ];
     for (const file of dirs.flatMap(sources)) {
@@ -59,17 +69,24 @@ describe('[kube_client: one HTTP client] nothing else talks HTTP to the apiserve
     expect(hits("import { createServer, type Server } from 'node:http';")).toEqual([]);
     expect(hits('const r = await fetch(url);')).toHaveLength(1);
     expect(hits('const core = kc.makeApiClient(CoreV1Api);')).toHaveLength(1);
-    expect(hits("// a node:http request handler, no import\nconst prefetch = x.prefetch(1);")).toEqual([]);
+    expect(hits('// a node:http request handler, no import\nconst prefetch = x.prefetch(1);')).toEqual([]);
   });
 
   it('kube-client is the only package with @kubernetes/client-node as a peer or dependency; the reflector and leader election reach it through kube-client', () => {
     const carriers = packageNames.filter((name) => {
-      const manifest = JSON.parse(readFileSync(join(packagesDir, name, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
-      return ['dependencies', 'peerDependencies', 'optionalDependencies'].some((field) => manifest[field]?.['@kubernetes/client-node'] !== undefined);
+      const manifest = JSON.parse(readFileSync(join(packagesDir, name, 'package.json'), 'utf8')) as Record<
+        string,
+        Record<string, string> | undefined
+      >;
+      return ['dependencies', 'peerDependencies', 'optionalDependencies'].some(
+        (field) => manifest[field]?.['@kubernetes/client-node'] !== undefined,
+      );
     });
     expect(carriers).toEqual(['kube-client']);
     for (const name of ['reflector', 'leader-election']) {
-      const manifest = JSON.parse(readFileSync(join(packagesDir, name, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+      const manifest = JSON.parse(readFileSync(join(packagesDir, name, 'package.json'), 'utf8')) as {
+        dependencies?: Record<string, string>;
+      };
       expect(manifest.dependencies?.['@reconcile-loop/kube-client'], name).toBeDefined();
     }
   });

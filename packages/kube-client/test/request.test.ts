@@ -79,7 +79,11 @@ describe('[kube_client: rest.Config QPS/Burst] client-side token bucket, client-
 });
 
 describe('[kube_client: Retry-After] a 429 with Retry-After is retried after the wait (bounded); a 5xx only for reads', () => {
-  const tooMany = (seconds: number) => ({ status: 429, headers: { 'Retry-After': String(seconds) }, body: statusBody(429, 'TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: seconds }) });
+  const tooMany = (seconds: number) => ({
+    status: 429,
+    headers: { 'Retry-After': String(seconds) },
+    body: statusBody(429, 'TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: seconds }),
+  });
 
   it('a write answered 429 is sent again after Retry-After seconds on the clock, through the rate limiter again', async () => {
     const { fake, clock, pods } = setup({ rateLimit: false });

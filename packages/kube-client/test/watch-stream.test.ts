@@ -23,7 +23,10 @@ interface Connection {
 }
 
 /** A server that hands each connection to `onConnection` with the request head as text. */
-async function rawServer(onConnection: (connection: Connection) => void, secure = false): Promise<{ url: string; connections: Connection[] }> {
+async function rawServer(
+  onConnection: (connection: Connection) => void,
+  secure = false,
+): Promise<{ url: string; connections: Connection[] }> {
   const connections: Connection[] = [];
   const accept = (socket: net.Socket): void => {
     let text = '';
@@ -46,7 +49,13 @@ async function rawServer(onConnection: (connection: Connection) => void, secure 
 }
 
 function watchRequest(url: string, signal = new AbortController().signal): TransportRequest {
-  return { method: 'GET', url: new URL(`${url}/api/v1/pods?watch=true&resourceVersion=7`), headers: { Accept: 'application/json' }, signal, stream: true };
+  return {
+    method: 'GET',
+    url: new URL(`${url}/api/v1/pods?watch=true&resourceVersion=7`),
+    headers: { Accept: 'application/json' },
+    signal,
+    stream: true,
+  };
 }
 
 /** Reads a body to its end, copying each piece as it comes (as a reader must). */
@@ -74,25 +83,30 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
   it('[kube_client: watch socket] sends a GET with the path, query, Host, headers and Connection: close, and reads a chunked body cut across reads', async () => {
     const frames = ['{"type":"ADDED","object":{"a":1}}\n', '{"type":"MODIFIED","object":{"b":"é"}}\n'];
     const wire = OK_CHUNKED + frames.map(chunk).join('') + '0\r\n\r\n';
-    const { url, connections } = await rawServer(({ socket, request }) => void request.then(() => dribble(socket, wire.match(/[\s\S]{1,7}/g)!)));
+    const { url, connections } = await rawServer(
+      ({ socket, request }) => void request.then(() => dribble(socket, wire.match(/[\s\S]{1,7}/g)!)),
+    );
     const response = await openWatchStream(watchRequest(url), { headers: { Authorization: 'Bearer t0k' } });
     expect(response.status).toBe(200);
     expect(response.header('CONTENT-TYPE')).toBe('application/json');
     expect((await readAll(response)).toString()).toBe(frames.join(''));
     const sent = await connections[0]!.request;
-    expect(sent).toBe(`GET /api/v1/pods?watch=true&resourceVersion=7 HTTP/1.1\r\nHost: ${new URL(url).host}\r\nAuthorization: Bearer t0k\r\nAccept: application/json\r\nConnection: close\r\n\r\n`);
+    expect(sent).toBe(
+      `GET /api/v1/pods?watch=true&resourceVersion=7 HTTP/1.1\r\nHost: ${new URL(url).host}\r\nAuthorization: Bearer t0k\r\nAccept: application/json\r\nConnection: close\r\n\r\n`,
+    );
   });
 
   it('[kube_client: watch socket] a piece stays intact until the next is asked for: the socket is paused while the reader holds it', async () => {
     const first = 'a'.repeat(1000);
-    const { url } = await rawServer(({ socket, request }) =>
-      void request.then(async () => {
-        socket.write(OK_CHUNKED + chunk(first));
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        // More than the read buffer, while the reader holds the first piece.
-        for (let i = 0; i < 40; i++) socket.write(chunk('b'.repeat(8192)));
-        socket.end('0\r\n\r\n');
-      }),
+    const { url } = await rawServer(
+      ({ socket, request }) =>
+        void request.then(async () => {
+          socket.write(OK_CHUNKED + chunk(first));
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          // More than the read buffer, while the reader holds the first piece.
+          for (let i = 0; i < 40; i++) socket.write(chunk('b'.repeat(8192)));
+          socket.end('0\r\n\r\n');
+        }),
     );
     const response = await openWatchStream(watchRequest(url), {});
     const iterator = response.body[Symbol.asyncIterator]();
@@ -113,7 +127,12 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     const body = Buffer.alloc(6 * 1024 * 1024);
     for (let i = 0; i < body.length; i += 4) body.writeUInt32LE(i, i);
     const serve = async (backlogReadBytes?: number): Promise<{ held: Uint8Array[]; sizes: number[]; whole: Buffer }> => {
-      const { url } = await rawServer(({ socket, request }) => void request.then(() => socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n`), body]))));
+      const { url } = await rawServer(
+        ({ socket, request }) =>
+          void request.then(() =>
+            socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n`), body])),
+          ),
+      );
       const response = await openWatchStream(watchRequest(url), {}, backlogReadBytes);
       const held: Uint8Array[] = [];
       const sizes: number[] = [];
@@ -142,7 +161,9 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     const fixed = await serve(READ_BUFFER_BYTES);
     expect(fixed.whole.equals(body)).toBe(true);
     expect(Math.max(...fixed.sizes)).toBeLessThanOrEqual(READ_BUFFER_BYTES);
-    expect(() => httpTransport(staticAuth({ server: 'http://127.0.0.1:1' }), { watchBacklogReadBytes: 0 })).toThrow(/watchBacklogReadBytes must be a positive integer/);
+    expect(() => httpTransport(staticAuth({ server: 'http://127.0.0.1:1' }), { watchBacklogReadBytes: 0 })).toThrow(
+      /watchBacklogReadBytes must be a positive integer/,
+    );
   });
 
   it('[kube_client: watch socket] an error answer with a Content-Length, a body to the end of the connection, 1xx heads dropped', async () => {
@@ -165,19 +186,34 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
   });
 
   it('[kube_client: watch socket] a 101 (switching protocols) answer fails with HPE_PAUSED_UPGRADE, on the bare socket and through node:http (which, unheard, would end the request with neither a response nor an error)', async () => {
-    const { url } = await rawServer(({ socket, request }) => void request.then(() => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nxyz')));
-    await expect(openWatchStream(watchRequest(url), {})).rejects.toMatchObject({ code: 'HPE_PAUSED_UPGRADE', message: 'the server switched protocols on a watch' });
+    const { url } = await rawServer(
+      ({ socket, request }) =>
+        void request.then(() =>
+          socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nxyz'),
+        ),
+    );
+    await expect(openWatchStream(watchRequest(url), {})).rejects.toMatchObject({
+      code: 'HPE_PAUSED_UPGRADE',
+      message: 'the server switched protocols on a watch',
+    });
     // Through node:http (a request that is not streamed) too, rather than a request that never settles.
     const transport = httpTransport(staticAuth({ server: url }));
     const plain = { method: 'GET', url: new URL(`${url}/api/v1/pods`), headers: {}, signal: AbortSignal.timeout(5000) } as const;
-    await expect(transport(plain)).rejects.toMatchObject({ code: 'HPE_PAUSED_UPGRADE', message: 'the server switched protocols' });
+    await expect(transport(plain)).rejects.toMatchObject({
+      code: 'HPE_PAUSED_UPGRADE',
+      message: 'the server switched protocols',
+    });
   });
 
   it('[kube_client: watch socket] a connection closed before the head is "socket hang up"; one cut mid-body fails the read; both ECONNRESET, as node:http says', async () => {
     let n = 0;
     const { url } = await rawServer(({ socket, request }) => {
       const which = n++;
-      void request.then(() => (which === 0 ? socket.end('HTTP/1.1 200 OK\r\nTransfer-') : socket.end(OK_CHUNKED + chunk('{"type":"ADDED"}\n') + '40\r\n{"cut')));
+      void request.then(() =>
+        which === 0
+          ? socket.end('HTTP/1.1 200 OK\r\nTransfer-')
+          : socket.end(OK_CHUNKED + chunk('{"type":"ADDED"}\n') + '40\r\n{"cut'),
+      );
     });
     await expect(openWatchStream(watchRequest(url), {})).rejects.toMatchObject({ code: 'ECONNRESET', message: 'socket hang up' });
     const cut = await openWatchStream(watchRequest(url), {});
@@ -220,11 +256,17 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
   });
 
   it('[kube_client: watch socket] a header value with CR or LF is refused before anything is sent; basic auth becomes a header unless one is given', async () => {
-    const { url, connections } = await rawServer(({ socket, request }) => void request.then(() => socket.end('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n')));
-    await expect(openWatchStream({ ...watchRequest(url), headers: { 'X-Evil': 'a\r\nInjected: 1' } }, {})).rejects.toMatchObject({ code: 'ERR_INVALID_CHAR' });
+    const { url, connections } = await rawServer(
+      ({ socket, request }) => void request.then(() => socket.end('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n')),
+    );
+    await expect(openWatchStream({ ...watchRequest(url), headers: { 'X-Evil': 'a\r\nInjected: 1' } }, {})).rejects.toMatchObject({
+      code: 'ERR_INVALID_CHAR',
+    });
     expect(connections).toHaveLength(0);
     await readAll(await openWatchStream(watchRequest(url), { auth: 'alice:s3cret' }));
-    expect(await connections[0]!.request).toContain(`\r\nAuthorization: Basic ${Buffer.from('alice:s3cret').toString('base64')}\r\n`);
+    expect(await connections[0]!.request).toContain(
+      `\r\nAuthorization: Basic ${Buffer.from('alice:s3cret').toString('base64')}\r\n`,
+    );
     await readAll(await openWatchStream(watchRequest(url), { auth: 'alice:s3cret', headers: { Authorization: 'Bearer wins' } }));
     const second = await connections[1]!.request;
     expect(second).toContain('\r\nAuthorization: Bearer wins\r\n');
@@ -244,12 +286,24 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     // By IP: no SNI (as node:https), the certificate's IP SAN verifies it.
     await readAll(await openWatchStream(watchRequest(url), { ca: CERT }));
     expect(sni).toBe(false);
-    await expect(openWatchStream(watchRequest(url), { rejectUnauthorized: true })).rejects.toMatchObject({ code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+    await expect(openWatchStream(watchRequest(url), { rejectUnauthorized: true })).rejects.toMatchObject({
+      code: 'DEPTH_ZERO_SELF_SIGNED_CERT',
+    });
     await readAll(await openWatchStream(watchRequest(url), { rejectUnauthorized: false }));
   });
 
   it('[kube_client: watch socket] only plain options go to the bare socket: a proxy agent, a socket path, a lookup or a proxy from the environment keep node:http', () => {
-    expect(bareSocketCan({ headers: { a: 'b' }, ca: 'x', cert: 'y', key: 'z', rejectUnauthorized: false, servername: 'k', auth: 'u:p' })).toBe(true);
+    expect(
+      bareSocketCan({
+        headers: { a: 'b' },
+        ca: 'x',
+        cert: 'y',
+        key: 'z',
+        rejectUnauthorized: false,
+        servername: 'k',
+        auth: 'u:p',
+      }),
+    ).toBe(true);
     expect(bareSocketCan({ agent: new http.Agent() })).toBe(true);
     expect(bareSocketCan({ agent: new https.Agent({ ca: 'x' }) })).toBe(true);
     class ProxyAgent extends https.Agent {}
@@ -277,7 +331,8 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
     const auth = staticAuth({ server: url, token: 't' });
-    const read = async (transport: ReturnType<typeof httpTransport>, stream: boolean): Promise<string> => (await readAll(await transport({ ...watchRequest(url), stream }))).toString();
+    const read = async (transport: ReturnType<typeof httpTransport>, stream: boolean): Promise<string> =>
+      (await readAll(await transport({ ...watchRequest(url), stream }))).toString();
     expect(await read(httpTransport(auth), true)).toBe('{"ok":true}\n');
     expect(await read(httpTransport(auth), false)).toBe('{"ok":true}\n');
     expect(await read(httpTransport(auth, { watchOnBareSocket: false }), true)).toBe('{"ok":true}\n');
@@ -288,13 +343,16 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
   it('[kube_client: watch socket] a watch answered with an error whose Status spans reads: the client reads it whole into memory of its own (KubeApiError with the full message)', async () => {
     const message = `too old resource version: 7 (${'x'.repeat(3000)})`;
     const status = JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410, message });
-    const { url } = await rawServer(({ socket, request }) =>
-      void request.then(async () => {
-        // The Status in two chunks, a read apart: the second read reuses the first one's buffer.
-        socket.write(`HTTP/1.1 410 Gone\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunk(status.slice(0, 2000))}`);
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        socket.end(`${chunk(status.slice(2000))}0\r\n\r\n`);
-      }),
+    const { url } = await rawServer(
+      ({ socket, request }) =>
+        void request.then(async () => {
+          // The Status in two chunks, a read apart: the second read reuses the first one's buffer.
+          socket.write(
+            `HTTP/1.1 410 Gone\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunk(status.slice(0, 2000))}`,
+          );
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          socket.end(`${chunk(status.slice(2000))}0\r\n\r\n`);
+        }),
     );
     const client = new KubeClient({ server: url, maxRetries: 0 });
     const watch = client.streamBatches({ verb: 'watch', method: 'GET', path: '/api/v1/pods', query: { watch: true } });

@@ -12,7 +12,13 @@ const frame = (type: string, object: unknown) => `${JSON.stringify({ type, objec
 function setup(maxFrameBytes?: number) {
   const fake = new FakeTransport();
   const clock = new ManualClock(0);
-  const client = new KubeClient({ server: 'https://k8s.test', transport: fake.transport, clock, rateLimit: false, maxFrameBytes });
+  const client = new KubeClient({
+    server: 'https://k8s.test',
+    transport: fake.transport,
+    clock,
+    rateLimit: false,
+    maxFrameBytes,
+  });
   return { fake, clock, client, pods: client.resource(podResource, podSchema).inNamespace('d') };
 }
 
@@ -40,11 +46,21 @@ describe('[kube_client: watch] a streamed WATCH: lines split on bytes, typed fra
     });
     const frames = await collect(pods.watch({ resourceVersion: '10', timeoutSeconds: 290, labelSelector: 'app=x' }));
     expect(frames.map((f) => f.type)).toEqual(['ADDED', 'MODIFIED', 'BOOKMARK', 'DELETED', 'ERROR']);
-    expect(frames[1]).toMatchObject({ type: 'MODIFIED', resourceVersion: '12', object: { metadata: { name: 'a', resourceVersion: '12' } } });
+    expect(frames[1]).toMatchObject({
+      type: 'MODIFIED',
+      resourceVersion: '12',
+      object: { metadata: { name: 'a', resourceVersion: '12' } },
+    });
     expect(frames[2]).toEqual({ type: 'BOOKMARK', resourceVersion: '15' });
     const error = frames[4]!;
     expect(error.type === 'ERROR' && isExpired(statusError(error.status, 'watch', '/api/v1/pods'))).toBe(true);
-    expect(Object.fromEntries(fake.requests[0]!.query)).toEqual({ watch: 'true', resourceVersion: '10', timeoutSeconds: '290', allowWatchBookmarks: 'true', labelSelector: 'app=x' });
+    expect(Object.fromEntries(fake.requests[0]!.query)).toEqual({
+      watch: 'true',
+      resourceVersion: '10',
+      timeoutSeconds: '290',
+      allowWatchBookmarks: 'true',
+      labelSelector: 'app=x',
+    });
     expect(fake.closed).toBe(1);
   });
 
@@ -60,8 +76,13 @@ describe('[kube_client: watch] a streamed WATCH: lines split on bytes, typed fra
   });
 
   it('a frame over the cap ends the stream with KUBE_WATCH_FRAME_TOO_LARGE, also when it never ends (memory stays bounded)', async () => {
-    await expect(collect(splitLines(chunks('x'.repeat(50) + '\n'), 40))).rejects.toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 40 });
-    await expect(collect(splitLines(chunks('x'.repeat(30), 'x'.repeat(30)), 40))).rejects.toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE' });
+    await expect(collect(splitLines(chunks('x'.repeat(50) + '\n'), 40))).rejects.toMatchObject({
+      code: 'KUBE_WATCH_FRAME_TOO_LARGE',
+      maxFrameBytes: 40,
+    });
+    await expect(collect(splitLines(chunks('x'.repeat(30), 'x'.repeat(30)), 40))).rejects.toMatchObject({
+      code: 'KUBE_WATCH_FRAME_TOO_LARGE',
+    });
     expect(await collect(splitLines(chunks('x'.repeat(40) + '\n'), 40))).toHaveLength(1);
     const { fake, pods } = setup(64);
     fake.next({ chunks: [frame('ADDED', pod('a', '1')), 'y'.repeat(100)] });
@@ -94,12 +115,18 @@ describe('[kube_client: watch] a streamed WATCH: lines split on bytes, typed fra
   it('a non-2xx WATCH answer is a KubeApiError with verb watch', async () => {
     const { fake, pods } = setup();
     fake.next({ status: 410, body: statusBody(410, 'Expired', 'too old') });
-    await expect(collect(pods.watch({ resourceVersion: '1' }))).rejects.toMatchObject({ code: 'KUBE_API_ERROR', verb: 'watch', reason: 'Expired' });
+    await expect(collect(pods.watch({ resourceVersion: '1' }))).rejects.toMatchObject({
+      code: 'KUBE_API_ERROR',
+      verb: 'watch',
+      reason: 'Expired',
+    });
   });
 });
 
 describe('[kube_client: ListPager] paged LIST follows continue tokens; an expired token falls back to one full LIST', () => {
-  const page = (names: string[], rv: string, next?: string) => ({ body: { metadata: { resourceVersion: rv, ...(next ? { continue: next } : {}) }, items: names.map((n) => pod(n, rv)) } });
+  const page = (names: string[], rv: string, next?: string) => ({
+    body: { metadata: { resourceVersion: rv, ...(next ? { continue: next } : {}) }, items: names.map((n) => pod(n, rv)) },
+  });
 
   it('listPages / listAll follow continue with limit 500 by default, keeping the first page resourceVersion', async () => {
     const { fake, pods } = setup();
@@ -116,7 +143,11 @@ describe('[kube_client: ListPager] paged LIST follows continue tokens; an expire
 
   it('a 410 Expired on a continue drops the partial result and lists once without limit (client-go FullListIfExpired)', async () => {
     const { fake, pods } = setup();
-    fake.next(page(['a'], '7', 't1'), { status: 410, body: statusBody(410, 'Expired', 'The provided continue parameter is too old') }, page(['a', 'b', 'c'], '9'));
+    fake.next(
+      page(['a'], '7', 't1'),
+      { status: 410, body: statusBody(410, 'Expired', 'The provided continue parameter is too old') },
+      page(['a', 'b', 'c'], '9'),
+    );
     const all = await pods.listAll({ limit: 1 });
     expect(all).toMatchObject({ resourceVersion: '9' });
     expect(all.items.map((p) => p.metadata.name)).toEqual(['a', 'b', 'c']);
@@ -133,7 +164,11 @@ describe('[kube_client: watch] a connection reset mid-body', () => {
     const reset = Promise.reject(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
     reset.catch(() => {});
     fake.next({ chunks: [frame('ADDED', pod('a', '1')), reset as Promise<string>] });
-    await expect(collect(pods.watch())).rejects.toMatchObject({ code: 'KUBE_TRANSPORT', verb: 'watch', path: '/api/v1/namespaces/d/pods?watch=true&allowWatchBookmarks=true' });
+    await expect(collect(pods.watch())).rejects.toMatchObject({
+      code: 'KUBE_TRANSPORT',
+      verb: 'watch',
+      path: '/api/v1/namespaces/d/pods?watch=true&allowWatchBookmarks=true',
+    });
     const again = Promise.reject(new Error('socket hang up'));
     again.catch(() => {});
     fake.next({ chunks: ['{"metadata":', again as Promise<string>] });
@@ -144,7 +179,10 @@ describe('[kube_client: watch] a connection reset mid-body', () => {
 describe('[kube_client: batched watch lines] one batch per socket read', () => {
   it('[kube_client: batched watch lines] splitLineBatches yields the lines each chunk completes, together; flattened it is splitLines for any chunking', async () => {
     const text = `{"a":1}\n{"b":2}\n{"c":\n3}\n\n{"d":"é"}\n`;
-    expect(await collect(splitLineBatches(chunks('{"a":1}\n{"b":2}\n{"c":', '3}\n')))).toEqual([['{"a":1}', '{"b":2}'], ['{"c":3}']]);
+    expect(await collect(splitLineBatches(chunks('{"a":1}\n{"b":2}\n{"c":', '3}\n')))).toEqual([
+      ['{"a":1}', '{"b":2}'],
+      ['{"c":3}'],
+    ]);
     await fc.assert(
       fc.asyncProperty(fc.array(fc.nat(), { maxLength: 6 }), async (cuts) => {
         const bytes = Buffer.from(text);

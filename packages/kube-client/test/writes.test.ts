@@ -23,7 +23,12 @@ import { FakeApiServer } from './fake-apiserver.js';
 import { statusBody } from './fake-transport.js';
 
 const resource = { group: 'example.io', version: 'v1', plural: 'cellsets', kind: 'CellSet' };
-const schema = objectSchema({ spec: z.object({ replicas: z.number() }), status: z.object({ ready: z.number().optional(), observedGeneration: z.number().optional(), note: z.string().optional() }).optional() });
+const schema = objectSchema({
+  spec: z.object({ replicas: z.number() }),
+  status: z
+    .object({ ready: z.number().optional(), observedGeneration: z.number().optional(), note: z.string().optional() })
+    .optional(),
+});
 
 function setup() {
   const server = new FakeApiServer('cellsets');
@@ -42,7 +47,8 @@ async function drive<V>(clock: ManualClock, promise: Promise<V>): Promise<V> {
   return watched;
 }
 
-const conflict = () => new KubeApiError({ statusCode: 409, status: statusBody(409, 'Conflict', 'modified') as never, verb: 'update', path: '/x' });
+const conflict = () =>
+  new KubeApiError({ statusCode: 409, status: statusBody(409, 'Conflict', 'modified') as never, verb: 'update', path: '/x' });
 
 describe('[kube_client: RetryOnConflict] client-go retry.RetryOnConflict with DefaultRetry on an injectable clock', () => {
   it('DefaultRetry is 5 attempts 10 ms apart with jitter 0.1; DefaultBackoff is 10/50/250 ms', () => {
@@ -55,34 +61,49 @@ describe('[kube_client: RetryOnConflict] client-go retry.RetryOnConflict with De
   it('retries a conflict after the backoff, at most steps attempts, then throws the last conflict; other errors at once', async () => {
     const clock = new ManualClock(0);
     let calls = 0;
-    const always = retryOnConflict(async () => {
-      calls += 1;
-      throw conflict();
-    }, { clock, random: () => 0 }).catch((e: unknown) => e);
+    const always = retryOnConflict(
+      async () => {
+        calls += 1;
+        throw conflict();
+      },
+      { clock, random: () => 0 },
+    ).catch((e: unknown) => e);
     await clock.advanceAsync(39);
     expect(calls).toBe(4);
     await clock.advanceAsync(1);
     expect(isConflict(await always)).toBe(true);
     expect(calls).toBe(5);
     let other = 0;
-    const boom = await retryOnConflict(async () => {
-      other += 1;
-      throw new Error('boom');
-    }, { clock }).catch((e: unknown) => e);
+    const boom = await retryOnConflict(
+      async () => {
+        other += 1;
+        throw new Error('boom');
+      },
+      { clock },
+    ).catch((e: unknown) => e);
     expect([other, (boom as Error).message]).toEqual([1, 'boom']);
     let n = 0;
-    expect(await drive(clock, retryOnConflict(async (attempt) => (++n < 3 ? Promise.reject(conflict()) : attempt), { clock }))).toBe(3);
+    expect(
+      await drive(
+        clock,
+        retryOnConflict(async (attempt) => (++n < 3 ? Promise.reject(conflict()) : attempt), { clock }),
+      ),
+    ).toBe(3);
   });
 
   it('the sleep between attempts honours the AbortSignal; a bad backoff is a typed error', async () => {
     const clock = new ManualClock(0);
     const controller = new AbortController();
-    const pending = retryOnConflict(async () => Promise.reject(conflict()), { clock, signal: controller.signal }).catch((e: unknown) => e);
+    const pending = retryOnConflict(async () => Promise.reject(conflict()), { clock, signal: controller.signal }).catch(
+      (e: unknown) => e,
+    );
     await clock.advanceAsync(0);
     controller.abort(new Error('stop'));
     expect(await pending).toMatchObject({ message: 'stop' });
     expect(clock.pending).toBe(0);
-    await expect(retryOnConflict(async () => 1, { backoff: { steps: 0, durationMs: 1, factor: 1, jitter: 0 } })).rejects.toMatchObject({ code: 'KUBE_CLIENT_OPTIONS' });
+    await expect(
+      retryOnConflict(async () => 1, { backoff: { steps: 0, durationMs: 1, factor: 1, jitter: 0 } }),
+    ).rejects.toMatchObject({ code: 'KUBE_CLIENT_OPTIONS' });
   });
 });
 
@@ -108,7 +129,10 @@ describe('[kube_client: UpdateStatus with RetryOnConflict] status writes re-read
 
   it('updateStatus writes nothing when the mutation leaves status unchanged or returns false', async () => {
     const { server, cells } = setup();
-    expect(await updateStatus(cells, 'a', (o) => void (o['status'] = { ready: 0 }))).toMatchObject({ written: false, attempts: 1 });
+    expect(await updateStatus(cells, 'a', (o) => void (o['status'] = { ready: 0 }))).toMatchObject({
+      written: false,
+      attempts: 1,
+    });
     expect(await updateStatus(cells, 'a', () => false)).toMatchObject({ written: false });
     expect(server.writes).toBe(0);
   });
@@ -144,7 +168,10 @@ describe('[kube_client: UpdateStatus with RetryOnConflict] status writes re-read
   it('conflicts that never clear end after DefaultRetry steps with the 409', async () => {
     const { server, clock, cells } = setup();
     server.beforeWrite = () => server.touch('a', (o) => (o['spec'] = { replicas: Math.random() }));
-    const error = await drive(clock, patchStatus(cells, 'a', () => ({ ready: 1 })).catch((e: unknown) => e));
+    const error = await drive(
+      clock,
+      patchStatus(cells, 'a', () => ({ ready: 1 })).catch((e: unknown) => e),
+    );
     expect(isConflict(error)).toBe(true);
     expect(server.writes).toBe(5);
   });
@@ -166,7 +193,9 @@ describe('[kube_client: controllerutil.AddFinalizer] finalizers added and remove
     expect(server.writes).toBe(writes);
     const patch = server.fake.requests.filter((r) => r.method === 'PATCH').at(-1)!;
     expect(patch.contentType).toBe('application/merge-patch+json');
-    expect(patch.body).toMatchObject({ metadata: { resourceVersion: expect.any(String), finalizers: ['other.io/keep', 'example.io/cleanup'] } });
+    expect(patch.body).toMatchObject({
+      metadata: { resourceVersion: expect.any(String), finalizers: ['other.io/keep', 'example.io/cleanup'] },
+    });
   });
 
   it('removeFinalizer: idempotent, and a delete held by the last finalizer completes when it is removed; a gone object is success', async () => {
@@ -201,7 +230,10 @@ describe('[kube_client: create-if-absent] AlreadyExists is success and returns t
     const first = await createIfAbsent(cells, { metadata: { name: 'anchor' }, spec: { replicas: 0 } });
     expect(first.created).toBe(true);
     const second = await createIfAbsent(cells, { metadata: { name: 'anchor' }, spec: { replicas: 9 } });
-    expect(second).toMatchObject({ created: false, object: { metadata: { uid: first.object.metadata.uid }, spec: { replicas: 0 } } });
+    expect(second).toMatchObject({
+      created: false,
+      object: { metadata: { uid: first.object.metadata.uid }, spec: { replicas: 0 } },
+    });
     expect(server.objects.size).toBe(2);
   });
 
@@ -215,8 +247,13 @@ describe('[kube_client: create-if-absent] AlreadyExists is success and returns t
         queueMicrotask(() => server.objects.delete('flaky'));
       }
     };
-    expect(await createIfAbsent(cells, { metadata: { name: 'flaky' }, spec: { replicas: 1 } })).toMatchObject({ created: true, object: { spec: { replicas: 1 } } });
-    await expect(createIfAbsent(cells, { metadata: { generateName: 'x-' } })).rejects.toMatchObject({ code: 'KUBE_CLIENT_OPTIONS' });
+    expect(await createIfAbsent(cells, { metadata: { name: 'flaky' }, spec: { replicas: 1 } })).toMatchObject({
+      created: true,
+      object: { spec: { replicas: 1 } },
+    });
+    await expect(createIfAbsent(cells, { metadata: { generateName: 'x-' } })).rejects.toMatchObject({
+      code: 'KUBE_CLIENT_OPTIONS',
+    });
     server.fake.next({ status: 403, body: statusBody(403, 'Forbidden', 'no') });
     await expect(createIfAbsent(cells, { metadata: { name: 'z' } })).rejects.toMatchObject({ reason: 'Forbidden' });
   });
@@ -240,7 +277,10 @@ describe('[kube_client: delete-if-present] NotFound tolerated; UID/resourceVersi
 
   it('a 409 without preconditions and any other failure are thrown', async () => {
     const { server, cells } = setup();
-    server.fake.next({ status: 409, body: statusBody(409, 'Conflict', 'x') }, { status: 500, body: statusBody(500, 'InternalError', 'x') });
+    server.fake.next(
+      { status: 409, body: statusBody(409, 'Conflict', 'x') },
+      { status: 500, body: statusBody(500, 'InternalError', 'x') },
+    );
     await expect(deleteIfPresent(cells, 'a')).rejects.toMatchObject({ reason: 'Conflict' });
     await expect(deleteIfPresent(cells, 'a', { preconditions: { uid: 'u' } })).rejects.toMatchObject({ reason: 'InternalError' });
   });
@@ -254,7 +294,12 @@ describe('[kube_client: server-side apply] apply and applyStatus helpers with a 
       () => ({ body: server.objects.get('a') }),
       () => ({ body: server.objects.get('a') }),
     );
-    const readBack = { apiVersion: 'example.io/v1', kind: 'CellSet', metadata: { name: 'a', resourceVersion: '7', uid: 'u', managedFields: [{ manager: 'x' }] }, spec: { replicas: 4 } };
+    const readBack = {
+      apiVersion: 'example.io/v1',
+      kind: 'CellSet',
+      metadata: { name: 'a', resourceVersion: '7', uid: 'u', managedFields: [{ manager: 'x' }] },
+      spec: { replicas: 4 },
+    };
     await apply(cells, readBack, { fieldManager: 'ctl', force: false });
     await apply(cells, readBack, { fieldManager: 'ctl', force: true, lock: true });
     await applyStatus(cells, 'a', { ready: 4 }, { fieldManager: 'ctl', force: true });
@@ -262,9 +307,15 @@ describe('[kube_client: server-side apply] apply and applyStatus helpers with a 
     expect(plain!.body).toEqual({ apiVersion: 'example.io/v1', kind: 'CellSet', metadata: { name: 'a' }, spec: { replicas: 4 } });
     expect(locked!.body).toMatchObject({ metadata: { name: 'a', resourceVersion: '7', uid: 'u' } });
     expect((locked!.body as { metadata: Record<string, unknown> }).metadata['managedFields']).toBeUndefined();
-    expect(status).toMatchObject({ method: 'PATCH', contentType: 'application/apply-patch+yaml', body: { apiVersion: 'example.io/v1', kind: 'CellSet', metadata: { name: 'a' }, status: { ready: 4 } } });
+    expect(status).toMatchObject({
+      method: 'PATCH',
+      contentType: 'application/apply-patch+yaml',
+      body: { apiVersion: 'example.io/v1', kind: 'CellSet', metadata: { name: 'a' }, status: { ready: 4 } },
+    });
     expect(status!.path.endsWith('/cellsets/a/status')).toBe(true);
     expect(Object.fromEntries(status!.query)).toEqual({ fieldManager: 'ctl', force: 'true' });
-    await expect(applyStatus(cells, '', {}, { fieldManager: 'ctl', force: true })).rejects.toMatchObject({ code: 'KUBE_CLIENT_OPTIONS' });
+    await expect(applyStatus(cells, '', {}, { fieldManager: 'ctl', force: true })).rejects.toMatchObject({
+      code: 'KUBE_CLIENT_OPTIONS',
+    });
   });
 });

@@ -28,7 +28,6 @@ export interface LeaderHealth {
 /** client-go controller-manager's `--leader-elect` healthz tolerance: 20 s past the lease duration. */
 export const DEFAULT_HEALTH_TOLERANCE_MS = 20_000;
 
-
 /**
  * Every wait of the elector keeps Node alive: a standby whose only work is waiting for its next try
  * is doing its job, and an unref'd wait would let Node exit under a pending `run()` (exit code 13,
@@ -125,7 +124,10 @@ export class LeaderElector implements LeadershipGate {
     if (term === undefined) return { healthy: true };
     const since = this.#clock.now() - term.renewObservedAt;
     if (since > this.timings.leaseDurationMs + toleranceMs) {
-      return { healthy: false, reason: `failed election to renew leadership on lease ${this.#lock.describe()}: last renewal ${Math.round(since)} ms ago` };
+      return {
+        healthy: false,
+        reason: `failed election to renew leadership on lease ${this.#lock.describe()}: last renewal ${Math.round(since)} ms ago`,
+      };
     }
     return { healthy: true };
   }
@@ -147,7 +149,8 @@ export class LeaderElector implements LeadershipGate {
       };
       const onAbort = (): void => waiter.reject(abortReason(signal!));
       signal?.addEventListener('abort', onAbort, { once: true });
-      if (timeoutMs !== undefined) timer = this.#clock.setTimeout(() => waiter.reject(new LeadershipWaitTimeoutError(timeoutMs)), timeoutMs, KEEP_ALIVE);
+      if (timeoutMs !== undefined)
+        timer = this.#clock.setTimeout(() => waiter.reject(new LeadershipWaitTimeoutError(timeoutMs)), timeoutMs, KEEP_ALIVE);
       this.#waiters.add(waiter);
     });
   }
@@ -205,7 +208,10 @@ export class LeaderElector implements LeadershipGate {
           this.#startTerm(attempt.sentAt);
           return true;
         }
-        this.#logger?.warn({ lock: this.#lock.describe() }, 'acquired the lease, but the answer came after the renew deadline: not leading on it');
+        this.#logger?.warn(
+          { lock: this.#lock.describe() },
+          'acquired the lease, but the answer came after the renew deadline: not leading on it',
+        );
       }
       const waitMs = this.timings.retryPeriodMs * (1 + this.#random() * JITTER_FACTOR);
       try {
@@ -237,7 +243,12 @@ export class LeaderElector implements LeadershipGate {
       } else if (attempt.ok) {
         // A success answered after the deadline must not revive a term isLeader() already ended.
         this.#stepDown('renew-deadline', 'the renewal was answered after the renew deadline');
-      } else if (this.#observed !== undefined && this.#observed.holderIdentity !== this.identity && this.#observed.holderIdentity !== '' && this.#leaseValid()) {
+      } else if (
+        this.#observed !== undefined &&
+        this.#observed.holderIdentity !== this.identity &&
+        this.#observed.holderIdentity !== '' &&
+        this.#leaseValid()
+      ) {
         this.#stepDown('other-holder', `the lease is held by ${this.#observed.holderIdentity}`);
       }
       // Any other failure: retry after a retry period; the deadline timer ends the term if none succeeds.
@@ -252,7 +263,10 @@ export class LeaderElector implements LeadershipGate {
     // Release only once the leading work stopped: a standby takes over about a retry period after
     // the release. Work still running at the renew deadline keeps the lease until it expires.
     if (!(await settledWithin(this.#clock, term.work, deadlineAt - this.#clock.now()))) {
-      this.#logger?.warn({ lock: this.#lock.describe(), pending: term.work.size }, 'leading work did not settle before the renew deadline: not releasing, the lease will expire');
+      this.#logger?.warn(
+        { lock: this.#lock.describe(), pending: term.work.size },
+        'leading work did not settle before the renew deadline: not releasing, the lease will expire',
+      );
       return;
     }
     await this.#release();
@@ -263,14 +277,23 @@ export class LeaderElector implements LeadershipGate {
     const observed = this.#observed;
     if (observed === undefined || observed.holderIdentity !== this.identity) return;
     const now = formatMicroTime(this.#wallTime());
-    const record: LeaderElectionRecord = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: observed.leaseTransitions };
+    const record: LeaderElectionRecord = {
+      holderIdentity: '',
+      leaseDurationSeconds: 1,
+      acquireTime: now,
+      renewTime: now,
+      leaseTransitions: observed.leaseTransitions,
+    };
     try {
       await this.#lock.update(record, { timeoutMs: this.timings.renewDeadlineMs });
       this.#setObserved(record);
       this.#reportTransition();
       this.#logger?.info({ lock: this.#lock.describe() }, 'released the leader lease');
     } catch (error) {
-      this.#logger?.error({ lock: this.#lock.describe(), error: (error as Error)?.message }, 'failed to release the leader lease; it will expire');
+      this.#logger?.error(
+        { lock: this.#lock.describe(), error: (error as Error)?.message },
+        'failed to release the leader lease; it will expire',
+      );
     }
   }
 
@@ -283,7 +306,13 @@ export class LeaderElector implements LeadershipGate {
       return timeoutMs > 0 ? { signal, timeoutMs } : undefined;
     };
     const now = formatMicroTime(this.#wallTime());
-    const desired = { holderIdentity: this.identity, leaseDurationSeconds: this.timings.leaseDurationMs / 1000, acquireTime: now, renewTime: now, leaseTransitions: 0 };
+    const desired = {
+      holderIdentity: this.identity,
+      leaseDurationSeconds: this.timings.leaseDurationMs / 1000,
+      acquireTime: now,
+      renewTime: now,
+      leaseTransitions: 0,
+    };
     const log = { lock: this.#lock.describe(), identity: this.identity };
     // 1. Fast path: a leader updates the record it last wrote; the resourceVersion guards it.
     const observed = this.#observed;
@@ -298,7 +327,10 @@ export class LeaderElector implements LeadershipGate {
         return { ok: true, sentAt };
       } catch (error) {
         if (signal.aborted) return fail;
-        this.#logger?.warn({ ...log, error: (error as Error)?.message }, 'failed to update the lease optimistically, falling back to a read');
+        this.#logger?.warn(
+          { ...log, error: (error as Error)?.message },
+          'failed to update the lease optimistically, falling back to a read',
+        );
       }
     }
     // 2. Read (or create) the record.
@@ -320,7 +352,11 @@ export class LeaderElector implements LeadershipGate {
         this.#setObserved(desired);
         return { ok: true, sentAt };
       } catch (error) {
-        if (!signal.aborted) this.#logger?.[isAlreadyExists(error) ? 'info' : 'error']({ ...log, error: (error as Error)?.message }, 'error creating the lease');
+        if (!signal.aborted)
+          this.#logger?.[isAlreadyExists(error) ? 'info' : 'error'](
+            { ...log, error: (error as Error)?.message },
+            'error creating the lease',
+          );
         return fail;
       }
     }
@@ -344,7 +380,10 @@ export class LeaderElector implements LeadershipGate {
     } catch (error) {
       if (!signal.aborted) {
         // 409: another candidate wrote first; it won this round.
-        this.#logger?.[isConflict(error) ? 'info' : 'error']({ ...log, error: (error as Error)?.message }, 'failed to update the lease');
+        this.#logger?.[isConflict(error) ? 'info' : 'error'](
+          { ...log, error: (error as Error)?.message },
+          'failed to update the lease',
+        );
       }
       return fail;
     }
@@ -369,7 +408,13 @@ export class LeaderElector implements LeadershipGate {
   }
 
   #startTerm(sentAt: number): void {
-    const term: Term = { controller: new AbortController(), renewSentAt: sentAt, renewObservedAt: this.#clock.now(), deadlineTimer: undefined, work: new Set() };
+    const term: Term = {
+      controller: new AbortController(),
+      renewSentAt: sentAt,
+      renewObservedAt: this.#clock.now(),
+      deadlineTimer: undefined,
+      work: new Set(),
+    };
     this.#term = term;
     this.#armDeadline(term);
     this.#logger?.info({ lock: this.#lock.describe(), identity: this.identity }, 'successfully acquired lease: leading');
@@ -378,7 +423,8 @@ export class LeaderElector implements LeadershipGate {
       const result = this.#options.onStartedLeading?.(term.controller.signal);
       if (result !== undefined && typeof (result as Promise<unknown>).then === 'function') {
         const work = Promise.resolve(result).catch((error: unknown) => {
-          if (!term.controller.signal.aborted) this.#logger?.error({ error: (error as Error)?.message }, 'onStartedLeading rejected while leading');
+          if (!term.controller.signal.aborted)
+            this.#logger?.error({ error: (error as Error)?.message }, 'onStartedLeading rejected while leading');
         });
         this.track(work);
       }
@@ -389,9 +435,17 @@ export class LeaderElector implements LeadershipGate {
   #armDeadline(term: Term): void {
     this.#clock.clearTimeout(term.deadlineTimer);
     const delay = term.renewSentAt + this.timings.renewDeadlineMs - this.#clock.now();
-    term.deadlineTimer = this.#clock.setTimeout(() => {
-      if (this.#term === term) this.#stepDown('renew-deadline', `failed to renew the lease within the renew deadline (${this.timings.renewDeadlineMs} ms)`);
-    }, delay, KEEP_ALIVE);
+    term.deadlineTimer = this.#clock.setTimeout(
+      () => {
+        if (this.#term === term)
+          this.#stepDown(
+            'renew-deadline',
+            `failed to renew the lease within the renew deadline (${this.timings.renewDeadlineMs} ms)`,
+          );
+      },
+      delay,
+      KEEP_ALIVE,
+    );
   }
 
   /** Ends the term: the flag first (isLeader() is false from here), then the signal, then the callbacks. */
@@ -401,7 +455,10 @@ export class LeaderElector implements LeadershipGate {
     this.#term = undefined;
     this.#clock.clearTimeout(term.deadlineTimer);
     const error = new LeadershipLostError(reason, message);
-    this.#logger?.[reason === 'stopped' ? 'info' : 'warn']({ lock: this.#lock.describe(), identity: this.identity, reason }, `stopped leading: ${message}`);
+    this.#logger?.[reason === 'stopped' ? 'info' : 'warn'](
+      { lock: this.#lock.describe(), identity: this.identity, reason },
+      `stopped leading: ${message}`,
+    );
     term.controller.abort(error);
     for (const listener of [...this.#lostListeners]) this.#guard('onLost listener', () => listener(error));
     this.#guard('onStoppedLeading', () => this.#options.onStoppedLeading?.());

@@ -82,12 +82,19 @@ export class LeaseLock implements ResourceLock {
   }
 
   async create(record: LeaderElectionRecord, options?: LockCallOptions): Promise<void> {
-    this.#lease = await this.#leases.create({ metadata: { name: this.name, namespace: this.namespace }, spec: leaseSpecFromRecord(record) }, options);
+    this.#lease = await this.#leases.create(
+      { metadata: { name: this.name, namespace: this.namespace }, spec: leaseSpecFromRecord(record) },
+      options,
+    );
   }
 
   async update(record: LeaderElectionRecord, options?: LockCallOptions): Promise<void> {
     // client-go refuses to update a lock it never read: without a resourceVersion the PUT would be unconditional.
-    if (this.#lease === undefined) throw new LeaderElectionOptionsError(`lease ${this.describe()} not initialized: get or create it first`);
-    this.#lease = await this.#leases.update({ ...this.#lease, spec: { ...(this.#lease['spec'] as object | undefined), ...leaseSpecFromRecord(record) } }, options);
+    if (this.#lease === undefined)
+      throw new LeaderElectionOptionsError(`lease ${this.describe()} not initialized: get or create it first`);
+    this.#lease = await this.#leases.update(
+      { ...this.#lease, spec: { ...(this.#lease['spec'] as object | undefined), ...leaseSpecFromRecord(record) } },
+      options,
+    );
   }
 }

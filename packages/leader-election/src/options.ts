@@ -2,7 +2,6 @@ import type { Clock, Logger } from '@reconcile-loop/primitives';
 import { LeaderElectionOptionsError } from './errors.js';
 import type { ResourceLock } from './lease-lock.js';
 
-
 /** client-go's `LeaseDuration` default (kube-controller-manager, controller-runtime): 15 s. */
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
 /** client-go's `RenewDeadline` default: 10 s. */
@@ -64,7 +63,8 @@ export interface ResolvedTimings {
 
 function duration(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new LeaderElectionOptionsError(`${name} must be a finite number > 0, got ${String(value)}`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
+    throw new LeaderElectionOptionsError(`${name} must be a finite number > 0, got ${String(value)}`);
   return value;
 }
 
@@ -73,13 +73,20 @@ function duration(name: string, value: number | undefined, fallback: number): nu
  * because a Lease records seconds and a candidate waits what the record says. A truncated 1.5 s
  * lease would be 1 s to others while the holder trusts itself for up to its renew deadline.
  */
-export function resolveTimings(options: Pick<LeaderElectorOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'>): ResolvedTimings {
+export function resolveTimings(
+  options: Pick<LeaderElectorOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'>,
+): ResolvedTimings {
   const leaseDurationMs = duration('leaseDurationMs', options.leaseDurationMs, DEFAULT_LEASE_DURATION_MS);
   const renewDeadlineMs = duration('renewDeadlineMs', options.renewDeadlineMs, DEFAULT_RENEW_DEADLINE_MS);
   const retryPeriodMs = duration('retryPeriodMs', options.retryPeriodMs, DEFAULT_RETRY_PERIOD_MS);
-  if (leaseDurationMs % 1000 !== 0) throw new LeaderElectionOptionsError(`leaseDurationMs must be whole seconds (a Lease records seconds), got ${leaseDurationMs}`);
-  if (leaseDurationMs <= renewDeadlineMs) throw new LeaderElectionOptionsError('leaseDuration must be greater than renewDeadline');
-  if (renewDeadlineMs <= JITTER_FACTOR * retryPeriodMs) throw new LeaderElectionOptionsError('renewDeadline must be greater than retryPeriod*JitterFactor');
+  if (leaseDurationMs % 1000 !== 0)
+    throw new LeaderElectionOptionsError(
+      `leaseDurationMs must be whole seconds (a Lease records seconds), got ${leaseDurationMs}`,
+    );
+  if (leaseDurationMs <= renewDeadlineMs)
+    throw new LeaderElectionOptionsError('leaseDuration must be greater than renewDeadline');
+  if (renewDeadlineMs <= JITTER_FACTOR * retryPeriodMs)
+    throw new LeaderElectionOptionsError('renewDeadline must be greater than retryPeriod*JitterFactor');
   return { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
 }
 
@@ -87,11 +94,17 @@ export function resolveTimings(options: Pick<LeaderElectorOptions, 'leaseDuratio
 export function checkOptions(options: LeaderElectorOptions): void {
   if (options === null || typeof options !== 'object') throw new LeaderElectionOptionsError('options are required');
   const lock = options.lock as Partial<ResourceLock> | undefined;
-  if (lock === undefined || typeof lock.get !== 'function' || typeof lock.update !== 'function' || typeof lock.create !== 'function') {
+  if (
+    lock === undefined ||
+    typeof lock.get !== 'function' ||
+    typeof lock.update !== 'function' ||
+    typeof lock.create !== 'function'
+  ) {
     throw new LeaderElectionOptionsError('Lock must not be nil.');
   }
   if (typeof lock.identity !== 'string' || lock.identity === '') throw new LeaderElectionOptionsError('Lock identity is empty');
   for (const name of ['onStartedLeading', 'onStoppedLeading', 'onNewLeader'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') throw new LeaderElectionOptionsError(`${name} must be a function`);
+    if (options[name] !== undefined && typeof options[name] !== 'function')
+      throw new LeaderElectionOptionsError(`${name} must be a function`);
   }
 }

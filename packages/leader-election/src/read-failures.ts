@@ -29,7 +29,10 @@ export class ReadFailureLog {
       this.#since = this.now();
       this.logger?.error({ ...fields, error: message }, 'error retrieving the lease');
     } else {
-      this.logger?.debug({ ...fields, error: message, failures: this.#failures }, 'error retrieving the lease (repeated; logged at error once per streak)');
+      this.logger?.debug(
+        { ...fields, error: message, failures: this.#failures },
+        'error retrieving the lease (repeated; logged at error once per streak)',
+      );
     }
   }
 

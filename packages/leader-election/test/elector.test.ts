@@ -34,14 +34,24 @@ async function until(clock: ManualClock, predicate: () => boolean, limitMs: numb
 }
 
 const lockOf = () => {
-  const client = new KubeClient({ server: 'https://fake.invalid', rateLimit: false, transport: async () => ({ status: 500, header: () => undefined, body: (async function* () {})(), close() {} }) });
+  const client = new KubeClient({
+    server: 'https://fake.invalid',
+    rateLimit: false,
+    transport: async () => ({ status: 500, header: () => undefined, body: (async function* () {})(), close() {} }),
+  });
   return new LeaseLock({ client, namespace: 'default', name: 'lock', identity: 'a' });
 };
 
 describe('[leader_election: defaults] client-go timings and checks', () => {
   it('defaults are 15 s lease, 10 s renew deadline, 2 s retry period, jitter 1.2', () => {
-    expect([DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, JITTER_FACTOR]).toEqual([15_000, 10_000, 2_000, 1.2]);
-    expect(new LeaderElector({ lock: lockOf() }).timings).toEqual({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+    expect([DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, JITTER_FACTOR]).toEqual([
+      15_000, 10_000, 2_000, 1.2,
+    ]);
+    expect(new LeaderElector({ lock: lockOf() }).timings).toEqual({
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+    });
   });
 
   it('[leader_election: validation] bad options are a LeaderElectionOptionsError with a stable code, like NewLeaderElector', () => {
@@ -55,14 +65,36 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
     ];
     for (const [timings, message] of bad) {
       expect(() => resolveTimings(timings)).toThrow(message);
-      expect(() => new LeaderElector({ lock: lockOf(), ...timings })).toThrow(expect.objectContaining({ code: 'LEADER_ELECTION_OPTIONS' }));
+      expect(() => new LeaderElector({ lock: lockOf(), ...timings })).toThrow(
+        expect.objectContaining({ code: 'LEADER_ELECTION_OPTIONS' }),
+      );
     }
     expect(() => new LeaderElector({} as never)).toThrow(/Lock must not be nil/);
-    expect(() => new LeaderElector({ lock: { ...lockOf(), get: lockOf().get, create: lockOf().create, update: lockOf().update, describe: () => '', identity: '' } })).toThrow(/Lock identity is empty/);
-    expect(() => new LeaderElector({ lock: lockOf(), onStartedLeading: 'x' as never })).toThrow(/onStartedLeading must be a function/);
-    expect(() => new LeaseLock({ client: new KubeClient({ server: 'https://x.invalid' }), namespace: '', name: 'l', identity: 'a' })).toThrow(expect.objectContaining({ code: 'LEADER_ELECTION_OPTIONS' }));
+    expect(
+      () =>
+        new LeaderElector({
+          lock: {
+            ...lockOf(),
+            get: lockOf().get,
+            create: lockOf().create,
+            update: lockOf().update,
+            describe: () => '',
+            identity: '',
+          },
+        }),
+    ).toThrow(/Lock identity is empty/);
+    expect(() => new LeaderElector({ lock: lockOf(), onStartedLeading: 'x' as never })).toThrow(
+      /onStartedLeading must be a function/,
+    );
+    expect(
+      () => new LeaseLock({ client: new KubeClient({ server: 'https://x.invalid' }), namespace: '', name: 'l', identity: 'a' }),
+    ).toThrow(expect.objectContaining({ code: 'LEADER_ELECTION_OPTIONS' }));
     // The boundary client-go accepts: renewDeadline just above retryPeriod·1.2.
-    expect(resolveTimings({ leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 })).toEqual({ leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 });
+    expect(resolveTimings({ leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 })).toEqual({
+      leaseDurationMs: 3_000,
+      renewDeadlineMs: 2_000,
+      retryPeriodMs: 500,
+    });
   });
 
   it('[leader_election: MicroTime] record times are RFC 3339 UTC with six fractional digits', () => {
@@ -70,7 +102,9 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
   });
 
   it('[leader_election: lease lock] an update before any read is refused (it would be unconditional)', async () => {
-    await expect(lockOf().update({ holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: '', renewTime: '', leaseTransitions: 0 })).rejects.toMatchObject({ code: 'LEADER_ELECTION_OPTIONS' });
+    await expect(
+      lockOf().update({ holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: '', renewTime: '', leaseTransitions: 0 }),
+    ).rejects.toMatchObject({ code: 'LEADER_ELECTION_OPTIONS' });
   });
 });
 
@@ -79,7 +113,11 @@ describe('[leader_election: acquire and renew] optimistic concurrency on the Lea
     const { server, advance } = setup();
     const started: AbortSignal[] = [];
     const leaders: string[] = [];
-    const a = start(replica(server, 'a', { elector: { onStartedLeading: (s) => void started.push(s), onNewLeader: (id) => void leaders.push(id) } }));
+    const a = start(
+      replica(server, 'a', {
+        elector: { onStartedLeading: (s) => void started.push(s), onNewLeader: (id) => void leaders.push(id) },
+      }),
+    );
     await advance(0);
     expect(a.elector.isLeader()).toBe(true);
     expect(started).toHaveLength(1);
@@ -120,7 +158,9 @@ describe('[leader_election: acquire and renew] optimistic concurrency on the Lea
     const lost: LeadershipLostError[] = [];
     let stopped = 0;
     let signal: AbortSignal | undefined;
-    const a = start(replica(server, 'a', { elector: { onStartedLeading: (s) => void (signal = s), onStoppedLeading: () => void stopped++ } }));
+    const a = start(
+      replica(server, 'a', { elector: { onStartedLeading: (s) => void (signal = s), onStoppedLeading: () => void stopped++ } }),
+    );
     await advance(0);
     a.elector.onLost((e) => void lost.push(e));
     server.put('default', 'lock', { holderIdentity: 'x', leaseDurationSeconds: 15, leaseTransitions: 1 });
@@ -140,7 +180,13 @@ describe('[leader_election: observed-time expiry] a candidate judges expiry on i
   it('a renewTime far in the past does not let a candidate take over early: it waits a lease duration from its observation', async () => {
     const { server, advance, clock } = setup();
     // Written "an hour ago" by a holder that then died; a candidate comparing timestamps would take it at once.
-    server.put('default', 'lock', { holderIdentity: 'dead', leaseDurationSeconds: 15, acquireTime: formatMicroTime(0), renewTime: formatMicroTime(0), leaseTransitions: 3 });
+    server.put('default', 'lock', {
+      holderIdentity: 'dead',
+      leaseDurationSeconds: 15,
+      acquireTime: formatMicroTime(0),
+      renewTime: formatMicroTime(0),
+      leaseTransitions: 3,
+    });
     const b = start(replica(server, 'b', { offsetMs: 3_600_000 }));
     const begin = clock.now();
     const waited = await until(clock, () => b.elector.isLeader(), 30_000);
@@ -155,7 +201,12 @@ describe('[leader_election: observed-time expiry] a candidate judges expiry on i
 
   it('a renewTime in the future (a holder whose wall clock runs ahead) does not delay the takeover either', async () => {
     const { server, clock, advance } = setup();
-    server.put('default', 'lock', { holderIdentity: 'dead', leaseDurationSeconds: 15, renewTime: formatMicroTime(Date.UTC(2100, 0, 1)), leaseTransitions: 0 });
+    server.put('default', 'lock', {
+      holderIdentity: 'dead',
+      leaseDurationSeconds: 15,
+      renewTime: formatMicroTime(Date.UTC(2100, 0, 1)),
+      leaseTransitions: 0,
+    });
     const b = start(replica(server, 'b'));
     const waited = await until(clock, () => b.elector.isLeader(), 30_000);
     expect(waited).toBeGreaterThanOrEqual(15_000);
@@ -164,12 +215,17 @@ describe('[leader_election: observed-time expiry] a candidate judges expiry on i
     await advance(0);
   });
 
-  it('every change of the record restarts the candidate\'s count; the leaseDurationSeconds of the record is what it waits', async () => {
+  it("every change of the record restarts the candidate's count; the leaseDurationSeconds of the record is what it waits", async () => {
     const { server, clock, advance } = setup();
     server.put('default', 'lock', { holderIdentity: 'x', leaseDurationSeconds: 5, leaseTransitions: 0 });
     const b = start(replica(server, 'b'));
     await advance(4_000);
-    server.put('default', 'lock', { holderIdentity: 'x', leaseDurationSeconds: 5, renewTime: formatMicroTime(1), leaseTransitions: 0 });
+    server.put('default', 'lock', {
+      holderIdentity: 'x',
+      leaseDurationSeconds: 5,
+      renewTime: formatMicroTime(1),
+      leaseTransitions: 0,
+    });
     const begin = clock.now();
     await until(clock, () => b.elector.isLeader(), 20_000);
     // b observes the change at its next try (≤ 3.2 s later), then waits 5 s from there.
@@ -183,7 +239,14 @@ describe('[leader_election: renew deadline] a leader that cannot renew steps dow
   it('with every request lost, the leader stops at exactly renewSentAt + renewDeadline; a candidate starts only after a lease duration from its observation', async () => {
     const { server, clock, advance } = setup();
     const events: [string, number][] = [];
-    const a = start(replica(server, 'a', { elector: { onStartedLeading: () => void events.push(['a+', clock.now()]), onStoppedLeading: () => void events.push(['a-', clock.now()]) } }));
+    const a = start(
+      replica(server, 'a', {
+        elector: {
+          onStartedLeading: () => void events.push(['a+', clock.now()]),
+          onStoppedLeading: () => void events.push(['a-', clock.now()]),
+        },
+      }),
+    );
     await advance(0);
     const b = start(replica(server, 'b', { elector: { onStartedLeading: () => void events.push(['b+', clock.now()]) } }));
     await advance(10);
@@ -241,7 +304,12 @@ describe('[leader_election: renew deadline] a leader that cannot renew steps dow
     const { server, clock, advance } = setup();
     let slow = false;
     const stops: number[] = [];
-    const a = start(replica(server, 'a', { faults: () => (slow ? { responseDelayMs: 11_000 } : {}), elector: { onStoppedLeading: () => void stops.push(clock.now()) } }));
+    const a = start(
+      replica(server, 'a', {
+        faults: () => (slow ? { responseDelayMs: 11_000 } : {}),
+        elector: { onStoppedLeading: () => void stops.push(clock.now()) },
+      }),
+    );
     await advance(0);
     slow = true;
     await advance(13_000);
@@ -261,7 +329,12 @@ describe('[leader_election: ReleaseOnCancel] a graceful stop releases the Lease 
         elector: {
           releaseOnCancel,
           onStartedLeading: (signal) =>
-            new Promise<void>((resolve) => signal.addEventListener('abort', () => void clock.setTimeout(() => (order.push('work settled'), resolve()), workMs))),
+            new Promise<void>((resolve) =>
+              signal.addEventListener(
+                'abort',
+                () => void clock.setTimeout(() => (order.push('work settled'), resolve()), workMs),
+              ),
+            ),
           onStoppedLeading: () => void order.push('stopped leading'),
         },
       }),
@@ -314,7 +387,10 @@ describe('[leader_election: health] client-go HealthzAdaptor', () => {
     clock.jump(15_000 + 1_000);
     expect(a.elector.check(1_000)).toEqual({ healthy: true });
     clock.jump(1);
-    expect(a.elector.check(1_000)).toMatchObject({ healthy: false, reason: expect.stringMatching(/failed election to renew leadership on lease default\/lock/) });
+    expect(a.elector.check(1_000)).toMatchObject({
+      healthy: false,
+      reason: expect.stringMatching(/failed election to renew leadership on lease default\/lock/),
+    });
     expect(b.elector.check(0)).toEqual({ healthy: true });
     await advance(0); // the loop runs again: the overdue deadline timer steps a down
     expect(a.elector.check(0)).toEqual({ healthy: true });
@@ -328,7 +404,9 @@ describe('[leader_election: gate] waitForLeadership, onLost, run', () => {
     const { server, advance } = setup();
     server.put('default', 'lock', { holderIdentity: 'x', leaseDurationSeconds: 15, leaseTransitions: 0 });
     const a = replica(server, 'a');
-    const timedOut = expect(a.elector.waitForLeadership(undefined, 1_000)).rejects.toMatchObject({ code: 'LEADERSHIP_WAIT_TIMEOUT' });
+    const timedOut = expect(a.elector.waitForLeadership(undefined, 1_000)).rejects.toMatchObject({
+      code: 'LEADERSHIP_WAIT_TIMEOUT',
+    });
     const aborted = new AbortController();
     const cancelled = a.elector.waitForLeadership(aborted.signal);
     const stopped = a.elector.waitForLeadership();
@@ -406,7 +484,7 @@ describe('[leader_election: process lifetime] the default clock', () => {
   });
 });
 
-describe('[leader_election: bounded waits] every request of an attempt has the attempt\'s deadline', () => {
+describe("[leader_election: bounded waits] every request of an attempt has the attempt's deadline", () => {
   it('a request that is never answered fails at the renew deadline, is logged, and the candidate tries again', async () => {
     const { server, clock, advance } = setup();
     let lost = 1;
@@ -414,7 +492,11 @@ describe('[leader_election: bounded waits] every request of an attempt has the a
     await advance(0);
     expect(a.elector.isLeader()).toBe(false);
     await advance(10_000);
-    expect(a.logger.lines.some((l) => l.level === 'error' && /error retrieving the lease/.test(l.message) && /10000 ms/.test(String(l.fields['error'])))).toBe(true);
+    expect(
+      a.logger.lines.some(
+        (l) => l.level === 'error' && /error retrieving the lease/.test(l.message) && /10000 ms/.test(String(l.fields['error'])),
+      ),
+    ).toBe(true);
     const took = await until(clock, () => a.elector.isLeader(), 30_000);
     expect(took).toBeLessThanOrEqual(3_200 + 100); // the next jittered try
     a.controller.abort();
@@ -431,7 +513,8 @@ describe('[leader_election: quiet outage] failed Lease reads are logged at error
     start(b);
     await advance(0);
     expect(a.elector.isLeader()).toBe(true);
-    const reads = (r: Replica, level: string) => r.logger.lines.filter((l) => l.level === level && l.message.startsWith('error retrieving the lease'));
+    const reads = (r: Replica, level: string) =>
+      r.logger.lines.filter((l) => l.level === level && l.message.startsWith('error retrieving the lease'));
     const recoveries = (r: Replica) => r.logger.lines.filter((l) => l.message === 'the lease can be read again');
     await advance(60_000);
     // Every try failed (10 s deadline, then a 3.2 s jittered retry): four or more reads, one error line.

@@ -39,7 +39,10 @@ export class FakeLeaseServer {
   constructor(readonly clock: ManualClock) {}
 
   /** A transport for one client; `faults` decides the fate of each request, `blackHole` drops everything once true. */
-  transport(clientClock: Clock, options: { faults?: (() => Fault) | undefined; blackHole?: (() => boolean) | undefined } = {}): Transport {
+  transport(
+    clientClock: Clock,
+    options: { faults?: (() => Fault) | undefined; blackHole?: (() => boolean) | undefined } = {},
+  ): Transport {
     return (request) =>
       new Promise<TransportResponse>((resolve, reject) => {
         const fault = options.blackHole?.() ? { drop: 'request' as const } : (options.faults?.() ?? {});
@@ -74,7 +77,8 @@ export class FakeLeaseServer {
     const [, namespace, name] = match;
     const key = `${namespace}/${name ?? (body?.['metadata'] as Json | undefined)?.['name']}`;
     const current = this.leases.get(key);
-    if (method === 'GET') return current ? respond(200, current) : respond(404, statusBody(404, 'NotFound', `leases "${name}" not found`));
+    if (method === 'GET')
+      return current ? respond(200, current) : respond(404, statusBody(404, 'NotFound', `leases "${name}" not found`));
     if (method === 'POST') {
       if (current) return respond(409, statusBody(409, 'AlreadyExists', `leases "${key}" already exists`));
       return respond(201, this.#store(key, namespace!, body!));
@@ -83,7 +87,14 @@ export class FakeLeaseServer {
       if (!current) return respond(404, statusBody(404, 'NotFound', `leases "${name}" not found`));
       const rv = (body?.['metadata'] as Json | undefined)?.['resourceVersion'];
       if (rv !== undefined && rv !== (current['metadata'] as Json)['resourceVersion']) {
-        return respond(409, statusBody(409, 'Conflict', 'Operation cannot be fulfilled on leases.coordination.k8s.io: the object has been modified; please apply your changes to the latest version and try again'));
+        return respond(
+          409,
+          statusBody(
+            409,
+            'Conflict',
+            'Operation cannot be fulfilled on leases.coordination.k8s.io: the object has been modified; please apply your changes to the latest version and try again',
+          ),
+        );
       }
       return respond(200, this.#store(key, namespace!, body!));
     }
@@ -104,7 +115,11 @@ export class FakeLeaseServer {
     const metadata = { ...(body['metadata'] as Json), namespace, resourceVersion: String(this.#rv) };
     const object = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', ...body, metadata };
     this.leases.set(key, object);
-    this.writes.push({ at: this.clock.now(), holder: String((body['spec'] as Json | undefined)?.['holderIdentity'] ?? ''), rv: String(this.#rv) });
+    this.writes.push({
+      at: this.clock.now(),
+      holder: String((body['spec'] as Json | undefined)?.['holderIdentity'] ?? ''),
+      rv: String(this.#rv),
+    });
     return structuredClone(object);
   }
 }
@@ -129,7 +144,11 @@ export class ReplicaClock implements Clock {
   }
 
   setTimeout(callback: () => void, delayMs: number, options?: TimerOptions): unknown {
-    const handle: unknown = this.base.setTimeout(() => (this.#frozen ? this.#held.set(handle, callback) : callback()), delayMs, options);
+    const handle: unknown = this.base.setTimeout(
+      () => (this.#frozen ? this.#held.set(handle, callback) : callback()),
+      delayMs,
+      options,
+    );
     return handle;
   }
 
@@ -181,7 +200,15 @@ export function replica(
 ): Replica {
   const clock = new ReplicaClock(server.clock, options.offsetMs ?? 0);
   const logger = recordingLogger();
-  const self: Replica = { id, clock, logger, blackHole: false, controller: new AbortController(), run: undefined, elector: undefined as unknown as LeaderElector };
+  const self: Replica = {
+    id,
+    clock,
+    logger,
+    blackHole: false,
+    controller: new AbortController(),
+    run: undefined,
+    elector: undefined as unknown as LeaderElector,
+  };
   const client = new KubeClient({
     server: 'https://fake.invalid',
     rateLimit: false,

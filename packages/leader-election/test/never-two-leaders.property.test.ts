@@ -16,14 +16,29 @@ type Action =
 
 const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 6, arbitrary: fc.integer({ min: 1, max: 6_000 }).map((ms) => ({ kind: 'advance' as const, ms })) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constantFrom('freeze' as const, 'thaw' as const, 'kill' as const, 'stop' as const, 'restart' as const), who: fc.integer({ min: 0, max: 2 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('freeze' as const, 'thaw' as const, 'kill' as const, 'stop' as const, 'restart' as const),
+      who: fc.integer({ min: 0, max: 2 }),
+    }),
+  },
   // The same, aimed at whoever leads now (-1): the interesting case, so it is not left to chance.
-  { weight: 2, arbitrary: fc.record({ kind: fc.constantFrom('freeze' as const, 'kill' as const, 'stop' as const), who: fc.constant(-1) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constantFrom('freeze' as const, 'kill' as const, 'stop' as const), who: fc.constant(-1) }),
+  },
 );
 
 const fault: fc.Arbitrary<Fault> = fc.record({
-  commitDelayMs: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 50 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 12_000 }) }),
-  responseDelayMs: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 50 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 12_000 }) }),
+  commitDelayMs: fc.oneof(
+    { weight: 3, arbitrary: fc.integer({ min: 0, max: 50 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 12_000 }) },
+  ),
+  responseDelayMs: fc.oneof(
+    { weight: 3, arbitrary: fc.integer({ min: 0, max: 50 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 12_000 }) },
+  ),
   drop: fc.constantFrom('none' as const, 'none' as const, 'none' as const, 'request' as const, 'response' as const),
 });
 
@@ -56,7 +71,8 @@ describe('[leader_election: never two leaders] fast-check over random interleavi
                 onStartedLeading: () => {
                   terms += 1;
                   for (const other of live) {
-                    if (other !== self && other.elector.isLeader()) violations.push(`${self.id} started at ${clock.now()} while ${other.id} leads`);
+                    if (other !== self && other.elector.isLeader())
+                      violations.push(`${self.id} started at ${clock.now()} while ${other.id} leads`);
                   }
                   const last = server.writes.at(-1);
                   if (last?.holder !== self.id) violations.push(`${self.id} started but the lease says ${last?.holder}`);

@@ -49,7 +49,10 @@ export class Dispatcher<T, P extends ParentKey, S> {
     } catch (error) {
       // A key that is not a primitive fails again in `add`, with the work queue's typed error.
       if ((error as { code?: unknown })?.code !== 'RETRY_SCHEDULER_INVALID_KEY') {
-        this.#o.logger.error({ err: error, parentKey: String(key) }, 'fingerprint unusable; enqueued without the dead-letter gate');
+        this.#o.logger.error(
+          { err: error, parentKey: String(key) },
+          'fingerprint unusable; enqueued without the dead-letter gate',
+        );
       }
     }
     if (admitted) this.#o.queue.add(key);
@@ -78,13 +81,23 @@ export class Dispatcher<T, P extends ParentKey, S> {
       let handedOver = false;
       try {
         // Parked while it waited as a dirty re-add: run it only if its fingerprint moved on.
-        if (scheduler.isParked(key) && !scheduler.offer(key, safeFingerprint(() => this.#fingerprintOf(key)))) continue;
+        if (
+          scheduler.isParked(key) &&
+          !scheduler.offer(
+            key,
+            safeFingerprint(() => this.#fingerprintOf(key)),
+          )
+        )
+          continue;
         // Its own writes not yet in the cache: running now could act on a stale view (a second create).
         // Dropped, not lost: satisfaction or the TTL re-offers it. A parent gone from the primary store
         // has nothing left to create for; its expectations are dropped (upstream's DeleteExpectations).
         if (!this.#o.expectations.satisfied(key)) {
           if (this.#o.wiring.primary.hasMembers(key)) {
-            logger.debug({ parentKey: String(key) }, 'expectations unsatisfied; reconcile deferred until the cache observes its writes');
+            logger.debug(
+              { parentKey: String(key) },
+              'expectations unsatisfied; reconcile deferred until the cache observes its writes',
+            );
             continue;
           }
           this.#o.expectations.forget(key);
@@ -169,7 +182,9 @@ export class Dispatcher<T, P extends ParentKey, S> {
 /** The default fingerprint: the parent object's `metadata.generation` (a spec change), read structurally. */
 export function generationOf(parent: unknown): Fingerprint {
   const generation = (parent as { metadata?: { generation?: unknown } } | undefined)?.metadata?.generation;
-  return typeof generation === 'number' || typeof generation === 'string' || typeof generation === 'bigint' ? generation : undefined;
+  return typeof generation === 'number' || typeof generation === 'string' || typeof generation === 'bigint'
+    ? generation
+    : undefined;
 }
 
 /** A fingerprint the scheduler accepts: a throw or a non-primitive becomes `undefined`. */
@@ -177,7 +192,9 @@ function safeFingerprint(compute: () => Fingerprint): Fingerprint {
   try {
     const value: unknown = compute();
     const type = typeof value;
-    return value === null || type === 'string' || type === 'number' || type === 'bigint' || type === 'boolean' ? (value as Fingerprint) : undefined;
+    return value === null || type === 'string' || type === 'number' || type === 'bigint' || type === 'boolean'
+      ? (value as Fingerprint)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -61,7 +61,10 @@ export class SyncTimeoutError extends Error {
  */
 export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
-  const { status, statusCode } = error as { status?: { code?: unknown; reason?: unknown; message?: unknown }; statusCode?: unknown };
+  const { status, statusCode } = error as {
+    status?: { code?: unknown; reason?: unknown; message?: unknown };
+    statusCode?: unknown;
+  };
   const code = typeof status?.code === 'number' ? status.code : typeof statusCode === 'number' ? statusCode : undefined;
   if (code === undefined) {
     // A wrapper (say a permanent error around an ApiStatusError) may carry the Status on its cause.
@@ -72,7 +75,8 @@ export function describeError(error: unknown): string {
   }
   // A permanent error whose own message already names the HTTP status (the reflector's ListRejectedError
   // names the source, the Status and the request) describes itself better than the bare Status does.
-  if ((error as { permanent?: unknown }).permanent === true && new RegExp(`\\b${code}\\b`).test(error.message)) return error.message;
+  if ((error as { permanent?: unknown }).permanent === true && new RegExp(`\\b${code}\\b`).test(error.message))
+    return error.message;
   const reason = typeof status?.reason === 'string' && status.reason !== '' ? ` ${status.reason}` : '';
   const message = typeof status?.message === 'string' && status.message !== '' ? status.message : error.message;
   return `${code}${reason}: ${message}`;

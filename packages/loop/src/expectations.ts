@@ -29,7 +29,6 @@ export interface ExpectationRecorder {
   deletions(...keys: ObjectKey[]): void;
 }
 
-
 interface Pending {
   /** `source\0key` → true for a creation (wait for presence), false for a deletion (wait for absence). */
   readonly keys: Map<string, boolean>;
@@ -70,16 +69,21 @@ export class Expectations<P extends ParentKey> {
 
   /** The recorder `ctx.expect(source)` hands a reconcile of `parent`. */
   recorder(parent: P, source: string): ExpectationRecorder {
-    if (!this.#o.stores.has(source)) throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): no secondary source of that name`);
+    if (!this.#o.stores.has(source))
+      throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): no secondary source of that name`);
     const add = (created: boolean, keys: ObjectKey[]): void => {
       for (const key of keys) {
-        if (typeof key !== 'string') throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
+        if (typeof key !== 'string')
+          throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
         // Already observed (the watch beat the create's response): nothing to wait for.
         if (this.#observed(source, key, created)) continue;
         this.#entry(parent).keys.set(source + SEP + key, created);
       }
     };
-    return Object.freeze({ creations: (...keys: ObjectKey[]) => add(true, keys), deletions: (...keys: ObjectKey[]) => add(false, keys) });
+    return Object.freeze({
+      creations: (...keys: ObjectKey[]) => add(true, keys),
+      deletions: (...keys: ObjectKey[]) => add(false, keys),
+    });
   }
 
   /**

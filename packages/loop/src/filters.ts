@@ -38,7 +38,14 @@ export const generationChanged: UpdateFilter<MetaView> = (previous, next) =>
   previous?.metadata?.generation !== next?.metadata?.generation;
 
 /** Runs a user filter; a throw is logged and lets the update through (never lose a change). */
-export function passes<U>(filter: UpdateFilter<U>, previous: U, next: U, key: ObjectKey, source: string, logger: Logger): boolean {
+export function passes<U>(
+  filter: UpdateFilter<U>,
+  previous: U,
+  next: U,
+  key: ObjectKey,
+  source: string,
+  logger: Logger,
+): boolean {
   try {
     return filter(previous, next) !== false;
   } catch (error) {
@@ -82,7 +89,8 @@ export function filteredWriter<T, P extends ParentKey>(
         const previous = before.get(key);
         const was = parentsBefore.get(key);
         const now = store.parentOf(key);
-        if (previous !== undefined && was === now && was !== undefined && !passes(filter, previous, object, key, source, logger)) continue;
+        if (previous !== undefined && was === now && was !== undefined && !passes(filter, previous, object, key, source, logger))
+          continue;
         if (was !== undefined) out.add(was);
         if (now !== undefined) out.add(now);
       }

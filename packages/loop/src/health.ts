@@ -93,7 +93,11 @@ export function verdicts<P extends ParentKey>(input: HealthInputs<P>): { ready: 
   const reconcileCheck = (name: string): HealthCheck =>
     stuck.length === 0
       ? { name, ok: true }
-      : { name, ok: false, reason: stuck.map((c) => `reconcile of ${String(c.parentKey)} running for ${seconds(c.ageMs)}`).join('; ') };
+      : {
+          name,
+          ok: false,
+          reason: stuck.map((c) => `reconcile of ${String(c.parentKey)} running for ${seconds(c.ageMs)}`).join('; '),
+        };
 
   const ready: HealthCheck[] = [
     state === 'running'
@@ -101,7 +105,9 @@ export function verdicts<P extends ParentKey>(input: HealthInputs<P>): { ready: 
       : { name: 'started', ok: false, reason: `loop is ${state}${error === undefined ? '' : `: ${describeError(error)}`}` },
   ];
   const alive: HealthCheck[] = [
-    error === undefined ? { name: 'loop', ok: true } : { name: 'loop', ok: false, reason: `ended by a failure: ${describeError(error)}` },
+    error === undefined
+      ? { name: 'loop', ok: true }
+      : { name: 'loop', ok: false, reason: `ended by a failure: ${describeError(error)}` },
   ];
   for (const source of input.sources) {
     const name = `source:${source.source}`;
@@ -114,19 +120,26 @@ export function verdicts<P extends ParentKey>(input: HealthInputs<P>): { ready: 
       alive.push({ name, ok: false, reason });
       continue;
     }
-    if (!source.synced) ready.push({ name, ok: false, reason: `not synced yet${source.consecutiveFailures > 0 ? `; ${failing}` : ''}` });
+    if (!source.synced)
+      ready.push({ name, ok: false, reason: `not synced yet${source.consecutiveFailures > 0 ? `; ${failing}` : ''}` });
     else if (failingMs > limits.sourceFailingMs) ready.push({ name, ok: false, reason: failing });
     else ready.push({ name, ok: true });
 
     const silentMs = source.msSinceLastEvent;
     if (failingMs > limits.sourceWedgedMs) alive.push({ name, ok: false, reason: failing });
-    else if (source.sourceHealth !== undefined && source.streaming && silentMs !== undefined && silentMs > limits.sourceSilentMs) {
+    else if (
+      source.sourceHealth !== undefined &&
+      source.streaming &&
+      silentMs !== undefined &&
+      silentMs > limits.sourceSilentMs
+    ) {
       alive.push({ name, ok: false, reason: `streaming but no frame for ${seconds(silentMs)}` });
     } else alive.push({ name, ok: true });
   }
   ready.push(reconcileCheck('reconcile'));
   // Parked keys do not make the loop unready (the rest of the fleet is served); the detail makes them visible.
-  if ((input.parked ?? 0) > 0) ready.push({ name: 'dead-letter', ok: true, reason: `${input.parked} parent keys parked; see parked()` });
+  if ((input.parked ?? 0) > 0)
+    ready.push({ name: 'dead-letter', ok: true, reason: `${input.parked} parent keys parked; see parked()` });
   // A warm standby is ready (controller-runtime's manager reports ready on standbys): a rolling
   // update must be able to wait for it, and a Service in front must not drop it.
   if (input.leader !== undefined) {

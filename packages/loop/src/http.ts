@@ -44,7 +44,10 @@ const ENDPOINTS = { '/healthz': 'alive', '/livez': 'alive', '/readyz': 'ready' }
  * Builds the handler. Every request takes a fresh `health()` snapshot; a `health()` that throws
  * answers 500 with the error's message rather than crashing the server.
  */
-export function healthHandler(reporter: HealthReporter, options: HealthHandlerOptions = {}): (req: RequestLike, res: ResponseLike) => void {
+export function healthHandler(
+  reporter: HealthReporter,
+  options: HealthHandlerOptions = {},
+): (req: RequestLike, res: ResponseLike) => void {
   return (req, res) => {
     const url = new URL(req.url ?? '/', 'http://probe.invalid');
     const [, top = '', single] = /^(\/[^/]+)(?:\/(.+))?$/.exec(url.pathname) ?? [];
@@ -58,7 +61,12 @@ export function healthHandler(reporter: HealthReporter, options: HealthHandlerOp
     try {
       verdict = reporter.health()[endpoint];
     } catch (error) {
-      return send(res, 500, 'text/plain; charset=utf-8', `health() failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      return send(
+        res,
+        500,
+        'text/plain; charset=utf-8',
+        `health() failed: ${error instanceof Error ? error.message : String(error)}\n`,
+      );
     }
     const name = top.slice(1);
     const excluded = new Set(url.searchParams.getAll('exclude'));
@@ -77,7 +85,9 @@ export function healthHandler(reporter: HealthReporter, options: HealthHandlerOp
     const verbose = url.searchParams.has('verbose');
     if (ok && !verbose) return send(res, 200, 'text/plain; charset=utf-8', 'ok');
     const reveal = verbose || options.revealReasons === true;
-    const lines = checks.map((c) => (c.ok ? `[+]${c.name} ok` : `[-]${c.name} failed: ${reveal ? (c.reason ?? 'failed') : 'reason withheld'}`));
+    const lines = checks.map((c) =>
+      c.ok ? `[+]${c.name} ok` : `[-]${c.name} failed: ${reveal ? (c.reason ?? 'failed') : 'reason withheld'}`,
+    );
     for (const skipped of excluded) lines.push(`[+]${skipped} excluded: ok`);
     lines.push(ok ? `${name} check passed` : `${name} check failed`);
     send(res, status, 'text/plain; charset=utf-8', lines.join('\n') + '\n');

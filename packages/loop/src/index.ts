@@ -60,5 +60,29 @@ export {
   DEFAULT_SOURCE_HEALTHY_AFTER_MS,
   type StreamDriverHealth,
 } from '@reconcile-loop/stream-driver';
-export { upsertEvent, deleteEvent, replaceEvent, isPermanentSourceError, type Source, type SourceEvent, type UpsertEvent, type DeleteEvent, type ReplaceEvent, type ObjectKey, type ParentKey, type KeyMap, type ObjectStoreReader, type SourceHealth, type QuarantinedObject, type PermanentSourceError } from '@reconcile-loop/object-store';
-export { silentLogger, systemClock, ManualClock, InvalidClockStepError, type Logger, type Clock } from '@reconcile-loop/primitives';
+export {
+  upsertEvent,
+  deleteEvent,
+  replaceEvent,
+  isPermanentSourceError,
+  type Source,
+  type SourceEvent,
+  type UpsertEvent,
+  type DeleteEvent,
+  type ReplaceEvent,
+  type ObjectKey,
+  type ParentKey,
+  type KeyMap,
+  type ObjectStoreReader,
+  type SourceHealth,
+  type QuarantinedObject,
+  type PermanentSourceError,
+} from '@reconcile-loop/object-store';
+export {
+  silentLogger,
+  systemClock,
+  ManualClock,
+  InvalidClockStepError,
+  type Logger,
+  type Clock,
+} from '@reconcile-loop/primitives';

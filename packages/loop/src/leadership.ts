@@ -47,7 +47,8 @@ export function validateLeaderGate(gate: unknown): void {
   for (const method of ['isLeader', 'waitForLeadership', 'onLost'] as const) {
     if (typeof g?.[method] !== 'function') throw new ReconcileLoopOptionsError(`leaderGate.${method} must be a function`);
   }
-  if (g!.track !== undefined && typeof g!.track !== 'function') throw new ReconcileLoopOptionsError('leaderGate.track must be a function');
+  if (g!.track !== undefined && typeof g!.track !== 'function')
+    throw new ReconcileLoopOptionsError('leaderGate.track must be a function');
 }
 
 export interface LeadershipOptions {
@@ -151,7 +152,10 @@ export class Leadership {
     if (term === undefined) return;
     this.#term = undefined;
     term.dispose();
-    const error = reason instanceof LeadershipEndedError || (reason as { code?: unknown })?.code === 'RECONCILE_LOOP_STOPPED' ? reason : new LeadershipEndedError('leadership lost', { cause: reason });
+    const error =
+      reason instanceof LeadershipEndedError || (reason as { code?: unknown })?.code === 'RECONCILE_LOOP_STOPPED'
+        ? reason
+        : new LeadershipEndedError('leadership lost', { cause: reason });
     this.#o.logger.info({ reason: (error as Error)?.message }, 'leadership term ended: dispatching stopped, caches stay warm');
     term.controller.abort(error);
   }

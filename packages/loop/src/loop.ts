@@ -5,7 +5,13 @@ import { silentLogger, systemClock, type Clock, type Logger } from '@reconcile-l
 import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import type { Reconcile, SecondaryReaders } from './context.js';
-import { LoopAlreadyStartedError, LoopStoppedError, ReconcileLoopOptionsError, StopInsideReconcileError, SyncTimeoutError } from './errors.js';
+import {
+  LoopAlreadyStartedError,
+  LoopStoppedError,
+  ReconcileLoopOptionsError,
+  StopInsideReconcileError,
+  SyncTimeoutError,
+} from './errors.js';
 import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
 import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
 import { Dispatcher } from './dispatch.js';
@@ -149,7 +155,14 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
       logger: this.#logger,
       expectations: this.#expectations,
     });
-    const [queue, scheduler, runner, wiring, clock, concurrency] = [this.#queue, this.#scheduler, this.#runner, this.#wiring, this.#clock, this.#settings.concurrency];
+    const [queue, scheduler, runner, wiring, clock, concurrency] = [
+      this.#queue,
+      this.#scheduler,
+      this.#runner,
+      this.#wiring,
+      this.#clock,
+      this.#settings.concurrency,
+    ];
     bindObserver(options, { concurrency, queue, scheduler, runner, wiring, now: () => clock.now() });
   }
 
@@ -217,7 +230,10 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     for (let i = 0; i < this.#settings.concurrency; i++) this.#workers.push(this.#dispatcher.work(signal));
     this.#armResync();
     this.#state = 'running';
-    this.#logger.info({ source: this.#name, parents: this.#queue.size, concurrency: this.#settings.concurrency }, 'reconcile loop started');
+    this.#logger.info(
+      { source: this.#name, parents: this.#queue.size, concurrency: this.#settings.concurrency },
+      'reconcile loop started',
+    );
   }
 
   /**
@@ -293,7 +309,16 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     const inFlight = this.#runner.inFlight();
     const parked = this.#scheduler.parkedCount;
     const leader = this.#leadership === undefined ? undefined : this.#leadership.leading;
-    const { ready, alive } = verdicts({ state: this.#state, now, inFlight, sources, error: this.#error, limits: this.#settings.health, parked, leader });
+    const { ready, alive } = verdicts({
+      state: this.#state,
+      now,
+      inFlight,
+      sources,
+      error: this.#error,
+      limits: this.#settings.health,
+      parked,
+      leader,
+    });
     const syncTimes = sources.map((s) => s.lastSyncAt);
     return {
       state: this.#state,

@@ -131,7 +131,11 @@ export function controllerName(options: { name?: string | undefined; source: { n
 }
 
 /** The runner hooks for `observer`, or undefined without start/end hooks (the runner then skips the bookkeeping). */
-export function runnerHooks<P extends ParentKey>(observer: ReconcileLoopObserver<P> | undefined, controller: string, logger: Logger): RunnerHooks<P> | undefined {
+export function runnerHooks<P extends ParentKey>(
+  observer: ReconcileLoopObserver<P> | undefined,
+  controller: string,
+  logger: Logger,
+): RunnerHooks<P> | undefined {
   if (observer?.onReconcileStart === undefined && observer?.onReconcileEnd === undefined) return undefined;
   const guard = (hook: string, call: () => void): void => {
     try {
@@ -185,7 +189,11 @@ export function bindObserver<T, P extends ParentKey, S>(
   const observer = options.observer;
   if (observer?.bind === undefined) return;
   const secondary = Object.values((options.secondary ?? {}) as Record<string, { source: Source<unknown> }>);
-  const full: SnapshotParts<T, P, S> = { ...parts, controller: controllerName(options), sources: [options.source, ...secondary.map((s) => s.source)] };
+  const full: SnapshotParts<T, P, S> = {
+    ...parts,
+    controller: controllerName(options),
+    sources: [options.source, ...secondary.map((s) => s.source)],
+  };
   observer.bind({ controller: full.controller, snapshot: () => snapshotOf(full) });
 }
 

@@ -191,20 +191,26 @@ export function validateLoopOptions<T, P extends ParentKey, S>(options: Reconcil
   if (typeof source?.open !== 'function') throw new ReconcileLoopOptionsError('source must have an open(signal) method');
   if (typeof keyMap !== 'function') throw new ReconcileLoopOptionsError('keyMap must be a function');
   if (typeof reconcile !== 'function') throw new ReconcileLoopOptionsError('reconcile must be a function');
-  if (options.onError !== undefined && typeof options.onError !== 'function') throw new ReconcileLoopOptionsError('onError must be a function');
-  if (options.name !== undefined && (typeof options.name !== 'string' || options.name === '')) throw new ReconcileLoopOptionsError('name must be a non-empty string');
-  if (options.observer !== undefined && (options.observer === null || typeof options.observer !== 'object')) throw new ReconcileLoopOptionsError('observer must be an object');
+  if (options.onError !== undefined && typeof options.onError !== 'function')
+    throw new ReconcileLoopOptionsError('onError must be a function');
+  if (options.name !== undefined && (typeof options.name !== 'string' || options.name === ''))
+    throw new ReconcileLoopOptionsError('name must be a non-empty string');
+  if (options.observer !== undefined && (options.observer === null || typeof options.observer !== 'object'))
+    throw new ReconcileLoopOptionsError('observer must be an object');
   for (const name of ['sourceRetryDelayMs', 'maxSourceRetryDelayMs', 'sourceHealthyAfterMs'] as const) {
     if (options[name] !== undefined) duration(name, options[name], true);
   }
   validateSecondaries(source, options.secondary as Record<string, SecondarySource<unknown, P>> | undefined);
   for (const name of ['updateFilter', 'fingerprint'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') throw new ReconcileLoopOptionsError(`${name} must be a function`);
+    if (options[name] !== undefined && typeof options[name] !== 'function')
+      throw new ReconcileLoopOptionsError(`${name} must be a function`);
   }
   validateLeaderGate(options.leaderGate);
   const concurrency = options.concurrency ?? 1;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
-    throw new ReconcileLoopOptionsError(`concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, got ${String(options.concurrency)}`);
+    throw new ReconcileLoopOptionsError(
+      `concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, got ${String(options.concurrency)}`,
+    );
   }
   const { baseDelayMs, maxDelayMs, budget } = options.retry ?? {};
   if (budget !== undefined) {
@@ -216,7 +222,10 @@ export function validateLoopOptions<T, P extends ParentKey, S>(options: Reconcil
     delays.forEach((d: unknown, i) => duration(`retry.budget.delaysMs[${i}]`, d, true));
   }
   if (baseDelayMs !== undefined) duration('retry.baseDelayMs', baseDelayMs, true);
-  if (maxDelayMs !== undefined && (typeof maxDelayMs !== 'number' || Number.isNaN(maxDelayMs) || maxDelayMs < (baseDelayMs ?? 0))) {
+  if (
+    maxDelayMs !== undefined &&
+    (typeof maxDelayMs !== 'number' || Number.isNaN(maxDelayMs) || maxDelayMs < (baseDelayMs ?? 0))
+  ) {
     throw new ReconcileLoopOptionsError(`retry.maxDelayMs must be a number >= retry.baseDelayMs, got ${String(maxDelayMs)}`);
   }
   const limits = options.health ?? {};
@@ -227,7 +236,8 @@ export function validateLoopOptions<T, P extends ParentKey, S>(options: Reconcil
   return {
     resyncPeriodMs: duration('resyncPeriodMs', options.resyncPeriodMs ?? DEFAULT_RESYNC_PERIOD_MS, true),
     syncTimeoutMs: duration('syncTimeoutMs', options.syncTimeoutMs ?? DEFAULT_SYNC_TIMEOUT_MS, false, true),
-    reconcileTimeoutMs: options.reconcileTimeoutMs === undefined ? undefined : duration('reconcileTimeoutMs', options.reconcileTimeoutMs, false),
+    reconcileTimeoutMs:
+      options.reconcileTimeoutMs === undefined ? undefined : duration('reconcileTimeoutMs', options.reconcileTimeoutMs, false),
     expectationsTtlMs: duration('expectationsTtlMs', options.expectationsTtlMs ?? DEFAULT_EXPECTATIONS_TTL_MS, false),
     gracefulShutdownTimeoutMs: duration(
       'gracefulShutdownTimeoutMs',
@@ -241,30 +251,46 @@ export function validateLoopOptions<T, P extends ParentKey, S>(options: Reconcil
 }
 
 /** Every source needs an `open`, a distinct name (health and logs are keyed by it) and exactly one mapping. */
-function validateSecondaries<P extends ParentKey>(primary: { name?: unknown }, secondary: Record<string, SecondarySource<unknown, P>> | undefined): void {
+function validateSecondaries<P extends ParentKey>(
+  primary: { name?: unknown },
+  secondary: Record<string, SecondarySource<unknown, P>> | undefined,
+): void {
   if (secondary === undefined) return;
-  if (secondary === null || typeof secondary !== 'object') throw new ReconcileLoopOptionsError('secondary must be an object of named sources');
+  if (secondary === null || typeof secondary !== 'object')
+    throw new ReconcileLoopOptionsError('secondary must be an object of named sources');
   const names = new Set<unknown>([primary.name]);
   for (const [name, spec] of Object.entries(secondary)) {
     const where = `secondary.${name}`;
-    if (typeof spec?.source?.open !== 'function') throw new ReconcileLoopOptionsError(`${where}.source must have an open(signal) method`);
+    if (typeof spec?.source?.open !== 'function')
+      throw new ReconcileLoopOptionsError(`${where}.source must have an open(signal) method`);
     if (names.has(spec.source.name)) {
-      throw new ReconcileLoopOptionsError(`${where}.source is named "${String(spec.source.name)}" like another source; health and logs need distinct names`);
+      throw new ReconcileLoopOptionsError(
+        `${where}.source is named "${String(spec.source.name)}" like another source; health and logs need distinct names`,
+      );
     }
     names.add(spec.source.name);
-    if ((spec.owner === undefined) === (spec.keyMap === undefined)) throw new ReconcileLoopOptionsError(`${where} needs exactly one of owner and keyMap`);
-    if (spec.keyMap !== undefined && typeof spec.keyMap !== 'function') throw new ReconcileLoopOptionsError(`${where}.keyMap must be a function`);
+    if ((spec.owner === undefined) === (spec.keyMap === undefined))
+      throw new ReconcileLoopOptionsError(`${where} needs exactly one of owner and keyMap`);
+    if (spec.keyMap !== undefined && typeof spec.keyMap !== 'function')
+      throw new ReconcileLoopOptionsError(`${where}.keyMap must be a function`);
     if (spec.owner !== undefined && (typeof spec.owner?.kind !== 'string' || spec.owner.kind === '')) {
       throw new ReconcileLoopOptionsError(`${where}.owner.kind must be a non-empty string`);
     }
-    if (spec.updateFilter !== undefined && typeof spec.updateFilter !== 'function') throw new ReconcileLoopOptionsError(`${where}.updateFilter must be a function`);
+    if (spec.updateFilter !== undefined && typeof spec.updateFilter !== 'function')
+      throw new ReconcileLoopOptionsError(`${where}.updateFilter must be a function`);
   }
 }
 
 /** A delay in ms: finite, within Node's timer range; `Infinity` only where it means "no limit". */
 export function duration(name: string, value: unknown, zeroAllowed: boolean, infinityAllowed = false): number {
   if (infinityAllowed && value === Infinity) return Infinity;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!zeroAllowed && value === 0) || value > MAX_TIMER_MS) {
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    value < 0 ||
+    (!zeroAllowed && value === 0) ||
+    value > MAX_TIMER_MS
+  ) {
     throw new ReconcileLoopOptionsError(
       `${name} must be a number of milliseconds ${zeroAllowed ? '>= 0' : '> 0'} and <= ${MAX_TIMER_MS}` +
         `${infinityAllowed ? ' (or Infinity)' : ''}, got ${String(value)}`,

@@ -78,7 +78,12 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
   /** Calls still running, oldest first. */
   inFlight(): InFlightReconcile<P>[] {
     const now = this.#o.clock.now();
-    return [...this.#calls.values()].map((c) => ({ parentKey: c.parentKey, startedAt: c.startedAt, ageMs: now - c.startedAt, timedOut: c.timedOut }));
+    return [...this.#calls.values()].map((c) => ({
+      parentKey: c.parentKey,
+      startedAt: c.startedAt,
+      ageMs: now - c.startedAt,
+      timedOut: c.timedOut,
+    }));
   }
 
   /** A snapshot of the outcome counters. */
@@ -103,7 +108,13 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
    * `fingerprint` is the parent's fingerprint when the call began: the one a failure is counted at.
    * Never rejects except for a throwing logger.
    */
-  async run(key: P, context: ReconcileContext<T, P, S>, controller: AbortController, fingerprint: Fingerprint, onSettled: () => void): Promise<void> {
+  async run(
+    key: P,
+    context: ReconcileContext<T, P, S>,
+    controller: AbortController,
+    fingerprint: Fingerprint,
+    onSettled: () => void,
+  ): Promise<void> {
     const { clock, logger } = this.#o;
     const parentKey = String(key);
     const frame: ReconcileFrame = { active: true };
@@ -161,7 +172,10 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
       (typeof result === 'object' &&
         result !== null &&
         (requeueAfterMs === undefined ||
-          (typeof requeueAfterMs === 'number' && Number.isFinite(requeueAfterMs) && requeueAfterMs >= 0 && requeueAfterMs <= MAX_TIMER_MS)));
+          (typeof requeueAfterMs === 'number' &&
+            Number.isFinite(requeueAfterMs) &&
+            requeueAfterMs >= 0 &&
+            requeueAfterMs <= MAX_TIMER_MS)));
     if (!valid) {
       return this.#failed(key, new InvalidReconcileResultError(String(key), result), fingerprint, signal);
     }
@@ -195,7 +209,10 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
     const wasParked = scheduler.isParked(key);
     const outcome = scheduler.fail(key, { error, fingerprint });
     if (outcome.action === 'retry') {
-      logger.warn({ parentKey, err: error, failures: outcome.failures, retryInMs: outcome.delayMs }, 'reconcile failed; retrying after backoff');
+      logger.warn(
+        { parentKey, err: error, failures: outcome.failures, retryInMs: outcome.delayMs },
+        'reconcile failed; retrying after backoff',
+      );
     } else if (outcome.action === 'parked') {
       if (!wasParked) this.#counts.parked += 1;
       logger.error(
@@ -226,6 +243,10 @@ function describeFingerprint(fingerprint: Fingerprint): string {
 }
 
 /** Runs reconcile so a synchronous throw becomes a rejection like an async one. */
-async function invoke<T, P extends ParentKey, S>(reconcile: Reconcile<T, P, S>, key: P, context: ReconcileContext<T, P, S>): Promise<unknown> {
+async function invoke<T, P extends ParentKey, S>(
+  reconcile: Reconcile<T, P, S>,
+  key: P,
+  context: ReconcileContext<T, P, S>,
+): Promise<unknown> {
   return await reconcile(key, context);
 }

@@ -76,7 +76,12 @@ export class SecondaryStore<U, P extends ParentKey> implements StoreWriter<U, P>
       this.#remove(event.key, affected);
     } else if (type === 'replace' && event.type === 'replace') {
       const world = event.objects as ReadonlyMap<ObjectKey, U> | undefined;
-      if (world === null || typeof world !== 'object' || typeof world.has !== 'function' || typeof world[Symbol.iterator] !== 'function') {
+      if (
+        world === null ||
+        typeof world !== 'object' ||
+        typeof world.has !== 'function' ||
+        typeof world[Symbol.iterator] !== 'function'
+      ) {
         throw new InvalidSourceEventError(event, 'a replace event needs objects: ReadonlyMap<ObjectKey, U>');
       }
       for (const key of world.keys()) assertKey(event, key);
@@ -135,7 +140,13 @@ export class SecondaryStore<U, P extends ParentKey> implements StoreWriter<U, P>
     }
     const { updateFilter, name, logger } = this.#o;
     const sameParents = before.length === after.length && before.every((p) => after.includes(p));
-    if (previous !== undefined && sameParents && updateFilter !== undefined && !passes(updateFilter, previous, object, key, name, logger)) return;
+    if (
+      previous !== undefined &&
+      sameParents &&
+      updateFilter !== undefined &&
+      !passes(updateFilter, previous, object, key, name, logger)
+    )
+      return;
     for (const parent of before) affected.add(parent);
     for (const parent of after) affected.add(parent);
   }
@@ -168,7 +179,10 @@ export class SecondaryStore<U, P extends ParentKey> implements StoreWriter<U, P>
     const parents: P[] = [];
     for (const parent of list) {
       if (!isParentKey(parent)) {
-        logger.error({ source: name, objectKey: key, got: parent === null ? 'null' : typeof parent }, 'secondary key map returned a parent key that is not a primitive; skipped');
+        logger.error(
+          { source: name, objectKey: key, got: parent === null ? 'null' : typeof parent },
+          'secondary key map returned a parent key that is not a primitive; skipped',
+        );
       } else if (!parents.includes(parent as P)) parents.push(parent as P);
     }
     return parents.length === 0 ? NONE : parents;

@@ -45,7 +45,10 @@ export interface WiringContext<P extends ParentKey> {
 }
 
 /** Builds one stream driver and store per source. Options were validated before. */
-export function wireSources<T, P extends ParentKey, S>(options: ReconcileLoopOptions<T, P, S>, ctx: WiringContext<P>): Wiring<T, P, S> {
+export function wireSources<T, P extends ParentKey, S>(
+  options: ReconcileLoopOptions<T, P, S>,
+  ctx: WiringContext<P>,
+): Wiring<T, P, S> {
   const { clock, logger } = ctx;
   const driverOptions = {
     ...(options.sourceRetryDelayMs !== undefined && { sourceRetryDelayMs: options.sourceRetryDelayMs }),
@@ -54,13 +57,23 @@ export function wireSources<T, P extends ParentKey, S>(options: ReconcileLoopOpt
     clock,
     logger,
   };
-  const wire = <U>(source: ReconcileLoopOptions<U, P>['source'], store: StoreWriter<U, P>, parents: () => P[]): WiredSource<P> => {
-    const driver = new StreamDriver<U, P>({ ...driverOptions, source, store, onAffected: (affected) => ctx.onAffected(affected, source.name) });
+  const wire = <U>(
+    source: ReconcileLoopOptions<U, P>['source'],
+    store: StoreWriter<U, P>,
+    parents: () => P[],
+  ): WiredSource<P> => {
+    const driver = new StreamDriver<U, P>({
+      ...driverOptions,
+      source,
+      store,
+      onAffected: (affected) => ctx.onAffected(affected, source.name),
+    });
     return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, run: undefined, done: false };
   };
 
   const primary = new ObjectStore<T, P>({ keyMap: options.keyMap, logger });
-  const writer = options.updateFilter === undefined ? primary : filteredWriter(primary, options.updateFilter, options.source.name, logger);
+  const writer =
+    options.updateFilter === undefined ? primary : filteredWriter(primary, options.updateFilter, options.source.name, logger);
   const sources: WiredSource<P>[] = [wire(options.source, writer, () => primary.parents())];
   const secondaries = new Map<string, SecondaryStoreReader<unknown, P>>();
   const readers: Record<string, SecondaryStoreReader<unknown, P>> = {};

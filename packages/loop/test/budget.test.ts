@@ -34,7 +34,11 @@ describe('retry budget and dead-letter', () => {
     expect(health.parked).toBe(1);
     expect(health.reconciles).toMatchObject({ failed: 5, parked: 1 });
     expect(health.ready.ok).toBe(true);
-    expect(health.ready.checks.find((c) => c.name === 'dead-letter')).toEqual({ name: 'dead-letter', ok: true, reason: '1 parent keys parked; see parked()' });
+    expect(health.ready.checks.find((c) => c.name === 'dead-letter')).toEqual({
+      name: 'dead-letter',
+      ok: true,
+      reason: '1 parent keys parked; see parked()',
+    });
     const parkedLog = logger.entries.find((e) => e.message.includes('parked (dead-letter)'));
     expect(parkedLog).toMatchObject({ level: 'error', fields: { parentKey: 'ns/a', failures: 5, fingerprint: '3' } });
     await loop.stop();

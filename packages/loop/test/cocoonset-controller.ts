@@ -1,13 +1,29 @@
 import { objectSchema, podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { createIfAbsent, deleteIfPresent, EventRecorder, isNotFound, KubeClient, patchStatus, type KubeApiError, type KubeConfigAuth } from '@reconcile-loop/kube-client';
+import {
+  createIfAbsent,
+  deleteIfPresent,
+  EventRecorder,
+  isNotFound,
+  KubeClient,
+  patchStatus,
+  type KubeApiError,
+  type KubeConfigAuth,
+} from '@reconcile-loop/kube-client';
 import { kubeReflector, podReflector } from '@reconcile-loop/reflector';
 import { ReconcileLoop, TerminalError, generationChanged, type Clock } from '@reconcile-loop/loop';
 import { z } from 'zod';
 
 /** The custom resource: `example.com/v1` `CocoonSet`, a set of `spec.replicas` identical pods. */
 export const cocoonSetResource = { group: 'example.com', version: 'v1', plural: 'cocoonsets', kind: 'CocoonSet' };
-const statusSchema = z.object({ replicas: z.number().int(), readyReplicas: z.number().int(), observedGeneration: z.number().int() });
-export const cocoonSetSchema = objectSchema({ spec: z.object({ replicas: z.number().int() }), status: statusSchema.partial().optional() });
+const statusSchema = z.object({
+  replicas: z.number().int(),
+  readyReplicas: z.number().int(),
+  observedGeneration: z.number().int(),
+});
+export const cocoonSetSchema = objectSchema({
+  spec: z.object({ replicas: z.number().int() }),
+  status: statusSchema.partial().optional(),
+});
 export type CocoonSet = z.output<typeof cocoonSetSchema>;
 type Status = z.output<typeof statusSchema>;
 
@@ -27,7 +43,14 @@ export function cocoonSetController(kubeConfig: KubeConfigAuth, namespace: strin
   const events = new EventRecorder({ client, reportingController: 'example.com/cocoonset-controller' });
   const timing = clock === undefined ? {} : { clock, random: () => 0 };
   const loop = new ReconcileLoop({
-    source: kubeReflector({ name: 'cocoonsets', kubeClient: client, namespace, resource: cocoonSetResource, schema: cocoonSetSchema, ...timing }),
+    source: kubeReflector({
+      name: 'cocoonsets',
+      kubeClient: client,
+      namespace,
+      resource: cocoonSetResource,
+      schema: cocoonSetSchema,
+      ...timing,
+    }),
     keyMap: (_set, key) => key, // a parent is its own object: key `namespace/name`
     updateFilter: generationChanged, // our own status writes do not re-drive the parent
     secondary: {
@@ -44,7 +67,8 @@ export function cocoonSetController(kubeConfig: KubeConfigAuth, namespace: strin
       // removes them. Never create pods for a parent on its way out.
       if (parent === undefined || parent.metadata.deletionTimestamp !== undefined) return;
       const { name, uid, generation } = parent.metadata;
-      if (parent.spec.replicas < 0) throw new TerminalError(`${key}: spec.replicas is ${parent.spec.replicas}; retrying cannot fix that`);
+      if (parent.spec.replicas < 0)
+        throw new TerminalError(`${key}: spec.replicas is ${parent.spec.replicas}; retrying cannot fix that`);
       const regarding = { apiVersion: 'example.com/v1', kind: 'CocoonSet', name, namespace, uid };
       const live = mine.filter((pod) => pod.metadata.deletionTimestamp === undefined);
       const taken = new Set(mine.map((pod) => pod.metadata.name)); // a terminating pod holds its name until it is gone
@@ -58,7 +82,9 @@ export function cocoonSetController(kubeConfig: KubeConfigAuth, namespace: strin
             metadata: {
               name: podName,
               labels: { cocoonset: name },
-              ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'CocoonSet', name, uid: uid!, controller: true, blockOwnerDeletion: true }],
+              ownerReferences: [
+                { apiVersion: 'example.com/v1', kind: 'CocoonSet', name, uid: uid!, controller: true, blockOwnerDeletion: true },
+              ],
             },
             spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
           },
@@ -69,25 +95,45 @@ export function cocoonSetController(kubeConfig: KubeConfigAuth, namespace: strin
         // Read your writes: this parent is not reconciled again until the pod cache holds the pod
         // (kube-controller-manager's ExpectCreations), so a stale run cannot count it missing.
         expect('pods').creations(`${namespace}/${podName}`);
-        if (created) events.event(regarding, { type: 'Normal', reason: 'SuccessfulCreate', action: 'CreatePod', note: `Created pod: ${podName}` });
+        if (created)
+          events.event(regarding, {
+            type: 'Normal',
+            reason: 'SuccessfulCreate',
+            action: 'CreatePod',
+            note: `Created pod: ${podName}`,
+          });
       }
-      const extra = live.sort((a, b) => b.metadata.name.localeCompare(a.metadata.name)).slice(0, Math.max(0, live.length - parent.spec.replicas));
+      const extra = live
+        .sort((a, b) => b.metadata.name.localeCompare(a.metadata.name))
+        .slice(0, Math.max(0, live.length - parent.spec.replicas));
       for (const pod of extra) {
         // Pinned to the UID we saw: a newer pod that took the name since is left alone. NotFound is success.
         const { outcome } = await deleteIfPresent(pods, pod.metadata.name, { preconditions: { uid: pod.metadata.uid }, signal });
         if (outcome === 'precondition-failed') continue;
         expect('pods').deletions(`${namespace}/${pod.metadata.name}`);
-        if (outcome === 'deleted') events.event(regarding, { type: 'Normal', reason: 'SuccessfulDelete', action: 'DeletePod', note: `Deleted pod: ${pod.metadata.name}` });
+        if (outcome === 'deleted')
+          events.event(regarding, {
+            type: 'Normal',
+            reason: 'SuccessfulDelete',
+            action: 'DeletePod',
+            note: `Deleted pod: ${pod.metadata.name}`,
+          });
       }
       // Status from what the caches hold, with client-go's RetryOnConflict: each attempt GETs the
       // CocoonSet and compares with the live status, never the cached one (it may predate our last
       // write), and writes only a difference, optimistically locked by the resourceVersion it read.
-      const status: Status = { replicas: live.length, readyReplicas: live.filter(isReady).length, observedGeneration: generation ?? 0 };
-      await patchStatus(sets, name, (current) => (sameStatus(current.status, status) ? undefined : status), { signal }).catch((error: unknown) => {
-        // Its GET found nothing: deleted meanwhile, no status to report. A 404 on the write itself
-        // (a CRD without the status subresource) is a failure, retried and then dead-lettered.
-        if (!isNotFound(error) || (error as KubeApiError).verb !== 'get') throw error;
-      });
+      const status: Status = {
+        replicas: live.length,
+        readyReplicas: live.filter(isReady).length,
+        observedGeneration: generation ?? 0,
+      };
+      await patchStatus(sets, name, (current) => (sameStatus(current.status, status) ? undefined : status), { signal }).catch(
+        (error: unknown) => {
+          // Its GET found nothing: deleted meanwhile, no status to report. A 404 on the write itself
+          // (a CRD without the status subresource) is a failure, retried and then dead-lettered.
+          if (!isNotFound(error) || (error as KubeApiError).verb !== 'get') throw error;
+        },
+      );
     },
   });
   return { loop, events };

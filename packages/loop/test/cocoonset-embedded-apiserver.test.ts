@@ -22,7 +22,13 @@ afterEach(async () => {
 async function setup(options: { statusSubresource?: boolean } = {}) {
   const server: ApiServer = await startApiServer({ timeoutSecondsScaleMs: 50 });
   cleanups.push(() => server.close());
-  const ref = server.registerResource({ group: 'example.com', version: 'v1', kind: 'CocoonSet', plural: 'cocoonsets', ...options });
+  const ref = server.registerResource({
+    group: 'example.com',
+    version: 'v1',
+    kind: 'CocoonSet',
+    plural: 'cocoonsets',
+    ...options,
+  });
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(server.kubeconfig());
   const { loop, events } = cocoonSetController(kubeConfig, NS, scaledClock(50));
@@ -30,11 +36,21 @@ async function setup(options: { statusSubresource?: boolean } = {}) {
     await loop.stop({ graceMs: 1_000 });
     await events.close();
   });
-  const set = (name: string, replicas: number) => ({ apiVersion: 'example.com/v1', kind: 'CocoonSet', metadata: { name, namespace: NS }, spec: { replicas } });
+  const set = (name: string, replicas: number) => ({
+    apiVersion: 'example.com/v1',
+    kind: 'CocoonSet',
+    metadata: { name, namespace: NS },
+    spec: { replicas },
+  });
   const podNames = (owner: string) =>
     server
       .listObjects({ group: '', version: 'v1', plural: 'pods' }, NS)
-      .filter((p) => (p.metadata.ownerReferences as Array<{ name: string; controller?: boolean }> | undefined)?.some((r) => r.name === owner && r.controller === true) && p.metadata.deletionTimestamp === undefined)
+      .filter(
+        (p) =>
+          (p.metadata.ownerReferences as Array<{ name: string; controller?: boolean }> | undefined)?.some(
+            (r) => r.name === owner && r.controller === true,
+          ) && p.metadata.deletionTimestamp === undefined,
+      )
       .map((p) => p.metadata.name)
       .sort();
   /** Polls the server's state (no sleeping on a clock: each turn waits for the next loop turn of real I/O). */
@@ -100,14 +116,25 @@ describe('a CocoonSet controller: one loop, a custom resource that owns pods (em
     const { server, ref, loop, events, set, podNames, until, status, eventsAbout } = await setup();
     server.createObject(ref, set('web', 2));
     await loop.start();
-    await until('status: 2 replicas, observed generation 1', () => isDeepStrictEqual(status('web'), { replicas: 2, readyReplicas: 0, observedGeneration: 1 }));
+    await until('status: 2 replicas, observed generation 1', () =>
+      isDeepStrictEqual(status('web'), { replicas: 2, readyReplicas: 0, observedGeneration: 1 }),
+    );
     server.kubelet.bind(NS, 'web-0', 'node-1');
     server.kubelet.setRunningReady(NS, 'web-0');
     await until('status: 1 ready', () => (status('web') as { readyReplicas?: number } | undefined)?.readyReplicas === 1);
     server.updateObject(ref, NS, 'web', (o) => void ((o['spec'] as { replicas: number }).replicas = 1));
-    await until('scaled down, status at generation 2', () => podNames('web').length === 1 && isDeepStrictEqual(status('web'), { replicas: 1, readyReplicas: 1, observedGeneration: 2 }));
+    await until(
+      'scaled down, status at generation 2',
+      () =>
+        podNames('web').length === 1 &&
+        isDeepStrictEqual(status('web'), { replicas: 1, readyReplicas: 1, observedGeneration: 2 }),
+    );
     await events.flush();
-    expect(eventsAbout('web')).toEqual(['SuccessfulCreate Created pod: web-0', 'SuccessfulCreate Created pod: web-1', 'SuccessfulDelete Deleted pod: web-1']);
+    expect(eventsAbout('web')).toEqual([
+      'SuccessfulCreate Created pod: web-0',
+      'SuccessfulCreate Created pod: web-1',
+      'SuccessfulDelete Deleted pod: web-1',
+    ]);
     expect(events.stats).toMatchObject({ created: 3, droppedRejected: 0, droppedSpam: 0 });
     expect(loop.health().reconciles.failed).toBe(0);
   });
@@ -118,14 +145,18 @@ describe('a CocoonSet controller: one loop, a custom resource that owns pods (em
     await loop.start();
     const converged = { replicas: 1, readyReplicas: 0, observedGeneration: 1 };
     await until('status converged', () => isDeepStrictEqual(status('web'), converged));
-    await until('the CocoonSet cache to hold that status', () => isDeepStrictEqual(loop.store.get('default/web')?.status, converged));
+    await until('the CocoonSet cache to hold that status', () =>
+      isDeepStrictEqual(loop.store.get('default/web')?.status, converged),
+    );
     // The cache now lags the server (as after our own write, before its watch event): it still
     // shows the converged status, the server another one.
     server.stallWatches();
     server.updateObject(ref, NS, 'web', (o) => void (o['status'] = { replicas: 7, readyReplicas: 7, observedGeneration: 1 }));
     expect(loop.store.get('default/web')?.status).toEqual(converged);
     loop.enqueue('default/web');
-    await until('the live status corrected although the cache already showed the computed one', () => isDeepStrictEqual(status('web'), converged));
+    await until('the live status corrected although the cache already showed the computed one', () =>
+      isDeepStrictEqual(status('web'), converged),
+    );
     server.unstallWatches();
   });
 

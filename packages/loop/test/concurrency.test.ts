@@ -83,7 +83,10 @@ describe('bounded concurrency with per-key exclusion', () => {
   });
 
   it('[loop: MaxConcurrentReconciles] fairness: a hot key changing during every reconcile cannot starve the others', async () => {
-    const initial: Array<[string, Item]> = [['hot', { parent: 'hot', version: 0 }], ...['a', 'b', 'c'].map((p): [string, Item] => [p, { parent: p, version: 0 }])];
+    const initial: Array<[string, Item]> = [
+      ['hot', { parent: 'hot', version: 0 }],
+      ...['a', 'b', 'c'].map((p): [string, Item] => [p, { parent: p, version: 0 }]),
+    ];
     const h = blockingHarness(1, initial);
     await h.loop.start();
     await settle();
@@ -105,7 +108,11 @@ describe('bounded concurrency with per-key exclusion', () => {
     const parents = ['p0', 'p1', 'p2', 'p3', 'p4'];
     const objects = ['o0', 'o1', 'o2', 'o3', 'o4', 'o5', 'o6', 'o7'];
     const step = fc.oneof(
-      fc.record({ kind: fc.constant('change' as const), object: fc.constantFrom(...objects), parent: fc.constantFrom(...parents) }),
+      fc.record({
+        kind: fc.constant('change' as const),
+        object: fc.constantFrom(...objects),
+        parent: fc.constantFrom(...parents),
+      }),
       fc.record({ kind: fc.constant('finish' as const), parent: fc.constantFrom(...parents) }),
       fc.record({ kind: fc.constant('delete' as const), object: fc.constantFrom(...objects) }),
     );
@@ -133,7 +140,7 @@ describe('bounded concurrency with per-key exclusion', () => {
           else expect(last.saw).toEqual(now);
         }
         await h.loop.stop();
-          }),
+      }),
       { numRuns: 60 },
     );
   });

@@ -1,7 +1,14 @@
 /** A custom resource ("CocoonSet") that owns pods, over in-process sources and the fake clock. */
 import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger } from '@reconcile-loop/test-support';
-import { InProcessSource, ReconcileLoop, type ObjectKey, type ReconcileContext, type ReconcileLoopOptions, type ReconcileResult } from '../src/index.js';
+import {
+  InProcessSource,
+  ReconcileLoop,
+  type ObjectKey,
+  type ReconcileContext,
+  type ReconcileLoopOptions,
+  type ReconcileResult,
+} from '../src/index.js';
 
 export interface Meta {
   name: string;
@@ -20,11 +27,20 @@ export interface Pod {
 }
 
 export const NS = 'ns';
-export const setOf = (name: string, replicas: number, generation = 1, resourceVersion = `${generation}`): [ObjectKey, CocoonSet] => [
+export const setOf = (
+  name: string,
+  replicas: number,
+  generation = 1,
+  resourceVersion = `${generation}`,
+): [ObjectKey, CocoonSet] => [
   `${NS}/${name}`,
   { metadata: { name, namespace: NS, generation, resourceVersion }, spec: { replicas } },
 ];
-export const podOf = (name: string, owner: string | undefined, extra: Partial<Meta> & { phase?: string } = {}): [ObjectKey, Pod] => {
+export const podOf = (
+  name: string,
+  owner: string | undefined,
+  extra: Partial<Meta> & { phase?: string } = {},
+): [ObjectKey, Pod] => {
   const { phase, ...meta } = extra;
   return [
     `${NS}/${name}`,
@@ -33,7 +49,11 @@ export const podOf = (name: string, owner: string | undefined, extra: Partial<Me
         name,
         namespace: NS,
         resourceVersion: '1',
-        ...(owner !== undefined && { ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'CocoonSet', name: owner, uid: `uid-${owner}`, controller: true }] }),
+        ...(owner !== undefined && {
+          ownerReferences: [
+            { apiVersion: 'example.com/v1', kind: 'CocoonSet', name: owner, uid: `uid-${owner}`, controller: true },
+          ],
+        }),
         ...meta,
       },
       ...(phase !== undefined && { phase }),
@@ -49,7 +69,10 @@ export interface Seen {
 }
 
 export type Sec = { pods: Pod };
-export type Body = (key: string, ctx: ReconcileContext<CocoonSet, string, Sec>) => void | ReconcileResult | Promise<void | ReconcileResult>;
+export type Body = (
+  key: string,
+  ctx: ReconcileContext<CocoonSet, string, Sec>,
+) => void | ReconcileResult | Promise<void | ReconcileResult>;
 
 /** One loop: primary `sets`, secondary `pods` owned by controller reference. Not started. */
 export function controllerHarness(
@@ -70,7 +93,10 @@ export function controllerHarness(
     source: sets,
     keyMap: (_, key) => key,
     secondary: {
-      pods: podOptions?.keyMap === undefined ? { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' }, ...podOptions } : { source: pods, ...podOptions },
+      pods:
+        podOptions?.keyMap === undefined
+          ? { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' }, ...podOptions }
+          : { source: pods, ...podOptions },
     },
     reconcile: async (key, ctx) => {
       seen.push({ key, at: clock.now(), parent: ctx.parent?.spec.replicas, pods: [...ctx.owned('pods').keys()].sort() });

@@ -75,7 +75,13 @@ async function setup(extra: { hangPool?: string; syncTimeoutMs?: number; beforeS
 
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(server.kubeconfig());
-  const reflector: Reflector<Pod> = podReflector({ kubeConfig, namespace: NS, labelSelector: 'pool', clock: fastClock, random: () => 0 });
+  const reflector: Reflector<Pod> = podReflector({
+    kubeConfig,
+    namespace: NS,
+    labelSelector: 'pool',
+    clock: fastClock,
+    random: () => 0,
+  });
   const reconciles = new Reconciles();
   const loop = new ReconcileLoop<Pod, string>({
     source: reflector,
@@ -85,7 +91,8 @@ async function setup(extra: { hangPool?: string; syncTimeoutMs?: number; beforeS
         reconciles.record({ pool, members, storeAgrees: true });
         await new Promise(() => {}); // ignores its signal: only the grace period ends stop()
       }
-      const storeAgrees = [...members].every(([key, pod]) => store.get(key) === pod) && store.hasMembers(pool) === members.size > 0;
+      const storeAgrees =
+        [...members].every(([key, pod]) => store.get(key) === pod) && store.hasMembers(pool) === members.size > 0;
       reconciles.record({ pool, members, storeAgrees });
     },
     syncTimeoutMs: extra.syncTimeoutMs ?? WAIT_MS,
@@ -97,7 +104,8 @@ async function setup(extra: { hangPool?: string; syncTimeoutMs?: number; beforeS
 }
 
 const names = (seen: Seen): string[] => [...seen.members.keys()].sort();
-const isReady = (pod: Pod | undefined): boolean => pod?.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+const isReady = (pod: Pod | undefined): boolean =>
+  pod?.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 describe('ReconcileLoop over the pod reflector against the embedded apiserver', () => {
   it('[source_stream_driver: WaitForCacheSync] start() resolves once the listing from the embedded apiserver is in the store, and each pool is reconciled against it (embedded apiserver)', async () => {
@@ -206,7 +214,10 @@ describe('ReconcileLoop over the pod reflector against the embedded apiserver', 
   });
 
   it('[loop: probes] RBAC forbidding the LIST: /readyz is 500 while the reflector retries, then start() rejects with SyncTimeoutError and nothing is left open (embedded apiserver)', async () => {
-    const { server, loop } = await setup({ syncTimeoutMs: 1_000, beforeStart: (s) => s.failNext({ verb: 'list', status: 403, times: 1_000 }) });
+    const { server, loop } = await setup({
+      syncTimeoutMs: 1_000,
+      beforeStart: (s) => s.failNext({ verb: 'list', status: 403, times: 1_000 }),
+    });
     const starting = loop.start().then(
       () => 'resolved',
       (error: unknown) => error,

@@ -2,7 +2,15 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
-import { DEFAULT_EXPECTATIONS_TTL_MS, ReconcileLoop, ReconcileLoopOptionsError, replaceEvent, type ObjectKey, type ReconcileContext, type SourceEvent } from '../src/index.js';
+import {
+  DEFAULT_EXPECTATIONS_TTL_MS,
+  ReconcileLoop,
+  ReconcileLoopOptionsError,
+  replaceEvent,
+  type ObjectKey,
+  type ReconcileContext,
+  type SourceEvent,
+} from '../src/index.js';
 import { NS, podOf, setOf, type CocoonSet, type Pod } from './controller-fixtures.js';
 
 /** ControlledSource is always named "controlled"; a loop needs distinct source names. */
@@ -17,7 +25,14 @@ function named<S extends object>(source: S, name: string): S {
  * `conflicts` counts the stale-cache symptoms: a create of a pod that exists (AlreadyExists, the
  * double-create) and a delete of one already gone (NotFound).
  */
-function harness(options: { expect?: boolean; replicas?: number; expectationsTtlMs?: number; probe?: (ctx: ReconcileContext<CocoonSet, string, { pods: Pod }>) => void } = {}) {
+function harness(
+  options: {
+    expect?: boolean;
+    replicas?: number;
+    expectationsTtlMs?: number;
+    probe?: (ctx: ReconcileContext<CocoonSet, string, { pods: Pod }>) => void;
+  } = {},
+) {
   const clock = new ManualClock();
   const logger = recordingLogger();
   const sets = named(new ControlledSource<CocoonSet>(), 'cocoonsets');
@@ -85,7 +100,21 @@ function harness(options: { expect?: boolean; replicas?: number; expectationsTtl
     sets.last.push({ type: 'upsert', key: `${NS}/a`, object: setOf('a', replicas, generation)[1] });
     await settle();
   };
-  return { clock, logger, sets, pods, world, inFlight, calls, writes, loop, start, deliver, touchSet, conflicts: () => conflicts };
+  return {
+    clock,
+    logger,
+    sets,
+    pods,
+    world,
+    inFlight,
+    calls,
+    writes,
+    loop,
+    start,
+    deliver,
+    touchSet,
+    conflicts: () => conflicts,
+  };
 }
 
 describe('read your writes (expectations)', () => {
@@ -127,7 +156,11 @@ describe('read your writes (expectations)', () => {
     await settle();
     expect(h.calls).toHaveLength(2); // ran on the stale cache: the TTL is the bound on waiting
     const warning = h.logger.entries.find((e) => e.level === 'warn' && e.message.startsWith('expectations expired'));
-    expect(warning?.fields).toMatchObject({ parentKey: 'ns/a', ttlMs: 300_000, unobserved: ['create pods:ns/a-0', 'create pods:ns/a-1'] });
+    expect(warning?.fields).toMatchObject({
+      parentKey: 'ns/a',
+      ttlMs: 300_000,
+      unobserved: ['create pods:ns/a-0', 'create pods:ns/a-1'],
+    });
     await h.loop.stop();
   });
 
@@ -162,7 +195,11 @@ describe('read your writes (expectations)', () => {
     await h.touchSet(1, 2);
     expect(h.calls).toHaveLength(1);
     const [key, pod] = podOf('a-1', 'a', { resourceVersion: '2' });
-    h.pods.last.push({ type: 'upsert', key, object: { ...pod, metadata: { ...pod.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } as Pod['metadata'] } });
+    h.pods.last.push({
+      type: 'upsert',
+      key,
+      object: { ...pod, metadata: { ...pod.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } as Pod['metadata'] },
+    });
     await settle();
     expect(h.calls).toHaveLength(2);
     expect(h.writes).toEqual(['delete ns/a-1']);
@@ -215,7 +252,14 @@ describe('read your writes (expectations)', () => {
   it('[loop: Read your writes] never a create of an existing pod nor a delete of a gone one, across arbitrary interleavings of parent events, scale changes and cache delays', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.oneof(fc.constant({ op: 'touch' as const }), fc.record({ op: fc.constant('scale' as const), replicas: fc.integer({ min: 0, max: 4 }) }), fc.record({ op: fc.constant('deliver' as const), n: fc.integer({ min: 1, max: 3 }) })), { maxLength: 25 }),
+        fc.array(
+          fc.oneof(
+            fc.constant({ op: 'touch' as const }),
+            fc.record({ op: fc.constant('scale' as const), replicas: fc.integer({ min: 0, max: 4 }) }),
+            fc.record({ op: fc.constant('deliver' as const), n: fc.integer({ min: 1, max: 3 }) }),
+          ),
+          { maxLength: 25 },
+        ),
         async (steps) => {
           const h = harness();
           await h.start();

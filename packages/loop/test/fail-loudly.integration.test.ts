@@ -13,12 +13,29 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { objectSchema, podResource, type ApiResource, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
-import { DEFAULT_LIST_TIMEOUT_MS, KubeApiClient, kubeReflector, podReflector, type ListWatchScope, type Reflector, type ReflectorOptions } from '@reconcile-loop/reflector';
+import {
+  DEFAULT_LIST_TIMEOUT_MS,
+  KubeApiClient,
+  kubeReflector,
+  podReflector,
+  type ListWatchScope,
+  type Reflector,
+  type ReflectorOptions,
+} from '@reconcile-loop/reflector';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { httpGet, recordingLogger, scaledClock, serveOnLoopback, within as withinMs } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { DEFAULT_SYNC_TIMEOUT_MS, ReconcileLoop, healthHandler, type LoopHealth, type ObjectKey, type ReconcileLoopOptions, type Source, type SourceEvent } from '../src/index.js';
+import {
+  DEFAULT_SYNC_TIMEOUT_MS,
+  ReconcileLoop,
+  healthHandler,
+  type LoopHealth,
+  type ObjectKey,
+  type ReconcileLoopOptions,
+  type Source,
+  type SourceEvent,
+} from '../src/index.js';
 
 const SECOND_MS = 50;
 const WAIT_MS = 5_000;
@@ -50,7 +67,12 @@ class Reconciles<T> {
   }
 
   /** The first reconcile of `pool` at or after `from` whose members satisfy `test` (bounded wait). */
-  async until(pool: string, test: (members: ReadonlyMap<ObjectKey, T>) => boolean, what: string, from = 0): Promise<ReadonlyMap<ObjectKey, T>> {
+  async until(
+    pool: string,
+    test: (members: ReadonlyMap<ObjectKey, T>) => boolean,
+    what: string,
+    from = 0,
+  ): Promise<ReadonlyMap<ObjectKey, T>> {
     for (let i = from; ; i++) {
       while (i >= this.all.length) await within(new Promise<void>((resolve) => this.#wakers.add(resolve)), what);
       const seen = this.all[i]!;
@@ -111,19 +133,34 @@ async function loopOver<T extends KubernetesObjectView & { metadata: { labels: R
 }
 
 /** The embedded apiserver with engines (2) and trainers (1) in {@link NS}; a loop over a pod reflector on it. */
-async function podSetup(o: { reflector?: Partial<ReflectorOptions<Pod>>; loop?: Parameters<typeof loopOver<Pod>>[1]; wrap?: (r: Reflector<Pod>) => Source<Pod>; server?: ApiServer } = {}) {
+async function podSetup(
+  o: {
+    reflector?: Partial<ReflectorOptions<Pod>>;
+    loop?: Parameters<typeof loopOver<Pod>>[1];
+    wrap?: (r: Reflector<Pod>) => Source<Pod>;
+    server?: ApiServer;
+  } = {},
+) {
   const s = o.server ?? (await apiServer());
   if (o.server === undefined) {
     s.seedPods(2, { namespace: NS, labels: { pool: 'engines' }, namePrefix: 'engine' });
     s.seedPods(1, { namespace: NS, labels: { pool: 'trainers' }, namePrefix: 'trainer' });
   }
   const logger = recordingLogger();
-  const reflector = podReflector({ kubeConfig: kubeConfigFor(s), ...SCOPE, clock: fastClock, random: () => 0, logger, ...o.reflector });
+  const reflector = podReflector({
+    kubeConfig: kubeConfigFor(s),
+    ...SCOPE,
+    clock: fastClock,
+    random: () => 0,
+    logger,
+    ...o.reflector,
+  });
   return { server: s, reflector, logger, ...(await loopOver<Pod>(o.wrap?.(reflector) ?? reflector, o.loop)) };
 }
 
 /** The readiness checks in `/readyz?verbose`'s line format, so one pattern matches both. */
-const checkLines = (health: LoopHealth<string>): string => health.ready.checks.map((c) => (c.ok ? `[+]${c.name} ok` : `[-]${c.name} failed: ${c.reason ?? 'failed'}`)).join('\n');
+const checkLines = (health: LoopHealth<string>): string =>
+  health.ready.checks.map((c) => (c.ok ? `[+]${c.name} ok` : `[-]${c.name} failed: ${c.reason ?? 'failed'}`)).join('\n');
 
 /** Readiness is red in `loop.health()` for `reason`, and `/readyz` over HTTP answers 500 naming it. */
 async function expectNotReady(loop: { health(): LoopHealth<string> }, probe: Probe, reason: RegExp): Promise<LoopHealth<string>> {
@@ -156,16 +193,21 @@ async function expectStoreEqualsFreshList(
   scope: ListWatchScope,
   quarantined: readonly string[] = [],
 ): Promise<void> {
-  await vi.waitFor(async () => {
-    const fresh = await new KubeApiClient(kubeConfigFor(s), resource).list({ ...scope, signal: AbortSignal.timeout(WAIT_MS) });
-    const expected: Record<string, string | undefined> = {};
-    for (const item of fresh.items as KubernetesObjectView[]) {
-      const key = `${item.metadata.namespace}/${item.metadata.name}`;
-      if (!quarantined.includes(key)) expected[key] = item.metadata.resourceVersion;
-    }
-    const actual = Object.fromEntries([...loop.store.snapshot()].map(([key, object]) => [key, object.metadata.resourceVersion]));
-    expect(actual).toEqual(expected);
-  }, { timeout: WAIT_MS, interval: 20 });
+  await vi.waitFor(
+    async () => {
+      const fresh = await new KubeApiClient(kubeConfigFor(s), resource).list({ ...scope, signal: AbortSignal.timeout(WAIT_MS) });
+      const expected: Record<string, string | undefined> = {};
+      for (const item of fresh.items as KubernetesObjectView[]) {
+        const key = `${item.metadata.namespace}/${item.metadata.name}`;
+        if (!quarantined.includes(key)) expected[key] = item.metadata.resourceVersion;
+      }
+      const actual = Object.fromEntries(
+        [...loop.store.snapshot()].map(([key, object]) => [key, object.metadata.resourceVersion]),
+      );
+      expect(actual).toEqual(expected);
+    },
+    { timeout: WAIT_MS, interval: 20 },
+  );
 }
 
 /** Nothing else stopped: a new trainer created now is reconciled. */
@@ -190,12 +232,31 @@ it("[loop: start always settles] the reflector's default LIST deadline is below 
   expect(DEFAULT_LIST_TIMEOUT_MS + 1_000).toBeLessThan(DEFAULT_SYNC_TIMEOUT_MS);
 });
 
-describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserver + probes over HTTP', { timeout: 30_000 }, () => {
+describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserver + probes over HTTP', {
+  timeout: 30_000,
+}, () => {
   it('[loop: start always settles] a first LIST answered 400 (a selector the apiserver cannot parse): start() rejects at once with the Status, /readyz and /healthz are 500 naming it, nothing is left open; the fixed selector syncs to a fresh LIST (embedded apiserver)', async () => {
-    const { server: s, loop, probe, logger } = await podSetup({ reflector: { labelSelector: 'pool in (' }, loop: { syncTimeoutMs: 60_000 } });
+    const {
+      server: s,
+      loop,
+      probe,
+      logger,
+    } = await podSetup({ reflector: { labelSelector: 'pool in (' }, loop: { syncTimeoutMs: 60_000 } });
     // Bounded by WAIT_MS, far below the 60 s sync timeout: the rejection does not wait for it.
-    const error = await within(loop.start().then(() => undefined, (e: unknown) => e), 'start() to reject');
-    expect(error).toMatchObject({ code: 'LIST_REJECTED', permanent: true, statusCode: 400, status: { code: 400, reason: 'BadRequest' }, request: { verb: 'list' } });
+    const error = await within(
+      loop.start().then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      'start() to reject',
+    );
+    expect(error).toMatchObject({
+      code: 'LIST_REJECTED',
+      permanent: true,
+      statusCode: 400,
+      status: { code: 400, reason: 'BadRequest' },
+      request: { verb: 'list' },
+    });
     const health = loop.health();
     expect(health).toMatchObject({ state: 'stopped', synced: false, error });
     expect(health.sources['pods']).toMatchObject({ permanentError: error, lastError: error, synced: false });
@@ -222,7 +283,11 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     const { loop, probe, reconciles } = await podSetup({ server: s, reflector: { retryDelayMs: 2_000 } }); // 100, 200, 400 ms
     const starting = loop.start();
     const red = await expectNotReady(loop, probe, /source:pods failed: not synced yet; failing for .*403 Forbidden/);
-    expect(red.sources['pods']?.lastError).toMatchObject({ statusCode: 403, status: { code: 403, reason: 'Forbidden' }, request: { verb: 'list' } });
+    expect(red.sources['pods']?.lastError).toMatchObject({
+      statusCode: 403,
+      status: { code: 403, reason: 'Forbidden' },
+      request: { verb: 'list' },
+    });
     expect(red.state).toBe('starting');
 
     await within(starting, 'start() once the RBAC heals');
@@ -247,7 +312,10 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     expect(red.alive.ok).toBe(true); // failing, not wedged: no restart yet
     const from = reconciles.mark();
     loop.enqueue('engines'); // the worker still reconciles from the cache it has
-    expect(keysOf(await reconciles.until('engines', any, 'a reconcile while the relist is forbidden', from))).toEqual(['pool-a/engine-0', 'pool-a/engine-1']);
+    expect(keysOf(await reconciles.until('engines', any, 'a reconcile while the relist is forbidden', from))).toEqual([
+      'pool-a/engine-0',
+      'pool-a/engine-1',
+    ]);
 
     await reconciles.until('trainers', (members) => members.size === 0, 'the relist removing trainer-0', from);
     await expectReady(loop, probe);
@@ -257,7 +325,13 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
   });
 
   it('[loop: health] a relist that hangs after sync is cut at listTimeoutMs: readiness goes red with the LIST timeout, the worker keeps reconciling, the retry heals the store (embedded apiserver)', async () => {
-    const { server: s, loop, probe, reconciles, reflector } = await podSetup({ reflector: { listTimeoutMs: 10_000, retryDelayMs: 2_000 } }); // 500 ms deadline: a loaded CI machine's honest LIST fits
+    const {
+      server: s,
+      loop,
+      probe,
+      reconciles,
+      reflector,
+    } = await podSetup({ reflector: { listTimeoutMs: 10_000, retryDelayMs: 2_000 } }); // 500 ms deadline: a loaded CI machine's honest LIST fits
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     s.failNext({ verb: 'list', status: 'hang', times: 2 });
@@ -269,7 +343,12 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     loop.enqueue('trainers');
     await reconciles.until('trainers', any, 'a reconcile while the relist hangs', from);
 
-    const healed = await reconciles.until('engines', (members) => members.has('pool-a/engine-2'), 'the relist after the hung ones', from);
+    const healed = await reconciles.until(
+      'engines',
+      (members) => members.has('pool-a/engine-2'),
+      'the relist after the hung ones',
+      from,
+    );
     expect(keysOf(healed)).toEqual(['pool-a/engine-0', 'pool-a/engine-1', 'pool-a/engine-2']);
     // The two hung LISTs were cut; on a heavily loaded machine an honest LIST may be cut too.
     expect(reflector.stats.listTimeouts).toBeGreaterThanOrEqual(2);
@@ -292,7 +371,12 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
 
     const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*500: resourceVersion: Invalid value/);
     expect(red.sources['pods']?.lastError).toMatchObject({ statusCode: 500, request: { verb: 'watch' } });
-    const relisted = await reconciles.until('engines', (members) => members.has('pool-a/engine-9'), 'the relist after the rejected cursor', from);
+    const relisted = await reconciles.until(
+      'engines',
+      (members) => members.has('pool-a/engine-9'),
+      'the relist after the rejected cursor',
+      from,
+    );
     expect(keysOf(relisted)).toEqual(['pool-a/engine-1', 'pool-a/engine-9']);
     expect(reflector.cursor).not.toBe('abc');
     expect(s.requestCounts().list).toBe(2);
@@ -306,7 +390,10 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     const next = String(s.revision + 1);
-    s.injectWatchFrame({ type: 'Modified', object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'engine-0', namespace: NS, resourceVersion: next } } });
+    s.injectWatchFrame({
+      type: 'Modified',
+      object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'engine-0', namespace: NS, resourceVersion: next } },
+    });
     await vi.waitFor(() => expect(reflector.cursor).toBe(next), poll);
     const skipped = logger.entries.find((e) => e.message.startsWith('skipped a watch frame'));
     expect(skipped).toMatchObject({ level: 'warn', fields: { frameType: 'Modified' } });
@@ -315,7 +402,12 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     s.kubelet.bind(NS, 'engine-0', 'node-a');
     s.dropWatches();
 
-    await reconciles.until('engines', (members) => members.get('pool-a/engine-0')?.spec.nodeName === 'node-a', 'the heal relist', from);
+    await reconciles.until(
+      'engines',
+      (members) => members.get('pool-a/engine-0')?.spec.nodeName === 'node-a',
+      'the heal relist',
+      from,
+    );
     expect(reflector.stats).toMatchObject({ skippedFrames: 1, healRelists: 1 });
     await expectReady(loop, probe);
     await expectStoreEqualsFreshList(loop, s, podResource, SCOPE);
@@ -323,7 +415,13 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
   });
 
   it('[loop: health] an oversized frame (1 MB against a 64 KiB cap) tears the watch down: readiness red naming maxFrameSize, then the relist restores the update behind it (embedded apiserver)', async () => {
-    const { server: s, loop, probe, reconciles, reflector } = await podSetup({ reflector: { maxFrameSize: 64 * 1024, retryDelayMs: 10_000 } });
+    const {
+      server: s,
+      loop,
+      probe,
+      reconciles,
+      reflector,
+    } = await podSetup({ reflector: { maxFrameSize: 64 * 1024, retryDelayMs: 10_000 } });
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     const from = reconciles.mark();
@@ -332,7 +430,12 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
 
     const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*maxFrameSize/);
     expect(red.sources['pods']?.lastError).toMatchObject({ name: 'WatchFrameTooLargeError' });
-    await reconciles.until('engines', (members) => members.get('pool-a/engine-1')?.spec.nodeName === 'node-b', 'the relist after the oversized frame', from);
+    await reconciles.until(
+      'engines',
+      (members) => members.get('pool-a/engine-1')?.spec.nodeName === 'node-b',
+      'the relist after the oversized frame',
+      from,
+    );
     expect(reflector.stats.relists).toBe(1);
     await s.waitForWatches((open) => open === 1, WAIT_MS); // the torn-down connection closed on the server
     await expectReady(loop, probe);
@@ -344,7 +447,12 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     const s = await apiServer();
     const ref = s.registerResource({ group: 'miles.io', version: 'v1alpha1', kind: 'TrainerCell', plural: 'trainercells' });
     const resource = { group: 'miles.io', version: 'v1alpha1', plural: 'trainercells' };
-    const cell = (name: string, replicas: unknown, pool = 'cells') => ({ apiVersion: 'miles.io/v1alpha1', kind: 'TrainerCell', metadata: { name, namespace: NS, labels: { pool } }, spec: { replicas } });
+    const cell = (name: string, replicas: unknown, pool = 'cells') => ({
+      apiVersion: 'miles.io/v1alpha1',
+      kind: 'TrainerCell',
+      metadata: { name, namespace: NS, labels: { pool } },
+      spec: { replicas },
+    });
     const setReplicas = (name: string, replicas: unknown) =>
       s.updateObject(ref, NS, name, (o) => {
         (o['spec'] as { replicas: unknown }).replicas = replicas;
@@ -354,14 +462,27 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     s.createObject(ref, cell('other-0', 1, 'others'));
     const schema = objectSchema({ spec: z.object({ replicas: z.number().int() }) });
     const logger = recordingLogger();
-    const reflector = kubeReflector({ name: 'cells', kubeConfig: kubeConfigFor(s), resource, schema, namespace: NS, clock: fastClock, random: () => 0, logger });
+    const reflector = kubeReflector({
+      name: 'cells',
+      kubeConfig: kubeConfigFor(s),
+      resource,
+      schema,
+      namespace: NS,
+      clock: fastClock,
+      random: () => 0,
+      logger,
+    });
     const { loop, probe, reconciles } = await loopOver<z.output<typeof schema>>(reflector);
     const quarantined = () => (loop.health().sources['cells']?.quarantined ?? []).map((q) => q.key);
 
     await loop.start(); // a poison object does not hold back the sync
     expect(keysOf(await reconciles.until('cells', any, 'the cells'))).toEqual(['pool-a/cell-0']);
     expect(loop.health().sources['cells']?.quarantined).toEqual([
-      expect.objectContaining({ key: 'pool-a/cell-bad', resourceVersion: s.getObject(ref, NS, 'cell-bad')?.metadata.resourceVersion, issues: [expect.stringMatching(/^spec\.replicas: /)] }),
+      expect.objectContaining({
+        key: 'pool-a/cell-bad',
+        resourceVersion: s.getObject(ref, NS, 'cell-bad')?.metadata.resourceVersion,
+        issues: [expect.stringMatching(/^spec\.replicas: /)],
+      }),
     ]);
     expect(logger.entries.find((e) => e.level === 'error')?.fields).toMatchObject({ key: 'pool-a/cell-bad' });
     await expectReady(loop, probe); // the controller is working: probes stay green
@@ -370,8 +491,13 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     let from = reconciles.mark();
     s.createObject(ref, cell('cell-1', 2)); // others keep flowing
     setReplicas('other-0', 5);
-    expect(keysOf(await reconciles.until('cells', (m) => m.has('pool-a/cell-1'), 'cell-1', from))).toEqual(['pool-a/cell-0', 'pool-a/cell-1']);
-    expect((await reconciles.until('others', (m) => m.get('pool-a/other-0')?.spec.replicas === 5, 'other-0 updated', from)).size).toBe(1);
+    expect(keysOf(await reconciles.until('cells', (m) => m.has('pool-a/cell-1'), 'cell-1', from))).toEqual([
+      'pool-a/cell-0',
+      'pool-a/cell-1',
+    ]);
+    expect(
+      (await reconciles.until('others', (m) => m.get('pool-a/other-0')?.spec.replicas === 5, 'other-0 updated', from)).size,
+    ).toBe(1);
 
     from = reconciles.mark();
     setReplicas('cell-bad', 3); // fixed: it enters the store and is reconciled
@@ -381,7 +507,10 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
 
     from = reconciles.mark();
     setReplicas('cell-1', 'x'); // a cached object turns poison: it leaves the store, the pool is re-driven
-    expect(keysOf(await reconciles.until('cells', (m) => !m.has('pool-a/cell-1'), 'cell-1 leaving', from))).toEqual(['pool-a/cell-0', 'pool-a/cell-bad']);
+    expect(keysOf(await reconciles.until('cells', (m) => !m.has('pool-a/cell-1'), 'cell-1 leaving', from))).toEqual([
+      'pool-a/cell-0',
+      'pool-a/cell-bad',
+    ]);
     expect(quarantined()).toEqual(['pool-a/cell-1']);
     expect(loop.health().ready.ok).toBe(true);
     expect(reflector.stats).toMatchObject({ lists: 1, relists: 0 });
@@ -389,14 +518,31 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
   });
 
   it('[loop: GracefulShutdownTimeout] a reconcile that never settles: readiness and liveness go red naming it, the worker moves on past reconcileTimeoutMs so other pools keep flowing, and stop({ graceMs }) resolves and reports it (embedded apiserver)', async () => {
-    const { server: s, loop, probe, reconciles } = await podSetup({
-      loop: { hang: (pool) => pool === 'engines', reconcileTimeoutMs: 300, retry: { baseDelayMs: 60_000 }, health: { reconcileStuckMs: 100 } },
+    const {
+      server: s,
+      loop,
+      probe,
+      reconciles,
+    } = await podSetup({
+      loop: {
+        hang: (pool) => pool === 'engines',
+        reconcileTimeoutMs: 300,
+        retry: { baseDelayMs: 60_000 },
+        health: { reconcileStuckMs: 100 },
+      },
     });
     await loop.start();
     await reconciles.until('engines', any, 'the hung reconcile');
     const red = await expectNotReady(loop, probe, /\[-\]reconcile failed: reconcile of engines running for \d+ s/);
     expect(red.inFlight.map((c) => c.parentKey)).toContain('engines');
-    await vi.waitFor(async () => expect(await probe('/healthz?verbose')).toMatchObject({ status: 500, body: expect.stringContaining('[-]worker failed: reconcile of engines running for') }), poll);
+    await vi.waitFor(
+      async () =>
+        expect(await probe('/healthz?verbose')).toMatchObject({
+          status: 500,
+          body: expect.stringContaining('[-]worker failed: reconcile of engines running for'),
+        }),
+      poll,
+    );
 
     await expectStillFlowing(s, reconciles, 'trainer-9'); // after the 300 ms reconcile timeout the worker moved on
     await expectStoreEqualsFreshList(loop, s, podResource, SCOPE);

@@ -28,20 +28,38 @@ function badRequest(): Error & { permanent: true } {
   return Object.assign(new Error('apiserver answered HTTP 400 BadRequest: unable to parse requirement'), {
     permanent: true as const,
     statusCode: 400,
-    status: { kind: 'Status', code: 400, reason: 'BadRequest', message: 'unable to parse requirement: found "=", expected: identifier' },
+    status: {
+      kind: 'Status',
+      code: 400,
+      reason: 'BadRequest',
+      message: 'unable to parse requirement: found "=", expected: identifier',
+    },
   });
 }
 
 function forbidden(): Error {
   return Object.assign(new Error('apiserver answered HTTP 403 Forbidden'), {
     statusCode: 403,
-    status: { kind: 'Status', code: 403, reason: 'Forbidden', message: 'pods is forbidden: User "system:serviceaccount:ml:tracker" cannot list resource "pods"' },
+    status: {
+      kind: 'Status',
+      code: 403,
+      reason: 'Forbidden',
+      message: 'pods is forbidden: User "system:serviceaccount:ml:tracker" cannot list resource "pods"',
+    },
   });
 }
 
 /** A controlled source that reports health like a reflector retrying a 403 inside itself. */
 class ReportingSource extends ControlledSource<Cell> {
-  report: SourceHealth = { listed: false, streaming: false, lastListAt: undefined, lastEventAt: undefined, lastError: undefined, consecutiveFailures: 0, quarantined: [] };
+  report: SourceHealth = {
+    listed: false,
+    streaming: false,
+    lastListAt: undefined,
+    lastEventAt: undefined,
+    lastError: undefined,
+    consecutiveFailures: 0,
+    quarantined: [],
+  };
   health(): SourceHealth {
     return this.report;
   }
@@ -92,7 +110,10 @@ describe('start() always settles', () => {
 
     const forever = make(new ControlledSource<Cell>(), { syncTimeoutMs: Infinity });
     let settled = false;
-    void forever.loop.start().finally(() => (settled = true)).catch(() => {});
+    void forever.loop
+      .start()
+      .finally(() => (settled = true))
+      .catch(() => {});
     await forever.clock.advanceAsync(24 * 3_600_000);
     expect(settled).toBe(false);
     expect(forever.clock.pending).toBe(0); // not even a timer: nothing to wait for but the source
@@ -115,7 +136,11 @@ describe('start() always settles', () => {
     const health = loop.health();
     expect(health.error).toBe(error);
     expect(health.sources['controlled']).toMatchObject({ permanentError: error, synced: false });
-    expect(health.ready.checks).toContainEqual({ name: 'source:controlled', ok: false, reason: expect.stringContaining('failed permanently: apiserver answered HTTP 400 BadRequest: unable to parse') });
+    expect(health.ready.checks).toContainEqual({
+      name: 'source:controlled',
+      ok: false,
+      reason: expect.stringContaining('failed permanently: apiserver answered HTTP 400 BadRequest: unable to parse'),
+    });
   });
 
   it('[loop: start always settles] a failed start tears everything down itself: nothing runs afterwards, without calling stop()', async () => {
@@ -213,7 +238,10 @@ describe('stop() grace period', () => {
     expect(report).toEqual({ abandoned: ['p1'], abandonedSources: [] });
     expect(loop.state).toBe('stopped');
     expect(clock.pending).toBe(0);
-    expect(logger.entries.find((e) => e.message.includes('grace period'))).toMatchObject({ level: 'warn', fields: { abandoned: ['p1'], graceMs: 30_000 } });
+    expect(logger.entries.find((e) => e.message.includes('grace period'))).toMatchObject({
+      level: 'warn',
+      fields: { abandoned: ['p1'], graceMs: 30_000 },
+    });
     expect(registry.openStreams).toBe(0);
     // Idempotent: a later stop() returns the same report.
     await expect(loop.stop()).resolves.toEqual(report);
@@ -225,7 +253,8 @@ describe('stop() grace period', () => {
     const loop = new ReconcileLoop<Cell, string>({
       source: registry,
       keyMap: (c) => c.pool,
-      reconcile: (_key, { signal }) => new Promise((resolve) => signal.addEventListener('abort', () => clock.setTimeout(resolve, 50))),
+      reconcile: (_key, { signal }) =>
+        new Promise((resolve) => signal.addEventListener('abort', () => clock.setTimeout(resolve, 50))),
       gracefulShutdownTimeoutMs: Infinity,
       clock,
     });
@@ -297,14 +326,17 @@ describe('silence is never the failure mode', () => {
   it('[loop: silent default logger] without a logger nothing is written to console, stdout or stderr, even when everything fails', async () => {
     const writes: string[] = [];
     for (const method of ['log', 'info', 'warn', 'error', 'debug', 'trace'] as const) {
-      vi.spyOn(console, method).mockImplementation((...args: unknown[]) => void writes.push(`console.${method} ${args.join(' ')}`));
+      vi.spyOn(console, method).mockImplementation(
+        (...args: unknown[]) => void writes.push(`console.${method} ${args.join(' ')}`),
+      );
     }
     vi.spyOn(process.stdout, 'write').mockImplementation((chunk: unknown) => (writes.push(`stdout ${String(chunk)}`), true));
     vi.spyOn(process.stderr, 'write').mockImplementation((chunk: unknown) => (writes.push(`stderr ${String(chunk)}`), true));
     try {
       const clock = new ManualClock();
       const source = new ControlledSource<Cell>();
-      source.onOpen = (stream, index) => (index === 0 ? stream.push(upsertEvent('a', cell('p1'))) : stream.push(replaceEvent([['a', cell('p1')]])));
+      source.onOpen = (stream, index) =>
+        index === 0 ? stream.push(upsertEvent('a', cell('p1'))) : stream.push(replaceEvent([['a', cell('p1')]]));
       const loop = new ReconcileLoop<Cell, string>({
         source,
         keyMap: (c) => c.pool,
@@ -321,7 +353,13 @@ describe('silence is never the failure mode', () => {
       source.last.fail(badRequest()); // a permanent failure after start
       await settle();
       expect(loop.state).toBe('stopped');
-      const timeout = new ReconcileLoop<Cell, string>({ source: new ControlledSource<Cell>(), keyMap: (c) => c.pool, reconcile: () => {}, syncTimeoutMs: 5, clock });
+      const timeout = new ReconcileLoop<Cell, string>({
+        source: new ControlledSource<Cell>(),
+        keyMap: (c) => c.pool,
+        reconcile: () => {},
+        syncTimeoutMs: 5,
+        clock,
+      });
       const failed = outcome(timeout.start());
       await clock.advanceAsync(5);
       expect(await failed).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
@@ -354,14 +392,21 @@ describe('silence is never the failure mode', () => {
 
 describe('describeError', () => {
   it('[loop: start always settles] one line per error: the Status when there is one (also on a wrapped cause), else the message', () => {
-    expect(describeError(forbidden())).toBe('403 Forbidden: pods is forbidden: User "system:serviceaccount:ml:tracker" cannot list resource "pods"');
+    expect(describeError(forbidden())).toBe(
+      '403 Forbidden: pods is forbidden: User "system:serviceaccount:ml:tracker" cannot list resource "pods"',
+    );
     expect(describeError(Object.assign(new Error('HTTP 500'), { statusCode: 500 }))).toBe('500: HTTP 500');
     const wrapped = Object.assign(new Error('first LIST rejected'), { permanent: true, cause: badRequest() });
-    expect(describeError(wrapped)).toBe('first LIST rejected (apiserver answered HTTP 400 BadRequest: unable to parse requirement)');
-    const selfDescribing = Object.assign(new Error('reflector "pods": the first LIST was rejected with HTTP 400 BadRequest: bad selector (GET /api/v1/pods)'), {
-      permanent: true,
-      status: { code: 400, reason: 'BadRequest', message: 'bad selector' },
-    });
+    expect(describeError(wrapped)).toBe(
+      'first LIST rejected (apiserver answered HTTP 400 BadRequest: unable to parse requirement)',
+    );
+    const selfDescribing = Object.assign(
+      new Error('reflector "pods": the first LIST was rejected with HTTP 400 BadRequest: bad selector (GET /api/v1/pods)'),
+      {
+        permanent: true,
+        status: { code: 400, reason: 'BadRequest', message: 'bad selector' },
+      },
+    );
     expect(describeError(selfDescribing)).toBe(selfDescribing.message);
     expect(describeError(new Error('plain'))).toBe('plain');
     expect(describeError('a string')).toBe('a string');

@@ -20,7 +20,15 @@ interface Cell {
 const cell = (pool: string): Cell => ({ pool });
 
 class ReportingSource extends ControlledSource<Cell> {
-  report: SourceHealth = { listed: false, streaming: false, lastListAt: undefined, lastEventAt: undefined, lastError: undefined, consecutiveFailures: 0, quarantined: [] };
+  report: SourceHealth = {
+    listed: false,
+    streaming: false,
+    lastListAt: undefined,
+    lastEventAt: undefined,
+    lastError: undefined,
+    consecutiveFailures: 0,
+    quarantined: [],
+  };
   health(): SourceHealth {
     return this.report;
   }
@@ -45,7 +53,15 @@ describe('loop.health()', () => {
       },
     });
     let health = loop.health();
-    expect(health).toMatchObject({ state: 'idle', synced: false, startedAt: undefined, lastSyncAt: undefined, queueDepth: 0, inFlight: [], error: undefined });
+    expect(health).toMatchObject({
+      state: 'idle',
+      synced: false,
+      startedAt: undefined,
+      lastSyncAt: undefined,
+      queueDepth: 0,
+      inFlight: [],
+      error: undefined,
+    });
     expect(health.ready.ok).toBe(false);
     expect(health.alive.ok).toBe(true);
 
@@ -56,15 +72,36 @@ describe('loop.health()', () => {
     expect(failed(health.ready.checks)).toEqual(['started', 'source:controlled']);
     expect(health.ready.checks.find((c) => c.name === 'source:controlled')?.reason).toBe('not synced yet');
 
-    const quarantined = [{ key: 'ns/poison', resourceVersion: '9', issues: ['spec.replicas: expected number, received string'], since: 2_000 }];
+    const quarantined = [
+      { key: 'ns/poison', resourceVersion: '9', issues: ['spec.replicas: expected number, received string'], since: 2_000 },
+    ];
     source.report = { ...source.report, listed: true, streaming: true, lastListAt: 2_000, lastEventAt: 2_000, quarantined };
-    source.last.push(replaceEvent([['a', cell('p1')], ['b', cell('p2')], ['c', cell('p3')]]));
+    source.last.push(
+      replaceEvent([
+        ['a', cell('p1')],
+        ['b', cell('p2')],
+        ['c', cell('p3')],
+      ]),
+    );
     await starting;
     await clock.advanceAsync(500);
     health = loop.health();
-    expect(health).toMatchObject({ state: 'running', synced: true, startedAt: 0, lastSyncAt: 2_000, queueDepth: 2, retriesPending: 0 });
+    expect(health).toMatchObject({
+      state: 'running',
+      synced: true,
+      startedAt: 0,
+      lastSyncAt: 2_000,
+      queueDepth: 2,
+      retriesPending: 0,
+    });
     expect(health.inFlight).toEqual([{ parentKey: 'p1', startedAt: 2_000, ageMs: 500, timedOut: false }]);
-    expect(health.sources['controlled']).toMatchObject({ synced: true, streaming: true, msSinceLastEvent: 500, quarantined, consecutiveFailures: 0 });
+    expect(health.sources['controlled']).toMatchObject({
+      synced: true,
+      streaming: true,
+      msSinceLastEvent: 500,
+      quarantined,
+      consecutiveFailures: 0,
+    });
     expect(health.ready.ok).toBe(true);
     expect(health.alive.ok).toBe(true);
 
@@ -82,7 +119,10 @@ describe('loop.health()', () => {
     const { clock, loop } = make(source, { health: { sourceFailingMs: 10_000, sourceWedgedMs: 60_000 } });
     source.report = { ...source.report, listed: true, streaming: true, lastListAt: 0, lastEventAt: 0 };
     await loop.start();
-    const rbac = Object.assign(new Error('forbidden'), { statusCode: 403, status: { code: 403, reason: 'Forbidden', message: 'pods is forbidden' } });
+    const rbac = Object.assign(new Error('forbidden'), {
+      statusCode: 403,
+      status: { code: 403, reason: 'Forbidden', message: 'pods is forbidden' },
+    });
     source.report = { ...source.report, streaming: false, lastError: rbac, consecutiveFailures: 2 };
     expect(loop.health().ready.ok).toBe(true); // first seen now
     await clock.advanceAsync(10_000);
@@ -90,7 +130,11 @@ describe('loop.health()', () => {
     await clock.advanceAsync(1);
     let health = loop.health();
     expect(health.ready.ok).toBe(false);
-    expect(health.ready.checks).toContainEqual({ name: 'source:controlled', ok: false, reason: 'failing for 10 s (2 failures): 403 Forbidden: pods is forbidden' });
+    expect(health.ready.checks).toContainEqual({
+      name: 'source:controlled',
+      ok: false,
+      reason: 'failing for 10 s (2 failures): 403 Forbidden: pods is forbidden',
+    });
     expect(health.alive.ok).toBe(true);
     expect(health.sources['controlled']?.lastError).toBe(rbac);
     await clock.advanceAsync(50_000);
@@ -115,7 +159,11 @@ describe('loop.health()', () => {
     expect(loop.health().alive.ok).toBe(true);
     await clock.advanceAsync(1);
     const health = loop.health();
-    expect(health.alive.checks).toContainEqual({ name: 'source:controlled', ok: false, reason: 'streaming but no frame for 60 s' });
+    expect(health.alive.checks).toContainEqual({
+      name: 'source:controlled',
+      ok: false,
+      reason: 'streaming but no frame for 60 s',
+    });
     expect(health.ready.ok).toBe(true); // silence alone does not fail readiness
     source.last.push(upsertEvent('a', cell('p1'))); // a frame the driver sees also counts
     await settle();
@@ -132,7 +180,11 @@ describe('loop.health()', () => {
 
   it('[loop: health] a hung reconcile turns readiness and liveness false after reconcileStuckMs, naming the key', async () => {
     const registry = new InProcessSource<Cell>('cells', [['a', cell('engines')]]);
-    const { clock, loop } = make(registry, { reconcile: () => new Promise(() => {}), health: { reconcileStuckMs: 30_000 }, gracefulShutdownTimeoutMs: 1 });
+    const { clock, loop } = make(registry, {
+      reconcile: () => new Promise(() => {}),
+      health: { reconcileStuckMs: 30_000 },
+      gracefulShutdownTimeoutMs: 1,
+    });
     await loop.start();
     await clock.advanceAsync(30_000);
     expect(loop.health().ready.ok).toBe(true);
@@ -147,7 +199,9 @@ describe('loop.health()', () => {
 
   it('[loop: health] rejects unusable health limits', () => {
     for (const health of [{ sourceFailingMs: 0 }, { reconcileStuckMs: -1 }, { sourceSilentMs: Number.NaN }]) {
-      expect(() => make(new InProcessSource<Cell>('s'), { health })).toThrow(expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }));
+      expect(() => make(new InProcessSource<Cell>('s'), { health })).toThrow(
+        expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }),
+      );
     }
     expect(() => make(new InProcessSource<Cell>('s'), { health: { sourceWedgedMs: Infinity } })).not.toThrow();
   });
@@ -188,16 +242,28 @@ describe('loop.health()', () => {
           sourceHealth: s.reports ? ({} as SourceHealth) : undefined,
         }));
         const inFlight = i.ages.map((ageMs) => ({ parentKey: 'k', startedAt: now - ageMs, ageMs, timedOut: false }));
-        const { ready, alive } = verdicts({ state: i.state, now, inFlight, sources, error: i.fatal ? new Error('fatal') : undefined, limits });
+        const { ready, alive } = verdicts({
+          state: i.state,
+          now,
+          inFlight,
+          sources,
+          error: i.fatal ? new Error('fatal') : undefined,
+          limits,
+        });
         const stuck = i.ages.some((a) => a > limits.reconcileStuckMs);
         const failingMs = (s: (typeof i.sources)[number]): number => s.failingMs ?? 0;
         const modelReady =
-          i.state === 'running' && !stuck && i.sources.every((s) => s.synced && !s.permanent && failingMs(s) <= limits.sourceFailingMs);
+          i.state === 'running' &&
+          !stuck &&
+          i.sources.every((s) => s.synced && !s.permanent && failingMs(s) <= limits.sourceFailingMs);
         const modelAlive =
           !i.fatal &&
           !stuck &&
           i.sources.every(
-            (s) => !s.permanent && failingMs(s) <= limits.sourceWedgedMs && !(s.reports && s.streaming && s.silentMs !== null && s.silentMs > limits.sourceSilentMs),
+            (s) =>
+              !s.permanent &&
+              failingMs(s) <= limits.sourceWedgedMs &&
+              !(s.reports && s.streaming && s.silentMs !== null && s.silentMs > limits.sourceSilentMs),
           );
         expect(ready.ok).toBe(modelReady);
         expect(alive.ok).toBe(modelAlive);

@@ -24,14 +24,21 @@ const get = httpGet;
 describe('healthHandler', () => {
   it('[loop: probes] /readyz is 500 until the source syncs, then 200 ok; /healthz is 200 ok; failures list [+]/[-] lines with reasons withheld', async () => {
     const source = new ControlledSource<Cell>();
-    const loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, clock: new ManualClock() });
+    const loop = new ReconcileLoop<Cell, string>({
+      source,
+      keyMap: (c) => c.pool,
+      reconcile: () => {},
+      clock: new ManualClock(),
+    });
     const base = await serve(loop);
     const starting = loop.start();
     await settle();
 
     let res = await get(`${base}/readyz`);
     expect(res.status).toBe(500);
-    expect(res.body).toBe('[-]started failed: reason withheld\n[-]source:controlled failed: reason withheld\n[+]reconcile ok\nreadyz check failed\n');
+    expect(res.body).toBe(
+      '[-]started failed: reason withheld\n[-]source:controlled failed: reason withheld\n[+]reconcile ok\nreadyz check failed\n',
+    );
     res = await get(`${base}/readyz?verbose`);
     expect(res.body).toContain('[-]source:controlled failed: not synced yet\n');
     expect(res.body).toContain('[-]started failed: loop is starting\n');
@@ -76,7 +83,10 @@ describe('healthHandler', () => {
     expect(json.status).toBe(500);
     expect(json.type).toBe('application/json');
     expect(JSON.parse(json.body)).toEqual({ status: 'failed', checks });
-    expect(JSON.parse((await get(`${base}/healthz`, { accept: 'application/json' })).body)).toEqual({ status: 'ok', checks: [{ name: 'loop', ok: true }] });
+    expect(JSON.parse((await get(`${base}/healthz`, { accept: 'application/json' })).body)).toEqual({
+      status: 'ok',
+      checks: [{ name: 'loop', ok: true }],
+    });
     expect((await get(`${base}/metrics`)).status).toBe(404);
     expect((await get(`${base}/readyz`, { method: 'POST' })).status).toBe(405);
     expect((await get(`${base}/readyz`, { method: 'HEAD' })).status).toBe(500);
@@ -86,9 +96,14 @@ describe('healthHandler', () => {
 
   it('[loop: probes] revealReasons shows the reasons without ?verbose', async () => {
     const reporter: HealthReporter = {
-      health: () => ({ ready: { ok: false, checks: [{ name: 'reconcile', ok: false, reason: 'reconcile of engines running for 700 s' }] }, alive: { ok: true, checks: [] } }),
+      health: () => ({
+        ready: { ok: false, checks: [{ name: 'reconcile', ok: false, reason: 'reconcile of engines running for 700 s' }] },
+        alive: { ok: true, checks: [] },
+      }),
     };
     const base = await serve(reporter, { revealReasons: true });
-    expect((await get(`${base}/readyz`)).body).toBe('[-]reconcile failed: reconcile of engines running for 700 s\nreadyz check failed\n');
+    expect((await get(`${base}/readyz`)).body).toBe(
+      '[-]reconcile failed: reconcile of engines running for 700 s\nreadyz check failed\n',
+    );
   });
 });

@@ -20,7 +20,8 @@ class MemoryLease {
   version = 0;
   lock(identity: string): ResourceLock {
     let seen = -1;
-    const conflict = (): Error => Object.assign(new Error('409 Conflict: the object has been modified'), { status: { code: 409, reason: 'Conflict' } });
+    const conflict = (): Error =>
+      Object.assign(new Error('409 Conflict: the object has been modified'), { status: { code: 409, reason: 'Conflict' } });
     return {
       identity,
       describe: () => 'default/pool-tracker',
@@ -29,7 +30,8 @@ class MemoryLease {
         return this.record && { ...this.record };
       },
       create: async (record) => {
-        if (this.record !== undefined) throw Object.assign(new Error('409 AlreadyExists'), { status: { code: 409, reason: 'AlreadyExists' } });
+        if (this.record !== undefined)
+          throw Object.assign(new Error('409 AlreadyExists'), { status: { code: 409, reason: 'AlreadyExists' } });
         this.record = { ...record };
         seen = ++this.version;
       },
@@ -51,7 +53,13 @@ function cluster(options: { releaseOnCancel: boolean }) {
   /** Every reconcile start: which replica, and which replicas' electors said leader at that instant. */
   const starts: Array<{ replica: string; key: string; leaders: string[] }> = [];
   const replicas = ['a', 'b'].map((name) => {
-    const elector = new LeaderElector({ lock: lease.lock(name), clock, random: () => 0, releaseOnCancel: options.releaseOnCancel, ...TIMINGS });
+    const elector = new LeaderElector({
+      lock: lease.lock(name),
+      clock,
+      random: () => 0,
+      releaseOnCancel: options.releaseOnCancel,
+      ...TIMINGS,
+    });
     const source = new InProcessSource<Item>(
       'items',
       PARENTS.map((p, i) => [`o${i}`, { parent: p, version: 1 }]),
@@ -83,7 +91,12 @@ function cluster(options: { releaseOnCancel: boolean }) {
       await settle(3);
     }
   };
-  const keysOf = (replica: string, from = 0): string[] => starts.slice(from).filter((s) => s.replica === replica).map((s) => s.key).sort();
+  const keysOf = (replica: string, from = 0): string[] =>
+    starts
+      .slice(from)
+      .filter((s) => s.replica === replica)
+      .map((s) => s.key)
+      .sort();
   return { clock, lease, starts, a, b, upsert, advance, keysOf };
 }
 

@@ -107,7 +107,10 @@ describe('warm standby behind a leader gate', () => {
     const health = h.loop.health();
     expect(health.leader).toBe(false);
     expect(health.ready.ok).toBe(true);
-    expect(health.ready.checks.find((c) => c.name === 'leader')).toMatchObject({ ok: true, reason: expect.stringContaining('standby') });
+    expect(health.ready.checks.find((c) => c.name === 'leader')).toMatchObject({
+      ok: true,
+      reason: expect.stringContaining('standby'),
+    });
 
     h.gate.grant();
     await settle();
@@ -145,7 +148,12 @@ describe('warm standby behind a leader gate', () => {
     h.gate.grant();
     await settle();
     await h.finishAll();
-    expect(h.starts.slice(1).map((s) => `${s.key}@${s.saw}`).sort()).toEqual(['a@3', 'b@2']);
+    expect(
+      h.starts
+        .slice(1)
+        .map((s) => `${s.key}@${s.saw}`)
+        .sort(),
+    ).toEqual(['a@3', 'b@2']);
     expect(h.starts.every((s) => s.leader)).toBe(true);
     await h.loop.stop();
   });
@@ -172,7 +180,12 @@ describe('warm standby behind a leader gate', () => {
     h.gate.grant();
     await settle();
     await h.finishAll();
-    expect(h.starts.slice(4).map((s) => s.key).sort()).toEqual(['a', 'b', 'c']);
+    expect(
+      h.starts
+        .slice(4)
+        .map((s) => s.key)
+        .sort(),
+    ).toEqual(['a', 'b', 'c']);
     await h.loop.stop();
   });
 
@@ -191,7 +204,13 @@ describe('warm standby behind a leader gate', () => {
     expect(leader.gate.listeners).toBe(0);
 
     expect(
-      () => new ReconcileLoop<Item, string>({ source: new InProcessSource('x'), keyMap: () => 'p', reconcile: () => undefined, leaderGate: { isLeader: () => true } as never }),
+      () =>
+        new ReconcileLoop<Item, string>({
+          source: new InProcessSource('x'),
+          keyMap: () => 'p',
+          reconcile: () => undefined,
+          leaderGate: { isLeader: () => true } as never,
+        }),
     ).toThrow(ReconcileLoopOptionsError);
   });
 
@@ -203,7 +222,13 @@ describe('warm standby behind a leader gate', () => {
       onLost: () => () => {},
     };
     const clock = new ManualClock();
-    const loop = new ReconcileLoop<Item, string>({ source: new InProcessSource<Item>('items', items(['a'])), keyMap: (i) => i.parent, reconcile: () => undefined, leaderGate: gate, clock });
+    const loop = new ReconcileLoop<Item, string>({
+      source: new InProcessSource<Item>('items', items(['a'])),
+      keyMap: (i) => i.parent,
+      reconcile: () => undefined,
+      leaderGate: gate,
+      clock,
+    });
     await loop.start();
     await settle();
     expect(calls).toBe(1);
@@ -222,14 +247,21 @@ describe('warm standby behind a leader gate', () => {
       fc.constant({ t: 'freeze' as const }),
       fc.constant({ t: 'revoke' as const }),
       fc.constant({ t: 'finish' as const }),
-      fc.record({ t: fc.constant('event' as const), parent: fc.constantFrom('a', 'b', 'c'), obj: fc.integer({ min: 0, max: 3 }) }),
+      fc.record({
+        t: fc.constant('event' as const),
+        parent: fc.constantFrom('a', 'b', 'c'),
+        obj: fc.integer({ min: 0, max: 3 }),
+      }),
     );
     await fc.assert(
       fc.asyncProperty(fc.array(op, { maxLength: 25 }), async (ops) => {
         const h = harness(items(['a', 'b']));
         await h.loop.start();
         let version = 1;
-        const latest = new Map<string, number>([['a', 1], ['b', 1]]);
+        const latest = new Map<string, number>([
+          ['a', 1],
+          ['b', 1],
+        ]);
         for (const o of ops) {
           if (o.t === 'grant') h.gate.grant();
           else if (o.t === 'freeze') h.gate.freeze();
@@ -254,7 +286,9 @@ describe('warm standby behind a leader gate', () => {
         for (const [parent, v] of latest) {
           if (h.loop.store.members(parent).size === 0) continue;
           const last = h.starts.filter((s) => s.key === parent).at(-1);
-          expect(last?.saw ?? -1).toBeGreaterThanOrEqual(Math.min(v, Math.max(...[...h.loop.store.members(parent).values()].map((i) => i.version))));
+          expect(last?.saw ?? -1).toBeGreaterThanOrEqual(
+            Math.min(v, Math.max(...[...h.loop.store.members(parent).values()].map((i) => i.version))),
+          );
         }
         await h.loop.stop();
       }),

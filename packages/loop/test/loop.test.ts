@@ -28,9 +28,7 @@ interface Call {
 
 type Body = (key: string, ctx: ReconcileContext<Cell, string>) => void | Promise<void>;
 
-function harness(
-  options: Partial<ReconcileLoopOptions<Cell, string>> & { body?: Body; initial?: Array<[string, Cell]> } = {},
-) {
+function harness(options: Partial<ReconcileLoopOptions<Cell, string>> & { body?: Body; initial?: Array<[string, Cell]> } = {}) {
   const clock = new ManualClock();
   const logger = recordingLogger();
   const registry = new InProcessSource<Cell>('cells', options.initial ?? []);
@@ -73,7 +71,13 @@ describe('ReconcileLoop', () => {
     expect(loop.synced).toBe(false);
     expect(seen).toEqual([]);
 
-    source.last.push(replaceEvent([['a', cell('p1')], ['b', cell('p2')], ['c', cell('p2')]]));
+    source.last.push(
+      replaceEvent([
+        ['a', cell('p1')],
+        ['b', cell('p2')],
+        ['c', cell('p2')],
+      ]),
+    );
     await starting;
     expect(loop.state).toBe('running');
     await settle();
@@ -106,7 +110,12 @@ describe('ReconcileLoop', () => {
   });
 
   it('[object_store: EnqueueRequestForOwner] an object whose key map stops mapping is evicted and re-drives the parent it left', async () => {
-    const { registry, calls, loop, keys } = harness({ initial: [['a', cell('p1')], ['b', cell('p1')]] });
+    const { registry, calls, loop, keys } = harness({
+      initial: [
+        ['a', cell('p1')],
+        ['b', cell('p1')],
+      ],
+    });
     await loop.start();
     await settle();
     calls.length = 0;
@@ -126,7 +135,10 @@ describe('ReconcileLoop', () => {
   it('[loop: Resync period] resync re-enqueues only parents that still have members, every period, without jitter', async () => {
     const { clock, registry, calls, loop, keys } = harness({
       resyncPeriodMs: 1_000,
-      initial: [['a', cell('p1')], ['b', cell('p2')]],
+      initial: [
+        ['a', cell('p1')],
+        ['b', cell('p2')],
+      ],
     });
     await loop.start();
     await settle();
@@ -238,7 +250,10 @@ describe('ReconcileLoop', () => {
   it('[source_stream_driver: Retry inside vs outside the stream] a dead stream is reopened after sourceRetryDelayMs and its relist re-drives a deletion missed meanwhile', async () => {
     const { clock, registry, calls, loop, logger } = harness({
       sourceRetryDelayMs: 2_000,
-      initial: [['a', cell('p1')], ['b', cell('p2')]],
+      initial: [
+        ['a', cell('p1')],
+        ['b', cell('p2')],
+      ],
     });
     await loop.start();
     await settle();
@@ -252,7 +267,9 @@ describe('ReconcileLoop', () => {
     await clock.advanceAsync(1);
     expect(loop.store.has('b')).toBe(false);
     expect(calls.find((c) => c.key === 'p2')).toEqual({ key: 'p2', at: 2_000, members: {} });
-    expect(logger.entries.some((e) => e.level === 'error' && (e.fields.err as Error).message === 'registry restarted')).toBe(true);
+    expect(logger.entries.some((e) => e.level === 'error' && (e.fields.err as Error).message === 'registry restarted')).toBe(
+      true,
+    );
     await loop.stop();
   });
 
@@ -279,7 +296,11 @@ describe('ReconcileLoop', () => {
     let reason: unknown;
     let finished = false;
     const { clock, registry, loop, keys } = harness({
-      initial: [['a', cell('p1')], ['b', cell('p2')], ['c', cell('p3')]],
+      initial: [
+        ['a', cell('p1')],
+        ['b', cell('p2')],
+        ['c', cell('p3')],
+      ],
       body: async (key, ctx) => {
         if (key !== 'p1') return;
         await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
@@ -310,7 +331,10 @@ describe('ReconcileLoop', () => {
       let loopRef: ReconcileLoop<Cell, string> | undefined;
       let stoppedFromInside: Promise<unknown> | undefined;
       const { loop, keys } = harness({
-        initial: [['a', cell('p1')], ['b', cell('p2')]],
+        initial: [
+          ['a', cell('p1')],
+          ['b', cell('p2')],
+        ],
         body: (key) => {
           if (key !== 'p1') return;
           if (schedule === 'void') void loopRef!.stop();
@@ -394,7 +418,13 @@ describe('ReconcileLoop', () => {
   it('[loop deviation: syncTimeoutMs] a source that never syncs fails start() with SyncTimeoutError at the timeout, not before', async () => {
     const clock = new ManualClock();
     const source = new ControlledSource<Cell>();
-    const loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, syncTimeoutMs: 30_000, clock });
+    const loop = new ReconcileLoop<Cell, string>({
+      source,
+      keyMap: (c) => c.pool,
+      reconcile: () => {},
+      syncTimeoutMs: 30_000,
+      clock,
+    });
     let settled = false;
     const starting = loop.start().finally(() => (settled = true));
     starting.catch(() => {});
@@ -406,7 +436,12 @@ describe('ReconcileLoop', () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT', name: 'SyncTimeoutError', sourceName: 'controlled', timeoutMs: 30_000 });
+    expect(error).toMatchObject({
+      code: 'RECONCILE_LOOP_SYNC_TIMEOUT',
+      name: 'SyncTimeoutError',
+      sourceName: 'controlled',
+      timeoutMs: 30_000,
+    });
   });
 
   it('[loop deviation: syncTimeoutMs] stop() during start() rejects the start with LoopStoppedError', async () => {
@@ -429,7 +464,10 @@ describe('ReconcileLoop', () => {
     const { clock, calls, loop, logger } = harness({
       reconcileTimeoutMs: 1_000,
       retry: { baseDelayMs: 500 },
-      initial: [['a', cell('p1')], ['b', cell('p2')]],
+      initial: [
+        ['a', cell('p1')],
+        ['b', cell('p2')],
+      ],
       body: async (key, ctx) => {
         if (key !== 'p1' || hangs === 0) return;
         hangs -= 1;
@@ -513,7 +551,13 @@ describe('ReconcileLoop', () => {
     const clock = new ManualClock();
     const source = new ControlledSource<Cell>();
     const body = async (): Promise<void> => {
-      await using loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, syncTimeoutMs: 10, clock });
+      await using loop = new ReconcileLoop<Cell, string>({
+        source,
+        keyMap: (c) => c.pool,
+        reconcile: () => {},
+        syncTimeoutMs: 10,
+        clock,
+      });
       await loop.start();
     };
     const outcome = body();
@@ -524,7 +568,12 @@ describe('ReconcileLoop', () => {
 
   it('[loop: Lifecycle] [Symbol.asyncDispose]() is stop(); stop() before start() retires the loop', async () => {
     const registry = new InProcessSource<Cell>('cells');
-    const loop = new ReconcileLoop<Cell, string>({ source: registry, keyMap: (c) => c.pool, reconcile: () => {}, clock: new ManualClock() });
+    const loop = new ReconcileLoop<Cell, string>({
+      source: registry,
+      keyMap: (c) => c.pool,
+      reconcile: () => {},
+      clock: new ManualClock(),
+    });
     await loop[Symbol.asyncDispose]();
     expect(loop.state).toBe('stopped');
     expect(registry.openStreams).toBe(0);

@@ -43,9 +43,20 @@ async function setup(useExpectations: boolean) {
   let runs = 0;
   let stalled = false;
   const loop = new ReconcileLoop({
-    source: kubeReflector({ name: 'cocoonsets', kubeConfig, namespace: NS, resource: { group: 'example.com', version: 'v1', plural: 'cocoonsets' }, schema: cocoonSetSchema }),
+    source: kubeReflector({
+      name: 'cocoonsets',
+      kubeConfig,
+      namespace: NS,
+      resource: { group: 'example.com', version: 'v1', plural: 'cocoonsets' },
+      schema: cocoonSetSchema,
+    }),
     keyMap: (_set, key) => key,
-    secondary: { pods: { source: podReflector({ name: 'pods', kubeConfig, namespace: NS }), owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' } } },
+    secondary: {
+      pods: {
+        source: podReflector({ name: 'pods', kubeConfig, namespace: NS }),
+        owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' },
+      },
+    },
     logger,
     reconcile: async (_key, ctx) => {
       runs += 1;
@@ -61,7 +72,15 @@ async function setup(useExpectations: boolean) {
           {
             metadata: {
               generateName: `${parent.metadata.name}-`,
-              ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'CocoonSet', name: parent.metadata.name, uid: parent.metadata.uid!, controller: true }],
+              ownerReferences: [
+                {
+                  apiVersion: 'example.com/v1',
+                  kind: 'CocoonSet',
+                  name: parent.metadata.name,
+                  uid: parent.metadata.uid!,
+                  controller: true,
+                },
+              ],
             },
             spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
           },
@@ -76,9 +95,17 @@ async function setup(useExpectations: boolean) {
   const start = async (): Promise<void> => {
     await loop.start();
     await server.waitForWatches(2, WAIT_MS);
-    server.createObject(ref, { apiVersion: 'example.com/v1', kind: 'CocoonSet', metadata: { name: 'web', namespace: NS }, spec: { replicas: 2 } });
+    server.createObject(ref, {
+      apiVersion: 'example.com/v1',
+      kind: 'CocoonSet',
+      metadata: { name: 'web', namespace: NS },
+      spec: { replicas: 2 },
+    });
   };
-  const owned = () => server.listPods(NS).filter((p) => (p.metadata.ownerReferences as Array<{ name: string }> | undefined)?.some((r) => r.name === 'web')).length;
+  const owned = () =>
+    server
+      .listPods(NS)
+      .filter((p) => (p.metadata.ownerReferences as Array<{ name: string }> | undefined)?.some((r) => r.name === 'web')).length;
   return { server, loop, logger, owned, start, runs: () => runs };
 }
 
@@ -102,7 +129,10 @@ describe('read your writes (embedded apiserver)', () => {
     expect(runs()).toBe(1);
     expect(server.requestCounts().create).toBe(2);
     server.unstallWatches();
-    await until('the pod cache to see both pods and the parent to run again', () => loop.stores.pods.owned('default/web').size === 2 && runs() === 2);
+    await until(
+      'the pod cache to see both pods and the parent to run again',
+      () => loop.stores.pods.owned('default/web').size === 2 && runs() === 2,
+    );
     expect(server.requestCounts().create).toBe(2);
     expect(owned()).toBe(2);
   });

@@ -108,7 +108,14 @@ describe('reconcile results', () => {
     await loop.stop();
   });
 
-  it.each([[{ requeueAfterMs: -1 }], [{ requeueAfterMs: Number.NaN }], [{ requeueAfterMs: '5' }], [42], [null], [{ requeueAfterMs: 2 ** 31 }]])(
+  it.each([
+    [{ requeueAfterMs: -1 }],
+    [{ requeueAfterMs: Number.NaN }],
+    [{ requeueAfterMs: '5' }],
+    [42],
+    [null],
+    [{ requeueAfterMs: 2 ** 31 }],
+  ])(
     '[loop: RequeueAfter] an invalid result %j is a failure with InvalidReconcileResultError (retried with backoff)',
     async (result) => {
       let n = 0;

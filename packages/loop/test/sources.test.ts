@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { settle } from '@reconcile-loop/test-support';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource } from '@reconcile-loop/test-support';
-import { InProcessSource, ReconcileLoop, generationChanged, ownerKeyMap, replaceEvent, resourceVersionChanged, type ObjectKey } from '../src/index.js';
+import {
+  InProcessSource,
+  ReconcileLoop,
+  generationChanged,
+  ownerKeyMap,
+  replaceEvent,
+  resourceVersionChanged,
+  type ObjectKey,
+} from '../src/index.js';
 import { controllerHarness, NS, podOf, setOf, type CocoonSet, type Pod } from './controller-fixtures.js';
 
 /** ControlledSource is always named "controlled"; a loop needs distinct source names. */
@@ -109,10 +117,18 @@ describe('several sources per loop', () => {
       },
     };
     expect(ownerKeyMap({ kind: 'CocoonSet' })(shared, 'ns/shared')).toEqual(['ns/a']);
-    expect(ownerKeyMap({ kind: 'CocoonSet', apiVersion: 'example.com/v1', controllerOnly: false })(shared, 'ns/shared')).toEqual(['ns/a', 'ns/b']);
+    expect(ownerKeyMap({ kind: 'CocoonSet', apiVersion: 'example.com/v1', controllerOnly: false })(shared, 'ns/shared')).toEqual([
+      'ns/a',
+      'ns/b',
+    ]);
     expect(ownerKeyMap({ kind: 'CocoonSet', controllerOnly: false })(shared, 'ns/shared')).toEqual(['ns/a', 'ns/b', 'ns/c']);
     expect(ownerKeyMap({ kind: 'ReplicaSet' })(shared, 'ns/shared')).toEqual([]);
-    expect(ownerKeyMap({ kind: 'Node' })({ metadata: { ownerReferences: [{ kind: 'Node', name: 'n1', apiVersion: 'v1', controller: true }] } }, 'x')).toEqual(['n1']);
+    expect(
+      ownerKeyMap({ kind: 'Node' })(
+        { metadata: { ownerReferences: [{ kind: 'Node', name: 'n1', apiVersion: 'v1', controller: true }] } },
+        'x',
+      ),
+    ).toEqual(['n1']);
     expect(ownerKeyMap({ kind: 'CocoonSet' })({ metadata: { ownerReferences: null } }, 'x')).toBeUndefined();
   });
 
@@ -212,7 +228,11 @@ describe('failures of a secondary source', () => {
     pods.last.fail(new Error('403 pods is forbidden'));
     await settle();
     await clock.advanceAsync(5_000);
-    await expect(starting).rejects.toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT', sourceName: 'pods', cause: { message: '403 pods is forbidden' } });
+    await expect(starting).rejects.toMatchObject({
+      code: 'RECONCILE_LOOP_SYNC_TIMEOUT',
+      sourceName: 'pods',
+      cause: { message: '403 pods is forbidden' },
+    });
     expect(loop.state).toBe('stopped');
     expect(clock.pending).toBe(0);
   });
@@ -326,7 +346,10 @@ describe('update filters', () => {
     pods.upsert(...podOf('a-0', 'a'));
     await settle();
     expect(keys()).toEqual(['ns/a']);
-    expect(logger.entries.find((e) => e.message.startsWith('update filter threw'))?.fields).toMatchObject({ source: 'pods', objectKey: 'ns/a-0' });
+    expect(logger.entries.find((e) => e.message.startsWith('update filter threw'))?.fields).toMatchObject({
+      source: 'pods',
+      objectKey: 'ns/a-0',
+    });
     await loop.stop();
   });
 });
@@ -334,10 +357,19 @@ describe('update filters', () => {
 describe('options of several sources', () => {
   const base = { source: new InProcessSource<CocoonSet>('sets'), keyMap: (_: CocoonSet, k: ObjectKey) => k, reconcile: () => {} };
   it.each([
-    [{ secondary: { pods: { source: new InProcessSource<Pod>('sets'), owner: { kind: 'X' } } } }, 'named "sets" like another source'],
+    [
+      { secondary: { pods: { source: new InProcessSource<Pod>('sets'), owner: { kind: 'X' } } } },
+      'named "sets" like another source',
+    ],
     [{ secondary: { pods: { source: new InProcessSource<Pod>('pods') } } }, 'exactly one of owner and keyMap'],
-    [{ secondary: { pods: { source: new InProcessSource<Pod>('pods'), owner: { kind: 'X' }, keyMap: () => 'k' } } }, 'exactly one of owner and keyMap'],
-    [{ secondary: { pods: { source: new InProcessSource<Pod>('pods'), owner: { kind: '' } } } }, 'owner.kind must be a non-empty string'],
+    [
+      { secondary: { pods: { source: new InProcessSource<Pod>('pods'), owner: { kind: 'X' }, keyMap: () => 'k' } } },
+      'exactly one of owner and keyMap',
+    ],
+    [
+      { secondary: { pods: { source: new InProcessSource<Pod>('pods'), owner: { kind: '' } } } },
+      'owner.kind must be a non-empty string',
+    ],
     [{ secondary: { pods: { source: {} } } }, 'secondary.pods.source must have an open'],
     [{ concurrency: 0 }, 'concurrency must be an integer from 1 to 1024'],
     [{ concurrency: 2.5 }, 'concurrency must be an integer'],

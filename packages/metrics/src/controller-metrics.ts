@@ -78,24 +78,30 @@ export function controllerMetrics<P extends ParentKey>(options: ControllerMetric
   let bound: { controller: string; instruments: Instruments; binding: LoopBinding } | undefined;
   let retired = false;
   // Bound children: a label set hashed once at bind, not on every event of the hot path.
-  let hot: {
-    adds: CounterSeries;
-    retries: CounterSeries;
-    latency: HistogramSeries;
-    work: HistogramSeries;
-    time: HistogramSeries;
-    total: Record<(typeof RESULTS)[number], CounterSeries>;
-    errors: CounterSeries;
-    terminal: CounterSeries;
-    timeouts: CounterSeries;
-  } | undefined;
+  let hot:
+    | {
+        adds: CounterSeries;
+        retries: CounterSeries;
+        latency: HistogramSeries;
+        work: HistogramSeries;
+        time: HistogramSeries;
+        total: Record<(typeof RESULTS)[number], CounterSeries>;
+        errors: CounterSeries;
+        terminal: CounterSeries;
+        timeouts: CounterSeries;
+      }
+    | undefined;
 
   const observer: ControllerMetricsObserver<P> = {
     get controller() {
       return bound?.controller;
     },
     bind(binding: LoopBinding): void {
-      if (bound !== undefined || retired) throw new MetricsError('METRICS_OBSERVER_REUSED', 'this metrics observer already belongs to a loop; call controllerMetrics() once per loop');
+      if (bound !== undefined || retired)
+        throw new MetricsError(
+          'METRICS_OBSERVER_REUSED',
+          'this metrics observer already belongs to a loop; call controllerMetrics() once per loop',
+        );
       const controller = options.controller ?? binding.controller;
       const instruments = instrumentsFor(registry);
       if (instruments.loops.has(controller)) {
@@ -160,7 +166,13 @@ export function controllerMetrics<P extends ParentKey>(options: ControllerMetric
       const c = { controller };
       const wq = { name: controller, controller };
       for (const result of RESULTS) instruments.reconcileTotal.remove({ ...c, result });
-      for (const m of [instruments.reconcileErrors, instruments.terminalReconcileErrors, instruments.reconcileTimeouts, instruments.reconcileTime]) m.remove(c);
+      for (const m of [
+        instruments.reconcileErrors,
+        instruments.terminalReconcileErrors,
+        instruments.reconcileTimeouts,
+        instruments.reconcileTime,
+      ])
+        m.remove(c);
       for (const m of [instruments.adds, instruments.retries, instruments.latency, instruments.workDuration]) m.remove(wq);
       bound = undefined;
       hot = undefined;
@@ -202,7 +214,10 @@ function instrumentsFor(registry: Registry): Instruments {
     });
   };
   // Scrape-time counters: the cumulative value the source keeps, copied as is.
-  const readCounter = (d: MetricDefinition, fill: (set: (labels: Labels, value: number) => void, s: LoopSnapshot) => void): void => {
+  const readCounter = (
+    d: MetricDefinition,
+    fill: (set: (labels: Labels, value: number) => void, s: LoopSnapshot) => void,
+  ): void => {
     new Counter({
       name: d.name,
       help: d.help,

@@ -8,12 +8,14 @@
 
 /** controller-runtime's `controller_runtime_reconcile_time_seconds` buckets. */
 export const RECONCILE_TIME_BUCKETS: readonly number[] = Object.freeze([
-  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5,
-  4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5,
+  3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
 ]);
 
 /** client-go / controller-runtime workqueue latency buckets: `prometheus.ExponentialBuckets(10e-9, 10, 12)`, 10 ns to 1000 s. */
-export const WORKQUEUE_DURATION_BUCKETS: readonly number[] = Object.freeze(Array.from({ length: 12 }, (_, i) => Number(`1e${i - 8}`)));
+export const WORKQUEUE_DURATION_BUCKETS: readonly number[] = Object.freeze(
+  Array.from({ length: 12 }, (_, i) => Number(`1e${i - 8}`)),
+);
 
 /** One series family. */
 export interface MetricDefinition {
@@ -24,7 +26,13 @@ export interface MetricDefinition {
   readonly buckets?: readonly number[];
 }
 
-const def = (type: MetricDefinition['type'], name: string, labelNames: readonly string[], help: string, buckets?: readonly number[]): MetricDefinition =>
+const def = (
+  type: MetricDefinition['type'],
+  name: string,
+  labelNames: readonly string[],
+  help: string,
+  buckets?: readonly number[],
+): MetricDefinition =>
   Object.freeze({ name, help, type, labelNames: Object.freeze([...labelNames]), ...(buckets !== undefined && { buckets }) });
 
 const C = ['controller'] as const;
@@ -33,26 +41,74 @@ const SRC = ['controller', 'source'] as const;
 
 /** controller-runtime's controller metrics (v0.24.1), without `reconcile_panics_total` (JS has no panics; see ALIGNMENT). */
 export const CONTROLLER_METRICS = Object.freeze({
-  reconcileTotal: def('counter', 'controller_runtime_reconcile_total', ['controller', 'result'], 'Total number of reconciliations per controller'),
-  reconcileErrors: def('counter', 'controller_runtime_reconcile_errors_total', C, 'Total number of reconciliation errors per controller'),
-  terminalReconcileErrors: def('counter', 'controller_runtime_terminal_reconcile_errors_total', C, 'Total number of terminal reconciliation errors per controller'),
-  reconcileTime: def('histogram', 'controller_runtime_reconcile_time_seconds', C, 'Length of time per reconciliation per controller', RECONCILE_TIME_BUCKETS),
-  workerCount: def('gauge', 'controller_runtime_max_concurrent_reconciles', C, 'Maximum number of concurrent reconciles per controller'),
+  reconcileTotal: def(
+    'counter',
+    'controller_runtime_reconcile_total',
+    ['controller', 'result'],
+    'Total number of reconciliations per controller',
+  ),
+  reconcileErrors: def(
+    'counter',
+    'controller_runtime_reconcile_errors_total',
+    C,
+    'Total number of reconciliation errors per controller',
+  ),
+  terminalReconcileErrors: def(
+    'counter',
+    'controller_runtime_terminal_reconcile_errors_total',
+    C,
+    'Total number of terminal reconciliation errors per controller',
+  ),
+  reconcileTime: def(
+    'histogram',
+    'controller_runtime_reconcile_time_seconds',
+    C,
+    'Length of time per reconciliation per controller',
+    RECONCILE_TIME_BUCKETS,
+  ),
+  workerCount: def(
+    'gauge',
+    'controller_runtime_max_concurrent_reconciles',
+    C,
+    'Maximum number of concurrent reconciles per controller',
+  ),
   activeWorkers: def('gauge', 'controller_runtime_active_workers', C, 'Number of currently used workers per controller'),
-  reconcileTimeouts: def('counter', 'controller_runtime_reconcile_timeouts_total', C, 'Total number of reconciliation timeouts per controller'),
+  reconcileTimeouts: def(
+    'counter',
+    'controller_runtime_reconcile_timeouts_total',
+    C,
+    'Total number of reconciliation timeouts per controller',
+  ),
 });
 
 /** controller-runtime's workqueue metrics (v0.24.1; `name` and `controller` both carry the controller name). */
 export const WORKQUEUE_METRICS = Object.freeze({
-  depth: def('gauge', 'workqueue_depth', ['name', 'controller', 'priority'], 'Current depth of workqueue by workqueue and priority'),
+  depth: def(
+    'gauge',
+    'workqueue_depth',
+    ['name', 'controller', 'priority'],
+    'Current depth of workqueue by workqueue and priority',
+  ),
   adds: def('counter', 'workqueue_adds_total', WQ, 'Total number of adds handled by workqueue'),
-  latency: def('histogram', 'workqueue_queue_duration_seconds', WQ, 'How long in seconds an item stays in workqueue before being requested', WORKQUEUE_DURATION_BUCKETS),
-  workDuration: def('histogram', 'workqueue_work_duration_seconds', WQ, 'How long in seconds processing an item from workqueue takes.', WORKQUEUE_DURATION_BUCKETS),
+  latency: def(
+    'histogram',
+    'workqueue_queue_duration_seconds',
+    WQ,
+    'How long in seconds an item stays in workqueue before being requested',
+    WORKQUEUE_DURATION_BUCKETS,
+  ),
+  workDuration: def(
+    'histogram',
+    'workqueue_work_duration_seconds',
+    WQ,
+    'How long in seconds processing an item from workqueue takes.',
+    WORKQUEUE_DURATION_BUCKETS,
+  ),
   unfinished: def(
     'gauge',
     'workqueue_unfinished_work_seconds',
     WQ,
-    'How many seconds of work has been done that is in progress and hasn\'t been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.',
+    "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
   ),
   longestRunningProcessor: def(
     'gauge',
@@ -70,11 +126,41 @@ export const WORKQUEUE_METRICS = Object.freeze({
 
 /** What none of them export (controller-runtime #3182): the cache, quarantine, dead-letter and watch view. */
 export const LOOP_METRICS = Object.freeze({
-  objectsCached: def('gauge', 'reconcile_loop_objects_cached', SRC, 'Objects in the store of each source of the controller (quarantined objects excluded)'),
-  quarantined: def('gauge', 'reconcile_loop_quarantined_objects', SRC, 'Objects held out of the store because they failed validation, per source'),
-  deadLettered: def('gauge', 'reconcile_loop_dead_lettered_keys', C, 'Parent keys parked (dead-lettered) after exhausting their retry budget'),
-  relists: def('counter', 'reconcile_loop_relists_total', ['controller', 'source', 'cause'], 'Relists (LISTs after the first of a stream) per source by cause: heal after a skipped frame, or rejected (expired or unusable cursor, too-large frame)'),
+  objectsCached: def(
+    'gauge',
+    'reconcile_loop_objects_cached',
+    SRC,
+    'Objects in the store of each source of the controller (quarantined objects excluded)',
+  ),
+  quarantined: def(
+    'gauge',
+    'reconcile_loop_quarantined_objects',
+    SRC,
+    'Objects held out of the store because they failed validation, per source',
+  ),
+  deadLettered: def(
+    'gauge',
+    'reconcile_loop_dead_lettered_keys',
+    C,
+    'Parent keys parked (dead-lettered) after exhausting their retry budget',
+  ),
+  relists: def(
+    'counter',
+    'reconcile_loop_relists_total',
+    ['controller', 'source', 'cause'],
+    'Relists (LISTs after the first of a stream) per source by cause: heal after a skipped frame, or rejected (expired or unusable cursor, too-large frame)',
+  ),
   watchReopens: def('counter', 'reconcile_loop_watch_reopens_total', SRC, 'WATCH calls started after the first, per source'),
-  sourceReopens: def('counter', 'reconcile_loop_source_reopens_total', SRC, 'Source streams the controller reopened after one ended or failed, per source'),
-  sinceLastFrame: def('gauge', 'reconcile_loop_seconds_since_last_watch_frame', SRC, 'Seconds since the last event or frame (bookmarks included) of each source'),
+  sourceReopens: def(
+    'counter',
+    'reconcile_loop_source_reopens_total',
+    SRC,
+    'Source streams the controller reopened after one ended or failed, per source',
+  ),
+  sinceLastFrame: def(
+    'gauge',
+    'reconcile_loop_seconds_since_last_watch_frame',
+    SRC,
+    'Seconds since the last event or frame (bookmarks included) of each source',
+  ),
 });

@@ -95,7 +95,8 @@ export class HistogramFamily implements RegistrableMetric {
   series(labels: Labels): HistogramSeries {
     const key = keyOf(labels);
     let s = this.#series.get(key);
-    if (s === undefined) this.#series.set(key, (s = { labels: { ...labels }, counts: new Float64Array(this.#bounds.length), sum: 0, count: 0 }));
+    if (s === undefined)
+      this.#series.set(key, (s = { labels: { ...labels }, counts: new Float64Array(this.#bounds.length), sum: 0, count: 0 }));
     const series = s;
     const bounds = this.#bounds;
     return {
@@ -131,7 +132,11 @@ export class HistogramFamily implements RegistrableMetric {
       let cumulative = 0;
       this.#bounds.forEach((le, i) => {
         cumulative += s.counts[i]!;
-        values.push({ value: cumulative, labels: { ...s.labels, le: le as unknown as string }, metricName: `${this.name}_bucket` });
+        values.push({
+          value: cumulative,
+          labels: { ...s.labels, le: le as unknown as string },
+          metricName: `${this.name}_bucket`,
+        });
       });
       values.push({ value: s.count, labels: { ...s.labels, le: '+Inf' }, metricName: `${this.name}_bucket` });
       values.push({ value: s.sum, labels: s.labels, metricName: `${this.name}_sum` });

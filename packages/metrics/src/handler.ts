@@ -20,7 +20,10 @@ export interface MetricsResponse {
 }
 
 /** A request handler of the shape `http.createServer` takes. */
-export type RequestHandler<Req extends MetricsRequest = MetricsRequest, Res extends MetricsResponse = MetricsResponse> = (req: Req, res: Res) => unknown;
+export type RequestHandler<Req extends MetricsRequest = MetricsRequest, Res extends MetricsResponse = MetricsResponse> = (
+  req: Req,
+  res: Res,
+) => unknown;
 
 /** Options of {@link metricsHandler}. */
 export interface MetricsHandlerOptions<Req extends MetricsRequest, Res extends MetricsResponse> {
@@ -57,7 +60,13 @@ export function metricsHandler<Req extends MetricsRequest, Res extends MetricsRe
     }
     return registry.metrics().then(
       (body) => send(res, 200, registry.contentType, method === 'HEAD' ? undefined : body),
-      (error: unknown) => send(res, 500, 'text/plain; charset=utf-8', `collecting metrics failed: ${error instanceof Error ? error.message : String(error)}\n`),
+      (error: unknown) =>
+        send(
+          res,
+          500,
+          'text/plain; charset=utf-8',
+          `collecting metrics failed: ${error instanceof Error ? error.message : String(error)}\n`,
+        ),
     );
   };
 }

@@ -5,7 +5,13 @@
  * `/metrics` handler that composes with the loop's `healthHandler`.
  */
 export { controllerMetrics, type ControllerMetricsObserver, type ControllerMetricsOptions } from './controller-metrics.js';
-export { metricsHandler, type MetricsHandlerOptions, type MetricsRequest, type MetricsResponse, type RequestHandler } from './handler.js';
+export {
+  metricsHandler,
+  type MetricsHandlerOptions,
+  type MetricsRequest,
+  type MetricsResponse,
+  type RequestHandler,
+} from './handler.js';
 export {
   CONTROLLER_METRICS,
   WORKQUEUE_METRICS,

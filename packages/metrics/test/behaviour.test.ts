@@ -4,7 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { metricsHarness, thing, valueOf, type Thing } from './harness.js';
 
 /** Stops with no grace on the manual clock (the grace timer runs on it). */
-async function stopNow(loop: { stop(o: { graceMs: number }): Promise<unknown> }, clock: { advanceAsync(ms: number): Promise<unknown> }) {
+async function stopNow(
+  loop: { stop(o: { graceMs: number }): Promise<unknown> },
+  clock: { advanceAsync(ms: number): Promise<unknown> },
+) {
   const stopping = loop.stop({ graceMs: 1 });
   await settle();
   await clock.advanceAsync(1);
@@ -27,7 +30,10 @@ describe('reconcile metrics from a running loop', () => {
         throw new TerminalError('bad spec'); // error + terminal, not retried
       },
     ];
-    const { loop, clock, registry } = metricsHarness({ body: () => script.shift()?.() as undefined, retry: { baseDelayMs: 100 } });
+    const { loop, clock, registry } = metricsHarness({
+      body: () => script.shift()?.() as undefined,
+      retry: { baseDelayMs: 100 },
+    });
     await loop.start();
     await settle();
     loop.enqueue('ns/a');
@@ -86,7 +92,11 @@ describe('reconcile metrics from a running loop', () => {
   });
 
   it('[metrics: Reconcile time] a timed-out reconcile counts as an error and a controller_runtime_reconcile_timeouts_total', async () => {
-    const { loop, clock, registry } = metricsHarness({ body: () => new Promise<void>(() => {}), reconcileTimeoutMs: 1_000, retry: { baseDelayMs: 60_000 } });
+    const { loop, clock, registry } = metricsHarness({
+      body: () => new Promise<void>(() => {}),
+      reconcileTimeoutMs: 1_000,
+      retry: { baseDelayMs: 60_000 },
+    });
     await loop.start();
     await settle();
     await clock.advanceAsync(1_000);
@@ -127,7 +137,9 @@ describe('reconcile metrics from a running loop', () => {
     let ended = 0;
     const { loop, registry, clock } = metricsHarness({
       body: (_, ctx) =>
-        new Promise<void>((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error))).finally(() => (ended += 1)),
+        new Promise<void>((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error))).finally(
+          () => (ended += 1),
+        ),
     });
     await loop.start();
     await settle();
@@ -144,7 +156,11 @@ describe('source metrics', () => {
     const inner = new InProcessSource<Thing>('things', [thing('a'), thing('b'), thing('c')]);
     const stats = { lists: 4, relists: 3, healRelists: 1, watches: 5, bookmarks: 'not a number' };
     // A reflector-shaped source: its own `stats`, read without importing the reflector.
-    const source = { name: 'things', stats, open: (signal: AbortSignal): AsyncIterable<SourceEvent<Thing>> => inner.open(signal) };
+    const source = {
+      name: 'things',
+      stats,
+      open: (signal: AbortSignal): AsyncIterable<SourceEvent<Thing>> => inner.open(signal),
+    };
     const { loop, clock, registry } = metricsHarness({ body: () => undefined, source });
     await loop.start();
     await settle();

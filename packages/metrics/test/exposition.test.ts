@@ -22,7 +22,11 @@ describe('exposition', () => {
     for (const want of UPSTREAM) {
       const got = json.find((m) => m.name === want.name);
       expect(got, want.name).toBeDefined();
-      expect({ name: got!.name, type: got!.type, help: got!.help }).toEqual({ name: want.name, type: want.type, help: want.help });
+      expect({ name: got!.name, type: got!.type, help: got!.help }).toEqual({
+        name: want.name,
+        type: want.type,
+        help: want.help,
+      });
       expect(text).toContain(`# HELP ${want.name} ${want.help.replace(/\\/g, '\\\\')}\n# TYPE ${want.name} ${want.type}\n`);
       const values = got!.values as Array<{ labels: Record<string, string | number>; metricName?: string }>;
       expect(values.length, `${want.name} has a series from the start`).toBeGreaterThan(0);
@@ -39,9 +43,9 @@ describe('exposition', () => {
 
   it('[metrics: Upstream names] label values: controller and workqueue name are the loop name, result has the four upstream values, priority is empty', async () => {
     const { json } = await exposed();
-    const results = (json.find((m) => m.name === 'controller_runtime_reconcile_total')!.values as Array<{ labels: Record<string, string> }>).map(
-      (v) => v.labels,
-    );
+    const results = (
+      json.find((m) => m.name === 'controller_runtime_reconcile_total')!.values as Array<{ labels: Record<string, string> }>
+    ).map((v) => v.labels);
     expect(results).toEqual(['success', 'error', 'requeue', 'requeue_after'].map((result) => ({ controller: 'pods', result })));
     const depth = json.find((m) => m.name === 'workqueue_depth')!.values as Array<{ labels: Record<string, string> }>;
     expect(depth.map((v) => v.labels)).toEqual([{ name: 'pods', controller: 'pods', priority: '' }]);
@@ -54,16 +58,28 @@ describe('exposition', () => {
     const upstream = new Set(UPSTREAM.map((m) => m.name));
     const ours = names.filter((n) => !upstream.has(n));
     expect(ours.every((n) => n.startsWith('reconcile_loop_'))).toBe(true);
-    expect(ours.sort()).toEqual(Object.values(LOOP_METRICS).map((d) => d.name).sort());
+    expect(ours.sort()).toEqual(
+      Object.values(LOOP_METRICS)
+        .map((d) => d.name)
+        .sort(),
+    );
   });
 
   it('[metrics: One loop per name] a second loop with the same controller name on a registry, or one observer on two loops, is a typed error', () => {
     const registry = new Registry();
     const make = (observer: ReturnType<typeof controllerMetrics<string>>, name = 'same') =>
-      new ReconcileLoop<{ id: string }, string>({ name, source: new InProcessSource('s'), keyMap: (_, k) => k, reconcile: () => undefined, observer });
+      new ReconcileLoop<{ id: string }, string>({
+        name,
+        source: new InProcessSource('s'),
+        keyMap: (_, k) => k,
+        reconcile: () => undefined,
+        observer,
+      });
     const first = controllerMetrics<string>({ registry });
     make(first);
-    expect(() => make(controllerMetrics<string>({ registry }))).toThrow(expect.objectContaining({ code: 'METRICS_DUPLICATE_CONTROLLER' }));
+    expect(() => make(controllerMetrics<string>({ registry }))).toThrow(
+      expect.objectContaining({ code: 'METRICS_DUPLICATE_CONTROLLER' }),
+    );
     expect(() => make(first, 'other')).toThrow(expect.objectContaining({ code: 'METRICS_OBSERVER_REUSED' }));
     // Another registry is another namespace; unregister() frees the name.
     make(controllerMetrics<string>({ registry: new Registry() }));
@@ -77,7 +93,11 @@ describe('exposition', () => {
 describe('loop options', () => {
   it('[metrics: Loop observer option] the loop rejects an empty name and a non-object observer with its typed options error', () => {
     const base = { source: new InProcessSource('s'), keyMap: (_: unknown, k: string) => k, reconcile: () => undefined };
-    expect(() => new ReconcileLoop({ ...base, name: '' })).toThrow(expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }));
-    expect(() => new ReconcileLoop({ ...base, observer: 'x' as never })).toThrow(expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }));
+    expect(() => new ReconcileLoop({ ...base, name: '' })).toThrow(
+      expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }),
+    );
+    expect(() => new ReconcileLoop({ ...base, observer: 'x' as never })).toThrow(
+      expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }),
+    );
   });
 });

@@ -1,5 +1,12 @@
 /** A real ReconcileLoop over in-process sources and the fake clock, with metrics on a fresh registry. */
-import { InProcessSource, ManualClock, ReconcileLoop, type ReconcileContext, type ReconcileLoopOptions, type ReconcileResult } from '@reconcile-loop/loop';
+import {
+  InProcessSource,
+  ManualClock,
+  ReconcileLoop,
+  type ReconcileContext,
+  type ReconcileLoopOptions,
+  type ReconcileResult,
+} from '@reconcile-loop/loop';
 import { Registry } from 'prom-client';
 import { controllerMetrics } from '../src/index.js';
 
@@ -7,11 +14,19 @@ export interface Thing {
   metadata: { name: string; namespace: string; generation?: number };
 }
 
-export const thing = (name: string, generation = 1): [string, Thing] => [`ns/${name}`, { metadata: { name, namespace: 'ns', generation } }];
+export const thing = (name: string, generation = 1): [string, Thing] => [
+  `ns/${name}`,
+  { metadata: { name, namespace: 'ns', generation } },
+];
 
-export type Body = (key: string, ctx: ReconcileContext<Thing, string>) => void | ReconcileResult | Promise<void | ReconcileResult>;
+export type Body = (
+  key: string,
+  ctx: ReconcileContext<Thing, string>,
+) => void | ReconcileResult | Promise<void | ReconcileResult>;
 
-export function metricsHarness(options: { body: Body; things?: Array<[string, Thing]> } & Partial<ReconcileLoopOptions<Thing, string>>) {
+export function metricsHarness(
+  options: { body: Body; things?: Array<[string, Thing]> } & Partial<ReconcileLoopOptions<Thing, string>>,
+) {
   const { body, things = [thing('a')], ...rest } = options;
   const clock = new ManualClock();
   const registry = new Registry();
@@ -31,7 +46,11 @@ export function metricsHarness(options: { body: Body; things?: Array<[string, Th
 }
 
 /** The value of one series (undefined when absent). */
-export async function valueOf(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+export async function valueOf(
+  registry: Registry,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
   const metrics = await registry.getMetricsAsJSON();
   const family = metrics.find((m) => m.name === name || name.startsWith(`${m.name}_`));
   const series = (family?.values ?? []) as Array<{ value: number; labels: Record<string, unknown>; metricName?: string }>;

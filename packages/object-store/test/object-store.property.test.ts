@@ -127,7 +127,7 @@ describe('object_store properties', () => {
     );
   });
 
-  it('[object_store: DeltaFIFO] property: the store agrees with a plain-Map model of last-write-wins, and the affected set is exactly the model\'s', () => {
+  it("[object_store: DeltaFIFO] property: the store agrees with a plain-Map model of last-write-wins, and the affected set is exactly the model's", () => {
     fc.assert(
       fc.property(eventsArb, (events) => {
         const { store } = newStore();

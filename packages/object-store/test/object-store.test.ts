@@ -73,7 +73,12 @@ describe('object_store: Store', () => {
 describe('object_store: Replace() on relist', () => {
   it('[object_store: Replace() on relist] a cached object missing from the world gets a synthesised delete and its parent is returned', () => {
     const { store } = newStore();
-    store.apply(replaceEvent([['ns/a', cell('p1')], ['ns/b', cell('p2')]]));
+    store.apply(
+      replaceEvent([
+        ['ns/a', cell('p1')],
+        ['ns/b', cell('p2')],
+      ]),
+    );
     const affected = store.apply(replaceEvent([['ns/a', cell('p1')]]));
     expect(store.has('ns/b')).toBe(false);
     expect(store.hasMembers('p2')).toBe(false);
@@ -85,8 +90,18 @@ describe('object_store: Replace() on relist', () => {
     const { store } = newStore();
     const a = cell('p1');
     const b = cell('p2');
-    store.apply(replaceEvent([['ns/a', a], ['ns/b', b]]));
-    const affected = store.apply(replaceEvent([['ns/a', a], ['ns/b', b]]));
+    store.apply(
+      replaceEvent([
+        ['ns/a', a],
+        ['ns/b', b],
+      ]),
+    );
+    const affected = store.apply(
+      replaceEvent([
+        ['ns/a', a],
+        ['ns/b', b],
+      ]),
+    );
     expect(new Set(affected)).toEqual(new Set(['p1', 'p2']));
     expect(store.get('ns/a')).toBe(a);
   });
@@ -101,7 +116,7 @@ describe('object_store: Replace() on relist', () => {
     checkInvariants(store, byPool);
   });
 
-  it('[object_store: Replace() on relist] store-side diff survives a whole stream reopening: the next stream\'s listing deletes what an earlier stream cached', () => {
+  it("[object_store: Replace() on relist] store-side diff survives a whole stream reopening: the next stream's listing deletes what an earlier stream cached", () => {
     const { store } = newStore();
     // First stream: a listing, then watch events.
     for (const event of [
@@ -121,7 +136,13 @@ describe('object_store: Replace() on relist', () => {
 
   it('[object_store: Replace() on relist] an empty world empties the store and re-drives every parent it had', () => {
     const { store } = newStore();
-    store.apply(replaceEvent([['ns/a', cell('p1')], ['ns/b', cell('p2')], ['ns/c', cell('p2')]]));
+    store.apply(
+      replaceEvent([
+        ['ns/a', cell('p1')],
+        ['ns/b', cell('p2')],
+        ['ns/c', cell('p2')],
+      ]),
+    );
     const affected = store.apply(replaceEvent<Cell>([]));
     expect(store.size).toBe(0);
     expect(store.parents()).toEqual([]);
@@ -130,7 +151,12 @@ describe('object_store: Replace() on relist', () => {
 
   it('[object_store: Replace() on relist] unmappable objects in the world are not stored, and a cached one is evicted and its parent returned', () => {
     const { store, logger } = newStore();
-    store.apply(replaceEvent([['ns/a', cell('p1')], ['ns/b', cell('p2')]]));
+    store.apply(
+      replaceEvent([
+        ['ns/a', cell('p1')],
+        ['ns/b', cell('p2')],
+      ]),
+    );
     const affected = store.apply(
       replaceEvent([
         ['ns/a', cell('p1')],
@@ -144,10 +170,20 @@ describe('object_store: Replace() on relist', () => {
     checkInvariants(store, byPool);
   });
 
-  it('[object_store: Replace() on relist] the affected set lists the world\'s parents in world order, then parents of synthesised deletes', () => {
+  it("[object_store: Replace() on relist] the affected set lists the world's parents in world order, then parents of synthesised deletes", () => {
     const { store } = newStore();
-    store.apply(replaceEvent([['ns/gone', cell('p0')], ['ns/a', cell('p1')]]));
-    const affected = store.apply(replaceEvent([['ns/b', cell('p3')], ['ns/a', cell('p1')]]));
+    store.apply(
+      replaceEvent([
+        ['ns/gone', cell('p0')],
+        ['ns/a', cell('p1')],
+      ]),
+    );
+    const affected = store.apply(
+      replaceEvent([
+        ['ns/b', cell('p3')],
+        ['ns/a', cell('p1')],
+      ]),
+    );
     expect([...affected]).toEqual(['p3', 'p1', 'p0']);
   });
 });
@@ -158,10 +194,19 @@ describe('object_store: Indexer', () => {
     const a = cell('p1');
     const b = cell('p1');
     const c = cell('p2');
-    store.apply(replaceEvent([['ns/a', a], ['ns/b', b], ['ns/c', c]]));
+    store.apply(
+      replaceEvent([
+        ['ns/a', a],
+        ['ns/b', b],
+        ['ns/c', c],
+      ]),
+    );
     expect(store.parentOf('ns/a')).toBe('p1');
     expect(store.parentOf('ns/missing')).toBeUndefined();
-    expect([...store.members('p1')]).toEqual([['ns/a', a], ['ns/b', b]]);
+    expect([...store.members('p1')]).toEqual([
+      ['ns/a', a],
+      ['ns/b', b],
+    ]);
     expect([...store.members('p2')]).toEqual([['ns/c', c]]);
     expect(store.members('unknown').size).toBe(0);
     expect(store.parents()).toEqual(['p1', 'p2']);
@@ -191,7 +236,13 @@ describe('object_store: Indexer', () => {
     store.apply(deleteEvent('ns/a'));
     expect(keyMap).toHaveBeenCalledTimes(1);
 
-    store.apply(replaceEvent([['ns/a', cell('p1')], ['ns/b', cell('p2')], ['ns/c', cell('p3')]]));
+    store.apply(
+      replaceEvent([
+        ['ns/a', cell('p1')],
+        ['ns/b', cell('p2')],
+        ['ns/c', cell('p3')],
+      ]),
+    );
     expect(keyMap).toHaveBeenCalledTimes(4);
     // ns/b and ns/c are deleted by synthesis: no key map call for them.
     store.apply(replaceEvent([['ns/a', cell('p1')]]));
@@ -311,7 +362,14 @@ describe('object_store: EnqueueRequestForOwner', () => {
     const store = new ObjectStore<{ p: string | number | bigint | boolean }, string | number | bigint | boolean>({
       keyMap: (o) => o.p,
     });
-    store.apply(replaceEvent([['a', { p: 'x' }], ['b', { p: 1 }], ['c', { p: 2n }], ['d', { p: false }]]));
+    store.apply(
+      replaceEvent([
+        ['a', { p: 'x' }],
+        ['b', { p: 1 }],
+        ['c', { p: 2n }],
+        ['d', { p: false }],
+      ]),
+    );
     expect(store.parents()).toEqual(['x', 1, 2n, false]);
   });
 });
@@ -366,7 +424,13 @@ describe('source_event: events as values', () => {
       { type: 'replace' },
       { type: 'replace', objects: [['ns/b', cell('p1')]] },
       // A bad key anywhere in the world is caught before the first write.
-      { type: 'replace', objects: new Map<unknown, Cell>([['ns/b', cell('p1')], [7, cell('p1')]]) },
+      {
+        type: 'replace',
+        objects: new Map<unknown, Cell>([
+          ['ns/b', cell('p1')],
+          [7, cell('p1')],
+        ]),
+      },
     ];
     for (const event of bad) {
       let thrown: unknown;
@@ -430,9 +494,19 @@ describe('object_store: deviations', () => {
       throw new Error('logger down');
     });
     const store = new ObjectStore<Cell, string>({ keyMap: byPool, logger: failing });
-    store.apply(replaceEvent([['ns/a', cell('p1')], ['ns/b', cell('p2')]]));
+    store.apply(
+      replaceEvent([
+        ['ns/a', cell('p1')],
+        ['ns/b', cell('p2')],
+      ]),
+    );
     expect(() =>
-      store.apply(replaceEvent([['ns/a', cell(undefined)], ['ns/c', cell('p3')]])),
+      store.apply(
+        replaceEvent([
+          ['ns/a', cell(undefined)],
+          ['ns/c', cell('p3')],
+        ]),
+      ),
     ).toThrow('logger down');
     expect(store.keys()).toEqual(['ns/c']);
     checkInvariants(store, byPool);

@@ -41,7 +41,8 @@ export function backoffDelay(policy: BackoffPolicy, failures: number, random: ()
 export function checkBackoffPolicy(policy: BackoffPolicy, component: string, option: string): void {
   const { initialMs, maxMs, factor = 2, jitter = 0, resetAfterMs } = policy;
   const finite = (v: number): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
-  if (!finite(initialMs)) throw new OptionsError(component, `${option}.initialMs must be a finite number >= 0, got ${String(initialMs)}`);
+  if (!finite(initialMs))
+    throw new OptionsError(component, `${option}.initialMs must be a finite number >= 0, got ${String(initialMs)}`);
   if (!(typeof maxMs === 'number' && maxMs >= initialMs)) {
     throw new OptionsError(component, `${option}.maxMs must be a number >= initialMs (${initialMs}), got ${String(maxMs)}`);
   }
@@ -101,7 +102,12 @@ export class Backoff {
   next(retryAfterMs?: number): number {
     const now = this.#clock?.now();
     const { resetAfterMs } = this.#policy;
-    if (resetAfterMs !== undefined && now !== undefined && this.#lastFailureAt !== undefined && now - this.#lastFailureAt >= resetAfterMs) {
+    if (
+      resetAfterMs !== undefined &&
+      now !== undefined &&
+      this.#lastFailureAt !== undefined &&
+      now - this.#lastFailureAt >= resetAfterMs
+    ) {
       this.#failures = 0;
     }
     this.#lastFailureAt = now;

@@ -99,7 +99,7 @@ describe('clock: raceAbort', () => {
     return reported;
   }
 
-  it('[clock: raceAbort] resolves with the promise\'s value and leaves no listener', async () => {
+  it("[clock: raceAbort] resolves with the promise's value and leaves no listener", async () => {
     const controller = new AbortController();
     const raced = raceAbort(Promise.resolve(42), controller.signal);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
@@ -107,7 +107,7 @@ describe('clock: raceAbort', () => {
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 
-  it('[clock: raceAbort] passes the promise\'s own rejection through and leaves no listener', async () => {
+  it("[clock: raceAbort] passes the promise's own rejection through and leaves no listener", async () => {
     const controller = new AbortController();
     const failure = new Error('list failed');
     await expect(raceAbort(Promise.reject(failure), controller.signal)).rejects.toBe(failure);
@@ -139,7 +139,7 @@ describe('clock: raceAbort', () => {
     await expect(raced).rejects.toBe(reason);
   });
 
-  it('[clock: raceAbort] the losing promise\'s later rejection is not unhandled (abort while pending)', async () => {
+  it("[clock: raceAbort] the losing promise's later rejection is not unhandled (abort while pending)", async () => {
     const late = new Error('late failure');
     const reported = await unhandledDuring(async () => {
       let rejectLate!: (error: unknown) => void;
@@ -153,7 +153,7 @@ describe('clock: raceAbort', () => {
     expect(reported).not.toContain(late);
   });
 
-  it('[clock: raceAbort] the losing promise\'s later rejection is not unhandled (signal already aborted)', async () => {
+  it("[clock: raceAbort] the losing promise's later rejection is not unhandled (signal already aborted)", async () => {
     const late = new Error('late failure');
     const reported = await unhandledDuring(async () => {
       let rejectLate!: (error: unknown) => void;
@@ -208,7 +208,7 @@ describe('clock: systemClock', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('[clock: systemClock] real timers are unref\'d, so a pending retry never keeps the process alive', () => {
+  it("[clock: systemClock] real timers are unref'd, so a pending retry never keeps the process alive", () => {
     const handle = systemClock.setTimeout(() => {}, 60_000) as NodeJS.Timeout;
     try {
       expect(handle.hasRef()).toBe(false);
@@ -217,7 +217,7 @@ describe('clock: systemClock', () => {
     }
   });
 
-  it('[clock: systemClock] a wait that asks to keep the process alive is ref\'d; the clamp keeps an endless delay a valid timer', () => {
+  it("[clock: systemClock] a wait that asks to keep the process alive is ref'd; the clamp keeps an endless delay a valid timer", () => {
     const kept = systemClock.setTimeout(() => {}, 60_000, { keepAlive: true }) as NodeJS.Timeout;
     const endless = systemClock.setTimeout(() => {}, Number.POSITIVE_INFINITY) as NodeJS.Timeout;
     try {

@@ -32,7 +32,10 @@ describe('clock: ManualClock', () => {
     const fired: string[] = [];
     clock.setTimeout(() => {
       fired.push(`first@${clock.now()}`);
-      schedule(clock, fired, [['second', 5], ['late', 50]]);
+      schedule(clock, fired, [
+        ['second', 5],
+        ['late', 50],
+      ]);
     }, 10);
     clock.advance(20);
     expect(fired).toEqual(['first@10', 'second@15']);
@@ -42,7 +45,10 @@ describe('clock: ManualClock', () => {
   it('[clock: ManualClock] clearTimeout cancels a pending timer; a fired or cleared handle is ignored', () => {
     const clock = new ManualClock();
     const fired: string[] = [];
-    const [keep, drop] = schedule(clock, fired, [['keep', 10], ['drop', 10]]);
+    const [keep, drop] = schedule(clock, fired, [
+      ['keep', 10],
+      ['drop', 10],
+    ]);
     clock.clearTimeout(drop);
     expect(clock.pending).toBe(1);
     clock.advance(10);
@@ -83,7 +89,10 @@ describe('clock: ManualClock', () => {
   it('[clock: ManualClock] jump moves time without firing timers; the next step fires what came due, at the current time', () => {
     const clock = new ManualClock();
     const fired: string[] = [];
-    schedule(clock, fired, [['due', 10], ['later', 200]]);
+    schedule(clock, fired, [
+      ['due', 10],
+      ['later', 200],
+    ]);
     clock.jump(100);
     expect(clock.now()).toBe(100);
     expect(fired).toEqual([]);
@@ -96,7 +105,10 @@ describe('clock: ManualClock', () => {
   it('[clock: ManualClock] time never goes backwards: overdue timers fire at the current time, and a negative or non-finite step throws InvalidClockStepError', async () => {
     const clock = new ManualClock(1_000);
     const fired: string[] = [];
-    schedule(clock, fired, [['overdue', 5], ['negative', -50]]);
+    schedule(clock, fired, [
+      ['overdue', 5],
+      ['negative', -50],
+    ]);
     clock.jump(10);
     expect(clock.runNext()).toBe(true);
     expect(clock.runNext()).toBe(true);
@@ -106,7 +118,10 @@ describe('clock: ManualClock', () => {
     for (const step of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
       expect(() => clock.advance(step)).toThrow(InvalidClockStepError);
       expect(() => clock.jump(step)).toThrow(InvalidClockStepError);
-      await expect(clock.advanceAsync(step)).rejects.toMatchObject({ code: 'RL_INVALID_CLOCK_STEP', name: 'InvalidClockStepError' });
+      await expect(clock.advanceAsync(step)).rejects.toMatchObject({
+        code: 'RL_INVALID_CLOCK_STEP',
+        name: 'InvalidClockStepError',
+      });
     }
     try {
       clock.jump(-5);
@@ -122,7 +137,10 @@ describe('clock: ManualClock', () => {
   it('[clock: ManualClock] runNext fires only the earliest timer, moving time to its deadline; false when none is pending', () => {
     const clock = new ManualClock();
     const fired: string[] = [];
-    schedule(clock, fired, [['b', 20], ['a', 10]]);
+    schedule(clock, fired, [
+      ['b', 20],
+      ['a', 10],
+    ]);
     expect(clock.runNext()).toBe(true);
     expect(fired).toEqual(['a@10']);
     expect(clock.now()).toBe(10);
@@ -134,7 +152,15 @@ describe('clock: ManualClock', () => {
 
   it('[clock: ManualClock] counters record calls, the most timers pending at once, and delays as given', () => {
     const clock = new ManualClock();
-    const handles = schedule(clock, [], [['a', 5], ['b', -3], ['c', 7]]);
+    const handles = schedule(
+      clock,
+      [],
+      [
+        ['a', 5],
+        ['b', -3],
+        ['c', 7],
+      ],
+    );
     clock.clearTimeout(handles[0]);
     clock.advance(10);
     clock.setTimeout(() => {}, 1);
@@ -149,7 +175,10 @@ describe('clock: ManualClock', () => {
     const clock = new ManualClock();
     clock.earlyMs = 4;
     const fired: string[] = [];
-    schedule(clock, fired, [['long', 10], ['short', 3]]);
+    schedule(clock, fired, [
+      ['long', 10],
+      ['short', 3],
+    ]);
     clock.advance(3);
     expect(fired).toEqual(['short@3']);
     clock.advance(3);

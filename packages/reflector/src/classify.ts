@@ -45,7 +45,10 @@ export function isCursorRejected(status: ApiStatus | undefined, httpStatus?: num
   const code = httpStatus ?? status?.code;
   if (code === 400 || code === 422) return true;
   if (status?.message !== undefined && INVALID_CURSOR.test(status.message)) return true;
-  return status?.details?.causes.some((cause) => cause.field === 'resourceVersion' || cause.field === 'metadata.resourceVersion') ?? false;
+  return (
+    status?.details?.causes.some((cause) => cause.field === 'resourceVersion' || cause.field === 'metadata.resourceVersion') ??
+    false
+  );
 }
 
 /** What a failed WATCH leads to. */

@@ -38,7 +38,9 @@ export interface ListResult {
  * page read the way {@link ListWatchClient.list} reads it (raw items), because the reader returned
  * `undefined` for those same bytes.
  */
-export type ListPageResult<P> = { readonly kind: 'read'; readonly page: P } | { readonly kind: 'exact'; readonly list: ListResult };
+export type ListPageResult<P> =
+  | { readonly kind: 'read'; readonly page: P }
+  | { readonly kind: 'exact'; readonly list: ListResult };
 
 /** One WATCH call. */
 export interface WatchRequest extends ListWatchScope {

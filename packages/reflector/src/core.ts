@@ -109,7 +109,17 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   /** Signature of the failure last logged at warn/error, so a repeat is logged at debug only. */
   #loggedFailure: string | undefined;
 
-  constructor(options: ResolvedOptions, parts: { client: ListWatchClient; schema: ObjectSchema<T>; scope: ListWatchScope; clock: Clock; logger: Logger; random: () => number }) {
+  constructor(
+    options: ResolvedOptions,
+    parts: {
+      client: ListWatchClient;
+      schema: ObjectSchema<T>;
+      scope: ListWatchScope;
+      clock: Clock;
+      logger: Logger;
+      random: () => number;
+    },
+  ) {
     this.options = options;
     this.client = parts.client;
     this.schema = parts.schema;
@@ -147,7 +157,9 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     const signature = `${what}|${failureSignature(error)}`;
     const level = signature === this.#loggedFailure ? 'debug' : levelOf(error);
     if (level !== 'debug' && level !== 'info') this.#loggedFailure = signature;
-    const status = isApiStatusError(error) ? error.status : (error as { status?: { code?: number; reason?: string; message?: string } } | null)?.status;
+    const status = isApiStatusError(error)
+      ? error.status
+      : (error as { status?: { code?: number; reason?: string; message?: string } } | null)?.status;
     this.logger[level](
       this.fields({
         err: error,
@@ -181,7 +193,10 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     this.listed = false;
     this.streaming = false;
     const message = error instanceof Error ? error.message : String(error);
-    this.logger.error(this.fields({ err: error, code: (error as { code?: unknown } | null)?.code }), `${message}; the stream ends (permanent)`);
+    this.logger.error(
+      this.fields({ err: error, code: (error as { code?: unknown } | null)?.code }),
+      `${message}; the stream ends (permanent)`,
+    );
     return error;
   }
 

@@ -28,7 +28,12 @@ export class ApiStatusError extends Error {
   /** The server's `Retry-After` (header, else `details.retryAfterSeconds`), in seconds. */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(statusCode: number, status?: ApiStatus, message?: string, extra: { request?: ApiRequestInfo; retryAfterSeconds?: number | undefined; cause?: unknown } = {}) {
+  constructor(
+    statusCode: number,
+    status?: ApiStatus,
+    message?: string,
+    extra: { request?: ApiRequestInfo; retryAfterSeconds?: number | undefined; cause?: unknown } = {},
+  ) {
     super(
       message ??
         `apiserver answered HTTP ${statusCode}${status?.reason ? ` ${status.reason}` : ''}${status?.message ? `: ${status.message}` : ''}${

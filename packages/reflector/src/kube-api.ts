@@ -10,7 +10,14 @@ import {
   type ResourceClient,
 } from '@reconcile-loop/kube-client';
 import type { ListPageResult, ListRequest, ListResult, ListWatchClient, ListWatchScope, WatchRequest } from './client.js';
-import { ApiStatusError, KubeApiProtocolError, KubeClientConfigError, ReflectorOptionsError, WatchFrameTooLargeError, type ApiRequestInfo } from './errors.js';
+import {
+  ApiStatusError,
+  KubeApiProtocolError,
+  KubeClientConfigError,
+  ReflectorOptionsError,
+  WatchFrameTooLargeError,
+  type ApiRequestInfo,
+} from './errors.js';
 
 /**
  * The reflector's adapter onto @reconcile-loop/kube-client, the one module of the repository that
@@ -54,7 +61,10 @@ export function resourcePath(resource: ApiResource, namespace?: string): string 
  * body that ends mid-frame throws {@link KubeApiProtocolError}; a line longer than `maxFrameSize`
  * bytes throws {@link WatchFrameTooLargeError} as soon as its unfinished part passes the cap.
  */
-export async function* splitWatchLines(chunks: AsyncIterable<string | Uint8Array>, maxFrameSize = DEFAULT_MAX_FRAME_SIZE): AsyncGenerator<string, void, undefined> {
+export async function* splitWatchLines(
+  chunks: AsyncIterable<string | Uint8Array>,
+  maxFrameSize = DEFAULT_MAX_FRAME_SIZE,
+): AsyncGenerator<string, void, undefined> {
   try {
     yield* splitLines(chunks, maxFrameSize);
   } catch (error) {
@@ -73,7 +83,9 @@ const passThrough = {
 
 function isKubeClient(value: unknown): value is KubeClient {
   // Duck-typed: a dual ESM/CJS install can load two copies of the class and defeat `instanceof`.
-  return typeof (value as KubeClient | null)?.resource === 'function' && typeof (value as KubeClient).currentServer === 'function';
+  return (
+    typeof (value as KubeClient | null)?.resource === 'function' && typeof (value as KubeClient).currentServer === 'function'
+  );
 }
 
 /** kube-client's `Status` as the reflector's `ApiStatus` (the same wire shape, read by the same schema). */
@@ -96,7 +108,8 @@ function reflectorError(error: unknown, origin: string | undefined): unknown {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   if (code === 'KUBE_PROTOCOL') return new KubeApiProtocolError(message, { cause: error });
-  if (code === 'KUBE_WATCH_FRAME_TOO_LARGE') return new WatchFrameTooLargeError((error as { maxFrameBytes: number }).maxFrameBytes, { cause: error });
+  if (code === 'KUBE_WATCH_FRAME_TOO_LARGE')
+    return new WatchFrameTooLargeError((error as { maxFrameBytes: number }).maxFrameBytes, { cause: error });
   if (code === 'KUBE_CLIENT_OPTIONS') return new KubeClientConfigError(message, { cause: error });
   return error;
 }
@@ -107,12 +120,17 @@ function reflectorError(error: unknown, origin: string | undefined): unknown {
  * (permanent) when the config cannot address a server: no retry changes a config object.
  */
 function serverOrigin(server: string | undefined): string {
-  if (server === undefined) throw new KubeClientConfigError('the KubeConfig has no current cluster (no current-context, or it names no cluster): nothing to connect to');
+  if (server === undefined)
+    throw new KubeClientConfigError(
+      'the KubeConfig has no current cluster (no current-context, or it names no cluster): nothing to connect to',
+    );
   let url: URL;
   try {
     url = new URL(String(server));
   } catch {
-    throw new KubeClientConfigError(`the KubeConfig's current cluster has no usable server URL (${JSON.stringify(String(server))})`);
+    throw new KubeClientConfigError(
+      `the KubeConfig's current cluster has no usable server URL (${JSON.stringify(String(server))})`,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new KubeClientConfigError(`the KubeConfig's server URL scheme ${url.protocol} is not supported (http: or https: only)`);
@@ -193,7 +211,10 @@ export class KubeApiClient implements ListWatchClient {
       const page = read(body);
       if (page !== undefined) return { kind: 'read', page };
       const listing = handle.readList(body);
-      return { kind: 'exact', list: { items: listing.items, resourceVersion: listing.resourceVersion, continue: listing.continue } };
+      return {
+        kind: 'exact',
+        list: { items: listing.items, resourceVersion: listing.resourceVersion, continue: listing.continue },
+      };
     } catch (error) {
       throw reflectorError(error, origin);
     }

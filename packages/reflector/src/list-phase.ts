@@ -1,4 +1,11 @@
-import { isInvalidObjectError, objectKey, parseObject, type InvalidObjectError, type KubernetesObjectView, type ListItem } from '@reconcile-loop/k8s-types';
+import {
+  isInvalidObjectError,
+  objectKey,
+  parseObject,
+  type InvalidObjectError,
+  type KubernetesObjectView,
+  type ListItem,
+} from '@reconcile-loop/k8s-types';
 import { isCursorExpired } from './classify.js';
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import { abortReason, raceAbort } from '@reconcile-loop/primitives';
@@ -10,7 +17,10 @@ import { ListPager, type Page } from './list-pager.js';
 export type ListReason = 'initial' | 'relist' | 'heal';
 
 /** How a LIST phase ended: the replace was yielded, the LIST failed (retry after `delayMs`), or the signal aborted. */
-export type ListOutcome = { readonly kind: 'listed' } | { readonly kind: 'failed'; readonly delayMs: number } | { readonly kind: 'stopped' };
+export type ListOutcome =
+  | { readonly kind: 'listed' }
+  | { readonly kind: 'failed'; readonly delayMs: number }
+  | { readonly kind: 'stopped' };
 
 const LISTED: ListOutcome = { kind: 'listed' };
 const STOPPED: ListOutcome = { kind: 'stopped' };
@@ -56,7 +66,10 @@ export async function* listPhase<T extends KubernetesObjectView>(
   const { objects, poison, resourceVersion } = result;
   const now = core.clock.now();
   for (const entry of core.quarantine.rebuild(poison, now)) {
-    core.logger.error(core.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }), 'object failed the schema; quarantined (held out of the store)');
+    core.logger.error(
+      core.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }),
+      'object failed the schema; quarantined (held out of the store)',
+    );
   }
   core.cursor = resourceVersion;
   core.everListed = true;
@@ -78,7 +91,13 @@ interface Gathered<T> {
 }
 
 /** Validates `items` into `objects` (or `poison`, or a logged skip for an item without a readable name). */
-export function gather<T extends KubernetesObjectView>(core: ReflectorCore<T>, items: readonly unknown[], objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>, what: string): void {
+export function gather<T extends KubernetesObjectView>(
+  core: ReflectorCore<T>,
+  items: readonly unknown[],
+  objects: Map<ObjectKey, T>,
+  poison: Map<ObjectKey, InvalidObjectError>,
+  what: string,
+): void {
   for (const item of items) gatherOne(core, item, objects, poison, what);
 }
 
@@ -87,7 +106,12 @@ export function gather<T extends KubernetesObjectView>(core: ReflectorCore<T>, i
  * `parseObject` returns, so it is kept as a valid item is (no second validation); an item the
  * reader could not prove goes through {@link gather}'s path, quarantine and counters included.
  */
-function gatherRead<T extends KubernetesObjectView>(core: ReflectorCore<T>, items: readonly ListItem<T>[], objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>): void {
+function gatherRead<T extends KubernetesObjectView>(
+  core: ReflectorCore<T>,
+  items: readonly ListItem<T>[],
+  objects: Map<ObjectKey, T>,
+  poison: Map<ObjectKey, InvalidObjectError>,
+): void {
   for (const item of items) {
     if (item.view === undefined) gatherOne(core, item.raw, objects, poison, 'LIST');
     else keep(item.view, objects, poison);
@@ -95,13 +119,23 @@ function gatherRead<T extends KubernetesObjectView>(core: ReflectorCore<T>, item
 }
 
 /** A valid object enters the listing and lifts a quarantine an earlier item of its key set. */
-function keep<T extends KubernetesObjectView>(object: T, objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>): void {
+function keep<T extends KubernetesObjectView>(
+  object: T,
+  objects: Map<ObjectKey, T>,
+  poison: Map<ObjectKey, InvalidObjectError>,
+): void {
   const key = objectKey(object);
   objects.set(key, object);
   poison.delete(key);
 }
 
-function gatherOne<T extends KubernetesObjectView>(core: ReflectorCore<T>, item: unknown, objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>, what: string): void {
+function gatherOne<T extends KubernetesObjectView>(
+  core: ReflectorCore<T>,
+  item: unknown,
+  objects: Map<ObjectKey, T>,
+  poison: Map<ObjectKey, InvalidObjectError>,
+  what: string,
+): void {
   try {
     keep(parseObject(core.schema, item, what), objects, poison);
   } catch (error) {
@@ -115,10 +149,19 @@ function gatherOne<T extends KubernetesObjectView>(core: ReflectorCore<T>, item:
  * for the quarantine under its key (out of the listing), or logged and skipped when it has no
  * readable name. Counted either way.
  */
-export function holdInvalid<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: InvalidObjectError, objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>, what: string): void {
+export function holdInvalid<T extends KubernetesObjectView>(
+  core: ReflectorCore<T>,
+  error: InvalidObjectError,
+  objects: Map<ObjectKey, T>,
+  poison: Map<ObjectKey, InvalidObjectError>,
+  what: string,
+): void {
   core.stats.invalidObjects++;
   if (error.objectKey === undefined) {
-    core.logger.error(core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }), `${what} item without a readable name failed the schema; skipped`);
+    core.logger.error(
+      core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }),
+      `${what} item without a readable name failed the schema; skipped`,
+    );
     return;
   }
   objects.delete(error.objectKey);
@@ -131,7 +174,10 @@ function pageCursor<T>(page: Page<T>): { readonly resourceVersion: string; reado
   if (!Array.isArray(listing?.items) || typeof listing.resourceVersion !== 'string') {
     throw new KubeApiProtocolError('LIST result needs an items array and a string resourceVersion');
   }
-  return { resourceVersion: listing.resourceVersion, continue: typeof listing.continue === 'string' ? listing.continue : undefined };
+  return {
+    resourceVersion: listing.resourceVersion,
+    continue: typeof listing.continue === 'string' ? listing.continue : undefined,
+  };
 }
 
 /**
@@ -146,7 +192,10 @@ function pageCursor<T>(page: Page<T>): { readonly resourceVersion: string; reado
  * here are the same. A `continue` token that expired (410) restarts as one unpaged LIST (the
  * pager's `FullListIfExpired`), so the result is always one consistent snapshot.
  */
-async function listOnce<T extends KubernetesObjectView>(core: ReflectorCore<T>, signal: AbortSignal): Promise<Gathered<T> | { failure: unknown } | typeof ABORTED> {
+async function listOnce<T extends KubernetesObjectView>(
+  core: ReflectorCore<T>,
+  signal: AbortSignal,
+): Promise<Gathered<T> | { failure: unknown } | typeof ABORTED> {
   if (signal.aborted) return ABORTED;
   const controller = new AbortController();
   const onAbort = (): void => controller.abort(abortReason(signal));
@@ -166,7 +215,14 @@ async function listOnce<T extends KubernetesObjectView>(core: ReflectorCore<T>, 
       try {
         page = await raceAbort(pager.page(pageSize > 0 ? pageSize : undefined, token), controller.signal);
       } catch (error) {
-        if (token === undefined || signal.aborted || controller.signal.aborted || !isApiStatusError(error) || !isCursorExpired(error.status, error.statusCode)) throw error;
+        if (
+          token === undefined ||
+          signal.aborted ||
+          controller.signal.aborted ||
+          !isApiStatusError(error) ||
+          !isCursorExpired(error.status, error.statusCode)
+        )
+          throw error;
         // The continue token expired between pages: the pages read so far are not one snapshot.
         core.stats.listRestarts++;
         core.logger.info(core.fields({ pageSize }), 'LIST continue token expired (410); restarting as one unpaged LIST');

@@ -133,7 +133,9 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
   if (!['auto', 'watch-list', 'list'].includes(resolved.initialList)) {
     throw new ReflectorOptionsError(`initialList must be 'auto', 'watch-list' or 'list', got ${String(resolved.initialList)}`);
   }
-  if (!Number.isSafeInteger(resolved.listPageSize)) throw new ReflectorOptionsError(`listPageSize must be an integer, got ${String(resolved.listPageSize)}`);
-  if (resolved.maxRetryDelayMs < resolved.retryDelayMs) throw new ReflectorOptionsError('maxRetryDelayMs must be >= retryDelayMs');
+  if (!Number.isSafeInteger(resolved.listPageSize))
+    throw new ReflectorOptionsError(`listPageSize must be an integer, got ${String(resolved.listPageSize)}`);
+  if (resolved.maxRetryDelayMs < resolved.retryDelayMs)
+    throw new ReflectorOptionsError('maxRetryDelayMs must be >= retryDelayMs');
   return resolved;
 }

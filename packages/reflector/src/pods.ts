@@ -20,8 +20,12 @@ export interface KubeReflectorOptions<T extends KubernetesObjectView> extends Om
 /** A reflector for any kind (a custom resource included): its schema and API path, over a `KubeClient` (given, or built from a `KubeConfig`). */
 export function kubeReflector<T extends KubernetesObjectView>(options: KubeReflectorOptions<T>): Reflector<T> {
   const { kubeConfig, kubeClient, resource, ...rest } = options;
-  if ((kubeConfig === undefined) === (kubeClient === undefined)) throw new ReflectorOptionsError('give exactly one of kubeConfig and kubeClient');
-  return new Reflector<T>({ ...rest, client: new KubeApiClient((kubeClient ?? kubeConfig)!, resource, { maxFrameSize: rest.maxFrameSize }) });
+  if ((kubeConfig === undefined) === (kubeClient === undefined))
+    throw new ReflectorOptionsError('give exactly one of kubeConfig and kubeClient');
+  return new Reflector<T>({
+    ...rest,
+    client: new KubeApiClient((kubeClient ?? kubeConfig)!, resource, { maxFrameSize: rest.maxFrameSize }),
+  });
 }
 
 /** A reflector for pods (the bundled kind), scoped by namespace and label / field selector. */

@@ -46,7 +46,12 @@ export class Quarantine {
     const fresh: QuarantinedObject[] = [];
     for (const [key, error] of held) {
       const before = previous.get(key);
-      const entry: QuarantinedObject = { key, resourceVersion: error.resourceVersion, issues: error.issues.map(describeIssue), since: before?.since ?? now };
+      const entry: QuarantinedObject = {
+        key,
+        resourceVersion: error.resourceVersion,
+        issues: error.issues.map(describeIssue),
+        since: before?.since ?? now,
+      };
       this.#entries.set(key, entry);
       if (before?.resourceVersion !== entry.resourceVersion) fresh.push(entry);
     }

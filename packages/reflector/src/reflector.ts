@@ -138,7 +138,10 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
             const outcome: WatchListOutcome<T> = yield* watchListPhase(core, signal, step.why);
             if (outcome.kind === 'stopped') return;
             // Incomplete: this listing falls back to a LIST at once (no wait: the LIST is another request).
-            step = outcome.kind === 'synced' ? { kind: 'watch', session: outcome.session } : { kind: 'list', why: step.why, fallback: true };
+            step =
+              outcome.kind === 'synced'
+                ? { kind: 'watch', session: outcome.session }
+                : { kind: 'list', why: step.why, fallback: true };
             break;
           }
           case 'watch': {

@@ -1,4 +1,12 @@
-import { isInvalidObjectError, isMalformedWatchFrameError, objectKey, type ApiStatus, type InvalidObjectError, type KubernetesObjectView, type WatchFrame } from '@reconcile-loop/k8s-types';
+import {
+  isInvalidObjectError,
+  isMalformedWatchFrameError,
+  objectKey,
+  type ApiStatus,
+  type InvalidObjectError,
+  type KubernetesObjectView,
+  type WatchFrame,
+} from '@reconcile-loop/k8s-types';
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import type { ReflectorCore } from './core.js';
 import { isApiStatusError, ListTimeoutError, WatchFrameTooLargeError } from './errors.js';
@@ -44,7 +52,8 @@ export function isInitialEventsEnd(value: unknown): boolean {
       return false;
     }
   }
-  const annotations = (raw as { object?: { metadata?: { annotations?: Record<string, unknown> } } } | null)?.object?.metadata?.annotations;
+  const annotations = (raw as { object?: { metadata?: { annotations?: Record<string, unknown> } } } | null)?.object?.metadata
+    ?.annotations;
   return annotations?.[INITIAL_EVENTS_END_ANNOTATION] === 'true';
 }
 
@@ -95,7 +104,10 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         if (session.stopped === 'aborted' || signal.aborted) return STOPPED;
         if (session.stopped === 'deadline') {
           core.stats.listTimeouts++;
-          incomplete = { why: `no initial-events-end bookmark within listTimeoutMs (${core.options.listTimeoutMs} ms)`, error: new ListTimeoutError(core.options.listTimeoutMs) };
+          incomplete = {
+            why: `no initial-events-end bookmark within listTimeoutMs (${core.options.listTimeoutMs} ms)`,
+            error: new ListTimeoutError(core.options.listTimeoutMs),
+          };
         } else incomplete = { why: `the stream went silent for ${session.idleMs} ms before the initial-events-end bookmark` };
         break;
       }
@@ -103,7 +115,10 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
       core.lastEventAt = core.clock.now();
       const value = next.value;
       if (frameOverCap(value, core.options.maxFrameSize)) {
-        incomplete = { why: 'a frame over maxFrameSize during the initial events', error: new WatchFrameTooLargeError(core.options.maxFrameSize) };
+        incomplete = {
+          why: 'a frame over maxFrameSize during the initial events',
+          error: new WatchFrameTooLargeError(core.options.maxFrameSize),
+        };
         break;
       }
       let frame: WatchFrame<T>;
@@ -120,7 +135,10 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         core.stats.skippedFrames++;
         // Due after the swap: the watching state arms it (a heal timer here would cut the initial phase).
         core.healDueAt ??= core.clock.now() + core.healBackoff.take();
-        core.logger.warn(core.fields({ frameType: error.frameType, err: error }), 'watch-list: skipped an initial frame with an unreadable envelope; a heal relist is scheduled');
+        core.logger.warn(
+          core.fields({ frameType: error.frameType, err: error }),
+          'watch-list: skipped an initial frame with an unreadable envelope; a heal relist is scheduled',
+        );
         continue;
       }
       if (frame.type === 'ERROR') {
@@ -133,7 +151,10 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         synced = true;
         const now = core.clock.now();
         for (const entry of core.quarantine.rebuild(poison, now)) {
-          core.logger.error(core.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }), 'object failed the schema; quarantined (held out of the store)');
+          core.logger.error(
+            core.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }),
+            'object failed the schema; quarantined (held out of the store)',
+          );
         }
         core.cursor = frame.resourceVersion;
         core.everListed = true;
@@ -143,7 +164,10 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         // A frame on the watch proves the whole path, as the first applied frame after a LIST does.
         core.backoff.reset();
         core.succeed(why === 'initial' ? 'listed (watch-list)' : 'relisted (watch-list)');
-        core.logger.debug(core.fields({ objects: objects.size, quarantined: core.quarantine.size, why }), 'watch-list: initial events complete');
+        core.logger.debug(
+          core.fields({ objects: objects.size, quarantined: core.quarantine.size, why }),
+          'watch-list: initial events complete',
+        );
         yield replaceEvent(objects);
         return { kind: 'synced', session };
       }
@@ -174,7 +198,13 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
 export function isWatchListRefusal(status: ApiStatus | undefined, httpStatus?: number): boolean {
   const code = httpStatus ?? status?.code;
   if (code !== 400 && code !== 422) return false;
-  if (status?.details?.causes.some((cause) => cause.field === 'sendInitialEvents' || cause.field === 'resourceVersionMatch' || cause.field === 'allowWatchBookmarks')) return true;
+  if (
+    status?.details?.causes.some(
+      (cause) =>
+        cause.field === 'sendInitialEvents' || cause.field === 'resourceVersionMatch' || cause.field === 'allowWatchBookmarks',
+    )
+  )
+    return true;
   return /\b(sendInitialEvents|resourceVersionMatch)\b/.test(status?.message ?? '');
 }
 
@@ -183,11 +213,19 @@ function fallBack<T extends KubernetesObjectView>(core: ReflectorCore<T>, incomp
   core.stats.watchListFallbacks++;
   core.listed = false;
   core.watchListIncomplete++;
-  if (incomplete.refused) core.watchListOff = `refused by the server (${String((incomplete.error as { statusCode?: number }).statusCode)})`;
-  else if (core.watchListIncomplete >= WATCH_LIST_GIVE_UP_AFTER) core.watchListOff = `${core.watchListIncomplete} incomplete watch-list streams in a row`;
+  if (incomplete.refused)
+    core.watchListOff = `refused by the server (${String((incomplete.error as { statusCode?: number }).statusCode)})`;
+  else if (core.watchListIncomplete >= WATCH_LIST_GIVE_UP_AFTER)
+    core.watchListOff = `${core.watchListIncomplete} incomplete watch-list streams in a row`;
   const status = isApiStatusError(incomplete.error) ? incomplete.error.status : undefined;
   core.logger.warn(
-    core.fields({ err: incomplete.error, code: isApiStatusError(incomplete.error) ? incomplete.error.statusCode : undefined, message: status?.message, incompleteInARow: core.watchListIncomplete, watchListOff: core.watchListOff }),
+    core.fields({
+      err: incomplete.error,
+      code: isApiStatusError(incomplete.error) ? incomplete.error.statusCode : undefined,
+      message: status?.message,
+      incompleteInARow: core.watchListIncomplete,
+      watchListOff: core.watchListOff,
+    }),
     `watch-list incomplete: ${incomplete.why}; falling back to a LIST${core.watchListOff === undefined ? '' : ` (watch-list is off for this reflector: ${core.watchListOff})`}`,
   );
   return FALLBACK;
@@ -198,7 +236,12 @@ function fallBack<T extends KubernetesObjectView>(core: ReflectorCore<T>, incomp
  * list phase's `holdInvalid`): held in the quarantine-to-be under its key, or logged and skipped without
  * one. A DELETED one needs only its key (the salvaged name): the object leaves both maps, unvalidated.
  */
-function holdInitial<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: InvalidObjectError, objects: Map<ObjectKey, T>, poison: Map<ObjectKey, InvalidObjectError>): void {
+function holdInitial<T extends KubernetesObjectView>(
+  core: ReflectorCore<T>,
+  error: InvalidObjectError,
+  objects: Map<ObjectKey, T>,
+  poison: Map<ObjectKey, InvalidObjectError>,
+): void {
   if (error.frameType === 'DELETED') {
     if (error.objectKey !== undefined) {
       objects.delete(error.objectKey);

@@ -77,12 +77,16 @@ export async function* watchPhase<T extends KubernetesObjectView>(
           return ENDED;
         }
         core.stats.watchFailures++;
-        return { kind: 'retry', delayMs: core.fail(new KubeApiProtocolError('watch closed within a second without a frame'), 'watch closed at once') };
+        return {
+          kind: 'retry',
+          delayMs: core.fail(new KubeApiProtocolError('watch closed within a second without a frame'), 'watch closed at once'),
+        };
       }
       const now = clock.now();
       core.lastEventAt = now;
       const value = next.value;
-      if (frameOverCap(value, core.options.maxFrameSize)) return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
+      if (frameOverCap(value, core.options.maxFrameSize))
+        return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
       let frame: WatchFrame<T>;
       try {
         frame = readFrame(value, core.schema);
@@ -94,7 +98,10 @@ export async function* watchPhase<T extends KubernetesObjectView>(
           skipped++;
           if (error.resourceVersion !== undefined) core.cursor = error.resourceVersion;
           open.scheduleHeal();
-          core.logger.warn(core.fields({ frameType: error.frameType, err: error, healInMs: (core.healDueAt ?? now) - now }), 'skipped a watch frame with an unreadable envelope; a heal relist is scheduled');
+          core.logger.warn(
+            core.fields({ frameType: error.frameType, err: error, healInMs: (core.healDueAt ?? now) - now }),
+            'skipped a watch frame with an unreadable envelope; a heal relist is scheduled',
+          );
           continue;
         }
         if (!isInvalidObjectError(error)) throw error;
@@ -103,7 +110,8 @@ export async function* watchPhase<T extends KubernetesObjectView>(
         if (held !== undefined) yield deleteEvent(held);
         continue;
       }
-      if (frame.type === 'ERROR') return failedWatch(core, frame.status, undefined, 'watch ERROR frame', errorFrameError(frame.status));
+      if (frame.type === 'ERROR')
+        return failedWatch(core, frame.status, undefined, 'watch ERROR frame', errorFrameError(frame.status));
       core.cursor = frame.resourceVersion;
       appliedOne();
       if (frame.type === 'BOOKMARK') {
@@ -112,7 +120,8 @@ export async function* watchPhase<T extends KubernetesObjectView>(
       }
       const key = objectKey(frame.object);
       if (core.quarantine.lift(key)) {
-        const why = frame.type === 'DELETED' ? 'quarantined object deleted; released' : 'quarantine lifted: the object validates again';
+        const why =
+          frame.type === 'DELETED' ? 'quarantined object deleted; released' : 'quarantine lifted: the object validates again';
         core.logger.info(core.fields({ key, resourceVersion: frame.resourceVersion, frameType: frame.type }), why);
       }
       if (frame.type === 'DELETED') yield deleteEvent(key);
@@ -137,13 +146,21 @@ export async function* watchPhase<T extends KubernetesObjectView>(
   if (stopped === 'heal') return HEAL;
   core.stats.idleTimeouts++;
   core.stats.watchFailures++;
-  const delayMs = core.fail(new KubeApiProtocolError(`watch silent for ${session.idleMs} ms, past its timeout`), 'watch silent past its timeout; reopening from the cursor', { idleMs: session.idleMs });
+  const delayMs = core.fail(
+    new KubeApiProtocolError(`watch silent for ${session.idleMs} ms, past its timeout`),
+    'watch silent past its timeout; reopening from the cursor',
+    { idleMs: session.idleMs },
+  );
   return { kind: 'retry', delayMs };
 }
 
 /** The error an in-band ERROR frame stands for. */
 export function errorFrameError(status: ApiStatus): ApiStatusError {
-  return new ApiStatusError(status.code ?? 0, status, `watch ERROR frame${status.code ? ` ${status.code}` : ''}${status.reason ? ` ${status.reason}` : ''}${status.message ? `: ${status.message}` : ''}`);
+  return new ApiStatusError(
+    status.code ?? 0,
+    status,
+    `watch ERROR frame${status.code ? ` ${status.code}` : ''}${status.reason ? ` ${status.reason}` : ''}${status.message ? `: ${status.message}` : ''}`,
+  );
 }
 
 /**
@@ -151,18 +168,27 @@ export function errorFrameError(status: ApiStatus): ApiStatusError {
  * Returns the key to emit a delete for, so an earlier valid version leaves the consumer's store
  * (a delete of a key the store does not hold is a no-op there).
  */
-export function quarantineFrame<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: InvalidObjectError, now: number, scheduleHeal: () => void): string | undefined {
+export function quarantineFrame<T extends KubernetesObjectView>(
+  core: ReflectorCore<T>,
+  error: InvalidObjectError,
+  now: number,
+  scheduleHeal: () => void,
+): string | undefined {
   core.stats.invalidObjects++;
   if (error.resourceVersion !== undefined) core.cursor = error.resourceVersion;
   const key = error.objectKey;
   if (key === undefined) {
     // Nothing to hold it by: skip it like an unreadable frame, and heal.
     scheduleHeal();
-    core.logger.error(core.fields({ frameType: error.frameType, resourceVersion: error.resourceVersion, issues: error.issues, err: error }), 'a frame object without a readable name failed the schema; skipped, heal relist scheduled');
+    core.logger.error(
+      core.fields({ frameType: error.frameType, resourceVersion: error.resourceVersion, issues: error.issues, err: error }),
+      'a frame object without a readable name failed the schema; skipped, heal relist scheduled',
+    );
     return undefined;
   }
   if (error.frameType === 'DELETED') {
-    if (core.quarantine.lift(key)) core.logger.info(core.fields({ key, resourceVersion: error.resourceVersion }), 'quarantined object deleted; released');
+    if (core.quarantine.lift(key))
+      core.logger.info(core.fields({ key, resourceVersion: error.resourceVersion }), 'quarantined object deleted; released');
     return key;
   }
   const wasHeld = core.quarantine.has(key);
@@ -212,7 +238,13 @@ export function tooLarge<T extends KubernetesObjectView>(core: ReflectorCore<T>,
 }
 
 /** A WATCH that failed with a `Status` (HTTP or in-band): relist on a dead or rejected cursor, else retry from it. */
-export function failedWatch<T extends KubernetesObjectView>(core: ReflectorCore<T>, status: ApiStatus | undefined, httpStatus: number | undefined, what: string, error: unknown): WatchOutcome {
+export function failedWatch<T extends KubernetesObjectView>(
+  core: ReflectorCore<T>,
+  status: ApiStatus | undefined,
+  httpStatus: number | undefined,
+  what: string,
+  error: unknown,
+): WatchOutcome {
   core.stats.watchFailures++;
   const verdict = watchVerdict(status, httpStatus);
   const extra = { code: httpStatus ?? status?.code, reason: status?.reason, message: status?.message };

@@ -117,7 +117,8 @@ export class WatchSession<T extends KubernetesObjectView> {
       if (next.done) return next;
       this.#lastFrameAt = this.#core.clock.now();
       if (!this.#batched) return next;
-      if (!Array.isArray(next.value)) throw new KubeApiProtocolError('watchBatches yielded a value that is not an array of frames');
+      if (!Array.isArray(next.value))
+        throw new KubeApiProtocolError('watchBatches yielded a value that is not an array of frames');
       this.#batch = next.value;
       this.#at = 0;
     }

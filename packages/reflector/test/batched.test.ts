@@ -14,14 +14,18 @@ function openBatched(options: Parameters<typeof openReflector>[0] = {}) {
   return openReflector(options, () => {}, new BatchedClient());
 }
 
-const summary = (events: readonly { type: string; key?: string }[]) => events.map((e) => (e.type === 'replace' ? 'replace' : `${e.type} ${e.key}`));
+const summary = (events: readonly { type: string; key?: string }[]) =>
+  events.map((e) => (e.type === 'replace' ? 'replace' : `${e.type} ${e.key}`));
 
 describe('[k8s_reflector: deviation, batched frames] a client handing over one socket read at a time', () => {
   it('[k8s_reflector: deviation, batched frames] every frame of a batch is applied in order, one event each; bookmarks and the cursor as unbatched', async () => {
     const { client, reflector, stream } = openBatched();
     await settle();
     expect(client).toBeInstanceOf(BatchedClient);
-    client.watch0.push([line('ADDED', pod('a', '2')), line('MODIFIED', pod('b', '3')), bookmark('4')], [line('DELETED', pod('a', '5'))]);
+    client.watch0.push(
+      [line('ADDED', pod('a', '2')), line('MODIFIED', pod('b', '3')), bookmark('4')],
+      [line('DELETED', pod('a', '5'))],
+    );
     await settle();
     expect(summary(stream.events)).toEqual(['replace', 'upsert ns/a', 'upsert ns/b', 'delete ns/a']);
     expect(reflector.cursor).toBe('5');
@@ -41,7 +45,11 @@ describe('[k8s_reflector: deviation, batched frames] a client handing over one s
   it('[k8s_reflector: deviation, batched frames] an ERROR 410 inside a batch ends the watch there: the frames after it are not applied, and the reflector relists', async () => {
     const { client, stream, clock } = openBatched();
     await settle();
-    client.watch0.push([line('ADDED', pod('a', '2')), errorFrame({ code: 410, reason: 'Expired' }), line('ADDED', pod('z', '9'))]);
+    client.watch0.push([
+      line('ADDED', pod('a', '2')),
+      errorFrame({ code: 410, reason: 'Expired' }),
+      line('ADDED', pod('z', '9')),
+    ]);
     await settle();
     expect(summary(stream.events)).toEqual(['replace', 'upsert ns/a']);
     expect(client.watch0.returned).toBe(true);
@@ -53,10 +61,22 @@ describe('[k8s_reflector: deviation, batched frames] a client handing over one s
   it('[k8s_reflector: deviation, batched frames] a watch-list whose initial-events-end bookmark arrives mid-batch hands the rest of that read to the watching state on the same stream', async () => {
     const { client, reflector, stream } = openBatched({ initialList: 'watch-list' });
     await settle();
-    const end = line('BOOKMARK', { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: '9', annotations: { 'k8s.io/initial-events-end': 'true' } } });
-    client.watch0.push([line('ADDED', pod('a', '2')), line('ADDED', pod('b', '3')), end, line('MODIFIED', pod('a', '10')), line('DELETED', pod('b', '11'))]);
+    const end = line('BOOKMARK', {
+      kind: 'Pod',
+      apiVersion: 'v1',
+      metadata: { resourceVersion: '9', annotations: { 'k8s.io/initial-events-end': 'true' } },
+    });
+    client.watch0.push([
+      line('ADDED', pod('a', '2')),
+      line('ADDED', pod('b', '3')),
+      end,
+      line('MODIFIED', pod('a', '10')),
+      line('DELETED', pod('b', '11')),
+    ]);
     await settle();
-    expect(stream.events.map((e) => (e.type === 'replace' ? `replace ${[...e.objects.keys()].join(',')}` : `${e.type} ${e.key}`))).toEqual(['replace ns/a,ns/b', 'upsert ns/a', 'delete ns/b']);
+    expect(
+      stream.events.map((e) => (e.type === 'replace' ? `replace ${[...e.objects.keys()].join(',')}` : `${e.type} ${e.key}`)),
+    ).toEqual(['replace ns/a,ns/b', 'upsert ns/a', 'delete ns/b']);
     expect(reflector.cursor).toBe('11');
     expect(client.watches).toHaveLength(1);
     expect(reflector.stats).toMatchObject({ lists: 0, watchLists: 1 });

@@ -79,11 +79,25 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
       delete pod.metadata.labels!['pool']; // leaves the selector: the server sends DELETED
     });
 
-    const seen = [await tap.next('ADDED'), await tap.next('MODIFIED'), await tap.next('the terminating MODIFIED'), await tap.next('DELETED'), await tap.next('the selector exit')];
-    expect(seen.map(summary)).toEqual(['upsert pool-a/engine-3', 'upsert pool-a/engine-0', 'upsert pool-a/engine-1', 'delete pool-a/engine-1', 'delete pool-a/engine-2']);
+    const seen = [
+      await tap.next('ADDED'),
+      await tap.next('MODIFIED'),
+      await tap.next('the terminating MODIFIED'),
+      await tap.next('DELETED'),
+      await tap.next('the selector exit'),
+    ];
+    expect(seen.map(summary)).toEqual([
+      'upsert pool-a/engine-3',
+      'upsert pool-a/engine-0',
+      'upsert pool-a/engine-1',
+      'delete pool-a/engine-1',
+      'delete pool-a/engine-2',
+    ]);
     const bound = seen[1];
     expect(bound?.type === 'upsert' && bound.object.spec.nodeName).toBe('node-a');
-    expect(bound?.type === 'upsert' && bound.object.metadata.resourceVersion).toBe(s.getPod(NS, 'engine-0')?.metadata.resourceVersion);
+    expect(bound?.type === 'upsert' && bound.object.metadata.resourceVersion).toBe(
+      s.getPod(NS, 'engine-0')?.metadata.resourceVersion,
+    );
     expect(reflector.cursor).toBe(String(s.revision));
     expect(s.requestCounts()).toMatchObject({ list: 1, watch: 1 });
     expect(tap.untaken).toEqual([]);
@@ -103,7 +117,8 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
     for (let i = 0; i < writes; i++) {
       const event = await tap.next(`write ${i}`);
       expect(event.type === 'upsert' && event.key).toBe(`pool-a/engine-${i % 3}`);
-      if (event.type === 'upsert' && event.object.metadata.annotations['note'] !== note(i)) throw new Error(`write ${i} arrived as ${event.object.metadata.annotations['note']?.slice(0, 40)}…`);
+      if (event.type === 'upsert' && event.object.metadata.annotations['note'] !== note(i))
+        throw new Error(`write ${i} arrived as ${event.object.metadata.annotations['note']?.slice(0, 40)}…`);
     }
     expect(tap.untaken).toEqual([]);
   });
@@ -182,7 +197,12 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
     { row: 'ApiException shape', status: 410 as const, inBand: false, how: 'an HTTP 410 Expired' },
     { row: 'An ERROR frame reaching the consumer', status: 410 as const, inBand: true, how: 'an in-band 410 ERROR frame' },
     { row: 'IsTooLargeResourceVersion', status: 504 as const, inBand: false, how: 'an HTTP 504 ResourceVersionTooLarge' },
-    { row: 'IsTooLargeResourceVersion', status: 504 as const, inBand: true, how: 'an in-band 504 ResourceVersionTooLarge ERROR frame' },
+    {
+      row: 'IsTooLargeResourceVersion',
+      status: 504 as const,
+      inBand: true,
+      how: 'an in-band 504 ResourceVersionTooLarge ERROR frame',
+    },
   ];
   for (const { row, status, inBand, how } of watchFailures) {
     it(`[k8s_reflector: ${row}] ${how} on the WATCH relists and the stream goes on (embedded apiserver)`, async () => {
@@ -207,7 +227,12 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
   }
 
   it('[k8s_reflector: BackoffUntil] a LIST failing with HTTP 500 is retried with a doubling backoff and the stream survives (embedded apiserver)', async () => {
-    const { server: s, reflector, tap, logger } = await setup({
+    const {
+      server: s,
+      reflector,
+      tap,
+      logger,
+    } = await setup({
       reflector: { retryDelayMs: 1_000, maxRetryDelayMs: 8_000 },
       beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 500, times: 2 }),
     });
@@ -220,7 +245,11 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
       ['warn', 1_000],
       ['debug', 2_000], // the same failure again: not logged loudly twice
     ]);
-    expect(failures[0]?.fields['err']).toMatchObject({ code: 'API_STATUS', statusCode: 500, status: { reason: 'InternalError' } });
+    expect(failures[0]?.fields['err']).toMatchObject({
+      code: 'API_STATUS',
+      statusCode: 500,
+      status: { reason: 'InternalError' },
+    });
 
     s.kubelet.bind(NS, 'engine-0', 'node-a');
     expect(summary(await tap.next('a change on the watch'))).toBe('upsert pool-a/engine-0');
@@ -329,7 +358,9 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
     const { tap } = tapOf<z.output<typeof schema>>(reflector);
 
     const listing = await tap.next('the listing');
-    expect(listing.type === 'replace' && [...listing.objects.entries()].map(([k, o]) => [k, o.spec.replicas])).toEqual([['pool-a/cell-0', 2]]);
+    expect(listing.type === 'replace' && [...listing.objects.entries()].map(([k, o]) => [k, o.spec.replicas])).toEqual([
+      ['pool-a/cell-0', 2],
+    ]);
 
     s.createObject(ref, cell('cell-1', 1));
     s.updateObject(ref, NS, 'cell-0', (o) => {
@@ -340,7 +371,9 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
     const modified = await tap.next('MODIFIED');
     const deleted = await tap.next('DELETED');
     expect(added.type === 'upsert' && [added.key, added.object.spec.replicas]).toEqual(['pool-a/cell-1', 1]);
-    expect(modified.type === 'upsert' && [modified.key, modified.object.spec.replicas, modified.object.metadata.generation]).toEqual(['pool-a/cell-0', 3, 2]);
+    expect(
+      modified.type === 'upsert' && [modified.key, modified.object.spec.replicas, modified.object.metadata.generation],
+    ).toEqual(['pool-a/cell-0', 3, 2]);
     expect(deleted).toEqual({ type: 'delete', key: 'pool-a/cell-1' });
     expect(reflector.cursor).toBe(String(s.revision));
     expect(s.requestCounts()).toMatchObject({ list: 1, watch: 1 });

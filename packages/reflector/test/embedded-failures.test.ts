@@ -10,8 +10,24 @@ import type { ApiServer } from '@reconcile-loop/testing';
 import { recordingLogger } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { ApiStatusError, kubeReflector, ListTimeoutError, podReflector, WatchFrameTooLargeError, type ReflectorOptions } from '../src/index.js';
-import { expectStoreEqualsFreshList, fastClock, kubeConfigFor, runCleanups, server, tapOf, WAIT_MS, within } from './embedded-helpers.js';
+import {
+  ApiStatusError,
+  kubeReflector,
+  ListTimeoutError,
+  podReflector,
+  WatchFrameTooLargeError,
+  type ReflectorOptions,
+} from '../src/index.js';
+import {
+  expectStoreEqualsFreshList,
+  fastClock,
+  kubeConfigFor,
+  runCleanups,
+  server,
+  tapOf,
+  WAIT_MS,
+  within,
+} from './embedded-helpers.js';
 
 afterEach(runCleanups);
 
@@ -24,7 +40,14 @@ async function setup(options: { reflector?: Partial<ReflectorOptions<Pod>>; befo
   s.seedPods(3, { namespace: NS, labels: { pool: 'engines' }, namePrefix: 'engine' });
   options.beforeOpen?.(s);
   const logger = recordingLogger();
-  const reflector = podReflector({ kubeConfig: kubeConfigFor(s), ...SCOPE, clock: fastClock, random: () => 0, logger, ...options.reflector });
+  const reflector = podReflector({
+    kubeConfig: kubeConfigFor(s),
+    ...SCOPE,
+    clock: fastClock,
+    random: () => 0,
+    logger,
+    ...options.reflector,
+  });
   const { tap } = tapOf<Pod>(reflector);
   return { server: s, reflector, tap, logger };
 }
@@ -36,7 +59,12 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     const { tap, reflector, server: s } = await setup({ reflector: { labelSelector: 'pool in (' } });
     await within(tap.done, 'the stream to end');
     expect(isPermanentSourceError(tap.error)).toBe(true);
-    expect(tap.error).toMatchObject({ code: 'LIST_REJECTED', statusCode: 400, status: { code: 400, reason: 'BadRequest' }, request: { verb: 'list' } });
+    expect(tap.error).toMatchObject({
+      code: 'LIST_REJECTED',
+      statusCode: 400,
+      status: { code: 400, reason: 'BadRequest' },
+      request: { verb: 'list' },
+    });
     expect((tap.error as { request: { url: string } }).request.url).toContain('labelSelector=pool+in+%28');
     expect((tap.error as { status: { message: string } }).status.message).toBeTruthy();
     expect(s.requestCounts().list).toBe(1);
@@ -45,15 +73,27 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     // The injected 400 (the server's own Status body) ends it just the same.
     const injected = await setup({ beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 400 }) });
     await within(injected.tap.done, 'the stream to end');
-    expect(injected.tap.error).toMatchObject({ code: 'LIST_REJECTED', permanent: true, status: { code: 400, reason: 'BadRequest' } });
+    expect(injected.tap.error).toMatchObject({
+      code: 'LIST_REJECTED',
+      permanent: true,
+      status: { code: 400, reason: 'BadRequest' },
+    });
   });
 
   it('[k8s_reflector: Permanent vs transient failures] a LIST answered 403 three times is retried; health shows the Forbidden Status meanwhile; then it syncs (embedded apiserver)', async () => {
-    const { tap, reflector, server: s, logger } = await setup({
+    const {
+      tap,
+      reflector,
+      server: s,
+      logger,
+    } = await setup({
       reflector: { retryDelayMs: 2_000 },
       beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 403, times: 3 }),
     });
-    await vi.waitFor(() => expect(reflector.health().consecutiveFailures).toBeGreaterThanOrEqual(1), { timeout: WAIT_MS, interval: 5 });
+    await vi.waitFor(() => expect(reflector.health().consecutiveFailures).toBeGreaterThanOrEqual(1), {
+      timeout: WAIT_MS,
+      interval: 5,
+    });
     const { lastError, listed } = reflector.health();
     expect(listed).toBe(false);
     expect(lastError).toBeInstanceOf(ApiStatusError);
@@ -68,7 +108,11 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
   });
 
   it('[k8s_reflector: LIST timeout] a LIST that hangs is cut at listTimeoutMs, counted, retried after the backoff, and the reflector syncs (embedded apiserver)', async () => {
-    const { tap, reflector, server: s } = await setup({
+    const {
+      tap,
+      reflector,
+      server: s,
+    } = await setup({
       reflector: { listTimeoutMs: 4_000 }, // 200 ms here
       beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 'hang' }),
     });
@@ -103,7 +147,11 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     s.dropWatches();
 
     const relisted = await tap.until(isReplace, 'the relist after the rejected cursor');
-    expect([...(relisted.type === 'replace' ? relisted.objects.keys() : [])].sort()).toEqual(['pool-a/engine-1', 'pool-a/engine-2', 'pool-a/engine-9']);
+    expect([...(relisted.type === 'replace' ? relisted.objects.keys() : [])].sort()).toEqual([
+      'pool-a/engine-1',
+      'pool-a/engine-2',
+      'pool-a/engine-9',
+    ]);
     const rejected = logger.entries.find((e) => e.message.includes('cursor rejected'));
     expect(rejected?.fields).toMatchObject({ code: 500 });
     expect(String(rejected?.fields['message'])).toMatch(/^resourceVersion: Invalid value: "abc"/); // which version it cannot parse
@@ -118,7 +166,10 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     await s.waitForWatches(1, WAIT_MS);
     const next = String(s.revision + 1);
     // A frame with a readable cursor but an unreadable type: skipped, and the cursor moves to `next`.
-    s.injectWatchFrame({ type: 'Modified', object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'engine-0', namespace: NS, resourceVersion: next } } });
+    s.injectWatchFrame({
+      type: 'Modified',
+      object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'engine-0', namespace: NS, resourceVersion: next } },
+    });
     await vi.waitFor(() => expect(reflector.cursor).toBe(next), { timeout: WAIT_MS, interval: 2 });
     // The real update at `next` is lost: held back on the stalled watch, which is then dropped, and
     // the reopen from `next` does not replay it. Only the heal relist can bring it back.
@@ -154,7 +205,12 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     const s = await server();
     const ref = s.registerResource({ group: 'miles.io', version: 'v1alpha1', kind: 'TrainerCell', plural: 'trainercells' });
     const resource = { group: 'miles.io', version: 'v1alpha1', plural: 'trainercells' };
-    const cell = (name: string, replicas: unknown) => ({ apiVersion: 'miles.io/v1alpha1', kind: 'TrainerCell', metadata: { name, namespace: NS }, spec: { replicas } });
+    const cell = (name: string, replicas: unknown) => ({
+      apiVersion: 'miles.io/v1alpha1',
+      kind: 'TrainerCell',
+      metadata: { name, namespace: NS },
+      spec: { replicas },
+    });
     const setReplicas = (name: string, replicas: unknown) =>
       s.updateObject(ref, NS, name, (o) => {
         (o['spec'] as { replicas: unknown }).replicas = replicas;
@@ -163,16 +219,31 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     s.createObject(ref, cell('cell-bad', 'two'));
     const schema = objectSchema({ spec: z.object({ replicas: z.number().int() }) });
     const logger = recordingLogger();
-    const reflector = kubeReflector({ kubeConfig: kubeConfigFor(s), resource, schema, namespace: NS, clock: fastClock, random: () => 0, logger });
+    const reflector = kubeReflector({
+      kubeConfig: kubeConfigFor(s),
+      resource,
+      schema,
+      namespace: NS,
+      clock: fastClock,
+      random: () => 0,
+      logger,
+    });
     const { tap } = tapOf<z.output<typeof schema>>(reflector);
     const quarantinedKeys = () => reflector.health().quarantined.map((q) => q.key);
 
     const listing = await tap.next('the listing');
     expect([...(listing.type === 'replace' ? listing.objects.keys() : [])]).toEqual(['pool-a/cell-0']);
     expect(reflector.health().quarantined).toEqual([
-      expect.objectContaining({ key: 'pool-a/cell-bad', resourceVersion: s.getObject(ref, NS, 'cell-bad')?.metadata.resourceVersion, issues: [expect.stringMatching(/^spec\.replicas: /)] }),
+      expect.objectContaining({
+        key: 'pool-a/cell-bad',
+        resourceVersion: s.getObject(ref, NS, 'cell-bad')?.metadata.resourceVersion,
+        issues: [expect.stringMatching(/^spec\.replicas: /)],
+      }),
     ]);
-    expect(logger.entries.find((e) => e.level === 'error')?.fields).toMatchObject({ key: 'pool-a/cell-bad', issues: [expect.stringMatching(/^spec\.replicas/)] });
+    expect(logger.entries.find((e) => e.level === 'error')?.fields).toMatchObject({
+      key: 'pool-a/cell-bad',
+      issues: [expect.stringMatching(/^spec\.replicas/)],
+    });
 
     s.createObject(ref, cell('cell-1', 2)); // others keep flowing
     expect(await tap.next('cell-1')).toMatchObject({ type: 'upsert', key: 'pool-a/cell-1' });
@@ -180,7 +251,11 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     expect(await tap.next('cell-0 leaving')).toEqual({ type: 'delete', key: 'pool-a/cell-0' });
     expect(quarantinedKeys()).toEqual(['pool-a/cell-0', 'pool-a/cell-bad']);
     setReplicas('cell-bad', 3); // fixed: it enters
-    expect(await tap.next('cell-bad entering')).toMatchObject({ type: 'upsert', key: 'pool-a/cell-bad', object: { spec: { replicas: 3 } } });
+    expect(await tap.next('cell-bad entering')).toMatchObject({
+      type: 'upsert',
+      key: 'pool-a/cell-bad',
+      object: { spec: { replicas: 3 } },
+    });
     s.deleteObject(ref, NS, 'cell-0'); // deleted while quarantined: it leaves the quarantine
     expect(await tap.next('cell-0 deleted')).toEqual({ type: 'delete', key: 'pool-a/cell-0' });
     expect(quarantinedKeys()).toEqual([]);
@@ -193,8 +268,13 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     await expectStoreEqualsFreshList(tap, s, resource, { namespace: NS }, quarantinedKeys());
   });
 
-  it('[k8s_reflector: Retry-After honoured] a LIST answered 429 with Retry-After waits the server\'s delay, not the first backoff (embedded apiserver)', async () => {
-    const { tap, reflector, server: s, logger } = await setup({
+  it("[k8s_reflector: Retry-After honoured] a LIST answered 429 with Retry-After waits the server's delay, not the first backoff (embedded apiserver)", async () => {
+    const {
+      tap,
+      reflector,
+      server: s,
+      logger,
+    } = await setup({
       reflector: { retryDelayMs: 1_000 },
       beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 429, retryAfterSeconds: 6 }),
     });

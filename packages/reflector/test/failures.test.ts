@@ -32,7 +32,12 @@ function replaceKeys(event: unknown): string[] {
 describe('Reflector: permanent vs transient failures', () => {
   for (const code of [400, 422]) {
     it(`[k8s_reflector: Permanent vs transient failures] a first LIST answered ${code} ends the stream with a permanent ListRejectedError carrying the Status and the request`, async () => {
-      const cause = new ApiStatusError(code, status(code, code === 400 ? 'BadRequest' : 'Invalid', 'unable to parse requirement'), undefined, { request });
+      const cause = new ApiStatusError(
+        code,
+        status(code, code === 400 ? 'BadRequest' : 'Invalid', 'unable to parse requirement'),
+        undefined,
+        { request },
+      );
       const { client, stream, reflector, clock, logger } = setup({}, (c) => c.queueList(cause));
       await stream.done;
       expect(isPermanentSourceError(stream.error)).toBe(true);
@@ -47,7 +52,12 @@ describe('Reflector: permanent vs transient failures', () => {
       expect((stream.error as Error).message).toContain(request.url);
       expect(client.lists).toHaveLength(1); // no retry
       expect(clock.pending).toBe(0);
-      expect(reflector.health()).toMatchObject({ listed: false, streaming: false, lastError: stream.error, consecutiveFailures: 1 });
+      expect(reflector.health()).toMatchObject({
+        listed: false,
+        streaming: false,
+        lastError: stream.error,
+        consecutiveFailures: 1,
+      });
       expect(logger.entries.filter((e) => e.level === 'error' && e.message.includes('permanent'))).toHaveLength(1);
     });
   }
@@ -69,8 +79,15 @@ describe('Reflector: permanent vs transient failures', () => {
 
   for (const code of [401, 403, 404]) {
     it(`[k8s_reflector: Permanent vs transient failures] a LIST answered ${code} is retried with backoff, logged at error once (not per retry), visible in health, and heals`, async () => {
-      const failure = new ApiStatusError(code, status(code, code === 404 ? 'NotFound' : code === 403 ? 'Forbidden' : 'Unauthorized'), undefined, { request });
-      const { client, clock, stream, reflector, logger } = setup({}, (c) => c.queueList(failure, failure, failure, { items: [pod('a', '3')], resourceVersion: '3' }));
+      const failure = new ApiStatusError(
+        code,
+        status(code, code === 404 ? 'NotFound' : code === 403 ? 'Forbidden' : 'Unauthorized'),
+        undefined,
+        { request },
+      );
+      const { client, clock, stream, reflector, logger } = setup({}, (c) =>
+        c.queueList(failure, failure, failure, { items: [pod('a', '3')], resourceVersion: '3' }),
+      );
       await settle();
       expect(reflector.health()).toMatchObject({ listed: false, lastError: failure, consecutiveFailures: 1 });
       await advance(clock, 1_000);
@@ -80,7 +97,10 @@ describe('Reflector: permanent vs transient failures', () => {
       expect(stream.events).toHaveLength(0);
       const loud = logger.entries.filter((e) => e.level === 'error' || e.level === 'warn');
       expect(loud).toHaveLength(1);
-      expect(loud[0]).toMatchObject({ level: 'error', fields: { code, reason: failure.status?.reason, request, consecutiveFailures: 1, retryDelayMs: 1_000 } });
+      expect(loud[0]).toMatchObject({
+        level: 'error',
+        fields: { code, reason: failure.status?.reason, request, consecutiveFailures: 1, retryDelayMs: 1_000 },
+      });
       expect(logger.entries.filter((e) => e.level === 'debug' && e.message.startsWith('LIST failed'))).toHaveLength(2);
 
       await advance(clock, 4_000);
@@ -93,7 +113,12 @@ describe('Reflector: permanent vs transient failures', () => {
 
   it('[k8s_reflector: Permanent vs transient failures] after a first listing, a relist answered 400 or 422 is retried, not permanent', async () => {
     const { client, clock, stream, reflector } = setup({}, (c) =>
-      c.queueList({ items: [], resourceVersion: '5' }, new ApiStatusError(400, status(400, 'BadRequest')), new ApiStatusError(422, status(422, 'Invalid')), { items: [pod('b', '9')], resourceVersion: '9' }),
+      c.queueList(
+        { items: [], resourceVersion: '5' },
+        new ApiStatusError(400, status(400, 'BadRequest')),
+        new ApiStatusError(422, status(422, 'Invalid')),
+        { items: [pod('b', '9')], resourceVersion: '9' },
+      ),
     );
     await settle();
     client.watch0.fail(new ApiStatusError(410, status(410, 'Expired')));
@@ -108,7 +133,11 @@ describe('Reflector: permanent vs transient failures', () => {
 
   it('[k8s_reflector: Permanent vs transient failures] a failure that changes is logged again; recovery is logged once', async () => {
     const { clock, logger } = setup({}, (c) =>
-      c.queueList(new ApiStatusError(403, status(403, 'Forbidden')), new ApiStatusError(403, status(403, 'Forbidden')), new ApiStatusError(500, status(500, 'InternalError'))),
+      c.queueList(
+        new ApiStatusError(403, status(403, 'Forbidden')),
+        new ApiStatusError(403, status(403, 'Forbidden')),
+        new ApiStatusError(500, status(500, 'InternalError')),
+      ),
     );
     await settle();
     await advance(clock, 1_000);
@@ -125,7 +154,9 @@ describe('Reflector: permanent vs transient failures', () => {
 
 describe('Reflector: deadlines', () => {
   it('[k8s_reflector: LIST timeout] a hung first LIST fails after listTimeoutMs (a counted failure with ListTimeoutError), backs off and is retried', async () => {
-    const { client, clock, stream, reflector } = setup({ listTimeoutMs: 10_000 }, (c) => c.queueList('hang', { items: [pod('a', '2')], resourceVersion: '2' }));
+    const { client, clock, stream, reflector } = setup({ listTimeoutMs: 10_000 }, (c) =>
+      c.queueList('hang', { items: [pod('a', '2')], resourceVersion: '2' }),
+    );
     await advance(clock, 9_999);
     expect(client.lists).toHaveLength(1);
     expect(client.lists[0]?.signal.aborted).toBe(false);
@@ -157,7 +188,11 @@ describe('Reflector: deadlines', () => {
 
   it('[k8s_reflector: Rejected cursor] a WATCH answered 400 drops the cursor and relists; so does an in-band ERROR 422', async () => {
     const { client, clock, reflector, logger } = setup({}, (c) =>
-      c.queueList({ items: [], resourceVersion: '5' }, { items: [], resourceVersion: '20' }, { items: [], resourceVersion: '30' }),
+      c.queueList(
+        { items: [], resourceVersion: '5' },
+        { items: [], resourceVersion: '20' },
+        { items: [], resourceVersion: '30' },
+      ),
     );
     await settle();
     client.watch0.push(bookmark('abc')); // a broken bookmark becomes the cursor
@@ -183,15 +218,24 @@ describe('Reflector: deadlines', () => {
   });
 
   it('[k8s_reflector: Rejected cursor] kube-apiserver\'s answer to an unparseable cursor (HTTP 500 "resourceVersion: Invalid value") relists too; a plain 500 does not', async () => {
-    const { client, clock, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '5' }, { items: [], resourceVersion: '20' }));
+    const { client, clock, reflector } = setup({}, (c) =>
+      c.queueList({ items: [], resourceVersion: '5' }, { items: [], resourceVersion: '20' }),
+    );
     await settle();
-    client.watch0.fail(new ApiStatusError(500, { code: 500, message: 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax' }));
+    client.watch0.fail(
+      new ApiStatusError(500, {
+        code: 500,
+        message: 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax',
+      }),
+    );
     await settle();
     expect(reflector.cursor).toBeUndefined();
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
     expect(isCursorRejected({ code: 500, message: 'resourceVersion: Invalid value: "x"' })).toBe(true);
-    expect(isCursorRejected({ code: 500, details: { causes: [{ field: 'resourceVersion', reason: 'FieldValueInvalid' }] } })).toBe(true);
+    expect(
+      isCursorRejected({ code: 500, details: { causes: [{ field: 'resourceVersion', reason: 'FieldValueInvalid' }] } }),
+    ).toBe(true);
     expect(isCursorRejected({ code: 500, reason: 'InternalError', message: 'etcd hiccup' })).toBe(false);
     expect(isCursorRejected(undefined, 400)).toBe(true);
     expect(isCursorRejected({ code: 422 })).toBe(true);
@@ -199,7 +243,11 @@ describe('Reflector: deadlines', () => {
 
   it('[k8s_reflector: Heal relist after a skipped frame] a skipped frame schedules a relist after the heal backoff; more skips meanwhile do not reschedule; the next heal waits twice as long', async () => {
     const { client, clock, stream, reflector } = setup({}, (c) =>
-      c.queueList({ items: [pod('a', '1')], resourceVersion: '1' }, { items: [pod('a', '4')], resourceVersion: '4' }, { items: [pod('a', '9')], resourceVersion: '9' }),
+      c.queueList(
+        { items: [pod('a', '1')], resourceVersion: '1' },
+        { items: [pod('a', '4')], resourceVersion: '4' },
+        { items: [pod('a', '9')], resourceVersion: '9' },
+      ),
     );
     await settle();
     client.watch0.push(JSON.stringify({ type: 'Modified', object: pod('a', '2') })); // readable cursor, unreadable type
@@ -223,7 +271,9 @@ describe('Reflector: deadlines', () => {
   });
 
   it('[k8s_reflector: Heal relist after a skipped frame] a heal still due when the watch ends is kept by the next watch', async () => {
-    const { client, clock } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '1' }, { items: [], resourceVersion: '3' }));
+    const { client, clock } = setup({}, (c) =>
+      c.queueList({ items: [], resourceVersion: '1' }, { items: [], resourceVersion: '3' }),
+    );
     await settle();
     await advance(clock, 5_000);
     client.watch0.push('not json');
@@ -239,11 +289,22 @@ describe('Reflector: deadlines', () => {
 
   it('[k8s_reflector: Frame size cap] a frame over maxFrameSize tears the watch down and relists; so does the client reporting one', async () => {
     const { client, clock, reflector, stream } = setup({ maxFrameSize: 1_000 }, (c) =>
-      c.queueList({ items: [], resourceVersion: '1' }, { items: [pod('a', '6')], resourceVersion: '6' }, { items: [], resourceVersion: '8' }),
+      c.queueList(
+        { items: [], resourceVersion: '1' },
+        { items: [pod('a', '6')], resourceVersion: '6' },
+        { items: [], resourceVersion: '8' },
+      ),
     );
     await settle();
     const first = client.watch0;
-    first.push(line('ADDED', pod('big', '2', { metadata: { name: 'big', namespace: 'ns', resourceVersion: '2', annotations: { x: 'y'.repeat(1_000) } } })));
+    first.push(
+      line(
+        'ADDED',
+        pod('big', '2', {
+          metadata: { name: 'big', namespace: 'ns', resourceVersion: '2', annotations: { x: 'y'.repeat(1_000) } },
+        }),
+      ),
+    );
     await settle();
     expect(first.returned).toBe(true);
     expect(reflector.health().lastError).toBeInstanceOf(WatchFrameTooLargeError);
@@ -257,7 +318,12 @@ describe('Reflector: deadlines', () => {
     expect(reflector.stats.watchFailures).toBe(2);
 
     // The cap counts bytes of the UTF-8 line: 450 'é' fit in 1 000 characters but not in 1 000 bytes.
-    const wide = line('ADDED', pod('wide', '9', { metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9', annotations: { x: 'é'.repeat(450) } } }));
+    const wide = line(
+      'ADDED',
+      pod('wide', '9', {
+        metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9', annotations: { x: 'é'.repeat(450) } },
+      }),
+    );
     expect(wide.length).toBeLessThan(1_000);
     expect(Buffer.byteLength(wide)).toBeGreaterThan(1_000);
     client.watch0.push(wide);
@@ -315,7 +381,14 @@ describe('Reflector: backoff across streams', () => {
   it('[k8s_reflector: Backoff survives a reopen] a reopened stream continues the backoff of the failed one; only a listing plus a healthy watch resets it', async () => {
     const clock = new ManualClock();
     const client = new FakeClient();
-    const reflector = new Reflector<Pod>({ client, schema: podSchema, clock, random: () => 0, retryDelayMs: 1_000, maxRetryDelayMs: 30_000 });
+    const reflector = new Reflector<Pod>({
+      client,
+      schema: podSchema,
+      clock,
+      random: () => 0,
+      retryDelayMs: 1_000,
+      maxRetryDelayMs: 30_000,
+    });
     const failing = new ApiStatusError(500, status(500, 'InternalError'));
     client.queueList(failing, failing, failing);
     let controller = new AbortController();
@@ -349,22 +422,36 @@ describe('Reflector: poison objects', () => {
   const poisoned = (name: string, rv: string) => pod(name, rv, { status: { phase: 7 } });
 
   it('[k8s_reflector: Poison objects quarantined] a LIST item failing the schema is held out of the replace, logged at error with key, resourceVersion and issues, counted, and listed in health', async () => {
-    const { stream, reflector, logger, clock } = setup({}, (c) => c.queueList({ items: [pod('a', '1'), poisoned('bad', '2'), { metadata: { resourceVersion: '3' } }], resourceVersion: '3' }));
+    const { stream, reflector, logger, clock } = setup({}, (c) =>
+      c.queueList({ items: [pod('a', '1'), poisoned('bad', '2'), { metadata: { resourceVersion: '3' } }], resourceVersion: '3' }),
+    );
     await advance(clock, 0);
     expect(stream.error).toBeUndefined();
     expect(replaceKeys(stream.events[0])).toEqual(['ns/a']);
     expect(reflector.stats.invalidObjects).toBe(2);
-    expect(reflector.health().quarantined).toEqual([{ key: 'ns/bad', resourceVersion: '2', issues: [expect.stringMatching(/^status\.phase: /)], since: 0 }]);
+    expect(reflector.health().quarantined).toEqual([
+      { key: 'ns/bad', resourceVersion: '2', issues: [expect.stringMatching(/^status\.phase: /)], since: 0 },
+    ]);
     const logged = logger.entries.find((e) => e.level === 'error' && e.message.includes('quarantined'));
-    expect(logged?.fields).toMatchObject({ key: 'ns/bad', resourceVersion: '2', issues: [expect.stringMatching(/^status\.phase/)] });
+    expect(logged?.fields).toMatchObject({
+      key: 'ns/bad',
+      resourceVersion: '2',
+      issues: [expect.stringMatching(/^status\.phase/)],
+    });
     expect(logger.entries.some((e) => e.level === 'error' && e.message.includes('without a readable name'))).toBe(true);
   });
 
   it('[k8s_reflector: Poison objects quarantined] a frame object failing the schema: a delete is emitted once (it may be in the store), the stream goes on, a valid MODIFIED lifts it, a DELETED releases it; no relist', async () => {
-    const { client, clock, stream, reflector, logger } = setup({}, (c) => c.queueList({ items: [pod('a', '1'), pod('b', '1')], resourceVersion: '1' }));
+    const { client, clock, stream, reflector, logger } = setup({}, (c) =>
+      c.queueList({ items: [pod('a', '1'), pod('b', '1')], resourceVersion: '1' }),
+    );
     await settle();
     clock.advance(100);
-    client.watch0.push(line('MODIFIED', poisoned('a', '2')), line('MODIFIED', poisoned('a', '3')), line('MODIFIED', pod('b', '4')));
+    client.watch0.push(
+      line('MODIFIED', poisoned('a', '2')),
+      line('MODIFIED', poisoned('a', '3')),
+      line('MODIFIED', pod('b', '4')),
+    );
     await settle();
     const seen = () => stream.events.slice(1).map((e) => (e.type === 'replace' ? 'replace' : `${e.type} ${e.key}`));
     expect(seen()).toEqual(['delete ns/a', 'upsert ns/b']);
@@ -390,7 +477,10 @@ describe('Reflector: poison objects', () => {
 
   it('[k8s_reflector: Poison objects quarantined] a relist rebuilds the quarantine from the listing', async () => {
     const { client, clock, reflector } = setup({}, (c) =>
-      c.queueList({ items: [poisoned('a', '1'), pod('b', '1')], resourceVersion: '1' }, { items: [pod('a', '8'), poisoned('b', '9')], resourceVersion: '9' }),
+      c.queueList(
+        { items: [poisoned('a', '1'), pod('b', '1')], resourceVersion: '1' },
+        { items: [pod('a', '8'), poisoned('b', '9')], resourceVersion: '9' },
+      ),
     );
     await settle();
     expect(reflector.health().quarantined.map((q) => q.key)).toEqual(['ns/a']);
@@ -418,11 +508,27 @@ describe('Reflector: health', () => {
     const client = new FakeClient();
     client.queueList({ items: [pod('a', '1')], resourceVersion: '1' });
     const reflector = new Reflector<Pod>({ client, schema: podSchema, clock, random: () => 0 });
-    expect(reflector.health()).toEqual({ listed: false, streaming: false, lastListAt: undefined, lastEventAt: undefined, lastError: undefined, consecutiveFailures: 0, quarantined: [] });
+    expect(reflector.health()).toEqual({
+      listed: false,
+      streaming: false,
+      lastListAt: undefined,
+      lastEventAt: undefined,
+      lastError: undefined,
+      consecutiveFailures: 0,
+      quarantined: [],
+    });
     const controller = new AbortController();
     const stream = consume(reflector.open(controller.signal));
     await settle();
-    expect(reflector.health()).toEqual({ listed: true, streaming: true, lastListAt: 1_000, lastEventAt: 1_000, lastError: undefined, consecutiveFailures: 0, quarantined: [] });
+    expect(reflector.health()).toEqual({
+      listed: true,
+      streaming: true,
+      lastListAt: 1_000,
+      lastEventAt: 1_000,
+      lastError: undefined,
+      consecutiveFailures: 0,
+      quarantined: [],
+    });
     clock.advance(2_500);
     client.watch0.push(bookmark('5'));
     await settle();

@@ -24,15 +24,28 @@ function bytesOf(text: string): Uint8Array {
   return new Uint8Array(encoded.buffer, encoded.byteOffset + 2, encoded.length - 4);
 }
 
-const endBookmark = (resourceVersion: string): string => line('BOOKMARK', { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion, annotations: { 'k8s.io/initial-events-end': 'true' } } });
-const summary = (event: SourceEvent<Pod>): string => (event.type === 'replace' ? `replace ${[...event.objects.keys()].join(',')}` : `${event.type} ${event.key}`);
+const endBookmark = (resourceVersion: string): string =>
+  line('BOOKMARK', {
+    kind: 'Pod',
+    apiVersion: 'v1',
+    metadata: { resourceVersion, annotations: { 'k8s.io/initial-events-end': 'true' } },
+  });
+const summary = (event: SourceEvent<Pod>): string =>
+  event.type === 'replace' ? `replace ${[...event.objects.keys()].join(',')}` : `${event.type} ${event.key}`;
 
 describe('[k8s_reflector: frames as bytes] the reflector reads frames from their bytes', () => {
   it('[k8s_reflector: frames as bytes] byte frames are applied in order (multi-byte text intact); bookmarks move the cursor; an unreadable one is skipped, a poison object quarantined', async () => {
     const { client, reflector, stream } = openReflector({}, () => {}, new BytesClient());
     await settle();
     const cafe = pod('a', '2', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '2', labels: { note: 'café-😀' } } });
-    client.watch0.push([line('ADDED', cafe), line('MODIFIED', pod('b', '3')), bookmark('4')], ['{"type":"ADDED","object":', line('ADDED', pod('bad', '6', { spec: { containers: 'nope' } })), line('DELETED', pod('b', '7'))]);
+    client.watch0.push(
+      [line('ADDED', cafe), line('MODIFIED', pod('b', '3')), bookmark('4')],
+      [
+        '{"type":"ADDED","object":',
+        line('ADDED', pod('bad', '6', { spec: { containers: 'nope' } })),
+        line('DELETED', pod('b', '7')),
+      ],
+    );
     await settle();
     expect(stream.events.map(summary)).toEqual(['replace ', 'upsert ns/a', 'upsert ns/b', 'delete ns/bad', 'delete ns/b']);
     const upsert = stream.events[1]!;
@@ -42,11 +55,16 @@ describe('[k8s_reflector: frames as bytes] the reflector reads frames from their
     expect(reflector.health().quarantined.map((q) => q.key)).toEqual(['ns/bad']);
   });
 
-  it('[k8s_reflector: frames as bytes] the frame cap counts a byte frame\'s byteLength: over it, the watch is torn down and the reflector relists', async () => {
+  it("[k8s_reflector: frames as bytes] the frame cap counts a byte frame's byteLength: over it, the watch is torn down and the reflector relists", async () => {
     const { client, clock, reflector } = openReflector({ maxFrameSize: 1_000 }, () => {}, new BytesClient());
     await settle();
     // 450 'é' are under 1 000 characters but over 1 000 bytes.
-    const wide = line('ADDED', pod('wide', '9', { metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9', annotations: { x: 'é'.repeat(450) } } }));
+    const wide = line(
+      'ADDED',
+      pod('wide', '9', {
+        metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9', annotations: { x: 'é'.repeat(450) } },
+      }),
+    );
     expect(wide.length).toBeLessThan(1_000);
     const first = client.watch0;
     first.push([line('ADDED', pod('a', '2')), wide]);
@@ -60,8 +78,16 @@ describe('[k8s_reflector: frames as bytes] the reflector reads frames from their
   it('[k8s_reflector: frames as bytes] a watch-list over byte frames: objects validated one at a time into the temporary map, a poison one into the quarantine, a DELETED dropped, the end bookmark read from its bytes', async () => {
     const { client, reflector, stream } = openReflector({ initialList: 'watch-list' }, () => {}, new BytesClient());
     await settle();
-    client.watch0.push([line('ADDED', pod('good', '5')), line('ADDED', pod('bad', '6', { spec: { containers: 'nope' } })), line('ADDED', pod('gone', '7'))]);
-    client.watch0.push([line('DELETED', pod('gone', '8')), line('ADDED', pod('nameless', '6', { metadata: { namespace: 'ns', resourceVersion: '6' } })), bookmark('8')]);
+    client.watch0.push([
+      line('ADDED', pod('good', '5')),
+      line('ADDED', pod('bad', '6', { spec: { containers: 'nope' } })),
+      line('ADDED', pod('gone', '7')),
+    ]);
+    client.watch0.push([
+      line('DELETED', pod('gone', '8')),
+      line('ADDED', pod('nameless', '6', { metadata: { namespace: 'ns', resourceVersion: '6' } })),
+      bookmark('8'),
+    ]);
     await settle();
     expect(stream.events).toEqual([]);
     client.watch0.push([endBookmark('9'), line('MODIFIED', pod('good', '10'))]);
@@ -75,7 +101,14 @@ describe('[k8s_reflector: frames as bytes] the reflector reads frames from their
   it('[k8s_reflector: frames as bytes] a watch-list whose initial frame is over the cap in bytes falls back to a LIST', async () => {
     const { client, reflector } = openReflector({ initialList: 'watch-list', maxFrameSize: 1_000 }, () => {}, new BytesClient());
     await settle();
-    client.watch0.push([line('ADDED', pod('wide', '9', { metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9', annotations: { x: 'é'.repeat(450) } } }))]);
+    client.watch0.push([
+      line(
+        'ADDED',
+        pod('wide', '9', {
+          metadata: { name: 'wide', namespace: 'ns', resourceVersion: '9', annotations: { x: 'é'.repeat(450) } },
+        }),
+      ),
+    ]);
     await settle();
     expect(reflector.stats).toMatchObject({ watchListFallbacks: 1, lists: 1 });
   });
@@ -101,9 +134,19 @@ describe('[k8s_reflector: frames as bytes] KubeApiClient over HTTP', () => {
     });
     servers.push(server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const client = new KubeApiClient(new KubeClient({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, rateLimit: false }), podResource);
+    const client = new KubeApiClient(
+      new KubeClient({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, rateLimit: false }),
+      podResource,
+    );
     const frames: unknown[] = [];
-    for await (const batch of client.watchBatches({ namespace: 'ns', resourceVersion: '10', timeoutSeconds: 60, allowWatchBookmarks: true, signal: new AbortController().signal })) frames.push(...batch);
+    for await (const batch of client.watchBatches({
+      namespace: 'ns',
+      resourceVersion: '10',
+      timeoutSeconds: 60,
+      allowWatchBookmarks: true,
+      signal: new AbortController().signal,
+    }))
+      frames.push(...batch);
     expect(frames.every((frame) => frame instanceof Uint8Array)).toBe(true);
     expect(frames.map((frame) => Buffer.from(frame as Uint8Array).toString('utf8'))).toEqual([first.trimEnd(), bookmark('12')]);
   });

@@ -2,7 +2,14 @@ import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { type SourceEvent } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
-import { Reflector, type ListRequest, type ListResult, type ListWatchClient, type ReflectorOptions, type WatchRequest } from '../src/index.js';
+import {
+  Reflector,
+  type ListRequest,
+  type ListResult,
+  type ListWatchClient,
+  type ReflectorOptions,
+  type WatchRequest,
+} from '../src/index.js';
 
 /** Lets pending work schedule its timers, advances the manual clock, and lets the reactions run. */
 export async function advance(clock: ManualClock, ms: number): Promise<void> {
@@ -13,7 +20,13 @@ export async function advance(clock: ManualClock, ms: number): Promise<void> {
 
 /** A pod as the apiserver sends it, small. */
 export function pod(name: string, resourceVersion: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion }, status: { phase: 'Running' }, ...extra };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion },
+    status: { phase: 'Running' },
+    ...extra,
+  };
 }
 
 /** One watch line, as the apiserver writes it. */
@@ -141,7 +154,12 @@ export class FakeClient implements ListWatchClient {
 }
 
 /** Consumes a stream in the background, recording events and the error it ended with. */
-export function consume<T>(stream: AsyncIterable<SourceEvent<T>>): { events: SourceEvent<T>[]; readonly error: unknown; readonly ended: boolean; done: Promise<void> } {
+export function consume<T>(stream: AsyncIterable<SourceEvent<T>>): {
+  events: SourceEvent<T>[];
+  readonly error: unknown;
+  readonly ended: boolean;
+  done: Promise<void>;
+} {
   const state = { events: [] as SourceEvent<T>[], error: undefined as unknown, ended: false, done: Promise.resolve() };
   state.done = (async () => {
     try {
@@ -160,7 +178,11 @@ export function consume<T>(stream: AsyncIterable<SourceEvent<T>>): { events: Sou
  * already being consumed. `prepare` queues the client's answers before the stream opens; `client`
  * replaces the fake (a subclass of it).
  */
-export function openReflector<C extends FakeClient = FakeClient>(options: Partial<ReflectorOptions<Pod>> = {}, prepare: (client: C) => void = () => {}, client: C = new FakeClient() as C) {
+export function openReflector<C extends FakeClient = FakeClient>(
+  options: Partial<ReflectorOptions<Pod>> = {},
+  prepare: (client: C) => void = () => {},
+  client: C = new FakeClient() as C,
+) {
   const clock = new ManualClock();
   prepare(client);
   const logger = recordingLogger();

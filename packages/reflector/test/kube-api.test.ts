@@ -121,7 +121,9 @@ describe('splitWatchLines', () => {
   it('[k8s_api: LIST/WATCH calls] joins a frame split across chunks, splits several frames in one chunk, drops blank lines', async () => {
     const a = line('ADDED', pod('a', '1'));
     const b = line('ADDED', pod('b', '2'));
-    expect(await collect(splitWatchLines(chunks(a.slice(0, 10), a.slice(10, 30), `${a.slice(30)}\n${b}\n`, '\n', '\r\n')))).toEqual([a, b]);
+    expect(
+      await collect(splitWatchLines(chunks(a.slice(0, 10), a.slice(10, 30), `${a.slice(30)}\n${b}\n`, '\n', '\r\n'))),
+    ).toEqual([a, b]);
   });
 
   it('[k8s_reflector: Frame size cap] a line with no newline is refused once it passes the cap, long before it is buffered whole', async () => {
@@ -145,7 +147,7 @@ describe('splitWatchLines', () => {
     await expect(collect(splitWatchLines(chunks('abcdef\n'), 5))).rejects.toBeInstanceOf(WatchFrameTooLargeError);
   });
 
-  it('[k8s_reflector: Frame size cap] the cap counts bytes of the UTF-8 line (kube-client\'s splitter), and its error is the reflector\'s, kube-client\'s as cause', async () => {
+  it("[k8s_reflector: Frame size cap] the cap counts bytes of the UTF-8 line (kube-client's splitter), and its error is the reflector's, kube-client's as cause", async () => {
     expect(await collect(splitWatchLines(chunks('éa\n'), 3))).toEqual(['éa']); // 2 characters, 3 bytes
     const error = await collect(splitWatchLines(chunks('éé\n'), 3)).catch((e: unknown) => e); // 2 characters, 4 bytes
     expect(error).toBeInstanceOf(WatchFrameTooLargeError);
@@ -158,14 +160,30 @@ describe('splitWatchLines', () => {
 });
 
 describe('KubeApiClient over HTTP', () => {
-  it('[k8s_reflector: LIST pagination] one LIST (one page) reads the raw JSON body (strings, not Dates) from the scoped path, with no cursor; limit and continue are sent only when asked, and a page\'s continue comes back', async () => {
+  it("[k8s_reflector: LIST pagination] one LIST (one page) reads the raw JSON body (strings, not Dates) from the scoped path, with no cursor; limit and continue are sent only when asked, and a page's continue comes back", async () => {
     const { base, requests } = await serve((_, response) =>
-      json(response, 200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '42', continue: 'next-page' }, items: [pod('a', '40', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '40', creationTimestamp: '2024-05-01T10:11:12Z' } })] }),
+      json(response, 200, {
+        kind: 'PodList',
+        apiVersion: 'v1',
+        metadata: { resourceVersion: '42', continue: 'next-page' },
+        items: [
+          pod('a', '40', {
+            metadata: { name: 'a', namespace: 'ns', resourceVersion: '40', creationTimestamp: '2024-05-01T10:11:12Z' },
+          }),
+        ],
+      }),
     );
     const client = new KubeApiClient(kubeConfig(`${base}/k8s/clusters/c-1/`), podResource);
-    const result = await client.list({ namespace: 'ns', labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed', signal: new AbortController().signal });
+    const result = await client.list({
+      namespace: 'ns',
+      labelSelector: 'app=engine',
+      fieldSelector: 'status.phase!=Failed',
+      signal: new AbortController().signal,
+    });
     expect(result.resourceVersion).toBe('42');
-    expect((result.items[0] as { metadata: { creationTimestamp: unknown } }).metadata.creationTimestamp).toBe('2024-05-01T10:11:12Z');
+    expect((result.items[0] as { metadata: { creationTimestamp: unknown } }).metadata.creationTimestamp).toBe(
+      '2024-05-01T10:11:12Z',
+    );
     const { url, headers } = requests[0]!;
     expect(url.pathname).toBe('/k8s/clusters/c-1/api/v1/namespaces/ns/pods');
     expect(Object.fromEntries(url.searchParams)).toEqual({ labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed' });
@@ -176,7 +194,9 @@ describe('KubeApiClient over HTTP', () => {
   });
 
   it('[k8s_api: deviation, auth from the KubeConfig] a token from a KubeConfig loaded from a string reaches the server as a Bearer header', async () => {
-    const { base, requests } = await serve((_, response) => json(response, 200, { metadata: { resourceVersion: '1' }, items: null }));
+    const { base, requests } = await serve((_, response) =>
+      json(response, 200, { metadata: { resourceVersion: '1' }, items: null }),
+    );
     const result = await new KubeApiClient(kubeConfig(base), podResource).list({ signal: new AbortController().signal });
     expect(result.items).toEqual([]);
     expect(requests[0]?.headers.authorization).toBe(`Bearer ${TOKEN}`);
@@ -184,7 +204,10 @@ describe('KubeApiClient over HTTP', () => {
   });
 
   it('[k8s_api: LIST/WATCH calls] WATCH streams one line per frame, with a frame and a UTF-8 character split across chunks', async () => {
-    const first = line('ADDED', pod('a', '11', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '11', annotations: { note: 'café' } } }));
+    const first = line(
+      'ADDED',
+      pod('a', '11', { metadata: { name: 'a', namespace: 'ns', resourceVersion: '11', annotations: { note: 'café' } } }),
+    );
     const second = bookmark('12');
     const firstBytes = Buffer.from(`${first}\n`, 'utf8');
     const split = firstBytes.indexOf(Buffer.from('é', 'utf8')) + 1; // between the two bytes of é
@@ -197,24 +220,54 @@ describe('KubeApiClient over HTTP', () => {
       response.end();
     });
     const client = new KubeApiClient(kubeConfig(base), podResource);
-    const lines = await collect(client.watch({ namespace: 'ns', resourceVersion: '10', timeoutSeconds: 312, allowWatchBookmarks: true, signal: new AbortController().signal }));
+    const lines = await collect(
+      client.watch({
+        namespace: 'ns',
+        resourceVersion: '10',
+        timeoutSeconds: 312,
+        allowWatchBookmarks: true,
+        signal: new AbortController().signal,
+      }),
+    );
     expect(lines).toEqual([first, second]);
     expect(JSON.parse(lines[0]!).object.metadata.annotations.note).toBe('café');
     const { url, headers } = requests[0]!;
     expect(url.pathname).toBe('/api/v1/namespaces/ns/pods');
-    expect(Object.fromEntries(url.searchParams)).toEqual({ watch: 'true', resourceVersion: '10', timeoutSeconds: '312', allowWatchBookmarks: 'true' });
+    expect(Object.fromEntries(url.searchParams)).toEqual({
+      watch: 'true',
+      resourceVersion: '10',
+      timeoutSeconds: '312',
+      allowWatchBookmarks: 'true',
+    });
     expect(headers.authorization).toBe(`Bearer ${TOKEN}`);
   });
 
   it('[k8s_reflector: ApiException shape] a 410 response is an ApiStatusError with the numeric status and the Status body', async () => {
     const { base } = await serve((_, response) =>
-      json(response, 410, { kind: 'Status', apiVersion: 'v1', status: 'Failure', message: 'too old resource version: 1 (50)', reason: 'Expired', code: 410 }),
+      json(response, 410, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        message: 'too old resource version: 1 (50)',
+        reason: 'Expired',
+        code: 410,
+      }),
     );
     const client = new KubeApiClient(kubeConfig(base), podResource);
-    const error = await collect(client.watch({ resourceVersion: '1', timeoutSeconds: 300, allowWatchBookmarks: true, signal: new AbortController().signal })).catch((e: unknown) => e);
+    const error = await collect(
+      client.watch({
+        resourceVersion: '1',
+        timeoutSeconds: 300,
+        allowWatchBookmarks: true,
+        signal: new AbortController().signal,
+      }),
+    ).catch((e: unknown) => e);
     expect(isApiStatusError(error)).toBe(true);
     expect(error).toBeInstanceOf(ApiStatusError);
-    expect(error).toMatchObject({ statusCode: 410, status: { code: 410, reason: 'Expired', message: 'too old resource version: 1 (50)' } });
+    expect(error).toMatchObject({
+      statusCode: 410,
+      status: { code: 410, reason: 'Expired', message: 'too old resource version: 1 (50)' },
+    });
   });
 
   it('[k8s_reflector: deviation, prompt stop] aborting a request that is still waiting for the server rejects at once', async () => {
@@ -234,8 +287,15 @@ describe('KubeApiClient over HTTP', () => {
       response.end(JSON.stringify({ kind: 'Status', code: 429, reason: 'TooManyRequests', message: 'slow down' }));
     });
     const withUser = base.replace('http://', 'http://someone:pa55word@');
-    const error = await new KubeApiClient(kubeConfig(withUser), podResource).list({ namespace: 'ns', labelSelector: 'a=b', signal: new AbortController().signal }).catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'API_STATUS', statusCode: 429, retryAfterSeconds: 7, request: { verb: 'list', url: `${base}/api/v1/namespaces/ns/pods?labelSelector=a%3Db` } });
+    const error = await new KubeApiClient(kubeConfig(withUser), podResource)
+      .list({ namespace: 'ns', labelSelector: 'a=b', signal: new AbortController().signal })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({
+      code: 'API_STATUS',
+      statusCode: 429,
+      retryAfterSeconds: 7,
+      request: { verb: 'list', url: `${base}/api/v1/namespaces/ns/pods?labelSelector=a%3Db` },
+    });
     expect(inspect(error, { depth: 5 })).not.toContain('pa55word');
     expect((error as Error).message).toContain('LIST http://127.0.0.1');
   });
@@ -249,14 +309,25 @@ describe('KubeApiClient over HTTP', () => {
       const listed = await client.list({ signal: new AbortController().signal }).catch((e: unknown) => e);
       expect(listed).toBeInstanceOf(KubeClientConfigError);
       expect(listed).toMatchObject({ code: 'KUBE_CLIENT_CONFIG', permanent: true });
-      expect(() => client.watch({ resourceVersion: '1', timeoutSeconds: 1, allowWatchBookmarks: true, signal: new AbortController().signal })).toThrow(KubeClientConfigError);
+      expect(() =>
+        client.watch({
+          resourceVersion: '1',
+          timeoutSeconds: 1,
+          allowWatchBookmarks: true,
+          signal: new AbortController().signal,
+        }),
+      ).toThrow(KubeClientConfigError);
     }
-    expect(() => new KubeApiClient(noCluster, podResource, { maxFrameSize: 0 })).toThrow(expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }));
+    expect(() => new KubeApiClient(noCluster, podResource, { maxFrameSize: 0 })).toThrow(
+      expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }),
+    );
   });
 
   it('[k8s_api: LIST/WATCH calls] a LIST body without a cursor is a protocol error', async () => {
     const { base } = await serve((_, response) => json(response, 200, { items: [] }));
-    await expect(new KubeApiClient(kubeConfig(base), podResource).list({ signal: new AbortController().signal })).rejects.toBeInstanceOf(KubeApiProtocolError);
+    await expect(
+      new KubeApiClient(kubeConfig(base), podResource).list({ signal: new AbortController().signal }),
+    ).rejects.toBeInstanceOf(KubeApiProtocolError);
   });
 });
 
@@ -273,7 +344,7 @@ function answer(status: number, body: string, headers: Record<string, string> = 
 }
 
 describe('KubeApiClient over a shared KubeClient', () => {
-  it('[k8s_api: reflector on kube-client] the LIST is governed by the reflector (listTimeoutMs), not by the KubeClient\'s requestTimeoutMs', async () => {
+  it("[k8s_api: reflector on kube-client] the LIST is governed by the reflector (listTimeoutMs), not by the KubeClient's requestTimeoutMs", async () => {
     const clock = new ManualClock();
     let respond!: (response: TransportResponse) => void;
     const requests: URL[] = [];
@@ -297,11 +368,28 @@ describe('KubeApiClient over a shared KubeClient', () => {
     expect(requests[0]?.pathname).toBe('/api/v1/namespaces/ns/pods');
   });
 
-  it('[k8s_api: reflector on kube-client] errors map onto the reflector\'s classes: a 504 ResourceVersionTooLarge is an ApiStatusError (KubeApiError as cause) that relists', async () => {
-    const body = { kind: 'Status', code: 504, reason: 'Timeout', message: 'Too large resource version', details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 } };
+  it("[k8s_api: reflector on kube-client] errors map onto the reflector's classes: a 504 ResourceVersionTooLarge is an ApiStatusError (KubeApiError as cause) that relists", async () => {
+    const body = {
+      kind: 'Status',
+      code: 504,
+      reason: 'Timeout',
+      message: 'Too large resource version',
+      details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 },
+    };
     const transport: Transport = async () => answer(504, JSON.stringify(body));
-    const client = new KubeApiClient(new KubeClient({ server: 'http://user:pw@127.0.0.1:1', transport, maxRetries: 0 }), podResource);
-    const error = await collect(client.watch({ namespace: 'ns', resourceVersion: '99', timeoutSeconds: 300, allowWatchBookmarks: true, signal: new AbortController().signal })).catch((e: unknown) => e);
+    const client = new KubeApiClient(
+      new KubeClient({ server: 'http://user:pw@127.0.0.1:1', transport, maxRetries: 0 }),
+      podResource,
+    );
+    const error = await collect(
+      client.watch({
+        namespace: 'ns',
+        resourceVersion: '99',
+        timeoutSeconds: 300,
+        allowWatchBookmarks: true,
+        signal: new AbortController().signal,
+      }),
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiStatusError);
     expect(error).toMatchObject({
       code: 'API_STATUS',
@@ -319,8 +407,17 @@ describe('KubeApiClient over a shared KubeClient', () => {
 
   it('[k8s_reflector: Frame size cap] maxFrameSize is sent with every WATCH, so it holds over a shared KubeClient with a larger cap', async () => {
     const transport: Transport = async () => answer(200, `${'x'.repeat(64)}\n`);
-    const client = new KubeApiClient(new KubeClient({ server: 'http://127.0.0.1:1', transport }), podResource, { maxFrameSize: 32 });
-    const error = await collect(client.watch({ resourceVersion: '1', timeoutSeconds: 300, allowWatchBookmarks: true, signal: new AbortController().signal })).catch((e: unknown) => e);
+    const client = new KubeApiClient(new KubeClient({ server: 'http://127.0.0.1:1', transport }), podResource, {
+      maxFrameSize: 32,
+    });
+    const error = await collect(
+      client.watch({
+        resourceVersion: '1',
+        timeoutSeconds: 300,
+        allowWatchBookmarks: true,
+        signal: new AbortController().signal,
+      }),
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(WatchFrameTooLargeError);
     expect(error).toMatchObject({ limit: 32, cause: { code: 'KUBE_WATCH_FRAME_TOO_LARGE' } });
   });
@@ -328,10 +425,17 @@ describe('KubeApiClient over a shared KubeClient', () => {
   it('[k8s_api: reflector on kube-client] kubeReflector takes a KubeConfig or a KubeClient, exactly one', () => {
     const shared = new KubeClient({ server: 'http://127.0.0.1:1' });
     expect(kubeReflector({ kubeClient: shared, resource: podResource, schema: podSchema }).name).toBe('reflector');
-    expect(() => kubeReflector({ resource: podResource, schema: podSchema })).toThrow(expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }));
-    expect(() => kubeReflector({ kubeClient: shared, kubeConfig: kubeConfig('http://127.0.0.1:1'), resource: podResource, schema: podSchema })).toThrow(
+    expect(() => kubeReflector({ resource: podResource, schema: podSchema })).toThrow(
       expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }),
     );
+    expect(() =>
+      kubeReflector({
+        kubeClient: shared,
+        kubeConfig: kubeConfig('http://127.0.0.1:1'),
+        resource: podResource,
+        schema: podSchema,
+      }),
+    ).toThrow(expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }));
   });
 });
 
@@ -343,7 +447,10 @@ describe('Reflector over KubeApiClient', () => {
       const url = new URL(request.url ?? '/', 'http://x');
       if (url.searchParams.get('watch') !== 'true') {
         lists++;
-        return json(response, 200, { metadata: { resourceVersion: lists === 1 ? '10' : '30' }, items: lists === 1 ? [pod('a', '10')] : [pod('b', '30')] });
+        return json(response, 200, {
+          metadata: { resourceVersion: lists === 1 ? '10' : '30' },
+          items: lists === 1 ? [pod('a', '10')] : [pod('b', '30')],
+        });
       }
       watches++;
       if (watches === 1) {
@@ -362,20 +469,33 @@ describe('Reflector over KubeApiClient', () => {
     expect(stream.events.map((e) => (e.type === 'replace' ? [...e.objects.keys()] : e.key))).toEqual([['ns/a'], 'ns/c']);
     await advance(clock, 1_000); // backoff before the relist
     await settle(50);
-    expect(stream.events.map((e) => (e.type === 'replace' ? [...e.objects.keys()] : e.key))).toEqual([['ns/a'], 'ns/c', ['ns/b']]);
+    expect(stream.events.map((e) => (e.type === 'replace' ? [...e.objects.keys()] : e.key))).toEqual([
+      ['ns/a'],
+      'ns/c',
+      ['ns/b'],
+    ]);
     expect(reflector.stats).toMatchObject({ lists: 2, relists: 1, watches: 2 });
-    expect(requests.filter((r) => r.url.searchParams.get('watch') === 'true').map((r) => r.url.searchParams.get('resourceVersion'))).toEqual(['10', '30']);
+    expect(
+      requests.filter((r) => r.url.searchParams.get('watch') === 'true').map((r) => r.url.searchParams.get('resourceVersion')),
+    ).toEqual(['10', '30']);
     controller.abort();
     await stream.done;
     expect(stream.error).toBeUndefined();
   });
 
   it('[k8s_api: deviation, no credentials in logs] failures are logged without the token', async () => {
-    const { base } = await serve((_, response) => json(response, 401, { kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }));
+    const { base } = await serve((_, response) =>
+      json(response, 401, { kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }),
+    );
     const logger = recordingLogger();
     const clock = new ManualClock();
     const controller = new AbortController();
-    const reflector = new Reflector<Pod>({ client: new KubeApiClient(kubeConfig(base), podResource), schema: podSchema, clock, logger });
+    const reflector = new Reflector<Pod>({
+      client: new KubeApiClient(kubeConfig(base), podResource),
+      schema: podSchema,
+      clock,
+      logger,
+    });
     const stream = consume(reflector.open(controller.signal));
     await settle(30);
     await advance(clock, 1_000);

@@ -6,13 +6,28 @@ import type { SourceEvent } from '@reconcile-loop/object-store';
 import { settle } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ApiStatusError, KubeApiClient, KubeApiProtocolError, ListTimeoutError, Reflector, type ListPageResult, type ListRequest, type ListResult, type ListWatchClient } from '../src/index.js';
+import {
+  ApiStatusError,
+  KubeApiClient,
+  KubeApiProtocolError,
+  ListTimeoutError,
+  Reflector,
+  type ListPageResult,
+  type ListRequest,
+  type ListResult,
+  type ListWatchClient,
+} from '../src/index.js';
 import { expectStoreEqualsFreshList, fastClock, kubeConfigFor, runCleanups, server, tapOf } from './embedded-helpers.js';
 import { advance, FakeClient, openReflector, pod } from './helpers.js';
 
 /** The body of one LIST page as the apiserver writes it. */
 function pageBody(page: ListResult): string {
-  return JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: page.resourceVersion, ...(page.continue ? { continue: page.continue } : {}) }, items: page.items });
+  return JSON.stringify({
+    kind: 'PodList',
+    apiVersion: 'v1',
+    metadata: { resourceVersion: page.resourceVersion, ...(page.continue ? { continue: page.continue } : {}) },
+    items: page.items,
+  });
 }
 
 /**
@@ -38,8 +53,14 @@ class BytesListClient extends FakeClient {
     const page = read(body);
     this.reads.push(page === undefined ? 'exact' : 'read');
     if (page !== undefined) return { kind: 'read', page };
-    const parsed = JSON.parse(body.toString('utf8')) as { metadata: { resourceVersion: string; continue?: string }; items: unknown[] | null };
-    return { kind: 'exact', list: { items: parsed.items ?? [], resourceVersion: parsed.metadata.resourceVersion, continue: parsed.metadata.continue } };
+    const parsed = JSON.parse(body.toString('utf8')) as {
+      metadata: { resourceVersion: string; continue?: string };
+      items: unknown[] | null;
+    };
+    return {
+      kind: 'exact',
+      list: { items: parsed.items ?? [], resourceVersion: parsed.metadata.resourceVersion, continue: parsed.metadata.continue },
+    };
   }
 }
 
@@ -62,8 +83,18 @@ function richPod(name: string, resourceVersion: string): Record<string, unknown>
       ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'rs-uid', controller: true }],
       managedFields: [{ manager: 'kubelet', operation: 'Update', fieldsV1: { 'f:status': { 'f:phase': {} } } }],
     },
-    spec: { nodeName: 'node-1', containers: [{ name: 'main', image: 'img:1', ports: [{ containerPort: 8080, protocol: 'TCP' }], env: [{ name: 'A', value: '1' }] }] },
-    status: { phase: 'Running', podIP: '10.0.0.7', conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' }], containerStatuses: [{ name: 'main', ready: true, restartCount: 2 }] },
+    spec: {
+      nodeName: 'node-1',
+      containers: [
+        { name: 'main', image: 'img:1', ports: [{ containerPort: 8080, protocol: 'TCP' }], env: [{ name: 'A', value: '1' }] },
+      ],
+    },
+    status: {
+      phase: 'Running',
+      podIP: '10.0.0.7',
+      conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' }],
+      containerStatuses: [{ name: 'main', ready: true, restartCount: 2 }],
+    },
   });
 }
 
@@ -78,7 +109,10 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
     await settle();
     expect(bytes.client.reads).toEqual(['read', 'read']);
     expect(bytes.client.lists.map((r) => [r.limit, r.continue])).toEqual(strings.client.lists.map((r) => [r.limit, r.continue]));
-    expect(bytes.client.lists.map((r) => [r.limit, r.continue])).toEqual([[2, undefined], [2, 't1']]);
+    expect(bytes.client.lists.map((r) => [r.limit, r.continue])).toEqual([
+      [2, undefined],
+      [2, 't1'],
+    ]);
     const byBytes = replaceOf(bytes.stream.events);
     expect([...byBytes.keys()]).toEqual(['ns/a', 'ns/b', 'ns/c']);
     expect(byBytes).toEqual(replaceOf(strings.stream.events));
@@ -107,30 +141,52 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
     expect(bytes.reflector.stats.invalidObjects).toBe(strings.reflector.stats.invalidObjects);
     const errors = (logger: typeof bytes.logger) => logger.entries.filter((e) => e.level === 'error').map((e) => e.message);
     expect(errors(bytes.logger)).toEqual(errors(strings.logger));
-    expect(errors(bytes.logger)).toEqual(['LIST item without a readable name failed the schema; skipped', 'object failed the schema; quarantined (held out of the store)']);
+    expect(errors(bytes.logger)).toEqual([
+      'LIST item without a readable name failed the schema; skipped',
+      'object failed the schema; quarantined (held out of the store)',
+    ]);
     bytes.controller.abort();
     strings.controller.abort();
   });
 
   it('[k8s_reflector: LIST pages as bytes] a page the reader cannot prove (a duplicate member, null items) is read the exact way from the same bytes: no second request', async () => {
     const duplicate = `{"metadata":{"resourceVersion":"7"},"items":[${JSON.stringify(pod('a', '1'))}],"items":[${JSON.stringify(pod('b', '2'))}]}`;
-    const { client, stream, reflector } = openReflector({ listPageSize: 0 }, (c) => c.queueBody(duplicate), new BytesListClient());
+    const { client, stream, reflector } = openReflector(
+      { listPageSize: 0 },
+      (c) => c.queueBody(duplicate),
+      new BytesListClient(),
+    );
     await settle();
     expect(client.reads).toEqual(['exact']);
     expect(client.lists).toHaveLength(1);
     // JSON.parse keeps the last duplicate: what the exact path has always read.
     expect([...replaceOf(stream.events).keys()]).toEqual(['ns/b']);
     expect(reflector.cursor).toBe('7');
-    const nulls = openReflector({ listPageSize: 0 }, (c) => c.queueBody('{"metadata":{"resourceVersion":"8"},"items":null}'), new BytesListClient());
+    const nulls = openReflector(
+      { listPageSize: 0 },
+      (c) => c.queueBody('{"metadata":{"resourceVersion":"8"},"items":null}'),
+      new BytesListClient(),
+    );
     await settle();
     expect(nulls.client.reads).toEqual(['exact']);
     expect(replaceOf(nulls.stream.events).size).toBe(0);
   });
 
-  it('[k8s_reflector: LIST pages as bytes] a view of one\'s own (no byte reader) is read the exact way on every page, validated by its schema', async () => {
-    const ownView = z.object({ metadata: z.object({ name: z.string(), namespace: z.string().optional(), uid: z.string().optional(), resourceVersion: z.string() }), status: z.object({ phase: z.string() }) });
+  it("[k8s_reflector: LIST pages as bytes] a view of one's own (no byte reader) is read the exact way on every page, validated by its schema", async () => {
+    const ownView = z.object({
+      metadata: z.object({
+        name: z.string(),
+        namespace: z.string().optional(),
+        uid: z.string().optional(),
+        resourceVersion: z.string(),
+      }),
+      status: z.object({ phase: z.string() }),
+    });
     type Own = z.infer<typeof ownView>;
-    const client = new BytesListClient().queueList({ items: [pod('a', '1')], resourceVersion: '3', continue: 'k' }, { items: [pod('b', '2', { status: { phase: 9 } })], resourceVersion: '3' });
+    const client = new BytesListClient().queueList(
+      { items: [pod('a', '1')], resourceVersion: '3', continue: 'k' },
+      { items: [pod('b', '2', { status: { phase: 9 } })], resourceVersion: '3' },
+    );
     const controller = new AbortController();
     const reflector = new Reflector<Own>({ client, schema: ownView, listPageSize: 1, random: () => 0 });
     const iterator = reflector.open(controller.signal)[Symbol.asyncIterator]();
@@ -143,15 +199,22 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
   });
 
   it('[k8s_reflector: LIST pages as bytes] an expired continue token (410) restarts as one unpaged LIST, read from its bytes; only its items are kept', async () => {
-    const { client, reflector, stream } = openReflector({ listPageSize: 2 }, (c) =>
-      c.queueList(
-        { items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' },
-        new ApiStatusError(410, { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' }),
-        { items: [pod('a', '1'), pod('c', '12')], resourceVersion: '12' },
-      ),
-    new BytesListClient());
+    const { client, reflector, stream } = openReflector(
+      { listPageSize: 2 },
+      (c) =>
+        c.queueList(
+          { items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' },
+          new ApiStatusError(410, { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' }),
+          { items: [pod('a', '1'), pod('c', '12')], resourceVersion: '12' },
+        ),
+      new BytesListClient(),
+    );
     await settle();
-    expect(client.lists.map((r) => [r.limit, r.continue])).toEqual([[2, undefined], [2, 't1'], [undefined, undefined]]);
+    expect(client.lists.map((r) => [r.limit, r.continue])).toEqual([
+      [2, undefined],
+      [2, 't1'],
+      [undefined, undefined],
+    ]);
     expect(client.reads).toEqual(['read', 'read']);
     expect([...replaceOf(stream.events).keys()]).toEqual(['ns/a', 'ns/c']);
     expect(reflector.cursor).toBe('12');
@@ -159,9 +222,15 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
   });
 
   it('[k8s_reflector: LIST pages as bytes] a page that never comes is cut at listTimeoutMs (counted, retried after the backoff); an abort while it hangs ends the stream', async () => {
-    const { client, clock, reflector, stream } = openReflector({ listPageSize: 2, listTimeoutMs: 5_000 }, (c) =>
-      c.queueList({ items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' }, 'hang', { items: [pod('z', '20')], resourceVersion: '20' }),
-    new BytesListClient());
+    const { client, clock, reflector, stream } = openReflector(
+      { listPageSize: 2, listTimeoutMs: 5_000 },
+      (c) =>
+        c.queueList({ items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' }, 'hang', {
+          items: [pod('z', '20')],
+          resourceVersion: '20',
+        }),
+      new BytesListClient(),
+    );
     await advance(clock, 4_999);
     expect(stream.events).toHaveLength(0);
     await advance(clock, 1);
@@ -197,11 +266,17 @@ async function servedBy(body: string): Promise<{ client: KubeApiClient; requests
   });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { client: new KubeApiClient(new KubeClient({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, rateLimit: false }), podResource), requests };
+  return {
+    client: new KubeApiClient(
+      new KubeClient({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, rateLimit: false }),
+      podResource,
+    ),
+    requests,
+  };
 }
 
 describe('[k8s_reflector: LIST pages as bytes] KubeApiClient.listPage over HTTP', () => {
-  it('[k8s_reflector: LIST pages as bytes] the reader\'s page when it reads one; otherwise the same bytes read by kube-client\'s exact path, its errors mapped as list maps them', async () => {
+  it("[k8s_reflector: LIST pages as bytes] the reader's page when it reads one; otherwise the same bytes read by kube-client's exact path, its errors mapped as list maps them", async () => {
     const good = JSON.stringify({ metadata: { resourceVersion: '5', continue: 'next' }, items: [pod('a', '1')] });
     const served = await servedBy(good);
     const signal = AbortSignal.timeout(5_000);
@@ -218,7 +293,13 @@ describe('[k8s_reflector: LIST pages as bytes] KubeApiClient.listPage over HTTP'
     expect(failure).toEqual(await empty.client.list({ signal }).catch((error: unknown) => error));
     const { reflector, controller } = (() => {
       const controller = new AbortController();
-      const reflector = new Reflector<Pod>({ client: empty.client, schema: podSchema, random: () => 0, retryDelayMs: 60_000, maxRetryDelayMs: 60_000 });
+      const reflector = new Reflector<Pod>({
+        client: empty.client,
+        schema: podSchema,
+        random: () => 0,
+        retryDelayMs: 60_000,
+        maxRetryDelayMs: 60_000,
+      });
       void (async () => {
         for await (const _ of reflector.open(controller.signal));
       })();
@@ -243,8 +324,22 @@ describe('[k8s_reflector: LIST pages as bytes] over the embedded apiserver', () 
     const s = await server();
     for (let i = 0; i < 7; i++) {
       s.createPod({
-        metadata: { name: `engine-${i}`, namespace: i % 2 ? 'pool-a' : 'pool-b', labels: { pool: 'engines', idx: String(i) }, annotations: { note: `quote " backslash \\ café 😀 ${i}` } },
-        spec: { containers: [{ name: 'main', image: `img:${i}`, ports: [{ containerPort: 8000 + i, protocol: 'TCP' }], env: [{ name: 'I', value: String(i) }] }] },
+        metadata: {
+          name: `engine-${i}`,
+          namespace: i % 2 ? 'pool-a' : 'pool-b',
+          labels: { pool: 'engines', idx: String(i) },
+          annotations: { note: `quote " backslash \\ café 😀 ${i}` },
+        },
+        spec: {
+          containers: [
+            {
+              name: 'main',
+              image: `img:${i}`,
+              ports: [{ containerPort: 8000 + i, protocol: 'TCP' }],
+              env: [{ name: 'I', value: String(i) }],
+            },
+          ],
+        },
       });
     }
     s.kubelet.bind('pool-a', 'engine-1', 'node-1');
@@ -262,10 +357,21 @@ describe('[k8s_reflector: LIST pages as bytes] over the embedded apiserver', () 
     const options = { schema: podSchema, clock: fastClock, random: () => 0, listPageSize: 3, labelSelector: 'pool' } as const;
     const bytes = tapOf<Pod>(new Reflector<Pod>({ ...options, client: counted }));
     const strings = tapOf<Pod>(new Reflector<Pod>({ ...options, client: withoutListPage(kubeClient) }));
-    const [byBytes, byStrings] = [await bytes.tap.next('the bytes path listing'), await strings.tap.next('the string path listing')];
+    const [byBytes, byStrings] = [
+      await bytes.tap.next('the bytes path listing'),
+      await strings.tap.next('the string path listing'),
+    ];
     expect(reads).toEqual(['read', 'read', 'read']);
     if (byBytes.type !== 'replace' || byStrings.type !== 'replace') throw new Error('expected two replaces');
-    expect([...byBytes.objects.keys()].sort()).toEqual(['pool-a/engine-1', 'pool-a/engine-3', 'pool-a/engine-5', 'pool-b/engine-0', 'pool-b/engine-2', 'pool-b/engine-4', 'pool-b/engine-6']);
+    expect([...byBytes.objects.keys()].sort()).toEqual([
+      'pool-a/engine-1',
+      'pool-a/engine-3',
+      'pool-a/engine-5',
+      'pool-b/engine-0',
+      'pool-b/engine-2',
+      'pool-b/engine-4',
+      'pool-b/engine-6',
+    ]);
     expect([...byBytes.objects.keys()].sort()).toEqual([...byStrings.objects.keys()].sort());
     expect(new Map([...byBytes.objects].sort())).toEqual(new Map([...byStrings.objects].sort()));
     expect(byBytes.objects.get('pool-a/engine-1')?.spec.nodeName).toBe('node-1');

@@ -3,7 +3,17 @@ import { type SourceEvent } from '@reconcile-loop/object-store';
 import { ManualClock, sleep } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiStatusError, KubeApiClient, KubeApiProtocolError, ListTimeoutError, Reflector, type ListPageResult, type ListRequest, type ListResult, type ListWatchClient } from '../src/index.js';
+import {
+  ApiStatusError,
+  KubeApiClient,
+  KubeApiProtocolError,
+  ListTimeoutError,
+  Reflector,
+  type ListPageResult,
+  type ListRequest,
+  type ListResult,
+  type ListWatchClient,
+} from '../src/index.js';
 import { expectStoreEqualsFreshList, fastClock, kubeConfigFor, runCleanups, server, tapOf } from './embedded-helpers.js';
 import { advance, FakeClient, openReflector, pod } from './helpers.js';
 
@@ -12,7 +22,12 @@ type Step = ListResult | { readonly body: string } | Error | 'never';
 
 /** The body of one LIST page as the apiserver writes it (metadata before items). */
 function pageBody(page: ListResult): string {
-  return JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: page.resourceVersion, ...(page.continue ? { continue: page.continue } : {}) }, items: page.items });
+  return JSON.stringify({
+    kind: 'PodList',
+    apiVersion: 'v1',
+    metadata: { resourceVersion: page.resourceVersion, ...(page.continue ? { continue: page.continue } : {}) },
+    items: page.items,
+  });
 }
 
 /**
@@ -46,7 +61,10 @@ class PacedListClient extends FakeClient {
     const n = this.lists.length;
     this.log.push(`request ${n}`);
     const step = this.#steps.shift() ?? this.defaultList;
-    if (step === 'never') return new Promise<never>((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }));
+    if (step === 'never')
+      return new Promise<never>((_, reject) =>
+        request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }),
+      );
     await sleep(this.clock, this.serveMs, request.signal);
     if (step instanceof Error) throw step;
     const body = Buffer.from('body' in step ? step.body : pageBody(step), 'utf8');
@@ -55,8 +73,14 @@ class PacedListClient extends FakeClient {
     if (this.readMs > 0) await sleep(this.clock, this.readMs);
     this.log.push(`read ${n} ends`);
     if (page !== undefined) return { kind: 'read', page };
-    const parsed = JSON.parse(body.toString('utf8')) as { metadata: { resourceVersion: string; continue?: string }; items: unknown[] };
-    return { kind: 'exact', list: { items: parsed.items, resourceVersion: parsed.metadata.resourceVersion, continue: parsed.metadata.continue } };
+    const parsed = JSON.parse(body.toString('utf8')) as {
+      metadata: { resourceVersion: string; continue?: string };
+      items: unknown[];
+    };
+    return {
+      kind: 'exact',
+      list: { items: parsed.items, resourceVersion: parsed.metadata.resourceVersion, continue: parsed.metadata.continue },
+    };
   }
 }
 
@@ -87,11 +111,13 @@ async function unhandledDuring(body: () => Promise<void>): Promise<unknown[]> {
 }
 
 const tokens = (client: FakeClient) => client.lists.map((r) => [r.limit, r.continue]);
-const keysOf = (events: readonly SourceEvent<Pod>[]) => (events[0]?.type === 'replace' ? [...events[0].objects.keys()] : undefined);
-const expired = () => new ApiStatusError(410, { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' });
+const keysOf = (events: readonly SourceEvent<Pod>[]) =>
+  events[0]?.type === 'replace' ? [...events[0].objects.keys()] : undefined;
+const expired = () =>
+  new ApiStatusError(410, { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' });
 
 describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon as the continue token is known (fakes, fake clock)', () => {
-  it('[k8s_reflector: LIST page prefetch] page N+1 is requested when page N\'s body arrives, before page N is read: three pages in 360 ms of fake time (480 without), the same requests, pages and replace', async () => {
+  it("[k8s_reflector: LIST page prefetch] page N+1 is requested when page N's body arrives, before page N is read: three pages in 360 ms of fake time (480 without), the same requests, pages and replace", async () => {
     const { client, clock, reflector, stream, controller } = paced(60, [
       { items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' },
       { items: [pod('c', '3'), pod('d', '4')], resourceVersion: '10', continue: 't2' },
@@ -105,8 +131,22 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
     expect(keysOf(stream.events)).toEqual(['ns/a', 'ns/b', 'ns/c', 'ns/d', 'ns/e']);
     // Each page's successor is sent as its body arrives (100, 200), not once it is read (160, 320).
     expect(client.sentAt).toEqual([0, 100, 200]);
-    expect(client.log).toEqual(['request 1', 'read 1 begins', 'request 2', 'read 1 ends', 'read 2 begins', 'request 3', 'read 2 ends', 'read 3 begins', 'read 3 ends']);
-    expect(tokens(client)).toEqual([[2, undefined], [2, 't1'], [2, 't2']]);
+    expect(client.log).toEqual([
+      'request 1',
+      'read 1 begins',
+      'request 2',
+      'read 1 ends',
+      'read 2 begins',
+      'request 3',
+      'read 2 ends',
+      'read 3 begins',
+      'read 3 ends',
+    ]);
+    expect(tokens(client)).toEqual([
+      [2, undefined],
+      [2, 't1'],
+      [2, 't2'],
+    ]);
     expect(reflector.cursor).toBe('10');
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 3, listRestarts: 0, listFailures: 0 });
     controller.abort();
@@ -123,27 +163,57 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
     expect(keysOf(stream.events)).toEqual(['ns/a', 'ns/b', 'ns/c']);
     // Page 3 is requested when the loop asks for it (350), not at 200 beside page 2 still ahead.
     expect(client.sentAt).toEqual([0, 100, 350]);
-    expect(client.log).toEqual(['request 1', 'read 1 begins', 'request 2', 'read 2 begins', 'read 1 ends', 'read 2 ends', 'request 3', 'read 3 begins', 'read 3 ends']);
-    expect(tokens(client)).toEqual([[2, undefined], [2, 't1'], [2, 't2']]);
+    expect(client.log).toEqual([
+      'request 1',
+      'read 1 begins',
+      'request 2',
+      'read 2 begins',
+      'read 1 ends',
+      'read 2 ends',
+      'request 3',
+      'read 3 begins',
+      'read 3 ends',
+    ]);
+    expect(tokens(client)).toEqual([
+      [2, undefined],
+      [2, 't1'],
+      [2, 't2'],
+    ]);
     expect(reflector.stats).toMatchObject({ listPages: 3 });
     controller.abort();
   });
 
-  it('[k8s_reflector: LIST page prefetch] a token read from the first bytes that is not the page\'s as read: the request ahead is aborted (its rejection swallowed) and the page is fetched with the page\'s token', async () => {
+  it("[k8s_reflector: LIST page prefetch] a token read from the first bytes that is not the page's as read: the request ahead is aborted (its rejection swallowed) and the page is fetched with the page's token", async () => {
     // Two metadata members: the first bytes say "stale", JSON.parse (the page as read) says "t1".
     const body = `{"metadata":{"resourceVersion":"10","continue":"stale"},"metadata":{"resourceVersion":"10","continue":"t1"},"items":[${JSON.stringify(pod('a', '1'))}]}`;
     let run!: ReturnType<typeof paced>;
     const unhandled = await unhandledDuring(async () => {
-      run = paced(0, [{ body }, { items: [pod('wrong', '9')], resourceVersion: '10' }, { items: [pod('b', '2')], resourceVersion: '10' }]);
+      run = paced(0, [
+        { body },
+        { items: [pod('wrong', '9')], resourceVersion: '10' },
+        { items: [pod('b', '2')], resourceVersion: '10' },
+      ]);
       await runTo(run.clock, 200);
     });
     const { client, reflector, stream, controller } = run;
     expect(unhandled).toEqual([]);
-    expect(tokens(client)).toEqual([[2, undefined], [2, 'stale'], [2, 't1']]);
+    expect(tokens(client)).toEqual([
+      [2, undefined],
+      [2, 'stale'],
+      [2, 't1'],
+    ]);
     expect(client.lists[1]!.signal.aborted).toBe(true);
     expect(client.sentAt).toEqual([0, 100, 100]);
     // The request ahead was never read; the page fetched with the page's own token was.
-    expect(client.log).toEqual(['request 1', 'read 1 begins', 'request 2', 'read 1 ends', 'request 3', 'read 3 begins', 'read 3 ends']);
+    expect(client.log).toEqual([
+      'request 1',
+      'read 1 begins',
+      'request 2',
+      'read 1 ends',
+      'request 3',
+      'read 3 begins',
+      'read 3 ends',
+    ]);
     expect(keysOf(stream.events)).toEqual(['ns/a', 'ns/b']);
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 2, listFailures: 0 });
     controller.abort();
@@ -159,11 +229,17 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
     expect(unhandled).toEqual([]);
     // Page 2 was requested ahead (at 100, while page 1 was read until 160); its 410 came at 200.
     expect(client.sentAt).toEqual([0, 100, 200]);
-    expect(tokens(client)).toEqual([[2, undefined], [2, 't1'], [undefined, undefined]]);
+    expect(tokens(client)).toEqual([
+      [2, undefined],
+      [2, 't1'],
+      [undefined, undefined],
+    ]);
     expect(keysOf(stream.events)).toEqual(['ns/a', 'ns/c']);
     expect(reflector.cursor).toBe('12');
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 2, listRestarts: 1, listFailures: 0 });
-    expect(logger.entries.filter((e) => e.level === 'info').map((e) => e.message)).toContain('LIST continue token expired (410); restarting as one unpaged LIST');
+    expect(logger.entries.filter((e) => e.level === 'info').map((e) => e.message)).toContain(
+      'LIST continue token expired (410); restarting as one unpaged LIST',
+    );
     controller.abort();
   });
 
@@ -201,22 +277,28 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
   it.each([
     ['a page the reader rejects (items: null)', `{"metadata":{"resourceVersion":"10","continue":"t1"},"items":null}`],
     ['a page that is not a listing (no resourceVersion)', `{"metadata":{"continue":"t1"},"items":[]}`],
-  ])('[k8s_reflector: LIST page prefetch] %s fails the LIST and aborts the request ahead; nothing is left unhandled', async (_, body) => {
-    let run!: ReturnType<typeof paced>;
-    const unhandled = await unhandledDuring(async () => {
-      run = paced(60, [{ body }, { items: [pod('b', '2')], resourceVersion: '10' }]);
-      await runTo(run.clock, 100);
-      expect(run.client.lists[1]!.signal.aborted).toBe(false);
-      await runTo(run.clock, 160);
-    });
-    const { client, reflector, controller } = run;
-    expect(unhandled).toEqual([]);
-    expect(tokens(client)).toEqual([[2, undefined], [2, 't1']]);
-    expect(client.lists[1]!.signal.aborted).toBe(true);
-    expect(reflector.stats).toMatchObject({ listFailures: 1, listPages: 0 });
-    expect(reflector.health().lastError).toBeInstanceOf(KubeApiProtocolError);
-    controller.abort();
-  });
+  ])(
+    '[k8s_reflector: LIST page prefetch] %s fails the LIST and aborts the request ahead; nothing is left unhandled',
+    async (_, body) => {
+      let run!: ReturnType<typeof paced>;
+      const unhandled = await unhandledDuring(async () => {
+        run = paced(60, [{ body }, { items: [pod('b', '2')], resourceVersion: '10' }]);
+        await runTo(run.clock, 100);
+        expect(run.client.lists[1]!.signal.aborted).toBe(false);
+        await runTo(run.clock, 160);
+      });
+      const { client, reflector, controller } = run;
+      expect(unhandled).toEqual([]);
+      expect(tokens(client)).toEqual([
+        [2, undefined],
+        [2, 't1'],
+      ]);
+      expect(client.lists[1]!.signal.aborted).toBe(true);
+      expect(reflector.stats).toMatchObject({ listFailures: 1, listPages: 0 });
+      expect(reflector.health().lastError).toBeInstanceOf(KubeApiProtocolError);
+      controller.abort();
+    },
+  );
 
   it('[k8s_reflector: LIST page prefetch] an abort while a page is requested ahead aborts it and ends the stream quietly', async () => {
     let run!: ReturnType<typeof paced>;
@@ -257,9 +339,14 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
     expect(tokens(unpaged.client)).toEqual([[undefined, undefined]]);
     expect(keysOf(unpaged.stream.events)).toEqual(['ns/a']);
     unpaged.controller.abort();
-    const plain = openReflector({ listPageSize: 1 }, (c) => c.queueList({ items: [pod('a', '1')], resourceVersion: '10', continue: 't1' }, 'hang'));
+    const plain = openReflector({ listPageSize: 1 }, (c) =>
+      c.queueList({ items: [pod('a', '1')], resourceVersion: '10', continue: 't1' }, 'hang'),
+    );
     await settle();
-    expect(tokens(plain.client)).toEqual([[1, undefined], [1, 't1']]);
+    expect(tokens(plain.client)).toEqual([
+      [1, undefined],
+      [1, 't1'],
+    ]);
     plain.controller.abort();
   });
 });
@@ -267,7 +354,7 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
 describe('[k8s_reflector: LIST page prefetch] over the embedded apiserver', () => {
   afterEach(runCleanups);
 
-  it('[k8s_reflector: LIST page prefetch] the server\'s real continue tokens are read from each page\'s first bytes: every page after the first is requested while the one before is read, and the store equals a fresh LIST', async () => {
+  it("[k8s_reflector: LIST page prefetch] the server's real continue tokens are read from each page's first bytes: every page after the first is requested while the one before is read, and the store equals a fresh LIST", async () => {
     const s = await server();
     s.seedPods(7, { namespace: 'pool-a', labels: { pool: 'engines' }, namePrefix: 'engine' });
     const kubeClient = new KubeApiClient(kubeConfigFor(s), podResource);
@@ -287,11 +374,31 @@ describe('[k8s_reflector: LIST page prefetch] over the embedded apiserver', () =
       },
       watch: (request) => kubeClient.watch(request),
     };
-    const reflector = new Reflector<Pod>({ client: logged, schema: podSchema, clock: fastClock, random: () => 0, listPageSize: 2, labelSelector: 'pool' });
+    const reflector = new Reflector<Pod>({
+      client: logged,
+      schema: podSchema,
+      clock: fastClock,
+      random: () => 0,
+      listPageSize: 2,
+      labelSelector: 'pool',
+    });
     const { tap } = tapOf<Pod>(reflector);
     const listing = await tap.next('the listing');
     expect(listing.type === 'replace' ? listing.objects.size : 0).toBe(7);
-    expect(log).toEqual(['request 1', 'read 1 begins', 'request 2', 'read 1 ends', 'read 2 begins', 'request 3', 'read 2 ends', 'read 3 begins', 'request 4', 'read 3 ends', 'read 4 begins', 'read 4 ends']);
+    expect(log).toEqual([
+      'request 1',
+      'read 1 begins',
+      'request 2',
+      'read 1 ends',
+      'read 2 begins',
+      'request 3',
+      'read 2 ends',
+      'read 3 begins',
+      'request 4',
+      'read 3 ends',
+      'read 4 begins',
+      'read 4 ends',
+    ]);
     expect(s.requestCounts().list).toBe(4);
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 4, listRestarts: 0 });
     await expectStoreEqualsFreshList(tap, s, podResource, { labelSelector: 'pool' });

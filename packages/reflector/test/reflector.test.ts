@@ -5,7 +5,16 @@ import { deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
-import { ApiStatusError, isCursorExpired, isCursorTooLarge, Reflector, ReflectorOptionsError, type ListPageResult, type ListRequest, type ReflectorOptions } from '../src/index.js';
+import {
+  ApiStatusError,
+  isCursorExpired,
+  isCursorTooLarge,
+  Reflector,
+  ReflectorOptionsError,
+  type ListPageResult,
+  type ListRequest,
+  type ReflectorOptions,
+} from '../src/index.js';
 import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod } from './helpers.js';
 
 const setup = openReflector;
@@ -16,14 +25,19 @@ function keys(event: unknown): string[] {
 
 describe('Reflector: list, watch, events', () => {
   it('[k8s_reflector: Reflector] LISTs, emits a replace keyed by namespace/name, then one upsert or delete per watch frame, all in scope', async () => {
-    const { client, reflector, stream, controller } = setup({ namespace: 'ns', labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed' }, (c) =>
-      c.queueList({ items: [pod('a', '5'), pod('b', '6')], resourceVersion: '10' }),
+    const { client, reflector, stream, controller } = setup(
+      { namespace: 'ns', labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed' },
+      (c) => c.queueList({ items: [pod('a', '5'), pod('b', '6')], resourceVersion: '10' }),
     );
     await settle();
     expect(stream.events).toHaveLength(1);
     expect(stream.events[0]?.type).toBe('replace');
     expect(keys(stream.events[0])).toEqual(['ns/a', 'ns/b']);
-    expect(client.lists[0]).toMatchObject({ namespace: 'ns', labelSelector: 'app=engine', fieldSelector: 'status.phase!=Failed' });
+    expect(client.lists[0]).toMatchObject({
+      namespace: 'ns',
+      labelSelector: 'app=engine',
+      fieldSelector: 'status.phase!=Failed',
+    });
     expect(client.watch0.request).toMatchObject({
       namespace: 'ns',
       labelSelector: 'app=engine',
@@ -52,7 +66,11 @@ describe('Reflector: list, watch, events', () => {
   it('[k8s_reflector: Watch frame shape] a frame may arrive as a JSON line or as a decoded object', async () => {
     const { client, reflector, stream } = setup();
     await settle();
-    client.watch0.push(line('ADDED', pod('a', '2')), { type: 'ADDED', object: pod('b', '3') }, { type: 'BOOKMARK', object: { metadata: { resourceVersion: '4' } } });
+    client.watch0.push(
+      line('ADDED', pod('a', '2')),
+      { type: 'ADDED', object: pod('b', '3') },
+      { type: 'BOOKMARK', object: { metadata: { resourceVersion: '4' } } },
+    );
     await settle();
     expect(stream.events.slice(1).map((e) => e.type !== 'replace' && e.key)).toEqual(['ns/a', 'ns/b']);
     expect(reflector.cursor).toBe('4');
@@ -138,7 +156,9 @@ describe('Reflector: reopening and relisting', () => {
   });
 
   it('[k8s_reflector: An ERROR frame reaching the consumer] an in-band ERROR frame with code 410 relists too', async () => {
-    const { client, clock, reflector } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '5' }, { items: [], resourceVersion: '20' }));
+    const { client, clock, reflector } = setup({}, (c) =>
+      c.queueList({ items: [], resourceVersion: '5' }, { items: [], resourceVersion: '20' }),
+    );
     await settle();
     client.watch0.push(errorFrame({ code: 410, reason: 'Expired', message: 'too old resource version' }));
     await advance(clock, 1_000);
@@ -161,7 +181,9 @@ describe('Reflector: reopening and relisting', () => {
 
     client.watch0.push(line('ADDED', pod('a', '3')));
     // No code at all: only the cause (Go's Causes[].Type, JSON `reason`) says the cursor is from the future.
-    client.watch0.push(errorFrame({ details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] } }));
+    client.watch0.push(
+      errorFrame({ details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] } }),
+    );
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(4);
   });
@@ -202,7 +224,9 @@ describe('Reflector: reopening and relisting', () => {
   });
 
   it('[source_stream_driver: Retry inside vs outside the stream] a failed LIST is retried inside the stream, which stays open', async () => {
-    const { client, clock, stream } = setup({}, (c) => c.queueList(new Error('connect ECONNREFUSED'), new ApiStatusError(503), { items: [pod('a', '3')], resourceVersion: '3' }));
+    const { client, clock, stream } = setup({}, (c) =>
+      c.queueList(new Error('connect ECONNREFUSED'), new ApiStatusError(503), { items: [pod('a', '3')], resourceVersion: '3' }),
+    );
     await settle();
     expect(client.lists).toHaveLength(1);
     await advance(clock, 1_000);
@@ -232,7 +256,12 @@ describe('Reflector: bad frames', () => {
     expect(reflector.cursor).toBe('8');
     expect(logger.entries.filter((r) => r.level === 'warn' && r.message.includes('unreadable envelope'))).toHaveLength(3);
 
-    client.watch0.push(JSON.stringify({ type: 'MODIFIED', object: { metadata: { resourceVersion: '9' } }, garbage: true }).replace('MODIFIED', 'WHATEVER'));
+    client.watch0.push(
+      JSON.stringify({ type: 'MODIFIED', object: { metadata: { resourceVersion: '9' } }, garbage: true }).replace(
+        'MODIFIED',
+        'WHATEVER',
+      ),
+    );
     await settle();
     expect(reflector.cursor).toBe('9'); // advanced past the skipped frame
   });
@@ -258,7 +287,7 @@ describe('Reflector: memory', () => {
     await stream.done;
   });
 
-  it('[k8s_reflector: Reflector] through listPage, every page\'s raw body bytes and the page read from them are unreachable once the replace is consumed and the watch runs', async () => {
+  it("[k8s_reflector: Reflector] through listPage, every page's raw body bytes and the page read from them are unreachable once the replace is consumed and the watch runs", async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     const bodies: WeakRef<Uint8Array>[] = [];
@@ -267,7 +296,12 @@ describe('Reflector: memory', () => {
     class BytesClient extends FakeClient {
       async listPage<P>(request: ListRequest, read: (body: Uint8Array) => P | undefined): Promise<ListPageResult<P>> {
         const answer = await this.list(request);
-        const body = Buffer.from(JSON.stringify({ metadata: { resourceVersion: answer.resourceVersion, continue: answer.continue }, items: answer.items }));
+        const body = Buffer.from(
+          JSON.stringify({
+            metadata: { resourceVersion: answer.resourceVersion, continue: answer.continue },
+            items: answer.items,
+          }),
+        );
         bodies.push(new WeakRef(body));
         const page = read(body);
         reads.push(page === undefined ? 'exact' : 'read');
@@ -276,7 +310,15 @@ describe('Reflector: memory', () => {
         return { kind: 'read', page };
       }
     }
-    const { client, stream, controller } = setup({ listPageSize: 1 }, (c) => c.queueList({ items: [pod('a', '1')], resourceVersion: '1', continue: 'k' }, { items: [pod('b', '1')], resourceVersion: '1' }), new BytesClient());
+    const { client, stream, controller } = setup(
+      { listPageSize: 1 },
+      (c) =>
+        c.queueList(
+          { items: [pod('a', '1')], resourceVersion: '1', continue: 'k' },
+          { items: [pod('b', '1')], resourceVersion: '1' },
+        ),
+      new BytesClient(),
+    );
     await settle();
     expect(reads).toEqual(['read', 'read']);
     expect(client.watches).toHaveLength(1);
@@ -469,8 +511,12 @@ describe('Reflector: options', () => {
   it('[k8s_reflector: deviation, options] bad options are a typed error', () => {
     const client = new FakeClient();
     expect(() => new Reflector<Pod>({ client, schema: podSchema, retryDelayMs: -1 })).toThrow(ReflectorOptionsError);
-    expect(() => new Reflector<Pod>({ client, schema: podSchema, retryDelayMs: 10, maxRetryDelayMs: 5 })).toThrow(ReflectorOptionsError);
+    expect(() => new Reflector<Pod>({ client, schema: podSchema, retryDelayMs: 10, maxRetryDelayMs: 5 })).toThrow(
+      ReflectorOptionsError,
+    );
     expect(() => new Reflector<Pod>({ client, schema: podSchema, watchTimeoutSeconds: 0 })).toThrow(/watchTimeoutSeconds/);
-    expect(() => new Reflector<Pod>({ client: {} as FakeClient, schema: podSchema })).toThrow(expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }));
+    expect(() => new Reflector<Pod>({ client: {} as FakeClient, schema: podSchema })).toThrow(
+      expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }),
+    );
   });
 });

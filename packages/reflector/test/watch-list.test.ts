@@ -7,7 +7,11 @@ import { advance, bookmark, errorFrame, line, openReflector, pod, type FakeClien
 
 /** The bookmark that ends a watch-list's initial events. */
 function endBookmark(resourceVersion: string): string {
-  return line('BOOKMARK', { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion, annotations: { 'k8s.io/initial-events-end': 'true' } } });
+  return line('BOOKMARK', {
+    kind: 'Pod',
+    apiVersion: 'v1',
+    metadata: { resourceVersion, annotations: { 'k8s.io/initial-events-end': 'true' } },
+  });
 }
 
 function summary(event: SourceEvent<Pod>): string {
@@ -28,7 +32,12 @@ describe('Reflector: streaming initial list (watch-list)', () => {
     await settle();
     expect(client.lists).toEqual([]);
     const request = client.watch0.request;
-    expect(request).toMatchObject({ resourceVersion: '', sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true });
+    expect(request).toMatchObject({
+      resourceVersion: '',
+      sendInitialEvents: true,
+      resourceVersionMatch: 'NotOlderThan',
+      allowWatchBookmarks: true,
+    });
     expect(reflector.health()).toMatchObject({ listed: false, streaming: true });
     // Initial events are not ordered by resourceVersion: the cursor does not follow them.
     client.watch0.push(line('ADDED', pod('b', '30')), line('ADDED', pod('a', '12')), bookmark('31'));
@@ -51,7 +60,11 @@ describe('Reflector: streaming initial list (watch-list)', () => {
   it('[k8s_reflector: Streaming initial list] a poison object among the initial events is quarantined, held out of the replace, and listed in health()', async () => {
     const { client, reflector, stream } = setup();
     await settle();
-    client.watch0.push(line('ADDED', pod('good', '5')), line('ADDED', pod('bad', '6', { spec: { containers: 'nope' } })), endBookmark('9'));
+    client.watch0.push(
+      line('ADDED', pod('good', '5')),
+      line('ADDED', pod('bad', '6', { spec: { containers: 'nope' } })),
+      endBookmark('9'),
+    );
     await settle();
     expect(stream.events.map(summary)).toEqual(['replace ns/good']);
     expect(reflector.health().quarantined.map((q) => q.key)).toEqual(['ns/bad']);
@@ -107,9 +120,20 @@ describe('Reflector: streaming initial list (watch-list)', () => {
 
 describe('Reflector: watch-list fallback to LIST', () => {
   it('[k8s_reflector: Streaming initial list fallback] a watch-list refused with 422 (the WatchList feature off) falls back to a LIST at once and turns watch-list off for this reflector', async () => {
-    const { client, reflector, stream, logger, clock } = setup({}, (c) => c.queueList({ items: [pod('a', '3')], resourceVersion: '3' }, { items: [pod('a', '3')], resourceVersion: '8' }));
+    const { client, reflector, stream, logger, clock } = setup({}, (c) =>
+      c.queueList({ items: [pod('a', '3')], resourceVersion: '3' }, { items: [pod('a', '3')], resourceVersion: '8' }),
+    );
     await settle();
-    client.watch0.fail(new ApiStatusError(422, status(422, 'Invalid', 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled')));
+    client.watch0.fail(
+      new ApiStatusError(
+        422,
+        status(
+          422,
+          'Invalid',
+          'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+        ),
+      ),
+    );
     await settle();
     expect(client.lists).toHaveLength(1);
     expect(stream.events.map(summary)).toEqual(['replace ns/a']);
@@ -117,7 +141,9 @@ describe('Reflector: watch-list fallback to LIST', () => {
     expect(reflector.listingMode).toBe('list');
     expect(client.watch0.request.sendInitialEvents).toBeUndefined();
     expect(client.watch0.request.resourceVersion).toBe('3');
-    expect(logger.entries.some((r) => r.level === 'warn' && /watch-list incomplete: the server refused/.test(r.message))).toBe(true);
+    expect(logger.entries.some((r) => r.level === 'warn' && /watch-list incomplete: the server refused/.test(r.message))).toBe(
+      true,
+    );
     // Relists stay on LIST.
     client.watch0.push(errorFrame(status(410, 'Expired')));
     await advance(clock, 1_000);
@@ -150,7 +176,10 @@ describe('Reflector: watch-list fallback to LIST', () => {
   });
 
   it('[k8s_reflector: Streaming initial list fallback] a 400 that is not about the watch-list parameters (a selector) is not a refusal: one incomplete stream, and the LIST fallback meets it under the LIST rules (a first LIST answered 400 is permanent)', async () => {
-    const selector = new ApiStatusError(400, status(400, 'BadRequest', 'unable to parse requirement: found \'=\', expected: identifier'));
+    const selector = new ApiStatusError(
+      400,
+      status(400, 'BadRequest', "unable to parse requirement: found '=', expected: identifier"),
+    );
     const { client, reflector, stream } = setup({}, (c) => c.queueList(selector));
     await settle();
     client.watch0.fail(selector);
@@ -185,7 +214,9 @@ describe('Reflector: watch-list fallback to LIST', () => {
   });
 
   it('[k8s_reflector: LIST timeout] the initial phase of a watch-list is bounded by listTimeoutMs: past it, a counted timeout and a LIST', async () => {
-    const { client, reflector, stream, clock } = setup({ listTimeoutMs: 5_000, idleGraceMs: 60_000 }, (c) => c.queueList({ items: [pod('a', '3')], resourceVersion: '3' }));
+    const { client, reflector, stream, clock } = setup({ listTimeoutMs: 5_000, idleGraceMs: 60_000 }, (c) =>
+      c.queueList({ items: [pod('a', '3')], resourceVersion: '3' }),
+    );
     await settle();
     client.watch0.push(line('ADDED', pod('a', '3')));
     await advance(clock, 4_999);
@@ -227,9 +258,12 @@ describe('Reflector: watch-list fallback to LIST', () => {
 });
 
 describe('Reflector: paginated LIST', () => {
-  it('[k8s_reflector: LIST pagination] a LIST is read in pages of listPageSize following continue tokens, at the first page\'s resourceVersion, as one replace', async () => {
+  it("[k8s_reflector: LIST pagination] a LIST is read in pages of listPageSize following continue tokens, at the first page's resourceVersion, as one replace", async () => {
     const { client, reflector, stream } = openReflector({ initialList: 'list', listPageSize: 2 }, (c) =>
-      c.queueList({ items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' }, { items: [pod('c', '3')], resourceVersion: '10' }),
+      c.queueList(
+        { items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' },
+        { items: [pod('c', '3')], resourceVersion: '10' },
+      ),
     );
     await settle();
     expect(client.lists.map((r) => [r.limit, r.continue])).toEqual([

@@ -68,7 +68,13 @@ export interface ReleasedKey<K> {
  */
 export interface RetrySchedulerObserver<K> {
   /** A failure scheduled a retry (client-go's `retries_total`). */
-  onFailure?(event: { readonly key: K; readonly failures: number; readonly delayMs: number; readonly at: number; readonly error: unknown }): void;
+  onFailure?(event: {
+    readonly key: K;
+    readonly failures: number;
+    readonly delayMs: number;
+    readonly at: number;
+    readonly error: unknown;
+  }): void;
   /** A requeue-after was requested; `deadline` is the one now pending (earliest wins). */
   onRequeue?(event: { readonly key: K; readonly delayMs: number; readonly deadline: number; readonly at: number }): void;
   /** A key exhausted its budget and was parked (dead-lettered). */
@@ -118,11 +124,15 @@ export function resolveTiming(options: RetrySchedulerOptions<unknown>): Timing {
     throw new RetrySchedulerOptionsError(`baseDelayMs must be a finite number >= 0; got ${String(baseDelayMs)}`);
   }
   if (typeof maxDelayMs !== 'number' || Number.isNaN(maxDelayMs) || maxDelayMs < baseDelayMs) {
-    throw new RetrySchedulerOptionsError(`maxDelayMs must be a number >= baseDelayMs (${baseDelayMs}); got ${String(maxDelayMs)}`);
+    throw new RetrySchedulerOptionsError(
+      `maxDelayMs must be a number >= baseDelayMs (${baseDelayMs}); got ${String(maxDelayMs)}`,
+    );
   }
   if (budget === undefined) return { baseDelayMs, maxDelayMs, budget: undefined };
   if (options.baseDelayMs !== undefined || options.maxDelayMs !== undefined) {
-    throw new RetrySchedulerOptionsError('budget replaces the exponential backoff: give budget or baseDelayMs/maxDelayMs, not both');
+    throw new RetrySchedulerOptionsError(
+      'budget replaces the exponential backoff: give budget or baseDelayMs/maxDelayMs, not both',
+    );
   }
   const delays: unknown = (budget as { delaysMs?: unknown } | null)?.delaysMs;
   if (!Array.isArray(delays) || !delays.every((d) => typeof d === 'number' && Number.isFinite(d) && d >= 0)) {

@@ -168,7 +168,10 @@ export class RetryScheduler<K extends RetryKey> {
       return { action: 'parked', failures };
     }
     const { baseDelayMs, maxDelayMs } = this.#timing;
-    const delayMs = budget !== undefined ? (budget[failures - 1] as number) : Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(failures - 1, 1023));
+    const delayMs =
+      budget !== undefined
+        ? (budget[failures - 1] as number)
+        : Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(failures - 1, 1023));
     state.kind = 'retry';
     this.#timer.set(key, now + delayMs);
     this.#notify(key, (o) => o.onFailure?.({ key, failures, delayMs, at: now, error }));

@@ -124,90 +124,107 @@ class Model {
 describe('RetryScheduler budget properties', () => {
   it('[retry_scheduler: retry budget] outcomes, parked set, counts, deadlines and fired retries equal the model; a parked key never fires and is released only by release() or a different fingerprint', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 300 }), { maxLength: 4 }), fc.array(opArb, { maxLength: 80 }), (budget, ops) => {
-        const clock = new ManualClock(0);
-        const model = new Model(budget);
-        const fired: Array<[Key, number]> = [];
-        const scheduler: RetryScheduler<Key> = new RetryScheduler<Key>({
-          clock,
-          budget: { delaysMs: budget },
-          onRetry: (k) => {
-            expect(scheduler.isParked(k)).toBe(false);
-            fired.push([k, clock.now()]);
-          },
-        });
-        for (const op of ops) {
-          const wasParked = new Map(KEYS.map((k) => [k, scheduler.parked().find((p) => p.key === k)?.fingerprint] as const));
-          switch (op.kind) {
-            case 'fail':
-              expect(scheduler.fail(op.key, { fingerprint: op.fp })).toEqual(model.fail(op.key, op.fp));
-              break;
-            case 'offer':
-              expect(scheduler.offer(op.key, op.fp)).toBe(model.offer(op.key, op.fp));
-              break;
-            case 'release':
-              expect(scheduler.release(op.key)).toBe(model.release(op.key));
-              break;
-            case 'forget':
-              scheduler.forget(op.key);
-              model.forget(op.key);
-              break;
-            case 'requeue':
-              expect(scheduler.requeueAfter(op.key, op.ms)).toBe(model.requeue(op.key, op.ms));
-              break;
-            case 'advance':
-              clock.advance(op.ms);
-              model.advance(op.ms);
-              break;
-          }
-          expect(fired).toEqual(model.fired);
-          for (const k of KEYS) {
-            const m = model.keys.get(k);
-            expect(scheduler.isParked(k)).toBe(m?.parked ?? false);
-            expect(scheduler.failures(k)).toBe(m?.failures ?? 0);
-            expect(scheduler.deadline(k)).toBe(m?.deadline);
-            // Release only on a fingerprint change or by hand.
-            const before = wasParked.get(k);
-            if (wasParked.has(k) && before !== undefined && !scheduler.isParked(k)) {
-              const byHand = op.kind === 'release' && op.key === k;
-              const byFingerprint = (op.kind === 'offer' || op.kind === 'fail') && op.key === k && op.fp !== before;
-              expect(byHand || byFingerprint).toBe(true);
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 300 }), { maxLength: 4 }),
+        fc.array(opArb, { maxLength: 80 }),
+        (budget, ops) => {
+          const clock = new ManualClock(0);
+          const model = new Model(budget);
+          const fired: Array<[Key, number]> = [];
+          const scheduler: RetryScheduler<Key> = new RetryScheduler<Key>({
+            clock,
+            budget: { delaysMs: budget },
+            onRetry: (k) => {
+              expect(scheduler.isParked(k)).toBe(false);
+              fired.push([k, clock.now()]);
+            },
+          });
+          for (const op of ops) {
+            const wasParked = new Map(KEYS.map((k) => [k, scheduler.parked().find((p) => p.key === k)?.fingerprint] as const));
+            switch (op.kind) {
+              case 'fail':
+                expect(scheduler.fail(op.key, { fingerprint: op.fp })).toEqual(model.fail(op.key, op.fp));
+                break;
+              case 'offer':
+                expect(scheduler.offer(op.key, op.fp)).toBe(model.offer(op.key, op.fp));
+                break;
+              case 'release':
+                expect(scheduler.release(op.key)).toBe(model.release(op.key));
+                break;
+              case 'forget':
+                scheduler.forget(op.key);
+                model.forget(op.key);
+                break;
+              case 'requeue':
+                expect(scheduler.requeueAfter(op.key, op.ms)).toBe(model.requeue(op.key, op.ms));
+                break;
+              case 'advance':
+                clock.advance(op.ms);
+                model.advance(op.ms);
+                break;
             }
+            expect(fired).toEqual(model.fired);
+            for (const k of KEYS) {
+              const m = model.keys.get(k);
+              expect(scheduler.isParked(k)).toBe(m?.parked ?? false);
+              expect(scheduler.failures(k)).toBe(m?.failures ?? 0);
+              expect(scheduler.deadline(k)).toBe(m?.deadline);
+              // Release only on a fingerprint change or by hand.
+              const before = wasParked.get(k);
+              if (wasParked.has(k) && before !== undefined && !scheduler.isParked(k)) {
+                const byHand = op.kind === 'release' && op.key === k;
+                const byFingerprint = (op.kind === 'offer' || op.kind === 'fail') && op.key === k && op.fp !== before;
+                expect(byHand || byFingerprint).toBe(true);
+              }
+            }
+            expect(
+              scheduler
+                .parked()
+                .map((p) => p.key)
+                .sort(),
+            ).toEqual(KEYS.filter((k) => model.keys.get(k)?.parked));
+            expect(clock.pending).toBe(scheduler.pending > 0 ? 1 : 0);
           }
-          expect(scheduler.parked().map((p) => p.key).sort()).toEqual(KEYS.filter((k) => model.keys.get(k)?.parked));
-          expect(clock.pending).toBe(scheduler.pending > 0 ? 1 : 0);
-        }
-        scheduler.shutdown();
-        expect(clock.pending).toBe(0);
-      }),
+          scheduler.shutdown();
+          expect(clock.pending).toBe(0);
+        },
+      ),
       { numRuns: 400 },
     );
   });
 
   it('[retry_scheduler: retry budget] a key failing at one fingerprint is retried after exactly each step of the schedule, then parked', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 100_000 }), { maxLength: 8 }), fc.integer({ min: 0, max: 1_000 }), (budget, generation) => {
-        const clock = new ManualClock(0);
-        const retriedAt: number[] = [];
-        const scheduler = new RetryScheduler<string>({ clock, budget: { delaysMs: budget }, onRetry: () => retriedAt.push(clock.now()) });
-        const delays: number[] = [];
-        let failedAt = 0;
-        for (;;) {
-          const outcome = scheduler.fail('k', { fingerprint: generation });
-          if (outcome.action !== 'retry') {
-            expect(outcome).toEqual({ action: 'parked', failures: budget.length + 1 });
-            break;
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 100_000 }), { maxLength: 8 }),
+        fc.integer({ min: 0, max: 1_000 }),
+        (budget, generation) => {
+          const clock = new ManualClock(0);
+          const retriedAt: number[] = [];
+          const scheduler = new RetryScheduler<string>({
+            clock,
+            budget: { delaysMs: budget },
+            onRetry: () => retriedAt.push(clock.now()),
+          });
+          const delays: number[] = [];
+          let failedAt = 0;
+          for (;;) {
+            const outcome = scheduler.fail('k', { fingerprint: generation });
+            if (outcome.action !== 'retry') {
+              expect(outcome).toEqual({ action: 'parked', failures: budget.length + 1 });
+              break;
+            }
+            delays.push(outcome.delayMs);
+            failedAt = clock.now();
+            clock.advance(outcome.delayMs);
+            expect(retriedAt.at(-1)).toBe(failedAt + outcome.delayMs);
           }
-          delays.push(outcome.delayMs);
-          failedAt = clock.now();
-          clock.advance(outcome.delayMs);
-          expect(retriedAt.at(-1)).toBe(failedAt + outcome.delayMs);
-        }
-        expect(delays).toEqual(budget);
-        expect(retriedAt).toHaveLength(budget.length);
-        expect(scheduler.offer('k', generation)).toBe(false);
-        expect(scheduler.offer('k', generation + 1)).toBe(true);
-      }),
+          expect(delays).toEqual(budget);
+          expect(retriedAt).toHaveLength(budget.length);
+          expect(scheduler.offer('k', generation)).toBe(false);
+          expect(scheduler.offer('k', generation + 1)).toBe(true);
+        },
+      ),
       { numRuns: 200 },
     );
   });

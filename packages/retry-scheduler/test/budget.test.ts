@@ -87,7 +87,10 @@ describe('RetryScheduler retry budget', () => {
     expect(s.scheduler.isParked('cell')).toBe(false);
     expect(s.scheduler.parked()).toEqual([]);
     expect(s.scheduler.failures('cell')).toBe(0);
-    expect(s.events.at(-1)).toEqual(['release', { key: 'cell', reason: 'fingerprint', parkedFingerprint: 7, fingerprint: 8, at: 36_500 }]);
+    expect(s.events.at(-1)).toEqual([
+      'release',
+      { key: 'cell', reason: 'fingerprint', parkedFingerprint: 7, fingerprint: 8, at: 36_500 },
+    ]);
     expect(failAndWait(s, 'cell', 8, 1)).toEqual([{ action: 'retry', delayMs: 0, failures: 1 }]);
   });
 
@@ -103,7 +106,10 @@ describe('RetryScheduler retry budget', () => {
     // A parked key failing at a new fingerprint is released and counted as the first failure there.
     failAndWait(s, 'other', 1, 5);
     expect(s.scheduler.fail('other', { fingerprint: 2 })).toEqual({ action: 'retry', delayMs: 0, failures: 1 });
-    expect(s.events.at(-2)).toMatchObject(['release', { key: 'other', reason: 'fingerprint', parkedFingerprint: 1, fingerprint: 2 }]);
+    expect(s.events.at(-2)).toMatchObject([
+      'release',
+      { key: 'other', reason: 'fingerprint', parkedFingerprint: 1, fingerprint: 2 },
+    ]);
   });
 
   it('[retry_scheduler: retry budget] release(key) lifts a parked key by hand with a fresh budget; unknown or unparked keys return false', () => {

@@ -8,11 +8,7 @@ const MAX = 160;
 const KEYS = ['a', 'b', 'c', 'd', 'e'] as const;
 type Key = (typeof KEYS)[number];
 
-type Op =
-  | { kind: 'schedule'; key: Key }
-  | { kind: 'forget'; key: Key }
-  | { kind: 'advance'; ms: number }
-  | { kind: 'shutdown' };
+type Op = { kind: 'schedule'; key: Key } | { kind: 'forget'; key: Key } | { kind: 'advance'; ms: number } | { kind: 'shutdown' };
 
 const keyArb = fc.constantFrom(...KEYS);
 const opArb: fc.Arbitrary<Op> = fc.oneof(

@@ -80,7 +80,9 @@ describe('RetryScheduler requeue-after', () => {
       expect(() => scheduler.requeueAfter('a', bad)).toThrow(RetrySchedulerDelayError);
     }
     expect(() => scheduler.requeueAfter('a', -5)).toThrow(expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_DELAY' }));
-    expect(() => scheduler.requeueAfter({} as unknown as string, 5)).toThrow(expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_KEY' }));
+    expect(() => scheduler.requeueAfter({} as unknown as string, 5)).toThrow(
+      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_KEY' }),
+    );
     expect(scheduler.pending).toBe(0);
     scheduler.shutdown();
     expect(scheduler.requeueAfter('a', 5)).toBe(-1);

@@ -1,6 +1,14 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
-import { DEFAULT_BASE_DELAY_MS, DEFAULT_MAX_DELAY_MS, RetryScheduler, RetrySchedulerKeyError, RetrySchedulerOptionsError, type RetryKey, type RetrySchedulerOptions } from '../src/index.js';
+import {
+  DEFAULT_BASE_DELAY_MS,
+  DEFAULT_MAX_DELAY_MS,
+  RetryScheduler,
+  RetrySchedulerKeyError,
+  RetrySchedulerOptionsError,
+  type RetryKey,
+  type RetrySchedulerOptions,
+} from '../src/index.js';
 import { systemClock } from '@reconcile-loop/primitives';
 
 function setup<K extends RetryKey = string>(options: Partial<RetrySchedulerOptions<K>> = {}) {
@@ -24,7 +32,7 @@ describe('RetryScheduler backoff', () => {
     expect(scheduler.schedule('b')).toBe(10);
   });
 
-  it('[retry_scheduler: default delays] 100 ms base and client-go\'s 1000 s cap', () => {
+  it("[retry_scheduler: default delays] 100 ms base and client-go's 1000 s cap", () => {
     expect(DEFAULT_BASE_DELAY_MS).toBe(100);
     expect(DEFAULT_MAX_DELAY_MS).toBe(1_000_000);
     const { scheduler } = setup();
@@ -441,7 +449,7 @@ describe('systemClock', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('[retry_scheduler: zero dependencies] systemClock timers are unref\'d, so a pending retry never holds the process open', () => {
+  it("[retry_scheduler: zero dependencies] systemClock timers are unref'd, so a pending retry never holds the process open", () => {
     const handle = systemClock.setTimeout(() => {}, 1e9) as { hasRef(): boolean };
     try {
       expect(handle.hasRef()).toBe(false);

@@ -1,4 +1,11 @@
-import { isPermanentSourceError, reportsHealth, type ParentKey, type Source, type SourceEvent, type SourceHealth } from '@reconcile-loop/object-store';
+import {
+  isPermanentSourceError,
+  reportsHealth,
+  type ParentKey,
+  type Source,
+  type SourceEvent,
+  type SourceHealth,
+} from '@reconcile-loop/object-store';
 import { abortReason, silentLogger, sleep, systemClock, type Clock, type Logger } from '@reconcile-loop/primitives';
 import {
   DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,

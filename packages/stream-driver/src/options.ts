@@ -17,12 +17,16 @@ export interface DriverSettings {
 
 type Defaults = Omit<DriverSettings, 'sourceRetryJitter'>;
 
-export function validateDriverOptions<T, P extends ParentKey>(options: StreamDriverOptions<T, P>, defaults: Defaults): DriverSettings {
+export function validateDriverOptions<T, P extends ParentKey>(
+  options: StreamDriverOptions<T, P>,
+  defaults: Defaults,
+): DriverSettings {
   const { source, store, onAffected } = options ?? ({} as Partial<StreamDriverOptions<T, P>>);
   if (typeof source?.open !== 'function') throw new StreamDriverOptionsError('source must have an open(signal) method');
   if (typeof store?.apply !== 'function') throw new StreamDriverOptionsError('store must have an apply(event) method');
   if (typeof onAffected !== 'function') throw new StreamDriverOptionsError('onAffected must be a function');
-  if (options.random !== undefined && typeof options.random !== 'function') throw new StreamDriverOptionsError('random must be a function');
+  if (options.random !== undefined && typeof options.random !== 'function')
+    throw new StreamDriverOptionsError('random must be a function');
   const sourceRetryDelayMs = ms('sourceRetryDelayMs', options.sourceRetryDelayMs ?? defaults.sourceRetryDelayMs, true);
   const maxSourceRetryDelayMs = ms(
     'maxSourceRetryDelayMs',
@@ -30,7 +34,9 @@ export function validateDriverOptions<T, P extends ParentKey>(options: StreamDri
     true,
   );
   if (maxSourceRetryDelayMs < sourceRetryDelayMs) {
-    throw new StreamDriverOptionsError(`maxSourceRetryDelayMs (${maxSourceRetryDelayMs}) must be >= sourceRetryDelayMs (${sourceRetryDelayMs})`);
+    throw new StreamDriverOptionsError(
+      `maxSourceRetryDelayMs (${maxSourceRetryDelayMs}) must be >= sourceRetryDelayMs (${sourceRetryDelayMs})`,
+    );
   }
   const jitter = options.sourceRetryJitter ?? 0;
   if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1)) {
@@ -46,7 +52,13 @@ export function validateDriverOptions<T, P extends ParentKey>(options: StreamDri
 }
 
 function ms(name: string, value: unknown, zeroAllowed: boolean): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!zeroAllowed && value === 0) || value > MAX_TIMER_MS) {
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    value < 0 ||
+    (!zeroAllowed && value === 0) ||
+    value > MAX_TIMER_MS
+  ) {
     throw new StreamDriverOptionsError(
       `${name} must be a number of milliseconds ${zeroAllowed ? '>= 0' : '> 0'} and <= ${MAX_TIMER_MS}, got ${String(value)}`,
     );

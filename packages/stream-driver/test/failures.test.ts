@@ -36,7 +36,11 @@ class ReportingSource extends ControlledSource<Cell> {
   }
 }
 
-function setup(options: Partial<StreamDriverOptions<Cell, string>> = {}, onOpen?: ControlledSource<Cell>['onOpen'], source = new ControlledSource<Cell>()) {
+function setup(
+  options: Partial<StreamDriverOptions<Cell, string>> = {},
+  onOpen?: ControlledSource<Cell>['onOpen'],
+  source = new ControlledSource<Cell>(),
+) {
   const clock = new ManualClock();
   const logger = recordingLogger();
   source.onOpen = onOpen;
@@ -108,7 +112,11 @@ describe('StreamDriver outer retry', () => {
   });
 
   it('[stream-driver: outer retry backoff] jitter stretches a delay by up to sourceRetryJitter of it', async () => {
-    const { logger, source, controller, running } = setup({ sourceRetryDelayMs: 1_000, sourceRetryJitter: 0.5, random: () => 0.5 });
+    const { logger, source, controller, running } = setup({
+      sourceRetryDelayMs: 1_000,
+      sourceRetryJitter: 0.5,
+      random: () => 0.5,
+    });
     await settle();
     source.last.fail(new Error('down'));
     await settle();
@@ -116,7 +124,9 @@ describe('StreamDriver outer retry', () => {
     controller.abort();
     await running;
     expect(() => setup({ sourceRetryJitter: 2 })).toThrow(expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }));
-    expect(() => setup({ sourceRetryDelayMs: 10, maxSourceRetryDelayMs: 5 })).toThrow(expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }));
+    expect(() => setup({ sourceRetryDelayMs: 10, maxSourceRetryDelayMs: 5 })).toThrow(
+      expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }),
+    );
     expect(() => setup({ closeTimeoutMs: 0 })).toThrow(expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }));
   });
 
@@ -127,7 +137,11 @@ describe('StreamDriver outer retry', () => {
     const stream = fc.record({ listed: fc.boolean(), openMs: fc.integer({ min: 0, max: 8_000 }), fail: fc.boolean() });
     await fc.assert(
       fc.asyncProperty(fc.array(stream, { minLength: 1, maxLength: 12 }), async (streams) => {
-        const { clock, source, controller, running } = setup({ sourceRetryDelayMs: base, maxSourceRetryDelayMs: cap, sourceHealthyAfterMs: healthy });
+        const { clock, source, controller, running } = setup({
+          sourceRetryDelayMs: base,
+          maxSourceRetryDelayMs: cap,
+          sourceHealthyAfterMs: healthy,
+        });
         const times = openTimes(source, clock);
         await settle(3);
         let failures = 0;
@@ -176,7 +190,13 @@ describe('StreamDriver permanent errors', () => {
       ['source failed permanently; not reopening it', error],
     ]);
     const health = driver.health();
-    expect(health).toMatchObject({ synced: false, streaming: false, permanentError: error, lastError: error, consecutiveFailures: 1 });
+    expect(health).toMatchObject({
+      synced: false,
+      streaming: false,
+      permanentError: error,
+      lastError: error,
+      consecutiveFailures: 1,
+    });
   });
 
   it('[stream-driver: permanent source error] after sync: run() rejects, the store keeps its state, and health reports it', async () => {
@@ -257,7 +277,10 @@ describe('StreamDriver sync and close', () => {
     await clock.advanceAsync(1_999);
     expect(logger.entries.some((e) => e.message.includes('did not close'))).toBe(false);
     await clock.advanceAsync(1);
-    expect(logger.entries.find((e) => e.message.includes('did not close'))).toMatchObject({ level: 'warn', fields: { closeTimeoutMs: 2_000 } });
+    expect(logger.entries.find((e) => e.message.includes('did not close'))).toMatchObject({
+      level: 'warn',
+      fields: { closeTimeoutMs: 2_000 },
+    });
     await clock.advanceAsync(100);
     expect(source.streams).toHaveLength(2);
     // On abort with next() pending, the hung close is requested and not awaited: run() ends at once.
@@ -273,23 +296,51 @@ describe('StreamDriver health', () => {
     const source = new ReportingSource();
     const { clock, driver, controller, running } = setup({}, undefined, source);
     await settle();
-    const forbidden = Object.assign(new Error('pods is forbidden'), { statusCode: 403, status: { code: 403, reason: 'Forbidden' } });
+    const forbidden = Object.assign(new Error('pods is forbidden'), {
+      statusCode: 403,
+      status: { code: 403, reason: 'Forbidden' },
+    });
     await clock.advanceAsync(5_000);
     source.report = { ...source.report, lastError: forbidden, consecutiveFailures: 3 };
     let health = driver.health();
-    expect(health).toMatchObject({ source: 'controlled', synced: false, streaming: false, lastError: forbidden, consecutiveFailures: 3, opens: 1 });
+    expect(health).toMatchObject({
+      source: 'controlled',
+      synced: false,
+      streaming: false,
+      lastError: forbidden,
+      consecutiveFailures: 3,
+      opens: 1,
+    });
     // Never listed: the failures can only have begun when the stream opened.
     expect(health.failingSince).toBe(0);
 
     source.last.push(replaceEvent([['a', cell('p1')]]));
     await settle();
     const quarantined = [{ key: 'ns/bad', resourceVersion: '7', issues: ['spec.replicas: expected number'], since: 5_000 }];
-    source.report = { ...source.report, listed: true, streaming: true, lastListAt: 5_000, lastEventAt: 5_000, lastError: undefined, consecutiveFailures: 0, quarantined };
+    source.report = {
+      ...source.report,
+      listed: true,
+      streaming: true,
+      lastListAt: 5_000,
+      lastEventAt: 5_000,
+      lastError: undefined,
+      consecutiveFailures: 0,
+      quarantined,
+    };
     await clock.advanceAsync(1_000);
     source.last.push(upsertEvent('a', cell('p1')));
     await settle();
     health = driver.health();
-    expect(health).toMatchObject({ synced: true, streaming: true, lastError: undefined, consecutiveFailures: 0, failingSince: undefined, lastSyncAt: 5_000, lastEventAt: 6_000, quarantined });
+    expect(health).toMatchObject({
+      synced: true,
+      streaming: true,
+      lastError: undefined,
+      consecutiveFailures: 0,
+      failingSince: undefined,
+      lastSyncAt: 5_000,
+      lastEventAt: 6_000,
+      quarantined,
+    });
 
     // A failure after sync is first seen by this probe: failingSince is the probe's time.
     await clock.advanceAsync(1_000);
@@ -302,7 +353,9 @@ describe('StreamDriver health', () => {
   });
 
   it('[stream-driver: health] a source that lists and dies at once keeps counting failures from the first one; a listed stream reads as healthy', async () => {
-    const { clock, source, driver, controller, running } = setup({ sourceRetryDelayMs: 1_000 }, (stream) => stream.push(replaceEvent([])));
+    const { clock, source, driver, controller, running } = setup({ sourceRetryDelayMs: 1_000 }, (stream) =>
+      stream.push(replaceEvent([])),
+    );
     await settle();
     for (let i = 1; i <= 3; i++) {
       source.last.fail(new Error(`poison ${i}`));
@@ -325,11 +378,24 @@ describe('StreamDriver health', () => {
     source.last.fail(error);
     await settle();
     await clock.advanceAsync(200);
-    expect(driver.health()).toMatchObject({ lastError: error, consecutiveFailures: 1, failingSince: 500, retryInMs: 800, streaming: false });
+    expect(driver.health()).toMatchObject({
+      lastError: error,
+      consecutiveFailures: 1,
+      failingSince: 500,
+      retryInMs: 800,
+      streaming: false,
+    });
     await clock.advanceAsync(800);
     source.last.push(replaceEvent([]));
     await settle();
-    expect(driver.health()).toMatchObject({ lastError: undefined, consecutiveFailures: 0, failingSince: undefined, retryInMs: undefined, streaming: true, opens: 2 });
+    expect(driver.health()).toMatchObject({
+      lastError: undefined,
+      consecutiveFailures: 0,
+      failingSince: undefined,
+      retryInMs: undefined,
+      streaming: true,
+      opens: 2,
+    });
 
     (source as unknown as { health: () => never }).health = () => {
       throw new Error('broken report');

@@ -5,22 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { ObjectStore, deleteEvent, replaceEvent, upsertEvent, type SourceEvent } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
-import {
-  DEFAULT_SOURCE_RETRY_DELAY_MS,
-  InProcessSource,
-  StreamDriver,
-  type StreamDriverOptions,
-} from '../src/index.js';
+import { DEFAULT_SOURCE_RETRY_DELAY_MS, InProcessSource, StreamDriver, type StreamDriverOptions } from '../src/index.js';
 
 interface Cell {
   pool: string;
   v: number;
 }
 
-function setup(
-  options: Partial<StreamDriverOptions<Cell, string>> = {},
-  onOpen?: ControlledSource<Cell>['onOpen'],
-) {
+function setup(options: Partial<StreamDriverOptions<Cell, string>> = {}, onOpen?: ControlledSource<Cell>['onOpen']) {
   const clock = new ManualClock();
   const logger = recordingLogger();
   const source = new ControlledSource<Cell>();
@@ -119,12 +111,20 @@ describe('StreamDriver', () => {
   it('[source_stream_driver: Streaming a listing into the store] a listing arrives as one replace and later replaces mid-stream are applied whole', async () => {
     const { source, store, notified, driver, controller, running } = setup();
     await settle();
-    source.last.push(replaceEvent([['a', cell('p1')], ['b', cell('p2')]]));
+    source.last.push(
+      replaceEvent([
+        ['a', cell('p1')],
+        ['b', cell('p2')],
+      ]),
+    );
     await driver.waitForSync();
     source.last.push(replaceEvent([['b', cell('p2', 1)]]));
     await settle();
     expect(store.keys()).toEqual(['b']);
-    expect(notified).toEqual([['p1', 'p2'], ['p2', 'p1']]);
+    expect(notified).toEqual([
+      ['p1', 'p2'],
+      ['p2', 'p1'],
+    ]);
     controller.abort();
     await running;
   });
@@ -410,7 +410,7 @@ describe('StreamDriver', () => {
 });
 
 describe('StreamDriver: memory', () => {
-  it('[source_stream_driver: Streaming a listing into the store] the listing\'s replace event is unreachable once applied, while the pump waits for the next event (the store keeps maps of its own)', async () => {
+  it("[source_stream_driver: Streaming a listing into the store] the listing's replace event is unreachable once applied, while the pump waits for the next event (the store keeps maps of its own)", async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     const { source, store, controller, running } = setup();

@@ -26,11 +26,20 @@ export interface ConformanceCase {
 
 /** A pod body with one container. */
 function pod(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.9' }] }, ...extra };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.9' }] },
+    ...extra,
+  };
 }
 
 /** Status essentials. */
-function st(a: { status: number; json: { reason?: string; message?: string; details?: unknown } | undefined }): Record<string, unknown> {
+function st(a: {
+  status: number;
+  json: { reason?: string; message?: string; details?: unknown } | undefined;
+}): Record<string, unknown> {
   return { status: a.status, reason: a.json?.reason, message: a.json?.message, details: a.json?.details };
 }
 
@@ -75,7 +84,13 @@ export const CASES: ConformanceCase[] = [
       const out: unknown[] = [];
       for (const n of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
         const a = await t.request('GET', `/api/v1/namespaces/${n}`);
-        out.push([a.status, a.json?.status?.phase, a.json?.metadata?.labels?.['kubernetes.io/metadata.name'], a.json?.spec?.finalizers, a.json?.metadata?.generation ?? null]);
+        out.push([
+          a.status,
+          a.json?.status?.phase,
+          a.json?.metadata?.labels?.['kubernetes.io/metadata.name'],
+          a.json?.spec?.finalizers,
+          a.json?.metadata?.generation ?? null,
+        ]);
       }
       return out;
     },
@@ -83,20 +98,30 @@ export const CASES: ConformanceCase[] = [
   {
     id: 'create-in-missing-namespace',
     title: 'a create into a missing namespace is 404 namespaces "x" not found',
-    run: async (t, ns) => st(await t.request('POST', `/api/v1/namespaces/${ns}-missing/configmaps`, { body: { metadata: { name: 'x' } } })),
+    run: async (t, ns) =>
+      st(await t.request('POST', `/api/v1/namespaces/${ns}-missing/configmaps`, { body: { metadata: { name: 'x' } } })),
   },
   {
     id: 'namespace-invalid-name',
     title: 'a namespace name that is not a DNS-1123 label is 422',
     run: async (t) => {
       const a = await t.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'Bad_Name' } } });
-      return { status: a.status, reason: a.json?.reason, fields: (a.json?.details?.causes ?? []).map((c: { field: string }) => c.field) };
+      return {
+        status: a.status,
+        reason: a.json?.reason,
+        fields: (a.json?.details?.causes ?? []).map((c: { field: string }) => c.field),
+      };
     },
   },
   {
     id: 'create-with-resourceversion',
     title: 'a create carrying a resourceVersion is the etcd3 500',
-    run: async (t, ns) => st(await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: { metadata: { name: 'rv', resourceVersion: '5' } } })),
+    run: async (t, ns) =>
+      st(
+        await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, {
+          body: { metadata: { name: 'rv', resourceVersion: '5' } },
+        }),
+      ),
   },
   {
     id: 'watch-malformed-rv',
@@ -120,7 +145,10 @@ export const CASES: ConformanceCase[] = [
     id: 'watch-future-rv',
     title: 'a WATCH from a future resourceVersion is held silently until timeoutSeconds',
     run: async (t, ns) => {
-      const a = await t.request('GET', `/api/v1/namespaces/${ns}/configmaps?watch=true&allowWatchBookmarks=true&timeoutSeconds=2&resourceVersion=99999999`);
+      const a = await t.request(
+        'GET',
+        `/api/v1/namespaces/${ns}/configmaps?watch=true&allowWatchBookmarks=true&timeoutSeconds=2&resourceVersion=99999999`,
+      );
       return { status: a.status, body: a.text.trim() };
     },
   },
@@ -128,9 +156,14 @@ export const CASES: ConformanceCase[] = [
     id: 'list-rv0-limit',
     title: 'resourceVersion=0 with limit: the watch cache ignores limit, etcd pages',
     run: async (t, ns) => {
-      for (const n of ['a', 'b', 'c']) await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: { metadata: { name: n } } });
+      for (const n of ['a', 'b', 'c'])
+        await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: { metadata: { name: n } } });
       const a = await t.request('GET', `/api/v1/namespaces/${ns}/configmaps?resourceVersion=0&limit=1`);
-      return { items: a.json?.items?.length, continued: a.json?.metadata?.continue !== undefined, remaining: a.json?.metadata?.remainingItemCount ?? null };
+      return {
+        items: a.json?.items?.length,
+        continued: a.json?.metadata?.continue !== undefined,
+        remaining: a.json?.metadata?.remainingItemCount ?? null,
+      };
     },
   },
   {
@@ -138,7 +171,9 @@ export const CASES: ConformanceCase[] = [
     title: 'a finished DELETE answers a Success Status (ConfigMap, custom resource) or the object (Service)',
     run: async (t, ns) => {
       await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: { metadata: { name: 'c' } } });
-      await t.request('POST', `/api/v1/namespaces/${ns}/services`, { body: { metadata: { name: 's' }, spec: { ports: [{ port: 80 }] } } });
+      await t.request('POST', `/api/v1/namespaces/${ns}/services`, {
+        body: { metadata: { name: 's' }, spec: { ports: [{ port: 80 }] } },
+      });
       const c = await t.request('DELETE', `/api/v1/namespaces/${ns}/configmaps/c`);
       const s = await t.request('DELETE', `/api/v1/namespaces/${ns}/services/s`);
       return [c.status, c.json?.kind, c.json?.status, c.json?.details?.kind, s.status, s.json?.kind];
@@ -148,7 +183,9 @@ export const CASES: ConformanceCase[] = [
     id: 'update-stale-409',
     title: 'an update with a stale resourceVersion is 409 Conflict worded by the registry',
     run: async (t, ns) => {
-      const c = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: { metadata: { name: 'c' }, data: { a: '1' } } });
+      const c = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, {
+        body: { metadata: { name: 'c' }, data: { a: '1' } },
+      });
       await t.request('PUT', `/api/v1/namespaces/${ns}/configmaps/c`, { body: { ...c.json, data: { a: '2' } } });
       return st(await t.request('PUT', `/api/v1/namespaces/${ns}/configmaps/c`, { body: { ...c.json, data: { a: '3' } } }));
     },
@@ -158,12 +195,20 @@ export const CASES: ConformanceCase[] = [
     title: 'a ConfigMap has no generation; a Secret folds stringData; a Service gets its defaults',
     run: async (t, ns) => {
       const c = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: { metadata: { name: 'shape' } } });
-      const s = await t.request('POST', `/api/v1/namespaces/${ns}/secrets`, { body: { metadata: { name: 's' }, stringData: { a: 'b' } } });
-      const v = await t.request('POST', `/api/v1/namespaces/${ns}/services`, { body: { metadata: { name: 'svc' }, spec: { ports: [{ port: 80 }], selector: { app: 'x' } } } });
+      const s = await t.request('POST', `/api/v1/namespaces/${ns}/secrets`, {
+        body: { metadata: { name: 's' }, stringData: { a: 'b' } },
+      });
+      const v = await t.request('POST', `/api/v1/namespaces/${ns}/services`, {
+        body: { metadata: { name: 'svc' }, spec: { ports: [{ port: 80 }], selector: { app: 'x' } } },
+      });
       const spec = { ...(v.json?.spec ?? {}) };
       delete spec.clusterIP;
       delete spec.clusterIPs;
-      return { generation: c.json?.metadata?.generation ?? null, secret: [s.json?.data, s.json?.type, s.json?.stringData ?? null], service: [v.status, spec, v.json?.status] };
+      return {
+        generation: c.json?.metadata?.generation ?? null,
+        secret: [s.json?.data, s.json?.type, s.json?.stringData ?? null],
+        service: [v.status, spec, v.json?.status],
+      };
     },
   },
   {
@@ -185,7 +230,10 @@ export const CASES: ConformanceCase[] = [
     title: 'deleting an unbound pod: MODIFIED (deletionTimestamp, grace 0) then DELETED; the answer is the terminating pod',
     run: async (t, ns) => {
       const p = await t.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: pod('p') });
-      const watching = t.frames(`/api/v1/namespaces/${ns}/pods?watch=true&resourceVersion=${String(p.json?.metadata?.resourceVersion)}&timeoutSeconds=2`, 6_000);
+      const watching = t.frames(
+        `/api/v1/namespaces/${ns}/pods?watch=true&resourceVersion=${String(p.json?.metadata?.resourceVersion)}&timeoutSeconds=2`,
+        6_000,
+      );
       await sleep(300);
       const d = await t.request('DELETE', `/api/v1/namespaces/${ns}/pods/p`);
       return { answer: [d.status, d.json?.metadata?.deletionGracePeriodSeconds ?? null], frames: deletionFrames(await watching) };
@@ -198,7 +246,10 @@ export const CASES: ConformanceCase[] = [
       await t.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: pod('p') });
       await t.bind(ns, 'p', 'conformance-node');
       const cur = await t.request('GET', `/api/v1/namespaces/${ns}/pods/p`);
-      const watching = t.frames(`/api/v1/namespaces/${ns}/pods?watch=true&resourceVersion=${String(cur.json?.metadata?.resourceVersion)}&timeoutSeconds=2`, 6_000);
+      const watching = t.frames(
+        `/api/v1/namespaces/${ns}/pods?watch=true&resourceVersion=${String(cur.json?.metadata?.resourceVersion)}&timeoutSeconds=2`,
+        6_000,
+      );
       await sleep(300);
       const answers: unknown[] = [];
       for (const g of ['', '?gracePeriodSeconds=10', '?gracePeriodSeconds=20', '?gracePeriodSeconds=0']) {
@@ -214,7 +265,18 @@ export const CASES: ConformanceCase[] = [
     run: async (t, ns) => {
       const a = await t.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: pod('p') });
       const s = a.json?.spec ?? {};
-      return [a.status, a.json?.metadata?.generation, s.priority, s.preemptionPolicy, s.tolerations, s.restartPolicy, s.terminationGracePeriodSeconds, s.dnsPolicy, s.schedulerName, a.json?.status];
+      return [
+        a.status,
+        a.json?.metadata?.generation,
+        s.priority,
+        s.preemptionPolicy,
+        s.tolerations,
+        s.restartPolicy,
+        s.terminationGracePeriodSeconds,
+        s.dnsPolicy,
+        s.schedulerName,
+        a.json?.status,
+      ];
     },
   },
   {
@@ -222,10 +284,17 @@ export const CASES: ConformanceCase[] = [
     title: 'pods/binding answers 201 Success, 409 once bound; pods/eviction deletes the pod (201)',
     run: async (t, ns) => {
       await t.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: pod('p') });
-      const binding = { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'p' }, target: { apiVersion: 'v1', kind: 'Node', name: 'n1' } };
+      const binding = {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name: 'p' },
+        target: { apiVersion: 'v1', kind: 'Node', name: 'n1' },
+      };
       const a = await t.request('POST', `/api/v1/namespaces/${ns}/pods/p/binding`, { body: binding });
       const b = await t.request('POST', `/api/v1/namespaces/${ns}/pods/p/binding`, { body: binding });
-      const e = await t.request('POST', `/api/v1/namespaces/${ns}/pods/p/eviction`, { body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'p' }, deleteOptions: { gracePeriodSeconds: 0 } } });
+      const e = await t.request('POST', `/api/v1/namespaces/${ns}/pods/p/eviction`, {
+        body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'p' }, deleteOptions: { gracePeriodSeconds: 0 } },
+      });
       const g = await t.request('GET', `/api/v1/namespaces/${ns}/pods/p`);
       return { bind: [a.status, a.json], again: st(b), evict: [e.status, e.json?.status], after: g.status };
     },
@@ -235,10 +304,22 @@ export const CASES: ConformanceCase[] = [
     title: 'precondition 409s: DELETE names the Kind (uid, resourceVersion); a PUT with a wrong uid is the storage error',
     run: async (t, ns) => {
       await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: { metadata: { name: 'c' } } });
-      const strip = (a: { status: number; json: { reason?: string; message?: string; details?: unknown } | undefined }): unknown => ({ ...st(a), message: String(a.json?.message ?? '').replace(/\(([-0-9a-f]{36}|\d+)\)/g, '(X)').replace(/object meta: [-0-9a-f]{36}/, 'object meta: X') });
+      const strip = (a: {
+        status: number;
+        json: { reason?: string; message?: string; details?: unknown } | undefined;
+      }): unknown => ({
+        ...st(a),
+        message: String(a.json?.message ?? '')
+          .replace(/\(([-0-9a-f]{36}|\d+)\)/g, '(X)')
+          .replace(/object meta: [-0-9a-f]{36}/, 'object meta: X'),
+      });
       const a = await t.request('DELETE', `/api/v1/namespaces/${ns}/configmaps/c`, { body: { preconditions: { uid: 'nope' } } });
-      const b = await t.request('DELETE', `/api/v1/namespaces/${ns}/configmaps/c`, { body: { preconditions: { resourceVersion: '1' } } });
-      const c = await t.request('PUT', `/api/v1/namespaces/${ns}/configmaps/c`, { body: { metadata: { name: 'c', uid: 'nope' } } });
+      const b = await t.request('DELETE', `/api/v1/namespaces/${ns}/configmaps/c`, {
+        body: { preconditions: { resourceVersion: '1' } },
+      });
+      const c = await t.request('PUT', `/api/v1/namespaces/${ns}/configmaps/c`, {
+        body: { metadata: { name: 'c', uid: 'nope' } },
+      });
       return [strip(a), strip(b), strip(c)];
     },
   },
@@ -246,21 +327,40 @@ export const CASES: ConformanceCase[] = [
     id: 'pod-status-put',
     title: 'a pods/status PUT keeps label and annotation changes and ignores spec',
     run: async (t, ns) => {
-      const p = await t.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: pod('p', { metadata: { name: 'p', labels: { a: '1' } } }) });
-      const body = { ...p.json, metadata: { ...p.json.metadata, labels: { a: '2', b: 'x' }, annotations: { n: '1' } }, spec: { ...p.json.spec, activeDeadlineSeconds: 5 }, status: { ...p.json.status, phase: 'Running' } };
+      const p = await t.request('POST', `/api/v1/namespaces/${ns}/pods`, {
+        body: pod('p', { metadata: { name: 'p', labels: { a: '1' } } }),
+      });
+      const body = {
+        ...p.json,
+        metadata: { ...p.json.metadata, labels: { a: '2', b: 'x' }, annotations: { n: '1' } },
+        spec: { ...p.json.spec, activeDeadlineSeconds: 5 },
+        status: { ...p.json.status, phase: 'Running' },
+      };
       const a = await t.request('PUT', `/api/v1/namespaces/${ns}/pods/p/status`, { body });
-      return [a.status, a.json?.metadata?.labels, a.json?.metadata?.annotations, a.json?.spec?.activeDeadlineSeconds ?? null, a.json?.status?.phase];
+      return [
+        a.status,
+        a.json?.metadata?.labels,
+        a.json?.metadata?.annotations,
+        a.json?.spec?.activeDeadlineSeconds ?? null,
+        a.json?.status?.phase,
+      ];
     },
   },
   {
     id: 'pod-bookmark-shape',
     title: 'a pod BOOKMARK carries the empty spec/status stubs (watch cache); etcd sends none',
-    nondeterministic: 'whether the watch cache sends a bookmark within 6 s depends on its 1-second bookmark buckets (0 to 2 seen against kube-apiserver 1.35.4); the stub shape was checked by hand',
+    nondeterministic:
+      'whether the watch cache sends a bookmark within 6 s depends on its 1-second bookmark buckets (0 to 2 seen against kube-apiserver 1.35.4); the stub shape was checked by hand',
     run: async (t, ns) => {
       const p = await t.request('POST', `/api/v1/namespaces/${ns}/pods`, { body: pod('p') });
-      const frames = await t.frames(`/api/v1/namespaces/${ns}/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=6&resourceVersion=${String(p.json?.metadata?.resourceVersion)}`, 10_000);
+      const frames = await t.frames(
+        `/api/v1/namespaces/${ns}/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=6&resourceVersion=${String(p.json?.metadata?.resourceVersion)}`,
+        10_000,
+      );
       const first = frames.find((f) => f.type === 'BOOKMARK');
-      return first === undefined ? null : Object.keys(first.object).concat(JSON.stringify(first.object['spec']), JSON.stringify(first.object['status']));
+      return first === undefined
+        ? null
+        : Object.keys(first.object).concat(JSON.stringify(first.object['spec']), JSON.stringify(first.object['status']));
     },
   },
   {
@@ -273,14 +373,23 @@ export const CASES: ConformanceCase[] = [
         { name: 'b', image: 'registry.k8s.io/pause:3.9' },
       ];
       await t.request('POST', `/api/v1/namespaces/${ns}/pods`, { body });
-      const a = await t.request('PATCH', `/api/v1/namespaces/${ns}/pods/p`, { body: { spec: { containers: [{ name: 'b', image: 'registry.k8s.io/pause:3.10' }] } }, contentType: 'application/strategic-merge-patch+json' });
+      const a = await t.request('PATCH', `/api/v1/namespaces/${ns}/pods/p`, {
+        body: { spec: { containers: [{ name: 'b', image: 'registry.k8s.io/pause:3.10' }] } },
+        contentType: 'application/strategic-merge-patch+json',
+      });
       return [a.status, (a.json?.spec?.containers ?? []).map((c: { name: string; image: string }) => `${c.name}=${c.image}`)];
     },
   },
   {
     id: 'apply-field-manager-required',
     title: 'server-side apply without fieldManager is 422 on PatchOptions',
-    run: async (t, ns) => st(await t.request('PATCH', `/api/v1/namespaces/${ns}/configmaps/x`, { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }, contentType: 'application/apply-patch+yaml' })),
+    run: async (t, ns) =>
+      st(
+        await t.request('PATCH', `/api/v1/namespaces/${ns}/configmaps/x`, {
+          body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } },
+          contentType: 'application/apply-patch+yaml',
+        }),
+      ),
   },
   {
     id: 'apply-conflict',
@@ -288,10 +397,21 @@ export const CASES: ConformanceCase[] = [
     run: async (t, ns) => {
       const path = `/api/v1/namespaces/${ns}/configmaps/ssa`;
       const ct = 'application/apply-patch+yaml';
-      const a = await t.request('PATCH', `${path}?fieldManager=alice`, { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa' }, data: { x: '1', y: '2' } }, contentType: ct });
-      const b = await t.request('PATCH', `${path}?fieldManager=bob`, { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa' }, data: { x: '9' } }, contentType: ct });
-      const c = await t.request('PATCH', `${path}?fieldManager=bob&force=true`, { body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa' }, data: { x: '9' } }, contentType: ct });
-      const fields = (a.json?.metadata?.managedFields ?? []).map((m: { manager: string; operation: string; fieldsV1: unknown }) => [m.manager, m.operation, m.fieldsV1]);
+      const a = await t.request('PATCH', `${path}?fieldManager=alice`, {
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa' }, data: { x: '1', y: '2' } },
+        contentType: ct,
+      });
+      const b = await t.request('PATCH', `${path}?fieldManager=bob`, {
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa' }, data: { x: '9' } },
+        contentType: ct,
+      });
+      const c = await t.request('PATCH', `${path}?fieldManager=bob&force=true`, {
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa' }, data: { x: '9' } },
+        contentType: ct,
+      });
+      const fields = (a.json?.metadata?.managedFields ?? []).map(
+        (m: { manager: string; operation: string; fieldsV1: unknown }) => [m.manager, m.operation, m.fieldsV1],
+      );
       return { create: [a.status, fields], conflict: st(b), forced: [c.status, c.json?.data] };
     },
   },
@@ -299,29 +419,54 @@ export const CASES: ConformanceCase[] = [
     id: 'dry-run',
     title: 'dryRun=All writes nothing (no resourceVersion on a dry-run create); other values are 422',
     run: async (t, ns) => {
-      const a = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?dryRun=All`, { body: { metadata: { name: 'dry' } } });
+      const a = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?dryRun=All`, {
+        body: { metadata: { name: 'dry' } },
+      });
       const g = await t.request('GET', `/api/v1/namespaces/${ns}/configmaps/dry`);
       const b = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?dryRun=x`, { body: { metadata: { name: 'dry' } } });
-      return { create: [a.status, a.json?.metadata?.resourceVersion ?? null, a.json?.metadata?.uid !== undefined], after: g.status, bad: st(b) };
+      return {
+        create: [a.status, a.json?.metadata?.resourceVersion ?? null, a.json?.metadata?.uid !== undefined],
+        after: g.status,
+        bad: st(b),
+      };
     },
   },
   {
     id: 'field-validation',
-    title: 'fieldValidation: Strict refuses an unknown top-level field (400, nothing written), Warn and unset warn, Ignore is silent, other values 422',
+    title:
+      'fieldValidation: Strict refuses an unknown top-level field (400, nothing written), Warn and unset warn, Ignore is silent, other values 422',
     run: async (t, ns) => {
-      const cm = (name: string): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { a: 'b' }, foo: 1 });
-      const strict = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?fieldValidation=Strict`, { body: cm('fv-strict') });
+      const cm = (name: string): Record<string, unknown> => ({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name },
+        data: { a: 'b' },
+        foo: 1,
+      });
+      const strict = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?fieldValidation=Strict`, {
+        body: cm('fv-strict'),
+      });
       const after = await t.request('GET', `/api/v1/namespaces/${ns}/configmaps/fv-strict`);
       const warn = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?fieldValidation=Warn`, { body: cm('fv-warn') });
       const unset = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: cm('fv-unset') });
-      const ignore = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?fieldValidation=Ignore`, { body: cm('fv-ignore') });
+      const ignore = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?fieldValidation=Ignore`, {
+        body: cm('fv-ignore'),
+      });
       const bad = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps?fieldValidation=strict`, { body: cm('fv-bad') });
-      return { strict: st(strict), after: after.status, warn: [warn.status, warn.warning], unset: [unset.status, unset.warning], ignore: [ignore.status, ignore.warning], bad: st(bad) };
+      return {
+        strict: st(strict),
+        after: after.status,
+        warn: [warn.status, warn.warning],
+        unset: [unset.status, unset.warning],
+        ignore: [ignore.status, ignore.warning],
+        bad: st(bad),
+      };
     },
   },
   {
     id: 'openapi-v3-kubectl',
-    title: '/openapi/v3 lists api/v1 with a hashed URL; its ConfigMap PATCH carries the GVK and the fieldValidation parameter kubectl looks for',
+    title:
+      '/openapi/v3 lists api/v1 with a hashed URL; its ConfigMap PATCH carries the GVK and the fieldValidation parameter kubectl looks for',
     run: async (t) => {
       const root = await t.request('GET', '/openapi/v3');
       const url = String(root.json?.paths?.['api/v1']?.serverRelativeURL ?? '');
@@ -344,7 +489,10 @@ export const CASES: ConformanceCase[] = [
     title: 'a JSON patch on /__proto__/… is refused (the document has no such member)',
     run: async (t, ns) => {
       await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: { metadata: { name: 'proto' } } });
-      const a = await t.request('PATCH', `/api/v1/namespaces/${ns}/configmaps/proto`, { body: [{ op: 'add', path: '/__proto__/polluted', value: 'x' }], contentType: 'application/json-patch+json' });
+      const a = await t.request('PATCH', `/api/v1/namespaces/${ns}/configmaps/proto`, {
+        body: [{ op: 'add', path: '/__proto__/polluted', value: 'x' }],
+        contentType: 'application/json-patch+json',
+      });
       return { status: a.status, reason: a.json?.reason };
     },
   },
@@ -353,20 +501,45 @@ export const CASES: ConformanceCase[] = [
     title: 'a CRD becomes Established and its kind is served; an invalid CRD is 422',
     run: async (t, ns) => {
       const group = `${ns}.example.com`;
-      const crd = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: `gadgets.${group}` }, spec: { group, scope: 'Namespaced', names: { plural: 'gadgets', kind: 'Gadget' }, versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] } };
+      const crd = {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: `gadgets.${group}` },
+        spec: {
+          group,
+          scope: 'Namespaced',
+          names: { plural: 'gadgets', kind: 'Gadget' },
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            },
+          ],
+        },
+      };
       const c = await t.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { body: crd });
       let established = false;
       for (let i = 0; i < 100 && !established; i++) {
         const g = await t.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.${group}`);
-        established = (g.json?.status?.conditions ?? []).some((x: { type: string; status: string }) => x.type === 'Established' && x.status === 'True');
+        established = (g.json?.status?.conditions ?? []).some(
+          (x: { type: string; status: string }) => x.type === 'Established' && x.status === 'True',
+        );
         if (!established) await sleep(100);
       }
       let served = 0;
       for (let i = 0; i < 50 && served !== 201; i++) {
-        served = (await t.request('POST', `/apis/${group}/v1/namespaces/${ns}/gadgets`, { body: { apiVersion: `${group}/v1`, kind: 'Gadget', metadata: { name: 'g' } } })).status;
+        served = (
+          await t.request('POST', `/apis/${group}/v1/namespaces/${ns}/gadgets`, {
+            body: { apiVersion: `${group}/v1`, kind: 'Gadget', metadata: { name: 'g' } },
+          })
+        ).status;
         if (served !== 201) await sleep(100);
       }
-      const bad = await t.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { body: { ...crd, metadata: { name: `wrong.${group}` } } });
+      const bad = await t.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+        body: { ...crd, metadata: { name: `wrong.${group}` } },
+      });
       await t.request('DELETE', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.${group}`);
       return { created: c.status, finalizers: c.json?.metadata?.finalizers, established, served, bad: bad.status };
     },
@@ -379,7 +552,10 @@ export const CASES: ConformanceCase[] = [
       'the watch cache schedules bookmarks on 1-second buckets shared by all watchers: a 4-second watch got 0, 1 or 2 against kube-apiserver 1.35.4, where the embedded server sends exactly one, 2 s before the deadline',
     run: async (t, ns) => {
       const c = await t.request('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: { metadata: { name: 'bm' } } });
-      const frames = await t.frames(`/api/v1/namespaces/${ns}/configmaps?watch=true&allowWatchBookmarks=true&timeoutSeconds=4&resourceVersion=${String(c.json?.metadata?.resourceVersion)}`, 8_000);
+      const frames = await t.frames(
+        `/api/v1/namespaces/${ns}/configmaps?watch=true&allowWatchBookmarks=true&timeoutSeconds=4&resourceVersion=${String(c.json?.metadata?.resourceVersion)}`,
+        8_000,
+      );
       return frames.map((f) => f.type);
     },
   },

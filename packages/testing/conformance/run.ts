@@ -15,7 +15,10 @@ import { accessFromKubeconfig, type Access } from './target.js';
 
 // `pnpm … conformance -- --kubeconfig KC` forwards the `--`; drop it so both spellings work.
 const argv = process.argv.slice(2).filter((a, i) => !(i === 0 && a === '--'));
-const { values } = parseArgs({ args: argv, options: { kubeconfig: { type: 'string' }, 'uncached-kubeconfig': { type: 'string' } } });
+const { values } = parseArgs({
+  args: argv,
+  options: { kubeconfig: { type: 'string' }, 'uncached-kubeconfig': { type: 'string' } },
+});
 
 const servers: ApiServer[] = [];
 let teardown: (() => Promise<void>) | undefined;
@@ -24,7 +27,8 @@ try {
   const real: Array<{ personality: 'cached' | 'uncached'; access: Access }> = [];
   if (values.kubeconfig !== undefined) {
     real.push({ personality: 'cached', access: accessFromKubeconfig(readFileSync(values.kubeconfig, 'utf8')) });
-    if (values['uncached-kubeconfig'] !== undefined) real.push({ personality: 'uncached', access: accessFromKubeconfig(readFileSync(values['uncached-kubeconfig'], 'utf8')) });
+    if (values['uncached-kubeconfig'] !== undefined)
+      real.push({ personality: 'uncached', access: accessFromKubeconfig(readFileSync(values['uncached-kubeconfig'], 'utf8')) });
   } else {
     const e2e = '../../../e2e/src/index.js';
     const { ControlPlane } = (await import(e2e)) as typeof import('../../../e2e/src/index.js');
@@ -38,7 +42,11 @@ try {
   for (const r of real) {
     const e = await embeddedTarget(r.personality);
     servers.push(e.server);
-    pairs.push({ personality: r.personality, embedded: e.target, real: realTarget(`kube-apiserver (${r.personality})`, r.access) });
+    pairs.push({
+      personality: r.personality,
+      embedded: e.target,
+      real: realTarget(`kube-apiserver (${r.personality})`, r.access),
+    });
   }
   const results = await runConformance(pairs, undefined, (r) => process.stdout.write(`${reportLine(r)}\n`));
   process.stdout.write(`\n${report(results).split('\n').slice(results.length).join('\n')}\n`);

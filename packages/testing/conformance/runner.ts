@@ -41,7 +41,12 @@ export async function embeddedTarget(personality: Personality): Promise<{ server
 export function realTarget(name: string, access: Access): Target {
   const t: Target = new Target(name, access, async (ns, pod, node) => {
     const a = await t.request('POST', `/api/v1/namespaces/${ns}/pods/${pod}/binding`, {
-      body: { apiVersion: 'v1', kind: 'Binding', metadata: { name: pod }, target: { apiVersion: 'v1', kind: 'Node', name: node } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name: pod },
+        target: { apiVersion: 'v1', kind: 'Node', name: node },
+      },
     });
     if (a.status !== 201) throw new Error(`binding ${ns}/${pod}: ${a.status} ${a.text}`);
   });
@@ -49,7 +54,11 @@ export function realTarget(name: string, access: Access): Target {
 }
 
 /** Runs every case on every pair, each in a fresh namespace of the same name on both servers. */
-export async function runConformance(pairs: Pair[], cases: ConformanceCase[] = CASES, onResult?: (r: CaseResult) => void): Promise<CaseResult[]> {
+export async function runConformance(
+  pairs: Pair[],
+  cases: ConformanceCase[] = CASES,
+  onResult?: (r: CaseResult) => void,
+): Promise<CaseResult[]> {
   const out: CaseResult[] = [];
   const run = Date.now().toString(36);
   for (const pair of pairs) {
@@ -84,20 +93,36 @@ export async function runConformance(pairs: Pair[], cases: ConformanceCase[] = C
 
 /** One report line: verdict, personality, id, title, and the reason of a known difference. */
 export function reportLine(r: CaseResult): string {
-  if (r.nondeterministic !== undefined) return `${r.verdict}  ${r.personality.padEnd(8)}  ${r.id.padEnd(30)}  ${r.title}  (not asserted: ${r.nondeterministic})`;
-  const mark = r.knownDifference === undefined ? '' : r.verdict === 'DIFF' ? `  (known difference: ${r.knownDifference})` : '  (marked as a known difference but SAME: remove the mark)';
+  if (r.nondeterministic !== undefined)
+    return `${r.verdict}  ${r.personality.padEnd(8)}  ${r.id.padEnd(30)}  ${r.title}  (not asserted: ${r.nondeterministic})`;
+  const mark =
+    r.knownDifference === undefined
+      ? ''
+      : r.verdict === 'DIFF'
+        ? `  (known difference: ${r.knownDifference})`
+        : '  (marked as a known difference but SAME: remove the mark)';
   return `${r.verdict}  ${r.personality.padEnd(8)}  ${r.id.padEnd(30)}  ${r.title}${mark}`;
 }
 
 /** The full report, with the observations of every unexpected DIFF. */
 export function report(results: CaseResult[]): string {
   const lines = results.map(reportLine);
-  const unexpected = results.filter((r) => r.verdict === 'DIFF' && r.knownDifference === undefined && r.nondeterministic === undefined);
+  const unexpected = results.filter(
+    (r) => r.verdict === 'DIFF' && r.knownDifference === undefined && r.nondeterministic === undefined,
+  );
   for (const r of unexpected) {
-    lines.push('', `DIFF ${r.personality} ${r.id}:`, `  embedded: ${JSON.stringify(r.embedded)}`, `  real:     ${JSON.stringify(r.real)}`);
+    lines.push(
+      '',
+      `DIFF ${r.personality} ${r.id}:`,
+      `  embedded: ${JSON.stringify(r.embedded)}`,
+      `  real:     ${JSON.stringify(r.real)}`,
+    );
   }
   const same = results.filter((r) => r.verdict === 'SAME').length;
-  lines.push('', `${same} SAME, ${results.length - same} DIFF (${results.filter((r) => r.verdict === 'DIFF' && r.knownDifference !== undefined).length} known), ${unexpected.length} unexpected`);
+  lines.push(
+    '',
+    `${same} SAME, ${results.length - same} DIFF (${results.filter((r) => r.verdict === 'DIFF' && r.knownDifference !== undefined).length} known), ${unexpected.length} unexpected`,
+  );
   return lines.join('\n');
 }
 

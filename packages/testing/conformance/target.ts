@@ -82,7 +82,13 @@ export class Target {
             json = undefined;
           }
           const w = res.headers['warning'];
-          resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), warning: Array.isArray(w) ? w.join(', ') : (w ?? ''), text, json });
+          resolve({
+            status: res.statusCode ?? 0,
+            contentType: String(res.headers['content-type'] ?? ''),
+            warning: Array.isArray(w) ? w.join(', ') : (w ?? ''),
+            text,
+            json,
+          });
         };
         res.on('end', finish);
         res.on('error', finish);
@@ -117,7 +123,9 @@ export class Target {
 
   /** Creates a namespace (201, or 409 when it exists). */
   async namespace(ns: string): Promise<void> {
-    const a = await this.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } });
+    const a = await this.request('POST', '/api/v1/namespaces', {
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+    });
     if (a.status !== 201 && a.status !== 409) throw new Error(`${this.name}: creating namespace ${ns}: ${a.status} ${a.text}`);
   }
 }

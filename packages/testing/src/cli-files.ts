@@ -29,7 +29,11 @@ export async function readManifests(flag: string, path: string): Promise<KubeObj
       `${flag} ${path}: not JSON (${(e as Error).message}). This server reads JSON manifests only; convert YAML with \`kubectl create --dry-run=client -o json -f ${path}\` or \`yq -o json\``,
     );
   }
-  const items = Array.isArray(doc) ? doc : isRecord(doc) && Array.isArray(doc['items']) && String(doc['kind'] ?? '').endsWith('List') ? doc['items'] : [doc];
+  const items = Array.isArray(doc)
+    ? doc
+    : isRecord(doc) && Array.isArray(doc['items']) && String(doc['kind'] ?? '').endsWith('List')
+      ? doc['items']
+      : [doc];
   return items.map((o: unknown, i) => {
     if (!isRecord(o) || typeof o['apiVersion'] !== 'string' || typeof o['kind'] !== 'string' || !isRecord(o['metadata'])) {
       throw new ManifestFileError(`${flag} ${path}: item ${i} is not an object with apiVersion, kind and metadata`);

@@ -64,10 +64,14 @@ export function parseResourceFlag(text: string): ResourceDefinition {
     throw new UsageError(`--resource: expected group/version/Kind/plural, got ${JSON.stringify(text)}`);
   }
   const [group, version, kind, plural] = parts as [string, string, string, string];
-  if (nameErrors(group, 'subdomain').length > 0 || !group.includes('.')) throw new UsageError(`--resource: invalid group ${JSON.stringify(group)} (a DNS subdomain with a dot, e.g. example.com)`);
-  if (!/^v\d+((alpha|beta)\d+)?$/.test(version)) throw new UsageError(`--resource: invalid version ${JSON.stringify(version)} (e.g. v1, v1beta1)`);
-  if (!/^[A-Z][A-Za-z0-9]*$/.test(kind)) throw new UsageError(`--resource: invalid kind ${JSON.stringify(kind)} (CamelCase, e.g. Widget)`);
-  if (nameErrors(plural, 'label').length > 0) throw new UsageError(`--resource: invalid plural ${JSON.stringify(plural)} (lowercase, e.g. widgets)`);
+  if (nameErrors(group, 'subdomain').length > 0 || !group.includes('.'))
+    throw new UsageError(`--resource: invalid group ${JSON.stringify(group)} (a DNS subdomain with a dot, e.g. example.com)`);
+  if (!/^v\d+((alpha|beta)\d+)?$/.test(version))
+    throw new UsageError(`--resource: invalid version ${JSON.stringify(version)} (e.g. v1, v1beta1)`);
+  if (!/^[A-Z][A-Za-z0-9]*$/.test(kind))
+    throw new UsageError(`--resource: invalid kind ${JSON.stringify(kind)} (CamelCase, e.g. Widget)`);
+  if (nameErrors(plural, 'label').length > 0)
+    throw new UsageError(`--resource: invalid plural ${JSON.stringify(plural)} (lowercase, e.g. widgets)`);
   return { group, version, kind, plural };
 }
 
@@ -78,7 +82,11 @@ function int(name: string, text: string | undefined, fallback: number): number {
 }
 
 /** Parses `argv`, starts the server and wires signals. Resolves with the server once listening. */
-export async function main(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<ApiServer | undefined> {
+export async function main(
+  argv: string[],
+  out: NodeJS.WritableStream = process.stdout,
+  err: NodeJS.WritableStream = process.stderr,
+): Promise<ApiServer | undefined> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -108,11 +116,13 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
   const labels = parseLabels(values.labels ?? '');
   const resources = (values.resource ?? []).map(parseResourceFlag);
   const personality = values.personality ?? 'cached';
-  if (personality !== 'cached' && personality !== 'uncached') throw new UsageError(`--personality: expected cached or uncached, got ${JSON.stringify(personality)}`);
+  if (personality !== 'cached' && personality !== 'uncached')
+    throw new UsageError(`--personality: expected cached or uncached, got ${JSON.stringify(personality)}`);
   const crds: KubeObject[] = [];
   for (const f of values.crd ?? []) crds.push(...(await readManifests('--crd', f)));
   const notCrd = crds.find((o) => o.kind !== 'CustomResourceDefinition');
-  if (notCrd !== undefined) throw new UsageError(`--crd: ${String(notCrd.kind)} ${String(notCrd.metadata.name)} is not a CustomResourceDefinition`);
+  if (notCrd !== undefined)
+    throw new UsageError(`--crd: ${String(notCrd.kind)} ${String(notCrd.metadata.name)} is not a CustomResourceDefinition`);
   const seeds: KubeObject[] = [];
   for (const f of values.seed ?? []) seeds.push(...(await readManifests('--seed', f)));
   const server = await startApiServer({
@@ -190,7 +200,11 @@ export function runCli(argv: string[] = process.argv.slice(2)): void {
     },
     (e: unknown) => {
       const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
-      const usage = code === 'ERR_USAGE' || code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' || code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL';
+      const usage =
+        code === 'ERR_USAGE' ||
+        code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
+        code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ||
+        code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL';
       process.stderr.write(`reconcile-loop-apiserver: ${e instanceof Error ? e.message : String(e)}\n`);
       if (usage) process.stderr.write(USAGE);
       process.exit(usage ? 2 : 1);

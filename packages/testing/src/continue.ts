@@ -26,8 +26,10 @@ export function decodeContinue(token: string): ContinueToken | string {
   }
   if (typeof parsed !== 'object' || parsed === null) return 'continue key is not valid: not an object';
   const p = parsed as Record<string, unknown>;
-  if (p['v'] !== 'meta.k8s.io/v1') return 'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)';
-  if (typeof p['rv'] !== 'number' || !Number.isInteger(p['rv']) || p['rv'] === 0) return 'continue key is not valid: incorrect encoded start resourceVersion';
+  if (p['v'] !== 'meta.k8s.io/v1')
+    return 'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)';
+  if (typeof p['rv'] !== 'number' || !Number.isInteger(p['rv']) || p['rv'] === 0)
+    return 'continue key is not valid: incorrect encoded start resourceVersion';
   if (typeof p['start'] !== 'string' || p['start'] === '') return 'continue key is not valid: encoded start key empty';
   if (p['start'].includes('..')) return 'continue key is not valid: path traversal attempt';
   return { rv: p['rv'], start: p['start'] };

@@ -28,7 +28,8 @@ export class CrdController {
       const name = e.object.metadata.name ?? '';
       if (e.type === 'DELETED') return;
       if (e.object.metadata.deletionTimestamp !== undefined) this.later(() => this.cleanup(name));
-      else if (e.type === 'ADDED' || e.object.metadata.generation !== e.prev?.metadata.generation) this.later(() => this.establish(name));
+      else if (e.type === 'ADDED' || e.object.metadata.generation !== e.prev?.metadata.generation)
+        this.later(() => this.establish(name));
     });
   }
 
@@ -66,12 +67,28 @@ export class CrdController {
     this.served.set(name, mine);
     const spec = crdSpec(crd);
     const at = rfc3339(this.now());
-    const names = { ...spec.names, singular: spec.names.singular ?? spec.names.kind.toLowerCase(), listKind: spec.names.listKind ?? `${spec.names.kind}List` };
+    const names = {
+      ...spec.names,
+      singular: spec.names.singular ?? spec.names.kind.toLowerCase(),
+      listKind: spec.names.listKind ?? `${spec.names.kind}List`,
+    };
     const conditions =
       conflict === undefined
         ? [
-            { type: 'NamesAccepted', status: 'True', lastTransitionTime: at, reason: 'NoConflicts', message: 'no conflicts found' },
-            { type: 'Established', status: 'True', lastTransitionTime: at, reason: 'InitialNamesAccepted', message: 'the initial names have been accepted' },
+            {
+              type: 'NamesAccepted',
+              status: 'True',
+              lastTransitionTime: at,
+              reason: 'NoConflicts',
+              message: 'no conflicts found',
+            },
+            {
+              type: 'Established',
+              status: 'True',
+              lastTransitionTime: at,
+              reason: 'InitialNamesAccepted',
+              message: 'the initial names have been accepted',
+            },
           ]
         : [{ type: 'NamesAccepted', status: 'False', lastTransitionTime: at, reason: 'AlreadyServed', message: conflict }];
     this.engine.mutate(CRD_RESOURCE, '', name, (o) => {

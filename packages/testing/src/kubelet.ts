@@ -128,7 +128,9 @@ export class KubeletEmulator {
     const current = this.registry.get(POD_RESOURCE, namespace, name) as Pod;
     const target = container ?? current.spec?.containers?.[0]?.name;
     if (target === undefined || !(current.spec?.containers ?? []).some((c) => c.name === target)) {
-      throw new ApiStatusError(failure(400, 'BadRequest', `pod ${namespace}/${name} has no container ${JSON.stringify(target ?? '')}`));
+      throw new ApiStatusError(
+        failure(400, 'BadRequest', `pod ${namespace}/${name} has no container ${JSON.stringify(target ?? '')}`),
+      );
     }
     return this.write(namespace, name, (p) => {
       p.status ??= {};
@@ -136,12 +138,23 @@ export class KubeletEmulator {
       let cs = list.find((c) => c.name === target);
       if (cs === undefined) {
         const spec = p.spec?.containers?.find((c) => c.name === target);
-        cs = { name: target, ready: false, restartCount: 0, image: spec?.image ?? '', imageID: '', started: false, state: {}, lastState: {} };
+        cs = {
+          name: target,
+          ready: false,
+          restartCount: 0,
+          image: spec?.image ?? '',
+          imageID: '',
+          started: false,
+          state: {},
+          lastState: {},
+        };
         list.push(cs);
       }
       const startedAt = (cs.state?.['running'] as { startedAt?: string } | undefined)?.startedAt ?? at;
       cs.restartCount += 1;
-      cs.lastState = { terminated: { exitCode: 1, reason: 'Error', startedAt, finishedAt: at, containerID: cs.containerID ?? '' } };
+      cs.lastState = {
+        terminated: { exitCode: 1, reason: 'Error', startedAt, finishedAt: at, containerID: cs.containerID ?? '' },
+      };
       cs.state = { running: { startedAt: at } };
       cs.containerID = `containerd://${randomBytes(32).toString('hex')}`;
       cs.started = true;
@@ -166,7 +179,13 @@ export class KubeletEmulator {
           image: c.image ?? '',
           imageID: old?.imageID ?? '',
           started: false,
-          state: { terminated: { exitCode: phase === 'Succeeded' ? 0 : 1, reason: phase === 'Succeeded' ? 'Completed' : 'Error', finishedAt: at } },
+          state: {
+            terminated: {
+              exitCode: phase === 'Succeeded' ? 0 : 1,
+              reason: phase === 'Succeeded' ? 'Completed' : 'Error',
+              finishedAt: at,
+            },
+          },
           lastState: old?.lastState ?? {},
         };
       });
@@ -200,7 +219,8 @@ export function autoFinishDeletes(store: MvccStore, kubelet: KubeletEmulator, ti
     const t = setTimeout(() => {
       timers.delete(t);
       const cur = store.get(POD_RESOURCE, `${ns}/${name}`);
-      if (cur?.metadata.uid === e.object.metadata.uid && cur?.metadata.deletionTimestamp !== undefined) kubelet.finishGracefulDelete(ns, name);
+      if (cur?.metadata.uid === e.object.metadata.uid && cur?.metadata.deletionTimestamp !== undefined)
+        kubelet.finishGracefulDelete(ns, name);
     }, ms);
     timers.add(t);
   });

@@ -21,7 +21,8 @@ function untilEstablished(engine: ResourceEngine, names: string[], timeoutMs: nu
     const deadline = Date.now() + timeoutMs;
     const poll = (): void => {
       if (established()) resolve();
-      else if (Date.now() > deadline) reject(new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `CRDs not established: ${names.join(', ')}`));
+      else if (Date.now() > deadline)
+        reject(new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `CRDs not established: ${names.join(', ')}`));
       else setTimeout(poll, 1);
     };
     poll();
@@ -34,15 +35,28 @@ function untilEstablished(engine: ResourceEngine, names: string[], timeoutMs: nu
  * writes (a missing namespace is created). An unserved kind throws ERR_UNKNOWN_RESOURCE; a refused
  * object throws its ApiStatusError.
  */
-export async function loadManifests(engine: ResourceEngine, catalog: ResourceCatalog, manifests: readonly KubeObject[]): Promise<KubeObject[]> {
+export async function loadManifests(
+  engine: ResourceEngine,
+  catalog: ResourceCatalog,
+  manifests: readonly KubeObject[],
+): Promise<KubeObject[]> {
   const out: KubeObject[] = [];
   const crds = manifests.filter(isCrd);
   for (const c of crds) out.push(structuredClone(engine.create(CRD_RESOURCE, '', c, { direct: true })));
-  if (crds.length > 0) await untilEstablished(engine, crds.map((c) => c.metadata.name ?? ''), 5_000);
+  if (crds.length > 0)
+    await untilEstablished(
+      engine,
+      crds.map((c) => c.metadata.name ?? ''),
+      5_000,
+    );
   for (const m of manifests) {
     if (isCrd(m)) continue;
     const r = catalog.byKind(String(m.apiVersion ?? ''), String(m.kind ?? ''));
-    if (r === undefined) throw new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `no resource serves kind ${String(m.kind)} in ${String(m.apiVersion)}`);
+    if (r === undefined)
+      throw new ApiServerUsageError(
+        'ERR_UNKNOWN_RESOURCE',
+        `no resource serves kind ${String(m.kind)} in ${String(m.apiVersion)}`,
+      );
     const ns = r.namespaced ? (m.metadata?.namespace ?? 'default') : '';
     out.push(structuredClone(engine.create(r, ns, m, { direct: true })));
   }

@@ -22,7 +22,8 @@ export class NamespaceController {
   ) {
     store.subscribe((e) => {
       if (e.resource.id === NAMESPACE_RESOURCE.id) {
-        if (e.type === 'MODIFIED' && e.object.metadata.deletionTimestamp !== undefined) this.schedule(e.object.metadata.name ?? '');
+        if (e.type === 'MODIFIED' && e.object.metadata.deletionTimestamp !== undefined)
+          this.schedule(e.object.metadata.name ?? '');
         return;
       }
       const ns = e.object.metadata.namespace;

@@ -4,7 +4,17 @@
 export type Verb = 'list' | 'watch' | 'get' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection' | 'discovery';
 
 /** Every verb, in {@link ApiServer.requestCounts} order. */
-export const ALL_VERBS: readonly Verb[] = ['list', 'watch', 'get', 'create', 'update', 'patch', 'delete', 'deletecollection', 'discovery'];
+export const ALL_VERBS: readonly Verb[] = [
+  'list',
+  'watch',
+  'get',
+  'create',
+  'update',
+  'patch',
+  'delete',
+  'deletecollection',
+  'discovery',
+];
 
 /**
  * The failures {@link ApiServer.failNext} can inject: an HTTP status answered with the real server's
@@ -105,7 +115,9 @@ export interface ApiServerOptions {
 }
 
 /** The tunables with their defaults applied. */
-export type ResolvedOptions = Required<Omit<ApiServerOptions, 'port' | 'host' | 'token' | 'now' | 'kubeletAutoFinishDeleteMs' | 'version'>>;
+export type ResolvedOptions = Required<
+  Omit<ApiServerOptions, 'port' | 'host' | 'token' | 'now' | 'kubeletAutoFinishDeleteMs' | 'version'>
+>;
 
 /** Applies the documented defaults. */
 export function resolveOptions(o: ApiServerOptions): ResolvedOptions {

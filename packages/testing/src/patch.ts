@@ -42,7 +42,8 @@ interface Op {
 }
 
 function decodeOps(doc: unknown): Op[] {
-  if (!Array.isArray(doc)) throw new JsonPatchError('ERR_JSON_PATCH_DECODE', 'json: cannot unmarshal object into Go value of type jsonpatch.Patch');
+  if (!Array.isArray(doc))
+    throw new JsonPatchError('ERR_JSON_PATCH_DECODE', 'json: cannot unmarshal object into Go value of type jsonpatch.Patch');
   return doc.map((o: unknown) => {
     if (!isObject(o) || typeof o['op'] !== 'string' || typeof o['path'] !== 'string') {
       throw new JsonPatchError('ERR_JSON_PATCH_DECODE', 'json: invalid patch operation');
@@ -86,7 +87,8 @@ function getAt(root: { v: Json }, path: string): Json {
   const { container, last } = parentOf(root, parts, path);
   if (Array.isArray(container)) {
     const i = Number(last);
-    if (!/^\d+$/.test(last) || i >= container.length) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
+    if (!/^\d+$/.test(last) || i >= container.length)
+      throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
     return container[i]!;
   }
   if (isObject(container) && Object.hasOwn(container, last)) return container[last]!;
@@ -99,7 +101,8 @@ function removeAt(root: { v: Json }, path: string): Json {
   const { container, last } = parentOf(root, parts, path);
   if (Array.isArray(container)) {
     const i = Number(last);
-    if (!/^\d+$/.test(last) || i >= container.length) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `Unable to remove nonexistent key: ${last}: missing value`);
+    if (!/^\d+$/.test(last) || i >= container.length)
+      throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `Unable to remove nonexistent key: ${last}: missing value`);
     return container.splice(i, 1)[0]!;
   }
   if (isObject(container) && Object.hasOwn(container, last)) {
@@ -120,7 +123,8 @@ function addAt(root: { v: Json }, path: string, value: Json, replace: boolean): 
   if (Array.isArray(container)) {
     if (replace) {
       const i = Number(last);
-      if (!/^\d+$/.test(last) || i >= container.length) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing key: ${path}: missing value`);
+      if (!/^\d+$/.test(last) || i >= container.length)
+        throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing key: ${path}: missing value`);
       container[i] = value;
       return;
     }
@@ -129,12 +133,14 @@ function addAt(root: { v: Json }, path: string, value: Json, replace: boolean): 
       return;
     }
     const i = Number(last);
-    if (!/^\d+$/.test(last) || i > container.length) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `Unable to access invalid index: ${last}: invalid index referenced`);
+    if (!/^\d+$/.test(last) || i > container.length)
+      throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `Unable to access invalid index: ${last}: invalid index referenced`);
     container.splice(i, 0, value);
     return;
   }
   if (!isObject(container)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
-  if (replace && !Object.hasOwn(container, last)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing key: ${path}: missing value`);
+  if (replace && !Object.hasOwn(container, last))
+    throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing key: ${path}: missing value`);
   setOwn(container, last, value);
 }
 
@@ -159,24 +165,28 @@ export function jsonPatch(target: Json, doc: unknown): Json {
   for (const op of ops) {
     switch (op.op) {
       case 'add':
-        if (!Object.hasOwn(op, 'value')) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'add operation does not apply: value is missing');
+        if (!Object.hasOwn(op, 'value'))
+          throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'add operation does not apply: value is missing');
         addAt(root, op.path, structuredClone(op.value ?? null), false);
         break;
       case 'remove':
         removeAt(root, op.path);
         break;
       case 'replace':
-        if (!Object.hasOwn(op, 'value')) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'replace operation does not apply: value is missing');
+        if (!Object.hasOwn(op, 'value'))
+          throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'replace operation does not apply: value is missing');
         addAt(root, op.path, structuredClone(op.value ?? null), true);
         break;
       case 'move': {
-        if (op.from === undefined) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'move operation does not apply: from is missing');
+        if (op.from === undefined)
+          throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'move operation does not apply: from is missing');
         const v = removeAt(root, op.from);
         addAt(root, op.path, v, false);
         break;
       }
       case 'copy': {
-        if (op.from === undefined) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'copy operation does not apply: from is missing');
+        if (op.from === undefined)
+          throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'copy operation does not apply: from is missing');
         addAt(root, op.path, structuredClone(getAt(root, op.from)), false);
         break;
       }

@@ -100,10 +100,12 @@ export class ApiServer implements AsyncDisposable {
     this.catalog.add(NAMESPACE_RESOURCE);
     for (const r of CORE_KINDS) this.catalog.add(r);
     this.catalog.add(CRD_RESOURCE);
-    for (const ns of BUILT_IN_NAMESPACES) this.engine.create(NAMESPACE_RESOURCE, '', { metadata: { name: ns } }, { direct: true });
+    for (const ns of BUILT_IN_NAMESPACES)
+      this.engine.create(NAMESPACE_RESOURCE, '', { metadata: { name: ns } }, { direct: true });
     this.namespaces = new NamespaceController(this.store, this.engine, this.catalog, this.timers);
     this.crds = new CrdController(this.store, this.engine, this.catalog, this.timers, this.now);
-    if (options.kubeletAutoFinishDeleteMs !== undefined) autoFinishDeletes(this.store, this.kubelet, this.timers, options.kubeletAutoFinishDeleteMs);
+    if (options.kubeletAutoFinishDeleteMs !== undefined)
+      autoFinishDeletes(this.store, this.kubelet, this.timers, options.kubeletAutoFinishDeleteMs);
     const ctx: ServerContext = {
       store: this.store,
       engine: this.engine,
@@ -120,7 +122,11 @@ export class ApiServer implements AsyncDisposable {
       counters: this.counters,
       faults: this.faults,
       token: this.token,
-      discovery: { host: this.host, port: this.port, version: options.version ?? { major: '1', minor: '35', gitVersion: 'v1.35.4+reconcile-loop' } },
+      discovery: {
+        host: this.host,
+        port: this.port,
+        version: options.version ?? { major: '1', minor: '35', gitVersion: 'v1.35.4+reconcile-loop' },
+      },
     };
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       // handleRequest answers every failure itself; this catch only guards a failure to write the answer.
@@ -156,7 +162,11 @@ export class ApiServer implements AsyncDisposable {
    */
   registerResource(def: ResourceDefinition): ResourceRef {
     this.assertOpen();
-    if (def.group === '') throw new ApiServerUsageError('ERR_BAD_OPTION', 'registerResource: the core group serves built-in kinds only; give a group');
+    if (def.group === '')
+      throw new ApiServerUsageError(
+        'ERR_BAD_OPTION',
+        'registerResource: the core group serves built-in kinds only; give a group',
+      );
     this.catalog.add(customResource(def));
     return { group: def.group, version: def.version, plural: def.plural };
   }
@@ -225,7 +235,11 @@ export class ApiServer implements AsyncDisposable {
    */
   waitForWatches(count: number | ((open: number) => boolean) = 1, timeoutMs = 5_000): Promise<void> {
     const cond = typeof count === 'number' ? (): boolean => this.hub.size >= count : (): boolean => count(this.hub.size);
-    return this.counters.waitUntil(cond, timeoutMs, typeof count === 'number' ? `${count} open watch(es)` : 'the open watch count');
+    return this.counters.waitUntil(
+      cond,
+      timeoutMs,
+      typeof count === 'number' ? `${count} open watch(es)` : 'the open watch count',
+    );
   }
 
   /** Resolves once {@link requestCounts}[verb] reaches `count` (rejects after `timeoutMs`). */

@@ -106,7 +106,11 @@ export function forbidden(field: string, detail: string): FieldError {
 /** `field.NotSupported`. */
 export function notSupported(field: string, value: unknown, allowed: string[]): FieldError {
   const list = allowed.map((a) => JSON.stringify(a)).join(', ');
-  return { field, type: 'FieldValueNotSupported', body: `Unsupported value: ${JSON.stringify(value)}: supported values: ${list}` };
+  return {
+    field,
+    type: 'FieldValueNotSupported',
+    body: `Unsupported value: ${JSON.stringify(value)}: supported values: ${list}`,
+  };
 }
 
 /** `errors.NewInvalid`: `Pod "x" is invalid: metadata.name: Required value: ...` (aggregated as `[a, b]` when several). */

@@ -56,7 +56,13 @@ export interface TableColumn {
 /** NAME and AGE: what the apiserver prints for a kind without its own printer. */
 export const GENERIC_COLUMNS: readonly TableColumn[] = [
   { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
-  { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.', priority: 0 },
+  {
+    name: 'Age',
+    type: 'string',
+    format: '',
+    description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+    priority: 0,
+  },
 ];
 
 /** NAME and AGE cells for {@link GENERIC_COLUMNS}. */

@@ -17,7 +17,12 @@ afterEach(async () => {
   dir = undefined;
 });
 
-function launch(args: string[]): { proc: ChildProcessWithoutNullStreams; firstLine: Promise<string>; exit: Promise<number | null>; stderr: () => string } {
+function launch(args: string[]): {
+  proc: ChildProcessWithoutNullStreams;
+  firstLine: Promise<string>;
+  exit: Promise<number | null>;
+  stderr: () => string;
+} {
   const proc = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: dirname(CLI), stdio: ['pipe', 'pipe', 'pipe'] });
   child = proc;
   let err = '';
@@ -39,7 +44,18 @@ describe('reconcile-loop-apiserver bin', () => {
   it('[testing: bin] prints the URL, writes the kubeconfig, seeds labelled pods, exits 0 on SIGTERM', async () => {
     dir = await mkdtemp(join(tmpdir(), 'rl-cli-'));
     const kubeconfig = join(dir, 'kubeconfig');
-    const p = launch(['--port', '0', '--kubeconfig', kubeconfig, '--seed-pods', '3', '--namespace', 'pool', '--labels', 'app=demo,cell=engine']);
+    const p = launch([
+      '--port',
+      '0',
+      '--kubeconfig',
+      kubeconfig,
+      '--seed-pods',
+      '3',
+      '--namespace',
+      'pool',
+      '--labels',
+      'app=demo,cell=engine',
+    ]);
     const url = await p.firstLine;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(await readFile(kubeconfig, 'utf8')).toContain(`server: "${url}"`);
@@ -76,7 +92,10 @@ describe('reconcile-loop-apiserver bin', () => {
       body: JSON.stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } }),
     });
     expect(created.status).toBe(201);
-    const list = (await (await fetch(`${url}/apis/example.com/v1/namespaces/default/widgets`)).json()) as { kind: string; items: Array<{ metadata: { name: string } }> };
+    const list = (await (await fetch(`${url}/apis/example.com/v1/namespaces/default/widgets`)).json()) as {
+      kind: string;
+      items: Array<{ metadata: { name: string } }>;
+    };
     expect(list.kind).toBe('WidgetList');
     expect(list.items.map((i) => i.metadata.name)).toEqual(['w1']);
     expect((await fetch(`${url}/apis/example.com/v1alpha1/namespaces/default/gadgets`)).status).toBe(200);
@@ -91,11 +110,15 @@ describe('reconcile-loop-apiserver bin', () => {
     ['example.com/1/Widget/widgets', 'invalid version'],
     ['example.com/v1/widget/widgets', 'invalid kind'],
     ['example.com/v1/Widget/Widgets', 'invalid plural'],
-  ])('[testing: bin resources] --resource %s exits 2: %s', async (arg, message) => {
-    const p = launch(['--resource', arg]);
-    expect(await p.exit).toBe(2);
-    expect(p.stderr()).toContain(message);
-  }, 30_000);
+  ])(
+    '[testing: bin resources] --resource %s exits 2: %s',
+    async (arg, message) => {
+      const p = launch(['--resource', arg]);
+      expect(await p.exit).toBe(2);
+      expect(p.stderr()).toContain(message);
+    },
+    30_000,
+  );
 
   it('[testing: bin resources] the same --resource twice exits 2', async () => {
     const p = launch(['--resource', 'example.com/v1/Widget/widgets', '--resource', 'example.com/v1/Widget/widgets']);
@@ -103,30 +126,46 @@ describe('reconcile-loop-apiserver bin', () => {
     expect(p.stderr()).toContain('already registered');
   }, 30_000);
 
-  it('[testing: bin files] --crd serves the CRD\'s kind, --seed creates objects (namespaces made as needed), --personality uncached pages rv=0', async () => {
+  it("[testing: bin files] --crd serves the CRD's kind, --seed creates objects (namespaces made as needed), --personality uncached pages rv=0", async () => {
     dir = await mkdtemp(join(tmpdir(), 'rl-cli-'));
     const crd = join(dir, 'crd.json');
     const seed = join(dir, 'seed.json');
-    await writeFile(crd, JSON.stringify({
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: 'gadgets.example.com' },
-      spec: { group: 'example.com', scope: 'Namespaced', names: { plural: 'gadgets', kind: 'Gadget' }, versions: [{ name: 'v1', served: true, storage: true }] },
-    }));
-    await writeFile(seed, JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'List',
-      items: [
-        { apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g1', namespace: 'team' }, spec: { size: 1 } },
-        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c1', namespace: 'team' }, data: { a: 'b' } },
-        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c2', namespace: 'team' }, data: { a: 'c' } },
-      ],
-    }));
+    await writeFile(
+      crd,
+      JSON.stringify({
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: 'gadgets.example.com' },
+        spec: {
+          group: 'example.com',
+          scope: 'Namespaced',
+          names: { plural: 'gadgets', kind: 'Gadget' },
+          versions: [{ name: 'v1', served: true, storage: true }],
+        },
+      }),
+    );
+    await writeFile(
+      seed,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          { apiVersion: 'example.com/v1', kind: 'Gadget', metadata: { name: 'g1', namespace: 'team' }, spec: { size: 1 } },
+          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c1', namespace: 'team' }, data: { a: 'b' } },
+          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c2', namespace: 'team' }, data: { a: 'c' } },
+        ],
+      }),
+    );
     const p = launch(['--crd', crd, '--seed', seed, '--personality', 'uncached']);
     const url = await p.firstLine;
-    const g = (await (await fetch(`${url}/apis/example.com/v1/namespaces/team/gadgets`)).json()) as { items: Array<{ metadata: { name: string } }> };
+    const g = (await (await fetch(`${url}/apis/example.com/v1/namespaces/team/gadgets`)).json()) as {
+      items: Array<{ metadata: { name: string } }>;
+    };
     expect(g.items.map((i) => i.metadata.name)).toEqual(['g1']);
-    const paged = (await (await fetch(`${url}/api/v1/namespaces/team/configmaps?resourceVersion=0&limit=1`)).json()) as { items: unknown[]; metadata: { continue?: string } };
+    const paged = (await (await fetch(`${url}/api/v1/namespaces/team/configmaps?resourceVersion=0&limit=1`)).json()) as {
+      items: unknown[];
+      metadata: { continue?: string };
+    };
     expect(paged.items).toHaveLength(1);
     expect(paged.metadata.continue).toBeDefined();
     expect(p.stderr()).toContain('established 1 CRD(s): gadgets.example.com');

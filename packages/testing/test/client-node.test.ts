@@ -36,7 +36,10 @@ class Events {
   waitFor(entry: string, timeoutMs = 5_000): Promise<void> {
     if (this.seen.includes(entry)) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`no "${entry}" within ${timeoutMs} ms; saw ${JSON.stringify(this.seen)}`)), timeoutMs);
+      const t = setTimeout(
+        () => reject(new Error(`no "${entry}" within ${timeoutMs} ms; saw ${JSON.stringify(this.seen)}`)),
+        timeoutMs,
+      );
       this.waiters.push({
         want: entry,
         resolve: () => {
@@ -70,14 +73,22 @@ describe('@kubernetes/client-node 1.4 against the embedded apiserver', () => {
     const list = await api.listNamespacedPod({ namespace: 'default', labelSelector: 'app=x' });
     expect(list.items.map((p) => p.metadata?.name)).toEqual(['p']);
     expect(list.metadata?.resourceVersion).toBe(String(server.revision));
-    const patched = await api.patchNamespacedPod({ namespace: 'default', name: 'p', body: [{ op: 'add', path: '/metadata/labels/b', value: 'c' }] });
+    const patched = await api.patchNamespacedPod({
+      namespace: 'default',
+      name: 'p',
+      body: [{ op: 'add', path: '/metadata/labels/b', value: 'c' }],
+    });
     expect(patched.metadata?.labels).toEqual({ app: 'x', b: 'c' });
     const read = await api.readNamespacedPod({ namespace: 'default', name: 'p' });
     expect(read.metadata?.resourceVersion).toBe(patched.metadata?.resourceVersion);
     await api.deleteNamespacedPod({ namespace: 'default', name: 'p' });
     const err = await api.readNamespacedPod({ namespace: 'default', name: 'p' }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 404 });
-    expect(JSON.parse((err as { body: string }).body)).toMatchObject({ kind: 'Status', reason: 'NotFound', message: 'pods "p" not found' });
+    expect(JSON.parse((err as { body: string }).body)).toMatchObject({
+      kind: 'Status',
+      reason: 'NotFound',
+      message: 'pods "p" not found',
+    });
   });
 
   it('[testing: client-node makeInformer] syncs the list, then sees add, update and delete from the watch', async () => {
@@ -93,7 +104,12 @@ describe('@kubernetes/client-node 1.4 against the embedded apiserver', () => {
     await events.waitFor('update fresh');
     server.deletePod('default', 'pod-0');
     await events.waitFor('delete pod-0');
-    expect(informer!.list('default').map((p) => p.metadata?.name).sort()).toEqual(['fresh', 'pod-1']);
+    expect(
+      informer!
+        .list('default')
+        .map((p) => p.metadata?.name)
+        .sort(),
+    ).toEqual(['fresh', 'pod-1']);
     expect(server.requestCounts().list).toBe(1);
   });
 

@@ -11,9 +11,14 @@ describe('conformance suite bookkeeping', () => {
   it('[testing: conformance marks] every known difference of the suite is listed in the README with its case id, and case ids are unique', () => {
     const ids = CASES.map((c) => c.id);
     expect(new Set(ids).size).toBe(ids.length);
-    const section = README.slice(README.indexOf('## Conformance against a real kube-apiserver'), README.indexOf('## Known differences from a real kube-apiserver'));
+    const section = README.slice(
+      README.indexOf('## Conformance against a real kube-apiserver'),
+      README.indexOf('## Known differences from a real kube-apiserver'),
+    );
     for (const c of CASES) {
-      const marks = [c.knownDifference, c.nondeterministic, ...Object.values(c.knownDifferenceOn ?? {})].filter((m) => m !== undefined);
+      const marks = [c.knownDifference, c.nondeterministic, ...Object.values(c.knownDifferenceOn ?? {})].filter(
+        (m) => m !== undefined,
+      );
       if (marks.length > 0) expect(section, c.id).toContain(`\`${c.id}\``);
     }
     const listed = [...section.matchAll(/^- `([a-z0-9-]+)`/gm)].map((m) => m[1]);
@@ -24,7 +29,16 @@ describe('conformance suite bookkeeping', () => {
   });
 
   it('[testing: conformance marks] an unmarked DIFF fails, a marked SAME fails (stale mark), and the report names both', () => {
-    const r = (verdict: 'SAME' | 'DIFF', known: string | undefined, nondeterministic?: string): CaseResult => ({ id: 'x', title: 't', personality: 'cached', verdict, knownDifference: known, nondeterministic, embedded: 1, real: verdict === 'SAME' ? 1 : 2 });
+    const r = (verdict: 'SAME' | 'DIFF', known: string | undefined, nondeterministic?: string): CaseResult => ({
+      id: 'x',
+      title: 't',
+      personality: 'cached',
+      verdict,
+      knownDifference: known,
+      nondeterministic,
+      embedded: 1,
+      real: verdict === 'SAME' ? 1 : 2,
+    });
     expect(conforms([r('SAME', undefined), r('DIFF', 'why')])).toBe(true);
     expect(conforms([r('DIFF', undefined)])).toBe(false);
     expect(conforms([r('SAME', 'why')])).toBe(false);

@@ -14,7 +14,6 @@ afterEach(async () => {
   await server.close();
 });
 
-
 /** Settles pending I/O callbacks so bytes that were going to arrive have arrived. */
 async function roundTrip(s: ApiServer): Promise<void> {
   await call(s, 'GET', '/version');
@@ -29,7 +28,11 @@ describe('compact', () => {
     expect(server.compact(mid)).toBe(mid);
     expect(server.compactedRevision).toBe(mid);
     const old = await watch(server, `${PODS}?watch=true&resourceVersion=${mid - 1}`);
-    expect((await old.next()).frame.object).toMatchObject({ code: 410, reason: 'Expired', message: `too old resource version: ${mid - 1} (${mid})` });
+    expect((await old.next()).frame.object).toMatchObject({
+      code: 410,
+      reason: 'Expired',
+      message: `too old resource version: ${mid - 1} (${mid})`,
+    });
     const ok = await watch(server, `${PODS}?watch=true&resourceVersion=${mid}`);
     expect((await ok.next()).frame).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'pod-2' } } });
     ok.close();
@@ -129,7 +132,10 @@ describe('frame injection', () => {
     await start();
     const w = await watch(server, `${PODS}?watch=true`);
     await server.waitForWatches(1);
-    server.injectWatchFrame({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'Expired', code: 410 } });
+    server.injectWatchFrame({
+      type: 'ERROR',
+      object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'Expired', code: 410 },
+    });
     expect((await w.next()).frame.object.code).toBe(410);
     w.close();
   });
@@ -143,7 +149,11 @@ describe('failNext', () => {
     [504, 'Timeout', undefined],
     [400, 'BadRequest', 'injected failure: the server rejected the request'],
     [401, 'Unauthorized', 'Unauthorized'],
-    [403, 'Forbidden', 'pods is forbidden: User "system:serviceaccount:default:injected" cannot list resource "pods" in API group ""'],
+    [
+      403,
+      'Forbidden',
+      'pods is forbidden: User "system:serviceaccount:default:injected" cannot list resource "pods" in API group ""',
+    ],
     [404, 'NotFound', 'the server could not find the requested resource'],
     [422, 'Invalid', 'injected failure: the request is invalid'],
   ] as const)('[testing: failNext] the next LIST answers %i %s, then LIST works again', async (status, reason, message) => {
@@ -154,7 +164,8 @@ describe('failNext', () => {
     expect(a.json).toMatchObject({ kind: 'Status', status: 'Failure', reason, code: status });
     if (message !== undefined) expect(a.json.message).toBe(message);
     if (status === 429) expect(a.headers.get('retry-after')).toBe('1');
-    if (status === 504) expect(a.json.details.causes).toEqual([{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }]);
+    if (status === 504)
+      expect(a.json.details.causes).toEqual([{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }]);
     expect((await call(server, 'GET', PODS)).status).toBe(200);
   });
 
@@ -197,7 +208,7 @@ describe('failNext', () => {
     expect((await call(server, 'GET', PODS)).status).toBe(200);
   });
 
-  it("[testing: failNext] a request left hanging does not keep close() from settling", async () => {
+  it('[testing: failNext] a request left hanging does not keep close() from settling', async () => {
     await start();
     server.failNext({ verb: 'watch', status: 'hang' });
     const hung = fetch(`${server.url}${PODS}?watch=true`).then(
@@ -230,7 +241,10 @@ describe('requestCounts', () => {
     await call(server, 'GET', PODS);
     await call(server, 'GET', `${PODS}/p`);
     await call(server, 'PUT', `${PODS}/p`, { body: { ...podBody('p'), metadata: { name: 'p', labels: { a: 'b' } } } });
-    await call(server, 'PATCH', `${PODS}/p`, { body: { metadata: { labels: { c: 'd' } } }, contentType: 'application/merge-patch+json' });
+    await call(server, 'PATCH', `${PODS}/p`, {
+      body: { metadata: { labels: { c: 'd' } } },
+      contentType: 'application/merge-patch+json',
+    });
     const w = await watch(server, `${PODS}?watch=true`);
     await server.waitForWatches(1);
     w.close();
@@ -238,7 +252,17 @@ describe('requestCounts', () => {
     server.failNext({ verb: 'list', status: 500 });
     await call(server, 'GET', PODS);
     await call(server, 'GET', '/api/v1');
-    expect(server.requestCounts()).toEqual({ list: 2, watch: 1, get: 1, create: 1, update: 1, patch: 1, delete: 1, deletecollection: 0, discovery: 1 });
+    expect(server.requestCounts()).toEqual({
+      list: 2,
+      watch: 1,
+      get: 1,
+      create: 1,
+      update: 1,
+      patch: 1,
+      delete: 1,
+      deletecollection: 0,
+      discovery: 1,
+    });
     server.resetRequestCounts();
     expect(server.requestCounts().list).toBe(0);
   });
@@ -283,7 +307,15 @@ describe('kubelet emulation', () => {
 
   it('[testing: kubelet.bumpRestartCount] increments restartCount and records lastState terminated', async () => {
     await start();
-    server.createPod({ metadata: { name: 'p' }, spec: { containers: [{ name: 'a', image: 'x:1' }, { name: 'b', image: 'y:1' }] } });
+    server.createPod({
+      metadata: { name: 'p' },
+      spec: {
+        containers: [
+          { name: 'a', image: 'x:1' },
+          { name: 'b', image: 'y:1' },
+        ],
+      },
+    });
     server.kubelet.bind('default', 'p', 'n');
     server.kubelet.setRunningReady('default', 'p');
     server.kubelet.bumpRestartCount('default', 'p');
@@ -359,13 +391,22 @@ describe('direct object writes', () => {
 
   it('[testing: registerResource] serves a custom kind, lists it in discovery, refuses duplicates', async () => {
     await start();
-    const ref = server.registerResource({ group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets', shortNames: ['wd'] });
-    expect(() => server.registerResource(WIDGET)).toThrow(
-      expect.objectContaining({ code: 'ERR_BAD_OPTION' }),
-    );
+    const ref = server.registerResource({
+      group: 'example.com',
+      version: 'v1',
+      kind: 'Widget',
+      plural: 'widgets',
+      shortNames: ['wd'],
+    });
+    expect(() => server.registerResource(WIDGET)).toThrow(expect.objectContaining({ code: 'ERR_BAD_OPTION' }));
     const groups = await call(server, 'GET', '/apis');
     expect(groups.json.kind).toBe('APIGroupList');
-    expect(groups.json.groups.map((g: { name: string }) => g.name)).toEqual(['events.k8s.io', 'coordination.k8s.io', 'apiextensions.k8s.io', 'example.com']);
+    expect(groups.json.groups.map((g: { name: string }) => g.name)).toEqual([
+      'events.k8s.io',
+      'coordination.k8s.io',
+      'apiextensions.k8s.io',
+      'example.com',
+    ]);
     expect(groups.json.groups[3]).toEqual({
       name: 'example.com',
       versions: [{ groupVersion: 'example.com/v1', version: 'v1' }],
@@ -382,17 +423,36 @@ describe('direct object writes', () => {
     expect(server.getObject(ref, 'default', 'w')?.metadata.generation).toBe(2);
     server.deleteObject(ref, 'default', 'w');
     expect(server.listObjects(ref)).toEqual([]);
-    expect(() => server.listObjects({ group: 'nope.io', plural: 'things' })).toThrow(expect.objectContaining({ code: 'ERR_UNKNOWN_RESOURCE' }));
+    expect(() => server.listObjects({ group: 'nope.io', plural: 'things' })).toThrow(
+      expect.objectContaining({ code: 'ERR_UNKNOWN_RESOURCE' }),
+    );
   });
 
   it('[testing: discovery] /version, /api and /api/v1 describe the served pods', async () => {
     await start();
     const version = (await call(server, 'GET', '/version')).json;
     expect(Object.keys(version)).toEqual([
-      'major', 'minor', 'emulationMajor', 'emulationMinor', 'minCompatibilityMajor', 'minCompatibilityMinor',
-      'gitVersion', 'gitCommit', 'gitTreeState', 'buildDate', 'goVersion', 'compiler', 'platform',
+      'major',
+      'minor',
+      'emulationMajor',
+      'emulationMinor',
+      'minCompatibilityMajor',
+      'minCompatibilityMinor',
+      'gitVersion',
+      'gitCommit',
+      'gitTreeState',
+      'buildDate',
+      'goVersion',
+      'compiler',
+      'platform',
     ]);
-    expect(version).toMatchObject({ major: '1', minor: '35', emulationMinor: '35', minCompatibilityMinor: '34', gitVersion: 'v1.35.4+reconcile-loop' });
+    expect(version).toMatchObject({
+      major: '1',
+      minor: '35',
+      emulationMinor: '35',
+      minCompatibilityMinor: '34',
+      gitVersion: 'v1.35.4+reconcile-loop',
+    });
     expect((await call(server, 'GET', '/api')).json).toMatchObject({ kind: 'APIVersions', versions: ['v1'] });
     const v1 = await call(server, 'GET', '/api/v1');
     expect(v1.json.resources[0]).toEqual({
@@ -439,15 +499,19 @@ describe('kubeconfig, auth, lifecycle', () => {
     expect(anonymous.json).toMatchObject({
       kind: 'Status',
       reason: 'Forbidden',
-      message: 'pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" in the namespace "default"',
+      message:
+        'pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" in the namespace "default"',
       details: { kind: 'pods' },
       code: 403,
     });
     const named = await call(server, 'DELETE', '/apis/example.com/v1/namespaces/ns1/widgets/w');
-    expect(named.json.message).toBe('widgets.example.com "w" is forbidden: User "system:anonymous" cannot delete resource "widgets" in API group "example.com" in the namespace "ns1"');
+    expect(named.json.message).toBe(
+      'widgets.example.com "w" is forbidden: User "system:anonymous" cannot delete resource "widgets" in API group "example.com" in the namespace "ns1"',
+    );
     expect(named.json.details).toEqual({ name: 'w', group: 'example.com', kind: 'widgets' });
     expect((await call(server, 'GET', '/api')).json.message).toBe('forbidden: User "system:anonymous" cannot get path "/api"');
-    for (const open of ['/version', '/healthz', '/livez', '/readyz']) expect((await call(server, 'GET', open)).status, open).toBe(200);
+    for (const open of ['/version', '/healthz', '/livez', '/readyz'])
+      expect((await call(server, 'GET', open)).status, open).toBe(200);
     expect((await call(server, 'GET', PODS, { headers: { Authorization: 'Bearer s3cret' } })).status).toBe(200);
     expect(server.kubeconfig()).toContain('token: "s3cret"');
   });
@@ -461,7 +525,9 @@ describe('kubeconfig, auth, lifecycle', () => {
     expect(second).toBe(first);
     await first;
     expect(await w.ended).toBe('eof');
-    expect(() => server.createPod({ metadata: { name: 'late' } })).toThrow(expect.objectContaining({ code: 'ERR_APISERVER_CLOSED' }));
+    expect(() => server.createPod({ metadata: { name: 'late' } })).toThrow(
+      expect.objectContaining({ code: 'ERR_APISERVER_CLOSED' }),
+    );
     await expect(fetch(`${server.url}/version`)).rejects.toThrow();
   });
 

@@ -62,7 +62,7 @@ describe("deletion events as the registry sends them (deletionEvents: 'graceful'
     w.close();
   });
 
-  it('[testing: deletion events] the kubelet\'s final delete is MODIFIED (grace 0) then DELETED too; custom resources go with DELETED alone', async () => {
+  it("[testing: deletion events] the kubelet's final delete is MODIFIED (grace 0) then DELETED too; custom resources go with DELETED alone", async () => {
     await start({ deletionEvents: 'graceful' });
     const ref = server.registerResource(WIDGET);
     server.createPod({ metadata: { name: 'p', namespace: 'default' } });
@@ -70,7 +70,10 @@ describe("deletion events as the registry sends them (deletionEvents: 'graceful'
     server.deletePod('default', 'p');
     server.createObject(ref, { metadata: { name: 'w', namespace: 'default' } });
     const w = await watch(server, `${PODS}?watch=true&resourceVersion=${server.revision}`);
-    const ww = await watch(server, `/apis/example.com/v1/namespaces/default/widgets?watch=true&resourceVersion=${server.revision}`);
+    const ww = await watch(
+      server,
+      `/apis/example.com/v1/namespaces/default/widgets?watch=true&resourceVersion=${server.revision}`,
+    );
     await server.waitForWatches(2);
     server.kubelet.finishGracefulDelete('default', 'p');
     expect([summary(await w.next()), summary(await w.next())]).toEqual([
@@ -99,7 +102,12 @@ describe('namespaces are an API', () => {
     await start();
     const list = await call(server, 'GET', '/api/v1/namespaces');
     expect(list.json.kind).toBe('NamespaceList');
-    expect(list.json.items.map((n: { metadata: { name: string } }) => n.metadata.name)).toEqual(['default', 'kube-node-lease', 'kube-public', 'kube-system']);
+    expect(list.json.items.map((n: { metadata: { name: string } }) => n.metadata.name)).toEqual([
+      'default',
+      'kube-node-lease',
+      'kube-public',
+      'kube-system',
+    ]);
     const d = await call(server, 'GET', '/api/v1/namespaces/default');
     expect(d.json).toMatchObject({
       kind: 'Namespace',
@@ -110,7 +118,9 @@ describe('namespaces are an API', () => {
     });
     expect(d.json.metadata.namespace).toBeUndefined();
     const api = await call(server, 'GET', '/api/v1');
-    expect(api.json.resources).toContainEqual(expect.objectContaining({ name: 'namespaces', namespaced: false, kind: 'Namespace', shortNames: ['ns'] }));
+    expect(api.json.resources).toContainEqual(
+      expect.objectContaining({ name: 'namespaces', namespaced: false, kind: 'Namespace', shortNames: ['ns'] }),
+    );
   });
 
   it('[testing: namespaces] a create into a missing namespace is 404 NotFound worded as the real server; POST /api/v1/namespaces makes it', async () => {
@@ -118,9 +128,20 @@ describe('namespaces are an API', () => {
     const before = server.revision;
     const miss = await call(server, 'POST', '/api/v1/namespaces/pool/pods', { body: podBody('p') });
     expect(miss.status).toBe(404);
-    expect(miss.json).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'namespaces "pool" not found', reason: 'NotFound', details: { name: 'pool', kind: 'namespaces' }, code: 404 });
+    expect(miss.json).toEqual({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: 'namespaces "pool" not found',
+      reason: 'NotFound',
+      details: { name: 'pool', kind: 'namespaces' },
+      code: 404,
+    });
     expect(server.revision).toBe(before);
-    const made = await call(server, 'POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'pool' } } });
+    const made = await call(server, 'POST', '/api/v1/namespaces', {
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'pool' } },
+    });
     expect(made.status).toBe(201);
     expect(made.json.status).toEqual({ phase: 'Active' });
     expect((await call(server, 'POST', '/api/v1/namespaces/pool/pods', { body: podBody('p') })).status).toBe(201);
@@ -183,16 +204,32 @@ describe('smaller differences, now as the real server', () => {
     const before = server.revision;
     const a = await call(server, 'POST', PODS, { body: { ...podBody('p'), metadata: { name: 'p', resourceVersion: '5' } } });
     expect(a.status).toBe(500);
-    expect(a.json).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'resourceVersion should not be set on objects to be created', code: 500 });
+    expect(a.json).toEqual({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: 'resourceVersion should not be set on objects to be created',
+      code: 500,
+    });
     expect(server.revision).toBe(before);
-    expect((await call(server, 'POST', PODS, { body: { ...podBody('q'), metadata: { name: 'q', resourceVersion: '0' } } })).status).toBe(201);
-    expect((await call(server, 'POST', PODS, { body: { ...podBody('r'), metadata: { name: 'r', resourceVersion: '-1' } } })).status).toBe(201);
+    expect(
+      (await call(server, 'POST', PODS, { body: { ...podBody('q'), metadata: { name: 'q', resourceVersion: '0' } } })).status,
+    ).toBe(201);
+    expect(
+      (await call(server, 'POST', PODS, { body: { ...podBody('r'), metadata: { name: 'r', resourceVersion: '-1' } } })).status,
+    ).toBe(201);
   });
 
   it('[testing: pod subresources] pods/binding binds (201 Success, generation kept), 409 once bound, 404 for a missing pod; pods/eviction deletes (201)', async () => {
     await start({ deletionEvents: 'graceful' });
     server.createPod({ metadata: { name: 'p', namespace: 'default' } });
-    const binding = { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'p' }, target: { apiVersion: 'v1', kind: 'Node', name: 'n1' } };
+    const binding = {
+      apiVersion: 'v1',
+      kind: 'Binding',
+      metadata: { name: 'p' },
+      target: { apiVersion: 'v1', kind: 'Node', name: 'n1' },
+    };
     const a = await call(server, 'POST', `${PODS}/p/binding`, { body: binding });
     expect(a.status).toBe(201);
     expect(a.json).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
@@ -203,7 +240,9 @@ describe('smaller differences, now as the real server', () => {
     expect(b.json.message).toBe('Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "n1"');
     expect((await call(server, 'POST', `${PODS}/nope/binding`, { body: binding })).status).toBe(404);
     expect((await call(server, 'GET', `${PODS}/p/binding`)).status).toBe(405);
-    const e = await call(server, 'POST', `${PODS}/p/eviction`, { body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'p' }, deleteOptions: { gracePeriodSeconds: 0 } } });
+    const e = await call(server, 'POST', `${PODS}/p/eviction`, {
+      body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'p' }, deleteOptions: { gracePeriodSeconds: 0 } },
+    });
     expect(e.status).toBe(201);
     expect(server.getPod('default', 'p')).toBeUndefined();
   });
@@ -219,7 +258,9 @@ describe('smaller differences, now as the real server', () => {
         { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
       ],
     });
-    const own = await call(server, 'POST', PODS, { body: podBody('q', {}, { spec: { containers: [{ name: 'c', image: 'i' }], tolerations: [{ operator: 'Exists' }] } }) });
+    const own = await call(server, 'POST', PODS, {
+      body: podBody('q', {}, { spec: { containers: [{ name: 'c', image: 'i' }], tolerations: [{ operator: 'Exists' }] } }),
+    });
     expect(own.json.spec.tolerations).toEqual([{ operator: 'Exists' }]);
   });
 });

@@ -3,7 +3,13 @@ import { startApiServer, type ApiServer } from '../src/index.js';
 import { call, WIDGET } from './helpers.js';
 
 const CMS = '/api/v1/namespaces/default/configmaps';
-const cm = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { a: 'b' }, ...extra });
+const cm = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'c' },
+  data: { a: 'b' },
+  ...extra,
+});
 
 describe('fieldValidation on writes', () => {
   let server: ApiServer;
@@ -17,7 +23,12 @@ describe('fieldValidation on writes', () => {
   it('[testing: fieldValidation] Strict refuses an unknown top-level field of a built-in kind with 400 and writes nothing', async () => {
     const r = await call(server, 'POST', `${CMS}?fieldValidation=Strict`, { body: cm({ foo: 1, bar: 2 }) });
     expect(r.status).toBe(400);
-    expect(r.json).toMatchObject({ kind: 'Status', reason: 'BadRequest', message: 'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "foo", unknown field "bar"' });
+    expect(r.json).toMatchObject({
+      kind: 'Status',
+      reason: 'BadRequest',
+      message:
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "foo", unknown field "bar"',
+    });
     expect((await call(server, 'GET', `${CMS}/c`)).status).toBe(404);
     expect((await call(server, 'POST', `${CMS}?fieldValidation=Strict`, { body: cm() })).status).toBe(201);
     for (const [contentType, body] of [
@@ -32,7 +43,14 @@ describe('fieldValidation on writes', () => {
     expect(put.status).toBe(400);
     expect((await call(server, 'GET', `${CMS}/c`)).json.foo).toBeUndefined();
     // A strategic merge directive is not a field; a JSON patch names paths and is not checked.
-    expect((await call(server, 'PATCH', `${CMS}/c?fieldValidation=Strict`, { body: { $patch: 'merge', data: { x: 'y' } }, contentType: 'application/strategic-merge-patch+json' })).status).toBe(200);
+    expect(
+      (
+        await call(server, 'PATCH', `${CMS}/c?fieldValidation=Strict`, {
+          body: { $patch: 'merge', data: { x: 'y' } },
+          contentType: 'application/strategic-merge-patch+json',
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('[testing: fieldValidation] Warn (and unset) answers a Warning header per unknown field; Ignore says nothing', async () => {
@@ -42,19 +60,25 @@ describe('fieldValidation on writes', () => {
     const other = await call(server, 'POST', CMS, { body: { ...cm({ foo: 1, bar: 2 }), metadata: { name: 'd' } } });
     expect(other.status).toBe(201);
     expect(other.headers.get('warning')).toBe('299 - "unknown field \\"foo\\"", 299 - "unknown field \\"bar\\""');
-    const ignored = await call(server, 'POST', `${CMS}?fieldValidation=Ignore`, { body: { ...cm({ foo: 1 }), metadata: { name: 'e' } } });
+    const ignored = await call(server, 'POST', `${CMS}?fieldValidation=Ignore`, {
+      body: { ...cm({ foo: 1 }), metadata: { name: 'e' } },
+    });
     expect(ignored.status).toBe(201);
     expect(ignored.headers.get('warning')).toBeNull();
   });
 
   it('[testing: fieldValidation] custom resources pass any field (their schemas are not consulted); a bad directive is 422 on the options', async () => {
     server.registerResource(WIDGET);
-    const w = await call(server, 'POST', '/apis/example.com/v1/namespaces/default/widgets?fieldValidation=Strict', { body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' }, anything: 1 } });
+    const w = await call(server, 'POST', '/apis/example.com/v1/namespaces/default/widgets?fieldValidation=Strict', {
+      body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' }, anything: 1 },
+    });
     expect(w.status).toBe(201);
     expect(w.headers.get('warning')).toBeNull();
     const bad = await call(server, 'POST', `${CMS}?fieldValidation=strict`, { body: cm() });
     expect(bad.status).toBe(422);
-    expect(bad.json.message).toBe('CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": supported values: "", "Ignore", "Strict", "Warn"');
+    expect(bad.json.message).toBe(
+      'CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": supported values: "", "Ignore", "Strict", "Warn"',
+    );
     expect((await call(server, 'GET', `${CMS}/c`)).status).toBe(404);
   });
 });

@@ -40,7 +40,11 @@ export async function call(
 }
 
 /** A minimal pod body for POST. */
-export function podBody(name: string, labels: Record<string, string> = {}, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function podBody(
+  name: string,
+  labels: Record<string, string> = {},
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -194,5 +198,8 @@ export function types(frames: Frame[]): string[] {
  */
 export function isUpstream500(status: number, body: string): boolean {
   if (status !== 500) return false;
-  return body.includes('resourceVersion should not be set on objects to be created') || /resourceVersion: Invalid value: .*strconv\.ParseUint/.test(body);
+  return (
+    body.includes('resourceVersion should not be set on objects to be created') ||
+    /resourceVersion: Invalid value: .*strconv\.ParseUint/.test(body)
+  );
 }

@@ -42,15 +42,27 @@ describe('prototype keys in user JSON are data', () => {
     server.createPod({ metadata: { name: 'target', namespace: 'default' } });
     server.createPod({ metadata: { name: 'bystander', namespace: 'default' } });
     const before = server.revision;
-    for (const path of ['/__proto__/polluted', '/metadata/__proto__/polluted', '/constructor/prototype/polluted', '/spec/__proto__/isAdmin', '/metadata/labels/__proto__']) {
+    for (const path of [
+      '/__proto__/polluted',
+      '/metadata/__proto__/polluted',
+      '/constructor/prototype/polluted',
+      '/spec/__proto__/isAdmin',
+      '/metadata/labels/__proto__',
+    ]) {
       for (const op of ['add', 'replace']) {
-        const a = await call(server, 'PATCH', `${PODS}/target`, { body: [{ op, path, value: { polluted: 'yes' } }], contentType: 'application/json-patch+json' });
+        const a = await call(server, 'PATCH', `${PODS}/target`, {
+          body: [{ op, path, value: { polluted: 'yes' } }],
+          contentType: 'application/json-patch+json',
+        });
         expect(a.status, `${op} ${path}`).toBeGreaterThanOrEqual(400);
         expect(a.status, `${op} ${path}`).toBeLessThan(500);
       }
     }
     for (const from of ['/__proto__', '/constructor']) {
-      const a = await call(server, 'PATCH', `${PODS}/target`, { body: [{ op: 'copy', from, path: '/metadata/annotations' }], contentType: 'application/json-patch+json' });
+      const a = await call(server, 'PATCH', `${PODS}/target`, {
+        body: [{ op: 'copy', from, path: '/metadata/annotations' }],
+        contentType: 'application/json-patch+json',
+      });
       expect(a.status).toBe(422);
     }
     expect(server.revision).toBe(before);
@@ -61,7 +73,9 @@ describe('prototype keys in user JSON are data', () => {
   });
 
   it('[testing: hostile proto] merge and strategic patches with __proto__/constructor keys store them as plain members', async () => {
-    await call(server, 'POST', WIDGETS, { body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w-proto' }, spec: { size: 1 } } });
+    await call(server, 'POST', WIDGETS, {
+      body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w-proto' }, spec: { size: 1 } },
+    });
     const raw = '{"spec":{"__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}},"size":2}}';
     const a = await call(server, 'PATCH', `${WIDGETS}/w-proto`, { body: raw, contentType: 'application/merge-patch+json' });
     expect(a.status).toBe(200);
@@ -72,7 +86,10 @@ describe('prototype keys in user JSON are data', () => {
     expect(Object.hasOwn(spec, '__proto__')).toBe(true);
     expect(spec['size']).toBe(2);
     server.createPod({ metadata: { name: 'smp', namespace: 'default' } });
-    const s = await call(server, 'PATCH', `${PODS}/smp`, { body: '{"metadata":{"annotations":{"__proto__":"x"}},"__proto__":{"polluted":"yes"}}', contentType: 'application/strategic-merge-patch+json' });
+    const s = await call(server, 'PATCH', `${PODS}/smp`, {
+      body: '{"metadata":{"annotations":{"__proto__":"x"}},"__proto__":{"polluted":"yes"}}',
+      contentType: 'application/strategic-merge-patch+json',
+    });
     expect(s.status).toBe(200);
     expect(s.json.metadata.annotations).toEqual(JSON.parse('{"__proto__":"x"}'));
   });
@@ -82,7 +99,9 @@ describe('prototype keys in user JSON are data', () => {
     const a = await call(server, 'POST', WIDGETS, { body });
     expect(a.status).toBe(201);
     expect(a.json.metadata.annotations).toEqual({ constructor: 'c' });
-    const bad = await call(server, 'POST', PODS, { body: '{"metadata":{"name":"lbl","labels":{"__proto__":"x"}},"spec":{"containers":[{"name":"c","image":"i"}]}}' });
+    const bad = await call(server, 'POST', PODS, {
+      body: '{"metadata":{"name":"lbl","labels":{"__proto__":"x"}},"spec":{"containers":[{"name":"c","image":"i"}]}}',
+    });
     expect(bad.status).toBe(422);
     expect(bad.json.details.causes[0].field).toBe('metadata.labels');
   });
@@ -127,7 +146,9 @@ describe('names and namespaces are validated as the real server does', () => {
     for (const name of ['Bad_Name', 'a b', '-lead', 'x'.repeat(254)]) {
       const p = await call(server, 'POST', PODS, { body: podBody(name) });
       expect(p.status, name).toBe(422);
-      const w = await call(server, 'POST', WIDGETS, { body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name } } });
+      const w = await call(server, 'POST', WIDGETS, {
+        body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name } },
+      });
       expect(w.status, name).toBe(422);
       expect(w.json.details.causes[0].field).toBe('metadata.name');
     }
@@ -142,7 +163,12 @@ describe('deeply nested bodies', () => {
     const pod = (name: string): string => JSON.stringify(podBody(name)).replace(/}$/, `,"extra":${deep}}`);
     const cases: Array<[string, string, string, string]> = [
       ['POST', PODS, pod('deep2'), 'application/json'],
-      ['POST', WIDGETS, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"deep"},"spec":${deep}}`, 'application/json'],
+      [
+        'POST',
+        WIDGETS,
+        `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"deep"},"spec":${deep}}`,
+        'application/json',
+      ],
       ['PUT', `${PODS}/deep`, pod('deep'), 'application/json'],
       ['PATCH', `${PODS}/deep`, `{"metadata":{"annotations":${deep}}}`, 'application/merge-patch+json'],
       ['PATCH', `${PODS}/deep`, `{"metadata":{"annotations":${deep}}}`, 'application/strategic-merge-patch+json'],
@@ -156,7 +182,9 @@ describe('deeply nested bodies', () => {
     }
     expect(server.revision).toBe(before);
     // Just under the bound is accepted and round-trips.
-    const ok = await call(server, 'POST', WIDGETS, { body: `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"deep-ok"},"spec":${nested(990)}}` });
+    const ok = await call(server, 'POST', WIDGETS, {
+      body: `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"deep-ok"},"spec":${nested(990)}}`,
+    });
     expect(ok.status).toBe(201);
     expect((await call(server, 'GET', `${WIDGETS}/deep-ok`)).status).toBe(200);
   });
@@ -193,7 +221,10 @@ describe('a watcher that never reads', () => {
       res.on('error', reject);
       res.resume();
     });
-    const frames = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    const frames = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string });
     expect(frames.length).toBeGreaterThan(0);
     expect(frames.every((f) => f.type === 'MODIFIED')).toBe(true);
     // Writes go on, and a new watch is served.
@@ -227,7 +258,13 @@ describe('random requests (property)', () => {
     const query = fc.record(
       {
         labelSelector: selector,
-        fieldSelector: fc.constantFrom('metadata.name=pod-0', 'spec.nodeName=node-a', 'status.phase!=Running', 'bogus=1', '__proto__=x'),
+        fieldSelector: fc.constantFrom(
+          'metadata.name=pod-0',
+          'spec.nodeName=node-a',
+          'status.phase!=Running',
+          'bogus=1',
+          '__proto__=x',
+        ),
         resourceVersion: fc.constantFrom('', '0', '1', '99999999', 'abc', '-1'),
         limit: fc.constantFrom('1', '0', '-1', 'x'),
         gracePeriodSeconds: fc.constantFrom('0', '5', '-1', 'x'),
@@ -235,8 +272,26 @@ describe('random requests (property)', () => {
       },
       { requiredKeys: [] },
     );
-    const jsonPath = fc.constantFrom('/metadata/labels/x', '/__proto__/polluted', '/constructor/prototype/x', '/spec/containers/0/image', '/metadata/name', '/status', '/metadata/finalizers', '/-', '');
-    const patchOp = fc.record({ op: fc.constantFrom('add', 'remove', 'replace', 'move', 'copy', 'test', 'bogus'), path: jsonPath, from: jsonPath, value: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: ['op', 'path'] });
+    const jsonPath = fc.constantFrom(
+      '/metadata/labels/x',
+      '/__proto__/polluted',
+      '/constructor/prototype/x',
+      '/spec/containers/0/image',
+      '/metadata/name',
+      '/status',
+      '/metadata/finalizers',
+      '/-',
+      '',
+    );
+    const patchOp = fc.record(
+      {
+        op: fc.constantFrom('add', 'remove', 'replace', 'move', 'copy', 'test', 'bogus'),
+        path: jsonPath,
+        from: jsonPath,
+        value: fc.jsonValue({ maxDepth: 2 }),
+      },
+      { requiredKeys: ['op', 'path'] },
+    );
     const body = fc.oneof(
       fc.constant(undefined),
       fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
@@ -253,7 +308,14 @@ describe('random requests (property)', () => {
         fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE'),
         path,
         query,
-        fc.constantFrom('application/json', 'application/merge-patch+json', 'application/json-patch+json', 'application/strategic-merge-patch+json', 'application/apply-patch+yaml', 'text/plain'),
+        fc.constantFrom(
+          'application/json',
+          'application/merge-patch+json',
+          'application/json-patch+json',
+          'application/strategic-merge-patch+json',
+          'application/apply-patch+yaml',
+          'text/plain',
+        ),
         body,
         async (method, p, q, contentType, b) => {
           const params = new URLSearchParams(Object.entries(q) as Array<[string, string]>);
@@ -263,7 +325,8 @@ describe('random requests (property)', () => {
           const res = await fetch(`${s.url}${p}${params.size > 0 ? `?${params.toString()}` : ''}`, init);
           const text = await res.text();
           // 504 is the legitimate answer to a future resourceVersion; nothing else may be a 5xx.
-          if (res.status !== 504 && !isUpstream500(res.status, text)) expect(res.status, `${method} ${p} ${text}`).toBeLessThan(500);
+          if (res.status !== 504 && !isUpstream500(res.status, text))
+            expect(res.status, `${method} ${p} ${text}`).toBeLessThan(500);
           if (res.status >= 400) {
             expect(JSON.parse(text)).toMatchObject({ kind: 'Status', code: res.status });
             expect(s.revision, `${method} ${p} answered ${res.status} but wrote`).toBe(before);

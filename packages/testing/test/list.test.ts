@@ -13,7 +13,6 @@ afterEach(async () => {
   await server.close();
 });
 
-
 describe('LIST resourceVersion semantics', () => {
   it('[testing: list rv ""] reads the newest state and stamps the list with the global revision', async () => {
     server.seedPods(3);
@@ -146,7 +145,11 @@ describe('LIST resourceVersion semantics', () => {
       group: 'meta.k8s.io',
       kind: 'ListOptions',
       causes: [
-        { reason: 'FieldValueForbidden', message: 'Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided', field: 'resourceVersionMatch' },
+        {
+          reason: 'FieldValueForbidden',
+          message: 'Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided',
+          field: 'resourceVersionMatch',
+        },
       ],
     });
     const b = await call(server, 'GET', `${PODS}?resourceVersion=0&resourceVersionMatch=Exact`);
@@ -182,11 +185,11 @@ describe('pagination', () => {
     server.seedPods(2, { namespace: 'b' });
     server.seedPods(2, { namespace: 'a' });
     const first = await call(server, 'GET', '/api/v1/pods?limit=3');
-    expect(first.json.items.map((p: { metadata: { namespace: string; name: string } }) => `${p.metadata.namespace}/${p.metadata.name}`)).toEqual([
-      'a/pod-0',
-      'a/pod-1',
-      'b/pod-0',
-    ]);
+    expect(
+      first.json.items.map(
+        (p: { metadata: { namespace: string; name: string } }) => `${p.metadata.namespace}/${p.metadata.name}`,
+      ),
+    ).toEqual(['a/pod-0', 'a/pod-1', 'b/pod-0']);
     const second = await call(server, 'GET', `/api/v1/pods?limit=3&continue=${first.json.metadata.continue}`);
     expect(second.json.items.map((p: { metadata: { name: string } }) => p.metadata.name)).toEqual(['pod-1']);
   });
@@ -253,7 +256,8 @@ describe('pagination', () => {
 
   it('[testing: paged snapshot] the store rewinds and sorts a revision once, and lets it go when compacted', () => {
     const store = new MvccStore(1_000);
-    for (let i = 0; i < 5; i++) store.commit(POD_RESOURCE, `default/p${i}`, 'ADDED', { metadata: { name: `p${i}`, namespace: 'default' } });
+    for (let i = 0; i < 5; i++)
+      store.commit(POD_RESOURCE, `default/p${i}`, 'ADDED', { metadata: { name: `p${i}`, namespace: 'default' } });
     const at = store.revision;
     store.commit(POD_RESOURCE, 'default/p0', 'DELETED', { metadata: { name: 'p0', namespace: 'default' } });
     store.commit(POD_RESOURCE, 'default/a', 'ADDED', { metadata: { name: 'a', namespace: 'default' } });
@@ -263,7 +267,12 @@ describe('pagination', () => {
     store.commit(POD_RESOURCE, 'default/p1', 'DELETED', { metadata: { name: 'p1', namespace: 'default' } });
     expect(store.listAt(POD_RESOURCE, 'default', at)).toBe(first);
     expect(store.listAt(POD_RESOURCE, 'other', at)).toEqual([]);
-    expect(store.listAt(POD_RESOURCE, undefined, store.revision).map(([k]) => k)).toEqual(['default/a', 'default/p2', 'default/p3', 'default/p4']);
+    expect(store.listAt(POD_RESOURCE, undefined, store.revision).map(([k]) => k)).toEqual([
+      'default/a',
+      'default/p2',
+      'default/p3',
+      'default/p4',
+    ]);
     store.compact();
     // Past compaction the old snapshot is dropped, not served: reading `at` again rewinds nothing it could.
     expect(store.listAt(POD_RESOURCE, 'default', store.revision)).not.toBe(first);
@@ -309,7 +318,11 @@ describe('selectors', () => {
   it('[testing: field selectors] metadata.name, metadata.namespace, != and spec.nodeName', async () => {
     server.kubelet.bind('default', 'db-1', 'node-a');
     expect(await names(`fieldSelector=${encodeURIComponent('metadata.name=web-2')}`)).toEqual(['web-2']);
-    expect(await names(`fieldSelector=${encodeURIComponent('metadata.namespace=default,metadata.name!=bare')}`)).toEqual(['db-1', 'web-1', 'web-2']);
+    expect(await names(`fieldSelector=${encodeURIComponent('metadata.namespace=default,metadata.name!=bare')}`)).toEqual([
+      'db-1',
+      'web-1',
+      'web-2',
+    ]);
     expect(await names(`fieldSelector=${encodeURIComponent('spec.nodeName=node-a')}`)).toEqual(['db-1']);
   });
 
@@ -323,7 +336,11 @@ describe('selectors', () => {
     expect(b.json.message).toBe('field label not supported: spec.color');
     const ref = server.registerResource(WIDGET);
     expect(ref.plural).toBe('widgets');
-    const c = await call(server, 'GET', `/apis/example.com/v1/namespaces/default/widgets?fieldSelector=${encodeURIComponent('spec.x=1')}`);
+    const c = await call(
+      server,
+      'GET',
+      `/apis/example.com/v1/namespaces/default/widgets?fieldSelector=${encodeURIComponent('spec.x=1')}`,
+    );
     expect(c.status).toBe(400);
     expect(c.json.message).toBe('"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"');
   });

@@ -14,7 +14,6 @@ afterAll(async () => {
   await server.close();
 });
 
-
 function expectStatus(a: { status: number; json: unknown }, code: number, reason: string): void {
   expect(a.status).toBe(code);
   expect(a.json).toMatchObject({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason, code });
@@ -23,13 +22,19 @@ function expectStatus(a: { status: number; json: unknown }, code: number, reason
 describe('malformed requests get Status bodies', () => {
   it('[testing: malformed 400] a body that is not JSON is 400 BadRequest', async () => {
     expectStatus(await call(server, 'POST', PODS, { body: '{"metadata": ' }), 400, 'BadRequest');
-    expectStatus(await call(server, 'POST', PODS, { body: '' , contentType: 'application/json' }), 400, 'BadRequest');
+    expectStatus(await call(server, 'POST', PODS, { body: '', contentType: 'application/json' }), 400, 'BadRequest');
     expectStatus(await call(server, 'POST', PODS, { body: '[1,2]' }), 400, 'BadRequest');
     expectStatus(await call(server, 'POST', PODS, { body: { ...podBody('x'), kind: 'Service' } }), 400, 'BadRequest');
   });
 
   it('[testing: malformed 404] an unknown path is 404: a NotFound Status under /api and served groups, text/plain elsewhere', async () => {
-    for (const path of ['/api/v2/pods', '/api/v1/services2', '/apis/example.com/v9/widgets', `${PODS}/p/exec`, '/api/v1/namespaces/default/pods/a/b/c/d']) {
+    for (const path of [
+      '/api/v2/pods',
+      '/api/v1/services2',
+      '/apis/example.com/v9/widgets',
+      `${PODS}/p/exec`,
+      '/api/v1/namespaces/default/pods/a/b/c/d',
+    ]) {
       expectStatus(await call(server, 'GET', path), 404, 'NotFound');
     }
     for (const path of ['/nope', '/apis/nope.io', '/apis/nope.io/v1', '/apis/nope.io/v1/foos']) {
@@ -49,18 +54,36 @@ describe('malformed requests get Status bodies', () => {
   });
 
   it('[testing: malformed 415] a body in an unaccepted media type is 415 UnsupportedMediaType', async () => {
-    expectStatus(await call(server, 'POST', PODS, { body: 'kind: Pod', contentType: 'application/yaml' }), 415, 'UnsupportedMediaType');
-    expectStatus(await call(server, 'PATCH', `${PODS}/pod-0`, { body: {}, contentType: 'application/json' }), 415, 'UnsupportedMediaType');
+    expectStatus(
+      await call(server, 'POST', PODS, { body: 'kind: Pod', contentType: 'application/yaml' }),
+      415,
+      'UnsupportedMediaType',
+    );
+    expectStatus(
+      await call(server, 'PATCH', `${PODS}/pod-0`, { body: {}, contentType: 'application/json' }),
+      415,
+      'UnsupportedMediaType',
+    );
   });
 
   it('[testing: malformed 413] a body over 3 MiB is 413 and the server keeps serving', async () => {
-    const big = JSON.stringify({ ...podBody('big'), metadata: { name: 'big', annotations: { a: 'x'.repeat(3.5 * 1024 * 1024) } } });
+    const big = JSON.stringify({
+      ...podBody('big'),
+      metadata: { name: 'big', annotations: { a: 'x'.repeat(3.5 * 1024 * 1024) } },
+    });
     expectStatus(await call(server, 'POST', PODS, { body: big }), 413, 'RequestEntityTooLarge');
     expect((await call(server, 'GET', PODS)).status).toBe(200);
   });
 
   it('[testing: malformed query] bad resourceVersion, limit, timeoutSeconds, watch, includeObject are 400', async () => {
-    for (const q of ['resourceVersion=abc', 'limit=ten', 'watch=maybe', 'includeObject=All', 'watch=true&timeoutSeconds=-1', 'labelSelector=%3D%3D%3D']) {
+    for (const q of [
+      'resourceVersion=abc',
+      'limit=ten',
+      'watch=maybe',
+      'includeObject=All',
+      'watch=true&timeoutSeconds=-1',
+      'labelSelector=%3D%3D%3D',
+    ]) {
       const a = await call(server, 'GET', `${PODS}?${q}`);
       expectStatus(a, 400, 'BadRequest');
     }
@@ -80,13 +103,43 @@ describe('malformed requests get Status bodies', () => {
 
   it('[testing: malformed fuzz] random methods, paths, queries, content types and bodies never crash the server', async () => {
     const segment = fc.oneof(
-      fc.constantFrom('api', 'apis', 'v1', 'namespaces', 'default', 'pods', 'pod-0', 'status', 'example.com', 'widgets', 'watch', '..', '%2F'),
+      fc.constantFrom(
+        'api',
+        'apis',
+        'v1',
+        'namespaces',
+        'default',
+        'pods',
+        'pod-0',
+        'status',
+        'example.com',
+        'widgets',
+        'watch',
+        '..',
+        '%2F',
+      ),
       fc.stringMatching(/^[a-z0-9.-]{1,8}$/),
     );
     const query = fc.array(
       fc.tuple(
-        fc.constantFrom('watch', 'resourceVersion', 'resourceVersionMatch', 'limit', 'continue', 'labelSelector', 'fieldSelector', 'timeoutSeconds', 'allowWatchBookmarks', 'sendInitialEvents', 'gracePeriodSeconds', 'includeObject'),
-        fc.oneof(fc.constantFrom('', '0', '1', '999999', 'true', 'Exact', 'NotOlderThan', 'a=b', 'a in (b', '!x', 'metadata.name=pod-0'), fc.string({ maxLength: 12 })),
+        fc.constantFrom(
+          'watch',
+          'resourceVersion',
+          'resourceVersionMatch',
+          'limit',
+          'continue',
+          'labelSelector',
+          'fieldSelector',
+          'timeoutSeconds',
+          'allowWatchBookmarks',
+          'sendInitialEvents',
+          'gracePeriodSeconds',
+          'includeObject',
+        ),
+        fc.oneof(
+          fc.constantFrom('', '0', '1', '999999', 'true', 'Exact', 'NotOlderThan', 'a=b', 'a in (b', '!x', 'metadata.name=pod-0'),
+          fc.string({ maxLength: 12 }),
+        ),
       ),
       { maxLength: 4 },
     );
@@ -103,20 +156,28 @@ describe('malformed requests get Status bodies', () => {
         fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'),
         fc.oneof(
           fc.array(segment, { minLength: 0, maxLength: 8 }),
-          fc.tuple(
-            fc.constantFrom(
-              ['api', 'v1', 'namespaces', 'default', 'pods'],
-              ['api', 'v1', 'namespaces', 'default', 'pods', 'pod-0'],
-              ['api', 'v1', 'namespaces', 'default', 'pods', 'pod-1', 'status'],
-              ['api', 'v1', 'pods'],
-              ['apis', 'example.com', 'v1', 'namespaces', 'default', 'widgets'],
-              ['apis', 'example.com', 'v1', 'widgets'],
-            ),
-            fc.array(segment, { maxLength: 1 }),
-          ).map(([base, extra]) => [...base, ...extra]),
+          fc
+            .tuple(
+              fc.constantFrom(
+                ['api', 'v1', 'namespaces', 'default', 'pods'],
+                ['api', 'v1', 'namespaces', 'default', 'pods', 'pod-0'],
+                ['api', 'v1', 'namespaces', 'default', 'pods', 'pod-1', 'status'],
+                ['api', 'v1', 'pods'],
+                ['apis', 'example.com', 'v1', 'namespaces', 'default', 'widgets'],
+                ['apis', 'example.com', 'v1', 'widgets'],
+              ),
+              fc.array(segment, { maxLength: 1 }),
+            )
+            .map(([base, extra]) => [...base, ...extra]),
         ),
         query,
-        fc.constantFrom('application/json', 'application/merge-patch+json', 'application/json-patch+json', 'application/strategic-merge-patch+json', 'text/plain'),
+        fc.constantFrom(
+          'application/json',
+          'application/merge-patch+json',
+          'application/json-patch+json',
+          'application/strategic-merge-patch+json',
+          'text/plain',
+        ),
         body,
         async (method, segs, q, contentType, b) => {
           // Watches are streams; close them at once so the property stays fast.
@@ -150,7 +211,16 @@ describe('malformed requests get Status bodies', () => {
             ['PATCH', ['api', 'v1', 'namespaces', 'default', 'pods', 'pod-0']],
             ['DELETE', ['api', 'v1', 'namespaces', 'default', 'pods', 'pod-0']],
           ] as const
-        ).map(([method, segs]) => [method, [...segs], [], 'application/merge-patch+json', method === 'GET' || method === 'DELETE' ? undefined : JSON.stringify(podBody('pod-0'))] as [string, string[], [string, string][], string, string | undefined]),
+        ).map(
+          ([method, segs]) =>
+            [
+              method,
+              [...segs],
+              [],
+              'application/merge-patch+json',
+              method === 'GET' || method === 'DELETE' ? undefined : JSON.stringify(podBody('pod-0')),
+            ] as [string, string[], [string, string][], string, string | undefined],
+        ),
       },
     );
     expect((await call(server, 'GET', '/version')).status).toBe(200);

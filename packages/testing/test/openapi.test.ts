@@ -24,7 +24,8 @@ describe('OpenAPI documents', () => {
     expect(root.status).toBe(200);
     const paths = root.json.paths as Record<string, { serverRelativeURL: string }>;
     expect(Object.keys(paths)).toEqual(expect.arrayContaining(['api/v1', 'apis/apiextensions.k8s.io/v1', 'apis/example.com/v1']));
-    for (const [key, { serverRelativeURL }] of Object.entries(paths)) expect(serverRelativeURL).toMatch(new RegExp(`^/openapi/v3/${key.replace(/\./g, '\\.')}\\?hash=[0-9A-F]{128}$`));
+    for (const [key, { serverRelativeURL }] of Object.entries(paths))
+      expect(serverRelativeURL).toMatch(new RegExp(`^/openapi/v3/${key.replace(/\./g, '\\.')}\\?hash=[0-9A-F]{128}$`));
 
     const core = await call(server, 'GET', paths['api/v1']!.serverRelativeURL);
     expect(core.status).toBe(200);
@@ -43,7 +44,9 @@ describe('OpenAPI documents', () => {
     const custom = await call(server, 'GET', '/openapi/v3/apis/example.com/v1');
     const widget = custom.json.paths['/apis/example.com/v1/namespaces/{namespace}/widgets/{name}'].patch as Op;
     expect(widget['x-kubernetes-group-version-kind']).toEqual({ group: 'example.com', version: 'v1', kind: 'Widget' });
-    expect(custom.json.components.schemas['com.example.v1.Widget']['x-kubernetes-group-version-kind']).toEqual([{ group: 'example.com', version: 'v1', kind: 'Widget' }]);
+    expect(custom.json.components.schemas['com.example.v1.Widget']['x-kubernetes-group-version-kind']).toEqual([
+      { group: 'example.com', version: 'v1', kind: 'Widget' },
+    ]);
   });
 
   it('[testing: openapi] the hash changes when a kind is added; unknown group/versions are 404 Status; writes are 405', async () => {
@@ -60,7 +63,9 @@ describe('OpenAPI documents', () => {
   });
 
   it('[testing: openapi] /openapi/v2 is a gnostic Document in protobuf (swagger 2.0, no definitions) or JSON', async () => {
-    const pb = await fetch(`${server.url}/openapi/v2`, { headers: { Accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' } });
+    const pb = await fetch(`${server.url}/openapi/v2`, {
+      headers: { Accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' },
+    });
     expect(pb.headers.get('content-type')).toBe('application/octet-stream');
     const bytes = Buffer.from(await pb.arrayBuffer());
     // field 1 (swagger) = "2.0", then field 2 (info) = { title, version }.
@@ -74,7 +79,9 @@ describe('OpenAPI documents', () => {
   it('[testing: openapi] schema names follow the real server: core, built-in groups, CRDs and reversed custom groups', () => {
     expect(schemaName({ group: '', version: 'v1', kind: 'ConfigMap' })).toBe('io.k8s.api.core.v1.ConfigMap');
     expect(schemaName({ group: 'coordination.k8s.io', version: 'v1', kind: 'Lease' })).toBe('io.k8s.api.coordination.v1.Lease');
-    expect(schemaName({ group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition' })).toBe('io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition');
+    expect(schemaName({ group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition' })).toBe(
+      'io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition',
+    );
     expect(schemaName({ group: 'example.com', version: 'v1', kind: 'Gadget' })).toBe('com.example.v1.Gadget');
   });
 });

@@ -51,7 +51,11 @@ describe("personality: 'cached' (default) vs 'uncached' (--watch-cache=false)", 
         w.close();
       } else {
         expect(f.frame.type).toBe('ERROR');
-        expect(f.frame.object).toMatchObject({ code: 410, reason: 'Expired', message: 'The resourceVersion for the provided watch is too old.' });
+        expect(f.frame.object).toMatchObject({
+          code: 410,
+          reason: 'Expired',
+          message: 'The resourceVersion for the provided watch is too old.',
+        });
         expect(await w.ended).toBe('eof');
       }
       // An Exact list below the compaction is 410 on both: it reads etcd.
@@ -64,13 +68,22 @@ describe("personality: 'cached' (default) vs 'uncached' (--watch-cache=false)", 
   it('[testing: personality] bookmarks: cached sends one before the deadline (not when timeoutSeconds is below the lead time); uncached sends none', async () => {
     const opts = { timeoutSecondsScaleMs: 100, bookmarkBeforeTimeoutMs: 200, bookmarkIntervalMs: 60_000 };
     await start(opts);
-    const a = await watch(server, `${PODS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=5&resourceVersion=${server.revision}`);
+    const a = await watch(
+      server,
+      `${PODS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=5&resourceVersion=${server.revision}`,
+    );
     expect((await a.ended) && (await a.rest()).map((f) => f.frame.type)).toEqual(['BOOKMARK']);
-    const short = await watch(server, `${PODS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion=${server.revision}`);
+    const short = await watch(
+      server,
+      `${PODS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion=${server.revision}`,
+    );
     expect((await short.ended) && (await short.rest())).toEqual([]);
     await server.close();
     await start({ ...opts, personality: 'uncached', bookmarkIntervalMs: 50 });
-    const b = await watch(server, `${PODS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=5&resourceVersion=${server.revision}`);
+    const b = await watch(
+      server,
+      `${PODS}?watch=true&allowWatchBookmarks=true&timeoutSeconds=5&resourceVersion=${server.revision}`,
+    );
     expect((await b.ended) && (await b.rest())).toEqual([]);
   });
 });

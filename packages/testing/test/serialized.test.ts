@@ -19,7 +19,11 @@ function countPodSerializations(): () => number {
   return () =>
     spy.mock.calls.filter(([v]) => {
       const o = v as { kind?: string; metadata?: { name?: string }; object?: { kind?: string }; items?: unknown[] } | null;
-      return typeof o === 'object' && o !== null && (o.metadata?.name?.startsWith('pod-') === true || o.object?.kind === 'Pod' || (o.items?.length ?? 0) > 0);
+      return (
+        typeof o === 'object' &&
+        o !== null &&
+        (o.metadata?.name?.startsWith('pod-') === true || o.object?.kind === 'Pod' || (o.items?.length ?? 0) > 0)
+      );
     }).length;
 }
 
@@ -27,8 +31,18 @@ describe('serialized once', () => {
   it('[testing: serialized once] a LIST assembled from cached item bytes is byte for byte JSON.stringify of the list body (UTF-8)', () => {
     const frozen = (o: KubeObject): KubeObject => Object.freeze(o);
     const pods = [
-      frozen({ kind: 'Pod', apiVersion: 'v1', metadata: { name: 'a', namespace: 'default', resourceVersion: '2' }, spec: { containers: [] } }),
-      frozen({ kind: 'Pod', apiVersion: 'v1', metadata: { name: 'b\u00e9\u2028"q"', namespace: 'default', resourceVersion: '3' }, status: { phase: 'Running' } }),
+      frozen({
+        kind: 'Pod',
+        apiVersion: 'v1',
+        metadata: { name: 'a', namespace: 'default', resourceVersion: '2' },
+        spec: { containers: [] },
+      }),
+      frozen({
+        kind: 'Pod',
+        apiVersion: 'v1',
+        metadata: { name: 'b\u00e9\u2028"q"', namespace: 'default', resourceVersion: '3' },
+        status: { phase: 'Running' },
+      }),
       // Not frozen: serialized on the spot, never cached.
       { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'c', namespace: 'default', resourceVersion: '4' } },
     ];
@@ -37,12 +51,18 @@ describe('serialized once', () => {
       [POD_RESOURCE, pods, undefined, undefined],
       [POD_RESOURCE, pods, 'eyJydiI6M30', 7],
       [POD_RESOURCE, [], undefined, undefined],
-      [widgets, [frozen({ kind: 'Widget', apiVersion: 'example.com/v1', metadata: { name: 'w' }, spec: { n: 1 } })], undefined, 0],
+      [
+        widgets,
+        [frozen({ kind: 'Widget', apiVersion: 'example.com/v1', metadata: { name: 'w' }, spec: { n: 1 } })],
+        undefined,
+        0,
+      ],
     ];
     for (const [r, items, cont, remaining] of cases) {
       // Twice: the second answer comes from the cache.
       const expected = JSON.stringify(listBody(r, items, '9', cont, remaining));
-      for (let i = 0; i < 2; i++) expect(Buffer.concat(listJson(r, items, '9', cont, remaining)).equals(Buffer.from(expected))).toBe(true);
+      for (let i = 0; i < 2; i++)
+        expect(Buffer.concat(listJson(r, items, '9', cont, remaining)).equals(Buffer.from(expected))).toBe(true);
     }
   });
 
@@ -70,7 +90,9 @@ describe('serialized once', () => {
       expect(f.frame.object.metadata.labels).toEqual({ changed: 'yes' });
     }
     const list3 = await call(s, 'GET', PODS);
-    expect(list3.json.items.find((p: { metadata: { name: string } }) => p.metadata.name === 'pod-3').metadata.labels).toEqual({ changed: 'yes' });
+    expect(list3.json.items.find((p: { metadata: { name: string } }) => p.metadata.name === 'pod-3').metadata.labels).toEqual({
+      changed: 'yes',
+    });
     expect(list3.text).toBe(JSON.stringify(list3.json));
     for (const w of [first, ...more]) w.close();
   });

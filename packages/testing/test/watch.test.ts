@@ -13,7 +13,6 @@ afterEach(async () => {
   await server.close();
 });
 
-
 describe('WATCH', () => {
   it('[testing: watch framing] a 200 chunked application/json stream of one JSON object per line', async () => {
     await start();
@@ -29,20 +28,26 @@ describe('WATCH', () => {
     w.close();
   });
 
-  it.each(['', '&resourceVersion=0'])('[testing: watch rv ""/"0"] starts with synthetic ADDED for the current state (query %s)', async (q) => {
-    await start();
-    server.seedPods(2);
-    const w = await watch(server, `${PODS}?watch=true${q}`);
-    const a = await w.next();
-    const b = await w.next();
-    expect([a.frame.type, b.frame.type]).toEqual(['ADDED', 'ADDED']);
-    expect([a.frame.object.metadata.name, b.frame.object.metadata.name]).toEqual(['pod-0', 'pod-1']);
-    await server.waitForWatches(1);
-    server.createPod({ metadata: { name: 'pod-2' } });
-    const c = await w.next();
-    expect(c.frame).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'pod-2', resourceVersion: String(server.revision) } } });
-    w.close();
-  });
+  it.each(['', '&resourceVersion=0'])(
+    '[testing: watch rv ""/"0"] starts with synthetic ADDED for the current state (query %s)',
+    async (q) => {
+      await start();
+      server.seedPods(2);
+      const w = await watch(server, `${PODS}?watch=true${q}`);
+      const a = await w.next();
+      const b = await w.next();
+      expect([a.frame.type, b.frame.type]).toEqual(['ADDED', 'ADDED']);
+      expect([a.frame.object.metadata.name, b.frame.object.metadata.name]).toEqual(['pod-0', 'pod-1']);
+      await server.waitForWatches(1);
+      server.createPod({ metadata: { name: 'pod-2' } });
+      const c = await w.next();
+      expect(c.frame).toMatchObject({
+        type: 'ADDED',
+        object: { metadata: { name: 'pod-2', resourceVersion: String(server.revision) } },
+      });
+      w.close();
+    },
+  );
 
   it('[testing: watch from rv] replays every write after the version, in revision order, then streams', async () => {
     await start();
@@ -141,14 +146,24 @@ describe('WATCH', () => {
     expect(await w.rest()).toEqual([]);
   });
 
-  it('[testing: watch malformed rv] a malformed resourceVersion on WATCH is the real server\'s 500; on LIST its 400', async () => {
+  it("[testing: watch malformed rv] a malformed resourceVersion on WATCH is the real server's 500; on LIST its 400", async () => {
     await start();
     const w = await call(server, 'GET', `${PODS}?watch=true&resourceVersion=abc`);
     expect(w.status).toBe(500);
-    expect(w.json).toEqual({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax', code: 500 });
+    expect(w.json).toEqual({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax',
+      code: 500,
+    });
     const l = await call(server, 'GET', `${PODS}?resourceVersion=-1`);
     expect(l.status).toBe(400);
-    expect(l.json).toMatchObject({ reason: 'BadRequest', message: 'invalid resource version: resourceVersion: Invalid value: "-1": strconv.ParseUint: parsing "-1": invalid syntax' });
+    expect(l.json).toMatchObject({
+      reason: 'BadRequest',
+      message: 'invalid resource version: resourceVersion: Invalid value: "-1": strconv.ParseUint: parsing "-1": invalid syntax',
+    });
   });
 
   it('[testing: watch timeoutSeconds] the stream ends cleanly (EOF, no ERROR) at the deadline', async () => {
@@ -165,7 +180,18 @@ describe('WATCH', () => {
     server.seedPods(1);
     const w = await watch(server, `${PODS}?watch=true&resourceVersion=${server.revision}&allowWatchBookmarks=true`);
     const f = await w.next();
-    expect(f.raw).toBe(JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(server.revision) }, spec: { containers: null }, status: {} } }));
+    expect(f.raw).toBe(
+      JSON.stringify({
+        type: 'BOOKMARK',
+        object: {
+          kind: 'Pod',
+          apiVersion: 'v1',
+          metadata: { resourceVersion: String(server.revision) },
+          spec: { containers: null },
+          status: {},
+        },
+      }),
+    );
     server.createPod({ metadata: { name: 'b' } });
     const { hit } = await w.until((x) => x.frame.type === 'BOOKMARK');
     expect(hit.frame.object.metadata.resourceVersion).toBe(String(server.revision));
@@ -201,7 +227,12 @@ describe('WATCH', () => {
     });
     server.createPod({ metadata: { name: 'q', labels: { app: 'b' } } });
     const frames = [await w.next(), await w.next(), await w.next(), await w.next()];
-    expect(frames.map((f) => `${f.frame.type} ${f.frame.object.metadata.name}`)).toEqual(['ADDED p', 'MODIFIED p', 'DELETED p', 'ADDED q']);
+    expect(frames.map((f) => `${f.frame.type} ${f.frame.object.metadata.name}`)).toEqual([
+      'ADDED p',
+      'MODIFIED p',
+      'DELETED p',
+      'ADDED q',
+    ]);
     expect(frames[2]!.frame.object.metadata.labels).toEqual({ app: 'c' });
     w.close();
   });
@@ -253,7 +284,10 @@ describe('WATCH', () => {
   it('[testing: sendInitialEvents] watch-list streams the state, then a BOOKMARK annotated initial-events-end', async () => {
     await start();
     server.seedPods(2);
-    const w = await watch(server, `${PODS}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&resourceVersion=`);
+    const w = await watch(
+      server,
+      `${PODS}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&resourceVersion=`,
+    );
     const frames = [await w.next(), await w.next(), await w.next()];
     expect(types(frames)).toEqual(['ADDED', 'ADDED', 'BOOKMARK']);
     expect(frames[2]!.frame.object.metadata).toEqual({
@@ -280,11 +314,16 @@ describe('WATCH', () => {
 
   it('[testing: sendInitialEvents] watchList: false answers a watch-list as kube-apiserver with --feature-gates=WatchList=false: 422 naming sendInitialEvents', async () => {
     await start({ watchList: false });
-    const refused = await call(server, 'GET', `${PODS}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`);
+    const refused = await call(
+      server,
+      'GET',
+      `${PODS}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`,
+    );
     expect(refused.status).toBe(422);
     expect(refused.json).toMatchObject({
       reason: 'Invalid',
-      message: 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+      message:
+        'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
       details: { causes: [{ reason: 'FieldValueForbidden', field: 'sendInitialEvents' }] },
     });
     const plain = await watch(server, `${PODS}?watch=true&resourceVersion=0`);
@@ -294,7 +333,9 @@ describe('WATCH', () => {
   it('[testing: watch Table] kubectl-style Accept gets each event as a one-row Table, columns on the first only', async () => {
     await start();
     server.seedPods(2);
-    const w = await watch(server, `${PODS}?watch=true`, { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' });
+    const w = await watch(server, `${PODS}?watch=true`, {
+      Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json',
+    });
     const a = await w.next();
     const b = await w.next();
     expect(a.frame.object.kind).toBe('Table');
@@ -310,7 +351,11 @@ describe('WATCH', () => {
       'Readiness Gates',
     ]);
     expect(a.frame.object.rows[0].cells.slice(0, 4)).toEqual(['pod-0', '0/1', 'Pending', '0']);
-    expect(a.frame.object.rows[0].object).toMatchObject({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: { name: 'pod-0' } });
+    expect(a.frame.object.rows[0].object).toMatchObject({
+      kind: 'PartialObjectMetadata',
+      apiVersion: 'meta.k8s.io/v1',
+      metadata: { name: 'pod-0' },
+    });
     expect(b.frame.object.columnDefinitions).toBeNull();
     w.close();
   });
@@ -318,7 +363,10 @@ describe('WATCH', () => {
   it('[testing: watch of a custom resource] the generic path streams registered kinds', async () => {
     await start();
     const ref = server.registerResource(WIDGET);
-    const w = await watch(server, `/apis/example.com/v1/namespaces/default/widgets?watch=true&resourceVersion=${server.revision}`);
+    const w = await watch(
+      server,
+      `/apis/example.com/v1/namespaces/default/widgets?watch=true&resourceVersion=${server.revision}`,
+    );
     await server.waitForWatches(1);
     const created = await call(server, 'POST', '/apis/example.com/v1/namespaces/default/widgets', {
       body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3 } },
@@ -326,7 +374,10 @@ describe('WATCH', () => {
     expect(created.status).toBe(201);
     server.createPod(podBody('not-a-widget') as never);
     const f = await w.next();
-    expect(f.frame).toMatchObject({ type: 'ADDED', object: { kind: 'Widget', apiVersion: 'example.com/v1', metadata: { name: 'w1' }, spec: { size: 3 } } });
+    expect(f.frame).toMatchObject({
+      type: 'ADDED',
+      object: { kind: 'Widget', apiVersion: 'example.com/v1', metadata: { name: 'w1' }, spec: { size: 3 } },
+    });
     expect(server.listObjects(ref)).toHaveLength(1);
     w.close();
   });

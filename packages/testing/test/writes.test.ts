@@ -27,8 +27,16 @@ describe('create', () => {
       labels: { app: 'x' },
     });
     expect(a.json.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
-    expect(a.json.spec).toMatchObject({ restartPolicy: 'Always', terminationGracePeriodSeconds: 30, dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler' });
-    expect(a.json.spec.containers[0]).toMatchObject({ imagePullPolicy: 'IfNotPresent', terminationMessagePath: '/dev/termination-log' });
+    expect(a.json.spec).toMatchObject({
+      restartPolicy: 'Always',
+      terminationGracePeriodSeconds: 30,
+      dnsPolicy: 'ClusterFirst',
+      schedulerName: 'default-scheduler',
+    });
+    expect(a.json.spec.containers[0]).toMatchObject({
+      imagePullPolicy: 'IfNotPresent',
+      terminationMessagePath: '/dev/termination-log',
+    });
     // Status on create is the server's, not the client's.
     expect(a.json.status).toEqual({ phase: 'Pending', qosClass: 'BestEffort' });
     expect(server.revision).toBe(before + 1);
@@ -56,11 +64,15 @@ describe('create', () => {
     expect(a.json.message).toBe('Pod "" is invalid: metadata.name: Required value: name or generateName is required');
     expect(a.json.details).toEqual({
       kind: 'Pod',
-      causes: [{ reason: 'FieldValueRequired', message: 'Required value: name or generateName is required', field: 'metadata.name' }],
+      causes: [
+        { reason: 'FieldValueRequired', message: 'Required value: name or generateName is required', field: 'metadata.name' },
+      ],
     });
     const b = await call(server, 'POST', PODS, { body: podBody('Bad_Name') });
     expect(b.status).toBe(422);
-    expect(b.json.message).toMatch(/^Pod "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain/);
+    expect(b.json.message).toMatch(
+      /^Pod "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain/,
+    );
     const c = await call(server, 'POST', PODS, { body: { metadata: { name: 'c' }, spec: {} } });
     expect(c.status).toBe(422);
     expect(c.json.message).toBe('Pod "c" is invalid: spec.containers: Required value');
@@ -82,14 +94,17 @@ describe('update', () => {
     server.updatePod('default', 'p', (p) => {
       p.metadata.labels = { bump: '1' };
     });
-    const a = await call(server, 'PUT', `${PODS}/p`, { body: { ...created, metadata: { ...created.metadata, labels: { mine: 'yes' } } } });
+    const a = await call(server, 'PUT', `${PODS}/p`, {
+      body: { ...created, metadata: { ...created.metadata, labels: { mine: 'yes' } } },
+    });
     expect(a.status).toBe(409);
     expect(a.json).toEqual({
       kind: 'Status',
       apiVersion: 'v1',
       metadata: {},
       status: 'Failure',
-      message: 'Operation cannot be fulfilled on pods "p": the object has been modified; please apply your changes to the latest version and try again',
+      message:
+        'Operation cannot be fulfilled on pods "p": the object has been modified; please apply your changes to the latest version and try again',
       reason: 'Conflict',
       details: { name: 'p', kind: 'pods' },
       code: 409,
@@ -106,7 +121,9 @@ describe('update', () => {
     await call(server, 'POST', WIDGETS, { body: { metadata: { name: 'w' }, spec: { size: 1 } } });
     const b = await call(server, 'PUT', `${WIDGETS}/w`, { body: { metadata: { name: 'w' }, spec: { size: 2 } } });
     expect(b.status).toBe(422);
-    expect(b.json.message).toBe('Widget.example.com "w" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update');
+    expect(b.json.message).toBe(
+      'Widget.example.com "w" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update',
+    );
   });
 
   it('[testing: update 404] updating, patching or deleting a missing pod is 404 NotFound', async () => {
@@ -133,14 +150,21 @@ describe('update', () => {
   it('[testing: status subresource] PUT /status changes status (and, on pods, labels and annotations) but never spec; a main PUT ignores status', async () => {
     const created = (await call(server, 'POST', PODS, { body: podBody('p') })).json;
     const s = await call(server, 'PUT', `${PODS}/p/status`, {
-      body: { ...created, metadata: { ...created.metadata, labels: { kept: 'yes' } }, spec: { ...created.spec, activeDeadlineSeconds: 5 }, status: { phase: 'Running' } },
+      body: {
+        ...created,
+        metadata: { ...created.metadata, labels: { kept: 'yes' } },
+        spec: { ...created.spec, activeDeadlineSeconds: 5 },
+        status: { phase: 'Running' },
+      },
     });
     expect(s.status).toBe(200);
     expect(s.json.status).toEqual({ phase: 'Running' });
     expect(s.json.metadata.labels).toEqual({ kept: 'yes' });
     expect(s.json.spec.activeDeadlineSeconds).toBeUndefined();
     expect(s.json.metadata.generation).toBe(1);
-    const m = await call(server, 'PUT', `${PODS}/p`, { body: { ...s.json, metadata: { ...s.json.metadata, labels: { a: 'b' } }, status: { phase: 'Failed' } } });
+    const m = await call(server, 'PUT', `${PODS}/p`, {
+      body: { ...s.json, metadata: { ...s.json.metadata, labels: { a: 'b' } }, status: { phase: 'Failed' } },
+    });
     expect(m.status).toBe(200);
     expect(m.json.status).toEqual({ phase: 'Running' });
     expect(m.json.metadata.labels).toEqual({ a: 'b' });
@@ -150,12 +174,21 @@ describe('update', () => {
     server.registerResource(WIDGET);
     const w = (await call(server, 'POST', WIDGETS, { body: { metadata: { name: 'w' }, spec: { size: 1 } } })).json;
     expect(w.metadata.generation).toBe(1);
-    const labels = await call(server, 'PATCH', `${WIDGETS}/w`, { body: { metadata: { labels: { a: 'b' } } }, contentType: 'application/merge-patch+json' });
+    const labels = await call(server, 'PATCH', `${WIDGETS}/w`, {
+      body: { metadata: { labels: { a: 'b' } } },
+      contentType: 'application/merge-patch+json',
+    });
     expect(labels.json.metadata.generation).toBe(1);
-    const status = await call(server, 'PATCH', `${WIDGETS}/w/status`, { body: { status: { ok: true } }, contentType: 'application/merge-patch+json' });
+    const status = await call(server, 'PATCH', `${WIDGETS}/w/status`, {
+      body: { status: { ok: true } },
+      contentType: 'application/merge-patch+json',
+    });
     expect(status.json.metadata.generation).toBe(1);
     expect(status.json.status).toEqual({ ok: true });
-    const spec = await call(server, 'PATCH', `${WIDGETS}/w`, { body: { spec: { size: 2 } }, contentType: 'application/merge-patch+json' });
+    const spec = await call(server, 'PATCH', `${WIDGETS}/w`, {
+      body: { spec: { size: 2 } },
+      contentType: 'application/merge-patch+json',
+    });
     expect(spec.json.metadata.generation).toBe(2);
     const pod = server.createPod({ metadata: { name: 'p' } });
     const img = await call(server, 'PATCH', `${PODS}/p`, {
@@ -168,7 +201,10 @@ describe('update', () => {
 
   it('[testing: pod spec immutability] a pod update touching spec beyond images is 422 Forbidden', async () => {
     await call(server, 'POST', PODS, { body: podBody('p') });
-    const a = await call(server, 'PATCH', `${PODS}/p`, { body: { spec: { nodeName: 'sneaky' } }, contentType: 'application/merge-patch+json' });
+    const a = await call(server, 'PATCH', `${PODS}/p`, {
+      body: { spec: { nodeName: 'sneaky' } },
+      contentType: 'application/merge-patch+json',
+    });
     expect(a.status).toBe(422);
     expect(a.json.message).toMatch(/^Pod "p" is invalid: spec: Forbidden: pod updates may not change fields other than/);
   });
@@ -186,7 +222,10 @@ describe('update', () => {
 describe('patch', () => {
   it('[testing: merge patch] RFC 7386: objects merge, null deletes, lists replace', async () => {
     await call(server, 'POST', PODS, { body: podBody('p', { a: '1', b: '2' }) });
-    const a = await call(server, 'PATCH', `${PODS}/p`, { body: { metadata: { labels: { a: null, c: '3' } } }, contentType: 'application/merge-patch+json' });
+    const a = await call(server, 'PATCH', `${PODS}/p`, {
+      body: { metadata: { labels: { a: null, c: '3' } } },
+      contentType: 'application/merge-patch+json',
+    });
     expect(a.status).toBe(200);
     expect(a.json.metadata.labels).toEqual({ b: '2', c: '3' });
   });
@@ -204,7 +243,10 @@ describe('patch', () => {
     });
     expect(a.status).toBe(200);
     expect(a.json.metadata.labels).toEqual({ b: '2', c: '2' });
-    const b = await call(server, 'PATCH', `${PODS}/p`, { body: [{ op: 'test', path: '/metadata/labels/b', value: 'nope' }], contentType: 'application/json-patch+json' });
+    const b = await call(server, 'PATCH', `${PODS}/p`, {
+      body: [{ op: 'test', path: '/metadata/labels/b', value: 'nope' }],
+      contentType: 'application/json-patch+json',
+    });
     expect(b.status).toBe(422);
     expect(b.json.reason).toBe('Invalid');
     const c = await call(server, 'PATCH', `${PODS}/p`, { body: { op: 'add' }, contentType: 'application/json-patch+json' });
@@ -227,7 +269,10 @@ describe('patch', () => {
   it('[testing: strategic merge patch] custom resources refuse it with 415, as the real server does', async () => {
     server.registerResource(WIDGET);
     await call(server, 'POST', WIDGETS, { body: { metadata: { name: 'w' } } });
-    const c = await call(server, 'PATCH', `${WIDGETS}/w`, { body: { metadata: {} }, contentType: 'application/strategic-merge-patch+json' });
+    const c = await call(server, 'PATCH', `${WIDGETS}/w`, {
+      body: { metadata: {} },
+      contentType: 'application/strategic-merge-patch+json',
+    });
     expect(c.status).toBe(415);
     expect(c.json.reason).toBe('UnsupportedMediaType');
   });
@@ -254,12 +299,18 @@ describe('delete', () => {
     await server.waitForWatches(1);
     const first = await call(server, 'DELETE', `${PODS}/p`);
     expect(first.status).toBe(200);
-    expect(first.json.metadata).toMatchObject({ deletionTimestamp: '2025-03-01T12:00:30Z', deletionGracePeriodSeconds: 30, generation: gen + 1 });
+    expect(first.json.metadata).toMatchObject({
+      deletionTimestamp: '2025-03-01T12:00:30Z',
+      deletionGracePeriodSeconds: 30,
+      generation: gen + 1,
+    });
     const m = await w.next();
     expect(m.frame.type).toBe('MODIFIED');
     expect(m.frame.object.metadata.deletionTimestamp).toBe('2025-03-01T12:00:30Z');
     // A longer grace period does not extend; a shorter one shortens.
-    const again = await call(server, 'DELETE', `${PODS}/p`, { body: { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 60 } });
+    const again = await call(server, 'DELETE', `${PODS}/p`, {
+      body: { kind: 'DeleteOptions', apiVersion: 'v1', gracePeriodSeconds: 60 },
+    });
     expect(again.json.metadata.deletionGracePeriodSeconds).toBe(30);
     const shorter = await call(server, 'DELETE', `${PODS}/p?gracePeriodSeconds=5`);
     expect(shorter.json.metadata.deletionGracePeriodSeconds).toBe(5);
@@ -280,7 +331,10 @@ describe('delete', () => {
     expect(a.json.kind).toBe('Widget');
     const w = await watch(server, `${WIDGETS}?watch=true&resourceVersion=${server.revision}`);
     await server.waitForWatches(1);
-    const b = await call(server, 'PATCH', `${WIDGETS}/w`, { body: { metadata: { finalizers: null } }, contentType: 'application/merge-patch+json' });
+    const b = await call(server, 'PATCH', `${WIDGETS}/w`, {
+      body: { metadata: { finalizers: null } },
+      contentType: 'application/merge-patch+json',
+    });
     expect(b.status).toBe(200);
     expect((await w.next()).frame.type).toBe('DELETED');
     w.close();
@@ -305,14 +359,20 @@ describe('delete', () => {
     const a = await call(server, 'DELETE', `${PODS}/p`, { body: { preconditions: { uid: 'nope' } } });
     expect(a.status).toBe(409);
     // Worded by the registry's delete, which names the Kind (checked against kube-apiserver 1.35.4).
-    expect(a.json.message).toMatch(/^Operation cannot be fulfilled on Pod "p": the UID in the precondition \(nope\) does not match the UID in record \([-0-9a-f]+\)\. The object might have been deleted and then recreated$/);
+    expect(a.json.message).toMatch(
+      /^Operation cannot be fulfilled on Pod "p": the UID in the precondition \(nope\) does not match the UID in record \([-0-9a-f]+\)\. The object might have been deleted and then recreated$/,
+    );
     expect(a.json.details).toEqual({ name: 'p', kind: 'Pod' });
     const b = await call(server, 'DELETE', `${PODS}/p`, { body: { preconditions: { resourceVersion: '1' } } });
     expect(b.status).toBe(409);
-    expect(b.json.message).toMatch(/^Operation cannot be fulfilled on Pod "p": the ResourceVersion in the precondition \(1\) does not match the ResourceVersion in record \(\d+\)\. The object might have been modified$/);
+    expect(b.json.message).toMatch(
+      /^Operation cannot be fulfilled on Pod "p": the ResourceVersion in the precondition \(1\) does not match the ResourceVersion in record \(\d+\)\. The object might have been modified$/,
+    );
     const u = await call(server, 'PUT', `${PODS}/p`, { body: { ...podBody('p'), metadata: { name: 'p', uid: 'nope' } } });
     expect(u.status).toBe(409);
-    expect(u.json.message).toMatch(/^Operation cannot be fulfilled on pods "p": StorageError: invalid object, Code: 4, Key: \/registry\/pods\/default\/p, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: nope/);
+    expect(u.json.message).toMatch(
+      /^Operation cannot be fulfilled on pods "p": StorageError: invalid object, Code: 4, Key: \/registry\/pods\/default\/p, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: nope/,
+    );
     expect(u.json.details).toEqual({ name: 'p', kind: 'pods' });
   });
 

@@ -299,7 +299,9 @@ export class WorkQueue<K extends QueueKey> {
   drain(timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMER_DELAY_MS) {
       return Promise.reject(
-        new WorkQueueOptionsError(`drain timeoutMs must be a finite number in [0, ${MAX_TIMER_DELAY_MS}]; got ${String(timeoutMs)}`),
+        new WorkQueueOptionsError(
+          `drain timeoutMs must be a finite number in [0, ${MAX_TIMER_DELAY_MS}]; got ${String(timeoutMs)}`,
+        ),
       );
     }
     this.stop();

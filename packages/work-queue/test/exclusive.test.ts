@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
-import { WorkQueue, WorkQueueDrainTimeoutError, WorkQueueNotProcessingError, WorkQueueOptionsError, WorkQueueStoppedError } from '../src/index.js';
+import {
+  WorkQueue,
+  WorkQueueDrainTimeoutError,
+  WorkQueueNotProcessingError,
+  WorkQueueOptionsError,
+  WorkQueueStoppedError,
+} from '../src/index.js';
 import { type Clock } from '@reconcile-loop/primitives';
 
 /** Settles every promise callback already queued (the queue itself never uses timers here). */

@@ -123,8 +123,14 @@ describe('WorkQueue metrics hooks', () => {
     ]);
     const silent = new WorkQueue<string>({
       exclusive: true,
-      observer: { onAdd: () => { throw boom; } },
-      onError: () => { throw new Error('sink down too'); },
+      observer: {
+        onAdd: () => {
+          throw boom;
+        },
+      },
+      onError: () => {
+        throw new Error('sink down too');
+      },
     });
     expect(() => silent.add('z')).not.toThrow();
     expect(silent.size).toBe(1);

@@ -1,12 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  WorkQueue,
-  WorkQueueBusyError,
-  WorkQueueKeyError,
-  WorkQueueStoppedError,
-  type QueueKey,
-} from '../src/index.js';
+import { WorkQueue, WorkQueueBusyError, WorkQueueKeyError, WorkQueueStoppedError, type QueueKey } from '../src/index.js';
 
 /** Settles every promise callback already queued (the queue never uses timers). */
 const flush = async (): Promise<void> => {

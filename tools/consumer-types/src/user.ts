@@ -2,7 +2,15 @@
 // scripts/consumer-types.mjs with moduleResolution node16 and bundler and skipLibCheck false. Each
 // `@ts-expect-error` proves a type is precise, not `any`: an unused one is a compile error.
 import { KubeConfig } from '@kubernetes/client-node';
-import { objectKey, objectMetaSchema, objectSchema, podSchema, typeMetaShape, type ObjectMeta, type Pod } from '@reconcile-loop/k8s-types';
+import {
+  objectKey,
+  objectMetaSchema,
+  objectSchema,
+  podSchema,
+  typeMetaShape,
+  type ObjectMeta,
+  type Pod,
+} from '@reconcile-loop/k8s-types';
 import { InProcessSource, ManualClock, ReconcileLoop } from '@reconcile-loop/loop';
 import { ObjectStore, replaceEvent } from '@reconcile-loop/object-store';
 import { kubeReflector, podReflector } from '@reconcile-loop/reflector';
@@ -30,19 +38,31 @@ const meta: ObjectMeta = podSchema.parse({ metadata: { name: 'p' } }).metadata;
 const owners: readonly { uid: string }[] = meta.ownerReferences;
 
 export async function run(): Promise<string[]> {
-  const seen: string[] = [generateName ?? '', String(finalizers?.length), String(firstFinalizer), String(size), String(owners.length)];
+  const seen: string[] = [
+    generateName ?? '',
+    String(finalizers?.length),
+    String(firstFinalizer),
+    String(size),
+    String(owners.length),
+  ];
   const server: ApiServer = await startApiServer();
   try {
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(server.kubeconfig());
     const pods = podReflector({ kubeConfig, namespace: 'default' });
-    const widgets = kubeReflector({ kubeConfig, resource: { group: 'example.com', version: 'v1', plural: 'widgets' }, schema: widgetSchema, namespace: 'default' });
+    const widgets = kubeReflector({
+      kubeConfig,
+      resource: { group: 'example.com', version: 'v1', plural: 'widgets' },
+      schema: widgetSchema,
+      namespace: 'default',
+    });
     const clock = new ManualClock();
     await using loop = new ReconcileLoop<Pod, string>({
       source: pods,
       keyMap: (pod) => pod.metadata.labels['pool'],
       reconcile: async (pool, { members }) => {
-        for (const pod of members.values()) seen.push(`${pool}:${objectKey(pod)}:${pod.metadata.deletionGracePeriodSeconds ?? 0}`);
+        for (const pod of members.values())
+          seen.push(`${pool}:${objectKey(pod)}:${pod.metadata.deletionGracePeriodSeconds ?? 0}`);
       },
       clock,
     });

@@ -12,14 +12,25 @@ export interface HttpGetResult {
  * One request over loopback HTTP (probes, `/metrics`), read to the end. Rejects on a transport
  * error or after `timeoutMs` (10 s); any status resolves, so a test asserts the 500 of a red probe as readily as a 200.
  */
-export function httpGet(url: string, init: { method?: string; accept?: string; timeoutMs?: number } = {}): Promise<HttpGetResult> {
+export function httpGet(
+  url: string,
+  init: { method?: string; accept?: string; timeoutMs?: number } = {},
+): Promise<HttpGetResult> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: init.method ?? 'GET', headers: init.accept ? { accept: init.accept } : {}, signal: AbortSignal.timeout(init.timeoutMs ?? 10_000) }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body }));
-    });
+    const req = request(
+      url,
+      {
+        method: init.method ?? 'GET',
+        headers: init.accept ? { accept: init.accept } : {},
+        signal: AbortSignal.timeout(init.timeoutMs ?? 10_000),
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });

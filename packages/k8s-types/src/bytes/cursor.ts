@@ -3,8 +3,38 @@ import { compactView } from '../compact.js';
 import { mix, PartsCache } from './parts-cache.js';
 import { isShareableStringMap } from '../share.js';
 import { EMPTY_STRING_MAP, parseRfc3339, utcMs } from '../view-parts.js';
-import { foundHash, keyTable, loadFrame, MEMBER_END, memberFound, memberLoaded, OUT_OF_WINDOW, SHARED_DECODE, SHARED_LONG, sharedLoaded, skipLoaded, unloadFrame } from './wasm-scan.js';
-import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, FAIL, OPEN_BRACE, OPEN_BRACKET, QUOTE, SCANNED_ESCAPE, SCANNED_NON_ASCII, scanned, scannedHash, scanString, skipValue, skipWs, skipWsTo } from './scan.js';
+import {
+  foundHash,
+  keyTable,
+  loadFrame,
+  MEMBER_END,
+  memberFound,
+  memberLoaded,
+  OUT_OF_WINDOW,
+  SHARED_DECODE,
+  SHARED_LONG,
+  sharedLoaded,
+  skipLoaded,
+  unloadFrame,
+} from './wasm-scan.js';
+import {
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COLON,
+  COMMA,
+  FAIL,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+  SCANNED_ESCAPE,
+  SCANNED_NON_ASCII,
+  scanned,
+  scannedHash,
+  scanString,
+  skipValue,
+  skipWs,
+  skipWsTo,
+} from './scan.js';
 
 /**
  * The reading half of a byte reader: a cursor over one frame's bytes and the token readers a view
@@ -237,8 +267,24 @@ export function time(): number | undefined {
   // anything else through the string path (`Date.parse` decides there).
   const b = bytes;
   const s = at + 1;
-  if (b[at] === QUOTE && b[s + 20] === QUOTE && b[s + 4] === 0x2d && b[s + 7] === 0x2d && b[s + 10] === 0x54 && b[s + 13] === 0x3a && b[s + 16] === 0x3a && b[s + 19] === 0x5a) {
-    const ms = utcMs(digits(b, s, 4), digits(b, s + 5, 2), digits(b, s + 8, 2), digits(b, s + 11, 2), digits(b, s + 14, 2), digits(b, s + 17, 2));
+  if (
+    b[at] === QUOTE &&
+    b[s + 20] === QUOTE &&
+    b[s + 4] === 0x2d &&
+    b[s + 7] === 0x2d &&
+    b[s + 10] === 0x54 &&
+    b[s + 13] === 0x3a &&
+    b[s + 16] === 0x3a &&
+    b[s + 19] === 0x5a
+  ) {
+    const ms = utcMs(
+      digits(b, s, 4),
+      digits(b, s + 5, 2),
+      digits(b, s + 8, 2),
+      digits(b, s + 11, 2),
+      digits(b, s + 14, 2),
+      digits(b, s + 17, 2),
+    );
     if (!Number.isNaN(ms)) {
       at = skipWs(b, s + 21);
       return ms;

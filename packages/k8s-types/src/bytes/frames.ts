@@ -1,6 +1,22 @@
 import type { KubernetesObjectView } from '../meta.js';
 import type { ObjectFrame } from '../watch.js';
-import { at, atEnd, begin, bytes as frame, end, isNull, utf8, KeySet, nextItem, NOT_PROVEN, notProven, openArray, restart, skip, str } from './cursor.js';
+import {
+  at,
+  atEnd,
+  begin,
+  bytes as frame,
+  end,
+  isNull,
+  utf8,
+  KeySet,
+  nextItem,
+  NOT_PROVEN,
+  notProven,
+  openArray,
+  restart,
+  skip,
+  str,
+} from './cursor.js';
 import { members } from './view-reader.js';
 import type { ObjectReader } from './readers.js';
 

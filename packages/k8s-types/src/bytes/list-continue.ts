@@ -1,4 +1,16 @@
-import { CLOSE_BRACE, COLON, COMMA, FAIL, OPEN_BRACE, QUOTE, SCANNED_ESCAPE, scanned, scanString, skipValue, skipWsTo } from './scan.js';
+import {
+  CLOSE_BRACE,
+  COLON,
+  COMMA,
+  FAIL,
+  OPEN_BRACE,
+  QUOTE,
+  SCANNED_ESCAPE,
+  scanned,
+  scanString,
+  skipValue,
+  skipWsTo,
+} from './scan.js';
 
 /**
  * Reads a LIST page's `metadata.continue` from the first bytes of its body, without reading the

@@ -73,7 +73,8 @@ export class PartsCache<T> {
   /** The remembered first instance with exactly these parts, if it is still among the last few. */
   #recalled(hash: number, parts: readonly unknown[], count: number): T | undefined {
     for (let i = 0; i < RECENT; i++) {
-      if (this.#recentHashes[i] === hash && this.#recentCounts[i] === count && sameParts(this.#recentParts[i]!, parts, count)) return this.#recentValues[i];
+      if (this.#recentHashes[i] === hash && this.#recentCounts[i] === count && sameParts(this.#recentParts[i]!, parts, count))
+        return this.#recentValues[i];
     }
     return undefined;
   }

@@ -33,7 +33,20 @@ const ownerReference = (): OwnerReference => {
 };
 const ownerLists = new PartsCache<readonly OwnerReference[]>(4096);
 
-const META = level(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'labels', 'annotations', 'ownerReferences', 'finalizers', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds']);
+const META = level([
+  'name',
+  'namespace',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'labels',
+  'annotations',
+  'ownerReferences',
+  'finalizers',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+]);
 const META_ALWAYS = 0b1110_0000; // labels, annotations, ownerReferences: present in the view even when absent
 
 function readMetaField(index: number): unknown {
@@ -90,7 +103,11 @@ const SPEC = level(['nodeName', 'containers']);
 
 function spec(): Draft {
   const fields: unknown[] = [];
-  const present = members(SPEC.keys, (i) => (i === 0 ? sharedStr() : sharedList('containers', containerLists, containerName, containersKey)), fields);
+  const present = members(
+    SPEC.keys,
+    (i) => (i === 0 ? sharedStr() : sharedList('containers', containerLists, containerName, containersKey)),
+    fields,
+  );
   if ((present & 0b10) === 0) fields[1] = EMPTY_LIST;
   return SPEC.shape.build(present | 0b10, fields);
 }
@@ -119,10 +136,13 @@ const RUNNING = level(['startedAt']);
 const TERMINATED = level(['exitCode', 'reason', 'startedAt', 'finishedAt']);
 const readTerminatedField = (i: number): unknown => (i === 0 ? int() : i === 1 ? sharedStr() : time());
 const STATE = level(['waiting', 'running', 'terminated']);
-const readStateField = (i: number): unknown => (i === 0 ? object(WAITING, sharedStr) : i === 1 ? object(RUNNING, time) : object(TERMINATED, readTerminatedField, 0b1));
+const readStateField = (i: number): unknown =>
+  i === 0 ? object(WAITING, sharedStr) : i === 1 ? object(RUNNING, time) : object(TERMINATED, readTerminatedField, 0b1);
 const CONTAINER_STATUS = level(['name', 'ready', 'started', 'restartCount', 'state']);
-const readContainerStatusField = (i: number): unknown => (i === 0 ? sharedStr() : i === 1 || i === 2 ? bool() : i === 3 ? int() : object(STATE, readStateField));
-const containerStatus = (): ContainerStatus => object(CONTAINER_STATUS, readContainerStatusField, 0b1011) as unknown as ContainerStatus;
+const readContainerStatusField = (i: number): unknown =>
+  i === 0 ? sharedStr() : i === 1 || i === 2 ? bool() : i === 3 ? int() : object(STATE, readStateField);
+const containerStatus = (): ContainerStatus =>
+  object(CONTAINER_STATUS, readContainerStatusField, 0b1011) as unknown as ContainerStatus;
 
 const STATUS = level(['phase', 'podIP', 'podIPs', 'hostIP', 'startTime', 'conditions', 'containerStatuses']);
 
@@ -158,7 +178,6 @@ function status(): Draft {
 
 const POD = level(['metadata', 'spec', 'status']);
 const readPodField = (i: number): unknown => (i === 0 ? metadata() : i === 1 ? spec() : status());
-
 
 /** Reads the pod at the cursor as `podSchema` would validate it (see the module comment). */
 export function readPodObject(): Pod {

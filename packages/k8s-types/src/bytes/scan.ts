@@ -99,8 +99,11 @@ export function scanString(b: Uint8Array, i: number): number {
 function skipEscape(b: Uint8Array, k: number): number {
   if (b[k] !== BACKSLASH) return FAIL; // a control character, or the end of the bytes
   const e = b[k + 1];
-  if (e === 0x75) return HEX[b[k + 2]!] === 1 && HEX[b[k + 3]!] === 1 && HEX[b[k + 4]!] === 1 && HEX[b[k + 5]!] === 1 ? k + 6 : FAIL; // \uXXXX
-  return e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74 ? k + 2 : FAIL;
+  if (e === 0x75)
+    return HEX[b[k + 2]!] === 1 && HEX[b[k + 3]!] === 1 && HEX[b[k + 4]!] === 1 && HEX[b[k + 5]!] === 1 ? k + 6 : FAIL; // \uXXXX
+  return e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74
+    ? k + 2
+    : FAIL;
 }
 
 /** The string {@link scanString} last accepted held an escape. */

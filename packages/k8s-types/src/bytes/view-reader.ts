@@ -64,7 +64,9 @@ export class Shape {
   build(present: number, fields: readonly unknown[]): Draft {
     let maker = this.#makers.get(present);
     if (maker === undefined) {
-      const members = this.#names.flatMap((name, index) => ((present & (1 << index)) !== 0 ? [`${JSON.stringify(name)}: f[${index}]`] : []));
+      const members = this.#names.flatMap((name, index) =>
+        (present & (1 << index)) !== 0 ? [`${JSON.stringify(name)}: f[${index}]`] : [],
+      );
       // eslint-disable-next-line @typescript-eslint/no-implied-eval -- compiled once per member combination, from the view's own names
       maker = new Function('f', `return {${members.join(', ')}};`) as (fields: readonly unknown[]) => Draft;
       this.#makers.set(present, maker);
@@ -125,7 +127,12 @@ export function hashedStr(index: number): string {
  * Reads a list the view shares: found again by its items' parts (see `parts-cache.ts`); a new one
  * is frozen when `share.ts` would share it, and held from its second sight on.
  */
-export function sharedList<T>(kind: string, cache: PartsCache<readonly T[]>, item: () => T, itemKey: (item: T) => string | undefined): readonly T[] {
+export function sharedList<T>(
+  kind: string,
+  cache: PartsCache<readonly T[]>,
+  item: () => T,
+  itemKey: (item: T) => string | undefined,
+): readonly T[] {
   listHash = 0;
   listCount = 0;
   const grown = grownList(item);
@@ -141,4 +148,3 @@ export function sharedList<T>(kind: string, cache: PartsCache<readonly T[]>, ite
   const shared = freezeList(items);
   return cache.offer(hash, listParts, count, shared);
 }
-

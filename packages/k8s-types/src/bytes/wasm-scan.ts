@@ -253,7 +253,8 @@ export function wordHash(name: string): number {
   let h = length;
   let n = 0;
   for (; n + 4 <= length; n += 4) {
-    const w = name.charCodeAt(n) | (name.charCodeAt(n + 1) << 8) | (name.charCodeAt(n + 2) << 16) | (name.charCodeAt(n + 3) << 24);
+    const w =
+      name.charCodeAt(n) | (name.charCodeAt(n + 1) << 8) | (name.charCodeAt(n + 2) << 16) | (name.charCodeAt(n + 3) << 24);
     h = Math.imul(((h << 5) | (h >>> 27)) ^ w, 0x9e3779b1);
   }
   if (n < length) {

@@ -15,7 +15,16 @@ export const COMBINED_PREFIX = '(combined from similar events): ';
  * else (note, action, related) are "similar".
  */
 export function similarKey(regarding: ObjectReference, input: EventInput, source: string): string {
-  return JSON.stringify([source, regarding.apiVersion, regarding.kind, regarding.namespace, regarding.name, regarding.uid, input.type, input.reason]);
+  return JSON.stringify([
+    source,
+    regarding.apiVersion,
+    regarding.kind,
+    regarding.namespace,
+    regarding.name,
+    regarding.uid,
+    input.type,
+    input.reason,
+  ]);
 }
 
 interface Similar {

@@ -66,11 +66,14 @@ function cutNote(note: string): string {
 
 /** Throws {@link KubeClientOptionsError} for an event the apiserver would refuse (a bug in the caller, not a transient). */
 export function checkEvent(regarding: ObjectReference, input: EventInput): void {
-  if (typeof regarding?.name !== 'string' || regarding.name === '') throw new KubeClientOptionsError('an event needs regarding.name');
-  if (input.type !== 'Normal' && input.type !== 'Warning') throw new KubeClientOptionsError(`event type must be Normal or Warning, got ${String(input.type)}`);
+  if (typeof regarding?.name !== 'string' || regarding.name === '')
+    throw new KubeClientOptionsError('an event needs regarding.name');
+  if (input.type !== 'Normal' && input.type !== 'Warning')
+    throw new KubeClientOptionsError(`event type must be Normal or Warning, got ${String(input.type)}`);
   for (const field of ['reason', 'action'] as const) {
     const value = input[field];
-    if (typeof value !== 'string' || value === '' || value.length > MAX_FIELD) throw new KubeClientOptionsError(`event ${field} must be 1-${MAX_FIELD} characters, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'string' || value === '' || value.length > MAX_FIELD)
+      throw new KubeClientOptionsError(`event ${field} must be 1-${MAX_FIELD} characters, got ${JSON.stringify(value)}`);
   }
 }
 
@@ -81,13 +84,25 @@ export function checkEvent(regarding: ObjectReference, input: EventInput): void 
  */
 export function eventKey(regarding: ObjectReference, input: EventInput, reportingController: string): string {
   const ref = (r: ObjectReference | undefined) => (r ? [r.apiVersion, r.kind, r.namespace, r.name, r.uid, r.fieldPath] : null);
-  return JSON.stringify([ref(regarding), ref(input.related), input.reason, input.action, reportingController, input.type, input.note ?? '']);
+  return JSON.stringify([
+    ref(regarding),
+    ref(input.related),
+    input.reason,
+    input.action,
+    reportingController,
+    input.type,
+    input.note ?? '',
+  ]);
 }
 
 let sequence = 0;
 
 /** Builds the Event: named `{regarding.name}.{hex time}` (client-go's scheme), in the regarding object's namespace or `default`. */
-export function makeEvent(regarding: ObjectReference, input: EventInput, meta: { reportingController: string; reportingInstance: string; nowMs: number }): EventBody {
+export function makeEvent(
+  regarding: ObjectReference,
+  input: EventInput,
+  meta: { reportingController: string; reportingInstance: string; nowMs: number },
+): EventBody {
   // Nanoseconds from the wall clock plus a counter, so two events in one millisecond never collide.
   sequence = (sequence + 1) % 1_000_000;
   const suffix = (BigInt(Math.floor(meta.nowMs)) * 1_000_000n + BigInt(sequence)).toString(16);

@@ -6,9 +6,15 @@ import { isAlreadyExists, isKubeApiError, isNotFound, KubeClientOptionsError } f
 import { TokenBucketRateLimiter } from '../rate-limiter.js';
 import type { ResourceClient } from '../resource.js';
 import type { KubeObject, WriteObject } from '../types.js';
-import { COMBINED_PREFIX, DEFAULT_AGGREGATE_INTERVAL_MS, DEFAULT_AGGREGATE_MAX_EVENTS, MAX_CORRELATOR_ENTRIES, similarKey, SimilarEventAggregator } from './aggregator.js';
+import {
+  COMBINED_PREFIX,
+  DEFAULT_AGGREGATE_INTERVAL_MS,
+  DEFAULT_AGGREGATE_MAX_EVENTS,
+  MAX_CORRELATOR_ENTRIES,
+  similarKey,
+  SimilarEventAggregator,
+} from './aggregator.js';
 import { checkEvent, eventKey, makeEvent, microTime, type EventBody, type EventInput, type ObjectReference } from './event.js';
-
 
 /** Options of {@link EventRecorder}; the defaults are client-go's `tools/events` and `tools/record` constants. */
 export interface EventRecorderOptions {
@@ -138,7 +144,11 @@ export class EventRecorder {
   #closed = false;
 
   constructor(options: EventRecorderOptions) {
-    if (typeof options.reportingController !== 'string' || options.reportingController === '' || options.reportingController.length > 128) {
+    if (
+      typeof options.reportingController !== 'string' ||
+      options.reportingController === '' ||
+      options.reportingController.length > 128
+    ) {
       throw new KubeClientOptionsError('reportingController must be 1-128 characters');
     }
     this.#events = options.client.resource(eventsResource);
@@ -157,7 +167,8 @@ export class EventRecorder {
     this.#random = options.random ?? Math.random;
     const maxEvents = options.aggregateMaxEvents ?? DEFAULT_AGGREGATE_MAX_EVENTS;
     const intervalMs = options.aggregateIntervalMs ?? DEFAULT_AGGREGATE_INTERVAL_MS;
-    if (!Number.isInteger(maxEvents) || maxEvents < 1) throw new KubeClientOptionsError(`aggregateMaxEvents must be an integer >= 1, got ${String(maxEvents)}`);
+    if (!Number.isInteger(maxEvents) || maxEvents < 1)
+      throw new KubeClientOptionsError(`aggregateMaxEvents must be an integer >= 1, got ${String(maxEvents)}`);
     if (!(intervalMs >= 0)) throw new KubeClientOptionsError(`aggregateIntervalMs must be >= 0, got ${String(intervalMs)}`);
     this.#similar = new SimilarEventAggregator(maxEvents, intervalMs);
   }
@@ -209,7 +220,11 @@ export class EventRecorder {
       this.#logger?.debug({ regarding: regarding.name, reason: input.reason }, 'event dropped by the per-object spam filter');
       return;
     }
-    const event = makeEvent(regarding, input, { reportingController: this.#controller, reportingInstance: this.#instance, nowMs: this.#wall() });
+    const event = makeEvent(regarding, input, {
+      reportingController: this.#controller,
+      reportingInstance: this.#instance,
+      nowMs: this.#wall(),
+    });
     if (!this.#enqueue({ event, series: false, tries: 0 })) return;
     if (this.#cache.size >= MAX_CORRELATOR_ENTRIES) this.#evictOldest();
     this.#cache.set(key, { event, lastSeen: now, lastWritten: now, dirty: false });
@@ -250,7 +265,14 @@ export class EventRecorder {
 
   #spamAllows(regarding: ObjectReference): boolean {
     // client-go's getSpamKey: the source and the regarding object.
-    const key = JSON.stringify([this.#source, regarding.apiVersion, regarding.kind, regarding.namespace, regarding.name, regarding.uid]);
+    const key = JSON.stringify([
+      this.#source,
+      regarding.apiVersion,
+      regarding.kind,
+      regarding.namespace,
+      regarding.name,
+      regarding.uid,
+    ]);
     let bucket = this.#spam.get(key);
     if (bucket === undefined) {
       // Bounded like client-go's LRU of spam records: the oldest object's bucket is forgotten.
@@ -301,29 +323,41 @@ export class EventRecorder {
       job.tries += 1;
       if (!transient(error)) {
         this.stats.droppedRejected += 1;
-        this.#logger?.warn({ reason: snapshot.reason, error: (error as Error).message }, 'event refused by the apiserver: dropped');
+        this.#logger?.warn(
+          { reason: snapshot.reason, error: (error as Error).message },
+          'event refused by the apiserver: dropped',
+        );
         return;
       }
       if (job.tries >= this.#maxTries || this.#closed) {
         this.stats.droppedRetriesExhausted += 1;
-        this.#logger?.warn({ reason: snapshot.reason, tries: job.tries, error: (error as Error).message }, 'event not written: retry limit reached');
+        this.#logger?.warn(
+          { reason: snapshot.reason, tries: job.tries, error: (error as Error).message },
+          'event not written: retry limit reached',
+        );
         return;
       }
-      const handle = this.#clock.setTimeout(() => {
-        this.#retries.delete(handle);
-        if (!this.#closed) this.#enqueue(job);
-      }, this.#retryDelayMs * (1 + this.#random() * 0.25));
+      const handle = this.#clock.setTimeout(
+        () => {
+          this.#retries.delete(handle);
+          if (!this.#closed) this.#enqueue(job);
+        },
+        this.#retryDelayMs * (1 + this.#random() * 0.25),
+      );
       this.#retries.add(handle);
     }
   }
 
   #armSweep(): void {
     if (this.#sweep !== undefined || this.#cache.size === 0) return;
-    this.#sweep = this.#clock.setTimeout(() => {
-      this.#sweep = undefined;
-      this.#sweepNow();
-      this.#armSweep();
-    }, Math.min(this.#finishMs, this.#refreshMs));
+    this.#sweep = this.#clock.setTimeout(
+      () => {
+        this.#sweep = undefined;
+        this.#sweepNow();
+        this.#armSweep();
+      },
+      Math.min(this.#finishMs, this.#refreshMs),
+    );
   }
 
   /** Ends quiet series (writing their final count) and refreshes long-lived ones. No timer runs while nothing is cached. */

@@ -35,12 +35,20 @@ export class FaultQueue {
   /** Queues `times` failures of one verb; bad options throw ERR_BAD_OPTION and queue nothing. */
   add(o: FailNextOptions): void {
     const times = o.times ?? 1;
-    if (!Number.isInteger(times) || times < 1) throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: times must be a positive integer');
-    if (!INJECTABLE.has(o.status)) throw new ApiServerUsageError('ERR_BAD_OPTION', `failNext: unsupported status ${String(o.status)}`);
+    if (!Number.isInteger(times) || times < 1)
+      throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: times must be a positive integer');
+    if (!INJECTABLE.has(o.status))
+      throw new ApiServerUsageError('ERR_BAD_OPTION', `failNext: unsupported status ${String(o.status)}`);
     const retryAfterSeconds = o.retryAfterSeconds ?? 1;
-    if (!Number.isInteger(retryAfterSeconds) || retryAfterSeconds < 0) throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: retryAfterSeconds must be an integer >= 0');
+    if (!Number.isInteger(retryAfterSeconds) || retryAfterSeconds < 0)
+      throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: retryAfterSeconds must be an integer >= 0');
     for (let i = 0; i < times; i++) {
-      this.queue.push({ verb: o.verb, status: o.status, inBand: o.inBand === true && o.verb === 'watch' && o.status !== 'hang', retryAfterSeconds });
+      this.queue.push({
+        verb: o.verb,
+        status: o.status,
+        inBand: o.inBand === true && o.verb === 'watch' && o.status !== 'hang',
+        retryAfterSeconds,
+      });
     }
   }
 
@@ -72,10 +80,15 @@ export function injectedStatus(
     case 401:
       return unauthorized();
     case 403:
-      return failure(403, 'Forbidden', `${qualified} is forbidden: User "system:serviceaccount:default:injected" cannot ${verb} resource "${r.plural}" in API group "${r.group}"`, {
-        kind: r.plural,
-        ...(r.group === '' ? {} : { group: r.group }),
-      });
+      return failure(
+        403,
+        'Forbidden',
+        `${qualified} is forbidden: User "system:serviceaccount:default:injected" cannot ${verb} resource "${r.plural}" in API group "${r.group}"`,
+        {
+          kind: r.plural,
+          ...(r.group === '' ? {} : { group: r.group }),
+        },
+      );
     case 404:
       return pathNotFound();
     case 422:

@@ -15,7 +15,12 @@ export interface ApplyOptions {
   subresource?: 'status';
 }
 
-function conflictStatus(r: ResourceType, name: string, conflicts: ApplyConflict[], versions: Map<string, string | undefined>): KubeStatus {
+function conflictStatus(
+  r: ResourceType,
+  name: string,
+  conflicts: ApplyConflict[],
+  versions: Map<string, string | undefined>,
+): KubeStatus {
   const text = (c: ApplyConflict): string => {
     const v = versions.get(c.manager);
     return `conflict with "${c.manager}"${v === undefined ? '' : ` using ${v}`}`;
@@ -24,7 +29,9 @@ function conflictStatus(r: ResourceType, name: string, conflicts: ApplyConflict[
   const message = `Apply failed with ${n} conflict${n === 1 ? '' : 's'}: ${conflicts.map((c) => `${text(c)}: ${c.field}`).join('\n')}`;
   void r;
   void name;
-  return failure(409, 'Conflict', message, { causes: conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: text(c), field: c.field })) });
+  return failure(409, 'Conflict', message, {
+    causes: conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: text(c), field: c.field })),
+  });
 }
 
 /**
@@ -33,9 +40,18 @@ function conflictStatus(r: ResourceType, name: string, conflicts: ApplyConflict[
  * a field another manager owns and this one would change is a 409 with one cause per field unless
  * `force`, and the manager's managed fields are recorded (`metadata.managedFields`).
  */
-export function applyObject(engine: ResourceEngine, r: ResourceType, ns: string, name: string, body: unknown, o: ApplyOptions): KubeObject {
+export function applyObject(
+  engine: ResourceEngine,
+  r: ResourceType,
+  ns: string,
+  name: string,
+  body: unknown,
+  o: ApplyOptions,
+): KubeObject {
   if (o.fieldManager === undefined || o.fieldManager === '') {
-    throw new ApiStatusError(invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [required('fieldManager', 'is required for apply patch')]));
+    throw new ApiStatusError(
+      invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [required('fieldManager', 'is required for apply patch')]),
+    );
   }
   if (!isRecord(body)) throw new ApiStatusError(badRequest('error decoding YAML: the applied configuration must be an object'));
   if (typeof body['apiVersion'] !== 'string' || typeof body['kind'] !== 'string') {
@@ -43,7 +59,9 @@ export function applyObject(engine: ResourceEngine, r: ResourceType, ns: string,
   }
   const meta = isRecord(body['metadata']) ? body['metadata'] : {};
   if (meta['name'] !== undefined && meta['name'] !== name) {
-    throw new ApiStatusError(badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${name})`));
+    throw new ApiStatusError(
+      badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${name})`),
+    );
   }
   const applied: KubeObject = { ...(body as KubeObject), metadata: { ...(meta as KubeObject['metadata']), name } };
   const keys = r.strategicMergeKeys ?? {};
@@ -66,7 +84,11 @@ export function applyObject(engine: ResourceEngine, r: ResourceType, ns: string,
   }
   let merged: KubeObject;
   try {
-    merged = strategicMerge(live as unknown as Record<string, unknown>, applied as unknown as Record<string, unknown>, keys) as KubeObject;
+    merged = strategicMerge(
+      live as unknown as Record<string, unknown>,
+      applied as unknown as Record<string, unknown>,
+      keys,
+    ) as KubeObject;
   } catch (e) {
     if (e instanceof StrategicPatchError) throw new ApiStatusError(badRequest(e.message));
     throw e;

@@ -6,7 +6,18 @@ import { JsonPatchError, jsonPatch, mergePatch, type Json } from '../patch.js';
 import { managedFieldsOf, updateManagedFields } from '../patch/apply.js';
 import { StrategicPatchError, strategicMerge } from '../patch/strategic.js';
 import { labelKeyError, labelValueError } from '../selectors.js';
-import { alreadyExists, badRequest, conflict, failure, invalid, invalidValue, notFound, required, type FieldError, type KubeStatus } from '../status.js';
+import {
+  alreadyExists,
+  badRequest,
+  conflict,
+  failure,
+  invalid,
+  invalidValue,
+  notFound,
+  required,
+  type FieldError,
+  type KubeStatus,
+} from '../status.js';
 import type { KubeObject, ObjectMeta } from '../types.js';
 import { isRecord, nameErrors, rfc3339, shape, stable } from './meta.js';
 import type { MvccStore } from './store.js';
@@ -75,7 +86,11 @@ export class ResourceEngine {
 
   /** A namespaced create's admission: the namespace must exist, or is made for direct and implicit creates. */
   private admitNamespace(ns: string, direct: boolean): void {
-    if ((direct || this.implicitNamespaces) && namespaceState(this.store, ns) === 'missing' && nameErrors(ns, 'label').length === 0) {
+    if (
+      (direct || this.implicitNamespaces) &&
+      namespaceState(this.store, ns) === 'missing' &&
+      nameErrors(ns, 'label').length === 0
+    ) {
       this.create(NAMESPACE_RESOURCE, '', { metadata: { name: ns } }, { direct: true });
       return;
     }
@@ -105,7 +120,11 @@ export class ResourceEngine {
       fail(badRequest(`the object provided is unrecognized (must be of type ${r.kind}): kind ${JSON.stringify(body['kind'])}`));
     }
     if (body['apiVersion'] !== undefined && body['apiVersion'] !== r.apiVersion) {
-      fail(badRequest(`the API version in the data (${String(body['apiVersion'])}) does not match the expected API version (${r.apiVersion})`));
+      fail(
+        badRequest(
+          `the API version in the data (${String(body['apiVersion'])}) does not match the expected API version (${r.apiVersion})`,
+        ),
+      );
     }
     if (body['metadata'] !== undefined && !isRecord(body['metadata'])) {
       fail(badRequest('metadata must be an object'));
@@ -158,7 +177,12 @@ export class ResourceEngine {
     const b = structuredClone(this.checkBody(r, body));
     const meta: ObjectMeta = isRecord(b['metadata']) ? { ...(b['metadata'] as ObjectMeta) } : {};
     // etcd3's Create refuses a set resourceVersion with a plain error, which the apiserver answers 500.
-    if (opts.direct !== true && typeof meta.resourceVersion === 'string' && /^\d+$/.test(meta.resourceVersion) && Number(meta.resourceVersion) !== 0) {
+    if (
+      opts.direct !== true &&
+      typeof meta.resourceVersion === 'string' &&
+      /^\d+$/.test(meta.resourceVersion) &&
+      Number(meta.resourceVersion) !== 0
+    ) {
       fail(failure(500, '', 'resourceVersion should not be set on objects to be created'));
     }
     if (r.namespaced) this.admitNamespace(ns, opts.direct === true);
@@ -193,7 +217,14 @@ export class ResourceEngine {
     this.validate(r, obj, true, undefined);
     if (this.store.get(r, storageKey(ns, name)) !== undefined) fail(alreadyExists(r, name));
     if (opts.fieldManagerExplicit === true && opts.fieldManager !== undefined && obj.metadata.managedFields === undefined) {
-      obj = updateManagedFields({ ...obj, metadata: { ...obj.metadata } }, obj, opts.fieldManager, r.apiVersion, r.strategicMergeKeys ?? {}, this.now());
+      obj = updateManagedFields(
+        { ...obj, metadata: { ...obj.metadata } },
+        obj,
+        opts.fieldManager,
+        r.apiVersion,
+        r.strategicMergeKeys ?? {},
+        this.now(),
+      );
       obj = shape(r, obj, obj.metadata);
     }
     // A dry-run create answers what would be stored, without a resourceVersion (nothing was).
@@ -211,7 +242,13 @@ export class ResourceEngine {
     ns: string,
     name: string,
     body: unknown,
-    opts: { subresource?: 'status'; direct?: boolean; fromPatch?: boolean; keepGeneration?: boolean; applied?: boolean } & WriteOptions = {},
+    opts: {
+      subresource?: 'status';
+      direct?: boolean;
+      fromPatch?: boolean;
+      keepGeneration?: boolean;
+      applied?: boolean;
+    } & WriteOptions = {},
   ): KubeObject {
     const old = this.get(r, ns, name);
     const b = structuredClone(this.checkBody(r, body));
@@ -224,13 +261,23 @@ export class ResourceEngine {
     }
     const rv = bodyMeta.resourceVersion ?? '';
     if (rv === '' && !r.allowUnconditionalUpdate && opts.direct !== true && opts.fromPatch !== true) {
-      fail(invalid({ group: r.group, kind: r.kind }, name, [invalidValue('metadata.resourceVersion', 0, 'must be specified for an update')]));
+      fail(
+        invalid({ group: r.group, kind: r.kind }, name, [
+          invalidValue('metadata.resourceVersion', 0, 'must be specified for an update'),
+        ]),
+      );
     }
     if (rv !== '' && rv !== old.metadata.resourceVersion) fail(conflict(r, name));
     if (bodyMeta.uid !== undefined && bodyMeta.uid !== '' && bodyMeta.uid !== old.metadata.uid) {
       // The storage layer's precondition error, passed through with its StorageError wording.
       const key = `/registry/${r.group === '' ? '' : `${r.group}/`}${r.plural}/${r.namespaced ? `${ns}/` : ''}${name}`;
-      fail(conflict(r, name, `StorageError: invalid object, Code: 4, Key: ${key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ${String(bodyMeta.uid)}, UID in object meta: ${old.metadata.uid ?? ''}`));
+      fail(
+        conflict(
+          r,
+          name,
+          `StorageError: invalid object, Code: 4, Key: ${key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: ${String(bodyMeta.uid)}, UID in object meta: ${old.metadata.uid ?? ''}`,
+        ),
+      );
     }
 
     let next: KubeObject;
@@ -249,7 +296,8 @@ export class ResourceEngine {
       else delete meta.namespace;
       meta.name = name;
       // An update that omits managedFields keeps them, as the real field manager does.
-      if (meta.managedFields === undefined && old.metadata.managedFields !== undefined) meta.managedFields = old.metadata.managedFields;
+      if (meta.managedFields === undefined && old.metadata.managedFields !== undefined)
+        meta.managedFields = old.metadata.managedFields;
       next = shape(r, b, meta);
       r.prepareForUpdate(next, old);
       if (r.statusSubresource && opts.direct !== true) {
@@ -264,14 +312,20 @@ export class ResourceEngine {
       next.metadata = { ...next.metadata, generation: (old.metadata.generation ?? 0) + 1 };
     }
     const manager = opts.fieldManager;
-    if (opts.applied !== true && opts.direct !== true && manager !== undefined && (opts.fieldManagerExplicit === true || managedFieldsOf(old).length > 0)) {
+    if (
+      opts.applied !== true &&
+      opts.direct !== true &&
+      manager !== undefined &&
+      (opts.fieldManagerExplicit === true || managedFieldsOf(old).length > 0)
+    ) {
       next = updateManagedFields(old, next, manager, r.apiVersion, r.strategicMergeKeys ?? {}, this.now());
       next = shape(r, next, next.metadata);
     }
     const comparableOld = stable({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } });
     const comparableNext = stable({ ...next, metadata: { ...next.metadata, resourceVersion: undefined } });
     if (comparableOld === comparableNext) return old;
-    if (opts.dryRun === true) return { ...next, metadata: { ...next.metadata, resourceVersion: old.metadata.resourceVersion ?? '' } };
+    if (opts.dryRun === true)
+      return { ...next, metadata: { ...next.metadata, resourceVersion: old.metadata.resourceVersion ?? '' } };
     const finalizersDone =
       next.metadata.deletionTimestamp !== undefined &&
       (next.metadata.finalizers ?? []).length === 0 &&
@@ -281,7 +335,14 @@ export class ResourceEngine {
   }
 
   /** PATCH: applies the patch to the current object and writes the result as an update would. */
-  patch(r: ResourceType, ns: string, name: string, type: PatchType, patchBody: unknown, opts: { subresource?: 'status' } & WriteOptions = {}): KubeObject {
+  patch(
+    r: ResourceType,
+    ns: string,
+    name: string,
+    type: PatchType,
+    patchBody: unknown,
+    opts: { subresource?: 'status' } & WriteOptions = {},
+  ): KubeObject {
     const old = this.get(r, ns, name);
     let patched: Json;
     if (type === 'json') {
@@ -333,10 +394,22 @@ export class ResourceEngine {
     // The registry's delete preconditions name the Kind, not the resource (errors.NewConflict with a GroupResource of the kind).
     const byKind = { group: r.group, plural: r.kind };
     if (pre?.uid !== undefined && pre.uid !== old.metadata.uid) {
-      fail(conflict(byKind, name, `the UID in the precondition (${pre.uid}) does not match the UID in record (${old.metadata.uid ?? ''}). The object might have been deleted and then recreated`));
+      fail(
+        conflict(
+          byKind,
+          name,
+          `the UID in the precondition (${pre.uid}) does not match the UID in record (${old.metadata.uid ?? ''}). The object might have been deleted and then recreated`,
+        ),
+      );
     }
     if (pre?.resourceVersion !== undefined && pre.resourceVersion !== old.metadata.resourceVersion) {
-      fail(conflict(byKind, name, `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${old.metadata.resourceVersion ?? ''}). The object might have been modified`));
+      fail(
+        conflict(
+          byKind,
+          name,
+          `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${old.metadata.resourceVersion ?? ''}). The object might have been modified`,
+        ),
+      );
     }
     const key = storageKey(ns, name);
     const held = (old.metadata.finalizers ?? []).length > 0 || r.holdsDeletion(old);
@@ -355,7 +428,8 @@ export class ResourceEngine {
       deletionGracePeriodSeconds: grace,
     };
     // The first graceful deletion bumps generation: controllers must stop acting on the object.
-    if (old.metadata.deletionTimestamp === undefined && (old.metadata.generation ?? 0) > 0) meta.generation = (old.metadata.generation ?? 0) + 1;
+    if (old.metadata.deletionTimestamp === undefined && (old.metadata.generation ?? 0) > 0)
+      meta.generation = (old.metadata.generation ?? 0) + 1;
     const next: KubeObject = structuredClone({ ...old, metadata: meta });
     r.prepareForDelete(next);
     if (opts.dryRun === true) return { object: next, deleted: grace === 0 && !held };
@@ -371,7 +445,13 @@ export class ResourceEngine {
   }
 
   /** A direct write for the typed controls and kubelet emulation: no validation, no preconditions. */
-  mutate(r: ResourceType, ns: string, name: string, fn: (o: KubeObject) => KubeObject, opts: { keepGeneration?: boolean } = {}): KubeObject {
+  mutate(
+    r: ResourceType,
+    ns: string,
+    name: string,
+    fn: (o: KubeObject) => KubeObject,
+    opts: { keepGeneration?: boolean } = {},
+  ): KubeObject {
     const old = this.get(r, ns, name);
     const next = fn(structuredClone(old) as KubeObject);
     next.metadata = { ...next.metadata, name };

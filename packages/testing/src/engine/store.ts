@@ -39,7 +39,10 @@ export class MvccStore {
    * The state at a revision never changes, so a paginated LIST pinned to one revision rewinds and
    * sorts it once rather than once per page (per page, it was O(N log N + history)).
    */
-  private readonly snapshots = new Map<string, { readonly at: number; readonly entries: ReadonlyArray<readonly [string, KubeObject]> }>();
+  private readonly snapshots = new Map<
+    string,
+    { readonly at: number; readonly entries: ReadonlyArray<readonly [string, KubeObject]> }
+  >();
 
   constructor(private readonly maxHistory: number) {}
 

@@ -14,7 +14,13 @@ const PUBLIC_PATHS = new Set(['/healthz', '/livez', '/readyz', '/version', '/ver
 /** `RequestInfo`: what the authorizer sees of a request, parsed from the path alone. */
 interface RequestAttributes {
   verb: string;
-  resource?: { group: string; namespace: string | undefined; plural: string; subresource: string | undefined; name: string | undefined };
+  resource?: {
+    group: string;
+    namespace: string | undefined;
+    plural: string;
+    subresource: string | undefined;
+    name: string | undefined;
+  };
   path: string;
 }
 
@@ -41,7 +47,8 @@ function attributesOf(method: string, segments: string[], q: URLSearchParams): R
   const name = rest[1];
   const subresource = rest[2];
   let verb: string;
-  if (method === 'GET' || method === 'HEAD') verb = parseBool(q.get('watch')) === true ? 'watch' : name === undefined ? 'list' : 'get';
+  if (method === 'GET' || method === 'HEAD')
+    verb = parseBool(q.get('watch')) === true ? 'watch' : name === undefined ? 'list' : 'get';
   else if (method === 'POST') verb = 'create';
   else if (method === 'PUT') verb = 'update';
   else if (method === 'PATCH') verb = 'patch';
@@ -64,11 +71,21 @@ function forbiddenAnonymous(a: RequestAttributes): KubeStatus {
   if (r.name !== undefined) details['name'] = r.name;
   if (r.group !== '') details['group'] = r.group;
   details['kind'] = r.plural;
-  return failure(403, 'Forbidden', `${subject} is forbidden: ${user} cannot ${a.verb} resource "${resource}" in API group "${r.group}"${where}`, details);
+  return failure(
+    403,
+    'Forbidden',
+    `${subject} is forbidden: ${user} cannot ${a.verb} resource "${resource}" in API group "${r.group}"${where}`,
+    details,
+  );
 }
 
 /** The refusal for this request under `token`, or undefined when it may proceed. */
-export function authorize(token: string | undefined, req: IncomingMessage, segments: string[], q: URLSearchParams): KubeStatus | undefined {
+export function authorize(
+  token: string | undefined,
+  req: IncomingMessage,
+  segments: string[],
+  q: URLSearchParams,
+): KubeStatus | undefined {
   if (token === undefined) return undefined;
   const header = req.headers.authorization;
   const bearer = header !== undefined && /^bearer /i.test(header) ? header.slice(7).trim() : undefined;

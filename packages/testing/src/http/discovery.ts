@@ -27,10 +27,24 @@ export function apiResourceList(groupVersion: string, resources: readonly Resour
     out.push(main);
     if (r.id === '/pods') {
       out.push({ name: 'pods/binding', singularName: '', namespaced: true, kind: 'Binding', verbs: ['create'] });
-      out.push({ name: 'pods/eviction', singularName: '', namespaced: true, group: 'policy', version: 'v1', kind: 'Eviction', verbs: ['create'] });
+      out.push({
+        name: 'pods/eviction',
+        singularName: '',
+        namespaced: true,
+        group: 'policy',
+        version: 'v1',
+        kind: 'Eviction',
+        verbs: ['create'],
+      });
     }
     if (r.statusSubresource) {
-      out.push({ name: `${r.plural}/status`, singularName: '', namespaced: r.namespaced, kind: r.kind, verbs: ['get', 'patch', 'update'] });
+      out.push({
+        name: `${r.plural}/status`,
+        singularName: '',
+        namespaced: r.namespaced,
+        kind: r.kind,
+        verbs: ['get', 'patch', 'update'],
+      });
     }
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion, resources: out };
@@ -43,7 +57,11 @@ export function apiResourceList(groupVersion: string, resources: readonly Resour
  */
 export function sendPlainNotFound(res: ServerResponse): void {
   const body = '404 page not found\n';
-  res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': String(Buffer.byteLength(body)) });
+  res.writeHead(404, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Length': String(Buffer.byteLength(body)),
+  });
   res.end(body);
 }
 
@@ -69,7 +87,13 @@ export function isDiscoveryPath(segments: string[]): boolean {
 }
 
 /** Answers a discovery path (see {@link isDiscoveryPath}); groups and versions derive from the catalog. */
-export function serveDiscovery(catalog: ResourceCatalog, info: DiscoveryInfo, segments: string[], method: string, res: ServerResponse): void {
+export function serveDiscovery(
+  catalog: ResourceCatalog,
+  info: DiscoveryInfo,
+  segments: string[],
+  method: string,
+  res: ServerResponse,
+): void {
   const path = segments.join('/');
   if (method !== 'GET') {
     sendStatus(res, methodNotAllowed());
@@ -101,7 +125,11 @@ export function serveDiscovery(catalog: ResourceCatalog, info: DiscoveryInfo, se
     return;
   }
   if (path === 'api') {
-    sendJson(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: `${info.host}:${info.port}` }] });
+    sendJson(res, 200, {
+      kind: 'APIVersions',
+      versions: ['v1'],
+      serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: `${info.host}:${info.port}` }],
+    });
     return;
   }
   if (path === 'api/v1') {

@@ -86,7 +86,9 @@ export async function readJson(req: IncomingMessage, optional: boolean): Promise
   }
   // Refused here, before any recursive copy, compare or freeze can exhaust the stack (a 500).
   if (nestingDepth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
-    throw new ApiStatusError(badRequest(`the body of the request could not be decoded as JSON: exceeded max depth ${MAX_JSON_DEPTH}`));
+    throw new ApiStatusError(
+      badRequest(`the body of the request could not be decoded as JSON: exceeded max depth ${MAX_JSON_DEPTH}`),
+    );
   }
   return value;
 }

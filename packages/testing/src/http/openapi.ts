@@ -54,7 +54,12 @@ const WRITE_PARAMS = [
 ];
 
 /** The OpenAPI v3 document of one group/version: a PATCH, PUT and POST per kind, and its schema. */
-export function groupVersionDocument(catalog: ResourceCatalog, group: string, version: string, serverVersion: string): Record<string, unknown> | undefined {
+export function groupVersionDocument(
+  catalog: ResourceCatalog,
+  group: string,
+  version: string,
+  serverVersion: string,
+): Record<string, unknown> | undefined {
   const served = catalog.inGroupVersion(group, version);
   if (served.length === 0) return undefined;
   const paths: Record<string, unknown> = {};
@@ -98,9 +103,15 @@ function hashOf(doc: unknown): string {
 }
 
 /** The `/openapi/v3` root: one `serverRelativeURL` per served group/version. */
-export function openApiRoot(catalog: ResourceCatalog, serverVersion: string): { paths: Record<string, { serverRelativeURL: string }> } {
+export function openApiRoot(
+  catalog: ResourceCatalog,
+  serverVersion: string,
+): { paths: Record<string, { serverRelativeURL: string }> } {
   const paths: Record<string, { serverRelativeURL: string }> = {};
-  const gvs: Array<[string, string]> = [['', 'v1'], ...[...catalog.groups()].flatMap(([g, vs]) => vs.map((v): [string, string] => [g, v]))];
+  const gvs: Array<[string, string]> = [
+    ['', 'v1'],
+    ...[...catalog.groups()].flatMap(([g, vs]) => vs.map((v): [string, string] => [g, v])),
+  ];
   for (const [g, v] of gvs) {
     const doc = groupVersionDocument(catalog, g, v, serverVersion);
     if (doc !== undefined) paths[gvKey(g, v)] = { serverRelativeURL: `/openapi/v3/${gvKey(g, v)}?hash=${hashOf(doc)}` };
@@ -130,14 +141,21 @@ export function openApiV2Protobuf(serverVersion: string): Buffer {
 }
 
 /** Answers an OpenAPI path (see {@link isOpenApiPath}). */
-export function serveOpenApi(catalog: ResourceCatalog, serverVersion: string, segments: string[], req: IncomingMessage, res: ServerResponse): void {
+export function serveOpenApi(
+  catalog: ResourceCatalog,
+  serverVersion: string,
+  segments: string[],
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
   if (segments[1] === 'v2') {
     if ((req.headers.accept ?? '').includes('protobuf')) {
       const body = openApiV2Protobuf(serverVersion);
       // As kube-openapi answers it: Go's mime parser rejects the '@' of the media type kubectl asks for.
       res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': String(body.length) });
       res.end(body);
-    } else sendJson(res, 200, { swagger: '2.0', info: { title: 'Kubernetes', version: serverVersion }, paths: {}, definitions: {} });
+    } else
+      sendJson(res, 200, { swagger: '2.0', info: { title: 'Kubernetes', version: serverVersion }, paths: {}, definitions: {} });
     return;
   }
   if (segments.length === 2) {
@@ -145,8 +163,10 @@ export function serveOpenApi(catalog: ResourceCatalog, serverVersion: string, se
     return;
   }
   let doc: Record<string, unknown> | undefined;
-  if (segments.length === 4 && segments[2] === 'api') doc = segments[3] === 'v1' ? groupVersionDocument(catalog, '', 'v1', serverVersion) : undefined;
-  else if (segments.length === 5 && segments[2] === 'apis') doc = groupVersionDocument(catalog, segments[3]!, segments[4]!, serverVersion);
+  if (segments.length === 4 && segments[2] === 'api')
+    doc = segments[3] === 'v1' ? groupVersionDocument(catalog, '', 'v1', serverVersion) : undefined;
+  else if (segments.length === 5 && segments[2] === 'apis')
+    doc = groupVersionDocument(catalog, segments[3]!, segments[4]!, serverVersion);
   if (doc === undefined) sendStatus(res, pathNotFound());
   else sendJson(res, 200, doc);
 }

@@ -34,8 +34,10 @@ export function route(catalog: ResourceCatalog, segments: string[]): Route | 'no
   if (rest.length === 1) return { kind: 'collection', resource, namespace };
   if (resource.namespaced && namespace === undefined) return 'not-found';
   if (rest.length === 2) return { kind: 'item', resource, namespace, name: rest[1]! };
-  if (rest.length === 3 && rest[2] === 'status' && resource.statusSubresource) return { kind: 'status', resource, namespace, name: rest[1]! };
-  if (rest.length === 3 && (rest[2] === 'binding' || rest[2] === 'eviction') && resource.id === '/pods') return { kind: rest[2], resource, namespace, name: rest[1]! };
+  if (rest.length === 3 && rest[2] === 'status' && resource.statusSubresource)
+    return { kind: 'status', resource, namespace, name: rest[1]! };
+  if (rest.length === 3 && (rest[2] === 'binding' || rest[2] === 'eviction') && resource.id === '/pods')
+    return { kind: rest[2], resource, namespace, name: rest[1]! };
   return 'not-found';
 }
 

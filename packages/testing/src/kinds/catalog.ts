@@ -23,7 +23,11 @@ export class ResourceCatalog {
   /** Serves `r`; a second resource at the same group/version/plural is a usage error. */
   add(r: ResourceType): void {
     const key = ResourceCatalog.key(r.group, r.version, r.plural);
-    if (this.byPath.has(key)) throw new ApiServerUsageError('ERR_BAD_OPTION', `registerResource: ${r.plural}.${r.group}/${r.version} is already registered`);
+    if (this.byPath.has(key))
+      throw new ApiServerUsageError(
+        'ERR_BAD_OPTION',
+        `registerResource: ${r.plural}.${r.group}/${r.version} is already registered`,
+      );
     this.byPath.set(key, r);
   }
 

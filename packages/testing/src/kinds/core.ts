@@ -18,7 +18,8 @@ function stringMap(obj: KubeObject, field: string, errs: FieldError[]): void {
     errs.push(invalidValue(field, '', 'must be a map of string to string'));
     return;
   }
-  for (const [k, x] of Object.entries(v)) if (typeof x !== 'string') errs.push(invalidValue(`${field}[${k}]`, '', 'must be a string'));
+  for (const [k, x] of Object.entries(v))
+    if (typeof x !== 'string') errs.push(invalidValue(`${field}[${k}]`, '', 'must be a string'));
 }
 
 /** core/v1 ConfigMap. */
@@ -55,7 +56,11 @@ export const SECRET_RESOURCE: ResourceType = resourceType(
   {
     ...builtIn(),
     supportedFields: ['metadata.name', 'metadata.namespace', 'type'],
-    fieldSet: (o) => ({ 'metadata.name': str(o.metadata.name), 'metadata.namespace': str(o.metadata.namespace), type: str(o['type']) }),
+    fieldSet: (o) => ({
+      'metadata.name': str(o.metadata.name),
+      'metadata.namespace': str(o.metadata.namespace),
+      type: str(o['type']),
+    }),
     prepareForCreate: foldStringData,
     prepareForUpdate: foldStringData,
     validate(obj) {
@@ -63,7 +68,8 @@ export const SECRET_RESOURCE: ResourceType = resourceType(
       stringMap(obj, 'data', errs);
       if (isRecord(obj['data'])) {
         for (const [k, v] of Object.entries(obj['data'])) {
-          if (typeof v === 'string' && !BASE64.test(v)) errs.push(invalidValue(`data[${k}]`, '<secret contents redacted>', 'illegal base64 data'));
+          if (typeof v === 'string' && !BASE64.test(v))
+            errs.push(invalidValue(`data[${k}]`, '<secret contents redacted>', 'illegal base64 data'));
         }
       }
       return errs;
@@ -77,7 +83,9 @@ let nextClusterIp = 10;
 function defaultService(obj: KubeObject): void {
   const spec: Record<string, unknown> = isRecord(obj['spec']) ? { ...obj['spec'] } : {};
   if (Array.isArray(spec['ports'])) {
-    spec['ports'] = spec['ports'].map((p: unknown) => (isRecord(p) ? { protocol: 'TCP', ...p, targetPort: p['targetPort'] ?? p['port'] } : p));
+    spec['ports'] = spec['ports'].map((p: unknown) =>
+      isRecord(p) ? { protocol: 'TCP', ...p, targetPort: p['targetPort'] ?? p['port'] } : p,
+    );
   }
   spec['type'] ??= 'ClusterIP';
   spec['sessionAffinity'] ??= 'None';
@@ -117,7 +125,8 @@ export const SERVICE_RESOURCE: ResourceType = resourceType(
     },
     validate(obj) {
       const spec = isRecord(obj['spec']) ? obj['spec'] : {};
-      if (spec['type'] !== 'ExternalName' && (!Array.isArray(spec['ports']) || spec['ports'].length === 0)) return [required('spec.ports', '')];
+      if (spec['type'] !== 'ExternalName' && (!Array.isArray(spec['ports']) || spec['ports'].length === 0))
+        return [required('spec.ports', '')];
       return [];
     },
   },
@@ -148,8 +157,12 @@ export const EVENT_RESOURCE: ResourceType = resourceType(
     fieldSet(o) {
       const inv = isRecord(o['involvedObject']) ? o['involvedObject'] : {};
       const src = isRecord(o['source']) ? o['source'] : {};
-      const out: Record<string, string> = { 'metadata.name': str(o.metadata.name), 'metadata.namespace': str(o.metadata.namespace) };
-      for (const f of ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath']) out[`involvedObject.${f}`] = str(inv[f]);
+      const out: Record<string, string> = {
+        'metadata.name': str(o.metadata.name),
+        'metadata.namespace': str(o.metadata.namespace),
+      };
+      for (const f of ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'])
+        out[`involvedObject.${f}`] = str(inv[f]);
       out['reason'] = str(o['reason']);
       out['reportingComponent'] = str(o['reportingComponent']);
       out['source'] = str(src['component']);
@@ -178,14 +191,25 @@ export const EVENT_V1_RESOURCE: ResourceType = resourceType(
       for (const f of ['reportingController', 'reportingInstance', 'action', 'reason']) {
         if (typeof obj[f] !== 'string' || obj[f] === '') errs.push(required(f, ''));
       }
-      if (obj['type'] !== 'Normal' && obj['type'] !== 'Warning') errs.push(invalidValue('type', obj['type'] ?? '', 'has invalid value: must be Normal or Warning'));
+      if (obj['type'] !== 'Normal' && obj['type'] !== 'Warning')
+        errs.push(invalidValue('type', obj['type'] ?? '', 'has invalid value: must be Normal or Warning'));
       return errs;
     },
   },
 );
 
 /** coordination.k8s.io/v1 Lease. */
-export const LEASE_RESOURCE: ResourceType = resourceType({ group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', singular: 'lease' }, builtIn());
+export const LEASE_RESOURCE: ResourceType = resourceType(
+  { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', singular: 'lease' },
+  builtIn(),
+);
 
 /** Every built-in kind this server serves, pods and namespaces aside. */
-export const CORE_KINDS: readonly ResourceType[] = [CONFIGMAP_RESOURCE, SECRET_RESOURCE, SERVICE_RESOURCE, EVENT_RESOURCE, EVENT_V1_RESOURCE, LEASE_RESOURCE];
+export const CORE_KINDS: readonly ResourceType[] = [
+  CONFIGMAP_RESOURCE,
+  SECRET_RESOURCE,
+  SERVICE_RESOURCE,
+  EVENT_RESOURCE,
+  EVENT_V1_RESOURCE,
+  LEASE_RESOURCE,
+];

@@ -33,19 +33,31 @@ function validateCrd(o: KubeObject): FieldError[] {
   const names = isRecord(spec['names']) ? spec['names'] : {};
   const plural = names['plural'];
   if (typeof plural !== 'string' || plural === '') errs.push(required('spec.names.plural', ''));
-  else if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(plural)) errs.push(invalidValue('spec.names.plural', plural, 'a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \'-\''));
+  else if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(plural))
+    errs.push(
+      invalidValue(
+        'spec.names.plural',
+        plural,
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'",
+      ),
+    );
   if (typeof names['kind'] !== 'string' || names['kind'] === '') errs.push(required('spec.names.kind', ''));
   if (typeof group === 'string' && typeof plural === 'string' && o.metadata.name !== `${plural}.${group}`) {
     errs.push(invalidValue('metadata.name', o.metadata.name ?? '', 'must be spec.names.plural+"."+spec.group'));
   }
-  if (spec['scope'] !== 'Namespaced' && spec['scope'] !== 'Cluster') errs.push(notSupported('spec.scope', spec['scope'] ?? '', ['Cluster', 'Namespaced']));
+  if (spec['scope'] !== 'Namespaced' && spec['scope'] !== 'Cluster')
+    errs.push(notSupported('spec.scope', spec['scope'] ?? '', ['Cluster', 'Namespaced']));
   const versions = spec['versions'];
   if (!Array.isArray(versions) || versions.length === 0) errs.push(required('spec.versions', ''));
   else {
     const storage = versions.filter((v: unknown) => isRecord(v) && v['storage'] === true).length;
-    if (storage !== 1) errs.push(invalidValue('spec.versions', versions, 'must have exactly one version marked as storage version'));
+    if (storage !== 1)
+      errs.push(invalidValue('spec.versions', versions, 'must have exactly one version marked as storage version'));
     versions.forEach((v: unknown, i) => {
-      if (!isRecord(v) || typeof v['name'] !== 'string' || !/^v\d+((alpha|beta)\d+)?$/.test(v['name'])) errs.push(invalidValue(`spec.versions[${i}].name`, isRecord(v) ? v['name'] : v, 'must be a valid version (e.g. v1, v1beta1)'));
+      if (!isRecord(v) || typeof v['name'] !== 'string' || !/^v\d+((alpha|beta)\d+)?$/.test(v['name']))
+        errs.push(
+          invalidValue(`spec.versions[${i}].name`, isRecord(v) ? v['name'] : v, 'must be a valid version (e.g. v1, v1beta1)'),
+        );
       if (isRecord(v) && typeof v['served'] !== 'boolean') errs.push(required(`spec.versions[${i}].served`, ''));
     });
   }
@@ -56,25 +68,45 @@ const base = genericStrategy({ statusSubresource: true, namespaced: false, built
 
 /** apiextensions.k8s.io/v1 CustomResourceDefinition. */
 export const CRD_RESOURCE: ResourceType = resourceType(
-  { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', plural: 'customresourcedefinitions', singular: 'customresourcedefinition', shortNames: ['crd', 'crds'] },
+  {
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    kind: 'CustomResourceDefinition',
+    plural: 'customresourcedefinitions',
+    singular: 'customresourcedefinition',
+    shortNames: ['crd', 'crds'],
+  },
   {
     ...base,
     tracksGeneration: true,
     prepareForCreate(obj) {
       const spec = isRecord(obj['spec']) ? obj['spec'] : {};
-      const storage = Array.isArray(spec['versions']) ? spec['versions'].find((v: unknown) => isRecord(v) && v['storage'] === true) : undefined;
-      obj['status'] = { acceptedNames: { plural: '', kind: '' }, storedVersions: isRecord(storage) && typeof storage['name'] === 'string' ? [storage['name']] : [] };
+      const storage = Array.isArray(spec['versions'])
+        ? spec['versions'].find((v: unknown) => isRecord(v) && v['storage'] === true)
+        : undefined;
+      obj['status'] = {
+        acceptedNames: { plural: '', kind: '' },
+        storedVersions: isRecord(storage) && typeof storage['name'] === 'string' ? [storage['name']] : [],
+      };
     },
     validate: validateCrd,
     // The CRD registry's DELETE adds the cleanup finalizer and a Terminating condition; the CRD stays
     // until the finalizer is removed (after its instances are gone).
-    holdsDeletion: (obj) => obj.metadata.deletionTimestamp === undefined || (obj.metadata.finalizers ?? []).includes(CRD_CLEANUP_FINALIZER),
+    holdsDeletion: (obj) =>
+      obj.metadata.deletionTimestamp === undefined || (obj.metadata.finalizers ?? []).includes(CRD_CLEANUP_FINALIZER),
     prepareForDelete(obj) {
       const fin = Array.isArray(obj.metadata.finalizers) ? obj.metadata.finalizers : [];
       if (!fin.includes(CRD_CLEANUP_FINALIZER)) obj.metadata.finalizers = [...fin, CRD_CLEANUP_FINALIZER];
       const status = isRecord(obj['status']) ? obj['status'] : {};
-      const conditions = Array.isArray(status['conditions']) ? status['conditions'].filter((c: unknown) => !(isRecord(c) && c['type'] === 'Terminating')) : [];
-      conditions.push({ type: 'Terminating', status: 'True', reason: 'InstanceDeletionInProgress', message: 'CustomResource deletion is in progress' });
+      const conditions = Array.isArray(status['conditions'])
+        ? status['conditions'].filter((c: unknown) => !(isRecord(c) && c['type'] === 'Terminating'))
+        : [];
+      conditions.push({
+        type: 'Terminating',
+        status: 'True',
+        reason: 'InstanceDeletionInProgress',
+        message: 'CustomResource deletion is in progress',
+      });
       obj['status'] = { ...status, conditions };
     },
   },

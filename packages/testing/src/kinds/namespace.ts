@@ -46,14 +46,21 @@ export const NAMESPACE_RESOURCE: ResourceType = resourceType(
       next['spec'] = old['spec'];
     },
     generationPart: () => null,
-    holdsDeletion: (obj) => isRecord(obj['spec']) && Array.isArray(obj['spec']['finalizers']) && obj['spec']['finalizers'].length > 0,
+    holdsDeletion: (obj) =>
+      isRecord(obj['spec']) && Array.isArray(obj['spec']['finalizers']) && obj['spec']['finalizers'].length > 0,
     prepareForDelete(obj) {
       obj['status'] = { ...(isRecord(obj['status']) ? obj['status'] : {}), phase: 'Terminating' };
     },
     tableColumns: [
       { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
       { name: 'Status', type: 'string', format: '', description: 'The status of the namespace', priority: 0 },
-      { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.', priority: 0 },
+      {
+        name: 'Age',
+        type: 'string',
+        format: '',
+        description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+        priority: 0,
+      },
     ],
     tableCells: (o, now) => {
       const phase = isRecord(o['status']) && typeof o['status']['phase'] === 'string' ? o['status']['phase'] : '';

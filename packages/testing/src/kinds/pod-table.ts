@@ -4,14 +4,51 @@ import type { Pod } from '../types.js';
 /** kubectl's pod columns, as the pods printer defines them (priority 1 shows with `-o wide`). */
 export const POD_COLUMNS: readonly TableColumn[] = [
   { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
-  { name: 'Ready', type: 'string', format: '', description: 'The aggregate readiness state of this pod for accepting traffic.', priority: 0 },
+  {
+    name: 'Ready',
+    type: 'string',
+    format: '',
+    description: 'The aggregate readiness state of this pod for accepting traffic.',
+    priority: 0,
+  },
   { name: 'Status', type: 'string', format: '', description: 'The aggregate status of the containers in this pod.', priority: 0 },
-  { name: 'Restarts', type: 'string', format: '', description: 'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.', priority: 0 },
-  { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is a timestamp representing the server time when this object was created.', priority: 0 },
+  {
+    name: 'Restarts',
+    type: 'string',
+    format: '',
+    description:
+      'The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.',
+    priority: 0,
+  },
+  {
+    name: 'Age',
+    type: 'string',
+    format: '',
+    description: 'CreationTimestamp is a timestamp representing the server time when this object was created.',
+    priority: 0,
+  },
   { name: 'IP', type: 'string', format: '', description: 'podIP is an IP address allocated to the pod.', priority: 1 },
-  { name: 'Node', type: 'string', format: '', description: 'NodeName indicates in which node this pod is scheduled.', priority: 1 },
-  { name: 'Nominated Node', type: 'string', format: '', description: 'nominatedNodeName is set only when this pod preempts other pods on the node.', priority: 1 },
-  { name: 'Readiness Gates', type: 'string', format: '', description: 'If specified, all readiness gates will be evaluated for pod readiness.', priority: 1 },
+  {
+    name: 'Node',
+    type: 'string',
+    format: '',
+    description: 'NodeName indicates in which node this pod is scheduled.',
+    priority: 1,
+  },
+  {
+    name: 'Nominated Node',
+    type: 'string',
+    format: '',
+    description: 'nominatedNodeName is set only when this pod preempts other pods on the node.',
+    priority: 1,
+  },
+  {
+    name: 'Readiness Gates',
+    type: 'string',
+    format: '',
+    description: 'If specified, all readiness gates will be evaluated for pod readiness.',
+    priority: 1,
+  },
 ];
 
 function rec(v: unknown): Record<string, unknown> {
@@ -30,7 +67,10 @@ function podStatusCell(p: Pod): string {
     if (typeof waiting['reason'] === 'string' && waiting['reason'] !== '') reason = waiting['reason'];
     else if (typeof terminated['reason'] === 'string' && terminated['reason'] !== '') reason = terminated['reason'];
     else if (state['terminated'] !== undefined) {
-      reason = typeof terminated['signal'] === 'number' && terminated['signal'] !== 0 ? `Signal:${terminated['signal']}` : `ExitCode:${String(terminated['exitCode'] ?? 0)}`;
+      reason =
+        typeof terminated['signal'] === 'number' && terminated['signal'] !== 0
+          ? `Signal:${terminated['signal']}`
+          : `ExitCode:${String(terminated['exitCode'] ?? 0)}`;
     } else if (cs.ready && state['running'] !== undefined) hasRunning = true;
   }
   if (reason === 'Completed' && hasRunning) {
@@ -71,4 +111,3 @@ export function podCells(p: Pod, now: Date): unknown[] {
     '<none>',
   ];
 }
-

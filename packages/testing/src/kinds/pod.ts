@@ -68,7 +68,12 @@ function admitPodSpec(spec: Record<string, unknown>): Record<string, unknown> {
   s['preemptionPolicy'] ??= 'PreemptLowerPriority';
   const tolerations: unknown[] = Array.isArray(s['tolerations']) ? [...(s['tolerations'] as unknown[])] : [];
   for (const key of DEFAULT_TOLERATIONS) {
-    const covered = tolerations.some((t) => isRecord(t) && (t['key'] === key || (t['key'] === undefined && t['operator'] === 'Exists')) && (t['effect'] === undefined || t['effect'] === 'NoExecute'));
+    const covered = tolerations.some(
+      (t) =>
+        isRecord(t) &&
+        (t['key'] === key || (t['key'] === undefined && t['operator'] === 'Exists')) &&
+        (t['effect'] === undefined || t['effect'] === 'NoExecute'),
+    );
     if (!covered) tolerations.push({ key, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 });
   }
   s['tolerations'] = tolerations;
@@ -171,14 +176,18 @@ export const POD_RESOURCE: ResourceType = resourceType(
       if (!Array.isArray(containers) || containers.length === 0) errs.push(required('spec.containers', ''));
       else {
         containers.forEach((c: unknown, i) => {
-          if (!isRecord(c) || typeof c['name'] !== 'string' || c['name'] === '') errs.push(required(`spec.containers[${i}].name`, ''));
-          if (!isRecord(c) || typeof c['image'] !== 'string' || c['image'] === '') errs.push(required(`spec.containers[${i}].image`, ''));
+          if (!isRecord(c) || typeof c['name'] !== 'string' || c['name'] === '')
+            errs.push(required(`spec.containers[${i}].name`, ''));
+          if (!isRecord(c) || typeof c['image'] !== 'string' || c['image'] === '')
+            errs.push(required(`spec.containers[${i}].image`, ''));
         });
       }
       return errs;
     },
     validateUpdate(next, old) {
-      return mutablePodSpecView(next['spec']) !== mutablePodSpecView(old['spec']) ? [forbidden('spec', POD_UPDATE_FORBIDDEN)] : [];
+      return mutablePodSpecView(next['spec']) !== mutablePodSpecView(old['spec'])
+        ? [forbidden('spec', POD_UPDATE_FORBIDDEN)]
+        : [];
     },
     generationPart: (o: KubeObject) => o['spec'] ?? null,
     gracefulDelete: true,

@@ -175,5 +175,8 @@ export function resourceType(def: ResourceDefinition, strategy: KindStrategy): R
 
 /** Builds the served form of a registered custom resource. */
 export function customResource(def: ResourceDefinition): ResourceType {
-  return resourceType(def, genericStrategy({ statusSubresource: def.statusSubresource ?? true, namespaced: def.namespaced ?? true, builtIn: false }));
+  return resourceType(
+    def,
+    genericStrategy({ statusSubresource: def.statusSubresource ?? true, namespaced: def.namespaced ?? true, builtIn: false }),
+  );
 }

@@ -25,7 +25,18 @@ export interface ManagedFieldsEntry {
 /** A field path: the FieldsV1 segments from the root (`f:spec`, `k:{"name":"c"}`, `f:image`). */
 type FieldPath = string[];
 
-const IGNORED_META = new Set(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'managedFields', 'selfLink']);
+const IGNORED_META = new Set([
+  'name',
+  'namespace',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'managedFields',
+  'selfLink',
+]);
 
 function walk(v: unknown, path: FieldPath, schemaPath: string, keys: Keys, out: FieldPath[]): void {
   if (isRecord(v) && Object.keys(v).length > 0) {
@@ -136,7 +147,15 @@ export interface ApplyConflict {
 function dotted(p: FieldPath): string {
   return p
     .filter((s) => s !== '.')
-    .map((s) => (s.startsWith('f:') ? `.${s.slice(2)}` : s.startsWith('k:') ? `[${Object.entries(JSON.parse(s.slice(2)) as Record<string, unknown>).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}]` : `[${s.slice(2)}]`))
+    .map((s) =>
+      s.startsWith('f:')
+        ? `.${s.slice(2)}`
+        : s.startsWith('k:')
+          ? `[${Object.entries(JSON.parse(s.slice(2)) as Record<string, unknown>)
+              .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+              .join(',')}]`
+          : `[${s.slice(2)}]`,
+    )
     .join('');
 }
 
@@ -213,7 +232,14 @@ export function applyResult(
  * it changed, taken from whoever owned it. Objects nobody manages yet stay unmanaged unless a
  * manager was named.
  */
-export function updateManagedFields(old: KubeObject, next: KubeObject, manager: string, apiVersion: string, keys: Keys, now: Date): KubeObject {
+export function updateManagedFields(
+  old: KubeObject,
+  next: KubeObject,
+  manager: string,
+  apiVersion: string,
+  keys: Keys,
+  now: Date,
+): KubeObject {
   const entries = managedFieldsOf(old);
   const changed = fieldsOf(next, keys).filter((p) => {
     const o = valueAt(old, p);
@@ -237,6 +263,7 @@ export function updateManagedFields(old: KubeObject, next: KubeObject, manager: 
     if (kept.length > 0) out.push({ ...e, fieldsV1: toFieldsV1(kept) });
   }
   const all = [...mine, ...changed];
-  if (all.length > 0) out.push({ manager, operation: 'Update', apiVersion, time: rfc3339(now), fieldsType: 'FieldsV1', fieldsV1: toFieldsV1(all) });
+  if (all.length > 0)
+    out.push({ manager, operation: 'Update', apiVersion, time: rfc3339(now), fieldsType: 'FieldsV1', fieldsV1: toFieldsV1(all) });
   return { ...next, metadata: { ...next.metadata, managedFields: out } };
 }

@@ -42,7 +42,8 @@ function mergeList(live: unknown, patch: unknown[], path: string, keys: Keys): u
       if (at >= 0) out.splice(at, 1);
       continue;
     }
-    if (el['$patch'] !== undefined && el['$patch'] !== 'merge') throw new StrategicPatchError(`Unknown patch type found: ${String(el['$patch'])}`);
+    if (el['$patch'] !== undefined && el['$patch'] !== 'merge')
+      throw new StrategicPatchError(`Unknown patch type found: ${String(el['$patch'])}`);
     if (at >= 0) out[at] = mergeMap(out[at], el, path, keys);
     else out.push(strip(el));
   }
@@ -51,7 +52,8 @@ function mergeList(live: unknown, patch: unknown[], path: string, keys: Keys): u
 
 /** A patch value with its directives removed (a new element or a replaced map). */
 function strip(v: unknown): unknown {
-  if (Array.isArray(v)) return v.filter((x) => !(isRecord(x) && x['$patch'] !== undefined && Object.keys(x).length === 1)).map(strip);
+  if (Array.isArray(v))
+    return v.filter((x) => !(isRecord(x) && x['$patch'] !== undefined && Object.keys(x).length === 1)).map(strip);
   if (!isRecord(v)) return v;
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) {
@@ -65,7 +67,8 @@ function strip(v: unknown): unknown {
 function mergeMap(live: unknown, patch: Record<string, unknown>, path: string, keys: Keys): unknown {
   const directive = patch['$patch'];
   if (directive === 'replace') return strip(patch);
-  if (directive !== undefined && directive !== 'merge') throw new StrategicPatchError(`Unknown patch type found: ${String(directive)}`);
+  if (directive !== undefined && directive !== 'merge')
+    throw new StrategicPatchError(`Unknown patch type found: ${String(directive)}`);
   const out: Record<string, unknown> = isRecord(live) ? { ...live } : {};
   for (const [k, v] of Object.entries(patch)) {
     if (k === '$patch' || k.startsWith('$setElementOrder/')) continue;
@@ -77,7 +80,12 @@ function mergeMap(live: unknown, patch: Record<string, unknown>, path: string, k
     if (k.startsWith('$deleteFromPrimitiveList/')) {
       const field = k.slice('$deleteFromPrimitiveList/'.length);
       const cur = getOwn(out, field);
-      if (Array.isArray(cur) && Array.isArray(v)) setOwn(out, field, cur.filter((x) => !v.includes(x)));
+      if (Array.isArray(cur) && Array.isArray(v))
+        setOwn(
+          out,
+          field,
+          cur.filter((x) => !v.includes(x)),
+        );
       continue;
     }
     if (k.startsWith('$')) throw new StrategicPatchError(`unknown directive ${k}`);
@@ -93,6 +101,10 @@ function mergeMap(live: unknown, patch: Record<string, unknown>, path: string, k
 }
 
 /** Applies a strategic merge patch to `live` (not changed) with the kind's merge keys. */
-export function strategicMerge(live: Record<string, unknown>, patch: Record<string, unknown>, keys: Keys): Record<string, unknown> {
+export function strategicMerge(
+  live: Record<string, unknown>,
+  patch: Record<string, unknown>,
+  keys: Keys,
+): Record<string, unknown> {
   return mergeMap(live, patch, '', keys) as Record<string, unknown>;
 }

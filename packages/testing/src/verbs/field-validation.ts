@@ -24,8 +24,38 @@ const TOP_LEVEL: Readonly<Record<string, readonly string[]>> = {
   '/Service': ['spec', 'status'],
   '/ConfigMap': ['data', 'binaryData', 'immutable'],
   '/Secret': ['data', 'stringData', 'type', 'immutable'],
-  '/Event': ['involvedObject', 'reason', 'message', 'source', 'firstTimestamp', 'lastTimestamp', 'count', 'type', 'eventTime', 'series', 'action', 'related', 'reportingComponent', 'reportingInstance'],
-  'events.k8s.io/Event': ['eventTime', 'series', 'reportingController', 'reportingInstance', 'action', 'reason', 'regarding', 'related', 'note', 'type', 'deprecatedSource', 'deprecatedFirstTimestamp', 'deprecatedLastTimestamp', 'deprecatedCount'],
+  '/Event': [
+    'involvedObject',
+    'reason',
+    'message',
+    'source',
+    'firstTimestamp',
+    'lastTimestamp',
+    'count',
+    'type',
+    'eventTime',
+    'series',
+    'action',
+    'related',
+    'reportingComponent',
+    'reportingInstance',
+  ],
+  'events.k8s.io/Event': [
+    'eventTime',
+    'series',
+    'reportingController',
+    'reportingInstance',
+    'action',
+    'reason',
+    'regarding',
+    'related',
+    'note',
+    'type',
+    'deprecatedSource',
+    'deprecatedFirstTimestamp',
+    'deprecatedLastTimestamp',
+    'deprecatedCount',
+  ],
   'coordination.k8s.io/Lease': ['spec'],
   'apiextensions.k8s.io/CustomResourceDefinition': ['spec', 'status'],
 };
@@ -35,7 +65,11 @@ export function fieldValidationOf(q: URLSearchParams, optionsKind: string): Fiel
   const v = q.get('fieldValidation') ?? '';
   if (v === '') return 'Warn';
   if (v === 'Ignore' || v === 'Warn' || v === 'Strict') return v;
-  throw new ApiStatusError(invalid({ group: 'meta.k8s.io', kind: optionsKind }, '', [notSupported('fieldValidation', v, ['', 'Ignore', 'Strict', 'Warn'])]));
+  throw new ApiStatusError(
+    invalid({ group: 'meta.k8s.io', kind: optionsKind }, '', [
+      notSupported('fieldValidation', v, ['', 'Ignore', 'Strict', 'Warn']),
+    ]),
+  );
 }
 
 /** Top-level keys of `body` the kind does not define (patch directives such as `$patch` excepted). */
@@ -55,7 +89,14 @@ export function checkFields(res: ServerResponse, r: ResourceType, body: unknown,
   if (unknown.length === 0) return;
   if (directive === 'Strict') {
     const list = unknown.map((f) => `unknown field ${JSON.stringify(f)}`).join(', ');
-    throw new ApiStatusError(badRequest(`${r.kind} in version ${JSON.stringify(r.version)} cannot be handled as a ${r.kind}: strict decoding error: ${list}`));
+    throw new ApiStatusError(
+      badRequest(
+        `${r.kind} in version ${JSON.stringify(r.version)} cannot be handled as a ${r.kind}: strict decoding error: ${list}`,
+      ),
+    );
   }
-  res.setHeader('Warning', unknown.map((f) => `299 - ${JSON.stringify(`unknown field ${JSON.stringify(f)}`)}`));
+  res.setHeader(
+    'Warning',
+    unknown.map((f) => `299 - ${JSON.stringify(`unknown field ${JSON.stringify(f)}`)}`),
+  );
 }

@@ -13,5 +13,15 @@ export function serveGet(ctx: ServerContext, req: IncomingMessage, res: ServerRe
     sendJson(res, 200, obj);
     return;
   }
-  sendJson(res, 200, toTable(r, [obj], { include: includeObject(q), version: table, resourceVersion: obj.metadata.resourceVersion ?? '', withColumns: true, now: ctx.now() }));
+  sendJson(
+    res,
+    200,
+    toTable(r, [obj], {
+      include: includeObject(q),
+      version: table,
+      resourceVersion: obj.metadata.resourceVersion ?? '',
+      withColumns: true,
+      now: ctx.now(),
+    }),
+  );
 }

@@ -4,7 +4,15 @@ import { ApiStatusError } from '../errors.js';
 import { sendJson, sendJsonParts } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
 import type { KubeObject } from '../types.js';
-import { EXPIRED_LIST_MESSAGE, INCONSISTENT_CONTINUE_MESSAGE, badRequest, expired, forbidden, notSupported, type FieldError } from '../status.js';
+import {
+  EXPIRED_LIST_MESSAGE,
+  INCONSISTENT_CONTINUE_MESSAGE,
+  badRequest,
+  expired,
+  forbidden,
+  notSupported,
+  type FieldError,
+} from '../status.js';
 import { acceptsTable, toTable } from '../table.js';
 import type { ServerContext } from './context.js';
 import { awaitRevision, includeObject, listInvalid, listJson, parseRv, selected, selectors } from './query.js';
@@ -15,7 +23,14 @@ import { awaitRevision, includeObject, listInvalid, listJson, parseRv, selected,
  * version with `limit`, the legacy rule — reads the state at that revision (410 once compacted).
  * Continue tokens pin the first page's revision.
  */
-export async function serveList(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, r: ResourceType, ns: string | undefined, q: URLSearchParams): Promise<void> {
+export async function serveList(
+  ctx: ServerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  r: ResourceType,
+  ns: string | undefined,
+  q: URLSearchParams,
+): Promise<void> {
   const store = ctx.store;
   const rv = q.get('resourceVersion') ?? '';
   const match = q.get('resourceVersionMatch') ?? '';
@@ -23,10 +38,13 @@ export async function serveList(ctx: ServerContext, req: IncomingMessage, res: S
   const limitText = q.get('limit') ?? '';
   const errs: FieldError[] = [];
   if (match !== '') {
-    if (rv === '') errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
+    if (rv === '')
+      errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden unless resourceVersion is provided'));
     if (cont !== '') errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
-    if (match !== 'Exact' && match !== 'NotOlderThan') errs.push(notSupported('resourceVersionMatch', match, ['Exact', 'NotOlderThan', '']));
-    if (match === 'Exact' && rv === '0') errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
+    if (match !== 'Exact' && match !== 'NotOlderThan')
+      errs.push(notSupported('resourceVersionMatch', match, ['Exact', 'NotOlderThan', '']));
+    if (match === 'Exact' && rv === '0')
+      errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
   }
   if (q.get('sendInitialEvents') !== null) errs.push(forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for list'));
   if (errs.length > 0) throw new ApiStatusError(listInvalid(errs));
@@ -47,7 +65,8 @@ export async function serveList(ctx: ServerContext, req: IncomingMessage, res: S
   let inconsistentContinue = false;
   const prefix = ns === undefined ? '' : `${ns}/`;
   if (cont !== '') {
-    if (rv !== '' && rv !== '0') throw new ApiStatusError(badRequest('specifying resource version is not allowed when using continue'));
+    if (rv !== '' && rv !== '0')
+      throw new ApiStatusError(badRequest('specifying resource version is not allowed when using continue'));
     const token = decodeContinue(cont);
     if (typeof token === 'string') throw new ApiStatusError(badRequest(token));
     startKey = prefix + token.start;
@@ -58,7 +77,8 @@ export async function serveList(ctx: ServerContext, req: IncomingMessage, res: S
         s.metadata = { continue: encodeContinue(-1, token.start) };
         throw new ApiStatusError(s);
       }
-      if (token.rv > store.revision) throw new ApiStatusError(badRequest('continue key is not valid: resourceVersion from the future'));
+      if (token.rv > store.revision)
+        throw new ApiStatusError(badRequest('continue key is not valid: resourceVersion from the future'));
       at = token.rv;
     } else at = store.revision;
   } else if (rv === '') {
@@ -99,7 +119,13 @@ export async function serveList(ctx: ServerContext, req: IncomingMessage, res: S
     if (unfiltered) remaining = sorted.length - i;
   }
   if (table !== undefined) {
-    const opts: Parameters<typeof toTable>[2] = { include, version: table, resourceVersion: String(at), withColumns: true, now: ctx.now() };
+    const opts: Parameters<typeof toTable>[2] = {
+      include,
+      version: table,
+      resourceVersion: String(at),
+      withColumns: true,
+      now: ctx.now(),
+    };
     if (next !== undefined) opts.continueToken = next;
     if (remaining !== undefined) opts.remainingItemCount = remaining;
     sendJson(res, 200, toTable(r, page, opts));

@@ -17,8 +17,10 @@ export async function serveBinding(ctx: ServerContext, req: IncomingMessage, res
   const body = await readJson(req, false);
   if (!isRecord(body) || !isRecord(body['target'])) throw new ApiStatusError(badRequest('a Binding needs a target'));
   const target = body['target'];
-  if (target['kind'] !== undefined && target['kind'] !== '' && target['kind'] !== 'Node') throw new ApiStatusError(badRequest('Binding target must be a Node'));
-  if (typeof target['name'] !== 'string' || target['name'] === '') throw new ApiStatusError(badRequest('Binding target needs a name'));
+  if (target['kind'] !== undefined && target['kind'] !== '' && target['kind'] !== 'Node')
+    throw new ApiStatusError(badRequest('Binding target must be a Node'));
+  if (typeof target['name'] !== 'string' || target['name'] === '')
+    throw new ApiStatusError(badRequest('Binding target needs a name'));
   ctx.kubelet.bind(route.namespace ?? '', route.name!, target['name']);
   sendJson(res, 201, CREATED);
 }

@@ -3,7 +3,14 @@ import type { IncomingMessage } from 'node:http';
 import { listItemJson } from '../engine/serialized.js';
 import { ApiStatusError } from '../errors.js';
 import type { ResourceType } from '../kinds/resource.js';
-import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, type FieldRequirement, type LabelRequirement } from '../selectors.js';
+import {
+  matchesFields,
+  matchesLabels,
+  parseFieldSelector,
+  parseLabelSelector,
+  type FieldRequirement,
+  type LabelRequirement,
+} from '../selectors.js';
 import { badRequest, failure, invalid, tooLargeResourceVersion, type FieldError, type KubeStatus } from '../status.js';
 import type { IncludeObject } from '../table.js';
 import type { KubeObject } from '../types.js';
@@ -79,7 +86,13 @@ export async function awaitRevision(ctx: ServerContext, n: number, req: Incoming
 }
 
 /** A `<Kind>List` body; built-in list items drop kind/apiVersion as the typed lists do. */
-export function listBody(r: ResourceType, items: KubeObject[], rv: string, cont: string | undefined, remaining: number | undefined): Record<string, unknown> {
+export function listBody(
+  r: ResourceType,
+  items: KubeObject[],
+  rv: string,
+  cont: string | undefined,
+  remaining: number | undefined,
+): Record<string, unknown> {
   return { ...listEnvelope(r, rv, cont, remaining), items: items.map((o) => (r.listItemsCarryType ? o : withoutType(o))) };
 }
 
@@ -92,7 +105,13 @@ const COMMA = Buffer.from(',');
  * drove the server's full collections). `items` is the envelope's last member, so its `[]` is
  * where the items go.
  */
-export function listJson(r: ResourceType, items: readonly KubeObject[], rv: string, cont: string | undefined, remaining: number | undefined): Buffer[] {
+export function listJson(
+  r: ResourceType,
+  items: readonly KubeObject[],
+  rv: string,
+  cont: string | undefined,
+  remaining: number | undefined,
+): Buffer[] {
   const envelope = JSON.stringify({ ...listEnvelope(r, rv, cont, remaining), items: [] });
   const parts: Buffer[] = [Buffer.from(envelope.slice(0, -2))];
   items.forEach((o, i) => {
@@ -108,7 +127,12 @@ function withoutType(o: KubeObject): Record<string, unknown> {
   return rest;
 }
 
-function listEnvelope(r: ResourceType, rv: string, cont: string | undefined, remaining: number | undefined): { kind: string; apiVersion: string; metadata: Record<string, unknown> } {
+function listEnvelope(
+  r: ResourceType,
+  rv: string,
+  cont: string | undefined,
+  remaining: number | undefined,
+): { kind: string; apiVersion: string; metadata: Record<string, unknown> } {
   const metadata: Record<string, unknown> = { resourceVersion: rv };
   if (cont !== undefined) metadata['continue'] = cont;
   if (remaining !== undefined) metadata['remainingItemCount'] = remaining;

@@ -42,11 +42,18 @@ export async function serveWatch(
   // apimachinery's validateWatchOptions, in its order: the sendInitialEvents checks, then the resourceVersionMatch ones.
   const errs: FieldError[] = [];
   if (sie !== undefined) {
-    if (match !== 'NotOlderThan') errs.push(forbidden('resourceVersionMatch', 'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan'));
-    if (!ctx.opts.watchList) errs.push(forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled'));
+    if (match !== 'NotOlderThan')
+      errs.push(forbidden('resourceVersionMatch', 'sendInitialEvents requires setting resourceVersionMatch to NotOlderThan'));
+    if (!ctx.opts.watchList)
+      errs.push(
+        forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled'),
+      );
   }
   if (match !== '') {
-    if (sie === undefined) errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'));
+    if (sie === undefined)
+      errs.push(
+        forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided'),
+      );
     if (match !== 'NotOlderThan') errs.push(notSupported('resourceVersionMatch', match, ['NotOlderThan']));
   }
   if (errs.length > 0) throw new ApiStatusError(listInvalid(errs));
@@ -81,7 +88,12 @@ export async function serveWatch(
     if (!conn.open) return;
     ctx.hub.add(conn);
     // Bookmarks come from the watch cache; an uncached watch streams etcd events only.
-    if (cached) conn.startTimers({ deadlineMs, bookmarkIntervalMs: ctx.opts.bookmarkIntervalMs, bookmarkBeforeTimeoutMs: ctx.opts.bookmarkBeforeTimeoutMs });
+    if (cached)
+      conn.startTimers({
+        deadlineMs,
+        bookmarkIntervalMs: ctx.opts.bookmarkIntervalMs,
+        bookmarkBeforeTimeoutMs: ctx.opts.bookmarkBeforeTimeoutMs,
+      });
     else conn.startTimers({ deadlineMs, bookmarkIntervalMs: 0, bookmarkBeforeTimeoutMs: -1 });
   };
   const cached = ctx.opts.personality === 'cached';

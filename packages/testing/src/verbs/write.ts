@@ -37,7 +37,8 @@ async function deleteOptions(req: IncomingMessage, q: URLSearchParams): Promise<
     if (!isRecord(body)) throw new ApiStatusError(badRequest('DeleteOptions must be a JSON object'));
     const bg = body['gracePeriodSeconds'];
     if (bg !== undefined && bg !== null) {
-      if (typeof bg !== 'number' || !Number.isInteger(bg)) throw new ApiStatusError(badRequest('gracePeriodSeconds must be an integer'));
+      if (typeof bg !== 'number' || !Number.isInteger(bg))
+        throw new ApiStatusError(badRequest('gracePeriodSeconds must be an integer'));
       opts.gracePeriodSeconds = bg;
     }
     const pre = body['preconditions'];
@@ -59,7 +60,11 @@ function dryRunOf(q: URLSearchParams, kind: OptionsKind): boolean {
   if (values.length === 0) return false;
   if (values.every((v) => v === 'All')) return true;
   const list = `[${values.map((v) => JSON.stringify(v)).join(',')}]`;
-  throw new ApiStatusError(invalid({ group: 'meta.k8s.io', kind }, '', [{ field: 'dryRun', type: 'FieldValueNotSupported', body: `Unsupported value: ${list}: supported values: "All"` }]));
+  throw new ApiStatusError(
+    invalid({ group: 'meta.k8s.io', kind }, '', [
+      { field: 'dryRun', type: 'FieldValueNotSupported', body: `Unsupported value: ${list}: supported values: "All"` },
+    ]),
+  );
 }
 
 /**
@@ -70,7 +75,12 @@ function writeOptions(req: IncomingMessage, q: URLSearchParams, kind: OptionsKin
   const o: WriteOptions = { dryRun: dryRunOf(q, kind) };
   const fm = q.get('fieldManager');
   if (fm !== null && fm !== '') {
-    if (fm.length > 128) throw new ApiStatusError(invalid({ group: 'meta.k8s.io', kind }, '', [{ field: 'fieldManager', type: 'FieldValueInvalid', body: `Too long: may not be more than 128 bytes` }]));
+    if (fm.length > 128)
+      throw new ApiStatusError(
+        invalid({ group: 'meta.k8s.io', kind }, '', [
+          { field: 'fieldManager', type: 'FieldValueInvalid', body: `Too long: may not be more than 128 bytes` },
+        ]),
+      );
     o.fieldManager = fm;
     o.fieldManagerExplicit = true;
   } else {
@@ -81,7 +91,13 @@ function writeOptions(req: IncomingMessage, q: URLSearchParams, kind: OptionsKin
 }
 
 /** POST to a collection: 201 with the created object (dry run: what would be created). */
-export async function serveCreate(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route, q: URLSearchParams): Promise<void> {
+export async function serveCreate(
+  ctx: ServerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: Route,
+  q: URLSearchParams,
+): Promise<void> {
   checkContentType(req, ['application/json']);
   const opts = writeOptions(req, q, 'CreateOptions');
   const fv = fieldValidationOf(q, 'CreateOptions');
@@ -91,23 +107,43 @@ export async function serveCreate(ctx: ServerContext, req: IncomingMessage, res:
 }
 
 /** PUT of an object or its status. */
-export async function serveUpdate(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route, q: URLSearchParams): Promise<void> {
+export async function serveUpdate(
+  ctx: ServerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: Route,
+  q: URLSearchParams,
+): Promise<void> {
   checkContentType(req, ['application/json']);
   const opts = writeOptions(req, q, 'UpdateOptions');
   const fv = fieldValidationOf(q, 'UpdateOptions');
   const body = await readJson(req, false);
   checkFields(res, route.resource, body, fv);
-  sendJson(res, 200, ctx.engine.update(route.resource, route.namespace ?? '', route.name!, body, { ...subresourceOf(route), ...opts }));
+  sendJson(
+    res,
+    200,
+    ctx.engine.update(route.resource, route.namespace ?? '', route.name!, body, { ...subresourceOf(route), ...opts }),
+  );
 }
 
 /** PATCH of an object or its status: JSON, merge, strategic merge, or server-side apply. */
-export async function servePatch(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route, q: URLSearchParams): Promise<void> {
+export async function servePatch(
+  ctx: ServerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: Route,
+  q: URLSearchParams,
+): Promise<void> {
   const type = patchType(req, route.resource);
   const opts = writeOptions(req, q, 'PatchOptions');
   const force = parseBool(q.get('force'));
   if (force === 'invalid') throw new ApiStatusError(badRequest(`invalid value for force: ${q.get('force') ?? ''}`));
   if (force === true && type !== 'apply') {
-    throw new ApiStatusError(invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [forbidden('force', 'may not be specified for non-apply patch')]));
+    throw new ApiStatusError(
+      invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [
+        forbidden('force', 'may not be specified for non-apply patch'),
+      ]),
+    );
   }
   const fv = fieldValidationOf(q, 'PatchOptions');
   const body = await readJson(req, false);
@@ -116,7 +152,11 @@ export async function servePatch(ctx: ServerContext, req: IncomingMessage, res: 
   const r = route.resource;
   const ns = route.namespace ?? '';
   if (type === 'apply') {
-    const a: ApplyOptions = { fieldManager: opts.fieldManagerExplicit === true ? opts.fieldManager : undefined, force: force === true, dryRun: opts.dryRun === true };
+    const a: ApplyOptions = {
+      fieldManager: opts.fieldManagerExplicit === true ? opts.fieldManager : undefined,
+      force: force === true,
+      dryRun: opts.dryRun === true,
+    };
     if (route.kind === 'status') a.subresource = 'status';
     const existed = ctx.store.get(r, `${ns}/${route.name!}`) !== undefined;
     sendJson(res, existed ? 200 : 201, applyObject(ctx.engine, r, ns, route.name!, body, a));
@@ -126,7 +166,13 @@ export async function servePatch(ctx: ServerContext, req: IncomingMessage, res: 
 }
 
 /** DELETE of one object: the object (terminating or last state) for built-ins, a Success Status for custom resources once gone. */
-export async function serveDelete(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route, q: URLSearchParams): Promise<void> {
+export async function serveDelete(
+  ctx: ServerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: Route,
+  q: URLSearchParams,
+): Promise<void> {
   const r = route.resource;
   const opts = await deleteOptions(req, q);
   if (dryRunOf(q, 'DeleteOptions')) opts.dryRun = true;
@@ -136,7 +182,13 @@ export async function serveDelete(ctx: ServerContext, req: IncomingMessage, res:
 }
 
 /** DELETE of a collection: every selected object, answered as a list of what was deleted. */
-export async function serveDeleteCollection(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route, q: URLSearchParams): Promise<void> {
+export async function serveDeleteCollection(
+  ctx: ServerContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: Route,
+  q: URLSearchParams,
+): Promise<void> {
   const r = route.resource;
   const ns = route.namespace;
   const opts = await deleteOptions(req, q);

@@ -149,7 +149,9 @@ export class WatchConnection {
     const metadata: Record<string, unknown> = { resourceVersion: String(this.currentRevision()) };
     if (annotations !== undefined) metadata['annotations'] = annotations;
     const r = this.spec.resource;
-    this.write(JSON.stringify({ type: 'BOOKMARK', object: { kind: r.kind, apiVersion: r.apiVersion, metadata, ...r.bookmarkStub } }));
+    this.write(
+      JSON.stringify({ type: 'BOOKMARK', object: { kind: r.kind, apiVersion: r.apiVersion, metadata, ...r.bookmarkStub } }),
+    );
   }
 
   /** An in-band ERROR frame followed by a clean end, as the apiserver reports watch failures. */
