@@ -1,3 +1,4 @@
+import type { BackoffPolicy } from '@reconcile-loop/primitives';
 /**
  * The reflector-to-loop wire format. Go writes to a store by method call; here a source sends the
  * same operations as values, so any producer (a Kubernetes reflector, an in-process registry, a test)
@@ -62,6 +63,15 @@ export interface Source<T> {
   /** Short name used in logs. */
   readonly name: string;
   open(signal: AbortSignal): AsyncIterable<SourceEvent<T>>;
+  /**
+   * How this source's failures are retried: the one option group for it. A source whose stream
+   * never ends on a transient failure (a reflector) retries inside with it; a source whose stream
+   * ends is reopened by the stream driver on it. Default {@link DEFAULT_SOURCE_RETRY}.
+   */
+  readonly retry?: BackoffPolicy | undefined;
   /** Optional: a snapshot of the source's health (see `SourceHealth`). */
   health?(): import('./source-health.js').SourceHealth;
 }
+
+/** A source's default retry: 1 s doubling to 30 s (client-go's reflector caps at 30 s too). */
+export const DEFAULT_SOURCE_RETRY: BackoffPolicy = Object.freeze({ initialMs: 1_000, maxMs: 30_000 });
