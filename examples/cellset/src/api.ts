@@ -29,7 +29,7 @@ export const CELLSET_LABEL = `${GROUP}/cellset`;
 export const SLOT_LABEL = `${GROUP}/slot`;
 /** Pod annotation: the hash of the template the pod was built from (drift = a different hash). */
 export const TEMPLATE_HASH_ANNOTATION = `${GROUP}/template-hash`;
-/** CellSet annotation: the rebuild history per slot (seed 004's history annotation), JSON. */
+/** CellSet annotation: the rebuild history per slot, JSON (kept on the object so a restarted controller resumes it). */
 export const REBUILD_HISTORY_ANNOTATION = `${GROUP}/rebuild-history`;
 
 /** The pod template: labels and annotations for the pod's metadata, and its spec, kept whole. */

@@ -28,7 +28,7 @@ export interface CellSetMetrics {
   readonly podsCreated: Counter<'namespace' | 'cellset'>;
   /** Terminal or drifted pods deleted to be rebuilt, by `reason` (`PodFailed`, `PodSucceeded`, `PodDrifted`). */
   readonly podRebuilds: Counter<'namespace' | 'cellset' | 'reason'>;
-  /** Slots dead-lettered by an exhausted rebuild budget (seed 004's counter). */
+  /** Slots dead-lettered by an exhausted rebuild budget. */
   readonly slotsDeadLettered: Counter<'namespace' | 'cellset'>;
   /** Status writes that hit a 409 and were retried from a fresh read. */
   readonly statusConflicts: Counter<'namespace' | 'cellset'>;

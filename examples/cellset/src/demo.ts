@@ -221,7 +221,7 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
     const decided = (reason: string) => decisions.filter((r) => r === reason).length;
 
     say(
-      `kubectl apply: CellSet web, 3 replicas of cells/engine:1 with CELL_MEMORY=1Gi; rebuild budget ${delays.map((ms) => ms / 1000).join('/')} s (seed 004's 0/1/5/30 s × ${scale})`,
+      `kubectl apply: CellSet web, 3 replicas of cells/engine:1 with CELL_MEMORY=1Gi; rebuild budget ${delays.map((ms) => ms / 1000).join('/')} s (0/1/5/30 s played × ${scale})`,
     );
     server.createObject(ref, cellSetBody('1Gi'));
     await until('web-0 and web-1 ready', () => ready('web-0') && ready('web-1'));

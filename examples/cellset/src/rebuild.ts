@@ -1,16 +1,16 @@
 /**
- * The rebuild budget of seed 004: every terminal or drifted pod goes through one budget per slot —
+ * The rebuild budget: every terminal or drifted pod goes through one budget per slot —
  * rebuilds after 0, 1, 5 and 30 s (each delay counted from the previous rebuild) — and the failure
  * after the last one **dead-letters** the slot: the controller stops rebuilding it, emits a Warning
  * Event and counts it, until the CellSet's `metadata.generation` changes (a spec edit). Drift alone
  * never lifts a parked slot: a pod a webhook rewrites forever would loop at the slower cadence.
  *
- * The history is kept on the CellSet (an annotation, seed 004's), so a restarted controller resumes
+ * The history is kept on the CellSet (an annotation), so a restarted controller resumes
  * the budget instead of granting a fresh one to a slot that has been failing for minutes.
  */
 import { REBUILD_HISTORY_ANNOTATION } from './api.js';
 
-/** The budget of seed 004: rebuilds after 0, 1, 5 and 30 s, then dead-letter. */
+/** The default budget: rebuilds after 0, 1, 5 and 30 s, then dead-letter. */
 export const DEFAULT_REBUILD_DELAYS_MS: readonly number[] = Object.freeze([0, 1_000, 5_000, 30_000]);
 
 /** One slot's history at one generation. */
@@ -83,7 +83,7 @@ export function writeHistory(history: RebuildHistory): string {
   return JSON.stringify(Object.fromEntries(Object.entries(history).sort(([a], [b]) => Number(a) - Number(b))));
 }
 
-/** The slot's entry if it counts at `generation` (seed 004: a spec edit resets every budget). */
+/** The slot's entry if it counts at `generation` (a spec edit resets every budget). */
 export function current(history: RebuildHistory, slot: number, generation: number): SlotHistory | undefined {
   const entry = history[String(slot)];
   return entry !== undefined && entry.generation === generation ? entry : undefined;
@@ -129,7 +129,7 @@ export function recordPark(history: RebuildHistory, slot: number, generation: nu
 
 /**
  * Keeps only the entries that still mean something: slots the spec names, at the current
- * generation (seed 004: "the history annotation keeps only pods the spec still names").
+ * generation: the history keeps only pods the spec still names.
  */
 export function prune(history: RebuildHistory, replicas: number, generation: number): RebuildHistory {
   return Object.fromEntries(

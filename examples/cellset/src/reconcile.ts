@@ -140,7 +140,7 @@ export async function reconcileCellSet(key: string, ctx: Ctx, d: ReconcileDeps):
     if (pod === undefined) {
       if (terminating.has(podName)) continue; // its DELETED event re-drives the set
       if (isParked(history, slot, generation)) {
-        parked.push(slot); // seed 004: a parked slot whose pod vanished stays absent until the spec changes
+        parked.push(slot); // a parked slot whose pod vanished stays absent until the spec changes
         continue;
       }
       await createPod(set, slot, ctx, d);

@@ -1,5 +1,5 @@
 /**
- * The rebuild budget (seed 004) on the embedded apiserver with a `ManualClock` driving the loop, the
+ * The rebuild budget on the embedded apiserver with a `ManualClock` driving the loop, the
  * reflectors and the rebuild history: a slot whose pod always fails is rebuilt at 0, +1, +5 and +30 s
  * — never earlier — then dead-lettered (Warning Event, counter, status condition) and left alone
  * however long the clock runs, until a spec edit (a new generation) releases it.

@@ -69,16 +69,12 @@ export interface Harness {
   /** Live (not terminating) pods of `owner`, by name, sorted. */
   podNames(owner: string): string[];
   /** Every pod of `owner`, terminating ones included. */
-  pods(
-    owner: string,
-  ): Array<{
+  pods(owner: string): Array<{
     metadata: { name: string; uid?: string; deletionTimestamp?: string; annotations?: Record<string, string> };
     status?: { phase?: string };
   }>;
   /** The CellSet as the server holds it. */
-  get(
-    name: string,
-  ):
+  get(name: string):
     | {
         metadata: { generation?: number; finalizers?: string[]; annotations?: Record<string, string> };
         status?: Record<string, unknown>;

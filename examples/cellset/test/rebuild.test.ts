@@ -1,5 +1,5 @@
 /**
- * The rebuild budget's pure functions (seed 004's `rebuild.go`): the decision per slot, the
+ * The rebuild budget's pure functions : the decision per slot, the
  * generation reset, pruning, and a history annotation that is not what this module wrote.
  */
 import { describe, expect, it } from 'vitest';
