@@ -27,16 +27,19 @@ function clone<T>(v: T): T {
  * write is one revision, so watchers see one MODIFIED (or DELETED) per call.
  */
 export class KubeletEmulator {
-  private nextIp = 2;
+  #nextIp = 2;
 
-  constructor(
-    private readonly registry: ResourceEngine,
-    private readonly now: () => Date,
-  ) {}
+  readonly #registry: ResourceEngine;
+  readonly #now: () => Date;
 
-  private write(ns: string, name: string, fn: (p: Pod) => void, opts: { keepGeneration?: boolean } = {}): Pod {
+  constructor(registry: ResourceEngine, now: () => Date) {
+    this.#registry = registry;
+    this.#now = now;
+  }
+
+  #write(ns: string, name: string, fn: (p: Pod) => void, opts: { keepGeneration?: boolean } = {}): Pod {
     return clone(
-      this.registry.mutate(
+      this.#registry.mutate(
         POD_RESOURCE,
         ns,
         name,
@@ -49,10 +52,10 @@ export class KubeletEmulator {
     );
   }
 
-  private setCondition(p: Pod, type: string, status: 'True' | 'False'): void {
+  #setCondition(p: Pod, type: string, status: 'True' | 'False'): void {
     p.status ??= {};
     const conditions = p.status.conditions ?? [];
-    const at = rfc3339(this.now());
+    const at = rfc3339(this.#now());
     const existing = conditions.find((c) => c.type === type);
     if (existing === undefined) conditions.push({ type, status, lastProbeTime: null, lastTransitionTime: at });
     else if (existing.status !== status) {
@@ -64,7 +67,7 @@ export class KubeletEmulator {
 
   /** The scheduler's binding: sets `spec.nodeName` and PodScheduled=True. A bound pod answers 409. */
   bind(namespace: string, name: string, nodeName: string): Pod {
-    const current = this.registry.get(POD_RESOURCE, namespace, name) as Pod;
+    const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
     const bound = current.spec?.nodeName;
     if (bound !== undefined && bound !== '') {
       throw new ApiStatusError(
@@ -72,12 +75,12 @@ export class KubeletEmulator {
       );
     }
     // pods/binding writes nodeName straight to storage, past the pod strategy: generation stays.
-    return this.write(
+    return this.#write(
       namespace,
       name,
       (p) => {
         p.spec = { ...p.spec, nodeName };
-        this.setCondition(p, 'PodScheduled', 'True');
+        this.#setCondition(p, 'PodScheduled', 'True');
       },
       { keepGeneration: true },
     );
@@ -85,24 +88,24 @@ export class KubeletEmulator {
 
   /** Phase Running, every container running (and ready unless `ready: false`), IPs and conditions set. */
   setRunningReady(namespace: string, name: string, opts: RunningReadyOptions = {}): Pod {
-    const current = this.registry.get(POD_RESOURCE, namespace, name) as Pod;
+    const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
     if ((current.spec?.nodeName ?? '') === '') {
       throw new ApiStatusError(failure(400, 'BadRequest', `pod ${namespace}/${name} is not bound to a node; bind it first`));
     }
     const ready = opts.ready ?? true;
-    const at = rfc3339(this.now());
-    return this.write(namespace, name, (p) => {
+    const at = rfc3339(this.#now());
+    return this.#write(namespace, name, (p) => {
       p.status ??= {};
       const prev = new Map((p.status.containerStatuses ?? []).map((c) => [c.name, c]));
       p.status.phase = 'Running';
       p.status.hostIP = opts.hostIP ?? p.status.hostIP ?? '10.0.0.1';
-      p.status.podIP = opts.podIP ?? p.status.podIP ?? `10.244.${Math.floor(this.nextIp / 250)}.${(this.nextIp++ % 250) + 2}`;
+      p.status.podIP = opts.podIP ?? p.status.podIP ?? `10.244.${Math.floor(this.#nextIp / 250)}.${(this.#nextIp++ % 250) + 2}`;
       p.status['podIPs'] = [{ ip: p.status.podIP }];
       p.status.startTime ??= at;
-      this.setCondition(p, 'PodScheduled', 'True');
-      this.setCondition(p, 'Initialized', 'True');
-      this.setCondition(p, 'ContainersReady', ready ? 'True' : 'False');
-      this.setCondition(p, 'Ready', ready ? 'True' : 'False');
+      this.#setCondition(p, 'PodScheduled', 'True');
+      this.#setCondition(p, 'Initialized', 'True');
+      this.#setCondition(p, 'ContainersReady', ready ? 'True' : 'False');
+      this.#setCondition(p, 'Ready', ready ? 'True' : 'False');
       p.status.containerStatuses = (p.spec?.containers ?? []).map((c): PodContainerStatus => {
         const old = prev.get(c.name);
         const running = old?.state?.['running'];
@@ -124,15 +127,15 @@ export class KubeletEmulator {
 
   /** One container (default: the first) restarted: restartCount+1, lastState terminated, running again. */
   bumpRestartCount(namespace: string, name: string, container?: string): Pod {
-    const at = rfc3339(this.now());
-    const current = this.registry.get(POD_RESOURCE, namespace, name) as Pod;
+    const at = rfc3339(this.#now());
+    const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
     const target = container ?? current.spec?.containers?.[0]?.name;
     if (target === undefined || !(current.spec?.containers ?? []).some((c) => c.name === target)) {
       throw new ApiStatusError(
         failure(400, 'BadRequest', `pod ${namespace}/${name} has no container ${JSON.stringify(target ?? '')}`),
       );
     }
-    return this.write(namespace, name, (p) => {
+    return this.#write(namespace, name, (p) => {
       p.status ??= {};
       const list = p.status.containerStatuses ?? [];
       let cs = list.find((c) => c.name === target);
@@ -164,12 +167,12 @@ export class KubeletEmulator {
 
   /** A terminal phase: every container terminated (exit 0 for Succeeded, 1 for Failed), not ready. */
   setPhase(namespace: string, name: string, phase: 'Succeeded' | 'Failed'): Pod {
-    const at = rfc3339(this.now());
-    return this.write(namespace, name, (p) => {
+    const at = rfc3339(this.#now());
+    return this.#write(namespace, name, (p) => {
       p.status ??= {};
       p.status.phase = phase;
-      this.setCondition(p, 'Ready', 'False');
-      this.setCondition(p, 'ContainersReady', 'False');
+      this.#setCondition(p, 'Ready', 'False');
+      this.#setCondition(p, 'ContainersReady', 'False');
       p.status.containerStatuses = (p.spec?.containers ?? []).map((c) => {
         const old = (p.status?.containerStatuses ?? []).find((s) => s.name === c.name);
         return {
@@ -197,11 +200,11 @@ export class KubeletEmulator {
    * The pod leaves (DELETED) unless finalizers hold it. Only a pod with `deletionTimestamp` qualifies.
    */
   finishGracefulDelete(namespace: string, name: string): Pod {
-    const current = this.registry.get(POD_RESOURCE, namespace, name) as Pod;
+    const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
     if (current.metadata.deletionTimestamp === undefined) {
       throw new ApiStatusError(failure(400, 'BadRequest', `pod ${namespace}/${name} is not being deleted`));
     }
-    return clone(this.registry.delete(POD_RESOURCE, namespace, name, { gracePeriodSeconds: 0 }).object as Pod);
+    return clone(this.#registry.delete(POD_RESOURCE, namespace, name, { gracePeriodSeconds: 0 }).object as Pod);
   }
 }
 

@@ -61,67 +61,67 @@ export class ApiServer implements AsyncDisposable {
   /** Scheduler and kubelet emulation for pods. */
   readonly kubelet: KubeletEmulator;
 
-  private readonly store: MvccStore;
-  private readonly engine: ResourceEngine;
-  private readonly catalog = new ResourceCatalog();
-  private readonly hub: WatchHub;
-  private readonly namespaces: NamespaceController;
-  private readonly crds: CrdController;
-  private readonly counters = new RequestCounters();
-  private readonly faults = new FaultQueue();
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly inflight = new Set<AbortController>();
-  private closed = false;
-  private closing: Promise<void> | undefined;
-  private readonly now: () => Date;
-  private readonly opts: ResolvedOptions;
-  private readonly token: string | undefined;
+  readonly #store: MvccStore;
+  readonly #engine: ResourceEngine;
+  readonly #catalog = new ResourceCatalog();
+  readonly #hub: WatchHub;
+  readonly #namespaces: NamespaceController;
+  readonly #crds: CrdController;
+  readonly #counters = new RequestCounters();
+  readonly #faults = new FaultQueue();
+  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #inflight = new Set<AbortController>();
+  #closed = false;
+  #closing: Promise<void> | undefined;
+  readonly #now: () => Date;
+  readonly #opts: ResolvedOptions;
+  readonly #token: string | undefined;
+
+  readonly #server: Server;
 
   /** @internal Use {@link startApiServer}. */
-  constructor(
-    private readonly server: Server,
-    options: ApiServerOptions,
-  ) {
+  constructor(server: Server, options: ApiServerOptions) {
+    this.#server = server;
     const addr = server.address() as AddressInfo;
     this.host = options.host ?? '127.0.0.1';
     this.port = addr.port;
     this.url = `http://${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`;
-    this.now = options.now ?? (() => new Date());
-    this.opts = resolveOptions(options);
-    this.token = options.token;
-    this.store = new MvccStore(this.opts.maxHistory);
-    this.engine = new ResourceEngine(this.store, this.now, {
-      legacyDeletion: this.opts.deletionEvents === 'immediate',
-      implicitNamespaces: this.opts.implicitNamespaces,
+    this.#now = options.now ?? (() => new Date());
+    this.#opts = resolveOptions(options);
+    this.#token = options.token;
+    this.#store = new MvccStore(this.#opts.maxHistory);
+    this.#engine = new ResourceEngine(this.#store, this.#now, {
+      legacyDeletion: this.#opts.deletionEvents === 'immediate',
+      implicitNamespaces: this.#opts.implicitNamespaces,
     });
-    this.kubelet = new KubeletEmulator(this.engine, this.now);
-    this.hub = new WatchHub(this.store, () => this.counters.notify());
-    this.catalog.add(POD_RESOURCE);
-    this.catalog.add(NAMESPACE_RESOURCE);
-    for (const r of CORE_KINDS) this.catalog.add(r);
-    this.catalog.add(CRD_RESOURCE);
+    this.kubelet = new KubeletEmulator(this.#engine, this.#now);
+    this.#hub = new WatchHub(this.#store, () => this.#counters.notify());
+    this.#catalog.add(POD_RESOURCE);
+    this.#catalog.add(NAMESPACE_RESOURCE);
+    for (const r of CORE_KINDS) this.#catalog.add(r);
+    this.#catalog.add(CRD_RESOURCE);
     for (const ns of BUILT_IN_NAMESPACES)
-      this.engine.create(NAMESPACE_RESOURCE, '', { metadata: { name: ns } }, { direct: true });
-    this.namespaces = new NamespaceController(this.store, this.engine, this.catalog, this.timers);
-    this.crds = new CrdController(this.store, this.engine, this.catalog, this.timers, this.now);
+      this.#engine.create(NAMESPACE_RESOURCE, '', { metadata: { name: ns } }, { direct: true });
+    this.#namespaces = new NamespaceController(this.#store, this.#engine, this.#catalog, this.#timers);
+    this.#crds = new CrdController(this.#store, this.#engine, this.#catalog, this.#timers, this.#now);
     if (options.kubeletAutoFinishDeleteMs !== undefined)
-      autoFinishDeletes(this.store, this.kubelet, this.timers, options.kubeletAutoFinishDeleteMs);
+      autoFinishDeletes(this.#store, this.kubelet, this.#timers, options.kubeletAutoFinishDeleteMs);
     const ctx: ServerContext = {
-      store: this.store,
-      engine: this.engine,
-      catalog: this.catalog,
-      hub: this.hub,
-      opts: this.opts,
-      now: this.now,
+      store: this.#store,
+      engine: this.#engine,
+      catalog: this.#catalog,
+      hub: this.#hub,
+      opts: this.#opts,
+      now: this.#now,
       kubelet: this.kubelet,
-      inflight: this.inflight,
-      isClosed: () => this.closed,
+      inflight: this.#inflight,
+      isClosed: () => this.#closed,
     };
     const deps: HandlerDeps = {
       ctx,
-      counters: this.counters,
-      faults: this.faults,
-      token: this.token,
+      counters: this.#counters,
+      faults: this.#faults,
+      token: this.#token,
       discovery: {
         host: this.host,
         port: this.port,
@@ -138,22 +138,22 @@ export class ApiServer implements AsyncDisposable {
 
   /** The newest revision (every write bumps it; `resourceVersion` is its decimal string). */
   get revision(): number {
-    return this.store.revision;
+    return this.#store.revision;
   }
 
   /** Watches from below this revision get 410; exact reads below it too. */
   get compactedRevision(): number {
-    return this.store.compactedRevision;
+    return this.#store.compactedRevision;
   }
 
   /** Watches currently streaming. */
   get openWatchCount(): number {
-    return this.hub.size;
+    return this.#hub.size;
   }
 
   /** Watches closed so far because their client stopped reading (see `maxWatchBufferBytes`). */
   get terminatedWatchCount(): number {
-    return this.hub.terminatedCount;
+    return this.#hub.terminatedCount;
   }
 
   /**
@@ -161,13 +161,13 @@ export class ApiServer implements AsyncDisposable {
    * when `namespaced: false`), listed in discovery. Returns the {@link ResourceRef} for the typed object API.
    */
   registerResource(def: ResourceDefinition): ResourceRef {
-    this.assertOpen();
+    this.#assertOpen();
     if (def.group === '')
       throw new ApiServerUsageError(
         'ERR_BAD_OPTION',
         'registerResource: the core group serves built-in kinds only; give a group',
       );
-    this.catalog.add(customResource(def));
+    this.#catalog.add(customResource(def));
     return { group: def.group, version: def.version, plural: def.plural };
   }
 
@@ -181,52 +181,52 @@ export class ApiServer implements AsyncDisposable {
    * Returns the compacted revision.
    */
   compact(revision?: number, opts: { keepWatchCache?: boolean } = {}): number {
-    return this.store.compact(revision, opts.keepWatchCache === true);
+    return this.#store.compact(revision, opts.keepWatchCache === true);
   }
 
   /** Ends every open watch: cleanly by default (clients read EOF), or by resetting sockets with `abrupt`. */
   dropWatches(opts: { abrupt?: boolean } = {}): number {
-    return this.hub.dropAll(opts.abrupt === true);
+    return this.#hub.dropAll(opts.abrupt === true);
   }
 
   /** Stops bytes on every open watch while keeping sockets open; new watches are unaffected. */
   stallWatches(): number {
-    return this.hub.stallAll();
+    return this.#hub.stallAll();
   }
 
   /** Resumes stalled watches, flushing what they held back. */
   unstallWatches(): number {
-    return this.hub.unstallAll();
+    return this.#hub.unstallAll();
   }
 
   /** Writes a line that is not valid JSON into every open watch. */
   injectMalformedFrame(line = '{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":'): number {
-    return this.hub.writeRawAll(line);
+    return this.#hub.writeRawAll(line);
   }
 
   /** Writes an arbitrary frame (serialized as one JSON line) into every open watch. */
   injectWatchFrame(frame: unknown): number {
-    return this.hub.writeRawAll(JSON.stringify(frame));
+    return this.#hub.writeRawAll(JSON.stringify(frame));
   }
 
   /** Makes the next request(s) of `verb` fail with `status` and the real server's Status body for it. */
   failNext(o: FailNextOptions): void {
-    this.faults.add(o);
+    this.#faults.add(o);
   }
 
   /** Forgets failures queued by {@link failNext} that have not fired. */
   clearFailures(): void {
-    this.faults.clear();
+    this.#faults.clear();
   }
 
   /** Requests served so far, by verb (failed and injected ones included). */
   requestCounts(): Readonly<Record<Verb, number>> {
-    return this.counters.snapshot();
+    return this.#counters.snapshot();
   }
 
   /** Zeroes {@link requestCounts}. */
   resetRequestCounts(): void {
-    this.counters.reset();
+    this.#counters.reset();
   }
 
   /**
@@ -234,8 +234,8 @@ export class ApiServer implements AsyncDisposable {
    * given a predicate (e.g. `(n) => n === 0`). Rejects after `timeoutMs`.
    */
   waitForWatches(count: number | ((open: number) => boolean) = 1, timeoutMs = 5_000): Promise<void> {
-    const cond = typeof count === 'number' ? (): boolean => this.hub.size >= count : (): boolean => count(this.hub.size);
-    return this.counters.waitUntil(
+    const cond = typeof count === 'number' ? (): boolean => this.#hub.size >= count : (): boolean => count(this.#hub.size);
+    return this.#counters.waitUntil(
       cond,
       timeoutMs,
       typeof count === 'number' ? `${count} open watch(es)` : 'the open watch count',
@@ -244,11 +244,11 @@ export class ApiServer implements AsyncDisposable {
 
   /** Resolves once {@link requestCounts}[verb] reaches `count` (rejects after `timeoutMs`). */
   waitForRequests(verb: Verb, count: number, timeoutMs = 5_000): Promise<void> {
-    return this.counters.waitUntil(() => this.counters.get(verb) >= count, timeoutMs, `${count} ${verb} request(s)`);
+    return this.#counters.waitUntil(() => this.#counters.get(verb) >= count, timeoutMs, `${count} ${verb} request(s)`);
   }
 
-  private assertOpen(): void {
-    if (this.closed) throw new ApiServerUsageError('ERR_APISERVER_CLOSED', 'the embedded apiserver is closed');
+  #assertOpen(): void {
+    if (this.#closed) throw new ApiServerUsageError('ERR_APISERVER_CLOSED', 'the embedded apiserver is closed');
   }
 
   // ---------------------------------------------------------------- typed object API
@@ -258,20 +258,20 @@ export class ApiServer implements AsyncDisposable {
    * HTTP creates into a namespace that does not exist are 404, as on a real cluster.
    */
   createNamespace(name: string, labels: Record<string, string> = {}): KubeObject {
-    this.assertOpen();
-    const existing = this.store.get(NAMESPACE_RESOURCE, storageKey('', name));
+    this.#assertOpen();
+    const existing = this.#store.get(NAMESPACE_RESOURCE, storageKey('', name));
     if (existing !== undefined) return structuredClone(existing);
-    return structuredClone(this.engine.create(NAMESPACE_RESOURCE, '', { metadata: { name, labels } }, { direct: true }));
+    return structuredClone(this.#engine.create(NAMESPACE_RESOURCE, '', { metadata: { name, labels } }, { direct: true }));
   }
 
   /** Names of the namespaces that exist (terminating ones included). */
   listNamespaces(): string[] {
-    return this.store.listCurrent(NAMESPACE_RESOURCE, undefined).map(([, o]) => o.metadata.name ?? '');
+    return this.#store.listCurrent(NAMESPACE_RESOURCE, undefined).map(([, o]) => o.metadata.name ?? '');
   }
 
   /** Creates a pod as a client POST would (namespace default `default`, one pause container if none). */
   createPod(pod: PodInput): Pod {
-    this.assertOpen();
+    this.#assertOpen();
     const body = structuredClone(pod) as Pod;
     body.spec ??= {};
     if (body.spec.containers === undefined) body.spec.containers = [{ name: 'main', image: DEFAULT_IMAGE }];
@@ -300,7 +300,7 @@ export class ApiServer implements AsyncDisposable {
 
   /** Creates `count` pods named `<prefix>-<i>` with the given labels (and binds them when `nodeName` is set). */
   seedPods(count: number, opts: SeedPodsOptions = {}): Pod[] {
-    this.assertOpen();
+    this.#assertOpen();
     const ns = opts.namespace ?? 'default';
     const prefix = opts.namePrefix ?? 'pod';
     const out: Pod[] = [];
@@ -320,45 +320,45 @@ export class ApiServer implements AsyncDisposable {
    * throws its ApiStatusError. Returns the created objects.
    */
   async load(manifests: readonly KubeObject[]): Promise<KubeObject[]> {
-    this.assertOpen();
-    return loadManifests(this.engine, this.catalog, manifests);
+    this.#assertOpen();
+    return loadManifests(this.#engine, this.#catalog, manifests);
   }
 
   // Every object the typed controls hand out is a copy: callers never alias the store.
 
   /** Creates an object of any served resource (typed-API counterpart of POST). */
   createObject(ref: ResourceRef, obj: KubeObject): KubeObject {
-    this.assertOpen();
-    const r = this.catalog.resolve(ref);
+    this.#assertOpen();
+    const r = this.#catalog.resolve(ref);
     const ns = r.namespaced ? (obj.metadata.namespace ?? 'default') : '';
-    return structuredClone(this.engine.create(r, ns, obj, { direct: true }));
+    return structuredClone(this.#engine.create(r, ns, obj, { direct: true }));
   }
 
   /** The object, or undefined (`namespace` is ignored for cluster-scoped kinds). */
   getObject(ref: ResourceRef, namespace: string, name: string): KubeObject | undefined {
-    const r = this.catalog.resolve(ref);
-    const o = this.store.get(r, storageKey(r.namespaced ? namespace : '', name));
+    const r = this.#catalog.resolve(ref);
+    const o = this.#store.get(r, storageKey(r.namespaced ? namespace : '', name));
     return o === undefined ? undefined : structuredClone(o);
   }
 
   /** Current objects of a resource, optionally one namespace. */
   listObjects(ref: ResourceRef, namespace?: string): KubeObject[] {
-    const r = this.catalog.resolve(ref);
-    return this.store.listCurrent(r, r.namespaced ? namespace : undefined).map(([, o]) => structuredClone(o));
+    const r = this.#catalog.resolve(ref);
+    return this.#store.listCurrent(r, r.namespaced ? namespace : undefined).map(([, o]) => structuredClone(o));
   }
 
   /** Read-modify-write of any object without preconditions. */
   updateObject(ref: ResourceRef, namespace: string, name: string, mutate: (o: KubeObject) => KubeObject | void): KubeObject {
-    this.assertOpen();
-    const r = this.catalog.resolve(ref);
-    return structuredClone(this.engine.mutate(r, r.namespaced ? namespace : '', name, (o) => mutate(o) ?? o));
+    this.#assertOpen();
+    const r = this.#catalog.resolve(ref);
+    return structuredClone(this.#engine.mutate(r, r.namespaced ? namespace : '', name, (o) => mutate(o) ?? o));
   }
 
   /** Deletes any object as a client DELETE would. */
   deleteObject(ref: ResourceRef, namespace: string, name: string, opts: DeleteOptions = {}): KubeObject {
-    this.assertOpen();
-    const r = this.catalog.resolve(ref);
-    return structuredClone(this.engine.delete(r, r.namespaced ? namespace : '', name, opts).object);
+    this.#assertOpen();
+    const r = this.#catalog.resolve(ref);
+    return structuredClone(this.#engine.delete(r, r.namespaced ? namespace : '', name, opts).object);
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -368,7 +368,7 @@ export class ApiServer implements AsyncDisposable {
     return renderKubeconfig(this.url, {
       name: opts.name ?? 'reconcile-loop',
       namespace: opts.namespace ?? 'default',
-      token: opts.token ?? this.token ?? 'reconcile-loop',
+      token: opts.token ?? this.#token ?? 'reconcile-loop',
     });
   }
 
@@ -379,17 +379,17 @@ export class ApiServer implements AsyncDisposable {
 
   /** Ends every watch, stops listening and clears timers. Idempotent. */
   close(): Promise<void> {
-    if (this.closing !== undefined) return this.closing;
-    this.closed = true;
-    this.hub.dropAll(false);
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
-    for (const c of this.inflight) c.abort();
-    this.closing = new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
+    if (this.#closing !== undefined) return this.#closing;
+    this.#closed = true;
+    this.#hub.dropAll(false);
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+    for (const c of this.#inflight) c.abort();
+    this.#closing = new Promise<void>((resolve) => {
+      this.#server.close(() => resolve());
+      this.#server.closeAllConnections();
     });
-    return this.closing;
+    return this.#closing;
   }
 
   /** `await using server = await startApiServer()` closes it at scope exit. */

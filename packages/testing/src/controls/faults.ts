@@ -30,7 +30,7 @@ export interface QueuedFailure {
  * first request of its verb that arrives, before any other processing of that request.
  */
 export class FaultQueue {
-  private readonly queue: QueuedFailure[] = [];
+  readonly #queue: QueuedFailure[] = [];
 
   /** Queues `times` failures of one verb; bad options throw ERR_BAD_OPTION and queue nothing. */
   add(o: FailNextOptions): void {
@@ -43,7 +43,7 @@ export class FaultQueue {
     if (!Number.isInteger(retryAfterSeconds) || retryAfterSeconds < 0)
       throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: retryAfterSeconds must be an integer >= 0');
     for (let i = 0; i < times; i++) {
-      this.queue.push({
+      this.#queue.push({
         verb: o.verb,
         status: o.status,
         inBand: o.inBand === true && o.verb === 'watch' && o.status !== 'hang',
@@ -54,13 +54,13 @@ export class FaultQueue {
 
   /** Forgets every queued failure. */
   clear(): void {
-    this.queue.length = 0;
+    this.#queue.length = 0;
   }
 
   /** Removes and returns the first failure queued for `verb`. */
   take(verb: Verb): QueuedFailure | undefined {
-    const i = this.queue.findIndex((f) => f.verb === verb);
-    return i < 0 ? undefined : this.queue.splice(i, 1)[0];
+    const i = this.#queue.findIndex((f) => f.verb === verb);
+    return i < 0 ? undefined : this.#queue.splice(i, 1)[0];
   }
 }
 

@@ -66,8 +66,10 @@ export function storageKey(ns: string, name: string): string {
  * {@link ApiStatusError} carrying the Status the HTTP API sends, and a refused write commits nothing.
  */
 export class ResourceEngine {
-  private readonly legacyDeletion: boolean;
-  private readonly implicitNamespaces: boolean;
+  readonly #legacyDeletion: boolean;
+  readonly #implicitNamespaces: boolean;
+
+  readonly #now: () => Date;
 
   /**
    * `legacyDeletion` (`deletionEvents: 'immediate'`): a pod whose grace is 0 (unbound, terminal, or
@@ -77,17 +79,18 @@ export class ResourceEngine {
    */
   constructor(
     readonly store: MvccStore,
-    private readonly now: () => Date,
+    now: () => Date,
     opts: { legacyDeletion?: boolean; implicitNamespaces?: boolean } = {},
   ) {
-    this.legacyDeletion = opts.legacyDeletion === true;
-    this.implicitNamespaces = opts.implicitNamespaces === true;
+    this.#now = now;
+    this.#legacyDeletion = opts.legacyDeletion === true;
+    this.#implicitNamespaces = opts.implicitNamespaces === true;
   }
 
   /** A namespaced create's admission: the namespace must exist, or is made for direct and implicit creates. */
-  private admitNamespace(ns: string, direct: boolean): void {
+  #admitNamespace(ns: string, direct: boolean): void {
     if (
-      (direct || this.implicitNamespaces) &&
+      (direct || this.#implicitNamespaces) &&
       namespaceState(this.store, ns) === 'missing' &&
       nameErrors(ns, 'label').length === 0
     ) {
@@ -99,7 +102,7 @@ export class ResourceEngine {
 
   /** The clock writes are stamped with. */
   clock(): Date {
-    return this.now();
+    return this.#now();
   }
 
   /** The 404 Status for `name` of `r`. */
@@ -114,7 +117,7 @@ export class ResourceEngine {
     return o;
   }
 
-  private checkBody(r: ResourceType, body: unknown): Record<string, unknown> {
+  #checkBody(r: ResourceType, body: unknown): Record<string, unknown> {
     if (!isRecord(body)) fail(badRequest(`the object provided is unrecognized (must be of type ${r.kind})`));
     if (body['kind'] !== undefined && body['kind'] !== r.kind) {
       fail(badRequest(`the object provided is unrecognized (must be of type ${r.kind}): kind ${JSON.stringify(body['kind'])}`));
@@ -133,7 +136,7 @@ export class ResourceEngine {
   }
 
   /** Metadata rules every kind shares (`ValidateObjectMeta`) plus the kind's own validation. */
-  private validate(r: ResourceType, o: KubeObject, isCreate: boolean, old: KubeObject | undefined): void {
+  #validate(r: ResourceType, o: KubeObject, isCreate: boolean, old: KubeObject | undefined): void {
     const errs: FieldError[] = [];
     const name = o.metadata.name ?? '';
     if (isCreate) {
@@ -174,7 +177,7 @@ export class ResourceEngine {
    * create defaulting. `direct` (typed controls) keeps a caller-provided status.
    */
   create(r: ResourceType, ns: string, body: unknown, opts: { direct?: boolean } & WriteOptions = {}): KubeObject {
-    const b = structuredClone(this.checkBody(r, body));
+    const b = structuredClone(this.#checkBody(r, body));
     const meta: ObjectMeta = isRecord(b['metadata']) ? { ...(b['metadata'] as ObjectMeta) } : {};
     // etcd3's Create refuses a set resourceVersion with a plain error, which the apiserver answers 500.
     if (
@@ -185,7 +188,7 @@ export class ResourceEngine {
     ) {
       fail(failure(500, '', 'resourceVersion should not be set on objects to be created'));
     }
-    if (r.namespaced) this.admitNamespace(ns, opts.direct === true);
+    if (r.namespaced) this.#admitNamespace(ns, opts.direct === true);
     if (r.namespaced) {
       if (meta.namespace !== undefined && meta.namespace !== '' && meta.namespace !== ns) {
         fail(badRequest('the namespace of the provided object does not match the namespace sent on the request'));
@@ -208,13 +211,13 @@ export class ResourceEngine {
     delete meta.deletionTimestamp;
     delete meta.deletionGracePeriodSeconds;
     meta.uid = randomUUID();
-    meta.creationTimestamp = rfc3339(this.now());
+    meta.creationTimestamp = rfc3339(this.#now());
     if (r.tracksGeneration) meta.generation = 1;
     else delete meta.generation;
     let obj = shape(r, b, meta);
     r.prepareForCreate(obj, opts.direct === true);
     obj = shape(r, obj, obj.metadata);
-    this.validate(r, obj, true, undefined);
+    this.#validate(r, obj, true, undefined);
     if (this.store.get(r, storageKey(ns, name)) !== undefined) fail(alreadyExists(r, name));
     if (opts.fieldManagerExplicit === true && opts.fieldManager !== undefined && obj.metadata.managedFields === undefined) {
       obj = updateManagedFields(
@@ -223,7 +226,7 @@ export class ResourceEngine {
         opts.fieldManager,
         r.apiVersion,
         r.strategicMergeKeys ?? {},
-        this.now(),
+        this.#now(),
       );
       obj = shape(r, obj, obj.metadata);
     }
@@ -251,7 +254,7 @@ export class ResourceEngine {
     } & WriteOptions = {},
   ): KubeObject {
     const old = this.get(r, ns, name);
-    const b = structuredClone(this.checkBody(r, body));
+    const b = structuredClone(this.#checkBody(r, body));
     const bodyMeta: ObjectMeta = isRecord(b['metadata']) ? (b['metadata'] as ObjectMeta) : {};
     if ((bodyMeta.name ?? '') !== name) {
       fail(badRequest(`the name of the object (${String(bodyMeta.name ?? '')}) does not match the name on the URL (${name})`));
@@ -305,7 +308,7 @@ export class ResourceEngine {
         else next['status'] = old['status'];
       }
       // Direct writes skip the immutability rules only: the kubelet may change what a client may not.
-      this.validate(r, next, false, opts.direct === true ? undefined : old);
+      this.#validate(r, next, false, opts.direct === true ? undefined : old);
       next = shape(r, next, next.metadata);
     }
     if (r.tracksGeneration && opts.keepGeneration !== true && stable(r.generationPart(next)) !== stable(r.generationPart(old))) {
@@ -318,7 +321,7 @@ export class ResourceEngine {
       manager !== undefined &&
       (opts.fieldManagerExplicit === true || managedFieldsOf(old).length > 0)
     ) {
-      next = updateManagedFields(old, next, manager, r.apiVersion, r.strategicMergeKeys ?? {}, this.now());
+      next = updateManagedFields(old, next, manager, r.apiVersion, r.strategicMergeKeys ?? {}, this.#now());
       next = shape(r, next, next.metadata);
     }
     const comparableOld = stable({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } });
@@ -419,12 +422,12 @@ export class ResourceEngine {
     if (old.metadata.deletionTimestamp !== undefined && (current === undefined || grace >= current)) {
       return { object: old, deleted: false };
     }
-    if ((!graceful || (this.legacyDeletion && grace === 0)) && !held) {
+    if ((!graceful || (this.#legacyDeletion && grace === 0)) && !held) {
       return { object: opts.dryRun === true ? old : this.store.commit(r, key, 'DELETED', old).object, deleted: true };
     }
     const meta: ObjectMeta = {
       ...old.metadata,
-      deletionTimestamp: rfc3339(new Date(this.now().getTime() + grace * 1000)),
+      deletionTimestamp: rfc3339(new Date(this.#now().getTime() + grace * 1000)),
       deletionGracePeriodSeconds: grace,
     };
     // The first graceful deletion bumps generation: controllers must stop acting on the object.
