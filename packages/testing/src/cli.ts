@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setOwn } from './engine/json-safe.js';
 import { nameErrors } from './engine/meta.js';
-import { readManifests } from './cli-files.js';
+import { readManifests, UsageError } from './cli-files.js';
 import type { ResourceDefinition } from './kinds/resource.js';
 import type { KubeObject } from './types.js';
 import { labelKeyError, labelValueError } from './selectors.js';
@@ -34,11 +34,6 @@ Options:
   --personality P     cached (default, a watch-cached apiserver) or uncached (--watch-cache=false)
   -h, --help          show this help
 `;
-
-/** A command-line mistake; exits with status 2. */
-class UsageError extends Error {
-  readonly code = 'ERR_USAGE' as const;
-}
 
 function parseLabels(text: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -199,9 +194,10 @@ export function runCli(argv: string[] = process.argv.slice(2)): void {
       if (server === undefined) process.exit(0);
     },
     (e: unknown) => {
+      // util.parseArgs reports a bad command line with Node's own ERR_PARSE_ARGS_* codes.
       const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
       const usage =
-        code === 'ERR_USAGE' ||
+        e instanceof UsageError ||
         code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
         code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ||
         code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL';

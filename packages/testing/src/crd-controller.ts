@@ -1,7 +1,7 @@
 import type { ResourceEngine } from './engine/engine.js';
 import { rfc3339 } from './engine/meta.js';
 import type { MvccStore } from './engine/store.js';
-import { isApiStatusError } from './errors.js';
+import { ApiServerStatusError } from './errors.js';
 import type { ResourceCatalog } from './kinds/catalog.js';
 import { CRD_CLEANUP_FINALIZER, CRD_RESOURCE, crdSpec, servedResources } from './kinds/crd.js';
 import type { KubeObject } from './types.js';
@@ -113,7 +113,7 @@ export class CrdController {
         try {
           this.#engine.delete(r, o.metadata.namespace ?? '', o.metadata.name ?? '', { gracePeriodSeconds: 0 });
         } catch (e) {
-          if (!isApiStatusError(e)) throw e;
+          if (!(e instanceof ApiServerStatusError)) throw e;
         }
       }
     }

@@ -18,7 +18,7 @@ export { KubeletEmulator, type RunningReadyOptions } from './kubelet.js';
 export type { KubeconfigOptions } from './kubeconfig.js';
 export type { DeleteOptions, DeleteResult, PatchType } from './engine/engine.js';
 export type { ResourceDefinition } from './kinds/resource.js';
-export { ApiStatusError, ApiServerUsageError, isApiStatusError } from './errors.js';
+export { ApiServerStatusError, ApiServerUsageError } from './errors.js';
 export type { KubeStatus, StatusCause, StatusDetails } from './status.js';
 export type { KubeObject, ObjectMeta, Pod, PodContainer, PodContainerStatus, WatchEventType } from './types.js';
 export { parseLabelSelector, matchesLabels, SelectorParseError, type LabelRequirement } from './selectors.js';

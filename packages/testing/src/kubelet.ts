@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ApiStatusError } from './errors.js';
+import { ApiServerStatusError } from './errors.js';
 import type { ResourceEngine } from './engine/engine.js';
 import type { MvccStore } from './engine/store.js';
 import { rfc3339 } from './engine/meta.js';
@@ -70,7 +70,7 @@ export class KubeletEmulator {
     const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
     const bound = current.spec?.nodeName;
     if (bound !== undefined && bound !== '') {
-      throw new ApiStatusError(
+      throw new ApiServerStatusError(
         conflict({ group: '', plural: 'pods/binding' }, name, `pod ${name} is already assigned to node "${bound}"`),
       );
     }
@@ -90,7 +90,9 @@ export class KubeletEmulator {
   setRunningReady(namespace: string, name: string, opts: RunningReadyOptions = {}): Pod {
     const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
     if ((current.spec?.nodeName ?? '') === '') {
-      throw new ApiStatusError(failure(400, 'BadRequest', `pod ${namespace}/${name} is not bound to a node; bind it first`));
+      throw new ApiServerStatusError(
+        failure(400, 'BadRequest', `pod ${namespace}/${name} is not bound to a node; bind it first`),
+      );
     }
     const ready = opts.ready ?? true;
     const at = rfc3339(this.#now());
@@ -131,7 +133,7 @@ export class KubeletEmulator {
     const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
     const target = container ?? current.spec?.containers?.[0]?.name;
     if (target === undefined || !(current.spec?.containers ?? []).some((c) => c.name === target)) {
-      throw new ApiStatusError(
+      throw new ApiServerStatusError(
         failure(400, 'BadRequest', `pod ${namespace}/${name} has no container ${JSON.stringify(target ?? '')}`),
       );
     }
@@ -202,7 +204,7 @@ export class KubeletEmulator {
   finishGracefulDelete(namespace: string, name: string): Pod {
     const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
     if (current.metadata.deletionTimestamp === undefined) {
-      throw new ApiStatusError(failure(400, 'BadRequest', `pod ${namespace}/${name} is not being deleted`));
+      throw new ApiServerStatusError(failure(400, 'BadRequest', `pod ${namespace}/${name} is not being deleted`));
     }
     return clone(this.#registry.delete(POD_RESOURCE, namespace, name, { gracePeriodSeconds: 0 }).object as Pod);
   }

@@ -22,7 +22,7 @@ function untilEstablished(engine: ResourceEngine, names: string[], timeoutMs: nu
     const poll = (): void => {
       if (established()) resolve();
       else if (Date.now() > deadline)
-        reject(new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `CRDs not established: ${names.join(', ')}`));
+        reject(new ApiServerUsageError('RL_APISERVER_UNKNOWN_RESOURCE', `CRDs not established: ${names.join(', ')}`));
       else setTimeout(poll, 1);
     };
     poll();
@@ -32,8 +32,8 @@ function untilEstablished(engine: ResourceEngine, names: string[], timeoutMs: nu
 /**
  * Creates manifests as `kubectl create -f` would, each by its `apiVersion`/`kind`: CRDs first
  * (waiting until they are Established and served), then everything else in order, as direct
- * writes (a missing namespace is created). An unserved kind throws ERR_UNKNOWN_RESOURCE; a refused
- * object throws its ApiStatusError.
+ * writes (a missing namespace is created). An unserved kind throws RL_APISERVER_UNKNOWN_RESOURCE; a refused
+ * object throws its ApiServerStatusError.
  */
 export async function loadManifests(
   engine: ResourceEngine,
@@ -54,7 +54,7 @@ export async function loadManifests(
     const r = catalog.byKind(String(m.apiVersion ?? ''), String(m.kind ?? ''));
     if (r === undefined)
       throw new ApiServerUsageError(
-        'ERR_UNKNOWN_RESOURCE',
+        'RL_APISERVER_UNKNOWN_RESOURCE',
         `no resource serves kind ${String(m.kind)} in ${String(m.apiVersion)}`,
       );
     const ns = r.namespaced ? (m.metadata?.namespace ?? 'default') : '';

@@ -1,7 +1,7 @@
 import type { ResourceEngine } from './engine/engine.js';
 import { storageKey } from './engine/engine.js';
 import type { MvccStore } from './engine/store.js';
-import { isApiStatusError } from './errors.js';
+import { ApiServerStatusError } from './errors.js';
 import type { ResourceCatalog } from './kinds/catalog.js';
 import { NAMESPACE_RESOURCE } from './kinds/namespace.js';
 
@@ -60,7 +60,7 @@ export class NamespaceController {
           const out = this.#engine.delete(r, ns, o.metadata.name ?? '', { gracePeriodSeconds: 0 });
           if (!out.deleted) left++;
         } catch (e) {
-          if (!isApiStatusError(e)) throw e;
+          if (!(e instanceof ApiServerStatusError)) throw e;
           left++;
         }
       }

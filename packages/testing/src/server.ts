@@ -1,3 +1,4 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -163,10 +164,7 @@ export class ApiServer implements AsyncDisposable {
   registerResource(def: ResourceDefinition): ResourceRef {
     this.#assertOpen();
     if (def.group === '')
-      throw new ApiServerUsageError(
-        'ERR_BAD_OPTION',
-        'registerResource: the core group serves built-in kinds only; give a group',
-      );
+      throw new OptionsError('ApiServer', 'registerResource: the core group serves built-in kinds only; give a group');
     this.#catalog.add(customResource(def));
     return { group: def.group, version: def.version, plural: def.plural };
   }
@@ -248,7 +246,7 @@ export class ApiServer implements AsyncDisposable {
   }
 
   #assertOpen(): void {
-    if (this.#closed) throw new ApiServerUsageError('ERR_APISERVER_CLOSED', 'the embedded apiserver is closed');
+    if (this.#closed) throw new ApiServerUsageError('RL_APISERVER_CLOSED', 'the embedded apiserver is closed');
   }
 
   // ---------------------------------------------------------------- typed object API
@@ -316,8 +314,8 @@ export class ApiServer implements AsyncDisposable {
   /**
    * Creates manifests as `kubectl create -f` would, each by its `apiVersion`/`kind`: CRDs first
    * (resolving once they are Established and served), then everything else in order; a missing
-   * namespace is created. A kind that is not served throws ERR_UNKNOWN_RESOURCE; a refused object
-   * throws its ApiStatusError. Returns the created objects.
+   * namespace is created. A kind that is not served throws RL_APISERVER_UNKNOWN_RESOURCE; a refused object
+   * throws its ApiServerStatusError. Returns the created objects.
    */
   async load(manifests: readonly KubeObject[]): Promise<KubeObject[]> {
     this.#assertOpen();

@@ -1,4 +1,4 @@
-import { ApiServerUsageError } from '../errors.js';
+import { OptionsError } from '@reconcile-loop/primitives';
 import type { ResourceType } from '../kinds/resource.js';
 import type { FailNextOptions, InjectedStatus, Verb } from '../options.js';
 import {
@@ -32,16 +32,14 @@ export interface QueuedFailure {
 export class FaultQueue {
   readonly #queue: QueuedFailure[] = [];
 
-  /** Queues `times` failures of one verb; bad options throw ERR_BAD_OPTION and queue nothing. */
+  /** Queues `times` failures of one verb; bad options throw OptionsError and queue nothing. */
   add(o: FailNextOptions): void {
     const times = o.times ?? 1;
-    if (!Number.isInteger(times) || times < 1)
-      throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: times must be a positive integer');
-    if (!INJECTABLE.has(o.status))
-      throw new ApiServerUsageError('ERR_BAD_OPTION', `failNext: unsupported status ${String(o.status)}`);
+    if (!Number.isInteger(times) || times < 1) throw new OptionsError('ApiServer', 'failNext: times must be a positive integer');
+    if (!INJECTABLE.has(o.status)) throw new OptionsError('ApiServer', `failNext: unsupported status ${String(o.status)}`);
     const retryAfterSeconds = o.retryAfterSeconds ?? 1;
     if (!Number.isInteger(retryAfterSeconds) || retryAfterSeconds < 0)
-      throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: retryAfterSeconds must be an integer >= 0');
+      throw new OptionsError('ApiServer', 'failNext: retryAfterSeconds must be an integer >= 0');
     for (let i = 0; i < times; i++) {
       this.#queue.push({
         verb: o.verb,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import { NAMESPACE_RESOURCE, admitCreateIn, namespaceState } from '../kinds/namespace.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { JsonPatchError, jsonPatch, mergePatch, type Json } from '../patch.js';
@@ -49,7 +49,7 @@ export interface DeleteResult {
 }
 
 function fail(s: KubeStatus): never {
-  throw new ApiStatusError(s);
+  throw new ApiServerStatusError(s);
 }
 
 const NAME_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
@@ -63,7 +63,7 @@ export function storageKey(ns: string, name: string): string {
  * The one write path every kind goes through — HTTP verbs and typed controls alike: body checks,
  * metadata validation, the kind's defaulting and validation, optimistic concurrency, `generation`,
  * the status subresource, graceful deletion and finalizers. Every refusal is an
- * {@link ApiStatusError} carrying the Status the HTTP API sends, and a refused write commits nothing.
+ * {@link ApiServerStatusError} carrying the Status the HTTP API sends, and a refused write commits nothing.
  */
 export class ResourceEngine {
   readonly #legacyDeletion: boolean;
@@ -353,7 +353,7 @@ export class ResourceEngine {
         patched = jsonPatch(old as unknown as Json, patchBody);
       } catch (e) {
         if (e instanceof JsonPatchError) {
-          if (e.code === 'ERR_JSON_PATCH_DECODE') fail(badRequest(e.message));
+          if (e.code === 'RL_APISERVER_JSON_PATCH_DECODE') fail(badRequest(e.message));
           fail(
             failure(422, 'Invalid', 'the server rejected our request due to an error in our request', {
               causes: [{ reason: 'UnexpectedServerResponse', message: e.message }],

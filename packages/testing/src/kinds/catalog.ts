@@ -1,3 +1,4 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { ApiServerUsageError } from '../errors.js';
 import type { ResourceType } from './resource.js';
 
@@ -24,10 +25,7 @@ export class ResourceCatalog {
   add(r: ResourceType): void {
     const key = ResourceCatalog.key(r.group, r.version, r.plural);
     if (this.#byPath.has(key))
-      throw new ApiServerUsageError(
-        'ERR_BAD_OPTION',
-        `registerResource: ${r.plural}.${r.group}/${r.version} is already registered`,
-      );
+      throw new OptionsError('ApiServer', `registerResource: ${r.plural}.${r.group}/${r.version} is already registered`);
     this.#byPath.set(key, r);
   }
 
@@ -41,12 +39,12 @@ export class ResourceCatalog {
     return this.#byPath.get(ResourceCatalog.key(group, version, plural));
   }
 
-  /** The resource a typed-control ref names, or ERR_UNKNOWN_RESOURCE. */
+  /** The resource a typed-control ref names, or RL_APISERVER_UNKNOWN_RESOURCE. */
   resolve(ref: ResourceRef): ResourceType {
     for (const r of this.#byPath.values()) {
       if (r.group === ref.group && r.plural === ref.plural && (ref.version === undefined || r.version === ref.version)) return r;
     }
-    throw new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `no resource ${ref.plural}.${ref.group} is registered`);
+    throw new ApiServerUsageError('RL_APISERVER_UNKNOWN_RESOURCE', `no resource ${ref.plural}.${ref.group} is registered`);
   }
 
   /** The resource serving `kind` at `apiVersion` (`v1`, `example.com/v1`), if any. */

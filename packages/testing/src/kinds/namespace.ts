@@ -4,7 +4,7 @@
  * deleted) and the NamespaceLifecycle admission rule: no create into a namespace that does not
  * exist (404) or is terminating (403).
  */
-import { ApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import { isRecord } from '../engine/meta.js';
 import type { MvccStore } from '../engine/store.js';
 import { failure, notFound } from '../status.js';
@@ -83,9 +83,9 @@ export function namespaceState(store: MvccStore, ns: string): 'missing' | 'activ
  */
 export function admitCreateIn(store: MvccStore, ns: string): void {
   const state = namespaceState(store, ns);
-  if (state === 'missing') throw new ApiStatusError(notFound(NAMESPACE_RESOURCE, ns));
+  if (state === 'missing') throw new ApiServerStatusError(notFound(NAMESPACE_RESOURCE, ns));
   if (state === 'terminating') {
-    throw new ApiStatusError(
+    throw new ApiServerStatusError(
       failure(403, 'Forbidden', `unable to create new content in namespace ${ns} because it is being terminated`, {
         name: ns,
         kind: 'namespaces',
