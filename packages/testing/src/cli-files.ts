@@ -6,7 +6,7 @@
 import { ReconcileLoopError } from '@reconcile-loop/primitives';
 import { readFile } from 'node:fs/promises';
 import { isRecord } from './engine/meta.js';
-import type { KubeObject } from './types.js';
+import type { ApiServerObject } from './types.js';
 
 /** A command-line mistake or a manifest file the bin cannot use; the bin exits with status 2. */
 export class UsageError extends ReconcileLoopError {
@@ -14,7 +14,7 @@ export class UsageError extends ReconcileLoopError {
 }
 
 /** The objects in a JSON manifest file. */
-export async function readManifests(flag: string, path: string): Promise<KubeObject[]> {
+export async function readManifests(flag: string, path: string): Promise<ApiServerObject[]> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -38,6 +38,6 @@ export async function readManifests(flag: string, path: string): Promise<KubeObj
     if (!isRecord(o) || typeof o['apiVersion'] !== 'string' || typeof o['kind'] !== 'string' || !isRecord(o['metadata'])) {
       throw new UsageError(`${flag} ${path}: item ${i} is not an object with apiVersion, kind and metadata`);
     }
-    return o as KubeObject;
+    return o as ApiServerObject;
   });
 }

@@ -10,7 +10,7 @@ import { setOwn } from './engine/json-safe.js';
 import { nameErrors } from './engine/meta.js';
 import { readManifests, UsageError } from './cli-files.js';
 import type { ResourceDefinition } from './kinds/resource.js';
-import type { KubeObject } from './types.js';
+import type { ApiServerObject } from './types.js';
 import { labelKeyError, labelValueError } from './selectors.js';
 import { startApiServer, type ApiServer } from './server.js';
 
@@ -113,12 +113,12 @@ export async function main(
   const personality = values.personality ?? 'cached';
   if (personality !== 'cached' && personality !== 'uncached')
     throw new UsageError(`--personality: expected cached or uncached, got ${JSON.stringify(personality)}`);
-  const crds: KubeObject[] = [];
+  const crds: ApiServerObject[] = [];
   for (const f of values.crd ?? []) crds.push(...(await readManifests('--crd', f)));
   const notCrd = crds.find((o) => o.kind !== 'CustomResourceDefinition');
   if (notCrd !== undefined)
     throw new UsageError(`--crd: ${String(notCrd.kind)} ${String(notCrd.metadata.name)} is not a CustomResourceDefinition`);
-  const seeds: KubeObject[] = [];
+  const seeds: ApiServerObject[] = [];
   for (const f of values.seed ?? []) seeds.push(...(await readManifests('--seed', f)));
   const server = await startApiServer({
     port,

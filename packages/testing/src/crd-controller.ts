@@ -4,7 +4,7 @@ import type { MvccStore } from './engine/store.js';
 import { ApiServerStatusError } from './errors.js';
 import type { ResourceCatalog } from './kinds/catalog.js';
 import { CRD_CLEANUP_FINALIZER, CRD_RESOURCE, crdSpec, servedResources } from './kinds/crd.js';
-import type { KubeObject } from './types.js';
+import type { ApiServerObject } from './types.js';
 
 /**
  * The apiextensions controllers a client sees: a new or changed CRD gets its kinds served and its
@@ -46,7 +46,7 @@ export class CrdController {
     this.#timers.add(t);
   }
 
-  #current(name: string): KubeObject | undefined {
+  #current(name: string): ApiServerObject | undefined {
     return this.#store.get(CRD_RESOURCE, `/${name}`);
   }
 

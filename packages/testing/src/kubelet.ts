@@ -5,7 +5,7 @@ import type { MvccStore } from './engine/store.js';
 import { rfc3339 } from './engine/meta.js';
 import { POD_RESOURCE } from './kinds/pod.js';
 import { conflict, failure } from './status.js';
-import type { Pod, PodContainerStatus } from './types.js';
+import type { ApiServerPod, PodContainerStatus } from './types.js';
 
 /** Options for {@link KubeletEmulator.setRunningReady}. */
 export interface RunningReadyOptions {
@@ -21,6 +21,13 @@ function clone<T>(v: T): T {
   return structuredClone(v);
 }
 
+let construct: (registry: ResourceEngine, now: () => Date) => KubeletEmulator;
+
+/** The kubelet emulator writing through `registry` (the one `ApiServer.kubelet` holds). */
+export function createKubelet(registry: ResourceEngine, now: () => Date): KubeletEmulator {
+  return construct(registry, now);
+}
+
 /**
  * What a kubelet and the scheduler write to pods on a real cluster, as direct writes: binding,
  * Running/Ready, container restarts, terminal phases and finishing a graceful deletion. Each
@@ -32,27 +39,32 @@ export class KubeletEmulator {
   readonly #registry: ResourceEngine;
   readonly #now: () => Date;
 
-  constructor(registry: ResourceEngine, now: () => Date) {
+  static {
+    construct = (registry, now) => new KubeletEmulator(registry, now);
+  }
+
+  /** Private so the engine it writes through stays out of the public API: the server builds it with {@link createKubelet}. */
+  private constructor(registry: ResourceEngine, now: () => Date) {
     this.#registry = registry;
     this.#now = now;
   }
 
-  #write(ns: string, name: string, fn: (p: Pod) => void, opts: { keepGeneration?: boolean } = {}): Pod {
+  #write(ns: string, name: string, fn: (p: ApiServerPod) => void, opts: { keepGeneration?: boolean } = {}): ApiServerPod {
     return clone(
       this.#registry.mutate(
         POD_RESOURCE,
         ns,
         name,
         (o) => {
-          fn(o as Pod);
+          fn(o as ApiServerPod);
           return o;
         },
         opts,
-      ) as Pod,
+      ) as ApiServerPod,
     );
   }
 
-  #setCondition(p: Pod, type: string, status: 'True' | 'False'): void {
+  #setCondition(p: ApiServerPod, type: string, status: 'True' | 'False'): void {
     p.status ??= {};
     const conditions = p.status.conditions ?? [];
     const at = rfc3339(this.#now());
@@ -66,8 +78,8 @@ export class KubeletEmulator {
   }
 
   /** The scheduler's binding: sets `spec.nodeName` and PodScheduled=True. A bound pod answers 409. */
-  bind(namespace: string, name: string, nodeName: string): Pod {
-    const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
+  bind(namespace: string, name: string, nodeName: string): ApiServerPod {
+    const current = this.#registry.get(POD_RESOURCE, namespace, name) as ApiServerPod;
     const bound = current.spec?.nodeName;
     if (bound !== undefined && bound !== '') {
       throw new ApiServerStatusError(
@@ -87,8 +99,8 @@ export class KubeletEmulator {
   }
 
   /** Phase Running, every container running (and ready unless `ready: false`), IPs and conditions set. */
-  setRunningReady(namespace: string, name: string, opts: RunningReadyOptions = {}): Pod {
-    const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
+  setRunningReady(namespace: string, name: string, opts: RunningReadyOptions = {}): ApiServerPod {
+    const current = this.#registry.get(POD_RESOURCE, namespace, name) as ApiServerPod;
     if ((current.spec?.nodeName ?? '') === '') {
       throw new ApiServerStatusError(
         failure(400, 'BadRequest', `pod ${namespace}/${name} is not bound to a node; bind it first`),
@@ -128,9 +140,9 @@ export class KubeletEmulator {
   }
 
   /** One container (default: the first) restarted: restartCount+1, lastState terminated, running again. */
-  bumpRestartCount(namespace: string, name: string, container?: string): Pod {
+  bumpRestartCount(namespace: string, name: string, container?: string): ApiServerPod {
     const at = rfc3339(this.#now());
-    const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
+    const current = this.#registry.get(POD_RESOURCE, namespace, name) as ApiServerPod;
     const target = container ?? current.spec?.containers?.[0]?.name;
     if (target === undefined || !(current.spec?.containers ?? []).some((c) => c.name === target)) {
       throw new ApiServerStatusError(
@@ -168,7 +180,7 @@ export class KubeletEmulator {
   }
 
   /** A terminal phase: every container terminated (exit 0 for Succeeded, 1 for Failed), not ready. */
-  setPhase(namespace: string, name: string, phase: 'Succeeded' | 'Failed'): Pod {
+  setPhase(namespace: string, name: string, phase: 'Succeeded' | 'Failed'): ApiServerPod {
     const at = rfc3339(this.#now());
     return this.#write(namespace, name, (p) => {
       p.status ??= {};
@@ -201,12 +213,12 @@ export class KubeletEmulator {
    * What the kubelet does when a terminating pod's containers are gone: a delete with grace 0.
    * The pod leaves (DELETED) unless finalizers hold it. Only a pod with `deletionTimestamp` qualifies.
    */
-  finishGracefulDelete(namespace: string, name: string): Pod {
-    const current = this.#registry.get(POD_RESOURCE, namespace, name) as Pod;
+  finishGracefulDelete(namespace: string, name: string): ApiServerPod {
+    const current = this.#registry.get(POD_RESOURCE, namespace, name) as ApiServerPod;
     if (current.metadata.deletionTimestamp === undefined) {
       throw new ApiServerStatusError(failure(400, 'BadRequest', `pod ${namespace}/${name} is not being deleted`));
     }
-    return clone(this.#registry.delete(POD_RESOURCE, namespace, name, { gracePeriodSeconds: 0 }).object as Pod);
+    return clone(this.#registry.delete(POD_RESOURCE, namespace, name, { gracePeriodSeconds: 0 }).object as ApiServerPod);
   }
 }
 

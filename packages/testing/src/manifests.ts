@@ -3,9 +3,9 @@ import { storageKey } from './engine/engine.js';
 import { ApiServerUsageError } from './errors.js';
 import type { ResourceCatalog } from './kinds/catalog.js';
 import { CRD_RESOURCE } from './kinds/crd.js';
-import type { KubeObject } from './types.js';
+import type { ApiServerObject } from './types.js';
 
-function isCrd(o: KubeObject): boolean {
+function isCrd(o: ApiServerObject): boolean {
   return o.apiVersion === CRD_RESOURCE.apiVersion && o.kind === CRD_RESOURCE.kind;
 }
 
@@ -38,9 +38,9 @@ function untilEstablished(engine: ResourceEngine, names: string[], timeoutMs: nu
 export async function loadManifests(
   engine: ResourceEngine,
   catalog: ResourceCatalog,
-  manifests: readonly KubeObject[],
-): Promise<KubeObject[]> {
-  const out: KubeObject[] = [];
+  manifests: readonly ApiServerObject[],
+): Promise<ApiServerObject[]> {
+  const out: ApiServerObject[] = [];
   const crds = manifests.filter(isCrd);
   for (const c of crds) out.push(structuredClone(engine.create(CRD_RESOURCE, '', c, { direct: true })));
   if (crds.length > 0)

@@ -1,10 +1,19 @@
 /** The public option and control types of the embedded apiserver, and their resolved defaults. */
 
 /** Request verbs as the apiserver's audit and metrics name them (plus `discovery` for everything else). */
-export type Verb = 'list' | 'watch' | 'get' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection' | 'discovery';
+export type ApiServerVerb =
+  | 'list'
+  | 'watch'
+  | 'get'
+  | 'create'
+  | 'update'
+  | 'patch'
+  | 'delete'
+  | 'deletecollection'
+  | 'discovery';
 
 /** Every verb, in {@link ApiServer.requestCounts} order. */
-export const ALL_VERBS: readonly Verb[] = [
+export const ALL_VERBS: readonly ApiServerVerb[] = [
   'list',
   'watch',
   'get',
@@ -25,7 +34,7 @@ export type InjectedStatus = 400 | 401 | 403 | 404 | 410 | 422 | 429 | 500 | 504
 
 /** One injected failure for the next request(s) of a verb. */
 export interface FailNextOptions {
-  verb: Exclude<Verb, 'discovery'>;
+  verb: Exclude<ApiServerVerb, 'discovery'>;
   status: InjectedStatus;
   /** How many consecutive requests of that verb fail. Default 1. */
   times?: number;

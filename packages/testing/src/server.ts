@@ -4,13 +4,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { RequestCounters } from './controls/counters.js';
 import { FaultQueue } from './controls/faults.js';
-import { ResourceEngine, storageKey, type DeleteOptions } from './engine/engine.js';
+import { ResourceEngine, storageKey, type ApiServerDeleteOptions } from './engine/engine.js';
 import { MvccStore } from './engine/store.js';
 import { ApiServerUsageError } from './errors.js';
 import { handleRequest, type HandlerDeps } from './http/handler.js';
-import { KubeletEmulator, autoFinishDeletes } from './kubelet.js';
+import { autoFinishDeletes, createKubelet, type KubeletEmulator } from './kubelet.js';
 import { renderKubeconfig, type KubeconfigOptions } from './kubeconfig.js';
-import { ResourceCatalog, type ResourceRef } from './kinds/catalog.js';
+import { ResourceCatalog, type ApiServerResourceRef } from './kinds/catalog.js';
 import { CrdController } from './crd-controller.js';
 import { loadManifests } from './manifests.js';
 import { CORE_KINDS } from './kinds/core.js';
@@ -19,16 +19,24 @@ import { BUILT_IN_NAMESPACES, NAMESPACE_RESOURCE } from './kinds/namespace.js';
 import { POD_RESOURCE } from './kinds/pod.js';
 import { NamespaceController } from './namespace-controller.js';
 import { customResource, type ResourceDefinition } from './kinds/resource.js';
-import { resolveOptions, type ApiServerOptions, type FailNextOptions, type ResolvedOptions, type Verb } from './options.js';
-import type { KubeObject, Pod } from './types.js';
+import {
+  resolveOptions,
+  type ApiServerOptions,
+  type FailNextOptions,
+  type ResolvedOptions,
+  type ApiServerVerb,
+} from './options.js';
+import type { ApiServerObject, ApiServerPod } from './types.js';
 import type { ServerContext } from './verbs/context.js';
 import { WatchHub } from './watch/hub.js';
 
-export type { ApiServerOptions, FailNextOptions, FutureWatchBehavior, InjectedStatus, Verb } from './options.js';
-export type { ResourceRef } from './kinds/catalog.js';
+export type { ApiServerOptions, FailNextOptions, FutureWatchBehavior, InjectedStatus, ApiServerVerb } from './options.js';
+export type { ApiServerResourceRef } from './kinds/catalog.js';
 
 /** A pod as {@link ApiServer.createPod} accepts it: containers default to one pause container. */
-export type PodInput = Omit<Pod, 'metadata'> & { metadata: Pod['metadata'] & { name?: string; namespace?: string } };
+export type PodInput = Omit<ApiServerPod, 'metadata'> & {
+  metadata: ApiServerPod['metadata'] & { name?: string; namespace?: string };
+};
 
 /** Options for {@link ApiServer.seedPods}. */
 export interface SeedPodsOptions {
@@ -41,7 +49,7 @@ export interface SeedPodsOptions {
 }
 
 const DEFAULT_IMAGE = 'registry.k8s.io/pause:3.9';
-const POD_REF: ResourceRef = { group: '', plural: 'pods' };
+const POD_REF: ApiServerResourceRef = { group: '', plural: 'pods' };
 
 /**
  * The embedded apiserver: HTTP on loopback plus the typed test controls. Create it with
@@ -95,7 +103,7 @@ export class ApiServer implements AsyncDisposable {
       legacyDeletion: this.#opts.deletionEvents === 'immediate',
       implicitNamespaces: this.#opts.implicitNamespaces,
     });
-    this.kubelet = new KubeletEmulator(this.#engine, this.#now);
+    this.kubelet = createKubelet(this.#engine, this.#now);
     this.#hub = new WatchHub(this.#store, () => this.#counters.notify());
     this.#catalog.add(POD_RESOURCE);
     this.#catalog.add(NAMESPACE_RESOURCE);
@@ -159,9 +167,9 @@ export class ApiServer implements AsyncDisposable {
 
   /**
    * Serves a kind at `/apis/{group}/{version}/namespaces/{ns}/{plural}` (or `/apis/{group}/{version}/{plural}`
-   * when `namespaced: false`), listed in discovery. Returns the {@link ResourceRef} for the typed object API.
+   * when `namespaced: false`), listed in discovery. Returns the {@link ApiServerResourceRef} for the typed object API.
    */
-  registerResource(def: ResourceDefinition): ResourceRef {
+  registerResource(def: ResourceDefinition): ApiServerResourceRef {
     this.#assertOpen();
     if (def.group === '')
       throw new OptionsError('ApiServer', 'registerResource: the core group serves built-in kinds only; give a group');
@@ -218,7 +226,7 @@ export class ApiServer implements AsyncDisposable {
   }
 
   /** Requests served so far, by verb (failed and injected ones included). */
-  requestCounts(): Readonly<Record<Verb, number>> {
+  requestCounts(): Readonly<Record<ApiServerVerb, number>> {
     return this.#counters.snapshot();
   }
 
@@ -241,7 +249,7 @@ export class ApiServer implements AsyncDisposable {
   }
 
   /** Resolves once {@link requestCounts}[verb] reaches `count` (rejects after `timeoutMs`). */
-  waitForRequests(verb: Verb, count: number, timeoutMs = 5_000): Promise<void> {
+  waitForRequests(verb: ApiServerVerb, count: number, timeoutMs = 5_000): Promise<void> {
     return this.#counters.waitUntil(() => this.#counters.get(verb) >= count, timeoutMs, `${count} ${verb} request(s)`);
   }
 
@@ -255,7 +263,7 @@ export class ApiServer implements AsyncDisposable {
    * Creates a namespace (as `kubectl create namespace` would; idempotent for an existing one).
    * HTTP creates into a namespace that does not exist are 404, as on a real cluster.
    */
-  createNamespace(name: string, labels: Record<string, string> = {}): KubeObject {
+  createNamespace(name: string, labels: Record<string, string> = {}): ApiServerObject {
     this.#assertOpen();
     const existing = this.#store.get(NAMESPACE_RESOURCE, storageKey('', name));
     if (existing !== undefined) return structuredClone(existing);
@@ -268,40 +276,40 @@ export class ApiServer implements AsyncDisposable {
   }
 
   /** Creates a pod as a client POST would (namespace default `default`, one pause container if none). */
-  createPod(pod: PodInput): Pod {
+  createPod(pod: PodInput): ApiServerPod {
     this.#assertOpen();
-    const body = structuredClone(pod) as Pod;
+    const body = structuredClone(pod) as ApiServerPod;
     body.spec ??= {};
     if (body.spec.containers === undefined) body.spec.containers = [{ name: 'main', image: DEFAULT_IMAGE }];
-    return this.createObject(POD_REF, body) as Pod;
+    return this.createObject(POD_REF, body) as ApiServerPod;
   }
 
   /** The pod, or undefined. */
-  getPod(namespace: string, name: string): Pod | undefined {
-    return this.getObject(POD_REF, namespace, name) as Pod | undefined;
+  getPod(namespace: string, name: string): ApiServerPod | undefined {
+    return this.getObject(POD_REF, namespace, name) as ApiServerPod | undefined;
   }
 
   /** Current pods, optionally of one namespace, in key order. */
-  listPods(namespace?: string): Pod[] {
-    return this.listObjects(POD_REF, namespace) as Pod[];
+  listPods(namespace?: string): ApiServerPod[] {
+    return this.listObjects(POD_REF, namespace) as ApiServerPod[];
   }
 
   /** Read-modify-write without preconditions; spec and status both change (generation follows spec). */
-  updatePod(namespace: string, name: string, mutate: (pod: Pod) => Pod | void): Pod {
-    return this.updateObject(POD_REF, namespace, name, mutate as (o: KubeObject) => KubeObject | void) as Pod;
+  updatePod(namespace: string, name: string, mutate: (pod: ApiServerPod) => ApiServerPod | void): ApiServerPod {
+    return this.updateObject(POD_REF, namespace, name, mutate as (o: ApiServerObject) => ApiServerObject | void) as ApiServerPod;
   }
 
   /** Deletes as a client DELETE would: bound pods terminate gracefully unless `gracePeriodSeconds: 0`. */
-  deletePod(namespace: string, name: string, opts: DeleteOptions = {}): Pod {
-    return this.deleteObject(POD_REF, namespace, name, opts) as Pod;
+  deletePod(namespace: string, name: string, opts: ApiServerDeleteOptions = {}): ApiServerPod {
+    return this.deleteObject(POD_REF, namespace, name, opts) as ApiServerPod;
   }
 
   /** Creates `count` pods named `<prefix>-<i>` with the given labels (and binds them when `nodeName` is set). */
-  seedPods(count: number, opts: SeedPodsOptions = {}): Pod[] {
+  seedPods(count: number, opts: SeedPodsOptions = {}): ApiServerPod[] {
     this.#assertOpen();
     const ns = opts.namespace ?? 'default';
     const prefix = opts.namePrefix ?? 'pod';
-    const out: Pod[] = [];
+    const out: ApiServerPod[] = [];
     for (let i = 0; i < count; i++) {
       const name = `${prefix}-${i}`;
       let p = this.createPod({ metadata: { name, namespace: ns, labels: { ...(opts.labels ?? {}) } } });
@@ -317,7 +325,7 @@ export class ApiServer implements AsyncDisposable {
    * namespace is created. A kind that is not served throws RL_APISERVER_UNKNOWN_RESOURCE; a refused object
    * throws its ApiServerStatusError. Returns the created objects.
    */
-  async load(manifests: readonly KubeObject[]): Promise<KubeObject[]> {
+  async load(manifests: readonly ApiServerObject[]): Promise<ApiServerObject[]> {
     this.#assertOpen();
     return loadManifests(this.#engine, this.#catalog, manifests);
   }
@@ -325,7 +333,7 @@ export class ApiServer implements AsyncDisposable {
   // Every object the typed controls hand out is a copy: callers never alias the store.
 
   /** Creates an object of any served resource (typed-API counterpart of POST). */
-  createObject(ref: ResourceRef, obj: KubeObject): KubeObject {
+  createObject(ref: ApiServerResourceRef, obj: ApiServerObject): ApiServerObject {
     this.#assertOpen();
     const r = this.#catalog.resolve(ref);
     const ns = r.namespaced ? (obj.metadata.namespace ?? 'default') : '';
@@ -333,27 +341,32 @@ export class ApiServer implements AsyncDisposable {
   }
 
   /** The object, or undefined (`namespace` is ignored for cluster-scoped kinds). */
-  getObject(ref: ResourceRef, namespace: string, name: string): KubeObject | undefined {
+  getObject(ref: ApiServerResourceRef, namespace: string, name: string): ApiServerObject | undefined {
     const r = this.#catalog.resolve(ref);
     const o = this.#store.get(r, storageKey(r.namespaced ? namespace : '', name));
     return o === undefined ? undefined : structuredClone(o);
   }
 
   /** Current objects of a resource, optionally one namespace. */
-  listObjects(ref: ResourceRef, namespace?: string): KubeObject[] {
+  listObjects(ref: ApiServerResourceRef, namespace?: string): ApiServerObject[] {
     const r = this.#catalog.resolve(ref);
     return this.#store.listCurrent(r, r.namespaced ? namespace : undefined).map(([, o]) => structuredClone(o));
   }
 
   /** Read-modify-write of any object without preconditions. */
-  updateObject(ref: ResourceRef, namespace: string, name: string, mutate: (o: KubeObject) => KubeObject | void): KubeObject {
+  updateObject(
+    ref: ApiServerResourceRef,
+    namespace: string,
+    name: string,
+    mutate: (o: ApiServerObject) => ApiServerObject | void,
+  ): ApiServerObject {
     this.#assertOpen();
     const r = this.#catalog.resolve(ref);
     return structuredClone(this.#engine.mutate(r, r.namespaced ? namespace : '', name, (o) => mutate(o) ?? o));
   }
 
   /** Deletes any object as a client DELETE would. */
-  deleteObject(ref: ResourceRef, namespace: string, name: string, opts: DeleteOptions = {}): KubeObject {
+  deleteObject(ref: ApiServerResourceRef, namespace: string, name: string, opts: ApiServerDeleteOptions = {}): ApiServerObject {
     this.#assertOpen();
     const r = this.#catalog.resolve(ref);
     return structuredClone(this.#engine.delete(r, r.namespaced ? namespace : '', name, opts).object);

@@ -19,7 +19,7 @@ export interface ObjectMeta {
 }
 
 /** Any stored object: `kind`/`apiVersion`/`metadata` plus free-form members (`spec`, `status`, ...). */
-export interface KubeObject {
+export interface ApiServerObject {
   apiVersion?: string;
   kind?: string;
   metadata: ObjectMeta;
@@ -48,7 +48,7 @@ export interface PodContainerStatus {
 }
 
 /** The pod members the server reads, defaults and the kubelet emulation writes. */
-export interface Pod extends KubeObject {
+export interface ApiServerPod extends ApiServerObject {
   spec?: {
     nodeName?: string;
     containers?: PodContainer[];

@@ -1,11 +1,11 @@
-import { ALL_VERBS, type Verb } from '../options.js';
+import { ALL_VERBS, type ApiServerVerb } from '../options.js';
 
 /**
  * Request counts by verb and the waiters of `waitFor*`: every count or watch-set change calls
  * {@link notify}, and each waiter re-checks its condition, so tests await state instead of sleeping.
  */
 export class RequestCounters {
-  readonly #counts = new Map<Verb, number>();
+  readonly #counts = new Map<ApiServerVerb, number>();
   readonly #waiters = new Set<() => void>();
   readonly #timers = new Set<NodeJS.Timeout>();
 
@@ -14,19 +14,19 @@ export class RequestCounters {
   }
 
   /** Counts one request and wakes waiters. */
-  count(v: Verb): void {
+  count(v: ApiServerVerb): void {
     this.#counts.set(v, (this.#counts.get(v) ?? 0) + 1);
     this.notify();
   }
 
   /** The count for one verb. */
-  get(v: Verb): number {
+  get(v: ApiServerVerb): number {
     return this.#counts.get(v) ?? 0;
   }
 
   /** Every verb's count. */
-  snapshot(): Readonly<Record<Verb, number>> {
-    const out = {} as Record<Verb, number>;
+  snapshot(): Readonly<Record<ApiServerVerb, number>> {
+    const out = {} as Record<ApiServerVerb, number>;
     for (const v of ALL_VERBS) out[v] = this.#counts.get(v) ?? 0;
     return out;
   }

@@ -1,6 +1,6 @@
 import { OptionsError } from '@reconcile-loop/primitives';
 import type { ResourceType } from '../kinds/resource.js';
-import type { FailNextOptions, InjectedStatus, Verb } from '../options.js';
+import type { FailNextOptions, InjectedStatus, ApiServerVerb } from '../options.js';
 import {
   EXPIRED_LIST_MESSAGE,
   badRequest,
@@ -19,7 +19,7 @@ const INJECTABLE: ReadonlySet<unknown> = new Set<InjectedStatus>([400, 401, 403,
 
 /** One queued failure. */
 export interface QueuedFailure {
-  verb: Verb;
+  verb: ApiServerVerb;
   status: InjectedStatus;
   inBand: boolean;
   retryAfterSeconds: number;
@@ -56,7 +56,7 @@ export class FaultQueue {
   }
 
   /** Removes and returns the first failure queued for `verb`. */
-  take(verb: Verb): QueuedFailure | undefined {
+  take(verb: ApiServerVerb): QueuedFailure | undefined {
     const i = this.#queue.findIndex((f) => f.verb === verb);
     return i < 0 ? undefined : this.#queue.splice(i, 1)[0];
   }
@@ -65,7 +65,7 @@ export class FaultQueue {
 /** The Status the real server sends for an injected status, worded for the request's resource and cursor. */
 export function injectedStatus(
   status: Exclude<InjectedStatus, 'hang'>,
-  verb: Verb,
+  verb: ApiServerVerb,
   requestedRv: string,
   retryAfterSeconds: number,
   r: ResourceType,

@@ -3,7 +3,7 @@ import type { ResourceType } from '../kinds/resource.js';
 import { applyConflicts, applyResult, type ApplyConflict } from '../patch/apply.js';
 import { StrategicPatchError, strategicMerge } from '../patch/strategic.js';
 import { badRequest, failure, invalid, required, type KubeStatus } from '../status.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import type { ResourceEngine } from './engine.js';
 import { isRecord } from './meta.js';
 
@@ -47,7 +47,7 @@ export function applyObject(
   name: string,
   body: unknown,
   o: ApplyOptions,
-): KubeObject {
+): ApiServerObject {
   if (o.fieldManager === undefined || o.fieldManager === '') {
     throw new ApiServerStatusError(
       invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [required('fieldManager', 'is required for apply patch')]),
@@ -66,7 +66,7 @@ export function applyObject(
       badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${name})`),
     );
   }
-  const applied: KubeObject = { ...(body as KubeObject), metadata: { ...(meta as KubeObject['metadata']), name } };
+  const applied: ApiServerObject = { ...(body as ApiServerObject), metadata: { ...(meta as ApiServerObject['metadata']), name } };
   const keys = r.strategicMergeKeys ?? {};
   const live = engine.store.get(r, `${ns}/${name}`);
   const now = engine.clock();
@@ -85,13 +85,13 @@ export function applyObject(
       throw new ApiServerStatusError(conflictStatus(r, name, conflicts, versions));
     }
   }
-  let merged: KubeObject;
+  let merged: ApiServerObject;
   try {
     merged = strategicMerge(
       live as unknown as Record<string, unknown>,
       applied as unknown as Record<string, unknown>,
       keys,
-    ) as KubeObject;
+    ) as ApiServerObject;
   } catch (e) {
     if (e instanceof StrategicPatchError) throw new ApiServerStatusError(badRequest(e.message));
     throw e;

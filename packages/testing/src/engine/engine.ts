@@ -18,7 +18,7 @@ import {
   type FieldError,
   type KubeStatus,
 } from '../status.js';
-import type { KubeObject, ObjectMeta } from '../types.js';
+import type { ApiServerObject, ObjectMeta } from '../types.js';
 import { isRecord, nameErrors, rfc3339, shape, stable } from './meta.js';
 import type { MvccStore } from './store.js';
 
@@ -35,7 +35,7 @@ export interface WriteOptions {
 }
 
 /** Options for a DELETE, from the query string or a `DeleteOptions` body. */
-export interface DeleteOptions {
+export interface ApiServerDeleteOptions {
   gracePeriodSeconds?: number;
   /** `dryRun=All`: everything is checked and the answer computed, nothing is written. */
   dryRun?: boolean;
@@ -44,7 +44,7 @@ export interface DeleteOptions {
 
 /** The outcome of a DELETE: the object as it now stands and whether it left the store. */
 export interface DeleteResult {
-  object: KubeObject;
+  object: ApiServerObject;
   deleted: boolean;
 }
 
@@ -111,7 +111,7 @@ export class ResourceEngine {
   }
 
   /** The current object, or a 404 Status. */
-  get(r: ResourceType, ns: string, name: string): KubeObject {
+  get(r: ResourceType, ns: string, name: string): ApiServerObject {
     const o = this.store.get(r, storageKey(ns, name));
     if (o === undefined) fail(notFound(r, name));
     return o;
@@ -136,7 +136,7 @@ export class ResourceEngine {
   }
 
   /** Metadata rules every kind shares (`ValidateObjectMeta`) plus the kind's own validation. */
-  #validate(r: ResourceType, o: KubeObject, isCreate: boolean, old: KubeObject | undefined): void {
+  #validate(r: ResourceType, o: ApiServerObject, isCreate: boolean, old: ApiServerObject | undefined): void {
     const errs: FieldError[] = [];
     const name = o.metadata.name ?? '';
     if (isCreate) {
@@ -176,7 +176,7 @@ export class ResourceEngine {
    * POST: assigns uid, creationTimestamp, generation 1 and the next revision, after the kind's
    * create defaulting. `direct` (typed controls) keeps a caller-provided status.
    */
-  create(r: ResourceType, ns: string, body: unknown, opts: { direct?: boolean } & WriteOptions = {}): KubeObject {
+  create(r: ResourceType, ns: string, body: unknown, opts: { direct?: boolean } & WriteOptions = {}): ApiServerObject {
     const b = structuredClone(this.#checkBody(r, body));
     const meta: ObjectMeta = isRecord(b['metadata']) ? { ...(b['metadata'] as ObjectMeta) } : {};
     // etcd3's Create refuses a set resourceVersion with a plain error, which the apiserver answers 500.
@@ -252,7 +252,7 @@ export class ResourceEngine {
       keepGeneration?: boolean;
       applied?: boolean;
     } & WriteOptions = {},
-  ): KubeObject {
+  ): ApiServerObject {
     const old = this.get(r, ns, name);
     const b = structuredClone(this.#checkBody(r, body));
     const bodyMeta: ObjectMeta = isRecord(b['metadata']) ? (b['metadata'] as ObjectMeta) : {};
@@ -283,7 +283,7 @@ export class ResourceEngine {
       );
     }
 
-    let next: KubeObject;
+    let next: ApiServerObject;
     if (opts.subresource === 'status') {
       next = { ...old, metadata: old.metadata };
       if (b['status'] === undefined) delete next['status'];
@@ -345,7 +345,7 @@ export class ResourceEngine {
     type: PatchType,
     patchBody: unknown,
     opts: { subresource?: 'status' } & WriteOptions = {},
-  ): KubeObject {
+  ): ApiServerObject {
     const old = this.get(r, ns, name);
     let patched: Json;
     if (type === 'json') {
@@ -391,7 +391,7 @@ export class ResourceEngine {
    * (DELETED) unless finalizers hold them (MODIFIED with grace 0). The result is the object as the
    * response carries it: the terminating or the last state.
    */
-  delete(r: ResourceType, ns: string, name: string, opts: DeleteOptions = {}): DeleteResult {
+  delete(r: ResourceType, ns: string, name: string, opts: ApiServerDeleteOptions = {}): DeleteResult {
     const old = this.get(r, ns, name);
     const pre = opts.preconditions;
     // The registry's delete preconditions name the Kind, not the resource (errors.NewConflict with a GroupResource of the kind).
@@ -433,7 +433,7 @@ export class ResourceEngine {
     // The first graceful deletion bumps generation: controllers must stop acting on the object.
     if (old.metadata.deletionTimestamp === undefined && (old.metadata.generation ?? 0) > 0)
       meta.generation = (old.metadata.generation ?? 0) + 1;
-    const next: KubeObject = structuredClone({ ...old, metadata: meta });
+    const next: ApiServerObject = structuredClone({ ...old, metadata: meta });
     r.prepareForDelete(next);
     if (opts.dryRun === true) return { object: next, deleted: grace === 0 && !held };
     const terminating = this.store.commit(r, key, 'MODIFIED', next).object;
@@ -442,7 +442,7 @@ export class ResourceEngine {
   }
 
   /** Removes an object whose deletion nothing holds any more (a namespace once its content is gone): one DELETED. */
-  remove(r: ResourceType, ns: string, name: string): KubeObject {
+  remove(r: ResourceType, ns: string, name: string): ApiServerObject {
     const old = this.get(r, ns, name);
     return this.store.commit(r, storageKey(ns, name), 'DELETED', old).object;
   }
@@ -452,11 +452,11 @@ export class ResourceEngine {
     r: ResourceType,
     ns: string,
     name: string,
-    fn: (o: KubeObject) => KubeObject,
+    fn: (o: ApiServerObject) => ApiServerObject,
     opts: { keepGeneration?: boolean } = {},
-  ): KubeObject {
+  ): ApiServerObject {
     const old = this.get(r, ns, name);
-    const next = fn(structuredClone(old) as KubeObject);
+    const next = fn(structuredClone(old) as ApiServerObject);
     next.metadata = { ...next.metadata, name };
     if (r.namespaced) next.metadata.namespace = ns;
     if (old.metadata.resourceVersion !== undefined) next.metadata.resourceVersion = old.metadata.resourceVersion;

@@ -1,5 +1,5 @@
 import type { ResourceType } from '../kinds/resource.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 
 /** One committed write: what watchers replay and what an Exact list undoes to rewind. */
 export interface StoredEvent {
@@ -9,9 +9,9 @@ export interface StoredEvent {
   readonly key: string;
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
   /** The state after the write; for DELETED the last state, stamped with the deletion revision. */
-  readonly object: KubeObject;
+  readonly object: ApiServerObject;
   /** The state before the write, absent for ADDED. */
-  readonly prev: KubeObject | undefined;
+  readonly prev: ApiServerObject | undefined;
 }
 
 /** Sorted snapshots a store keeps for paginated reads (a LIST in progress per resource, and a spare). */
@@ -30,7 +30,7 @@ export class MvccStore {
   #compacted = 1;
   /** The watch cache's window starts after this revision; it moves with compaction unless told not to. */
   #windowStart = 1;
-  readonly #objects = new Map<string, Map<string, KubeObject>>();
+  readonly #objects = new Map<string, Map<string, ApiServerObject>>();
   readonly #log: StoredEvent[] = [];
   readonly #listeners = new Set<(e: StoredEvent) => void>();
   readonly #revisionWaiters = new Set<() => void>();
@@ -41,7 +41,7 @@ export class MvccStore {
    */
   readonly #snapshots = new Map<
     string,
-    { readonly at: number; readonly entries: ReadonlyArray<readonly [string, KubeObject]> }
+    { readonly at: number; readonly entries: ReadonlyArray<readonly [string, ApiServerObject]> }
   >();
 
   readonly #maxHistory: number;
@@ -65,7 +65,7 @@ export class MvccStore {
     return this.#compacted;
   }
 
-  #bucket(r: ResourceType): Map<string, KubeObject> {
+  #bucket(r: ResourceType): Map<string, ApiServerObject> {
     let b = this.#objects.get(r.id);
     if (b === undefined) {
       b = new Map();
@@ -75,12 +75,12 @@ export class MvccStore {
   }
 
   /** The current object under `key`, if any. */
-  get(r: ResourceType, key: string): KubeObject | undefined {
+  get(r: ResourceType, key: string): ApiServerObject | undefined {
     return this.#objects.get(r.id)?.get(key);
   }
 
   /** Current objects of a resource, optionally one namespace, sorted by storage key. */
-  listCurrent(r: ResourceType, namespace: string | undefined): Array<[string, KubeObject]> {
+  listCurrent(r: ResourceType, namespace: string | undefined): Array<[string, ApiServerObject]> {
     return sortEntries(this.#bucket(r), namespace);
   }
 
@@ -89,7 +89,7 @@ export class MvccStore {
    * one; the caller checks), sorted by storage key, rewound by undoing newer writes newest first.
    * The array is shared by every read at that revision (frozen: do not mutate it).
    */
-  listAt(r: ResourceType, namespace: string | undefined, at: number): ReadonlyArray<readonly [string, KubeObject]> {
+  listAt(r: ResourceType, namespace: string | undefined, at: number): ReadonlyArray<readonly [string, ApiServerObject]> {
     at = Math.min(at, this.#rev);
     const id = `${at} ${r.id} ${namespace === undefined ? '' : `/${namespace}`}`;
     const kept = this.#snapshots.get(id);
@@ -133,10 +133,10 @@ export class MvccStore {
    * it in history and tells every listener synchronously (so a watcher never misses an event
    * between reading history and subscribing).
    */
-  commit(r: ResourceType, key: string, type: StoredEvent['type'], next: KubeObject): StoredEvent {
+  commit(r: ResourceType, key: string, type: StoredEvent['type'], next: ApiServerObject): StoredEvent {
     const rev = this.#rev + 1;
     const prev = this.#bucket(r).get(key);
-    const object: KubeObject = { ...next, metadata: { ...next.metadata, resourceVersion: String(rev) } };
+    const object: ApiServerObject = { ...next, metadata: { ...next.metadata, resourceVersion: String(rev) } };
     deepFreeze(object);
     if (type === 'DELETED') this.#bucket(r).delete(key);
     else this.#bucket(r).set(key, object);
@@ -200,9 +200,9 @@ export class MvccStore {
   }
 }
 
-function sortEntries(m: Map<string, KubeObject>, namespace: string | undefined): Array<[string, KubeObject]> {
+function sortEntries(m: Map<string, ApiServerObject>, namespace: string | undefined): Array<[string, ApiServerObject]> {
   const prefix = namespace === undefined ? undefined : `${namespace}/`;
-  const out: Array<[string, KubeObject]> = [];
+  const out: Array<[string, ApiServerObject]> = [];
   for (const e of m) if (prefix === undefined || e[0].startsWith(prefix)) out.push(e);
   out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   return out;

@@ -3,7 +3,7 @@ import { ApiServerUsageError } from '../errors.js';
 import type { ResourceType } from './resource.js';
 
 /** Names one served resource for the typed object API: `{ group: '', plural: 'pods' }` or a registered one. */
-export interface ResourceRef {
+export interface ApiServerResourceRef {
   group: string;
   plural: string;
   version?: string;
@@ -40,7 +40,7 @@ export class ResourceCatalog {
   }
 
   /** The resource a typed-control ref names, or RL_APISERVER_UNKNOWN_RESOURCE. */
-  resolve(ref: ResourceRef): ResourceType {
+  resolve(ref: ApiServerResourceRef): ResourceType {
     for (const r of this.#byPath.values()) {
       if (r.group === ref.group && r.plural === ref.plural && (ref.version === undefined || r.version === ref.version)) return r;
     }

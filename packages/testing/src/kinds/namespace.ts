@@ -8,7 +8,7 @@ import { ApiServerStatusError } from '../errors.js';
 import { isRecord } from '../engine/meta.js';
 import type { MvccStore } from '../engine/store.js';
 import { failure, notFound } from '../status.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import { genericStrategy, resourceType, type ResourceType } from './resource.js';
 
 /** The namespaces every cluster has from the start. */
@@ -17,7 +17,7 @@ export const BUILT_IN_NAMESPACES = ['default', 'kube-system', 'kube-public', 'ku
 /** The label the apiserver keeps equal to a namespace's name. */
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
-function defaultNamespace(obj: KubeObject): void {
+function defaultNamespace(obj: ApiServerObject): void {
   const name = obj.metadata.name ?? '';
   obj.metadata.labels = { ...(isRecord(obj.metadata.labels) ? obj.metadata.labels : {}), [NAMESPACE_NAME_LABEL]: name };
 }

@@ -3,7 +3,7 @@ import { decodeContinue, encodeContinue } from '../continue.js';
 import { ApiServerStatusError } from '../errors.js';
 import { sendJson, sendJsonParts } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import {
   EXPIRED_LIST_MESSAGE,
   INCONSISTENT_CONTINUE_MESSAGE,
@@ -98,7 +98,7 @@ export async function serveList(
   const sorted = store.listAt(r, ns, at);
   let i = startKey === undefined ? 0 : lowerBound(sorted, startKey);
   const unfiltered = labels.length === 0 && fields.length === 0;
-  const page: KubeObject[] = [];
+  const page: ApiServerObject[] = [];
   let lastKey = '';
   let more = false;
   for (; i < sorted.length; i++) {

@@ -13,7 +13,7 @@ import {
 } from '../selectors.js';
 import { badRequest, failure, invalid, tooLargeResourceVersion, type FieldError, type KubeStatus } from '../status.js';
 import type { IncludeObject } from '../table.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import type { ServerContext } from './context.js';
 
 /** 422 on `ListOptions.meta.k8s.io`, as the apiserver words misused list options. */
@@ -38,7 +38,7 @@ export function selectors(r: ResourceType, q: URLSearchParams): { labels: LabelR
 }
 
 /** True when `o` passes both selectors. */
-export function selected(r: ResourceType, o: KubeObject, labels: LabelRequirement[], fields: FieldRequirement[]): boolean {
+export function selected(r: ResourceType, o: ApiServerObject, labels: LabelRequirement[], fields: FieldRequirement[]): boolean {
   if (!matchesLabels(labels, o.metadata.labels)) return false;
   return fields.length === 0 || matchesFields(fields, r.fieldSet(o));
 }
@@ -88,7 +88,7 @@ export async function awaitRevision(ctx: ServerContext, n: number, req: Incoming
 /** A `<Kind>List` body; built-in list items drop kind/apiVersion as the typed lists do. */
 export function listBody(
   r: ResourceType,
-  items: KubeObject[],
+  items: ApiServerObject[],
   rv: string,
   cont: string | undefined,
   remaining: number | undefined,
@@ -107,7 +107,7 @@ const COMMA = Buffer.from(',');
  */
 export function listJson(
   r: ResourceType,
-  items: readonly KubeObject[],
+  items: readonly ApiServerObject[],
   rv: string,
   cont: string | undefined,
   remaining: number | undefined,
@@ -122,7 +122,7 @@ export function listJson(
   return parts;
 }
 
-function withoutType(o: KubeObject): Record<string, unknown> {
+function withoutType(o: ApiServerObject): Record<string, unknown> {
   const { kind: _k, apiVersion: _a, ...rest } = o;
   return rest;
 }

@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { applyObject, type ApplyOptions } from '../engine/apply.js';
-import type { DeleteOptions, PatchType, WriteOptions } from '../engine/engine.js';
+import type { ApiServerDeleteOptions, PatchType, WriteOptions } from '../engine/engine.js';
 import { isRecord } from '../engine/meta.js';
 import { ApiServerStatusError } from '../errors.js';
 import { checkContentType, mediaType, parseBool, readJson, sendJson } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { badRequest, deleteSuccess, forbidden, invalid, unsupportedMediaType } from '../status.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import { subresourceOf, type Route, type ServerContext } from './context.js';
 import { checkFields, fieldValidationOf } from './field-validation.js';
 import { listBody, selected, selectors } from './query.js';
@@ -25,8 +25,8 @@ function patchType(req: IncomingMessage, r: ResourceType): PatchType | 'apply' {
 }
 
 /** `gracePeriodSeconds` and `preconditions` from the query and an optional `DeleteOptions` body. */
-async function deleteOptions(req: IncomingMessage, q: URLSearchParams): Promise<DeleteOptions> {
-  const opts: DeleteOptions = {};
+async function deleteOptions(req: IncomingMessage, q: URLSearchParams): Promise<ApiServerDeleteOptions> {
+  const opts: ApiServerDeleteOptions = {};
   const g = q.get('gracePeriodSeconds');
   if (g !== null && g !== '') {
     if (!/^-?\d+$/.test(g)) throw new ApiServerStatusError(badRequest(`invalid value for gracePeriodSeconds: ${g}`));
@@ -194,7 +194,7 @@ export async function serveDeleteCollection(
   const opts = await deleteOptions(req, q);
   if (dryRunOf(q, 'DeleteOptions')) opts.dryRun = true;
   const { labels, fields } = selectors(r, q);
-  const deleted: KubeObject[] = [];
+  const deleted: ApiServerObject[] = [];
   for (const [, o] of ctx.store.listCurrent(r, ns)) {
     if (!selected(r, o, labels, fields)) continue;
     try {

@@ -5,7 +5,7 @@ import type { KubeStatus } from '../status.js';
 import { watchFrameBytes } from '../engine/serialized.js';
 import type { StoredEvent } from '../engine/store.js';
 import { toTable, type IncludeObject, type TableVersion } from '../table.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import { FrameWriter } from './frame-writer.js';
 
 /** What one watch connection selects and how it prints. */
@@ -85,7 +85,7 @@ export class WatchConnection {
     return !this.#ended;
   }
 
-  #matches(o: KubeObject): boolean {
+  #matches(o: ApiServerObject): boolean {
     if (this.spec.namespace !== undefined && o.metadata.namespace !== this.spec.namespace) return false;
     if (!matchesLabels(this.spec.labels, o.metadata.labels)) return false;
     if (this.spec.fields.length > 0 && !matchesFields(this.spec.fields, this.spec.resource.fieldSet(o))) return false;
@@ -128,11 +128,11 @@ export class WatchConnection {
   }
 
   /** Sends an initial-state ADDED frame. */
-  sendInitial(o: KubeObject): void {
+  sendInitial(o: ApiServerObject): void {
     if (this.#matches(o)) this.#sendObject('ADDED', o);
   }
 
-  #sendObject(type: 'ADDED' | 'MODIFIED' | 'DELETED', o: KubeObject): void {
+  #sendObject(type: 'ADDED' | 'MODIFIED' | 'DELETED', o: ApiServerObject): void {
     if (this.spec.table !== undefined) {
       const table = toTable(this.spec.resource, [o], {
         include: this.spec.table.include,
