@@ -16,7 +16,10 @@ import { startApiServer, type ApiServer } from './server.js';
 
 const USAGE = `Usage: reconcile-loop-apiserver [options]
 
-Serves a loopback Kubernetes API (pods, plus discovery) until SIGINT/SIGTERM.
+Serves a loopback Kubernetes API until SIGINT/SIGTERM: pods (with binding, eviction and status),
+namespaces, ConfigMaps, Secrets, Services, Events (core and events.k8s.io), Leases,
+CustomResourceDefinitions and the custom kinds they or --resource define, plus discovery,
+/version and the OpenAPI v3 documents kubectl reads.
 
 Options:
   --port N            TCP port (default 0: an ephemeral port)
@@ -107,7 +110,7 @@ export async function main(
     return undefined;
   }
   const port = int('port', values.port, 0);
-  const seed = int('seed-pods', values['seed-pods'], 0);
+  const podCount = int('seed-pods', values['seed-pods'], 0);
   const labels = parseLabels(values.labels ?? '');
   const resources = (values.resource ?? []).map(parseResourceFlag);
   const personality = values.personality ?? 'cached';
@@ -122,8 +125,8 @@ export async function main(
   for (const f of values.seed ?? []) seeds.push(...(await readManifests('--seed', f)));
   const server = await startApiServer({
     port,
-    ...(values.host !== undefined ? { host: values.host } : {}),
-    ...(values.token !== undefined ? { token: values.token } : {}),
+    host: values.host,
+    token: values.token,
     personality,
   });
   try {
@@ -138,11 +141,11 @@ export async function main(
     await server.close();
     throw new UsageError(`--crd/--seed: ${(e as Error).message}`);
   }
-  if (seed > 0) {
-    server.seedPods(seed, {
+  if (podCount > 0) {
+    server.seedPods(podCount, {
       namespace: values.namespace ?? 'default',
       labels,
-      ...(values.node !== undefined ? { nodeName: values.node } : {}),
+      nodeName: values.node,
     });
   }
   if (values.kubeconfig !== undefined) await server.writeKubeconfig(values.kubeconfig);
@@ -152,7 +155,7 @@ export async function main(
   for (const def of resources) err.write(`serving ${def.plural}.${def.group}/${def.version} (${def.kind})\n`);
   if (crds.length > 0) err.write(`established ${crds.length} CRD(s): ${crds.map((c) => c.metadata.name).join(', ')}\n`);
   if (seeds.length > 0) err.write(`created ${seeds.length} object(s) from --seed\n`);
-  if (seed > 0) err.write(`seeded ${seed} pod(s) in namespace ${values.namespace ?? 'default'}\n`);
+  if (podCount > 0) err.write(`seeded ${podCount} pod(s) in namespace ${values.namespace ?? 'default'}\n`);
   return server;
 }
 

@@ -10,11 +10,11 @@ import type { ApiServerPod, PodContainerStatus } from './types.js';
 /** Options for {@link KubeletEmulator.setRunningReady}. */
 export interface RunningReadyOptions {
   /** Ready condition and every container's `ready`. Default true. */
-  ready?: boolean;
+  ready?: boolean | undefined;
   /** `status.podIP`; default an address from 10.244.0.0/16 unique per pod. */
-  podIP?: string;
+  podIP?: string | undefined;
   /** `status.hostIP`; default 10.0.0.1. */
-  hostIP?: string;
+  hostIP?: string | undefined;
 }
 
 function clone<T>(v: T): T {

@@ -35,17 +35,17 @@ export type { ApiServerResourceRef } from './kinds/catalog.js';
 
 /** A pod as {@link ApiServer.createPod} accepts it: containers default to one pause container. */
 export type PodInput = Omit<ApiServerPod, 'metadata'> & {
-  metadata: ApiServerPod['metadata'] & { name?: string; namespace?: string };
+  metadata: ApiServerPod['metadata'] & { name?: string | undefined; namespace?: string | undefined };
 };
 
 /** Options for {@link ApiServer.seedPods}. */
 export interface SeedPodsOptions {
-  namespace?: string;
-  labels?: Record<string, string>;
+  namespace?: string | undefined;
+  labels?: Record<string, string> | undefined;
   /** Names are `<namePrefix>-<i>`. Default `pod`. */
-  namePrefix?: string;
+  namePrefix?: string | undefined;
   /** Bind every pod to this node. */
-  nodeName?: string;
+  nodeName?: string | undefined;
 }
 
 const DEFAULT_IMAGE = 'registry.k8s.io/pause:3.9';
@@ -95,7 +95,8 @@ export class ApiServer implements AsyncDisposable {
     this.host = options.host ?? '127.0.0.1';
     this.port = addr.port;
     this.url = `http://${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`;
-    this.#now = options.now ?? (() => new Date());
+    const wallClock = options.wallClock;
+    this.#now = wallClock === undefined ? () => new Date() : () => new Date(wallClock());
     this.#opts = resolveOptions(options);
     this.#token = options.token;
     this.#store = new MvccStore(this.#opts.maxHistory);
@@ -182,16 +183,16 @@ export class ApiServer implements AsyncDisposable {
   /**
    * Compacts history up to `revision` (default: the newest): Exact lists and continue tokens below
    * it get 410, and so do watches — the watch cache window moves with it — unless
-   * `keepWatchCache: true`, with which a `cached` server still replays those cursors from its window
+   * `keepWatchCache: true`, with which a `cached` server still replays watches from those resourceVersions out of its window
    * (as a real watch cache does after an etcd compaction) and only an `uncached` one answers 410.
    * Returns the compacted revision.
    */
-  compact(revision?: number, opts: { keepWatchCache?: boolean } = {}): number {
+  compact(revision?: number, opts: { keepWatchCache?: boolean | undefined } = {}): number {
     return this.#store.compact(revision, opts.keepWatchCache === true);
   }
 
   /** Ends every open watch: cleanly by default (clients read EOF), or by resetting sockets with `abrupt`. */
-  dropWatches(opts: { abrupt?: boolean } = {}): number {
+  dropWatches(opts: { abrupt?: boolean | undefined } = {}): number {
     return this.#hub.dropAll(opts.abrupt === true);
   }
 

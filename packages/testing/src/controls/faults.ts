@@ -62,7 +62,7 @@ export class FaultQueue {
   }
 }
 
-/** The Status the real server sends for an injected status, worded for the request's resource and cursor. */
+/** The Status the real server sends for an injected status, worded for the request's resource and resourceVersion. */
 export function injectedStatus(
   status: Exclude<InjectedStatus, 'hang'>,
   verb: ApiServerVerb,

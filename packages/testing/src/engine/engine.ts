@@ -36,10 +36,10 @@ export interface WriteOptions {
 
 /** Options for a DELETE, from the query string or a `DeleteOptions` body. */
 export interface ApiServerDeleteOptions {
-  gracePeriodSeconds?: number;
+  gracePeriodSeconds?: number | undefined;
   /** `dryRun=All`: everything is checked and the answer computed, nothing is written. */
-  dryRun?: boolean;
-  preconditions?: { uid?: string; resourceVersion?: string };
+  dryRun?: boolean | undefined;
+  preconditions?: { uid?: string | undefined; resourceVersion?: string | undefined } | undefined;
 }
 
 /** The outcome of a DELETE: the object as it now stands and whether it left the store. */

@@ -20,13 +20,13 @@ export interface ResourceDefinition {
   /** Plural resource name used in paths, e.g. `widgets`. */
   plural: string;
   /** Singular name for discovery; defaults to the lower-cased kind. */
-  singular?: string;
+  singular?: string | undefined;
   /** Short names for discovery (kubectl `get w`). */
-  shortNames?: string[];
+  shortNames?: string[] | undefined;
   /** Whether `/status` is a separate subresource (main writes then ignore status). Default true. */
-  statusSubresource?: boolean;
+  statusSubresource?: boolean | undefined;
   /** Namespaced (default) or cluster-scoped. */
-  namespaced?: boolean;
+  namespaced?: boolean | undefined;
 }
 
 /**

@@ -115,7 +115,7 @@ export class WatchConnection {
   /**
    * The cacher's rule for a watcher that does not keep up: when its buffer is full, the watcher
    * is closed without an ERROR frame (cacheWatcher.add → forget), so the client reads what was
-   * already sent, then EOF, and re-watches from its cursor. Memory stays bounded by the limit plus
+   * already sent, then EOF, and re-watches from its resourceVersion. Memory stays bounded by the limit plus
    * one frame: unsent bytes are those queued in the writer plus those the response still holds.
    * Initial-state frames are exempt: a client has not had a chance to read yet.
    */
@@ -153,7 +153,7 @@ export class WatchConnection {
   sendBookmark(annotations?: Record<string, string>): void {
     if (!this.spec.bookmarks || this.#ended) return;
     // A watch from a future revision has nothing to report until the store reaches it: a bookmark
-    // below its start would move the client's cursor back.
+    // below its start would move the client's resourceVersion back.
     if (this.#currentRevision() < this.spec.afterRevision) return;
     const metadata: Record<string, unknown> = { resourceVersion: String(this.#currentRevision()) };
     if (annotations !== undefined) metadata['annotations'] = annotations;
