@@ -51,6 +51,8 @@ export interface SeedPodsOptions {
 const DEFAULT_IMAGE = 'registry.k8s.io/pause:3.9';
 const POD_REF: ApiServerResourceRef = { group: '', plural: 'pods' };
 
+let construct: (server: Server, options: ApiServerOptions) => ApiServer;
+
 /**
  * The embedded apiserver: HTTP on loopback plus the typed test controls. Create it with
  * {@link startApiServer}; close it with `close()` or `await using`.
@@ -88,8 +90,12 @@ export class ApiServer implements AsyncDisposable {
 
   readonly #server: Server;
 
-  /** @internal Use {@link startApiServer}. */
-  constructor(server: Server, options: ApiServerOptions) {
+  static {
+    construct = (server, options) => new ApiServer(server, options);
+  }
+
+  /** Private: {@link startApiServer} builds it once the socket listens. */
+  private constructor(server: Server, options: ApiServerOptions) {
     this.#server = server;
     const addr = server.address() as AddressInfo;
     this.host = options.host ?? '127.0.0.1';
@@ -421,5 +427,5 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
       resolve();
     });
   });
-  return new ApiServer(server, options);
+  return construct(server, options);
 }
