@@ -5,7 +5,7 @@
  * as a kubelet does once the containers stopped. It polls the in-process server (no HTTP, no clock
  * of the controller's), every `intervalMs` of real time.
  */
-import type { ApiServer } from '@reconcile-loop/testing';
+import { ApiServerStatusError, ApiServerUsageError, type ApiServer } from '@reconcile-loop/testing';
 import { CELLSET_LABEL } from './api.js';
 
 /** What happens to a pod once it is bound. */
@@ -88,12 +88,13 @@ export function startKubelet(options: KubeletOptions): Kubelet {
   };
 }
 
-/** A pod deleted between the list and the write is not the kubelet's problem. */
+/** A pod deleted between the list and the write (404, 409), or a server already closed, is not the kubelet's problem. */
 function guard(write: () => void): void {
   try {
     write();
   } catch (error) {
-    const code = (error as { code?: unknown; status?: { code?: unknown } }).status?.code;
-    if (code !== 404 && code !== 409 && (error as { code?: unknown }).code !== 'ERR_APISERVER_CLOSED') throw error;
+    if (error instanceof ApiServerStatusError && (error.status.code === 404 || error.status.code === 409)) return;
+    if (error instanceof ApiServerUsageError && error.code === 'RL_APISERVER_CLOSED') return;
+    throw error;
   }
 }

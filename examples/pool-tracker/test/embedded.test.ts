@@ -57,7 +57,7 @@ describe('pool tracker demo on the embedded apiserver', () => {
     expect(sc.tracker.loop.state).toBe('stopped');
     expect(sc.server.openWatchCount).toBe(0);
     expect(() => sc.server.createPod({ metadata: { name: 'late' } })).toThrow(
-      expect.objectContaining({ code: 'ERR_APISERVER_CLOSED' }),
+      expect.objectContaining({ code: 'RL_APISERVER_CLOSED' }),
     );
   });
 

@@ -8,15 +8,18 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setOwn } from './engine/json-safe.js';
 import { nameErrors } from './engine/meta.js';
-import { readManifests } from './cli-files.js';
+import { readManifests, UsageError } from './cli-files.js';
 import type { ResourceDefinition } from './kinds/resource.js';
-import type { KubeObject } from './types.js';
+import type { ApiServerObject } from './types.js';
 import { labelKeyError, labelValueError } from './selectors.js';
 import { startApiServer, type ApiServer } from './server.js';
 
 const USAGE = `Usage: reconcile-loop-apiserver [options]
 
-Serves a loopback Kubernetes API (pods, plus discovery) until SIGINT/SIGTERM.
+Serves a loopback Kubernetes API until SIGINT/SIGTERM: pods (with binding, eviction and status),
+namespaces, ConfigMaps, Secrets, Services, Events (core and events.k8s.io), Leases,
+CustomResourceDefinitions and the custom kinds they or --resource define, plus discovery,
+/version and the OpenAPI v3 documents kubectl reads.
 
 Options:
   --port N            TCP port (default 0: an ephemeral port)
@@ -34,11 +37,6 @@ Options:
   --personality P     cached (default, a watch-cached apiserver) or uncached (--watch-cache=false)
   -h, --help          show this help
 `;
-
-/** A command-line mistake; exits with status 2. */
-class UsageError extends Error {
-  readonly code = 'ERR_USAGE' as const;
-}
 
 function parseLabels(text: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -112,23 +110,23 @@ export async function main(
     return undefined;
   }
   const port = int('port', values.port, 0);
-  const seed = int('seed-pods', values['seed-pods'], 0);
+  const podCount = int('seed-pods', values['seed-pods'], 0);
   const labels = parseLabels(values.labels ?? '');
   const resources = (values.resource ?? []).map(parseResourceFlag);
   const personality = values.personality ?? 'cached';
   if (personality !== 'cached' && personality !== 'uncached')
     throw new UsageError(`--personality: expected cached or uncached, got ${JSON.stringify(personality)}`);
-  const crds: KubeObject[] = [];
+  const crds: ApiServerObject[] = [];
   for (const f of values.crd ?? []) crds.push(...(await readManifests('--crd', f)));
   const notCrd = crds.find((o) => o.kind !== 'CustomResourceDefinition');
   if (notCrd !== undefined)
     throw new UsageError(`--crd: ${String(notCrd.kind)} ${String(notCrd.metadata.name)} is not a CustomResourceDefinition`);
-  const seeds: KubeObject[] = [];
+  const seeds: ApiServerObject[] = [];
   for (const f of values.seed ?? []) seeds.push(...(await readManifests('--seed', f)));
   const server = await startApiServer({
     port,
-    ...(values.host !== undefined ? { host: values.host } : {}),
-    ...(values.token !== undefined ? { token: values.token } : {}),
+    host: values.host,
+    token: values.token,
     personality,
   });
   try {
@@ -143,11 +141,11 @@ export async function main(
     await server.close();
     throw new UsageError(`--crd/--seed: ${(e as Error).message}`);
   }
-  if (seed > 0) {
-    server.seedPods(seed, {
+  if (podCount > 0) {
+    server.seedPods(podCount, {
       namespace: values.namespace ?? 'default',
       labels,
-      ...(values.node !== undefined ? { nodeName: values.node } : {}),
+      nodeName: values.node,
     });
   }
   if (values.kubeconfig !== undefined) await server.writeKubeconfig(values.kubeconfig);
@@ -157,7 +155,7 @@ export async function main(
   for (const def of resources) err.write(`serving ${def.plural}.${def.group}/${def.version} (${def.kind})\n`);
   if (crds.length > 0) err.write(`established ${crds.length} CRD(s): ${crds.map((c) => c.metadata.name).join(', ')}\n`);
   if (seeds.length > 0) err.write(`created ${seeds.length} object(s) from --seed\n`);
-  if (seed > 0) err.write(`seeded ${seed} pod(s) in namespace ${values.namespace ?? 'default'}\n`);
+  if (podCount > 0) err.write(`seeded ${podCount} pod(s) in namespace ${values.namespace ?? 'default'}\n`);
   return server;
 }
 
@@ -199,9 +197,10 @@ export function runCli(argv: string[] = process.argv.slice(2)): void {
       if (server === undefined) process.exit(0);
     },
     (e: unknown) => {
+      // util.parseArgs reports a bad command line with Node's own ERR_PARSE_ARGS_* codes.
       const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
       const usage =
-        code === 'ERR_USAGE' ||
+        e instanceof UsageError ||
         code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
         code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ||
         code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL';

@@ -1,24 +1,28 @@
 /**
- * @reconcile-loop/testing — an embedded loopback Kubernetes apiserver (pods and registered
- * custom resources) with resourceVersion semantics, watch streaming and fault injection.
+ * @reconcile-loop/testing — an embedded loopback Kubernetes apiserver (pods, core kinds, namespaces,
+ * CRDs and custom resources) with resourceVersion semantics, watch streaming and fault injection.
  */
+
+// The server: start it, drive it through its typed controls, close it.
 export {
   ApiServer,
   startApiServer,
   type ApiServerOptions,
-  type FailNextOptions,
   type FutureWatchBehavior,
-  type InjectedStatus,
+  type ApiServerResourceRef,
   type PodInput,
-  type ResourceRef,
   type SeedPodsOptions,
-  type Verb,
 } from './server.js';
-export { KubeletEmulator, type RunningReadyOptions } from './kubelet.js';
-export type { KubeconfigOptions } from './kubeconfig.js';
-export type { DeleteOptions, DeleteResult, PatchType } from './engine/engine.js';
 export type { ResourceDefinition } from './kinds/resource.js';
-export { ApiStatusError, ApiServerUsageError, isApiStatusError } from './errors.js';
-export type { KubeStatus, StatusCause, StatusDetails } from './status.js';
-export type { KubeObject, ObjectMeta, Pod, PodContainer, PodContainerStatus, WatchEventType } from './types.js';
-export { parseLabelSelector, matchesLabels, SelectorParseError, type LabelRequirement } from './selectors.js';
+export type { KubeconfigOptions } from './kubeconfig.js';
+export type { ApiServerDeleteOptions } from './engine/engine.js';
+export type { ApiServerObject, ApiServerPod } from './types.js';
+
+// Fault injection and request accounting.
+export type { ApiServerVerb, FailNextOptions, InjectedStatus } from './options.js';
+
+// Kubelet and scheduler emulation (`ApiServer.kubelet`).
+export type { KubeletEmulator, RunningReadyOptions } from './kubelet.js';
+
+// Errors of the typed controls (the HTTP API answers with Status bodies instead).
+export { ApiServerStatusError, ApiServerUsageError } from './errors.js';

@@ -1,11 +1,11 @@
 /** Options for the kubeconfig the embedded apiserver writes. */
 export interface KubeconfigOptions {
   /** Cluster, user and context name. Default `reconcile-loop`. */
-  name?: string;
+  name?: string | undefined;
   /** The context's default namespace. Default `default`. */
-  namespace?: string;
+  namespace?: string | undefined;
   /** Bearer token written for the user. Default: the server's required token, else `reconcile-loop`. */
-  token?: string;
+  token?: string | undefined;
 }
 
 function q(s: string): string {
@@ -16,7 +16,7 @@ function q(s: string): string {
  * A kubeconfig (YAML) pointing one context at `server` with a bearer token. The cluster carries
  * `insecure-skip-tls-verify: true` because @kubernetes/client-node 1.x refuses plain `http:` otherwise.
  */
-export function renderKubeconfig(server: string, o: Required<KubeconfigOptions>): string {
+export function renderKubeconfig(server: string, o: { name: string; namespace: string; token: string }): string {
   return [
     'apiVersion: v1',
     'kind: Config',

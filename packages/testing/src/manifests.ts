@@ -3,9 +3,9 @@ import { storageKey } from './engine/engine.js';
 import { ApiServerUsageError } from './errors.js';
 import type { ResourceCatalog } from './kinds/catalog.js';
 import { CRD_RESOURCE } from './kinds/crd.js';
-import type { KubeObject } from './types.js';
+import type { ApiServerObject } from './types.js';
 
-function isCrd(o: KubeObject): boolean {
+function isCrd(o: ApiServerObject): boolean {
   return o.apiVersion === CRD_RESOURCE.apiVersion && o.kind === CRD_RESOURCE.kind;
 }
 
@@ -22,7 +22,7 @@ function untilEstablished(engine: ResourceEngine, names: string[], timeoutMs: nu
     const poll = (): void => {
       if (established()) resolve();
       else if (Date.now() > deadline)
-        reject(new ApiServerUsageError('ERR_UNKNOWN_RESOURCE', `CRDs not established: ${names.join(', ')}`));
+        reject(new ApiServerUsageError('RL_APISERVER_UNKNOWN_RESOURCE', `CRDs not established: ${names.join(', ')}`));
       else setTimeout(poll, 1);
     };
     poll();
@@ -32,15 +32,15 @@ function untilEstablished(engine: ResourceEngine, names: string[], timeoutMs: nu
 /**
  * Creates manifests as `kubectl create -f` would, each by its `apiVersion`/`kind`: CRDs first
  * (waiting until they are Established and served), then everything else in order, as direct
- * writes (a missing namespace is created). An unserved kind throws ERR_UNKNOWN_RESOURCE; a refused
- * object throws its ApiStatusError.
+ * writes (a missing namespace is created). An unserved kind throws RL_APISERVER_UNKNOWN_RESOURCE; a refused
+ * object throws its ApiServerStatusError.
  */
 export async function loadManifests(
   engine: ResourceEngine,
   catalog: ResourceCatalog,
-  manifests: readonly KubeObject[],
-): Promise<KubeObject[]> {
-  const out: KubeObject[] = [];
+  manifests: readonly ApiServerObject[],
+): Promise<ApiServerObject[]> {
+  const out: ApiServerObject[] = [];
   const crds = manifests.filter(isCrd);
   for (const c of crds) out.push(structuredClone(engine.create(CRD_RESOURCE, '', c, { direct: true })));
   if (crds.length > 0)
@@ -54,7 +54,7 @@ export async function loadManifests(
     const r = catalog.byKind(String(m.apiVersion ?? ''), String(m.kind ?? ''));
     if (r === undefined)
       throw new ApiServerUsageError(
-        'ERR_UNKNOWN_RESOURCE',
+        'RL_APISERVER_UNKNOWN_RESOURCE',
         `no resource serves kind ${String(m.kind)} in ${String(m.apiVersion)}`,
       );
     const ns = r.namespaced ? (m.metadata?.namespace ?? 'default') : '';

@@ -1,10 +1,19 @@
 /** The public option and control types of the embedded apiserver, and their resolved defaults. */
 
 /** Request verbs as the apiserver's audit and metrics name them (plus `discovery` for everything else). */
-export type Verb = 'list' | 'watch' | 'get' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection' | 'discovery';
+export type ApiServerVerb =
+  | 'list'
+  | 'watch'
+  | 'get'
+  | 'create'
+  | 'update'
+  | 'patch'
+  | 'delete'
+  | 'deletecollection'
+  | 'discovery';
 
 /** Every verb, in {@link ApiServer.requestCounts} order. */
-export const ALL_VERBS: readonly Verb[] = [
+export const ALL_VERBS: readonly ApiServerVerb[] = [
   'list',
   'watch',
   'get',
@@ -25,18 +34,18 @@ export type InjectedStatus = 400 | 401 | 403 | 404 | 410 | 422 | 429 | 500 | 504
 
 /** One injected failure for the next request(s) of a verb. */
 export interface FailNextOptions {
-  verb: Exclude<Verb, 'discovery'>;
+  verb: Exclude<ApiServerVerb, 'discovery'>;
   status: InjectedStatus;
   /** How many consecutive requests of that verb fail. Default 1. */
-  times?: number;
+  times?: number | undefined;
   /**
    * Watch only: answer 200 and report the failure as an in-band ERROR frame, as the real server
    * reports errors found after the watch started (410 for an expired version in particular).
    * Default false: the HTTP status itself carries the failure.
    */
-  inBand?: boolean;
+  inBand?: boolean | undefined;
   /** 429 and 504 only: the `Retry-After` header and `details.retryAfterSeconds`. Default 1. */
-  retryAfterSeconds?: number;
+  retryAfterSeconds?: number | undefined;
 }
 
 /** How a watch from a resourceVersion newer than the store behaves. */
@@ -45,62 +54,62 @@ export type FutureWatchBehavior = 'error' | 'wait';
 /** Options for {@link startApiServer}. */
 export interface ApiServerOptions {
   /** TCP port; 0 (default) picks an ephemeral port. */
-  port?: number;
+  port?: number | undefined;
   /** Listen address. Default 127.0.0.1. */
-  host?: string;
+  host?: string | undefined;
   /** When set, every request must carry `Authorization: Bearer <token>` (401 otherwise). Default: any or none. */
-  token?: string;
+  token?: string | undefined;
   /** Period of BOOKMARK frames on watches that allow them. Default 60 000 (the watch cache's minute). */
-  bookmarkIntervalMs?: number;
+  bookmarkIntervalMs?: number | undefined;
   /** A bookmark is sent this long before a watch's deadline. Default 2 000 (the watch cache's 2 s). */
-  bookmarkBeforeTimeoutMs?: number;
+  bookmarkBeforeTimeoutMs?: number | undefined;
   /** Milliseconds one unit of `timeoutSeconds` lasts. Default 1 000; tests shrink it. */
-  timeoutSecondsScaleMs?: number;
+  timeoutSecondsScaleMs?: number | undefined;
   /** Watches without `timeoutSeconds` end after a random [min, 2·min) seconds, as `--min-request-timeout`. Default 1 800. */
-  minRequestTimeoutSeconds?: number;
+  minRequestTimeoutSeconds?: number | undefined;
   /** How long a request for a future resourceVersion waits for it before the 504. Default 3 000 (the watch cache's blockTimeout). */
-  tooLargeResourceVersionWaitMs?: number;
+  tooLargeResourceVersionWaitMs?: number | undefined;
   /**
    * A watch from a future resourceVersion: `wait` (default, as kube-apiserver with or without the
    * watch cache) is held silently — no frames, no bookmarks — until the revision arrives or
    * `timeoutSeconds` ends it; `error` waits like a LIST, then sends an in-band 504 ERROR.
    */
-  futureWatch?: FutureWatchBehavior;
+  futureWatch?: FutureWatchBehavior | undefined;
   /** History retained for watch replay and exact reads; older writes are compacted. Default 10 000. */
-  maxHistory?: number;
-  /** Clock for timestamps and ages. Default `() => new Date()`. */
-  now?: () => Date;
+  maxHistory?: number | undefined;
+  /** Wall time for timestamps and ages, in epoch milliseconds. Default `Date.now`. */
+  wallClock?: (() => number) | undefined;
   /** When set, a bound pod given a `deletionTimestamp` is finished (as a kubelet would) after this many ms. */
-  kubeletAutoFinishDeleteMs?: number;
+  kubeletAutoFinishDeleteMs?: number | undefined;
   /**
    * Bytes a watch may leave unsent (its client not reading) before the server closes it, as the
    * watch cache terminates a watcher whose buffer is full: the client reads EOF and re-watches.
    * Default 16 MiB; 0 disables the bound.
    */
-  maxWatchBufferBytes?: number;
+  maxWatchBufferBytes?: number | undefined;
   /**
    * How a pod deletion reaches watchers. `graceful` (the real registry): a MODIFIED carrying
    * `deletionTimestamp` always comes first — also for unbound pods and 0-grace deletes — then the
    * DELETED. `immediate`: a deletion whose grace is 0 is a DELETED alone (this server's behaviour
    * before 0.x; some frame-counting tests were written against it). Default `graceful`.
    */
-  deletionEvents?: 'graceful' | 'immediate';
+  deletionEvents?: 'graceful' | 'immediate' | undefined;
   /**
    * An HTTP create into a namespace that does not exist creates the namespace instead of the real
    * 404 `namespaces "x" not found`. Default false. (Creates through the typed controls —
    * `createPod`, `seedPods`, `createObject` — always create a missing namespace.)
    */
-  implicitNamespaces?: boolean;
+  implicitNamespaces?: boolean | undefined;
   /**
    * Which kube-apiserver to reproduce. `cached` (default, `--watch-cache=true`): watches resume
-   * from the watch cache window (a cursor compacted in etcd but inside the window still replays),
+   * from the watch cache window (a resourceVersion compacted in etcd but inside the window still replays),
    * a LIST at `resourceVersion=0` ignores `limit`, a future-version LIST waits 3 s then 504s with
    * `retryAfterSeconds`, bookmarks come periodically and 2 s before the deadline. `uncached`
-   * (`--watch-cache=false`): watches and lists go to etcd: a compacted cursor is 410 `The
+   * (`--watch-cache=false`): watches and lists go to etcd: a compacted resourceVersion is 410 `The
    * resourceVersion for the provided watch is too old.`, `limit` pages at any resourceVersion, a
    * future-version LIST is 504 at once without `retryAfterSeconds`, and no bookmarks are sent.
    */
-  personality?: 'cached' | 'uncached';
+  personality?: 'cached' | 'uncached' | undefined;
   /**
    * Whether watch-list (`sendInitialEvents`) is served. `true` (default) as kube-apiserver 1.35
    * with and without the watch cache: the initial state as ADDED frames, then (with
@@ -109,15 +118,18 @@ export interface ApiServerOptions {
    * Invalid, `sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the
    * WatchList feature gate is enabled` (checked against kube-apiserver 1.35.4).
    */
-  watchList?: boolean;
+  watchList?: boolean | undefined;
   /** `/version` numbers. Default 1.35 (`v1.35.4+reconcile-loop`, the release the e2e layer runs). */
-  version?: { major: string; minor: string; gitVersion: string };
+  version?: { major: string; minor: string; gitVersion: string } | undefined;
 }
 
 /** The tunables with their defaults applied. */
-export type ResolvedOptions = Required<
-  Omit<ApiServerOptions, 'port' | 'host' | 'token' | 'now' | 'kubeletAutoFinishDeleteMs' | 'version'>
->;
+export type ResolvedOptions = {
+  [K in Exclude<
+    keyof ApiServerOptions,
+    'port' | 'host' | 'token' | 'wallClock' | 'kubeletAutoFinishDeleteMs' | 'version'
+  >]-?: Exclude<ApiServerOptions[K], undefined>;
+};
 
 /** Applies the documented defaults. */
 export function resolveOptions(o: ApiServerOptions): ResolvedOptions {

@@ -3,6 +3,7 @@
  * read and written as an own data property (`json-safe.ts`), so `__proto__`, `constructor` and
  * `prototype` in a patch are data: they can never reach `Object.prototype`.
  */
+import { ReconcileLoopError } from '@reconcile-loop/primitives';
 import { getOwn, setOwn } from './engine/json-safe.js';
 
 /** A JSON value. */
@@ -24,12 +25,11 @@ export function mergePatch(target: Json, patch: Json): Json {
 }
 
 /** A JSON patch document failed to decode (400) or to apply (422). */
-export class JsonPatchError extends Error {
-  /** Stable discriminator; `ERR_JSON_PATCH_DECODE` answers 400, `ERR_JSON_PATCH_APPLY` 422. */
-  readonly code: 'ERR_JSON_PATCH_DECODE' | 'ERR_JSON_PATCH_APPLY';
+export class JsonPatchError extends ReconcileLoopError {
+  /** `RL_APISERVER_JSON_PATCH_DECODE` answers 400, `RL_APISERVER_JSON_PATCH_APPLY` 422. */
+  readonly code: 'RL_APISERVER_JSON_PATCH_DECODE' | 'RL_APISERVER_JSON_PATCH_APPLY';
   constructor(code: JsonPatchError['code'], message: string) {
     super(message);
-    this.name = 'JsonPatchError';
     this.code = code;
   }
 }
@@ -43,10 +43,13 @@ interface Op {
 
 function decodeOps(doc: unknown): Op[] {
   if (!Array.isArray(doc))
-    throw new JsonPatchError('ERR_JSON_PATCH_DECODE', 'json: cannot unmarshal object into Go value of type jsonpatch.Patch');
+    throw new JsonPatchError(
+      'RL_APISERVER_JSON_PATCH_DECODE',
+      'json: cannot unmarshal object into Go value of type jsonpatch.Patch',
+    );
   return doc.map((o: unknown) => {
     if (!isObject(o) || typeof o['op'] !== 'string' || typeof o['path'] !== 'string') {
-      throw new JsonPatchError('ERR_JSON_PATCH_DECODE', 'json: invalid patch operation');
+      throw new JsonPatchError('RL_APISERVER_JSON_PATCH_DECODE', 'json: invalid patch operation');
     }
     const op: Op = { op: o['op'], path: o['path'] };
     if (typeof o['from'] === 'string') op.from = o['from'];
@@ -57,7 +60,7 @@ function decodeOps(doc: unknown): Op[] {
 
 function pointer(path: string): string[] {
   if (path === '') return [];
-  if (!path.startsWith('/')) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `invalid JSON pointer: ${path}`);
+  if (!path.startsWith('/')) throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `invalid JSON pointer: ${path}`);
   return path
     .slice(1)
     .split('/')
@@ -69,13 +72,14 @@ function parentOf(root: { v: Json }, parts: string[], path: string): { container
   for (const p of parts.slice(0, -1)) {
     if (Array.isArray(cur)) {
       const i = Number(p);
-      if (!/^\d+$/.test(p) || i >= cur.length) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
+      if (!/^\d+$/.test(p) || i >= cur.length)
+        throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
       cur = cur[i]!;
     } else if (isObject(cur)) {
-      if (!Object.hasOwn(cur, p)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
+      if (!Object.hasOwn(cur, p)) throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
       cur = cur[p]!;
     } else {
-      throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
+      throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
     }
   }
   return { container: cur, last: parts[parts.length - 1]! };
@@ -88,21 +92,21 @@ function getAt(root: { v: Json }, path: string): Json {
   if (Array.isArray(container)) {
     const i = Number(last);
     if (!/^\d+$/.test(last) || i >= container.length)
-      throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
+      throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
     return container[i]!;
   }
   if (isObject(container) && Object.hasOwn(container, last)) return container[last]!;
-  throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
+  throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
 }
 
 function removeAt(root: { v: Json }, path: string): Json {
   const parts = pointer(path);
-  if (parts.length === 0) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'cannot remove the document root');
+  if (parts.length === 0) throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', 'cannot remove the document root');
   const { container, last } = parentOf(root, parts, path);
   if (Array.isArray(container)) {
     const i = Number(last);
     if (!/^\d+$/.test(last) || i >= container.length)
-      throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `Unable to remove nonexistent key: ${last}: missing value`);
+      throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `Unable to remove nonexistent key: ${last}: missing value`);
     return container.splice(i, 1)[0]!;
   }
   if (isObject(container) && Object.hasOwn(container, last)) {
@@ -110,7 +114,7 @@ function removeAt(root: { v: Json }, path: string): Json {
     delete container[last];
     return v;
   }
-  throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `Unable to remove nonexistent key: ${last}: missing value`);
+  throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `Unable to remove nonexistent key: ${last}: missing value`);
 }
 
 function addAt(root: { v: Json }, path: string, value: Json, replace: boolean): void {
@@ -124,7 +128,7 @@ function addAt(root: { v: Json }, path: string, value: Json, replace: boolean): 
     if (replace) {
       const i = Number(last);
       if (!/^\d+$/.test(last) || i >= container.length)
-        throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing key: ${path}: missing value`);
+        throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `doc is missing key: ${path}: missing value`);
       container[i] = value;
       return;
     }
@@ -134,13 +138,16 @@ function addAt(root: { v: Json }, path: string, value: Json, replace: boolean): 
     }
     const i = Number(last);
     if (!/^\d+$/.test(last) || i > container.length)
-      throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `Unable to access invalid index: ${last}: invalid index referenced`);
+      throw new JsonPatchError(
+        'RL_APISERVER_JSON_PATCH_APPLY',
+        `Unable to access invalid index: ${last}: invalid index referenced`,
+      );
     container.splice(i, 0, value);
     return;
   }
-  if (!isObject(container)) throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
+  if (!isObject(container)) throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `doc is missing path: "${path}"`);
   if (replace && !Object.hasOwn(container, last))
-    throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `doc is missing key: ${path}: missing value`);
+    throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `doc is missing key: ${path}: missing value`);
   setOwn(container, last, value);
 }
 
@@ -166,7 +173,7 @@ export function jsonPatch(target: Json, doc: unknown): Json {
     switch (op.op) {
       case 'add':
         if (!Object.hasOwn(op, 'value'))
-          throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'add operation does not apply: value is missing');
+          throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', 'add operation does not apply: value is missing');
         addAt(root, op.path, structuredClone(op.value ?? null), false);
         break;
       case 'remove':
@@ -174,31 +181,31 @@ export function jsonPatch(target: Json, doc: unknown): Json {
         break;
       case 'replace':
         if (!Object.hasOwn(op, 'value'))
-          throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'replace operation does not apply: value is missing');
+          throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', 'replace operation does not apply: value is missing');
         addAt(root, op.path, structuredClone(op.value ?? null), true);
         break;
       case 'move': {
         if (op.from === undefined)
-          throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'move operation does not apply: from is missing');
+          throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', 'move operation does not apply: from is missing');
         const v = removeAt(root, op.from);
         addAt(root, op.path, v, false);
         break;
       }
       case 'copy': {
         if (op.from === undefined)
-          throw new JsonPatchError('ERR_JSON_PATCH_APPLY', 'copy operation does not apply: from is missing');
+          throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', 'copy operation does not apply: from is missing');
         addAt(root, op.path, structuredClone(getAt(root, op.from)), false);
         break;
       }
       case 'test': {
         const actual = getAt(root, op.path);
         if (!deepEqual(actual, op.value ?? null)) {
-          throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `testing value ${op.path} failed: test failed`);
+          throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `testing value ${op.path} failed: test failed`);
         }
         break;
       }
       default:
-        throw new JsonPatchError('ERR_JSON_PATCH_APPLY', `Unexpected kind: ${op.op}`);
+        throw new JsonPatchError('RL_APISERVER_JSON_PATCH_APPLY', `Unexpected kind: ${op.op}`);
     }
   }
   return root.v;

@@ -3,6 +3,8 @@
  * `=`, `==`, `!=`, `in`, `notin`, bare key (exists), `!key` (does not exist), `>`/`<` on integers.
  */
 
+import { ReconcileLoopError } from '@reconcile-loop/primitives';
+
 /** One parsed label requirement. */
 export interface LabelRequirement {
   key: string;
@@ -11,13 +13,8 @@ export interface LabelRequirement {
 }
 
 /** A selector parse failure; the HTTP layer answers it with a 400 Status carrying `message`. */
-export class SelectorParseError extends Error {
-  /** Stable discriminator for dual builds. */
-  readonly code = 'ERR_SELECTOR' as const;
-  constructor(message: string) {
-    super(message);
-    this.name = 'SelectorParseError';
-  }
+export class SelectorParseError extends ReconcileLoopError {
+  readonly code = 'RL_APISERVER_SELECTOR' as const;
 }
 
 const NAME_RE = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;

@@ -1,5 +1,5 @@
 import type { ResourceType } from './kinds/resource.js';
-import type { KubeObject } from './types.js';
+import type { ApiServerObject } from './types.js';
 
 /** What a row carries besides cells (`includeObject` query parameter; default Metadata). */
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
@@ -66,11 +66,11 @@ export const GENERIC_COLUMNS: readonly TableColumn[] = [
 ];
 
 /** NAME and AGE cells for {@link GENERIC_COLUMNS}. */
-export function genericCells(o: KubeObject, now: Date): unknown[] {
+export function genericCells(o: ApiServerObject, now: Date): unknown[] {
   return [o.metadata.name ?? '', age(o.metadata.creationTimestamp, now)];
 }
 
-function rowObject(o: KubeObject, include: IncludeObject, version: TableVersion): unknown {
+function rowObject(o: ApiServerObject, include: IncludeObject, version: TableVersion): unknown {
   if (include === 'None') return undefined;
   if (include === 'Object') return o;
   return { kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${version}`, metadata: o.metadata };
@@ -89,7 +89,7 @@ export interface TableOptions {
 }
 
 /** Server-side printing: the `meta.k8s.io` Table kubectl asks for with `as=Table`. */
-export function toTable(r: ResourceType, objects: readonly KubeObject[], o: TableOptions): Record<string, unknown> {
+export function toTable(r: ResourceType, objects: readonly ApiServerObject[], o: TableOptions): Record<string, unknown> {
   const metadata: Record<string, unknown> = { resourceVersion: o.resourceVersion };
   if (o.continueToken !== undefined) metadata['continue'] = o.continueToken;
   if (o.remainingItemCount !== undefined) metadata['remainingItemCount'] = o.remainingItemCount;

@@ -2,26 +2,26 @@
 
 /** `metav1.ObjectMeta`, the members this server maintains plus anything a client sends. */
 export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  deletionGracePeriodSeconds?: number;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: unknown[];
+  name?: string | undefined;
+  generateName?: string | undefined;
+  namespace?: string | undefined;
+  uid?: string | undefined;
+  resourceVersion?: string | undefined;
+  generation?: number | undefined;
+  creationTimestamp?: string | undefined;
+  deletionTimestamp?: string | undefined;
+  deletionGracePeriodSeconds?: number | undefined;
+  labels?: Record<string, string> | undefined;
+  annotations?: Record<string, string> | undefined;
+  finalizers?: string[] | undefined;
+  ownerReferences?: unknown[] | undefined;
   [key: string]: unknown;
 }
 
 /** Any stored object: `kind`/`apiVersion`/`metadata` plus free-form members (`spec`, `status`, ...). */
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
+export interface ApiServerObject {
+  apiVersion?: string | undefined;
+  kind?: string | undefined;
   metadata: ObjectMeta;
   [key: string]: unknown;
 }
@@ -29,7 +29,7 @@ export interface KubeObject {
 /** One container of a pod, as far as this server reads it. */
 export interface PodContainer {
   name: string;
-  image?: string;
+  image?: string | undefined;
   [key: string]: unknown;
 }
 
@@ -38,35 +38,39 @@ export interface PodContainerStatus {
   name: string;
   ready: boolean;
   restartCount: number;
-  started?: boolean;
-  image?: string;
-  imageID?: string;
-  containerID?: string;
-  state?: Record<string, unknown>;
-  lastState?: Record<string, unknown>;
+  started?: boolean | undefined;
+  image?: string | undefined;
+  imageID?: string | undefined;
+  containerID?: string | undefined;
+  state?: Record<string, unknown> | undefined;
+  lastState?: Record<string, unknown> | undefined;
   [key: string]: unknown;
 }
 
 /** The pod members the server reads, defaults and the kubelet emulation writes. */
-export interface Pod extends KubeObject {
-  spec?: {
-    nodeName?: string;
-    containers?: PodContainer[];
-    initContainers?: PodContainer[];
-    restartPolicy?: string;
-    terminationGracePeriodSeconds?: number;
-    [key: string]: unknown;
-  };
-  status?: {
-    phase?: string;
-    conditions?: Array<{ type: string; status: string; [key: string]: unknown }>;
-    containerStatuses?: PodContainerStatus[];
-    podIP?: string;
-    hostIP?: string;
-    startTime?: string;
-    reason?: string;
-    [key: string]: unknown;
-  };
+export interface ApiServerPod extends ApiServerObject {
+  spec?:
+    | {
+        nodeName?: string | undefined;
+        containers?: PodContainer[] | undefined;
+        initContainers?: PodContainer[] | undefined;
+        restartPolicy?: string | undefined;
+        terminationGracePeriodSeconds?: number | undefined;
+        [key: string]: unknown;
+      }
+    | undefined;
+  status?:
+    | {
+        phase?: string | undefined;
+        conditions?: Array<{ type: string; status: string; [key: string]: unknown }> | undefined;
+        containerStatuses?: PodContainerStatus[] | undefined;
+        podIP?: string | undefined;
+        hostIP?: string | undefined;
+        startTime?: string | undefined;
+        reason?: string | undefined;
+        [key: string]: unknown;
+      }
+    | undefined;
 }
 
 /** A watch event type on the wire. */

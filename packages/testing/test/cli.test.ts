@@ -23,7 +23,10 @@ function launch(args: string[]): {
   exit: Promise<number | null>;
   stderr: () => string;
 } {
-  const proc = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: dirname(CLI), stdio: ['pipe', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--conditions=@reconcile-loop/source', '--import', 'tsx', CLI, ...args], {
+    cwd: dirname(CLI),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   child = proc;
   let err = '';
   proc.stderr.on('data', (c: Buffer) => {

@@ -22,13 +22,13 @@ afterEach(async () => {
 /** Collects informer callbacks and lets a test await the next one of a kind. */
 class Events {
   readonly seen: string[] = [];
-  private readonly waiters: Array<{ want: string; resolve: () => void }> = [];
+  readonly #waiters: Array<{ want: string; resolve: () => void }> = [];
   record(kind: string, pod: V1Pod): void {
     const entry = `${kind} ${pod.metadata?.name ?? ''}`;
     this.seen.push(entry);
-    for (const w of [...this.waiters]) {
+    for (const w of [...this.#waiters]) {
       if (w.want === entry) {
-        this.waiters.splice(this.waiters.indexOf(w), 1);
+        this.#waiters.splice(this.#waiters.indexOf(w), 1);
         w.resolve();
       }
     }
@@ -40,7 +40,7 @@ class Events {
         () => reject(new Error(`no "${entry}" within ${timeoutMs} ms; saw ${JSON.stringify(this.seen)}`)),
         timeoutMs,
       );
-      this.waiters.push({
+      this.#waiters.push({
         want: entry,
         resolve: () => {
           clearTimeout(t);

@@ -2,7 +2,8 @@ import { readFile, rm, stat, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiServerUsageError, isApiStatusError, startApiServer, type ApiServer, type ApiServerOptions } from '../src/index.js';
+import { OptionsError } from '@reconcile-loop/primitives';
+import { ApiServerStatusError, startApiServer, type ApiServer, type ApiServerOptions } from '../src/index.js';
 import { PODS, WIDGET, call, podBody, types, watch } from './helpers.js';
 
 let server: ApiServer;
@@ -190,7 +191,7 @@ describe('failNext', () => {
     const a = await call(server, 'GET', PODS);
     expect(a.headers.get('retry-after')).toBe('7');
     expect(a.json.details.retryAfterSeconds).toBe(7);
-    expect(() => server.failNext({ verb: 'list', status: 429, retryAfterSeconds: -1 })).toThrow(ApiServerUsageError);
+    expect(() => server.failNext({ verb: 'list', status: 429, retryAfterSeconds: -1 })).toThrow(OptionsError);
   });
 
   it("[testing: failNext] 'hang' accepts the request and never answers until the client aborts; the next one is served", async () => {
@@ -227,7 +228,7 @@ describe('failNext', () => {
     expect((await call(server, 'GET', PODS)).status).toBe(500);
     expect((await call(server, 'GET', PODS)).status).toBe(500);
     expect((await call(server, 'GET', PODS)).status).toBe(200);
-    expect(() => server.failNext({ verb: 'list', status: 418 as never })).toThrow(ApiServerUsageError);
+    expect(() => server.failNext({ verb: 'list', status: 418 as never })).toThrow(OptionsError);
     server.failNext({ verb: 'create', status: 429 });
     server.clearFailures();
     expect((await call(server, 'POST', PODS, { body: podBody('q') })).status).toBe(201);
@@ -281,7 +282,7 @@ describe('kubelet emulation', () => {
     } catch (e) {
       err = e;
     }
-    expect(isApiStatusError(err)).toBe(true);
+    expect(err instanceof ApiServerStatusError).toBe(true);
     expect((err as { status: { code: number } }).status.code).toBe(409);
   });
 
@@ -381,7 +382,7 @@ describe('direct object writes', () => {
     } catch (e) {
       dup = e;
     }
-    expect(dup).toMatchObject({ code: 'ERR_API_STATUS', status: { code: 409, reason: 'AlreadyExists' } });
+    expect(dup).toMatchObject({ code: 'RL_APISERVER_STATUS', status: { code: 409, reason: 'AlreadyExists' } });
     expect(server.deletePod('default', 'x').metadata.uid).toBe(created.metadata.uid);
     expect(server.listPods('default')).toEqual([]);
     // Returned objects are copies: mutating them changes nothing stored.
@@ -398,7 +399,7 @@ describe('direct object writes', () => {
       plural: 'widgets',
       shortNames: ['wd'],
     });
-    expect(() => server.registerResource(WIDGET)).toThrow(expect.objectContaining({ code: 'ERR_BAD_OPTION' }));
+    expect(() => server.registerResource(WIDGET)).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
     const groups = await call(server, 'GET', '/apis');
     expect(groups.json.kind).toBe('APIGroupList');
     expect(groups.json.groups.map((g: { name: string }) => g.name)).toEqual([
@@ -424,7 +425,7 @@ describe('direct object writes', () => {
     server.deleteObject(ref, 'default', 'w');
     expect(server.listObjects(ref)).toEqual([]);
     expect(() => server.listObjects({ group: 'nope.io', plural: 'things' })).toThrow(
-      expect.objectContaining({ code: 'ERR_UNKNOWN_RESOURCE' }),
+      expect.objectContaining({ code: 'RL_APISERVER_UNKNOWN_RESOURCE' }),
     );
   });
 
@@ -526,7 +527,7 @@ describe('kubeconfig, auth, lifecycle', () => {
     await first;
     expect(await w.ended).toBe('eof');
     expect(() => server.createPod({ metadata: { name: 'late' } })).toThrow(
-      expect.objectContaining({ code: 'ERR_APISERVER_CLOSED' }),
+      expect.objectContaining({ code: 'RL_APISERVER_CLOSED' }),
     );
     await expect(fetch(`${server.url}/version`)).rejects.toThrow();
   });

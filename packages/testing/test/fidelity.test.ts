@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { isApiStatusError, startApiServer, type ApiServer, type ApiServerOptions } from '../src/index.js';
+import { ApiServerStatusError, startApiServer, type ApiServer, type ApiServerOptions } from '../src/index.js';
 import { PODS, WIDGET, call, podBody, watch, type Frame } from './helpers.js';
 
 let server: ApiServer;
@@ -165,7 +165,7 @@ describe('namespaces are an API', () => {
     } catch (e) {
       err = e;
     }
-    expect(isApiStatusError(err) && err.status.code).toBe(404);
+    expect(err instanceof ApiServerStatusError && err.status.code).toBe(404);
   });
 
   it('[testing: namespaces] DELETE answers the Terminating namespace; its content is deleted, then the namespace; creates in it meanwhile are 403', async () => {

@@ -63,25 +63,28 @@ export interface Frame {
 
 /** Reads a watch stream line by line. */
 export class WatchReader {
-  private buffer = '';
-  private readonly queue: Frame[] = [];
-  private readonly wakers: Array<() => void> = [];
-  private done = false;
-  private failure: unknown;
+  #buffer = '';
+  readonly #queue: Frame[] = [];
+  readonly #wakers: Array<() => void> = [];
+  #done = false;
+  #failure: unknown;
   /** Resolves when the server ends the stream (EOF) or it fails. */
   readonly ended: Promise<'eof' | 'error'>;
+  readonly #controller: AbortController;
+
   constructor(
     readonly status: number,
     readonly headers: Headers,
     body: ReadableStream<Uint8Array> | null,
-    private readonly controller: AbortController,
+    controller: AbortController,
   ) {
-    this.ended = this.pump(body);
+    this.#controller = controller;
+    this.ended = this.#pump(body);
   }
 
-  private async pump(body: ReadableStream<Uint8Array> | null): Promise<'eof' | 'error'> {
+  async #pump(body: ReadableStream<Uint8Array> | null): Promise<'eof' | 'error'> {
     if (body === null) {
-      this.finish();
+      this.#finish();
       return 'eof';
     }
     const reader = body.getReader();
@@ -90,51 +93,51 @@ export class WatchReader {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        this.buffer += decoder.decode(value, { stream: true });
+        this.#buffer += decoder.decode(value, { stream: true });
         let i: number;
-        while ((i = this.buffer.indexOf('\n')) >= 0) {
-          const raw = this.buffer.slice(0, i);
-          this.buffer = this.buffer.slice(i + 1);
+        while ((i = this.#buffer.indexOf('\n')) >= 0) {
+          const raw = this.#buffer.slice(0, i);
+          this.#buffer = this.#buffer.slice(i + 1);
           let frame: unknown;
           try {
             frame = JSON.parse(raw);
           } catch {
             frame = undefined;
           }
-          this.queue.push({ raw, frame });
-          this.wake();
+          this.#queue.push({ raw, frame });
+          this.#wake();
         }
       }
-      this.finish();
+      this.#finish();
       return 'eof';
     } catch (e) {
-      this.failure = e;
-      this.finish();
+      this.#failure = e;
+      this.#finish();
       return 'error';
     }
   }
 
-  private finish(): void {
-    this.done = true;
-    this.wake();
+  #finish(): void {
+    this.#done = true;
+    this.#wake();
   }
 
-  private wake(): void {
-    for (const w of this.wakers.splice(0)) w();
+  #wake(): void {
+    for (const w of this.#wakers.splice(0)) w();
   }
 
   /** The next line (rejects after `timeoutMs`, or when the stream ended with nothing left). */
   async next(timeoutMs = 3_000): Promise<Frame> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const f = this.queue.shift();
+      const f = this.#queue.shift();
       if (f !== undefined) return f;
-      if (this.done) throw new Error(`watch ended${this.failure !== undefined ? ` with ${String(this.failure)}` : ''}`);
+      if (this.#done) throw new Error(`watch ended${this.#failure !== undefined ? ` with ${String(this.#failure)}` : ''}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error('timed out waiting for a watch frame');
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
-        this.wakers.push(() => {
+        this.#wakers.push(() => {
           clearTimeout(t);
           resolve();
         });
@@ -161,7 +164,7 @@ export class WatchReader {
       try {
         out.push(await this.next(Math.max(1, deadline - Date.now())));
       } catch (e) {
-        if (this.done && this.queue.length === 0) return out;
+        if (this.#done && this.#queue.length === 0) return out;
         throw e;
       }
     }
@@ -169,12 +172,12 @@ export class WatchReader {
 
   /** Frames already received and not yet read. */
   get buffered(): number {
-    return this.queue.length;
+    return this.#queue.length;
   }
 
   /** Aborts the request from the client side. */
   close(): void {
-    this.controller.abort();
+    this.#controller.abort();
   }
 }
 

@@ -1,7 +1,7 @@
 import { request, type IncomingMessage } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { isApiStatusError, startApiServer, type ApiServer } from '../src/index.js';
+import { ApiServerStatusError, startApiServer, type ApiServer } from '../src/index.js';
 import { PODS, WIDGET, call, isUpstream500, podBody } from './helpers.js';
 
 const WIDGETS = '/apis/example.com/v1/namespaces/default/widgets';
@@ -129,7 +129,7 @@ describe('names and namespaces are validated as the real server does', () => {
     } catch (e) {
       err = e;
     }
-    expect(isApiStatusError(err)).toBe(true);
+    expect(err instanceof ApiServerStatusError).toBe(true);
   });
 
   it('[testing: hostile names] default%2Fevil is two path segments: never a namespace that prefix-matches default', async () => {

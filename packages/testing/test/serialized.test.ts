@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { customResource } from '../src/kinds/resource.js';
 import { POD_RESOURCE } from '../src/kinds/pod.js';
 import { startApiServer, type ApiServer } from '../src/index.js';
-import type { KubeObject } from '../src/types.js';
+import type { ApiServerObject } from '../src/types.js';
 import { listBody, listJson } from '../src/verbs/query.js';
 import { PODS, WIDGET, call, watch } from './helpers.js';
 
@@ -29,7 +29,7 @@ function countPodSerializations(): () => number {
 
 describe('serialized once', () => {
   it('[testing: serialized once] a LIST assembled from cached item bytes is byte for byte JSON.stringify of the list body (UTF-8)', () => {
-    const frozen = (o: KubeObject): KubeObject => Object.freeze(o);
+    const frozen = (o: ApiServerObject): ApiServerObject => Object.freeze(o);
     const pods = [
       frozen({
         kind: 'Pod',
@@ -47,7 +47,7 @@ describe('serialized once', () => {
       { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'c', namespace: 'default', resourceVersion: '4' } },
     ];
     const widgets = customResource(WIDGET);
-    const cases: Array<[Parameters<typeof listJson>[0], KubeObject[], string | undefined, number | undefined]> = [
+    const cases: Array<[Parameters<typeof listJson>[0], ApiServerObject[], string | undefined, number | undefined]> = [
       [POD_RESOURCE, pods, undefined, undefined],
       [POD_RESOURCE, pods, 'eyJydiI6M30', 7],
       [POD_RESOURCE, [], undefined, undefined],

@@ -5,7 +5,7 @@ import { PODS, WIDGET, call, podBody, watch } from './helpers.js';
 let server: ApiServer;
 beforeEach(async () => {
   // These tests pin the legacy single-DELETED deletion events; fidelity.test.ts covers 'graceful'.
-  server = await startApiServer({ now: () => new Date('2025-03-01T12:00:00.500Z'), deletionEvents: 'immediate' });
+  server = await startApiServer({ wallClock: () => Date.parse('2025-03-01T12:00:00.500Z'), deletionEvents: 'immediate' });
 });
 afterEach(async () => {
   await server.close();

@@ -1,6 +1,6 @@
-import { ApiServerUsageError } from '../errors.js';
+import { OptionsError } from '@reconcile-loop/primitives';
 import type { ResourceType } from '../kinds/resource.js';
-import type { FailNextOptions, InjectedStatus, Verb } from '../options.js';
+import type { FailNextOptions, InjectedStatus, ApiServerVerb } from '../options.js';
 import {
   EXPIRED_LIST_MESSAGE,
   badRequest,
@@ -19,7 +19,7 @@ const INJECTABLE: ReadonlySet<unknown> = new Set<InjectedStatus>([400, 401, 403,
 
 /** One queued failure. */
 export interface QueuedFailure {
-  verb: Verb;
+  verb: ApiServerVerb;
   status: InjectedStatus;
   inBand: boolean;
   retryAfterSeconds: number;
@@ -30,20 +30,18 @@ export interface QueuedFailure {
  * first request of its verb that arrives, before any other processing of that request.
  */
 export class FaultQueue {
-  private readonly queue: QueuedFailure[] = [];
+  readonly #queue: QueuedFailure[] = [];
 
-  /** Queues `times` failures of one verb; bad options throw ERR_BAD_OPTION and queue nothing. */
+  /** Queues `times` failures of one verb; bad options throw OptionsError and queue nothing. */
   add(o: FailNextOptions): void {
     const times = o.times ?? 1;
-    if (!Number.isInteger(times) || times < 1)
-      throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: times must be a positive integer');
-    if (!INJECTABLE.has(o.status))
-      throw new ApiServerUsageError('ERR_BAD_OPTION', `failNext: unsupported status ${String(o.status)}`);
+    if (!Number.isInteger(times) || times < 1) throw new OptionsError('ApiServer', 'failNext: times must be a positive integer');
+    if (!INJECTABLE.has(o.status)) throw new OptionsError('ApiServer', `failNext: unsupported status ${String(o.status)}`);
     const retryAfterSeconds = o.retryAfterSeconds ?? 1;
     if (!Number.isInteger(retryAfterSeconds) || retryAfterSeconds < 0)
-      throw new ApiServerUsageError('ERR_BAD_OPTION', 'failNext: retryAfterSeconds must be an integer >= 0');
+      throw new OptionsError('ApiServer', 'failNext: retryAfterSeconds must be an integer >= 0');
     for (let i = 0; i < times; i++) {
-      this.queue.push({
+      this.#queue.push({
         verb: o.verb,
         status: o.status,
         inBand: o.inBand === true && o.verb === 'watch' && o.status !== 'hang',
@@ -54,20 +52,20 @@ export class FaultQueue {
 
   /** Forgets every queued failure. */
   clear(): void {
-    this.queue.length = 0;
+    this.#queue.length = 0;
   }
 
   /** Removes and returns the first failure queued for `verb`. */
-  take(verb: Verb): QueuedFailure | undefined {
-    const i = this.queue.findIndex((f) => f.verb === verb);
-    return i < 0 ? undefined : this.queue.splice(i, 1)[0];
+  take(verb: ApiServerVerb): QueuedFailure | undefined {
+    const i = this.#queue.findIndex((f) => f.verb === verb);
+    return i < 0 ? undefined : this.#queue.splice(i, 1)[0];
   }
 }
 
-/** The Status the real server sends for an injected status, worded for the request's resource and cursor. */
+/** The Status the real server sends for an injected status, worded for the request's resource and resourceVersion. */
 export function injectedStatus(
   status: Exclude<InjectedStatus, 'hang'>,
-  verb: Verb,
+  verb: ApiServerVerb,
   requestedRv: string,
   retryAfterSeconds: number,
   r: ResourceType,

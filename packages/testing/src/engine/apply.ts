@@ -1,9 +1,9 @@
-import { ApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { applyConflicts, applyResult, type ApplyConflict } from '../patch/apply.js';
 import { StrategicPatchError, strategicMerge } from '../patch/strategic.js';
 import { badRequest, failure, invalid, required, type KubeStatus } from '../status.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import type { ResourceEngine } from './engine.js';
 import { isRecord } from './meta.js';
 
@@ -47,28 +47,31 @@ export function applyObject(
   name: string,
   body: unknown,
   o: ApplyOptions,
-): KubeObject {
+): ApiServerObject {
   if (o.fieldManager === undefined || o.fieldManager === '') {
-    throw new ApiStatusError(
+    throw new ApiServerStatusError(
       invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [required('fieldManager', 'is required for apply patch')]),
     );
   }
-  if (!isRecord(body)) throw new ApiStatusError(badRequest('error decoding YAML: the applied configuration must be an object'));
+  if (!isRecord(body))
+    throw new ApiServerStatusError(badRequest('error decoding YAML: the applied configuration must be an object'));
   if (typeof body['apiVersion'] !== 'string' || typeof body['kind'] !== 'string') {
-    throw new ApiStatusError(badRequest('invalid object type: apiVersion and kind must be set in an applied configuration'));
+    throw new ApiServerStatusError(
+      badRequest('invalid object type: apiVersion and kind must be set in an applied configuration'),
+    );
   }
   const meta = isRecord(body['metadata']) ? body['metadata'] : {};
   if (meta['name'] !== undefined && meta['name'] !== name) {
-    throw new ApiStatusError(
+    throw new ApiServerStatusError(
       badRequest(`the name of the object (${String(meta['name'])}) does not match the name on the URL (${name})`),
     );
   }
-  const applied: KubeObject = { ...(body as KubeObject), metadata: { ...(meta as KubeObject['metadata']), name } };
+  const applied: ApiServerObject = { ...(body as ApiServerObject), metadata: { ...(meta as ApiServerObject['metadata']), name } };
   const keys = r.strategicMergeKeys ?? {};
   const live = engine.store.get(r, `${ns}/${name}`);
   const now = engine.clock();
   if (live === undefined) {
-    if (o.subresource === 'status') throw new ApiStatusError(engine.notFoundStatus(r, name));
+    if (o.subresource === 'status') throw new ApiServerStatusError(engine.notFoundStatus(r, name));
     const created = applyResult({ ...applied, metadata: { name } }, applied, applied, o.fieldManager, r.apiVersion, keys, now);
     return engine.create(r, ns, created, { dryRun: o.dryRun === true });
   }
@@ -79,18 +82,18 @@ export function applyObject(
       for (const e of (live.metadata.managedFields ?? []) as Array<{ manager: string; operation: string; apiVersion: string }>) {
         versions.set(e.manager, e.operation === 'Update' ? e.apiVersion : undefined);
       }
-      throw new ApiStatusError(conflictStatus(r, name, conflicts, versions));
+      throw new ApiServerStatusError(conflictStatus(r, name, conflicts, versions));
     }
   }
-  let merged: KubeObject;
+  let merged: ApiServerObject;
   try {
     merged = strategicMerge(
       live as unknown as Record<string, unknown>,
       applied as unknown as Record<string, unknown>,
       keys,
-    ) as KubeObject;
+    ) as ApiServerObject;
   } catch (e) {
-    if (e instanceof StrategicPatchError) throw new ApiStatusError(badRequest(e.message));
+    if (e instanceof StrategicPatchError) throw new ApiServerStatusError(badRequest(e.message));
     throw e;
   }
   const result = applyResult(live, merged, applied, o.fieldManager, r.apiVersion, keys, now);

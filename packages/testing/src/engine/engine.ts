@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import { NAMESPACE_RESOURCE, admitCreateIn, namespaceState } from '../kinds/namespace.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { JsonPatchError, jsonPatch, mergePatch, type Json } from '../patch.js';
@@ -18,7 +18,7 @@ import {
   type FieldError,
   type KubeStatus,
 } from '../status.js';
-import type { KubeObject, ObjectMeta } from '../types.js';
+import type { ApiServerObject, ObjectMeta } from '../types.js';
 import { isRecord, nameErrors, rfc3339, shape, stable } from './meta.js';
 import type { MvccStore } from './store.js';
 
@@ -35,21 +35,21 @@ export interface WriteOptions {
 }
 
 /** Options for a DELETE, from the query string or a `DeleteOptions` body. */
-export interface DeleteOptions {
-  gracePeriodSeconds?: number;
+export interface ApiServerDeleteOptions {
+  gracePeriodSeconds?: number | undefined;
   /** `dryRun=All`: everything is checked and the answer computed, nothing is written. */
-  dryRun?: boolean;
-  preconditions?: { uid?: string; resourceVersion?: string };
+  dryRun?: boolean | undefined;
+  preconditions?: { uid?: string | undefined; resourceVersion?: string | undefined } | undefined;
 }
 
 /** The outcome of a DELETE: the object as it now stands and whether it left the store. */
 export interface DeleteResult {
-  object: KubeObject;
+  object: ApiServerObject;
   deleted: boolean;
 }
 
 function fail(s: KubeStatus): never {
-  throw new ApiStatusError(s);
+  throw new ApiServerStatusError(s);
 }
 
 const NAME_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
@@ -63,11 +63,13 @@ export function storageKey(ns: string, name: string): string {
  * The one write path every kind goes through — HTTP verbs and typed controls alike: body checks,
  * metadata validation, the kind's defaulting and validation, optimistic concurrency, `generation`,
  * the status subresource, graceful deletion and finalizers. Every refusal is an
- * {@link ApiStatusError} carrying the Status the HTTP API sends, and a refused write commits nothing.
+ * {@link ApiServerStatusError} carrying the Status the HTTP API sends, and a refused write commits nothing.
  */
 export class ResourceEngine {
-  private readonly legacyDeletion: boolean;
-  private readonly implicitNamespaces: boolean;
+  readonly #legacyDeletion: boolean;
+  readonly #implicitNamespaces: boolean;
+
+  readonly #now: () => Date;
 
   /**
    * `legacyDeletion` (`deletionEvents: 'immediate'`): a pod whose grace is 0 (unbound, terminal, or
@@ -77,17 +79,18 @@ export class ResourceEngine {
    */
   constructor(
     readonly store: MvccStore,
-    private readonly now: () => Date,
+    now: () => Date,
     opts: { legacyDeletion?: boolean; implicitNamespaces?: boolean } = {},
   ) {
-    this.legacyDeletion = opts.legacyDeletion === true;
-    this.implicitNamespaces = opts.implicitNamespaces === true;
+    this.#now = now;
+    this.#legacyDeletion = opts.legacyDeletion === true;
+    this.#implicitNamespaces = opts.implicitNamespaces === true;
   }
 
   /** A namespaced create's admission: the namespace must exist, or is made for direct and implicit creates. */
-  private admitNamespace(ns: string, direct: boolean): void {
+  #admitNamespace(ns: string, direct: boolean): void {
     if (
-      (direct || this.implicitNamespaces) &&
+      (direct || this.#implicitNamespaces) &&
       namespaceState(this.store, ns) === 'missing' &&
       nameErrors(ns, 'label').length === 0
     ) {
@@ -99,7 +102,7 @@ export class ResourceEngine {
 
   /** The clock writes are stamped with. */
   clock(): Date {
-    return this.now();
+    return this.#now();
   }
 
   /** The 404 Status for `name` of `r`. */
@@ -108,13 +111,13 @@ export class ResourceEngine {
   }
 
   /** The current object, or a 404 Status. */
-  get(r: ResourceType, ns: string, name: string): KubeObject {
+  get(r: ResourceType, ns: string, name: string): ApiServerObject {
     const o = this.store.get(r, storageKey(ns, name));
     if (o === undefined) fail(notFound(r, name));
     return o;
   }
 
-  private checkBody(r: ResourceType, body: unknown): Record<string, unknown> {
+  #checkBody(r: ResourceType, body: unknown): Record<string, unknown> {
     if (!isRecord(body)) fail(badRequest(`the object provided is unrecognized (must be of type ${r.kind})`));
     if (body['kind'] !== undefined && body['kind'] !== r.kind) {
       fail(badRequest(`the object provided is unrecognized (must be of type ${r.kind}): kind ${JSON.stringify(body['kind'])}`));
@@ -133,7 +136,7 @@ export class ResourceEngine {
   }
 
   /** Metadata rules every kind shares (`ValidateObjectMeta`) plus the kind's own validation. */
-  private validate(r: ResourceType, o: KubeObject, isCreate: boolean, old: KubeObject | undefined): void {
+  #validate(r: ResourceType, o: ApiServerObject, isCreate: boolean, old: ApiServerObject | undefined): void {
     const errs: FieldError[] = [];
     const name = o.metadata.name ?? '';
     if (isCreate) {
@@ -173,8 +176,8 @@ export class ResourceEngine {
    * POST: assigns uid, creationTimestamp, generation 1 and the next revision, after the kind's
    * create defaulting. `direct` (typed controls) keeps a caller-provided status.
    */
-  create(r: ResourceType, ns: string, body: unknown, opts: { direct?: boolean } & WriteOptions = {}): KubeObject {
-    const b = structuredClone(this.checkBody(r, body));
+  create(r: ResourceType, ns: string, body: unknown, opts: { direct?: boolean } & WriteOptions = {}): ApiServerObject {
+    const b = structuredClone(this.#checkBody(r, body));
     const meta: ObjectMeta = isRecord(b['metadata']) ? { ...(b['metadata'] as ObjectMeta) } : {};
     // etcd3's Create refuses a set resourceVersion with a plain error, which the apiserver answers 500.
     if (
@@ -185,7 +188,7 @@ export class ResourceEngine {
     ) {
       fail(failure(500, '', 'resourceVersion should not be set on objects to be created'));
     }
-    if (r.namespaced) this.admitNamespace(ns, opts.direct === true);
+    if (r.namespaced) this.#admitNamespace(ns, opts.direct === true);
     if (r.namespaced) {
       if (meta.namespace !== undefined && meta.namespace !== '' && meta.namespace !== ns) {
         fail(badRequest('the namespace of the provided object does not match the namespace sent on the request'));
@@ -208,13 +211,13 @@ export class ResourceEngine {
     delete meta.deletionTimestamp;
     delete meta.deletionGracePeriodSeconds;
     meta.uid = randomUUID();
-    meta.creationTimestamp = rfc3339(this.now());
+    meta.creationTimestamp = rfc3339(this.#now());
     if (r.tracksGeneration) meta.generation = 1;
     else delete meta.generation;
     let obj = shape(r, b, meta);
     r.prepareForCreate(obj, opts.direct === true);
     obj = shape(r, obj, obj.metadata);
-    this.validate(r, obj, true, undefined);
+    this.#validate(r, obj, true, undefined);
     if (this.store.get(r, storageKey(ns, name)) !== undefined) fail(alreadyExists(r, name));
     if (opts.fieldManagerExplicit === true && opts.fieldManager !== undefined && obj.metadata.managedFields === undefined) {
       obj = updateManagedFields(
@@ -223,7 +226,7 @@ export class ResourceEngine {
         opts.fieldManager,
         r.apiVersion,
         r.strategicMergeKeys ?? {},
-        this.now(),
+        this.#now(),
       );
       obj = shape(r, obj, obj.metadata);
     }
@@ -249,9 +252,9 @@ export class ResourceEngine {
       keepGeneration?: boolean;
       applied?: boolean;
     } & WriteOptions = {},
-  ): KubeObject {
+  ): ApiServerObject {
     const old = this.get(r, ns, name);
-    const b = structuredClone(this.checkBody(r, body));
+    const b = structuredClone(this.#checkBody(r, body));
     const bodyMeta: ObjectMeta = isRecord(b['metadata']) ? (b['metadata'] as ObjectMeta) : {};
     if ((bodyMeta.name ?? '') !== name) {
       fail(badRequest(`the name of the object (${String(bodyMeta.name ?? '')}) does not match the name on the URL (${name})`));
@@ -280,7 +283,7 @@ export class ResourceEngine {
       );
     }
 
-    let next: KubeObject;
+    let next: ApiServerObject;
     if (opts.subresource === 'status') {
       next = { ...old, metadata: old.metadata };
       if (b['status'] === undefined) delete next['status'];
@@ -305,7 +308,7 @@ export class ResourceEngine {
         else next['status'] = old['status'];
       }
       // Direct writes skip the immutability rules only: the kubelet may change what a client may not.
-      this.validate(r, next, false, opts.direct === true ? undefined : old);
+      this.#validate(r, next, false, opts.direct === true ? undefined : old);
       next = shape(r, next, next.metadata);
     }
     if (r.tracksGeneration && opts.keepGeneration !== true && stable(r.generationPart(next)) !== stable(r.generationPart(old))) {
@@ -318,7 +321,7 @@ export class ResourceEngine {
       manager !== undefined &&
       (opts.fieldManagerExplicit === true || managedFieldsOf(old).length > 0)
     ) {
-      next = updateManagedFields(old, next, manager, r.apiVersion, r.strategicMergeKeys ?? {}, this.now());
+      next = updateManagedFields(old, next, manager, r.apiVersion, r.strategicMergeKeys ?? {}, this.#now());
       next = shape(r, next, next.metadata);
     }
     const comparableOld = stable({ ...old, metadata: { ...old.metadata, resourceVersion: undefined } });
@@ -342,7 +345,7 @@ export class ResourceEngine {
     type: PatchType,
     patchBody: unknown,
     opts: { subresource?: 'status' } & WriteOptions = {},
-  ): KubeObject {
+  ): ApiServerObject {
     const old = this.get(r, ns, name);
     let patched: Json;
     if (type === 'json') {
@@ -350,7 +353,7 @@ export class ResourceEngine {
         patched = jsonPatch(old as unknown as Json, patchBody);
       } catch (e) {
         if (e instanceof JsonPatchError) {
-          if (e.code === 'ERR_JSON_PATCH_DECODE') fail(badRequest(e.message));
+          if (e.code === 'RL_APISERVER_JSON_PATCH_DECODE') fail(badRequest(e.message));
           fail(
             failure(422, 'Invalid', 'the server rejected our request due to an error in our request', {
               causes: [{ reason: 'UnexpectedServerResponse', message: e.message }],
@@ -388,7 +391,7 @@ export class ResourceEngine {
    * (DELETED) unless finalizers hold them (MODIFIED with grace 0). The result is the object as the
    * response carries it: the terminating or the last state.
    */
-  delete(r: ResourceType, ns: string, name: string, opts: DeleteOptions = {}): DeleteResult {
+  delete(r: ResourceType, ns: string, name: string, opts: ApiServerDeleteOptions = {}): DeleteResult {
     const old = this.get(r, ns, name);
     const pre = opts.preconditions;
     // The registry's delete preconditions name the Kind, not the resource (errors.NewConflict with a GroupResource of the kind).
@@ -419,18 +422,18 @@ export class ResourceEngine {
     if (old.metadata.deletionTimestamp !== undefined && (current === undefined || grace >= current)) {
       return { object: old, deleted: false };
     }
-    if ((!graceful || (this.legacyDeletion && grace === 0)) && !held) {
+    if ((!graceful || (this.#legacyDeletion && grace === 0)) && !held) {
       return { object: opts.dryRun === true ? old : this.store.commit(r, key, 'DELETED', old).object, deleted: true };
     }
     const meta: ObjectMeta = {
       ...old.metadata,
-      deletionTimestamp: rfc3339(new Date(this.now().getTime() + grace * 1000)),
+      deletionTimestamp: rfc3339(new Date(this.#now().getTime() + grace * 1000)),
       deletionGracePeriodSeconds: grace,
     };
     // The first graceful deletion bumps generation: controllers must stop acting on the object.
     if (old.metadata.deletionTimestamp === undefined && (old.metadata.generation ?? 0) > 0)
       meta.generation = (old.metadata.generation ?? 0) + 1;
-    const next: KubeObject = structuredClone({ ...old, metadata: meta });
+    const next: ApiServerObject = structuredClone({ ...old, metadata: meta });
     r.prepareForDelete(next);
     if (opts.dryRun === true) return { object: next, deleted: grace === 0 && !held };
     const terminating = this.store.commit(r, key, 'MODIFIED', next).object;
@@ -439,7 +442,7 @@ export class ResourceEngine {
   }
 
   /** Removes an object whose deletion nothing holds any more (a namespace once its content is gone): one DELETED. */
-  remove(r: ResourceType, ns: string, name: string): KubeObject {
+  remove(r: ResourceType, ns: string, name: string): ApiServerObject {
     const old = this.get(r, ns, name);
     return this.store.commit(r, storageKey(ns, name), 'DELETED', old).object;
   }
@@ -449,11 +452,11 @@ export class ResourceEngine {
     r: ResourceType,
     ns: string,
     name: string,
-    fn: (o: KubeObject) => KubeObject,
+    fn: (o: ApiServerObject) => ApiServerObject,
     opts: { keepGeneration?: boolean } = {},
-  ): KubeObject {
+  ): ApiServerObject {
     const old = this.get(r, ns, name);
-    const next = fn(structuredClone(old) as KubeObject);
+    const next = fn(structuredClone(old) as ApiServerObject);
     next.metadata = { ...next.metadata, name };
     if (r.namespaced) next.metadata.namespace = ns;
     if (old.metadata.resourceVersion !== undefined) next.metadata.resourceVersion = old.metadata.resourceVersion;

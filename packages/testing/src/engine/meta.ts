@@ -3,7 +3,7 @@
  * canonical form used to compare objects, and the name rules of apimachinery's validation.
  */
 import type { ResourceType } from '../kinds/resource.js';
-import type { KubeObject, ObjectMeta } from '../types.js';
+import type { ApiServerObject, ObjectMeta } from '../types.js';
 import { setOwn } from './json-safe.js';
 
 /** True for a plain JSON object (not null, not an array). */
@@ -41,8 +41,8 @@ function orderMeta(m: ObjectMeta): ObjectMeta {
 }
 
 /** kind, apiVersion, metadata, then the rest in the client's order, as the real server prints objects. */
-export function shape(r: ResourceType, o: Record<string, unknown>, meta: ObjectMeta): KubeObject {
-  const out: KubeObject = { kind: r.kind, apiVersion: r.apiVersion, metadata: orderMeta(meta) };
+export function shape(r: ResourceType, o: Record<string, unknown>, meta: ObjectMeta): ApiServerObject {
+  const out: ApiServerObject = { kind: r.kind, apiVersion: r.apiVersion, metadata: orderMeta(meta) };
   for (const [k, v] of Object.entries(o)) {
     if (k === 'kind' || k === 'apiVersion' || k === 'metadata' || v === undefined) continue;
     setOwn(out, k, v);

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestCounters } from '../controls/counters.js';
 import { injectedStatus, type FaultQueue } from '../controls/faults.js';
-import { isApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import { SelectorParseError } from '../selectors.js';
 import { badRequest, failure, internalError, methodNotAllowed, pathNotFound } from '../status.js';
 import type { ServerContext } from '../verbs/context.js';
@@ -38,7 +38,7 @@ export async function handleRequest(d: HandlerDeps, req: IncomingMessage, res: S
       res.destroy();
       return;
     }
-    if (isApiStatusError(e)) sendStatus(res, e.status);
+    if (e instanceof ApiServerStatusError) sendStatus(res, e.status);
     else if (e instanceof SelectorParseError) sendStatus(res, badRequest(e.message));
     else sendStatus(res, internalError(e instanceof Error ? e.message : String(e)));
   }

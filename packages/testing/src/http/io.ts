@@ -1,7 +1,7 @@
 /** Reading requests and writing answers: JSON bodies, Status answers, media types and booleans as the apiserver parses them. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MAX_JSON_DEPTH, nestingDepth } from '../engine/json-safe.js';
-import { ApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import { badRequest, entityTooLarge, unsupportedMediaType, type KubeStatus } from '../status.js';
 
 /** The apiserver's request body limit (3 MiB). */
@@ -27,7 +27,7 @@ export function mediaType(req: IncomingMessage): string {
 export function checkContentType(req: IncomingMessage, accepted: string[]): void {
   const ct = mediaType(req);
   if (ct === '' || ct === '*/*' || accepted.includes(ct)) return;
-  throw new ApiStatusError(unsupportedMediaType(accepted));
+  throw new ApiServerStatusError(unsupportedMediaType(accepted));
 }
 
 /** Writes one JSON answer with its length. */
@@ -72,21 +72,21 @@ export function readBody(req: IncomingMessage): Promise<Buffer | KubeStatus> {
 /** The body as JSON; empty is `undefined` when `optional`, else 400; undecodable JSON is 400. */
 export async function readJson(req: IncomingMessage, optional: boolean): Promise<unknown> {
   const body = await readBody(req);
-  if (!Buffer.isBuffer(body)) throw new ApiStatusError(body);
+  if (!Buffer.isBuffer(body)) throw new ApiServerStatusError(body);
   const text = body.toString('utf8');
   if (text.trim() === '') {
     if (optional) return undefined;
-    throw new ApiStatusError(badRequest('the body of the request was empty'));
+    throw new ApiServerStatusError(badRequest('the body of the request was empty'));
   }
   let value: unknown;
   try {
     value = JSON.parse(text) as unknown;
   } catch (e) {
-    throw new ApiStatusError(badRequest(`the body of the request could not be decoded as JSON: ${(e as Error).message}`));
+    throw new ApiServerStatusError(badRequest(`the body of the request could not be decoded as JSON: ${(e as Error).message}`));
   }
   // Refused here, before any recursive copy, compare or freeze can exhaust the stack (a 500).
   if (nestingDepth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
-    throw new ApiStatusError(
+    throw new ApiServerStatusError(
       badRequest(`the body of the request could not be decoded as JSON: exceeded max depth ${MAX_JSON_DEPTH}`),
     );
   }

@@ -1,5 +1,5 @@
 import type { ResourceCatalog } from '../kinds/catalog.js';
-import type { Verb } from '../options.js';
+import type { ApiServerVerb } from '../options.js';
 import type { Route } from '../verbs/context.js';
 
 /**
@@ -42,7 +42,7 @@ export function route(catalog: ResourceCatalog, segments: string[]): Route | 'no
 }
 
 /** The verb a method on a route is, or undefined when the route does not serve that method (405). */
-export function verbOf(method: string, r: Route, watch: boolean): Exclude<Verb, 'discovery'> | undefined {
+export function verbOf(method: string, r: Route, watch: boolean): Exclude<ApiServerVerb, 'discovery'> | undefined {
   const namespacedOk = r.namespace !== undefined || !r.resource.namespaced;
   if (r.kind === 'binding' || r.kind === 'eviction') return method === 'POST' ? 'create' : undefined;
   if (method === 'GET') return watch ? 'watch' : r.kind === 'collection' ? 'list' : 'get';

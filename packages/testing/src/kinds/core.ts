@@ -6,12 +6,12 @@
  */
 import { isRecord } from '../engine/meta.js';
 import { invalidValue, required, type FieldError } from '../status.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import { genericStrategy, resourceType, str, type ResourceType } from './resource.js';
 
 const builtIn = (statusSubresource = false) => genericStrategy({ statusSubresource, namespaced: true, builtIn: true });
 
-function stringMap(obj: KubeObject, field: string, errs: FieldError[]): void {
+function stringMap(obj: ApiServerObject, field: string, errs: FieldError[]): void {
   const v = obj[field];
   if (v === undefined || v === null) return;
   if (!isRecord(v)) {
@@ -39,7 +39,7 @@ export const CONFIGMAP_RESOURCE: ResourceType = resourceType(
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /** `stringData` is write-only: folded into `data` (base64), as the Secret strategy does. */
-function foldStringData(obj: KubeObject): void {
+function foldStringData(obj: ApiServerObject): void {
   const sd = obj['stringData'];
   if (isRecord(sd)) {
     const data: Record<string, unknown> = isRecord(obj['data']) ? { ...obj['data'] } : {};
@@ -80,7 +80,7 @@ export const SECRET_RESOURCE: ResourceType = resourceType(
 let nextClusterIp = 10;
 
 /** The Service defaults a controller reads back: protocol/targetPort per port, ClusterIP type, an allocated IP. */
-function defaultService(obj: KubeObject): void {
+function defaultService(obj: ApiServerObject): void {
   const spec: Record<string, unknown> = isRecord(obj['spec']) ? { ...obj['spec'] } : {};
   if (Array.isArray(spec['ports'])) {
     spec['ports'] = spec['ports'].map((p: unknown) =>

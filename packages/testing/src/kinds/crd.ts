@@ -5,7 +5,7 @@
  */
 import { isRecord } from '../engine/meta.js';
 import { invalidValue, notSupported, required, type FieldError } from '../status.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import { customResource, genericStrategy, resourceType, type ResourceType } from './resource.js';
 
 /** The finalizer the apiserver puts on every CRD so its instances are removed before it goes. */
@@ -19,11 +19,11 @@ interface CrdSpec {
 }
 
 /** The spec of a valid CRD (call after {@link validateCrd} found nothing). */
-export function crdSpec(o: KubeObject): CrdSpec {
+export function crdSpec(o: ApiServerObject): CrdSpec {
   return o['spec'] as CrdSpec;
 }
 
-function validateCrd(o: KubeObject): FieldError[] {
+function validateCrd(o: ApiServerObject): FieldError[] {
   const errs: FieldError[] = [];
   const spec = o['spec'];
   if (!isRecord(spec)) return [required('spec', '')];
@@ -113,7 +113,7 @@ export const CRD_RESOURCE: ResourceType = resourceType(
 );
 
 /** The served resources a CRD defines: one per served version. */
-export function servedResources(crd: KubeObject): ResourceType[] {
+export function servedResources(crd: ApiServerObject): ResourceType[] {
   const spec = crdSpec(crd);
   const names = spec.names;
   return spec.versions

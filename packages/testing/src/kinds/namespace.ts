@@ -4,11 +4,11 @@
  * deleted) and the NamespaceLifecycle admission rule: no create into a namespace that does not
  * exist (404) or is terminating (403).
  */
-import { ApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import { isRecord } from '../engine/meta.js';
 import type { MvccStore } from '../engine/store.js';
 import { failure, notFound } from '../status.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import { genericStrategy, resourceType, type ResourceType } from './resource.js';
 
 /** The namespaces every cluster has from the start. */
@@ -17,7 +17,7 @@ export const BUILT_IN_NAMESPACES = ['default', 'kube-system', 'kube-public', 'ku
 /** The label the apiserver keeps equal to a namespace's name. */
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 
-function defaultNamespace(obj: KubeObject): void {
+function defaultNamespace(obj: ApiServerObject): void {
   const name = obj.metadata.name ?? '';
   obj.metadata.labels = { ...(isRecord(obj.metadata.labels) ? obj.metadata.labels : {}), [NAMESPACE_NAME_LABEL]: name };
 }
@@ -83,9 +83,9 @@ export function namespaceState(store: MvccStore, ns: string): 'missing' | 'activ
  */
 export function admitCreateIn(store: MvccStore, ns: string): void {
   const state = namespaceState(store, ns);
-  if (state === 'missing') throw new ApiStatusError(notFound(NAMESPACE_RESOURCE, ns));
+  if (state === 'missing') throw new ApiServerStatusError(notFound(NAMESPACE_RESOURCE, ns));
   if (state === 'terminating') {
-    throw new ApiStatusError(
+    throw new ApiServerStatusError(
       failure(403, 'Forbidden', `unable to create new content in namespace ${ns} because it is being terminated`, {
         name: ns,
         kind: 'namespaces',

@@ -1,5 +1,5 @@
 import { age, humanDuration, type TableColumn } from '../table.js';
-import type { Pod } from '../types.js';
+import type { ApiServerPod } from '../types.js';
 
 /** kubectl's pod columns, as the pods printer defines them (priority 1 shows with `-o wide`). */
 export const POD_COLUMNS: readonly TableColumn[] = [
@@ -56,7 +56,7 @@ function rec(v: unknown): Record<string, unknown> {
 }
 
 /** The STATUS column: a waiting/terminated container reason beats the phase; deletion shows Terminating. */
-function podStatusCell(p: Pod): string {
+function podStatusCell(p: ApiServerPod): string {
   let reason = p.status?.reason ?? p.status?.phase ?? 'Unknown';
   let hasRunning = false;
   const statuses = [...(p.status?.containerStatuses ?? [])].reverse();
@@ -81,7 +81,7 @@ function podStatusCell(p: Pod): string {
   return reason;
 }
 
-function podRestartsCell(p: Pod, now: Date): string {
+function podRestartsCell(p: ApiServerPod, now: Date): string {
   let restarts = 0;
   let last: number | undefined;
   for (const cs of p.status?.containerStatuses ?? []) {
@@ -96,7 +96,7 @@ function podRestartsCell(p: Pod, now: Date): string {
 }
 
 /** One pod row for {@link POD_COLUMNS}. */
-export function podCells(p: Pod, now: Date): unknown[] {
+export function podCells(p: ApiServerPod, now: Date): unknown[] {
   const containers = p.spec?.containers?.length ?? 0;
   const ready = (p.status?.containerStatuses ?? []).filter((c) => c.ready).length;
   return [

@@ -5,11 +5,11 @@
  */
 import { isRecord, stable } from '../engine/meta.js';
 import { forbidden, required, type FieldError } from '../status.js';
-import type { KubeObject, Pod } from '../types.js';
+import type { ApiServerObject, ApiServerPod } from '../types.js';
 import { POD_COLUMNS, podCells } from './pod-table.js';
 import { META_MERGE_KEYS, genericStrategy, resourceType, str, type ResourceType } from './resource.js';
 
-function qosClass(p: Pod): string {
+function qosClass(p: ApiServerPod): string {
   const containers = p.spec?.containers ?? [];
   let any = false;
   let guaranteed = containers.length > 0;
@@ -144,7 +144,7 @@ export const POD_RESOURCE: ResourceType = resourceType(
       'status.nominatedNodeName',
     ],
     fieldSet(obj) {
-      const p = obj as Pod;
+      const p = obj as ApiServerPod;
       const spec = isRecord(p.spec) ? p.spec : {};
       const status = isRecord(p.status) ? p.status : {};
       return {
@@ -161,17 +161,17 @@ export const POD_RESOURCE: ResourceType = resourceType(
       };
     },
     prepareForCreate(obj, direct) {
-      const p = obj as Pod;
-      p.spec = admitPodSpec(defaultPodSpec(isRecord(p.spec) ? p.spec : {})) as NonNullable<Pod['spec']>;
+      const p = obj as ApiServerPod;
+      p.spec = admitPodSpec(defaultPodSpec(isRecord(p.spec) ? p.spec : {})) as NonNullable<ApiServerPod['spec']>;
       if (!direct || !isRecord(p.status)) p.status = { phase: 'Pending', qosClass: qosClass(p) };
     },
     prepareForUpdate(next) {
-      const p = next as Pod;
-      p.spec = defaultPodSpec(isRecord(p.spec) ? p.spec : {}) as NonNullable<Pod['spec']>;
+      const p = next as ApiServerPod;
+      p.spec = defaultPodSpec(isRecord(p.spec) ? p.spec : {}) as NonNullable<ApiServerPod['spec']>;
     },
     validate(obj) {
       const errs: FieldError[] = [];
-      const spec = (obj as Pod).spec;
+      const spec = (obj as ApiServerPod).spec;
       const containers = isRecord(spec) ? spec.containers : undefined;
       if (!Array.isArray(containers) || containers.length === 0) errs.push(required('spec.containers', ''));
       else {
@@ -189,7 +189,7 @@ export const POD_RESOURCE: ResourceType = resourceType(
         ? [forbidden('spec', POD_UPDATE_FORBIDDEN)]
         : [];
     },
-    generationPart: (o: KubeObject) => o['spec'] ?? null,
+    generationPart: (o: ApiServerObject) => o['spec'] ?? null,
     gracefulDelete: true,
     tracksGeneration: true,
     // The pods/status strategy resets spec only: label and annotation changes in a status write stay.
@@ -204,7 +204,7 @@ export const POD_RESOURCE: ResourceType = resourceType(
     bookmarkStub: { spec: { containers: null }, status: {} },
     /** Bound, non-terminal pods get the requested or their own grace period; everything else goes at once. */
     gracePeriod(obj, requested) {
-      const p = obj as Pod;
+      const p = obj as ApiServerPod;
       let grace = requested ?? p.spec?.terminationGracePeriodSeconds ?? 0;
       if ((p.spec?.nodeName ?? '') === '') grace = 0;
       if (p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded') grace = 0;
@@ -212,6 +212,6 @@ export const POD_RESOURCE: ResourceType = resourceType(
       return grace;
     },
     tableColumns: POD_COLUMNS,
-    tableCells: (o, now) => podCells(o as Pod, now),
+    tableCells: (o, now) => podCells(o as ApiServerPod, now),
   },
 );

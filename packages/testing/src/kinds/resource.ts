@@ -7,7 +7,7 @@ import { setOwn } from '../engine/json-safe.js';
 import type { NameRule } from '../engine/meta.js';
 import type { FieldError } from '../status.js';
 import { GENERIC_COLUMNS, genericCells, type TableColumn } from '../table.js';
-import type { KubeObject, ObjectMeta } from '../types.js';
+import type { ApiServerObject, ObjectMeta } from '../types.js';
 
 /** What {@link ApiServer.registerResource} needs to serve a kind at a generic path. */
 export interface ResourceDefinition {
@@ -20,13 +20,13 @@ export interface ResourceDefinition {
   /** Plural resource name used in paths, e.g. `widgets`. */
   plural: string;
   /** Singular name for discovery; defaults to the lower-cased kind. */
-  singular?: string;
+  singular?: string | undefined;
   /** Short names for discovery (kubectl `get w`). */
-  shortNames?: string[];
+  shortNames?: string[] | undefined;
   /** Whether `/status` is a separate subresource (main writes then ignore status). Default true. */
-  statusSubresource?: boolean;
+  statusSubresource?: boolean | undefined;
   /** Namespaced (default) or cluster-scoped. */
-  namespaced?: boolean;
+  namespaced?: boolean | undefined;
 }
 
 /**
@@ -52,33 +52,33 @@ export interface KindStrategy {
   readonly categories: readonly string[];
   readonly supportedFields: readonly string[];
   unknownFieldMessage(field: string): string;
-  fieldSet(obj: KubeObject): Record<string, string>;
+  fieldSet(obj: ApiServerObject): Record<string, string>;
   /** Create-time defaulting and status reset. `direct` writes (typed controls) keep a given status. */
-  prepareForCreate(obj: KubeObject, direct: boolean): void;
+  prepareForCreate(obj: ApiServerObject, direct: boolean): void;
   /** Update-time defaulting of the main resource. */
-  prepareForUpdate(next: KubeObject, old: KubeObject): void;
+  prepareForUpdate(next: ApiServerObject, old: ApiServerObject): void;
   /** Kind-specific validation of a new or updated object (metadata is validated by the engine). */
-  validate(obj: KubeObject): FieldError[];
+  validate(obj: ApiServerObject): FieldError[];
   /** Update-only validation (immutable fields). */
-  validateUpdate(next: KubeObject, old: KubeObject): FieldError[];
+  validateUpdate(next: ApiServerObject, old: ApiServerObject): FieldError[];
   /** Whether `metadata.generation` is kept (pods, custom resources; not ConfigMaps, Services, Namespaces…). */
   readonly tracksGeneration: boolean;
   /** The part of an object whose change bumps `metadata.generation`. */
-  generationPart(obj: KubeObject): unknown;
+  generationPart(obj: ApiServerObject): unknown;
   /** The metadata a `/status` write keeps: the old one, or (pods) with the body's labels and annotations. */
   prepareStatusMetadata(old: ObjectMeta, body: ObjectMeta): ObjectMeta;
   /** What a BOOKMARK object carries besides kind, apiVersion and metadata (pods: empty spec/status stubs). */
   readonly bookmarkStub: Readonly<Record<string, unknown>>;
   /** True while something besides `metadata.finalizers` holds a deleted object (a namespace's `spec.finalizers`). */
-  holdsDeletion(obj: KubeObject): boolean;
+  holdsDeletion(obj: ApiServerObject): boolean;
   /** Changes a deleted object takes on with its `deletionTimestamp` (a namespace turns Terminating). */
-  prepareForDelete(obj: KubeObject): void;
+  prepareForDelete(obj: ApiServerObject): void;
   /** Deletion goes through a MODIFIED carrying `deletionTimestamp` first (pods), even with grace 0. */
   readonly gracefulDelete: boolean;
   /** The grace period a DELETE gives `obj` (0: it goes at once, modulo finalizers). */
-  gracePeriod(obj: KubeObject, requested: number | undefined): number;
+  gracePeriod(obj: ApiServerObject, requested: number | undefined): number;
   readonly tableColumns: readonly TableColumn[];
-  tableCells(obj: KubeObject, now: Date): unknown[];
+  tableCells(obj: ApiServerObject, now: Date): unknown[];
 }
 
 /** A resource the server serves: identity plus strategy. */
@@ -102,7 +102,7 @@ export function str(v: unknown): string {
 
 /** Everything except metadata, kind, apiVersion and (with a status subresource) status. */
 function specPart(statusSubresource: boolean) {
-  return (o: KubeObject): unknown => {
+  return (o: ApiServerObject): unknown => {
     const rest: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(o)) {
       if (k === 'metadata' || k === 'kind' || k === 'apiVersion') continue;

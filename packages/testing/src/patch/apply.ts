@@ -7,7 +7,7 @@
  */
 import { isRecord, rfc3339, stable } from '../engine/meta.js';
 import { getOwn, setOwn } from '../engine/json-safe.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 
 type Keys = Readonly<Record<string, string>>;
 
@@ -133,7 +133,7 @@ function removeAt(obj: Record<string, unknown>, path: FieldPath): void {
 const id = (p: FieldPath): string => JSON.stringify(p);
 
 /** The managed fields of `obj` as entries (empty when it has none). */
-export function managedFieldsOf(obj: KubeObject): ManagedFieldsEntry[] {
+export function managedFieldsOf(obj: ApiServerObject): ManagedFieldsEntry[] {
   const m = obj.metadata.managedFields;
   return Array.isArray(m) ? (m.filter((e) => isRecord(e)) as unknown as ManagedFieldsEntry[]) : [];
 }
@@ -163,7 +163,7 @@ function dotted(p: FieldPath): string {
  * Conflicts of `applied` by `manager` against `live`: fields it sets to a value other than the
  * live one, that another manager owns.
  */
-export function applyConflicts(live: KubeObject, applied: KubeObject, manager: string, keys: Keys): ApplyConflict[] {
+export function applyConflicts(live: ApiServerObject, applied: ApiServerObject, manager: string, keys: Keys): ApplyConflict[] {
   const owners = new Map<string, string[]>();
   for (const e of managedFieldsOf(live)) {
     if (e.manager === manager && e.operation === 'Apply') continue;
@@ -192,14 +192,14 @@ export function applyConflicts(live: KubeObject, applied: KubeObject, manager: s
  * checked by the caller).
  */
 export function applyResult(
-  live: KubeObject,
-  merged: KubeObject,
-  applied: KubeObject,
+  live: ApiServerObject,
+  merged: ApiServerObject,
+  applied: ApiServerObject,
   manager: string,
   apiVersion: string,
   keys: Keys,
   now: Date,
-): KubeObject {
+): ApiServerObject {
   const entries = managedFieldsOf(live);
   const appliedPaths = fieldsOf(applied, keys);
   const appliedIds = new Set(appliedPaths.map(id));
@@ -233,13 +233,13 @@ export function applyResult(
  * manager was named.
  */
 export function updateManagedFields(
-  old: KubeObject,
-  next: KubeObject,
+  old: ApiServerObject,
+  next: ApiServerObject,
   manager: string,
   apiVersion: string,
   keys: Keys,
   now: Date,
-): KubeObject {
+): ApiServerObject {
   const entries = managedFieldsOf(old);
   const changed = fieldsOf(next, keys).filter((p) => {
     const o = valueAt(old, p);

@@ -8,13 +8,13 @@
  * listed keys; `$setElementOrder/<field>` is accepted and ignored. Every write is an own data
  * property (json-safe), so prototype keys stay data.
  */
+import { ReconcileLoopError } from '@reconcile-loop/primitives';
 import { getOwn, setOwn } from '../engine/json-safe.js';
 import { isRecord } from '../engine/meta.js';
 
 /** A strategic merge patch directive the server refuses (400). */
-export class StrategicPatchError extends Error {
-  /** Stable discriminator. */
-  readonly code = 'ERR_STRATEGIC_PATCH' as const;
+export class StrategicPatchError extends ReconcileLoopError {
+  readonly code = 'RL_APISERVER_STRATEGIC_PATCH' as const;
 }
 
 type Keys = Readonly<Record<string, string>>;

@@ -8,7 +8,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { isRecord } from '../engine/meta.js';
-import { ApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { badRequest, invalid, notSupported } from '../status.js';
 
@@ -65,7 +65,7 @@ export function fieldValidationOf(q: URLSearchParams, optionsKind: string): Fiel
   const v = q.get('fieldValidation') ?? '';
   if (v === '') return 'Warn';
   if (v === 'Ignore' || v === 'Warn' || v === 'Strict') return v;
-  throw new ApiStatusError(
+  throw new ApiServerStatusError(
     invalid({ group: 'meta.k8s.io', kind: optionsKind }, '', [
       notSupported('fieldValidation', v, ['', 'Ignore', 'Strict', 'Warn']),
     ]),
@@ -89,7 +89,7 @@ export function checkFields(res: ServerResponse, r: ResourceType, body: unknown,
   if (unknown.length === 0) return;
   if (directive === 'Strict') {
     const list = unknown.map((f) => `unknown field ${JSON.stringify(f)}`).join(', ');
-    throw new ApiStatusError(
+    throw new ApiServerStatusError(
       badRequest(
         `${r.kind} in version ${JSON.stringify(r.version)} cannot be handled as a ${r.kind}: strict decoding error: ${list}`,
       ),

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { decodeContinue, encodeContinue } from '../continue.js';
-import { ApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import { sendJson, sendJsonParts } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import {
   EXPIRED_LIST_MESSAGE,
   INCONSISTENT_CONTINUE_MESSAGE,
@@ -47,10 +47,10 @@ export async function serveList(
       errs.push(forbidden('resourceVersionMatch', 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'));
   }
   if (q.get('sendInitialEvents') !== null) errs.push(forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for list'));
-  if (errs.length > 0) throw new ApiStatusError(listInvalid(errs));
+  if (errs.length > 0) throw new ApiServerStatusError(listInvalid(errs));
   let limit = 0;
   if (limitText !== '') {
-    if (!/^-?\d+$/.test(limitText)) throw new ApiStatusError(badRequest(`invalid value for limit: ${limitText}`));
+    if (!/^-?\d+$/.test(limitText)) throw new ApiServerStatusError(badRequest(`invalid value for limit: ${limitText}`));
     limit = Math.max(0, Number(limitText));
   }
   // The watch cache serves resourceVersion=0 whole: `limit` is ignored (etcd pages it).
@@ -66,19 +66,19 @@ export async function serveList(
   const prefix = ns === undefined ? '' : `${ns}/`;
   if (cont !== '') {
     if (rv !== '' && rv !== '0')
-      throw new ApiStatusError(badRequest('specifying resource version is not allowed when using continue'));
+      throw new ApiServerStatusError(badRequest('specifying resource version is not allowed when using continue'));
     const token = decodeContinue(cont);
-    if (typeof token === 'string') throw new ApiStatusError(badRequest(token));
+    if (typeof token === 'string') throw new ApiServerStatusError(badRequest(token));
     startKey = prefix + token.start;
     inconsistentContinue = token.rv < 0;
     if (token.rv > 0) {
       if (token.rv < store.compactedRevision) {
         const s = expired(INCONSISTENT_CONTINUE_MESSAGE);
         s.metadata = { continue: encodeContinue(-1, token.start) };
-        throw new ApiStatusError(s);
+        throw new ApiServerStatusError(s);
       }
       if (token.rv > store.revision)
-        throw new ApiStatusError(badRequest('continue key is not valid: resourceVersion from the future'));
+        throw new ApiServerStatusError(badRequest('continue key is not valid: resourceVersion from the future'));
       at = token.rv;
     } else at = store.revision;
   } else if (rv === '') {
@@ -88,7 +88,7 @@ export async function serveList(
     const exact = match === 'Exact' || (match === '' && limit > 0 && rv !== '0');
     await awaitRevision(ctx, n, req);
     if (exact) {
-      if (n < store.compactedRevision) throw new ApiStatusError(expired(EXPIRED_LIST_MESSAGE));
+      if (n < store.compactedRevision) throw new ApiServerStatusError(expired(EXPIRED_LIST_MESSAGE));
       at = n;
     } else at = store.revision;
   }
@@ -98,7 +98,7 @@ export async function serveList(
   const sorted = store.listAt(r, ns, at);
   let i = startKey === undefined ? 0 : lowerBound(sorted, startKey);
   const unfiltered = labels.length === 0 && fields.length === 0;
-  const page: KubeObject[] = [];
+  const page: ApiServerObject[] = [];
   let lastKey = '';
   let more = false;
   for (; i < sorted.length; i++) {

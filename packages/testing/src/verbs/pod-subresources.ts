@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isRecord } from '../engine/meta.js';
-import { ApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import { checkContentType, readJson, sendJson } from '../http/io.js';
 import { badRequest, type KubeStatus } from '../status.js';
 import type { Route, ServerContext } from './context.js';
@@ -15,12 +15,12 @@ const CREATED: KubeStatus = { kind: 'Status', apiVersion: 'v1', metadata: {}, st
 export async function serveBinding(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
   checkContentType(req, ['application/json']);
   const body = await readJson(req, false);
-  if (!isRecord(body) || !isRecord(body['target'])) throw new ApiStatusError(badRequest('a Binding needs a target'));
+  if (!isRecord(body) || !isRecord(body['target'])) throw new ApiServerStatusError(badRequest('a Binding needs a target'));
   const target = body['target'];
   if (target['kind'] !== undefined && target['kind'] !== '' && target['kind'] !== 'Node')
-    throw new ApiStatusError(badRequest('Binding target must be a Node'));
+    throw new ApiServerStatusError(badRequest('Binding target must be a Node'));
   if (typeof target['name'] !== 'string' || target['name'] === '')
-    throw new ApiStatusError(badRequest('Binding target needs a name'));
+    throw new ApiServerStatusError(badRequest('Binding target needs a name'));
   ctx.kubelet.bind(route.namespace ?? '', route.name!, target['name']);
   sendJson(res, 201, CREATED);
 }
@@ -32,7 +32,7 @@ export async function serveBinding(ctx: ServerContext, req: IncomingMessage, res
 export async function serveEviction(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
   checkContentType(req, ['application/json']);
   const body = await readJson(req, false);
-  if (!isRecord(body)) throw new ApiStatusError(badRequest('an Eviction must be an object'));
+  if (!isRecord(body)) throw new ApiServerStatusError(badRequest('an Eviction must be an object'));
   const o = isRecord(body['deleteOptions']) ? body['deleteOptions'] : {};
   const opts: { gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string } } = {};
   if (typeof o['gracePeriodSeconds'] === 'number') opts.gracePeriodSeconds = o['gracePeriodSeconds'];

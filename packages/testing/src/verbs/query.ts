@@ -1,7 +1,7 @@
 /** Query-parameter handling shared by the read verbs: selectors, resourceVersion, Table options and list bodies. */
 import type { IncomingMessage } from 'node:http';
 import { listItemJson } from '../engine/serialized.js';
-import { ApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import type { ResourceType } from '../kinds/resource.js';
 import {
   matchesFields,
@@ -13,7 +13,7 @@ import {
 } from '../selectors.js';
 import { badRequest, failure, invalid, tooLargeResourceVersion, type FieldError, type KubeStatus } from '../status.js';
 import type { IncludeObject } from '../table.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import type { ServerContext } from './context.js';
 
 /** 422 on `ListOptions.meta.k8s.io`, as the apiserver words misused list options. */
@@ -26,7 +26,7 @@ export function includeObject(q: URLSearchParams): IncludeObject {
   const v = q.get('includeObject');
   if (v === 'None' || v === 'Object' || v === 'Metadata') return v;
   if (v === null || v === '') return 'Metadata';
-  throw new ApiStatusError(badRequest(`includeObject must be one of None, Metadata, Object: ${v}`));
+  throw new ApiServerStatusError(badRequest(`includeObject must be one of None, Metadata, Object: ${v}`));
 }
 
 /** Parsed `labelSelector` and `fieldSelector` (the field set is the kind's). */
@@ -38,7 +38,7 @@ export function selectors(r: ResourceType, q: URLSearchParams): { labels: LabelR
 }
 
 /** True when `o` passes both selectors. */
-export function selected(r: ResourceType, o: KubeObject, labels: LabelRequirement[], fields: FieldRequirement[]): boolean {
+export function selected(r: ResourceType, o: ApiServerObject, labels: LabelRequirement[], fields: FieldRequirement[]): boolean {
   if (!matchesLabels(labels, o.metadata.labels)) return false;
   return fields.length === 0 || matchesFields(fields, r.fieldSet(o));
 }
@@ -53,7 +53,7 @@ export function resourceVersionError(rv: string): string | undefined {
 /** A decimal resourceVersion for LIST, or the real server's 400 `invalid resource version: …`. */
 export function parseRv(rv: string): number {
   const err = resourceVersionError(rv);
-  if (err !== undefined) throw new ApiStatusError(badRequest(`invalid resource version: ${err}`));
+  if (err !== undefined) throw new ApiServerStatusError(badRequest(`invalid resource version: ${err}`));
   return Number(rv);
 }
 
@@ -63,7 +63,7 @@ export function parseRv(rv: string): number {
  */
 export function parseWatchRv(rv: string): number {
   const err = resourceVersionError(rv);
-  if (err !== undefined) throw new ApiStatusError(failure(500, '', err));
+  if (err !== undefined) throw new ApiServerStatusError(failure(500, '', err));
   return Number(rv);
 }
 
@@ -71,14 +71,14 @@ export function parseWatchRv(rv: string): number {
 export async function awaitRevision(ctx: ServerContext, n: number, req: IncomingMessage): Promise<void> {
   if (n <= ctx.store.revision) return;
   // Without the watch cache etcd answers at once, and the Status carries no retry hint.
-  if (ctx.opts.personality === 'uncached') throw new ApiStatusError(tooLargeResourceVersion(n, ctx.store.revision, 0));
+  if (ctx.opts.personality === 'uncached') throw new ApiServerStatusError(tooLargeResourceVersion(n, ctx.store.revision, 0));
   const ac = new AbortController();
   ctx.inflight.add(ac);
   const onClose = (): void => ac.abort();
   req.on('close', onClose);
   try {
     const ok = await ctx.store.waitForRevision(n, ctx.opts.tooLargeResourceVersionWaitMs, ac.signal);
-    if (!ok) throw new ApiStatusError(tooLargeResourceVersion(n, ctx.store.revision, 1));
+    if (!ok) throw new ApiServerStatusError(tooLargeResourceVersion(n, ctx.store.revision, 1));
   } finally {
     req.off('close', onClose);
     ctx.inflight.delete(ac);
@@ -88,7 +88,7 @@ export async function awaitRevision(ctx: ServerContext, n: number, req: Incoming
 /** A `<Kind>List` body; built-in list items drop kind/apiVersion as the typed lists do. */
 export function listBody(
   r: ResourceType,
-  items: KubeObject[],
+  items: ApiServerObject[],
   rv: string,
   cont: string | undefined,
   remaining: number | undefined,
@@ -107,7 +107,7 @@ const COMMA = Buffer.from(',');
  */
 export function listJson(
   r: ResourceType,
-  items: readonly KubeObject[],
+  items: readonly ApiServerObject[],
   rv: string,
   cont: string | undefined,
   remaining: number | undefined,
@@ -122,7 +122,7 @@ export function listJson(
   return parts;
 }
 
-function withoutType(o: KubeObject): Record<string, unknown> {
+function withoutType(o: ApiServerObject): Record<string, unknown> {
   const { kind: _k, apiVersion: _a, ...rest } = o;
   return rest;
 }

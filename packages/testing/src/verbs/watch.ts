@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiStatusError, isApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import { JSON_HEADERS, parseBool } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { EXPIRED_WATCH_MESSAGE, badRequest, expired, forbidden, notSupported, tooOldWatch, type FieldError } from '../status.js';
@@ -12,7 +12,7 @@ import { awaitRevision, includeObject, listInvalid, parseWatchRv, selectors } fr
 /** The watch's deadline: `timeoutSeconds`, else a random [min, 2·min) as `--min-request-timeout` gives. */
 function deadlineOf(ctx: ServerContext, t: string | null): number {
   if (t !== null && t !== '' && t !== '0') {
-    if (!/^\d+$/.test(t)) throw new ApiStatusError(badRequest(`invalid value for timeoutSeconds: ${t}`));
+    if (!/^\d+$/.test(t)) throw new ApiServerStatusError(badRequest(`invalid value for timeoutSeconds: ${t}`));
     return Number(t) * ctx.opts.timeoutSecondsScaleMs;
   }
   const min = ctx.opts.minRequestTimeoutSeconds;
@@ -38,7 +38,7 @@ export async function serveWatch(
   const match = q.get('resourceVersionMatch') ?? '';
   const sie = parseBool(q.get('sendInitialEvents'));
   const bookmarks = parseBool(q.get('allowWatchBookmarks'));
-  if (sie === 'invalid' || bookmarks === 'invalid') throw new ApiStatusError(badRequest('invalid boolean query parameter'));
+  if (sie === 'invalid' || bookmarks === 'invalid') throw new ApiServerStatusError(badRequest('invalid boolean query parameter'));
   // apimachinery's validateWatchOptions, in its order: the sendInitialEvents checks, then the resourceVersionMatch ones.
   const errs: FieldError[] = [];
   if (sie !== undefined) {
@@ -56,7 +56,7 @@ export async function serveWatch(
       );
     if (match !== 'NotOlderThan') errs.push(notSupported('resourceVersionMatch', match, ['NotOlderThan']));
   }
-  if (errs.length > 0) throw new ApiStatusError(listInvalid(errs));
+  if (errs.length > 0) throw new ApiServerStatusError(listInvalid(errs));
   const deadlineMs = deadlineOf(ctx, q.get('timeoutSeconds'));
   const sel = selectors(r, q);
   const fields = name === undefined ? sel.fields : [...sel.fields, { field: 'metadata.name', op: '=' as const, value: name }];
@@ -111,7 +111,7 @@ export async function serveWatch(
     try {
       await awaitRevision(ctx, n, req);
     } catch (e) {
-      if (!isApiStatusError(e)) throw e;
+      if (!(e instanceof ApiServerStatusError)) throw e;
       if (!res.destroyed) startStream(store.revision).sendErrorAndEnd(e.status);
       return true;
     }

@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { applyObject, type ApplyOptions } from '../engine/apply.js';
-import type { DeleteOptions, PatchType, WriteOptions } from '../engine/engine.js';
+import type { ApiServerDeleteOptions, PatchType, WriteOptions } from '../engine/engine.js';
 import { isRecord } from '../engine/meta.js';
-import { ApiStatusError, isApiStatusError } from '../errors.js';
+import { ApiServerStatusError } from '../errors.js';
 import { checkContentType, mediaType, parseBool, readJson, sendJson } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { badRequest, deleteSuccess, forbidden, invalid, unsupportedMediaType } from '../status.js';
-import type { KubeObject } from '../types.js';
+import type { ApiServerObject } from '../types.js';
 import { subresourceOf, type Route, type ServerContext } from './context.js';
 import { checkFields, fieldValidationOf } from './field-validation.js';
 import { listBody, selected, selectors } from './query.js';
@@ -21,24 +21,24 @@ function patchType(req: IncomingMessage, r: ResourceType): PatchType | 'apply' {
   const accepted = ['application/json-patch+json', 'application/merge-patch+json'];
   if (r.strategicMergeKeys !== undefined) accepted.push('application/strategic-merge-patch+json');
   accepted.push('application/apply-patch+yaml');
-  throw new ApiStatusError(unsupportedMediaType(accepted));
+  throw new ApiServerStatusError(unsupportedMediaType(accepted));
 }
 
 /** `gracePeriodSeconds` and `preconditions` from the query and an optional `DeleteOptions` body. */
-async function deleteOptions(req: IncomingMessage, q: URLSearchParams): Promise<DeleteOptions> {
-  const opts: DeleteOptions = {};
+async function deleteOptions(req: IncomingMessage, q: URLSearchParams): Promise<ApiServerDeleteOptions> {
+  const opts: ApiServerDeleteOptions = {};
   const g = q.get('gracePeriodSeconds');
   if (g !== null && g !== '') {
-    if (!/^-?\d+$/.test(g)) throw new ApiStatusError(badRequest(`invalid value for gracePeriodSeconds: ${g}`));
+    if (!/^-?\d+$/.test(g)) throw new ApiServerStatusError(badRequest(`invalid value for gracePeriodSeconds: ${g}`));
     opts.gracePeriodSeconds = Number(g);
   }
   const body = await readJson(req, true);
   if (body !== undefined) {
-    if (!isRecord(body)) throw new ApiStatusError(badRequest('DeleteOptions must be a JSON object'));
+    if (!isRecord(body)) throw new ApiServerStatusError(badRequest('DeleteOptions must be a JSON object'));
     const bg = body['gracePeriodSeconds'];
     if (bg !== undefined && bg !== null) {
       if (typeof bg !== 'number' || !Number.isInteger(bg))
-        throw new ApiStatusError(badRequest('gracePeriodSeconds must be an integer'));
+        throw new ApiServerStatusError(badRequest('gracePeriodSeconds must be an integer'));
       opts.gracePeriodSeconds = bg;
     }
     const pre = body['preconditions'];
@@ -60,7 +60,7 @@ function dryRunOf(q: URLSearchParams, kind: OptionsKind): boolean {
   if (values.length === 0) return false;
   if (values.every((v) => v === 'All')) return true;
   const list = `[${values.map((v) => JSON.stringify(v)).join(',')}]`;
-  throw new ApiStatusError(
+  throw new ApiServerStatusError(
     invalid({ group: 'meta.k8s.io', kind }, '', [
       { field: 'dryRun', type: 'FieldValueNotSupported', body: `Unsupported value: ${list}: supported values: "All"` },
     ]),
@@ -76,7 +76,7 @@ function writeOptions(req: IncomingMessage, q: URLSearchParams, kind: OptionsKin
   const fm = q.get('fieldManager');
   if (fm !== null && fm !== '') {
     if (fm.length > 128)
-      throw new ApiStatusError(
+      throw new ApiServerStatusError(
         invalid({ group: 'meta.k8s.io', kind }, '', [
           { field: 'fieldManager', type: 'FieldValueInvalid', body: `Too long: may not be more than 128 bytes` },
         ]),
@@ -137,9 +137,9 @@ export async function servePatch(
   const type = patchType(req, route.resource);
   const opts = writeOptions(req, q, 'PatchOptions');
   const force = parseBool(q.get('force'));
-  if (force === 'invalid') throw new ApiStatusError(badRequest(`invalid value for force: ${q.get('force') ?? ''}`));
+  if (force === 'invalid') throw new ApiServerStatusError(badRequest(`invalid value for force: ${q.get('force') ?? ''}`));
   if (force === true && type !== 'apply') {
-    throw new ApiStatusError(
+    throw new ApiServerStatusError(
       invalid({ group: 'meta.k8s.io', kind: 'PatchOptions' }, '', [
         forbidden('force', 'may not be specified for non-apply patch'),
       ]),
@@ -194,13 +194,13 @@ export async function serveDeleteCollection(
   const opts = await deleteOptions(req, q);
   if (dryRunOf(q, 'DeleteOptions')) opts.dryRun = true;
   const { labels, fields } = selectors(r, q);
-  const deleted: KubeObject[] = [];
+  const deleted: ApiServerObject[] = [];
   for (const [, o] of ctx.store.listCurrent(r, ns)) {
     if (!selected(r, o, labels, fields)) continue;
     try {
       deleted.push(ctx.engine.delete(r, o.metadata.namespace ?? '', o.metadata.name ?? '', opts).object);
     } catch (e) {
-      if (!isApiStatusError(e) || e.status.code !== 404) throw e;
+      if (!(e instanceof ApiServerStatusError) || e.status.code !== 404) throw e;
     }
   }
   sendJson(res, 200, listBody(r, deleted, String(ctx.store.revision), undefined, undefined));

@@ -36,110 +36,113 @@ const MAX_SPARE_SLABS = 2;
  *   sent before it; {@link discard} (client gone, socket reset) drops them.
  */
 export class FrameWriter {
-  private queue: Buffer[] = [];
+  #queue: Buffer[] = [];
   /** Index of the first piece of `queue` not yet handed to the response. */
-  private head = 0;
+  #head = 0;
   /** Bytes queued and not yet handed to the response. */
-  private queuedBytes = 0;
-  private scheduled = false;
-  private awaitingDrain = false;
-  private done = false;
+  #queuedBytes = 0;
+  #scheduled = false;
+  #awaitingDrain = false;
+  #done = false;
   /** Slabs the socket has finished with, ready for the next full write. */
-  private spare: Buffer[] = [];
+  #spare: Buffer[] = [];
 
-  constructor(private readonly res: ServerResponse) {
+  readonly #res: ServerResponse;
+
+  constructor(res: ServerResponse) {
+    this.#res = res;
     res.on('drain', () => {
-      this.awaitingDrain = false;
-      this.pump();
+      this.#awaitingDrain = false;
+      this.#pump();
     });
   }
 
   /** Bytes not yet on the wire: queued here plus what the response and its socket still hold. */
   get unsentBytes(): number {
-    return this.queuedBytes + this.res.writableLength;
+    return this.#queuedBytes + this.#res.writableLength;
   }
 
   /** Queues one frame given as pieces of bytes, its newline included; it leaves on the next tick, or once the socket drains. */
   push(pieces: readonly Buffer[]): void {
-    if (this.done) return;
+    if (this.#done) return;
     for (const p of pieces) {
-      this.queue.push(p);
-      this.queuedBytes += p.length;
+      this.#queue.push(p);
+      this.#queuedBytes += p.length;
     }
-    if (this.scheduled || this.awaitingDrain) return;
-    this.scheduled = true;
+    if (this.#scheduled || this.#awaitingDrain) return;
+    this.#scheduled = true;
     process.nextTick(() => {
-      this.scheduled = false;
-      this.pump();
+      this.#scheduled = false;
+      this.#pump();
     });
   }
 
   /** Writes while the socket takes it; stops at the first full write and resumes on `drain`. */
-  private pump(): void {
-    while (!this.done && !this.awaitingDrain && this.head < this.queue.length) {
-      if (!this.writeNext()) this.awaitingDrain = true;
+  #pump(): void {
+    while (!this.#done && !this.#awaitingDrain && this.#head < this.#queue.length) {
+      if (!this.#writeNext()) this.#awaitingDrain = true;
     }
-    this.compact();
+    this.#compact();
   }
 
   /**
    * Writes the next run of pieces (at least one; about {@link COALESCE_BYTES}, never more than
    * {@link SLAB_BYTES} unless one piece alone is) as one chunk. Returns `res.write`'s answer.
    */
-  private writeNext(): boolean {
-    const start = this.head;
+  #writeNext(): boolean {
+    const start = this.#head;
     let bytes = 0;
-    while (this.head < this.queue.length) {
-      const n = this.queue[this.head]!.length;
+    while (this.#head < this.#queue.length) {
+      const n = this.#queue[this.#head]!.length;
       if (bytes > 0 && bytes + n > SLAB_BYTES) break;
       bytes += n;
-      this.head++;
+      this.#head++;
       if (bytes >= COALESCE_BYTES) break;
     }
-    this.queuedBytes -= bytes;
-    if (this.head - start === 1) return this.res.write(this.queue[start]!);
-    if (bytes < COALESCE_BYTES) return this.res.write(Buffer.concat(this.queue.slice(start, this.head), bytes));
-    const slab = this.spare.pop() ?? Buffer.allocUnsafe(SLAB_BYTES);
+    this.#queuedBytes -= bytes;
+    if (this.#head - start === 1) return this.#res.write(this.#queue[start]!);
+    if (bytes < COALESCE_BYTES) return this.#res.write(Buffer.concat(this.#queue.slice(start, this.#head), bytes));
+    const slab = this.#spare.pop() ?? Buffer.allocUnsafe(SLAB_BYTES);
     let at = 0;
-    for (let i = start; i < this.head; i++) at += this.queue[i]!.copy(slab, at);
+    for (let i = start; i < this.#head; i++) at += this.#queue[i]!.copy(slab, at);
     // The socket is done with the slab once this chunk's write completed: it may then be refilled.
-    return this.res.write(slab.subarray(0, at), () => {
-      if (!this.done && this.spare.length < MAX_SPARE_SLABS) this.spare.push(slab);
+    return this.#res.write(slab.subarray(0, at), () => {
+      if (!this.#done && this.#spare.length < MAX_SPARE_SLABS) this.#spare.push(slab);
     });
   }
 
   /** Drops the pieces already handed over from the front of the queue, without copying it per piece. */
-  private compact(): void {
-    if (this.head === this.queue.length) {
-      this.queue = [];
-      this.head = 0;
-      this.spare = [];
-    } else if (this.head > 4096 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
+  #compact(): void {
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+      this.#spare = [];
+    } else if (this.#head > 4096 && this.#head * 2 > this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
     }
   }
 
   /** Hands every queued frame to the response (ignoring backpressure, as an end must), then ends it. */
   end(): void {
-    if (this.done) return;
+    if (this.#done) return;
     // Every slab written here stays in the response until sent: none may be reused meanwhile.
-    this.spare = [];
-    if (!this.res.destroyed) while (this.head < this.queue.length) this.writeNext();
-    this.finish();
-    this.res.end();
+    this.#spare = [];
+    if (!this.#res.destroyed) while (this.#head < this.#queue.length) this.#writeNext();
+    this.#finish();
+    this.#res.end();
   }
 
   /** Forgets queued frames: the response is gone or is being reset. */
   discard(): void {
-    this.finish();
+    this.#finish();
   }
 
-  private finish(): void {
-    this.done = true;
-    this.queue = [];
-    this.head = 0;
-    this.queuedBytes = 0;
-    this.spare = [];
+  #finish(): void {
+    this.#done = true;
+    this.#queue = [];
+    this.#head = 0;
+    this.#queuedBytes = 0;
+    this.#spare = [];
   }
 }

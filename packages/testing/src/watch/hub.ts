@@ -6,17 +6,17 @@ import type { WatchConnection } from './connection.js';
  * test controls that act on all of them at once (drop, stall, inject).
  */
 export class WatchHub {
-  private readonly watches = new Set<WatchConnection>();
-  private terminated = 0;
+  readonly #watches = new Set<WatchConnection>();
+  #terminated = 0;
+
+  readonly #onChange: () => void;
 
   /** `onChange` runs whenever a watch opens or closes (the waiters of `waitForWatches`). */
-  constructor(
-    store: MvccStore,
-    private readonly onChange: () => void,
-  ) {
+  constructor(store: MvccStore, onChange: () => void) {
+    this.#onChange = onChange;
     store.subscribe((e) => {
       // Fan-out runs inside the writer's request; one broken watch must not fail that write.
-      for (const w of [...this.watches]) {
+      for (const w of [...this.#watches]) {
         try {
           w.deliver(e);
         } catch {
@@ -28,30 +28,30 @@ export class WatchHub {
 
   /** Open watches. */
   get size(): number {
-    return this.watches.size;
+    return this.#watches.size;
   }
 
   /** Watches closed because their client did not read (the cacher's terminated-watchers counter). */
   get terminatedCount(): number {
-    return this.terminated;
+    return this.#terminated;
   }
 
   /** Registers an open watch (it unregisters itself through {@link closed} when it ends). */
   add(c: WatchConnection): void {
-    this.watches.add(c);
-    this.onChange();
+    this.#watches.add(c);
+    this.#onChange();
   }
 
   /** Called by a connection when it ends. */
   closed(c: WatchConnection): void {
-    if (c.terminatedUnresponsive) this.terminated++;
-    this.watches.delete(c);
-    this.onChange();
+    if (c.terminatedUnresponsive) this.#terminated++;
+    this.#watches.delete(c);
+    this.#onChange();
   }
 
   /** Ends every open watch: cleanly (EOF) or by resetting sockets. */
   dropAll(abrupt: boolean): number {
-    const all = [...this.watches];
+    const all = [...this.#watches];
     for (const w of all) w.drop(abrupt);
     return all.length;
   }
@@ -59,7 +59,7 @@ export class WatchHub {
   /** Stalls every open watch; returns how many were not already stalled. */
   stallAll(): number {
     let n = 0;
-    for (const w of this.watches) {
+    for (const w of this.#watches) {
       if (!w.isStalled) n++;
       w.stall();
     }
@@ -69,7 +69,7 @@ export class WatchHub {
   /** Resumes every stalled watch; returns how many were stalled. */
   unstallAll(): number {
     let n = 0;
-    for (const w of [...this.watches]) {
+    for (const w of [...this.#watches]) {
       if (w.isStalled) n++;
       w.unstall();
     }
@@ -78,7 +78,7 @@ export class WatchHub {
 
   /** Writes one raw line into every open watch. */
   writeRawAll(line: string): number {
-    for (const w of this.watches) w.writeRaw(line);
-    return this.watches.size;
+    for (const w of this.#watches) w.writeRaw(line);
+    return this.#watches.size;
   }
 }
