@@ -27,7 +27,11 @@ export class TcpProxy {
   static async start(targetPort: number, options: { targetHost?: string; listenPort?: number } = {}): Promise<TcpProxy> {
     const host = options.targetHost ?? '127.0.0.1';
     let proxy: TcpProxy | undefined;
-    const server = createServer((client) => proxy?.accept(client, host, targetPort));
+    const server = createServer((client) => {
+      // A connection cannot arrive before listen() resolves and `proxy` is set.
+      if (proxy) proxy.#accept(client, host, targetPort);
+      else client.destroy();
+    });
     const port = await new Promise<number>((resolvePort, reject) => {
       server.once('error', reject);
       server.listen({ host: '127.0.0.1', port: options.listenPort ?? 0 }, () => {
@@ -39,7 +43,7 @@ export class TcpProxy {
     return proxy;
   }
 
-  private accept(client: Socket, host: string, port: number): void {
+  #accept(client: Socket, host: string, port: number): void {
     this.#accepted++;
     const upstream = connect({ host, port });
     const pair: Pair = { client, upstream, held: { toUpstream: [], toClient: [] } };
