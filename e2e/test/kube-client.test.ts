@@ -211,7 +211,7 @@ describeE2e('kube-client against the real kube-apiserver', () => {
     );
     expect(reapplied['data']).toEqual({ shared: 'from-b', onlyA: '1', added: 'yes' });
     const refused = await cms.apply({ ...raw }, { fieldManager: 'manager-b', force: true }).catch((e: unknown) => e);
-    expect(refused).toMatchObject({ code: 'KUBE_API_ERROR', message: expect.stringMatching(/managedFields must be nil/) });
+    expect(refused).toMatchObject({ code: 'RL_KUBE_API_ERROR', message: expect.stringMatching(/managedFields must be nil/) });
   });
 
   it('[kube_client: UpdateStatus with RetryOnConflict] two real writers race on one status: every mutation lands', async () => {

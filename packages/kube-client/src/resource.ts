@@ -1,7 +1,8 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { parseObject, readWatchFrame, type ObjectSchema, type WatchFrame } from '@reconcile-loop/k8s-types';
 import { decodeJsonBody, readListBody } from './body.js';
 import type { KubeClient, KubeRequest } from './client.js';
-import { isExpired, KubeClientOptionsError, KubeProtocolError } from './errors.js';
+import { isExpired, KubeProtocolError } from './errors.js';
 import { apiVersionOf, collectionPath, objectPath } from './paths.js';
 import { toStatus } from './status-body.js';
 import type {
@@ -89,7 +90,7 @@ export class ResourceClient<T> {
       typeof resource.version !== 'string' ||
       typeof resource.group !== 'string'
     ) {
-      throw new KubeClientOptionsError('a resource needs group, version and plural');
+      throw new OptionsError('KubeClient', 'a resource needs group, version and plural');
     }
     this.#client = client;
     this.resource = resource;
@@ -100,7 +101,7 @@ export class ResourceClient<T> {
   /** The same handle scoped to `namespace`. */
   inNamespace(namespace: string): ResourceClient<T> {
     if (typeof namespace !== 'string' || namespace === '')
-      throw new KubeClientOptionsError('namespace must be a non-empty string');
+      throw new OptionsError('KubeClient', 'namespace must be a non-empty string');
     return new ResourceClient<T>(this.#client, this.resource, this.#schema, namespace);
   }
 
@@ -125,7 +126,7 @@ export class ResourceClient<T> {
 
   #name(body: WriteObject, verb: string): string {
     const name = body.metadata?.name;
-    if (typeof name !== 'string' || name === '') throw new KubeClientOptionsError(`${verb} needs metadata.name`);
+    if (typeof name !== 'string' || name === '') throw new OptionsError('KubeClient', `${verb} needs metadata.name`);
     return name;
   }
 
@@ -337,7 +338,7 @@ export class ResourceClient<T> {
   async patch(name: string, patch: Patch, options?: PatchOptions): Promise<T> {
     const contentType = PATCH_CONTENT_TYPES[patch.type];
     if (contentType === undefined)
-      throw new KubeClientOptionsError(`unknown patch type ${String((patch as { type?: unknown }).type)}`);
+      throw new OptionsError('KubeClient', `unknown patch type ${String((patch as { type?: unknown }).type)}`);
     return this.#object({
       verb: 'patch',
       method: 'PATCH',
@@ -357,10 +358,10 @@ export class ResourceClient<T> {
    */
   async apply(body: WriteObject, options: ApplyOptions): Promise<T> {
     if (typeof options?.fieldManager !== 'string' || options.fieldManager === '')
-      throw new KubeClientOptionsError('apply needs a fieldManager');
-    if (typeof options.force !== 'boolean') throw new KubeClientOptionsError('apply needs an explicit force: true or false');
+      throw new OptionsError('KubeClient', 'apply needs a fieldManager');
+    if (typeof options.force !== 'boolean') throw new OptionsError('KubeClient', 'apply needs an explicit force: true or false');
     const kind = body.kind ?? this.resource.kind;
-    if (kind === undefined) throw new KubeClientOptionsError('apply needs kind: set it on the body or on the resource');
+    if (kind === undefined) throw new OptionsError('KubeClient', 'apply needs kind: set it on the body or on the resource');
     const document = { ...body, apiVersion: body.apiVersion ?? apiVersionOf(this.resource), kind };
     return this.#object({
       verb: 'patch',
@@ -391,7 +392,7 @@ export class ResourceClient<T> {
   /** DELETECOLLECTION: every object matching the selectors. Resolves with what the server returned (a list or a `Status`). */
   async deleteCollection(
     options?: DeleteCollectionOptions,
-  ): Promise<{ readonly items: T[] } | { readonly status: import('./errors.js').KubeStatus }> {
+  ): Promise<{ readonly items: T[] } | { readonly status: import('@reconcile-loop/k8s-types').Status }> {
     const body = await this.#client.request({
       verb: 'deletecollection',
       method: 'DELETE',
@@ -414,7 +415,7 @@ export class ResourceClient<T> {
    */
   subresource(subresource: string): SubresourceClient {
     if (typeof subresource !== 'string' || !/^[a-z][a-z0-9]*$/.test(subresource))
-      throw new KubeClientOptionsError(`not a subresource name: ${String(subresource)}`);
+      throw new OptionsError('KubeClient', `not a subresource name: ${String(subresource)}`);
     const client = this.#client;
     const path = (name: string): string => objectPath(this.resource, name, this.namespace, subresource);
     const call = (request: KubeRequest): Promise<unknown> => client.request(request);

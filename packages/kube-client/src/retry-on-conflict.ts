@@ -1,5 +1,6 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { sleep, systemClock, type Clock } from '@reconcile-loop/primitives';
-import { isConflict, KubeClientOptionsError } from './errors.js';
+import { isConflict } from './errors.js';
 
 /** A backoff schedule: apimachinery's `wait.Backoff`. */
 export interface Backoff {
@@ -58,7 +59,7 @@ function checkBackoff(backoff: Backoff): void {
     Number.isFinite(backoff.durationMs) &&
     backoff.factor >= 0 &&
     backoff.jitter >= 0;
-  if (!ok) throw new KubeClientOptionsError(`not a usable backoff: ${JSON.stringify(backoff)}`);
+  if (!ok) throw new OptionsError('retryOnConflict', `not a usable backoff: ${JSON.stringify(backoff)}`);
 }
 
 /**

@@ -172,13 +172,13 @@ describe('[kube_client: frames as bytes] splitFrameBatches carries each frame as
     };
     const over = splitFrameBatches(of(`{"a":1}\n${'x'.repeat(50)}\n`), 40);
     expect((await over.next()).value?.map((frame) => Buffer.from(frame).toString())).toEqual(['{"a":1}']);
-    await expect(over.next()).rejects.toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 40 });
+    await expect(over.next()).rejects.toMatchObject({ code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 40 });
     // A frame that never ends fails as soon as its pending part passes the cap.
     await expect(text(splitFrameBatches(of('x'.repeat(30), 'x'.repeat(30)), 40))).rejects.toMatchObject({
-      code: 'KUBE_WATCH_FRAME_TOO_LARGE',
+      code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE',
     });
     expect(await text(splitFrameBatches(of('x'.repeat(40) + '\n'), 40))).toEqual([['x'.repeat(40)]]);
-    await expect(text(splitFrameBatches(of('{"type":"ADDED"')))).rejects.toMatchObject({ code: 'KUBE_PROTOCOL' });
+    await expect(text(splitFrameBatches(of('{"type":"ADDED"')))).rejects.toMatchObject({ code: 'RL_KUBE_PROTOCOL' });
     // CRLF keeps its CR (as the lines do); blank, whitespace-only and Unicode-whitespace lines are dropped; a trailing blank remainder is no error.
     expect(await text(splitFrameBatches(of('{"a":1}\r\n', '  \n\n', ' \u00a0\u3000\n', '\t'), 40))).toEqual([['{"a":1}\r']]);
   });
@@ -217,7 +217,7 @@ describe('[kube_client: frames as bytes] splitFrameBatches carries each frame as
       maxFrameBytes: 64,
     });
     const stream = capped.streamFrameBatches({ verb: 'watch', method: 'GET', path: '/api/v1/pods' });
-    await expect(stream.next()).rejects.toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 64 });
+    await expect(stream.next()).rejects.toMatchObject({ code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 64 });
     expect(fake.closed).toBe(2);
   });
 });

@@ -36,7 +36,7 @@ describe('[kube_client: watch] property: any chunking of a watch body yields exa
           );
           if (tooLong) {
             expect(result.ok).toBe(false);
-            expect(!result.ok && (result.e as { code?: string }).code).toBe('KUBE_WATCH_FRAME_TOO_LARGE');
+            expect(!result.ok && (result.e as { code?: string }).code).toBe('RL_KUBE_WATCH_FRAME_TOO_LARGE');
           } else {
             expect(result).toEqual({ ok: true, v: lines });
           }

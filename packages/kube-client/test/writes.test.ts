@@ -103,7 +103,7 @@ describe('[kube_client: RetryOnConflict] client-go retry.RetryOnConflict with De
     expect(clock.pending).toBe(0);
     await expect(
       retryOnConflict(async () => 1, { backoff: { steps: 0, durationMs: 1, factor: 1, jitter: 0 } }),
-    ).rejects.toMatchObject({ code: 'KUBE_CLIENT_OPTIONS' });
+    ).rejects.toMatchObject({ code: 'RL_INVALID_OPTIONS' });
   });
 });
 
@@ -252,7 +252,7 @@ describe('[kube_client: create-if-absent] AlreadyExists is success and returns t
       object: { spec: { replicas: 1 } },
     });
     await expect(createIfAbsent(cells, { metadata: { generateName: 'x-' } })).rejects.toMatchObject({
-      code: 'KUBE_CLIENT_OPTIONS',
+      code: 'RL_INVALID_OPTIONS',
     });
     server.fake.next({ status: 403, body: statusBody(403, 'Forbidden', 'no') });
     await expect(createIfAbsent(cells, { metadata: { name: 'z' } })).rejects.toMatchObject({ reason: 'Forbidden' });
@@ -315,7 +315,7 @@ describe('[kube_client: server-side apply] apply and applyStatus helpers with a 
     expect(status!.path.endsWith('/cellsets/a/status')).toBe(true);
     expect(Object.fromEntries(status!.query)).toEqual({ fieldManager: 'ctl', force: 'true' });
     await expect(applyStatus(cells, '', {}, { fieldManager: 'ctl', force: true })).rejects.toMatchObject({
-      code: 'KUBE_CLIENT_OPTIONS',
+      code: 'RL_INVALID_OPTIONS',
     });
   });
 });

@@ -54,7 +54,7 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
     });
   });
 
-  it('[leader_election: validation] bad options are a LeaderElectionOptionsError with a stable code, like NewLeaderElector', () => {
+  it('[leader_election: validation] bad options are an OptionsError with a stable code, like NewLeaderElector', () => {
     const bad: [object, RegExp][] = [
       [{ leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }, /leaseDuration must be greater than renewDeadline/],
       [{ renewDeadlineMs: 2_400, retryPeriodMs: 2_000 }, /renewDeadline must be greater than retryPeriod\*JitterFactor/],
@@ -66,7 +66,7 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
     for (const [timings, message] of bad) {
       expect(() => resolveTimings(timings)).toThrow(message);
       expect(() => new LeaderElector({ lock: lockOf(), ...timings })).toThrow(
-        expect.objectContaining({ code: 'LEADER_ELECTION_OPTIONS' }),
+        expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
       );
     }
     expect(() => new LeaderElector({} as never)).toThrow(/Lock must not be nil/);
@@ -88,7 +88,7 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
     );
     expect(
       () => new LeaseLock({ client: new KubeClient({ server: 'https://x.invalid' }), namespace: '', name: 'l', identity: 'a' }),
-    ).toThrow(expect.objectContaining({ code: 'LEADER_ELECTION_OPTIONS' }));
+    ).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
     // The boundary client-go accepts: renewDeadline just above retryPeriod·1.2.
     expect(resolveTimings({ leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 })).toEqual({
       leaseDurationMs: 3_000,
@@ -104,7 +104,7 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
   it('[leader_election: lease lock] an update before any read is refused (it would be unconditional)', async () => {
     await expect(
       lockOf().update({ holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: '', renewTime: '', leaseTransitions: 0 }),
-    ).rejects.toMatchObject({ code: 'LEADER_ELECTION_OPTIONS' });
+    ).rejects.toMatchObject({ code: 'RL_INVALID_OPTIONS' });
   });
 });
 
@@ -167,7 +167,7 @@ describe('[leader_election: acquire and renew] optimistic concurrency on the Lea
     await advance(2_000);
     expect(a.elector.isLeader()).toBe(false);
     expect(signal!.aborted).toBe(true);
-    expect(signal!.reason).toMatchObject({ code: 'LEADERSHIP_LOST', reason: 'other-holder' });
+    expect(signal!.reason).toMatchObject({ code: 'RL_LEADER_LOST', reason: 'other-holder' });
     expect(lost.map((e) => e.reason)).toEqual(['other-holder']);
     expect(stopped).toBe(1);
     expect(a.logger.lines.some((l) => l.level === 'warn' && /optimistically/.test(l.message))).toBe(true);
@@ -405,7 +405,7 @@ describe('[leader_election: gate] waitForLeadership, onLost, run', () => {
     server.put('default', 'lock', { holderIdentity: 'x', leaseDurationSeconds: 15, leaseTransitions: 0 });
     const a = replica(server, 'a');
     const timedOut = expect(a.elector.waitForLeadership(undefined, 1_000)).rejects.toMatchObject({
-      code: 'LEADERSHIP_WAIT_TIMEOUT',
+      code: 'RL_LEADER_WAIT_TIMEOUT',
     });
     const aborted = new AbortController();
     const cancelled = a.elector.waitForLeadership(aborted.signal);
@@ -420,7 +420,7 @@ describe('[leader_election: gate] waitForLeadership, onLost, run', () => {
     const term = await won;
     expect(term.aborted).toBe(false);
     expect(await a.elector.waitForLeadership()).toBe(term);
-    await expect(a.elector.run(new AbortController().signal)).rejects.toMatchObject({ code: 'LEADER_ELECTOR_RUNNING' });
+    await expect(a.elector.run(new AbortController().signal)).rejects.toMatchObject({ code: 'RL_LEADER_ELECTOR_RUNNING' });
     a.controller.abort();
     await advance(0);
     await a.run;

@@ -251,11 +251,11 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       'start() to reject',
     );
     expect(error).toMatchObject({
-      code: 'LIST_REJECTED',
+      code: 'RL_REFLECTOR_LIST_REJECTED',
       permanent: true,
       statusCode: 400,
       status: { code: 400, reason: 'BadRequest' },
-      request: { verb: 'list' },
+      cause: { verb: 'list' },
     });
     const health = loop.health();
     expect(health).toMatchObject({ state: 'stopped', synced: false, error });
@@ -286,7 +286,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     expect(red.sources['pods']?.lastError).toMatchObject({
       statusCode: 403,
       status: { code: 403, reason: 'Forbidden' },
-      request: { verb: 'list' },
+      verb: 'list',
     });
     expect(red.state).toBe('starting');
 
@@ -338,7 +338,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     forceRelist(s, () => s.createPod({ metadata: { name: 'engine-2', namespace: NS, labels: { pool: 'engines' } } }));
 
     const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*LIST did not complete within 10000 ms/);
-    expect(red.sources['pods']?.lastError).toMatchObject({ code: 'LIST_TIMEOUT', timeoutMs: 10_000 });
+    expect(red.sources['pods']?.lastError).toMatchObject({ code: 'RL_REFLECTOR_LIST_TIMEOUT', timeoutMs: 10_000 });
     const from = reconciles.mark();
     loop.enqueue('trainers');
     await reconciles.until('trainers', any, 'a reconcile while the relist hangs', from);
@@ -370,7 +370,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     s.dropWatches(); // the reopen from "abc" is refused (kube-apiserver answers 500 "resourceVersion: Invalid value")
 
     const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*500: resourceVersion: Invalid value/);
-    expect(red.sources['pods']?.lastError).toMatchObject({ statusCode: 500, request: { verb: 'watch' } });
+    expect(red.sources['pods']?.lastError).toMatchObject({ statusCode: 500, verb: 'watch' });
     const relisted = await reconciles.until(
       'engines',
       (members) => members.has('pool-a/engine-9'),
@@ -414,7 +414,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     await expectStillFlowing(s, reconciles, 'trainer-9');
   });
 
-  it('[loop: health] an oversized frame (1 MB against a 64 KiB cap) tears the watch down: readiness red naming maxFrameSize, then the relist restores the update behind it (embedded apiserver)', async () => {
+  it('[loop: health] an oversized frame (1 MB against a 64 KiB cap) tears the watch down: readiness red naming maxFrameBytes, then the relist restores the update behind it (embedded apiserver)', async () => {
     const {
       server: s,
       loop,
@@ -428,7 +428,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     s.injectMalformedFrame(`{"type":"MODIFIED","object":{"metadata":{"annotations":{"x":"${'y'.repeat(1024 * 1024)}`); // never a whole frame
     s.kubelet.bind(NS, 'engine-1', 'node-b');
 
-    const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*maxFrameSize/);
+    const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*maxFrameBytes/);
     expect(red.sources['pods']?.lastError).toMatchObject({ name: 'WatchFrameTooLargeError' });
     await reconciles.until(
       'engines',

@@ -4,7 +4,7 @@ import type { Clock, Logger } from '@reconcile-loop/primitives';
 import { Backoff } from './backoff.js';
 import { failureSignature, retryAfterMs } from './classify.js';
 import type { ListWatchClient, ListWatchScope } from './client.js';
-import { isApiStatusError } from './errors.js';
+import { isKubeApiError } from '@reconcile-loop/kube-client';
 import type { ResolvedOptions } from './options.js';
 import { Quarantine } from './quarantine.js';
 
@@ -47,7 +47,7 @@ export type MutableStats = { -readonly [K in keyof ReflectorStats]: ReflectorSta
 
 /** Log level of a failure that starts or changes. */
 function levelOf(error: unknown): 'info' | 'warn' | 'error' {
-  if (isApiStatusError(error)) {
+  if (isKubeApiError(error)) {
     // Needs a human (credentials, RBAC, a missing CRD) even though it may heal by itself.
     if (error.statusCode === 401 || error.statusCode === 403 || error.statusCode === 404) return 'error';
     if (error.statusCode === 410) return 'info';
@@ -157,16 +157,16 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     const signature = `${what}|${failureSignature(error)}`;
     const level = signature === this.#loggedFailure ? 'debug' : levelOf(error);
     if (level !== 'debug' && level !== 'info') this.#loggedFailure = signature;
-    const status = isApiStatusError(error)
+    const status = isKubeApiError(error)
       ? error.status
       : (error as { status?: { code?: number; reason?: string; message?: string } } | null)?.status;
     this.logger[level](
       this.fields({
         err: error,
-        code: isApiStatusError(error) ? error.statusCode : status?.code,
+        code: isKubeApiError(error) ? error.statusCode : status?.code,
         reason: status?.reason,
         message: status?.message,
-        request: isApiStatusError(error) ? error.request : undefined,
+        request: isKubeApiError(error) ? `${error.verb.toUpperCase()} ${error.path}` : undefined,
         consecutiveFailures: this.consecutiveFailures,
         retryDelayMs: delay,
         ...extra,

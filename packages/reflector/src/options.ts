@@ -1,7 +1,7 @@
 import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
 import type { Clock, Logger } from '@reconcile-loop/primitives';
 import type { ListWatchClient, ListWatchScope } from './client.js';
-import { ReflectorOptionsError } from './errors.js';
+import { OptionsError } from '@reconcile-loop/primitives';
 import { DEFAULT_MAX_FRAME_SIZE } from './kube-api.js';
 
 /** Default base server-side watch timeout; each watch adds up to 100% jitter (Go: 5 to 10 minutes). */
@@ -108,17 +108,17 @@ export interface ResolvedOptions {
 
 function positive(name: string, value: number, allowZero: boolean): number {
   if (!Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new ReflectorOptionsError(`${name} must be a finite number ${allowZero ? '>= 0' : '> 0'}, got ${String(value)}`);
+    throw new OptionsError('Reflector', `${name} must be a finite number ${allowZero ? '>= 0' : '> 0'}, got ${String(value)}`);
   }
   return value;
 }
 
-/** Applies defaults; throws {@link ReflectorOptionsError} for a value the reflector cannot run with. */
+/** Applies defaults; throws `OptionsError` for a value the reflector cannot run with. */
 export function resolveOptions<T extends KubernetesObjectView>(options: ReflectorOptions<T>): ResolvedOptions {
   if (typeof options.client?.list !== 'function' || typeof options.client.watch !== 'function') {
-    throw new ReflectorOptionsError('client must have list(request) and watch(request) methods');
+    throw new OptionsError('Reflector', 'client must have list(request) and watch(request) methods');
   }
-  if (typeof options.schema?.safeParse !== 'function') throw new ReflectorOptionsError('schema must be a zod schema');
+  if (typeof options.schema?.safeParse !== 'function') throw new OptionsError('Reflector', 'schema must be a zod schema');
   const resolved: ResolvedOptions = {
     name: options.name ?? 'reflector',
     watchTimeoutSeconds: positive('watchTimeoutSeconds', options.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT_SECONDS, false),
@@ -131,11 +131,14 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
     listPageSize: positive('listPageSize', options.listPageSize ?? DEFAULT_LIST_PAGE_SIZE, true),
   };
   if (!['auto', 'watch-list', 'list'].includes(resolved.initialList)) {
-    throw new ReflectorOptionsError(`initialList must be 'auto', 'watch-list' or 'list', got ${String(resolved.initialList)}`);
+    throw new OptionsError(
+      'Reflector',
+      `initialList must be 'auto', 'watch-list' or 'list', got ${String(resolved.initialList)}`,
+    );
   }
   if (!Number.isSafeInteger(resolved.listPageSize))
-    throw new ReflectorOptionsError(`listPageSize must be an integer, got ${String(resolved.listPageSize)}`);
+    throw new OptionsError('Reflector', `listPageSize must be an integer, got ${String(resolved.listPageSize)}`);
   if (resolved.maxRetryDelayMs < resolved.retryDelayMs)
-    throw new ReflectorOptionsError('maxRetryDelayMs must be >= retryDelayMs');
+    throw new OptionsError('Reflector', 'maxRetryDelayMs must be >= retryDelayMs');
   return resolved;
 }

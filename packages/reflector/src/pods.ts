@@ -1,6 +1,6 @@
 import { podResource, podSchema, type ApiResource, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
 import type { KubeClient } from '@reconcile-loop/kube-client';
-import { ReflectorOptionsError } from './errors.js';
+import { OptionsError } from '@reconcile-loop/primitives';
 import { KubeApiClient, type KubeConfigAuth } from './kube-api.js';
 import { Reflector, type ReflectorOptions } from './reflector.js';
 
@@ -21,7 +21,7 @@ export interface KubeReflectorOptions<T extends KubernetesObjectView> extends Om
 export function kubeReflector<T extends KubernetesObjectView>(options: KubeReflectorOptions<T>): Reflector<T> {
   const { kubeConfig, kubeClient, resource, ...rest } = options;
   if ((kubeConfig === undefined) === (kubeClient === undefined))
-    throw new ReflectorOptionsError('give exactly one of kubeConfig and kubeClient');
+    throw new OptionsError('podReflector', 'give exactly one of kubeConfig and kubeClient');
   return new Reflector<T>({
     ...rest,
     client: new KubeApiClient((kubeClient ?? kubeConfig)!, resource, { maxFrameSize: rest.maxFrameSize }),

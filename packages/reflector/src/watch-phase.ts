@@ -5,7 +5,7 @@ import {
   parseWatchFrame,
   parseWatchLine,
   readWatchFrame,
-  type ApiStatus,
+  type Status,
   type InvalidObjectError,
   type KubernetesObjectView,
   type ObjectSchema,
@@ -14,7 +14,13 @@ import {
 import { deleteEvent, isPermanentSourceError, upsertEvent, type SourceEvent } from '@reconcile-loop/object-store';
 import { watchVerdict } from './classify.js';
 import type { ReflectorCore } from './core.js';
-import { ApiStatusError, isApiStatusError, KubeApiProtocolError, WatchFrameTooLargeError } from './errors.js';
+import {
+  isKubeApiError,
+  KubeProtocolError,
+  statusError,
+  WatchFrameTooLargeError,
+  type KubeApiError,
+} from '@reconcile-loop/kube-client';
 import { STOP, WatchSession } from './watch-session.js';
 
 /** A watch that ends cleanly this soon without a single frame is a failure, not a server timeout (as Go). */
@@ -79,7 +85,7 @@ export async function* watchPhase<T extends KubernetesObjectView>(
         core.stats.watchFailures++;
         return {
           kind: 'retry',
-          delayMs: core.fail(new KubeApiProtocolError('watch closed within a second without a frame'), 'watch closed at once'),
+          delayMs: core.fail(new KubeProtocolError('watch closed within a second without a frame'), 'watch closed at once'),
         };
       }
       const now = clock.now();
@@ -131,10 +137,8 @@ export async function* watchPhase<T extends KubernetesObjectView>(
     if (signal.aborted) return ABORTED;
     if (!session?.stopped) {
       if (isPermanentSourceError(error)) throw core.failPermanently(error);
-      if (isApiStatusError(error)) return failedWatch(core, error.status, error.statusCode, 'watch request failed', error);
-      const code = (error as { code?: unknown } | null)?.code;
-      // KUBE_…: a hand-written client over kube-client that did not map its error.
-      if (code === 'WATCH_FRAME_TOO_LARGE' || code === 'KUBE_WATCH_FRAME_TOO_LARGE') return tooLarge(core, error);
+      if (isKubeApiError(error)) return failedWatch(core, error.status, error.statusCode, 'watch request failed', error);
+      if (error instanceof WatchFrameTooLargeError) return tooLarge(core, error);
       core.stats.watchFailures++;
       return { kind: 'retry', delayMs: core.fail(error, 'watch dropped; retrying from the cursor') };
     }
@@ -147,20 +151,16 @@ export async function* watchPhase<T extends KubernetesObjectView>(
   core.stats.idleTimeouts++;
   core.stats.watchFailures++;
   const delayMs = core.fail(
-    new KubeApiProtocolError(`watch silent for ${session.idleMs} ms, past its timeout`),
+    new KubeProtocolError(`watch silent for ${session.idleMs} ms, past its timeout`),
     'watch silent past its timeout; reopening from the cursor',
     { idleMs: session.idleMs },
   );
   return { kind: 'retry', delayMs };
 }
 
-/** The error an in-band ERROR frame stands for. */
-export function errorFrameError(status: ApiStatus): ApiStatusError {
-  return new ApiStatusError(
-    status.code ?? 0,
-    status,
-    `watch ERROR frame${status.code ? ` ${status.code}` : ''}${status.reason ? ` ${status.reason}` : ''}${status.message ? `: ${status.message}` : ''}`,
-  );
+/** The error an in-band ERROR frame stands for: kube-client's, so the same `is*` helpers classify it. */
+export function errorFrameError(status: Status): KubeApiError {
+  return statusError(status, 'watch', '(in-band ERROR frame)');
 }
 
 /**
@@ -240,7 +240,7 @@ export function tooLarge<T extends KubernetesObjectView>(core: ReflectorCore<T>,
 /** A WATCH that failed with a `Status` (HTTP or in-band): relist on a dead or rejected cursor, else retry from it. */
 export function failedWatch<T extends KubernetesObjectView>(
   core: ReflectorCore<T>,
-  status: ApiStatus | undefined,
+  status: Status | undefined,
   httpStatus: number | undefined,
   what: string,
   error: unknown,

@@ -246,7 +246,7 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
       ['debug', 2_000], // the same failure again: not logged loudly twice
     ]);
     expect(failures[0]?.fields['err']).toMatchObject({
-      code: 'API_STATUS',
+      code: 'RL_KUBE_API_ERROR',
       statusCode: 500,
       status: { reason: 'InternalError' },
     });

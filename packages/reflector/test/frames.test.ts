@@ -1,11 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { podResource, type Pod } from '@reconcile-loop/k8s-types';
-import { KubeClient } from '@reconcile-loop/kube-client';
+import { KubeClient, WatchFrameTooLargeError } from '@reconcile-loop/kube-client';
 import type { SourceEvent } from '@reconcile-loop/object-store';
 import { settle } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KubeApiClient, WatchFrameTooLargeError, type WatchRequest } from '../src/index.js';
+import { KubeApiClient, type WatchRequest } from '../src/index.js';
 import { advance, bookmark, FakeClient, line, openReflector, pod } from './helpers.js';
 
 /** A client handing over each socket read as one array of frame bytes, as `KubeApiClient` does: every value pushed is one batch of lines, sent as bytes. */

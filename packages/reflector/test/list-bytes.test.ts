@@ -1,15 +1,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { KubeClient } from '@reconcile-loop/kube-client';
+import { KubeClient, KubeProtocolError } from '@reconcile-loop/kube-client';
 import type { SourceEvent } from '@reconcile-loop/object-store';
 import { settle } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
-  ApiStatusError,
   KubeApiClient,
-  KubeApiProtocolError,
   ListTimeoutError,
   Reflector,
   type ListPageResult,
@@ -18,7 +16,7 @@ import {
   type ListWatchClient,
 } from '../src/index.js';
 import { expectStoreEqualsFreshList, fastClock, kubeConfigFor, runCleanups, server, tapOf } from './embedded-helpers.js';
-import { advance, FakeClient, openReflector, pod } from './helpers.js';
+import { advance, FakeClient, openReflector, pod, apiError } from './helpers.js';
 
 /** The body of one LIST page as the apiserver writes it. */
 function pageBody(page: ListResult): string {
@@ -204,7 +202,7 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
       (c) =>
         c.queueList(
           { items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' },
-          new ApiStatusError(410, { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' }),
+          apiError(410, { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' }),
           { items: [pod('a', '1'), pod('c', '12')], resourceVersion: '12' },
         ),
       new BytesListClient(),
@@ -289,7 +287,7 @@ describe('[k8s_reflector: LIST pages as bytes] KubeApiClient.listPage over HTTP'
     // An empty resourceVersion: the byte reader reads it, the reflector refuses it, the exact path rejects the page.
     const empty = await servedBy('{"metadata":{"resourceVersion":""},"items":[]}');
     const failure = await empty.client.listPage({ signal }, () => undefined).catch((error: unknown) => error);
-    expect(failure).toBeInstanceOf(KubeApiProtocolError);
+    expect(failure).toBeInstanceOf(KubeProtocolError);
     expect(failure).toEqual(await empty.client.list({ signal }).catch((error: unknown) => error));
     const { reflector, controller } = (() => {
       const controller = new AbortController();
@@ -306,7 +304,7 @@ describe('[k8s_reflector: LIST pages as bytes] KubeApiClient.listPage over HTTP'
       return { reflector, controller };
     })();
     await expect.poll(() => reflector.stats.listFailures).toBe(1);
-    expect(reflector.health().lastError).toBeInstanceOf(KubeApiProtocolError);
+    expect(reflector.health().lastError).toBeInstanceOf(KubeProtocolError);
     expect(empty.requests).toHaveLength(3);
     controller.abort();
   });

@@ -2,8 +2,8 @@ import type { Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore, type SourceEvent } from '@reconcile-loop/object-store';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { ApiStatusError, WATCH_LIST_GIVE_UP_AFTER, type ReflectorOptions } from '../src/index.js';
-import { advance, bookmark, errorFrame, line, openReflector, pod, type FakeClient } from './helpers.js';
+import { WATCH_LIST_GIVE_UP_AFTER, type ReflectorOptions } from '../src/index.js';
+import { advance, bookmark, errorFrame, line, openReflector, pod, type FakeClient, apiError } from './helpers.js';
 
 /** The bookmark that ends a watch-list's initial events. */
 function endBookmark(resourceVersion: string): string {
@@ -125,7 +125,7 @@ describe('Reflector: watch-list fallback to LIST', () => {
     );
     await settle();
     client.watch0.fail(
-      new ApiStatusError(
+      apiError(
         422,
         status(
           422,
@@ -176,16 +176,13 @@ describe('Reflector: watch-list fallback to LIST', () => {
   });
 
   it('[k8s_reflector: Streaming initial list fallback] a 400 that is not about the watch-list parameters (a selector) is not a refusal: one incomplete stream, and the LIST fallback meets it under the LIST rules (a first LIST answered 400 is permanent)', async () => {
-    const selector = new ApiStatusError(
-      400,
-      status(400, 'BadRequest', "unable to parse requirement: found '=', expected: identifier"),
-    );
+    const selector = apiError(400, status(400, 'BadRequest', "unable to parse requirement: found '=', expected: identifier"));
     const { client, reflector, stream } = setup({}, (c) => c.queueList(selector));
     await settle();
     client.watch0.fail(selector);
     await stream.done;
     expect(reflector.watchListOff).toBeUndefined();
-    expect(stream.error).toMatchObject({ code: 'LIST_REJECTED', permanent: true });
+    expect(stream.error).toMatchObject({ code: 'RL_REFLECTOR_LIST_REJECTED', permanent: true });
     expect(reflector.stats).toMatchObject({ watchLists: 1, watchListFallbacks: 1, lists: 1 });
   });
 
@@ -279,7 +276,7 @@ describe('Reflector: paginated LIST', () => {
     const { client, reflector, stream } = openReflector({ initialList: 'list', listPageSize: 2 }, (c) =>
       c.queueList(
         { items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' },
-        new ApiStatusError(410, status(410, 'Expired', 'The provided continue parameter is too old')),
+        apiError(410, status(410, 'Expired', 'The provided continue parameter is too old')),
         { items: [pod('a', '1'), pod('c', '12')], resourceVersion: '12' },
       ),
     );

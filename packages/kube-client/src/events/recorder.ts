@@ -1,8 +1,9 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import type { Logger } from '@reconcile-loop/primitives';
 import { hostname } from 'node:os';
 import type { Clock } from '@reconcile-loop/primitives';
 import type { KubeClient } from '../client.js';
-import { isAlreadyExists, isKubeApiError, isNotFound, KubeClientOptionsError } from '../errors.js';
+import { isAlreadyExists, isKubeApiError, isNotFound, KubeRequestTimeoutError, KubeTransportError } from '../errors.js';
 import { TokenBucketRateLimiter } from '../rate-limiter.js';
 import type { ResourceClient } from '../resource.js';
 import type { KubeObject, WriteObject } from '../types.js';
@@ -88,8 +89,7 @@ const eventsResource = { group: 'events.k8s.io', version: 'v1', plural: 'events'
 function transient(error: unknown): boolean {
   // No answer, or a 5xx/429: worth another try. A 4xx means the event itself is wrong (client-go
   // drops it), as does an answer that breaks the protocol.
-  const code = (error as { code?: unknown } | null)?.code;
-  if (code === 'KUBE_TRANSPORT' || code === 'KUBE_REQUEST_TIMEOUT') return true;
+  if (error instanceof KubeTransportError || error instanceof KubeRequestTimeoutError) return true;
   return isKubeApiError(error) && (error.statusCode >= 500 || error.statusCode === 429);
 }
 
@@ -149,7 +149,7 @@ export class EventRecorder {
       options.reportingController === '' ||
       options.reportingController.length > 128
     ) {
-      throw new KubeClientOptionsError('reportingController must be 1-128 characters');
+      throw new OptionsError('EventRecorder', 'reportingController must be 1-128 characters');
     }
     this.#events = options.client.resource(eventsResource);
     this.#clock = options.clock ?? options.client.clock;
@@ -168,8 +168,9 @@ export class EventRecorder {
     const maxEvents = options.aggregateMaxEvents ?? DEFAULT_AGGREGATE_MAX_EVENTS;
     const intervalMs = options.aggregateIntervalMs ?? DEFAULT_AGGREGATE_INTERVAL_MS;
     if (!Number.isInteger(maxEvents) || maxEvents < 1)
-      throw new KubeClientOptionsError(`aggregateMaxEvents must be an integer >= 1, got ${String(maxEvents)}`);
-    if (!(intervalMs >= 0)) throw new KubeClientOptionsError(`aggregateIntervalMs must be >= 0, got ${String(intervalMs)}`);
+      throw new OptionsError('EventRecorder', `aggregateMaxEvents must be an integer >= 1, got ${String(maxEvents)}`);
+    if (!(intervalMs >= 0))
+      throw new OptionsError('EventRecorder', `aggregateIntervalMs must be >= 0, got ${String(intervalMs)}`);
     this.#similar = new SimilarEventAggregator(maxEvents, intervalMs);
   }
 
@@ -179,7 +180,7 @@ export class EventRecorder {
   }
 
   /**
-   * Records one event about `regarding`. Returns at once. Throws {@link KubeClientOptionsError}
+   * Records one event about `regarding`. Returns at once. Throws `OptionsError`
    * only for an event the apiserver could never accept (no name, bad type, empty reason or action).
    */
   event(regarding: ObjectReference, input: EventInput): void {
