@@ -99,8 +99,7 @@ describe.skipIf(!availability.run)('reflector failures against the real kube-api
     const reflector = podReflector({
       kubeConfig: watcher,
       namespace: ns,
-      retryDelayMs: 100,
-      maxRetryDelayMs: 400,
+      retry: { initialMs: 100, maxMs: 400 },
       logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
     });
     const mirror = new Mirror<Pod>(reflector);
@@ -189,8 +188,7 @@ describe.skipIf(!availability.run)('reflector failures against the real kube-api
         resource: { group, version, plural },
         schema,
         namespace: ns,
-        retryDelayMs: 100,
-        maxRetryDelayMs: 400,
+        retry: { initialMs: 100, maxMs: 400 },
       });
       const mirror = new Mirror<z.output<typeof schema>>(reflector);
       const quarantined = () => reflector.health().quarantined.map((q) => q.key);

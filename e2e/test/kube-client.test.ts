@@ -227,7 +227,7 @@ describeE2e('kube-client against the real kube-apiserver', () => {
             const status = (o['status'] ?? {}) as Record<string, number>;
             o['status'] = { ...status, [field]: (status[field] ?? 0) + 1 };
           },
-          { backoff: { steps: 100, durationMs: 5, factor: 1, jitter: 1 } },
+          { retry: { initialMs: 5, maxMs: 5, factor: 1, jitter: 1 }, attempts: 100 },
         );
         conflicts += result.attempts - 1;
       }
@@ -248,7 +248,7 @@ describeE2e('kube-client against the real kube-apiserver', () => {
           handle,
           'patch-race',
           (current) => ({ [field]: (((current['status'] ?? {}) as Record<string, number>)[field] ?? 0) + 1 }),
-          { backoff: { steps: 100, durationMs: 5, factor: 1, jitter: 1 } },
+          { retry: { initialMs: 5, maxMs: 5, factor: 1, jitter: 1 }, attempts: 100 },
         );
         conflicts += result.attempts - 1;
       }
@@ -267,7 +267,8 @@ describeE2e('kube-client against the real kube-apiserver', () => {
       const handle = newClient({ rateLimit: false }).resource(cellResource).inNamespace(ns);
       for (const finalizer of names(who)) {
         const result = await change(handle, 'fin-race', finalizer, {
-          backoff: { steps: 100, durationMs: 5, factor: 1, jitter: 1 },
+          retry: { initialMs: 5, maxMs: 5, factor: 1, jitter: 1 },
+          attempts: 100,
         });
         expect(result.changed).toBe(true);
         conflicts += result.attempts - 1;

@@ -143,8 +143,7 @@ class Tracker {
       kubeConfig: kubeConfigOf(endpoint),
       namespace,
       labelSelector: POOL,
-      retryDelayMs: 100,
-      maxRetryDelayMs: 1_000,
+      retry: { initialMs: 100, maxMs: 1_000 },
       random: () => 0,
       ...options,
     });

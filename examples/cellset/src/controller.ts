@@ -118,7 +118,9 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
         });
   const timing = {
     ...(options.clock !== undefined && { clock: options.clock }),
-    ...(options.sourceRetryDelayMs !== undefined && { retryDelayMs: options.sourceRetryDelayMs }),
+    ...(options.sourceRetryDelayMs !== undefined && {
+      retry: { initialMs: options.sourceRetryDelayMs, maxMs: Math.max(30_000, options.sourceRetryDelayMs) },
+    }),
     logger,
   };
   const deps: ReconcileDeps = {

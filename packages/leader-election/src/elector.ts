@@ -8,16 +8,6 @@ import { abortReason, sleep, systemClock, type Logger, type TimerOptions } from 
 import { settledWithin } from './wait.js';
 import { ReadFailureLog } from './read-failures.js';
 
-/** What a loop needs from an elector to run warm: see `runWhenLeader` and the README. */
-export interface LeadershipGate {
-  /** True only while this replica may act as leader; computed from the clock on every call. */
-  isLeader(): boolean;
-  /** Resolves, with the term's signal, once this replica leads (at once when it already does). */
-  waitForLeadership(signal?: AbortSignal, timeoutMs?: number): Promise<AbortSignal>;
-  /** Calls `listener` each time leadership is lost; returns the unsubscribe function. */
-  onLost(listener: (error: LeadershipLostError) => void): () => void;
-}
-
 /** How a leader's health probe reads (client-go's `HealthzAdaptor`). */
 export interface LeaderHealth {
   readonly healthy: boolean;
@@ -61,8 +51,11 @@ interface Waiter {
  * `renewSentAt + renewDeadline`, a full `leaseDuration − renewDeadline` before any candidate can
  * take over, and it is computed from the clock, so a process frozen past its deadline answers
  * false on its very first call after resuming, before any timer of its own has run.
+ *
+ * `isLeader()`, `waitForLeadership()`, `onLost()` and `track()` are the loop's `LeaderGate`
+ * (structurally: this package does not depend on the loop), so an elector drives a loop as is.
  */
-export class LeaderElector implements LeadershipGate {
+export class LeaderElector {
   readonly timings: ResolvedTimings;
   readonly #lock: ResourceLock;
   readonly #clock: Clock;

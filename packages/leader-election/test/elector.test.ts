@@ -42,6 +42,28 @@ const lockOf = () => {
   return new LeaseLock({ client, namespace: 'default', name: 'lock', identity: 'a' });
 };
 
+/** The loop's `LeaderGate` (`@reconcile-loop/loop`), copied: leader-election does not depend on the loop. */
+interface LoopLeaderGate {
+  isLeader(): boolean;
+  waitForLeadership(signal?: AbortSignal): Promise<AbortSignal | void>;
+  onLost(listener: (reason: unknown) => void): () => void;
+  track?(work: Promise<unknown>): void;
+}
+
+describe("[leader_election: gate] the elector is the loop's LeaderGate", () => {
+  it("a LeaderElector assigns to a structural copy of the loop's LeaderGate", () => {
+    const lock = {
+      identity: 'a',
+      describe: () => 'ns/l',
+      get: async () => undefined,
+      create: async () => {},
+      update: async () => {},
+    };
+    const gate: LoopLeaderGate = new LeaderElector({ lock });
+    expect(gate.isLeader()).toBe(false);
+  });
+});
+
 describe('[leader_election: defaults] client-go timings and checks', () => {
   it('defaults are 15 s lease, 10 s renew deadline, 2 s retry period, jitter 1.2', () => {
     expect([DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, JITTER_FACTOR]).toEqual([

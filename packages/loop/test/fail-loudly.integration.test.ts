@@ -280,7 +280,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     s.seedPods(2, { namespace: NS, labels: { pool: 'engines' }, namePrefix: 'engine' });
     s.seedPods(1, { namespace: NS, labels: { pool: 'trainers' }, namePrefix: 'trainer' });
     s.failNext({ verb: 'list', status: 403, times: 3 });
-    const { loop, probe, reconciles } = await podSetup({ server: s, reflector: { retryDelayMs: 2_000 } }); // 100, 200, 400 ms
+    const { loop, probe, reconciles } = await podSetup({ server: s, reflector: { retry: { initialMs: 2_000, maxMs: 30_000 } } }); // 100, 200, 400 ms
     const starting = loop.start();
     const red = await expectNotReady(loop, probe, /source:pods failed: not synced yet; failing for .*403 Forbidden/);
     expect(red.sources['pods']?.lastError).toMatchObject({
@@ -300,7 +300,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
   });
 
   it('[loop: health] RBAC revoked after sync (the relist is forbidden): readiness goes red with the 403 while the loop keeps reconciling from its cache; healed, the relist drops the missed deletion and readiness returns (embedded apiserver)', async () => {
-    const { server: s, loop, probe, reconciles } = await podSetup({ reflector: { retryDelayMs: 1_000 } }); // 50 ms, doubling
+    const { server: s, loop, probe, reconciles } = await podSetup({ reflector: { retry: { initialMs: 1_000, maxMs: 30_000 } } }); // 50 ms, doubling
     await loop.start();
     await expectReady(loop, probe);
     await s.waitForWatches(1, WAIT_MS);
@@ -331,7 +331,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       probe,
       reconciles,
       reflector,
-    } = await podSetup({ reflector: { listTimeoutMs: 10_000, retryDelayMs: 2_000 } }); // 500 ms deadline: a loaded CI machine's honest LIST fits
+    } = await podSetup({ reflector: { listTimeoutMs: 10_000, retry: { initialMs: 2_000, maxMs: 30_000 } } }); // 500 ms deadline: a loaded CI machine's honest LIST fits
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     s.failNext({ verb: 'list', status: 'hang', times: 2 });
@@ -358,7 +358,13 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
   });
 
   it('[loop: health] a rejected cursor (a bookmark "abc", then the server\'s answer to the WATCH — 500 "resourceVersion: Invalid value", as kube-apiserver 1.35): readiness red with it, the cursor is dropped, the relist restores the missed changes (embedded apiserver)', async () => {
-    const { server: s, loop, probe, reconciles, reflector } = await podSetup({ reflector: { retryDelayMs: 10_000 } }); // 500 ms before each retry
+    const {
+      server: s,
+      loop,
+      probe,
+      reconciles,
+      reflector,
+    } = await podSetup({ reflector: { retry: { initialMs: 10_000, maxMs: 30_000 } } }); // 500 ms before each retry
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     s.injectWatchFrame({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: 'abc' } } });
@@ -386,7 +392,14 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
   });
 
   it('[loop: health] a skipped frame (readable cursor, unreadable type) is logged and its lost update is restored by the heal relist within a second; readiness stays green (a skip is not a failure) (embedded apiserver)', async () => {
-    const { server: s, loop, probe, reconciles, reflector, logger } = await podSetup({ reflector: { retryDelayMs: 4_000 } }); // heal after 200 ms
+    const {
+      server: s,
+      loop,
+      probe,
+      reconciles,
+      reflector,
+      logger,
+    } = await podSetup({ reflector: { retry: { initialMs: 4_000, maxMs: 30_000 } } }); // heal after 200 ms
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     const next = String(s.revision + 1);
@@ -421,7 +434,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       probe,
       reconciles,
       reflector,
-    } = await podSetup({ reflector: { maxFrameSize: 64 * 1024, retryDelayMs: 10_000 } });
+    } = await podSetup({ reflector: { maxFrameSize: 64 * 1024, retry: { initialMs: 10_000, maxMs: 30_000 } } });
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     const from = reconciles.mark();

@@ -1,7 +1,6 @@
 import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
 import type { SourceHealth } from '@reconcile-loop/object-store';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
-import { Backoff } from './backoff.js';
+import { Backoff, type Clock, type Logger } from '@reconcile-loop/primitives';
 import { failureSignature, retryAfterMs } from './classify.js';
 import type { ListWatchClient, ListWatchScope } from './client.js';
 import { isKubeApiError } from '@reconcile-loop/kube-client';
@@ -127,8 +126,9 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     this.clock = parts.clock;
     this.logger = parts.logger;
     this.random = parts.random;
-    this.backoff = new Backoff(options.retryDelayMs, options.maxRetryDelayMs);
-    this.healBackoff = new Backoff(options.retryDelayMs, options.maxRetryDelayMs);
+    // Only proof of health resets these (`reset()`); a policy's `resetAfterMs` measures on the reflector's clock.
+    this.backoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
+    this.healBackoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
   }
 
   /** How the next listing is fetched: `initialList`, the client's support for watch-list, and whether it was given up. */
@@ -153,7 +153,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   fail(error: unknown, what: string, extra: Record<string, unknown> = {}): number {
     this.consecutiveFailures++;
     this.lastError = error;
-    const delay = this.backoff.take(retryAfterMs(error));
+    const delay = this.backoff.next(retryAfterMs(error));
     const signature = `${what}|${failureSignature(error)}`;
     const level = signature === this.#loggedFailure ? 'debug' : levelOf(error);
     if (level !== 'debug' && level !== 'info') this.#loggedFailure = signature;

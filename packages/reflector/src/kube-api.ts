@@ -79,7 +79,7 @@ function checkServer(server: string | undefined): void {
 /**
  * The `KubeClient` a reflector builds for itself from a `KubeConfig`: no `Retry-After` retries
  * inside the client (`maxRetries: 0`), so a 429 reaches the reflector, which waits it out in its
- * backoff (capped by `maxRetryDelayMs`) and reports it in `health()`; reads are not rate limited
+ * backoff (capped by `retry.maxMs`) and reports it in `health()`; reads are not rate limited
  * (kube-client's default limits writes only, and the reflector only reads).
  */
 export function reflectorKubeClient(kubeConfig: KubeConfigAuth, options: KubeApiClientOptions = {}): KubeClient {

@@ -1,17 +1,13 @@
 import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
+import { DEFAULT_SOURCE_RETRY } from '@reconcile-loop/object-store';
+import { checkBackoffPolicy, OptionsError, type BackoffPolicy, type Clock, type Logger } from '@reconcile-loop/primitives';
 import type { ListWatchClient, ListWatchScope } from './client.js';
-import { OptionsError } from '@reconcile-loop/primitives';
 import { DEFAULT_MAX_FRAME_SIZE } from './kube-api.js';
 
 /** Default base server-side watch timeout; each watch adds up to 100% jitter (Go: 5 to 10 minutes). */
 export const DEFAULT_WATCH_TIMEOUT_SECONDS = 300;
 /** Default silence allowed beyond the server-side watch timeout before the watch is presumed dead. */
 export const DEFAULT_IDLE_GRACE_MS = 30_000;
-/** Default first retry delay. */
-export const DEFAULT_RETRY_DELAY_MS = 1_000;
-/** Default cap of the exponential retry delay (also bounds a server's `Retry-After`). */
-export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
 /**
  * Default LIST deadline, relists included: 90 s. The apiserver ends a LIST it is still serving at its
  * own `--request-timeout` (60 s by default), so a client waiting half as long again only ever cuts a
@@ -66,10 +62,15 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
   watchTimeoutSeconds?: number;
   /** Silence tolerated beyond the sent watch timeout before the watch is torn down. Default 30 000. */
   idleGraceMs?: number;
-  /** First retry delay; doubles per consecutive failure. Default 1000. */
-  retryDelayMs?: number;
-  /** Cap of the retry delay, and of a server's `Retry-After`. Default 30 000. */
-  maxRetryDelayMs?: number;
+  /**
+   * The retries of every failure inside the stream (a LIST, a WATCH, a heal relist): the delay
+   * starts at `initialMs`, doubles (`factor`) per consecutive failure up to `maxMs`, which also
+   * caps a server's `Retry-After`; only proof of health (a listing, a frame applied) resets it.
+   * The same policy is the reflector's `retry`, which the stream driver reads for the rare stream
+   * that ends, so one option sets a reflector's retries. Default object-store's `DEFAULT_SOURCE_RETRY`
+   * (1 s doubling to 30 s).
+   */
+  retry?: BackoffPolicy | undefined;
   /**
    * Deadline of one listing (first listing and relists): a LIST (all its pages) or the initial
    * phase of a watch-list that has not completed is a counted failure. Default 90 000.
@@ -98,8 +99,7 @@ export interface ResolvedOptions {
   readonly name: string;
   readonly watchTimeoutSeconds: number;
   readonly idleGraceMs: number;
-  readonly retryDelayMs: number;
-  readonly maxRetryDelayMs: number;
+  readonly retry: BackoffPolicy;
   readonly listTimeoutMs: number;
   readonly maxFrameSize: number;
   readonly initialList: InitialListMode;
@@ -123,8 +123,7 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
     name: options.name ?? 'reflector',
     watchTimeoutSeconds: positive('watchTimeoutSeconds', options.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT_SECONDS, false),
     idleGraceMs: positive('idleGraceMs', options.idleGraceMs ?? DEFAULT_IDLE_GRACE_MS, true),
-    retryDelayMs: positive('retryDelayMs', options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, true),
-    maxRetryDelayMs: positive('maxRetryDelayMs', options.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_DELAY_MS, true),
+    retry: options.retry ?? DEFAULT_SOURCE_RETRY,
     listTimeoutMs: positive('listTimeoutMs', options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS, false),
     maxFrameSize: positive('maxFrameSize', options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE, false),
     initialList: options.initialList ?? 'list',
@@ -138,7 +137,6 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
   }
   if (!Number.isSafeInteger(resolved.listPageSize))
     throw new OptionsError('Reflector', `listPageSize must be an integer, got ${String(resolved.listPageSize)}`);
-  if (resolved.maxRetryDelayMs < resolved.retryDelayMs)
-    throw new OptionsError('Reflector', 'maxRetryDelayMs must be >= retryDelayMs');
+  checkBackoffPolicy(resolved.retry, 'Reflector', 'retry');
   return resolved;
 }

@@ -1,6 +1,6 @@
 import { compileSchema, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
 import { type Source, type SourceEvent, type SourceHealth } from '@reconcile-loop/object-store';
-import { silentLogger, sleep, systemClock } from '@reconcile-loop/primitives';
+import { silentLogger, sleep, systemClock, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { ReflectorCore, type ReflectorStats } from './core.js';
 import { listPhase, type ListOutcome, type ListReason } from './list-phase.js';
 import { resolveOptions, type ReflectorOptions } from './options.js';
@@ -16,8 +16,6 @@ export {
   WATCH_LIST_GIVE_UP_AFTER,
   type InitialListMode,
   DEFAULT_LIST_TIMEOUT_MS,
-  DEFAULT_MAX_RETRY_DELAY_MS,
-  DEFAULT_RETRY_DELAY_MS,
   DEFAULT_WATCH_TIMEOUT_SECONDS,
   type ReflectorOptions,
 } from './options.js';
@@ -51,11 +49,17 @@ const WATCH = { kind: 'watch' } as const;
 export class Reflector<T extends KubernetesObjectView> implements Source<T> {
   /** Source name, used in logs. */
   readonly name: string;
+  /**
+   * The retry policy of this reflector (the `retry` option): its own retries inside the stream, and
+   * what the stream driver waits before reopening a stream that ended (object-store's `Source.retry`).
+   */
+  readonly retry: BackoffPolicy;
   readonly #core: ReflectorCore<T>;
 
   constructor(options: ReflectorOptions<T>) {
     const resolved = resolveOptions(options);
     this.name = resolved.name;
+    this.retry = resolved.retry;
     this.#core = new ReflectorCore<T>(resolved, {
       client: options.client,
       schema: compileSchema(options.schema),
@@ -90,15 +94,15 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     return this.#core.watchListOff;
   }
 
-  /** The delay the next failure would wait (exponential from `retryDelayMs`, capped; a `Retry-After` replaces it). */
+  /** The delay the next failure would wait (the `retry` policy's; a `Retry-After` replaces it). */
   get nextRetryDelayMs(): number {
     return this.#core.backoff.nextMs;
   }
 
   /**
    * What the reflector reports about itself, in its clock's ms: whether the current stream has
-   * listed and a watch is open, when it last listed and last heard a frame, the last failure (an
-   * `ApiStatusError` carries the apiserver's `Status` and the request) and how many in a row, and
+   * listed and a watch is open, when it last listed and last heard a frame, the last failure (kube-client's
+   * `KubeApiError` carries the apiserver's `Status` and the request) and how many in a row, and
    * the quarantined objects.
    */
   health(): SourceHealth {

@@ -135,7 +135,7 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         if (!isMalformedWatchFrameError(error)) throw error;
         core.stats.skippedFrames++;
         // Due after the swap: the watching state arms it (a heal timer here would cut the initial phase).
-        core.healDueAt ??= core.clock.now() + core.healBackoff.take();
+        core.healDueAt ??= core.clock.now() + core.healBackoff.next();
         core.logger.warn(
           core.fields({ frameType: error.frameType, err: error }),
           'watch-list: skipped an initial frame with an unreadable envelope; a heal relist is scheduled',

@@ -143,7 +143,7 @@ export class WatchSession<T extends KubernetesObjectView> {
   /** Schedules a heal relist (a frame was skipped) unless one is due already. */
   scheduleHeal(): void {
     const core = this.#core;
-    core.healDueAt ??= core.clock.now() + core.healBackoff.take();
+    core.healDueAt ??= core.clock.now() + core.healBackoff.next();
     this.armHeal();
   }
 

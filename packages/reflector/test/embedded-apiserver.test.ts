@@ -233,7 +233,7 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
       tap,
       logger,
     } = await setup({
-      reflector: { retryDelayMs: 1_000, maxRetryDelayMs: 8_000 },
+      reflector: { retry: { initialMs: 1_000, maxMs: 8_000 } },
       beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 500, times: 2 }),
     });
 

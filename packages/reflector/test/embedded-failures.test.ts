@@ -80,7 +80,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
       server: s,
       logger,
     } = await setup({
-      reflector: { retryDelayMs: 2_000 },
+      reflector: { retry: { initialMs: 2_000, maxMs: 30_000 } },
       beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 403, times: 3 }),
     });
     await vi.waitFor(() => expect(reflector.health().consecutiveFailures).toBeGreaterThanOrEqual(1), {
@@ -154,7 +154,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
   });
 
   it('[k8s_reflector: Heal relist after a skipped frame] a skipped frame advanced the cursor past an update; the scheduled heal relist restores it within seconds (embedded apiserver)', async () => {
-    const { tap, reflector, server: s } = await setup({ reflector: { retryDelayMs: 4_000 } }); // heal after 4 "s" = 200 ms
+    const { tap, reflector, server: s } = await setup({ reflector: { retry: { initialMs: 4_000, maxMs: 30_000 } } }); // heal after 4 "s" = 200 ms
     await tap.next('the listing');
     await s.waitForWatches(1, WAIT_MS);
     const next = String(s.revision + 1);
@@ -268,7 +268,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
       server: s,
       logger,
     } = await setup({
-      reflector: { retryDelayMs: 1_000 },
+      reflector: { retry: { initialMs: 1_000, maxMs: 30_000 } },
       beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 429, retryAfterSeconds: 6 }),
     });
     await tap.next('the listing after the 429');

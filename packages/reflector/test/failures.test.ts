@@ -5,11 +5,10 @@
 import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { WatchFrameTooLargeError } from '@reconcile-loop/kube-client';
 import { isPermanentSourceError, type ReplaceEvent } from '@reconcile-loop/object-store';
-import { ManualClock } from '@reconcile-loop/primitives';
+import { Backoff, ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { isCursorRejected, KubeClientConfigError, ListTimeoutError, Reflector, type ReflectorOptions } from '../src/index.js';
-import { Backoff } from '../src/backoff.js';
 import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod, apiError } from './helpers.js';
 
 const setup = openReflector;
@@ -337,7 +336,7 @@ describe('Reflector: deadlines', () => {
     expect(reflector.stats.watchFailures).toBe(4);
   });
 
-  it('[k8s_reflector: Retry-After honoured] a 429 with Retry-After waits that long instead of the backoff, bounded by maxRetryDelayMs; an ERROR frame carrying one too', async () => {
+  it('[k8s_reflector: Retry-After honoured] a 429 with Retry-After waits that long instead of the backoff, bounded by retry.maxMs; an ERROR frame carrying one too', async () => {
     const { client, clock } = setup({}, (c) =>
       c.queueList(
         apiError(429, status(429, 'TooManyRequests'), undefined, { retryAfterSeconds: 5 }),
@@ -364,14 +363,15 @@ describe('Reflector: deadlines', () => {
 
 describe('Reflector: backoff across streams', () => {
   it('[k8s_reflector: BackoffUntil] the delay climbs to the cap and stays there; a zero base never overflows to NaN; Retry-After is bounded both ways', () => {
-    const backoff = new Backoff(1_000, 8_000);
-    expect([1, 2, 3, 4, 5].map(() => backoff.take())).toEqual([1_000, 2_000, 4_000, 8_000, 8_000]);
-    expect(backoff.take(0)).toBe(1_000); // Retry-After: 0 is not a hot loop
-    expect(backoff.take(60_000)).toBe(8_000);
+    // The reflector's backoff is primitives' Backoff under its `retry` policy.
+    const backoff = new Backoff({ initialMs: 1_000, maxMs: 8_000 });
+    expect([1, 2, 3, 4, 5].map(() => backoff.next())).toEqual([1_000, 2_000, 4_000, 8_000, 8_000]);
+    expect(backoff.next(0)).toBe(1_000); // Retry-After: 0 is not a hot loop
+    expect(backoff.next(60_000)).toBe(8_000);
     backoff.reset();
     expect(backoff.nextMs).toBe(1_000);
-    const zero = new Backoff(0, 8_000);
-    for (let i = 0; i < 5_000; i++) zero.take();
+    const zero = new Backoff({ initialMs: 0, maxMs: 8_000 });
+    for (let i = 0; i < 5_000; i++) zero.next();
     expect(zero.nextMs).toBe(0);
   });
 
@@ -383,8 +383,7 @@ describe('Reflector: backoff across streams', () => {
       schema: podSchema,
       clock,
       random: () => 0,
-      retryDelayMs: 1_000,
-      maxRetryDelayMs: 30_000,
+      retry: { initialMs: 1_000, maxMs: 30_000 },
     });
     const failing = apiError(500, status(500, 'InternalError'));
     client.queueList(failing, failing, failing);

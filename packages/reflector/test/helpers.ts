@@ -196,8 +196,7 @@ export function openReflector<C extends FakeClient = FakeClient>(
     random: () => 0,
     watchTimeoutSeconds: 300,
     idleGraceMs: 30_000,
-    retryDelayMs: 1_000,
-    maxRetryDelayMs: 8_000,
+    retry: { initialMs: 1_000, maxMs: 8_000 },
     ...options,
   });
   const stream = consume(reflector.open(controller.signal));

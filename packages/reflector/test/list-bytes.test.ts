@@ -295,8 +295,7 @@ describe('[k8s_reflector: LIST pages as bytes] KubeApiClient.listPage over HTTP'
         client: empty.client,
         schema: podSchema,
         random: () => 0,
-        retryDelayMs: 60_000,
-        maxRetryDelayMs: 60_000,
+        retry: { initialMs: 60_000, maxMs: 60_000 },
       });
       void (async () => {
         for await (const _ of reflector.open(controller.signal));

@@ -354,7 +354,7 @@ describe('Reflector: timing', () => {
   });
 
   it('[k8s_reflector: BackoffUntil] deviation: the retry delay doubles per consecutive failure up to the cap, and resets after a watch that delivered a frame', async () => {
-    const { client, clock, reflector } = setup({ retryDelayMs: 1_000, maxRetryDelayMs: 4_000 });
+    const { client, clock, reflector } = setup({ retry: { initialMs: 1_000, maxMs: 4_000 } });
     await settle();
     const watchesAfter = async (ms: number): Promise<number> => {
       await advance(clock, ms);
@@ -508,8 +508,8 @@ describe('Reflector: stopping', () => {
 describe('Reflector: options', () => {
   it('[k8s_reflector: deviation, options] bad options are a typed error', () => {
     const client = new FakeClient();
-    expect(() => new Reflector<Pod>({ client, schema: podSchema, retryDelayMs: -1 })).toThrow(OptionsError);
-    expect(() => new Reflector<Pod>({ client, schema: podSchema, retryDelayMs: 10, maxRetryDelayMs: 5 })).toThrow(OptionsError);
+    expect(() => new Reflector<Pod>({ client, schema: podSchema, retry: { initialMs: -1, maxMs: 1 } })).toThrow(OptionsError);
+    expect(() => new Reflector<Pod>({ client, schema: podSchema, retry: { initialMs: 10, maxMs: 5 } })).toThrow(OptionsError);
     expect(() => new Reflector<Pod>({ client, schema: podSchema, watchTimeoutSeconds: 0 })).toThrow(/watchTimeoutSeconds/);
     expect(() => new Reflector<Pod>({ client: {} as FakeClient, schema: podSchema })).toThrow(
       expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),

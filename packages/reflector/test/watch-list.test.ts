@@ -72,7 +72,7 @@ describe('Reflector: streaming initial list (watch-list)', () => {
   });
 
   it('[k8s_reflector: Streaming initial list] an unreadable initial frame is skipped; its heal relist is armed only once the watch runs on the same stream, never cutting the initial phase', async () => {
-    const { client, reflector, stream, clock } = setup({ retryDelayMs: 1_000 });
+    const { client, reflector, stream, clock } = setup({ retry: { initialMs: 1_000, maxMs: 30_000 } });
     await settle();
     client.watch0.push(line('ADDED', pod('a', '5')), '{"type":"ADDED","object":');
     await advance(clock, 5_000); // past the heal delay, still in the initial phase
