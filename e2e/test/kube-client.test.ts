@@ -8,9 +8,6 @@ import {
   createIfAbsent,
   deleteIfPresent,
   EventRecorder,
-  isConflict,
-  isInvalid,
-  isNotFound,
   KubeClient,
   patchStatus,
   removeFinalizer,
@@ -19,6 +16,7 @@ import {
   type KubeObject,
   type ResourceClient,
 } from '@reconcile-loop/kube-client';
+import { isConflict, isInvalid, isNotFound } from '@reconcile-loop/kube-client/errors';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 

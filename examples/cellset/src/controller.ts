@@ -114,10 +114,10 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
           reportingController: REPORTING_CONTROLLER,
           reportingInstance: options.reportingInstance ?? `${CONTROLLER_NAME}-${hostname()}`,
           logger,
-          ...(options.wallClock !== undefined && { wallClock: options.wallClock }),
+          wallClock: options.wallClock,
         });
   const timing = {
-    ...(options.clock !== undefined && { clock: options.clock }),
+    clock: options.clock,
     ...(options.sourceRetryDelayMs !== undefined && {
       retry: { initialMs: options.sourceRetryDelayMs, maxMs: Math.max(30_000, options.sourceRetryDelayMs) },
     }),

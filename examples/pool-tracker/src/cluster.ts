@@ -5,9 +5,9 @@ import type { PodView } from './pod-view.js';
 /** Where to find the cluster and which pods to track. */
 export interface ClusterOptions {
   /** Path to a kubeconfig; default: `KUBECONFIG` / `~/.kube/config`, as the Kubernetes client resolves it. */
-  kubeconfig?: string;
+  kubeconfig?: string | undefined;
   /** A kubeconfig's YAML text (the embedded apiserver's `server.kubeconfig()`); takes precedence over `kubeconfig`. */
-  kubeconfigYaml?: string;
+  kubeconfigYaml?: string | undefined;
   namespace: string;
   /** A label selector (e.g. `pool`, `pool in (engines,trainers)`); it should select only pods carrying the pool label. */
   selector: string;

@@ -11,7 +11,7 @@ import {
   podSchema,
   readWatchFrame,
   watchFrameSchema,
-} from '../src/index.js';
+} from './all.js';
 import { rawPod } from './fixtures.js';
 
 function thrown(fn: () => unknown): unknown {

@@ -11,11 +11,11 @@ import { httpTransport, staticAuth, type KubeConfigAuth, type Transport, type Tr
 /** Client-side rate limiting: client-go's token bucket (`rest.Config.QPS` / `Burst`). */
 export interface RateLimitOptions {
   /** Default 5 (client-go). */
-  readonly qps?: number;
+  readonly qps?: number | undefined;
   /** Default 10 (client-go). */
-  readonly burst?: number;
+  readonly burst?: number | undefined;
   /** Which requests take a token: the writes (default) or every request, as client-go does. */
-  readonly scope?: 'writes' | 'all';
+  readonly scope?: 'writes' | 'all' | undefined;
 }
 
 /** How to build a {@link KubeClient}: a `KubeConfig` (1.x or 2.x), or a server URL and a token. */
@@ -56,7 +56,7 @@ export interface KubeRequest {
   readonly path: string;
   readonly query?: Readonly<Record<string, string | number | boolean | undefined>> | undefined;
   /** Serialised as JSON. */
-  readonly body?: unknown;
+  readonly body?: unknown | undefined;
   /** Default `application/json` for a body. */
   readonly contentType?: string | undefined;
   readonly signal?: AbortSignal | undefined;

@@ -16,7 +16,7 @@ const CREATE_ATTEMPTS = 3;
 
 /**
  * Creates `body` unless an object of that name exists; a 409 AlreadyExists is success and returns
- * the existing object (seed 003's GC anchor: created idempotently, whoever created it). The existing
+ * the existing object (an anchor object a controller must create exactly once, whoever creates it first). The existing
  * object is returned as it is: check its `deletionTimestamp`, labels or owner before relying on it.
  * If it vanishes between the 409 and the GET, the create is tried again (3 attempts in all).
  */
@@ -55,7 +55,7 @@ export type DeleteIfPresentResult<T> =
 
 /**
  * Deletes `name` if it is there: a 404 is the outcome `absent`, not an error. With
- * `preconditions` (seed 003's attempt pinning: delete exactly the pod of this attempt, by UID),
+ * `preconditions` (pinning an attempt: delete exactly the pod of this attempt, by UID),
  * the server's 409 for a mismatch is the distinct outcome `precondition-failed`, so a newer
  * object of the same name is never deleted by mistake and the caller can tell it from a deletion.
  */

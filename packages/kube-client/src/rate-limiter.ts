@@ -19,9 +19,9 @@ export const DEFAULT_BURST = 10;
 /** Options of {@link TokenBucketRateLimiter}. */
 export interface TokenBucketOptions {
   /** Sustained requests per second (client-go `QPS`). Default 5. */
-  readonly qps?: number;
+  readonly qps?: number | undefined;
   /** Requests that may go at once after a quiet spell (client-go `Burst`). Default 10. */
-  readonly burst?: number;
+  readonly burst?: number | undefined;
   readonly clock: Clock;
 }
 

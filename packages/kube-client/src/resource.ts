@@ -1,5 +1,6 @@
 import { OptionsError } from '@reconcile-loop/primitives';
-import { parseObject, readWatchFrame, type ObjectSchema, type WatchFrame } from '@reconcile-loop/k8s-types';
+import { type ObjectSchema, type WatchFrame } from '@reconcile-loop/k8s-types';
+import { parseObject, readWatchFrame } from '@reconcile-loop/k8s-types/internal';
 import { decodeJsonBody, readListBody } from './body.js';
 import type { KubeClient, KubeRequest } from './client.js';
 import { isExpired, KubeProtocolError } from './errors.js';

@@ -30,7 +30,7 @@ import {
   statusError,
   type KubeConfigAuth,
   type KubeClientOptions,
-} from '../src/index.js';
+} from './all.js';
 import { FakeTransport, statusBody } from './fake-transport.js';
 
 // Compile-time proof that client-node's KubeConfig satisfies the structural interface.

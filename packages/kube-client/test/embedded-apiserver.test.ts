@@ -19,7 +19,7 @@ import {
   removeFinalizer,
   statusError,
   updateStatus,
-} from '../src/index.js';
+} from './all.js';
 
 // The integration layer: the real HTTP transport, auth from a client-node KubeConfig, against the
 // embedded apiserver of @reconcile-loop/testing. Apply, strategic merge, Events and the writes raced

@@ -1,7 +1,7 @@
 import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { EventRecorder, KubeClient, microTime, type EventRecorderOptions } from '../src/index.js';
+import { EventRecorder, KubeClient, microTime, type EventRecorderOptions } from './all.js';
 import { SimilarEventAggregator } from '../src/events/aggregator.js';
 import { FakeTransport, statusBody } from './fake-transport.js';
 

@@ -2,7 +2,7 @@ import { podResource, podSchema } from '@reconcile-loop/k8s-types';
 import { ManualClock } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { KubeClient, splitFrameBatches, splitLineBatches } from '../src/index.js';
+import { KubeClient, splitFrameBatches, splitLineBatches } from './all.js';
 import { FakeTransport } from './fake-transport.js';
 
 /** What a splitter produced: its batches (each item as hex, lines encoded to UTF-8) and the error code it ended with, if any. */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { splitLines } from '../src/index.js';
+import { splitLines } from './all.js';
 
 async function collect(iterable: AsyncIterable<string>): Promise<string[]> {
   const out: string[] = [];

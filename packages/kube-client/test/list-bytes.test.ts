@@ -2,7 +2,7 @@ import { podResource, podSchema } from '@reconcile-loop/k8s-types';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { decodeJsonBody, KubeClient, readListBody, type KubeClientOptions } from '../src/index.js';
+import { decodeJsonBody, KubeClient, readListBody, type KubeClientOptions } from './all.js';
 import { deferred, FakeTransport, statusBody } from './fake-transport.js';
 
 const pod = (name: string, extra: Record<string, unknown> = {}) => ({

@@ -2,7 +2,7 @@ import { podResource } from '@reconcile-loop/k8s-types';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { isTooManyRequests, KubeClient, TokenBucketRateLimiter, type KubeClientOptions } from '../src/index.js';
+import { isTooManyRequests, KubeClient, TokenBucketRateLimiter, type KubeClientOptions } from './all.js';
 import { deferred, FakeTransport, statusBody } from './fake-transport.js';
 
 const pod = (name: string) => ({ metadata: { name, namespace: 'd', resourceVersion: '1' } });

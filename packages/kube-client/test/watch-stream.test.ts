@@ -4,7 +4,7 @@ import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
-import { httpTransport, KubeClient, staticAuth, type TransportRequest, type TransportResponse } from '../src/index.js';
+import { httpTransport, KubeClient, staticAuth, type TransportRequest, type TransportResponse } from './all.js';
 import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, READ_BUFFER_BYTES } from '../src/watch-stream.js';
 
 /** A self-signed certificate for localhost and 127.0.0.1, valid until 2126: test material only. */

@@ -3,7 +3,7 @@ import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { isExpired, KubeClient, splitLineBatches, splitLines, statusError } from '../src/index.js';
+import { isExpired, KubeClient, splitLineBatches, splitLines, statusError } from './all.js';
 import { deferred, FakeTransport, statusBody } from './fake-transport.js';
 
 const pod = (name: string, rv: string) => ({ metadata: { name, namespace: 'd', resourceVersion: rv } });

@@ -17,7 +17,7 @@ import {
   patchStatus,
   removeFinalizer,
   type KubeObject,
-} from '../src/index.js';
+} from './all.js';
 
 // The writes a reconciler needs, over real HTTP against the embedded apiserver, each raced by a
 // second real client where a race is the point: both clients' mutations must survive.

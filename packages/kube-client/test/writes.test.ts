@@ -18,7 +18,7 @@ import {
   removeFinalizer,
   retryOnConflict,
   updateStatus,
-} from '../src/index.js';
+} from './all.js';
 import { FakeApiServer } from './fake-apiserver.js';
 import { statusBody } from './fake-transport.js';
 

@@ -1,4 +1,4 @@
-import { isConflict, isAlreadyExists } from '@reconcile-loop/kube-client';
+import { isConflict, isAlreadyExists } from '@reconcile-loop/kube-client/errors';
 import { type Clock } from '@reconcile-loop/primitives';
 import { ElectorAlreadyRunningError, LeadershipLostError, LeadershipWaitTimeoutError } from './errors.js';
 import type { ResourceLock } from './lease-lock.js';
@@ -59,7 +59,7 @@ export class LeaderElector {
   readonly timings: ResolvedTimings;
   readonly #lock: ResourceLock;
   readonly #clock: Clock;
-  readonly #wallTime: () => number;
+  readonly #wallClock: () => number;
   readonly #random: () => number;
   readonly #logger: Logger | undefined;
   readonly #readFailures: ReadFailureLog;
@@ -80,7 +80,7 @@ export class LeaderElector {
     this.#options = options;
     this.#lock = options.lock;
     this.#clock = options.clock ?? systemClock;
-    this.#wallTime = options.wallTime ?? Date.now;
+    this.#wallClock = options.wallClock ?? Date.now;
     this.#random = options.random ?? Math.random;
     this.#logger = options.logger;
     this.#readFailures = new ReadFailureLog(options.logger, () => this.#clock.now());
@@ -269,7 +269,7 @@ export class LeaderElector {
   async #release(): Promise<void> {
     const observed = this.#observed;
     if (observed === undefined || observed.holderIdentity !== this.identity) return;
-    const now = formatMicroTime(this.#wallTime());
+    const now = formatMicroTime(this.#wallClock());
     const record: LeaderElectionRecord = {
       holderIdentity: '',
       leaseDurationSeconds: 1,
@@ -298,7 +298,7 @@ export class LeaderElector {
       const timeoutMs = deadlineAt - this.#clock.now();
       return timeoutMs > 0 ? { signal, timeoutMs } : undefined;
     };
-    const now = formatMicroTime(this.#wallTime());
+    const now = formatMicroTime(this.#wallClock());
     const desired = {
       holderIdentity: this.identity,
       leaseDurationSeconds: this.timings.leaseDurationMs / 1000,

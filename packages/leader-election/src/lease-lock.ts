@@ -1,4 +1,5 @@
-import { isNotFound, type KubeClient, type KubeObject, type ResourceClient } from '@reconcile-loop/kube-client';
+import { type KubeClient, type KubeObject, type ResourceClient } from '@reconcile-loop/kube-client';
+import { isNotFound } from '@reconcile-loop/kube-client/errors';
 import { OptionsError } from '@reconcile-loop/primitives';
 import { leaseSpecFromRecord, recordFromLeaseSpec, type LeaderElectionRecord } from './record.js';
 

@@ -47,7 +47,7 @@ export interface LeaderElectorOptions extends LeaderCallbacks {
   /** Monotonic time for every decision and wait. Default `systemClock`; every wait of the elector asks it to keep Node alive while `run()` is pending. */
   readonly clock?: Clock | undefined;
   /** Wall time written into the record's `MicroTime`s (never compared with anything). Default `Date.now`. */
-  readonly wallTime?: (() => number) | undefined;
+  readonly wallClock?: (() => number) | undefined;
   /** Jitter source in [0, 1). Default `Math.random`. */
   readonly random?: (() => number) | undefined;
   /** Where every failure and transition is logged. Default silent. */

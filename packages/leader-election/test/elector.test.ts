@@ -5,13 +5,13 @@ import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
-  formatMicroTime,
   JITTER_FACTOR,
   LeaderElector,
   LeaseLock,
-  resolveTimings,
   type LeadershipLostError,
 } from '../src/index.js';
+import { resolveTimings } from '../src/options.js';
+import { formatMicroTime } from '../src/record.js';
 import { FakeLeaseServer, replica, start, type Replica } from './fakes.js';
 
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;

@@ -368,7 +368,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     s.injectWatchFrame({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: 'abc' } } });
-    await vi.waitFor(() => expect(reflector.cursor).toBe('abc'), poll);
+    await vi.waitFor(() => expect(reflector.resourceVersion).toBe('abc'), poll);
     const from = reconciles.mark();
     s.stallWatches();
     s.deletePod(NS, 'engine-0');
@@ -384,7 +384,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       from,
     );
     expect(keysOf(relisted)).toEqual(['pool-a/engine-1', 'pool-a/engine-9']);
-    expect(reflector.cursor).not.toBe('abc');
+    expect(reflector.resourceVersion).not.toBe('abc');
     expect(s.requestCounts().list).toBe(2);
     await expectReady(loop, probe);
     await expectStoreEqualsFreshList(loop, s, podResource, SCOPE);
@@ -407,7 +407,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       type: 'Modified',
       object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'engine-0', namespace: NS, resourceVersion: next } },
     });
-    await vi.waitFor(() => expect(reflector.cursor).toBe(next), poll);
+    await vi.waitFor(() => expect(reflector.resourceVersion).toBe(next), poll);
     const skipped = logger.entries.find((e) => e.message.startsWith('skipped a watch frame'));
     expect(skipped).toMatchObject({ level: 'warn', fields: { frameType: 'Modified' } });
     const from = reconciles.mark();
@@ -434,7 +434,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       probe,
       reconciles,
       reflector,
-    } = await podSetup({ reflector: { maxFrameSize: 64 * 1024, retry: { initialMs: 10_000, maxMs: 30_000 } } });
+    } = await podSetup({ reflector: { maxFrameBytes: 64 * 1024, retry: { initialMs: 10_000, maxMs: 30_000 } } });
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     const from = reconciles.mark();

@@ -13,23 +13,14 @@ import { KubeClientConfigError } from './errors.js';
  * permanent {@link KubeClientConfigError} (kube-client's error as `cause`).
  */
 
-export type { KubeConfigAuth } from '@reconcile-loop/kube-client';
-
-/**
- * Default cap on one watch frame, in bytes of the line: 16 MiB, kube-client's default.
- * client-go's streaming decoder capped a frame at 1 MiB, later 16 MiB; etcd refuses an object over
- * 1.5 MiB by default, so no real frame comes near it, and a line past it is a broken peer.
- */
-export const DEFAULT_MAX_FRAME_SIZE = DEFAULT_MAX_FRAME_BYTES;
-
 /** Options for {@link KubeApiClient}. */
 export interface KubeApiClientOptions {
   /**
    * Longest watch frame accepted, in bytes of the UTF-8 line (characters, for the ASCII JSON the
    * apiserver writes). Sent with every WATCH, so it holds over a shared `KubeClient` too. Default
-   * {@link DEFAULT_MAX_FRAME_SIZE}.
+   * kube-client's `DEFAULT_MAX_FRAME_BYTES` (16 MiB: client-go's streaming decoder's cap; etcd refuses an object over 1.5 MiB by default, so no real frame comes near it).
    */
-  maxFrameSize?: number | undefined;
+  maxFrameBytes?: number | undefined;
 }
 
 /**
@@ -83,7 +74,7 @@ function checkServer(server: string | undefined): void {
  * (kube-client's default limits writes only, and the reflector only reads).
  */
 export function reflectorKubeClient(kubeConfig: KubeConfigAuth, options: KubeApiClientOptions = {}): KubeClient {
-  return new KubeClient({ kubeConfig, maxRetries: 0, maxFrameBytes: options.maxFrameSize });
+  return new KubeClient({ kubeConfig, maxRetries: 0, maxFrameBytes: options.maxFrameBytes });
 }
 
 /**
@@ -100,17 +91,17 @@ export class KubeApiClient implements ListWatchClient {
   /** The client every request goes through. */
   readonly kubeClient: KubeClient;
   readonly #handle: ResourceClient<unknown>;
-  readonly #maxFrameSize: number;
+  readonly #maxFrameBytes: number;
   /** kube-client sends `sendInitialEvents` and `resourceVersionMatch` on a WATCH: watch-list is available. */
   readonly supportsWatchList = true;
 
   constructor(source: KubeConfigAuth | KubeClient, resource: ApiResource, options: KubeApiClientOptions = {}) {
-    const maxFrameSize = options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE;
-    if (!Number.isSafeInteger(maxFrameSize) || maxFrameSize < 1) {
-      throw new OptionsError('KubeApiClient', `maxFrameSize must be a positive integer, got ${String(maxFrameSize)}`);
+    const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    if (!Number.isSafeInteger(maxFrameBytes) || maxFrameBytes < 1) {
+      throw new OptionsError('KubeApiClient', `maxFrameBytes must be a positive integer, got ${String(maxFrameBytes)}`);
     }
-    this.#maxFrameSize = maxFrameSize;
-    this.kubeClient = isKubeClient(source) ? source : reflectorKubeClient(source, { maxFrameSize });
+    this.#maxFrameBytes = maxFrameBytes;
+    this.kubeClient = isKubeClient(source) ? source : reflectorKubeClient(source, { maxFrameBytes });
     this.#handle = this.kubeClient.resource(resource, passThrough);
   }
 
@@ -201,7 +192,7 @@ export class KubeApiClient implements ListWatchClient {
       labelSelector: request.labelSelector,
       fieldSelector: request.fieldSelector,
       signal: request.signal,
-      maxFrameBytes: this.#maxFrameSize,
+      maxFrameBytes: this.#maxFrameBytes,
     };
   }
 }

@@ -1,11 +1,5 @@
-import {
-  isInvalidObjectError,
-  objectKey,
-  parseObject,
-  type InvalidObjectError,
-  type KubernetesObjectView,
-  type ListItem,
-} from '@reconcile-loop/k8s-types';
+import { isInvalidObjectError, objectKey, type InvalidObjectError, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
+import { parseObject, type ListItem } from '@reconcile-loop/k8s-types/internal';
 import { isCursorExpired } from './classify.js';
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import { abortReason, raceAbort } from '@reconcile-loop/primitives';

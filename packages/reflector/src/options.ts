@@ -2,7 +2,7 @@ import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-typ
 import { DEFAULT_SOURCE_RETRY } from '@reconcile-loop/object-store';
 import { checkBackoffPolicy, OptionsError, type BackoffPolicy, type Clock, type Logger } from '@reconcile-loop/primitives';
 import type { ListWatchClient, ListWatchScope } from './client.js';
-import { DEFAULT_MAX_FRAME_SIZE } from './kube-api.js';
+import { DEFAULT_MAX_FRAME_BYTES } from '@reconcile-loop/kube-client';
 
 /** Default base server-side watch timeout; each watch adds up to 100% jitter (Go: 5 to 10 minutes). */
 export const DEFAULT_WATCH_TIMEOUT_SECONDS = 300;
@@ -57,11 +57,11 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
   /** Validates each LIST item and each `ADDED` / `MODIFIED` / `DELETED` payload (e.g. `podSchema`); an object failing it is quarantined. */
   schema: ObjectSchema<T>;
   /** Source name, used in logs. Default `reflector`. */
-  name?: string;
+  name?: string | undefined;
   /** Base server-side watch timeout in seconds, jittered up to 2x. Default 300. */
-  watchTimeoutSeconds?: number;
+  watchTimeoutSeconds?: number | undefined;
   /** Silence tolerated beyond the sent watch timeout before the watch is torn down. Default 30 000. */
-  idleGraceMs?: number;
+  idleGraceMs?: number | undefined;
   /**
    * The retries of every failure inside the stream (a LIST, a WATCH, a heal relist): the delay
    * starts at `initialMs`, doubles (`factor`) per consecutive failure up to `maxMs`, which also
@@ -75,23 +75,23 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
    * Deadline of one listing (first listing and relists): a LIST (all its pages) or the initial
    * phase of a watch-list that has not completed is a counted failure. Default 90 000.
    */
-  listTimeoutMs?: number;
+  listTimeoutMs?: number | undefined;
   /** How listings are fetched: `'list'` (paginated), streaming (`'watch-list'`), or `'auto'`. Default `'list'`. See {@link InitialListMode}. */
-  initialList?: InitialListMode;
+  initialList?: InitialListMode | undefined;
   /** LIST page size (`limit`, following `continue` tokens); `0` for one unpaged LIST. Default 250. */
-  listPageSize?: number;
+  listPageSize?: number | undefined;
   /**
    * Longest watch frame accepted, in bytes of the UTF-8 line (characters, for the ASCII JSON the
    * apiserver writes). Longer is a protocol error: the watch is torn down and the reflector relists.
    * Default 16 MiB.
    */
-  maxFrameSize?: number;
+  maxFrameBytes?: number | undefined;
   /** Time source for every timer. Default the system clock. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Where failures, quarantines and recoveries are reported. Default silent (failures still reach `health()`). */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** Jitter source in `[0, 1)`. Default `Math.random`. */
-  random?: () => number;
+  random?: (() => number) | undefined;
 }
 
 /** The options after defaults and validation. */
@@ -101,7 +101,7 @@ export interface ResolvedOptions {
   readonly idleGraceMs: number;
   readonly retry: BackoffPolicy;
   readonly listTimeoutMs: number;
-  readonly maxFrameSize: number;
+  readonly maxFrameBytes: number;
   readonly initialList: InitialListMode;
   readonly listPageSize: number;
 }
@@ -125,7 +125,7 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
     idleGraceMs: positive('idleGraceMs', options.idleGraceMs ?? DEFAULT_IDLE_GRACE_MS, true),
     retry: options.retry ?? DEFAULT_SOURCE_RETRY,
     listTimeoutMs: positive('listTimeoutMs', options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS, false),
-    maxFrameSize: positive('maxFrameSize', options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE, false),
+    maxFrameBytes: positive('maxFrameBytes', options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, false),
     initialList: options.initialList ?? 'list',
     listPageSize: positive('listPageSize', options.listPageSize ?? DEFAULT_LIST_PAGE_SIZE, true),
   };

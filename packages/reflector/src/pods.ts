@@ -1,8 +1,9 @@
 import { podResource, podSchema, type ApiResource, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
-import type { KubeClient } from '@reconcile-loop/kube-client';
+import type { KubeClient, KubeConfigAuth } from '@reconcile-loop/kube-client';
 import { OptionsError } from '@reconcile-loop/primitives';
-import { KubeApiClient, type KubeConfigAuth } from './kube-api.js';
-import { Reflector, type ReflectorOptions } from './reflector.js';
+import { KubeApiClient } from './kube-api.js';
+import type { ReflectorOptions } from './options.js';
+import { Reflector } from './reflector.js';
 
 /**
  * Options for {@link kubeReflector}: the reflector's, with an API resource and either a `KubeConfig`
@@ -24,7 +25,7 @@ export function kubeReflector<T extends KubernetesObjectView>(options: KubeRefle
     throw new OptionsError('podReflector', 'give exactly one of kubeConfig and kubeClient');
   return new Reflector<T>({
     ...rest,
-    client: new KubeApiClient((kubeClient ?? kubeConfig)!, resource, { maxFrameSize: rest.maxFrameSize }),
+    client: new KubeApiClient((kubeClient ?? kubeConfig)!, resource, { maxFrameBytes: rest.maxFrameBytes }),
   });
 }
 

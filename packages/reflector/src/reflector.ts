@@ -8,19 +8,6 @@ import { watchListPhase, type WatchListOutcome } from './watch-list-phase.js';
 import { watchPhase, type WatchOutcome } from './watch-phase.js';
 import type { WatchSession } from './watch-session.js';
 
-export type { ReflectorStats } from './core.js';
-export { INITIAL_EVENTS_END_ANNOTATION, isInitialEventsEnd, isWatchListRefusal } from './watch-list-phase.js';
-export {
-  DEFAULT_IDLE_GRACE_MS,
-  DEFAULT_LIST_PAGE_SIZE,
-  WATCH_LIST_GIVE_UP_AFTER,
-  type InitialListMode,
-  DEFAULT_LIST_TIMEOUT_MS,
-  DEFAULT_WATCH_TIMEOUT_SECONDS,
-  type ReflectorOptions,
-} from './options.js';
-export { isCursorExpired, isCursorRejected, isCursorTooLarge, watchVerdict, type WatchVerdict } from './classify.js';
-
 /**
  * The stream's state machine (kube-rs `watcher` style): what the stream does next. A failure never
  * sets a flag; it moves the machine to `backoff` with the step to resume at.
@@ -70,8 +57,8 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     });
   }
 
-  /** The cursor: the `resourceVersion` of the last listing, applied frame or bookmark. */
-  get cursor(): string | undefined {
+  /** The `resourceVersion` the next WATCH starts from: that of the last listing, applied frame or bookmark. */
+  get resourceVersion(): string | undefined {
     return this.#core.cursor;
   }
 

@@ -72,7 +72,7 @@ type Incomplete = { readonly why: string; readonly error?: unknown; readonly ref
  * handed to the watching state.
  *
  * Anything else before that bookmark — the request refused or failed, an ERROR frame, the stream
- * ending, silence past the idle timeout, `listTimeoutMs` passing, a frame over `maxFrameSize` —
+ * ending, silence past the idle timeout, `listTimeoutMs` passing, a frame over `maxFrameBytes` —
  * drops the map and falls back to a LIST for this listing (client-go falls back on every error:
  * "making progress is better than deadlocking"). A refusal ({@link isWatchListRefusal}: a 400/422 naming the watch-list parameters, the server's WatchList
  * feature is off) or {@link WATCH_LIST_GIVE_UP_AFTER} incomplete streams in a row turn watch-list
@@ -115,10 +115,10 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
       if (next.done) break;
       core.lastEventAt = core.clock.now();
       const value = next.value;
-      if (frameOverCap(value, core.options.maxFrameSize)) {
+      if (frameOverCap(value, core.options.maxFrameBytes)) {
         incomplete = {
-          why: 'a frame over maxFrameSize during the initial events',
-          error: new WatchFrameTooLargeError(core.options.maxFrameSize),
+          why: 'a frame over maxFrameBytes during the initial events',
+          error: new WatchFrameTooLargeError(core.options.maxFrameBytes),
         };
         break;
       }

@@ -2,25 +2,18 @@ import {
   isInvalidObjectError,
   isMalformedWatchFrameError,
   objectKey,
-  parseWatchFrame,
-  parseWatchLine,
-  readWatchFrame,
   type Status,
   type InvalidObjectError,
   type KubernetesObjectView,
   type ObjectSchema,
   type WatchFrame,
 } from '@reconcile-loop/k8s-types';
+import { parseWatchFrame, parseWatchLine, readWatchFrame } from '@reconcile-loop/k8s-types/internal';
 import { deleteEvent, isPermanentSourceError, upsertEvent, type SourceEvent } from '@reconcile-loop/object-store';
 import { watchVerdict } from './classify.js';
 import type { ReflectorCore } from './core.js';
-import {
-  isKubeApiError,
-  KubeProtocolError,
-  statusError,
-  WatchFrameTooLargeError,
-  type KubeApiError,
-} from '@reconcile-loop/kube-client';
+import { isKubeApiError, KubeProtocolError, WatchFrameTooLargeError, type KubeApiError } from '@reconcile-loop/kube-client';
+import { statusError } from '@reconcile-loop/kube-client/errors';
 import { STOP, WatchSession } from './watch-session.js';
 
 /** A watch that ends cleanly this soon without a single frame is a failure, not a server timeout (as Go). */
@@ -91,8 +84,8 @@ export async function* watchPhase<T extends KubernetesObjectView>(
       const now = clock.now();
       core.lastEventAt = now;
       const value = next.value;
-      if (frameOverCap(value, core.options.maxFrameSize))
-        return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
+      if (frameOverCap(value, core.options.maxFrameBytes))
+        return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameBytes));
       let frame: WatchFrame<T>;
       try {
         frame = readFrame(value, core.schema);
@@ -212,29 +205,29 @@ export function readFrame<T>(value: unknown, schema: ObjectSchema<T>): WatchFram
 }
 
 /**
- * True when a frame from a client that does not cap frames itself is over `maxFrameSize` bytes:
+ * True when a frame from a client that does not cap frames itself is over `maxFrameBytes` bytes:
  * bytes by their `byteLength`, a line by {@link overCap}; a decoded object has no length to check.
  */
-export function frameOverCap(value: unknown, maxFrameSize: number): boolean {
-  if (value instanceof Uint8Array) return value.byteLength > maxFrameSize;
-  return typeof value === 'string' && overCap(value, maxFrameSize);
+export function frameOverCap(value: unknown, maxFrameBytes: number): boolean {
+  if (value instanceof Uint8Array) return value.byteLength > maxFrameBytes;
+  return typeof value === 'string' && overCap(value, maxFrameBytes);
 }
 
 /**
- * True when a line from a client that does not cap frames itself is over `maxFrameSize` bytes. The
+ * True when a line from a client that does not cap frames itself is over `maxFrameBytes` bytes. The
  * UTF-8 length is at most three bytes per UTF-16 unit and at least one, so it is counted only for a
  * line that could be over the cap either way (a line from kube-client never is: it capped it).
  */
-export function overCap(line: string, maxFrameSize: number): boolean {
-  if (line.length > maxFrameSize) return true;
-  return line.length * 3 > maxFrameSize && Buffer.byteLength(line, 'utf8') > maxFrameSize;
+export function overCap(line: string, maxFrameBytes: number): boolean {
+  if (line.length > maxFrameBytes) return true;
+  return line.length * 3 > maxFrameBytes && Buffer.byteLength(line, 'utf8') > maxFrameBytes;
 }
 
 /** A frame over the cap: a protocol error; the watch is torn down and the reflector relists (the same cursor would replay it). */
 export function tooLarge<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: unknown): WatchOutcome {
   core.stats.watchFailures++;
   core.listed = false;
-  return { kind: 'relist', delayMs: core.fail(error, 'watch frame over maxFrameSize; relisting') };
+  return { kind: 'relist', delayMs: core.fail(error, 'watch frame over maxFrameBytes; relisting') };
 }
 
 /** A WATCH that failed with a `Status` (HTTP or in-band): relist on a dead or rejected cursor, else retry from it. */

@@ -132,7 +132,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     await tap.next('the listing');
     await s.waitForWatches(1, WAIT_MS);
     s.injectWatchFrame({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: 'abc' } } });
-    await vi.waitFor(() => expect(reflector.cursor).toBe('abc'), { timeout: WAIT_MS, interval: 5 });
+    await vi.waitFor(() => expect(reflector.resourceVersion).toBe('abc'), { timeout: WAIT_MS, interval: 5 });
     // Changes the reflector will miss on the dead watch.
     s.stallWatches();
     s.deletePod(NS, 'engine-0');
@@ -149,7 +149,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     expect(rejected?.fields).toMatchObject({ code: 500 });
     expect(String(rejected?.fields['message'])).toMatch(/^resourceVersion: Invalid value: "abc"/); // which version it cannot parse
     expect(s.requestCounts().list).toBe(2);
-    expect(reflector.cursor).not.toBe('abc');
+    expect(reflector.resourceVersion).not.toBe('abc');
     await expectStoreEqualsFreshList(tap, s, podResource, SCOPE);
   });
 
@@ -163,7 +163,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
       type: 'Modified',
       object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'engine-0', namespace: NS, resourceVersion: next } },
     });
-    await vi.waitFor(() => expect(reflector.cursor).toBe(next), { timeout: WAIT_MS, interval: 2 });
+    await vi.waitFor(() => expect(reflector.resourceVersion).toBe(next), { timeout: WAIT_MS, interval: 2 });
     // The real update at `next` is lost: held back on the stalled watch, which is then dropped, and
     // the reopen from `next` does not replay it. Only the heal relist can bring it back.
     s.stallWatches();
@@ -177,8 +177,8 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     await expectStoreEqualsFreshList(tap, s, podResource, SCOPE);
   });
 
-  it('[k8s_reflector: Frame size cap] a frame over maxFrameSize tears the watch down (closed on the server) and the reflector relists (embedded apiserver)', async () => {
-    const { tap, reflector, server: s, logger } = await setup({ reflector: { maxFrameSize: 64 * 1024 } });
+  it('[k8s_reflector: Frame size cap] a frame over maxFrameBytes tears the watch down (closed on the server) and the reflector relists (embedded apiserver)', async () => {
+    const { tap, reflector, server: s, logger } = await setup({ reflector: { maxFrameBytes: 64 * 1024 } });
     await tap.next('the listing');
     await s.waitForWatches(1, WAIT_MS);
     s.injectMalformedFrame(`{"type":"MODIFIED","object":{"metadata":{"annotations":{"x":"${'y'.repeat(1024 * 1024)}`); // 1 MB, never a whole frame
@@ -186,7 +186,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
 
     await tap.until(isReplace, 'the relist after the oversized frame');
     expect(reflector.stats).toMatchObject({ relists: 1, watchFailures: 1 });
-    const refused = logger.entries.find((e) => e.message.startsWith('watch frame over maxFrameSize'));
+    const refused = logger.entries.find((e) => e.message.startsWith('watch frame over maxFrameBytes'));
     expect(refused?.fields['err']).toBeInstanceOf(WatchFrameTooLargeError);
     expect(refused?.level).toBe('warn');
     expect(tap.store.get('pool-a/engine-2')?.spec.nodeName).toBe('node-b');

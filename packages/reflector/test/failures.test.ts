@@ -8,7 +8,8 @@ import { isPermanentSourceError, type ReplaceEvent } from '@reconcile-loop/objec
 import { Backoff, ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { isCursorRejected, KubeClientConfigError, ListTimeoutError, Reflector, type ReflectorOptions } from '../src/index.js';
+import { isCursorRejected } from '../src/classify.js';
+import { KubeClientConfigError, ListTimeoutError, Reflector, type ReflectorOptions } from '../src/index.js';
 import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod, apiError } from './helpers.js';
 
 const setup = openReflector;
@@ -193,14 +194,14 @@ describe('Reflector: deadlines', () => {
     await settle();
     client.watch0.push(bookmark('abc')); // a broken bookmark becomes the cursor
     await settle();
-    expect(reflector.cursor).toBe('abc');
+    expect(reflector.resourceVersion).toBe('abc');
     await advance(clock, 300_000);
     client.watch0.end(); // reopen from "abc"
     await settle();
     expect(client.watch0.request.resourceVersion).toBe('abc');
     client.watch0.fail(apiError(400, status(400, 'BadRequest', 'invalid resource version: "abc"')));
     await settle();
-    expect(reflector.cursor).toBeUndefined();
+    expect(reflector.resourceVersion).toBeUndefined();
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
     expect(client.watch0.request.resourceVersion).toBe('20');
@@ -209,7 +210,7 @@ describe('Reflector: deadlines', () => {
     client.watch0.push(errorFrame({ code: 422, reason: 'Invalid', message: 'resourceVersion: Invalid value' }));
     await advance(clock, 2_000);
     expect(client.lists).toHaveLength(3);
-    expect(reflector.cursor).toBe('30');
+    expect(reflector.resourceVersion).toBe('30');
     expect(reflector.stats.relists).toBe(2);
   });
 
@@ -225,7 +226,7 @@ describe('Reflector: deadlines', () => {
       }),
     );
     await settle();
-    expect(reflector.cursor).toBeUndefined();
+    expect(reflector.resourceVersion).toBeUndefined();
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
     expect(isCursorRejected({ code: 500, message: 'resourceVersion: Invalid value: "x"' })).toBe(true);
@@ -248,7 +249,7 @@ describe('Reflector: deadlines', () => {
     await settle();
     client.watch0.push(JSON.stringify({ type: 'Modified', object: pod('a', '2') })); // readable cursor, unreadable type
     await advance(clock, 500);
-    expect(reflector.cursor).toBe('2'); // skip-and-advance kept
+    expect(reflector.resourceVersion).toBe('2'); // skip-and-advance kept
     client.watch0.push('{"type":"MODIFIED",'); // another one: same heal
     await advance(clock, 499);
     expect(client.lists).toHaveLength(1);
@@ -283,8 +284,8 @@ describe('Reflector: deadlines', () => {
     expect(client.watches[1]?.request.signal.aborted).toBe(true);
   });
 
-  it('[k8s_reflector: Frame size cap] a frame over maxFrameSize tears the watch down and relists; so does the client reporting one', async () => {
-    const { client, clock, reflector, stream } = setup({ maxFrameSize: 1_000 }, (c) =>
+  it('[k8s_reflector: Frame size cap] a frame over maxFrameBytes tears the watch down and relists; so does the client reporting one', async () => {
+    const { client, clock, reflector, stream } = setup({ maxFrameBytes: 1_000 }, (c) =>
       c.queueList(
         { items: [], resourceVersion: '1' },
         { items: [pod('a', '6')], resourceVersion: '6' },
@@ -451,7 +452,7 @@ describe('Reflector: poison objects', () => {
     await settle();
     const seen = () => stream.events.slice(1).map((e) => (e.type === 'replace' ? 'replace' : `${e.type} ${e.key}`));
     expect(seen()).toEqual(['delete ns/a', 'upsert ns/b']);
-    expect(reflector.cursor).toBe('4');
+    expect(reflector.resourceVersion).toBe('4');
     expect(reflector.health().quarantined).toEqual([expect.objectContaining({ key: 'ns/a', resourceVersion: '3', since: 100 })]);
     expect(logger.entries.filter((e) => e.level === 'error' && e.message.includes('quarantined'))).toHaveLength(2);
 
@@ -490,7 +491,7 @@ describe('Reflector: poison objects', () => {
     await settle();
     client.watch0.push(line('ADDED', { metadata: { namespace: 'ns', resourceVersion: '2' } }));
     await settle();
-    expect(reflector.cursor).toBe('2');
+    expect(reflector.resourceVersion).toBe('2');
     expect(reflector.stats.invalidObjects).toBe(1);
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);

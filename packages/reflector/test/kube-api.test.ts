@@ -7,28 +7,20 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import {
   KubeClient,
+  type KubeConfigAuth,
   type Transport,
   type TransportResponse,
   KubeApiError,
   KubeProtocolError,
   WatchFrameTooLargeError,
   isKubeApiError,
-  collectionPath,
   DEFAULT_MAX_FRAME_BYTES,
-  splitLines,
 } from '@reconcile-loop/kube-client';
+import { collectionPath, splitLines } from '@reconcile-loop/kube-client/internal';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
-import {
-  KubeApiClient,
-  kubeReflector,
-  KubeClientConfigError,
-  podReflector,
-  Reflector,
-  watchVerdict,
-  type KubeConfigAuth,
-} from '../src/index.js';
+import { KubeApiClient, kubeReflector, KubeClientConfigError, podReflector, Reflector, watchVerdict } from '../src/index.js';
 import { advance, bookmark, consume, line, pod } from './helpers.js';
 
 const TOKEN = 'sup3r-s3cret-t0ken';
@@ -328,7 +320,7 @@ describe('KubeApiClient over HTTP', () => {
         }),
       ).toThrow(KubeClientConfigError);
     }
-    expect(() => new KubeApiClient(noCluster, podResource, { maxFrameSize: 0 })).toThrow(
+    expect(() => new KubeApiClient(noCluster, podResource, { maxFrameBytes: 0 })).toThrow(
       expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
   });
@@ -413,10 +405,10 @@ describe('KubeApiClient over a shared KubeClient', () => {
     expect(watchVerdict((error as KubeApiError).status, (error as KubeApiError).statusCode)).toBe('relist-too-large');
   });
 
-  it('[k8s_reflector: Frame size cap] maxFrameSize is sent with every WATCH, so it holds over a shared KubeClient with a larger cap', async () => {
+  it('[k8s_reflector: Frame size cap] maxFrameBytes is sent with every WATCH, so it holds over a shared KubeClient with a larger cap', async () => {
     const transport: Transport = async () => answer(200, `${'x'.repeat(64)}\n`);
     const client = new KubeApiClient(new KubeClient({ server: 'http://127.0.0.1:1', transport }), podResource, {
-      maxFrameSize: 32,
+      maxFrameBytes: 32,
     });
     const error = await collect(
       client.watch({

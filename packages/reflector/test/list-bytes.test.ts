@@ -114,7 +114,7 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
     const byBytes = replaceOf(bytes.stream.events);
     expect([...byBytes.keys()]).toEqual(['ns/a', 'ns/b', 'ns/c']);
     expect(byBytes).toEqual(replaceOf(strings.stream.events));
-    expect(bytes.reflector.cursor).toBe('10');
+    expect(bytes.reflector.resourceVersion).toBe('10');
     expect(bytes.reflector.stats).toMatchObject({ lists: 1, listPages: 2, listRestarts: 0, invalidObjects: 0 });
     bytes.controller.abort();
     strings.controller.abort();
@@ -159,7 +159,7 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
     expect(client.lists).toHaveLength(1);
     // JSON.parse keeps the last duplicate: what the exact path has always read.
     expect([...replaceOf(stream.events).keys()]).toEqual(['ns/b']);
-    expect(reflector.cursor).toBe('7');
+    expect(reflector.resourceVersion).toBe('7');
     const nulls = openReflector(
       { listPageSize: 0 },
       (c) => c.queueBody('{"metadata":{"resourceVersion":"8"},"items":null}'),
@@ -215,7 +215,7 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
     ]);
     expect(client.reads).toEqual(['read', 'read']);
     expect([...replaceOf(stream.events).keys()]).toEqual(['ns/a', 'ns/c']);
-    expect(reflector.cursor).toBe('12');
+    expect(reflector.resourceVersion).toBe('12');
     expect(reflector.stats).toMatchObject({ lists: 1, listRestarts: 1, listFailures: 0 });
   });
 

@@ -145,7 +145,7 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
       [2, 't1'],
       [2, 't2'],
     ]);
-    expect(reflector.cursor).toBe('10');
+    expect(reflector.resourceVersion).toBe('10');
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 3, listRestarts: 0, listFailures: 0 });
     controller.abort();
   });
@@ -233,7 +233,7 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
       [undefined, undefined],
     ]);
     expect(keysOf(stream.events)).toEqual(['ns/a', 'ns/c']);
-    expect(reflector.cursor).toBe('12');
+    expect(reflector.resourceVersion).toBe('12');
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 2, listRestarts: 1, listFailures: 0 });
     expect(logger.entries.filter((e) => e.level === 'info').map((e) => e.message)).toContain(
       'LIST continue token expired (410); restarting as one unpaged LIST',

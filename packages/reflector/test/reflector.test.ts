@@ -5,14 +5,8 @@ import { deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
 import { ManualClock, OptionsError } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
-import {
-  isCursorExpired,
-  isCursorTooLarge,
-  Reflector,
-  type ListPageResult,
-  type ListRequest,
-  type ReflectorOptions,
-} from '../src/index.js';
+import { isCursorExpired, isCursorTooLarge } from '../src/classify.js';
+import { Reflector, type ListPageResult, type ListRequest, type ReflectorOptions } from '../src/index.js';
 import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod, apiError } from './helpers.js';
 
 const setup = openReflector;
@@ -54,7 +48,7 @@ describe('Reflector: list, watch, events', () => {
     expect(stream.events[3]).toEqual(deleteEvent('ns/b'));
     const upsert = stream.events[2];
     expect(upsert?.type === 'upsert' && upsert.object.metadata.resourceVersion).toBe('12');
-    expect(reflector.cursor).toBe('13');
+    expect(reflector.resourceVersion).toBe('13');
 
     controller.abort();
     await stream.done;
@@ -71,20 +65,20 @@ describe('Reflector: list, watch, events', () => {
     );
     await settle();
     expect(stream.events.slice(1).map((e) => e.type !== 'replace' && e.key)).toEqual(['ns/a', 'ns/b']);
-    expect(reflector.cursor).toBe('4');
+    expect(reflector.resourceVersion).toBe('4');
   });
 
   it('[k8s_reflector: cursor bookkeeping] the cursor follows the listing, every applied frame and every bookmark; counters add up', async () => {
     const { client, reflector, clock } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '100' }));
-    expect(reflector.cursor).toBeUndefined();
+    expect(reflector.resourceVersion).toBeUndefined();
     await settle();
-    expect(reflector.cursor).toBe('100');
+    expect(reflector.resourceVersion).toBe('100');
     client.watch0.push(line('ADDED', pod('a', '101')));
     await settle();
-    expect(reflector.cursor).toBe('101');
+    expect(reflector.resourceVersion).toBe('101');
     client.watch0.push(bookmark('150'));
     await settle();
-    expect(reflector.cursor).toBe('150');
+    expect(reflector.resourceVersion).toBe('150');
     await advance(clock, 2_000);
     client.watch0.end();
     await settle();
@@ -129,7 +123,7 @@ describe('Reflector: reopening and relisting', () => {
     await settle();
     client.watch0.push(bookmark('90'));
     await settle();
-    expect(reflector.cursor).toBe('90');
+    expect(reflector.resourceVersion).toBe('90');
     expect(stream.events).toHaveLength(1); // only the replace
     await advance(clock, 60_000);
     client.watch0.end();
@@ -161,7 +155,7 @@ describe('Reflector: reopening and relisting', () => {
     client.watch0.push(errorFrame({ code: 410, reason: 'Expired', message: 'too old resource version' }));
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
-    expect(reflector.cursor).toBe('20');
+    expect(reflector.resourceVersion).toBe('20');
     expect(reflector.stats.relists).toBe(1);
   });
 
@@ -251,7 +245,7 @@ describe('Reflector: bad frames', () => {
     expect(stream.events.slice(1).map((e) => e.type !== 'replace' && e.key)).toEqual(['ns/a']);
     expect(reflector.stats.skippedFrames).toBe(3);
     expect(client.watches).toHaveLength(1);
-    expect(reflector.cursor).toBe('8');
+    expect(reflector.resourceVersion).toBe('8');
     expect(logger.entries.filter((r) => r.level === 'warn' && r.message.includes('unreadable envelope'))).toHaveLength(3);
 
     client.watch0.push(
@@ -261,7 +255,7 @@ describe('Reflector: bad frames', () => {
       ),
     );
     await settle();
-    expect(reflector.cursor).toBe('9'); // advanced past the skipped frame
+    expect(reflector.resourceVersion).toBe('9'); // advanced past the skipped frame
   });
 });
 

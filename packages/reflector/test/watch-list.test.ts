@@ -43,16 +43,16 @@ describe('Reflector: streaming initial list (watch-list)', () => {
     client.watch0.push(line('ADDED', pod('b', '30')), line('ADDED', pod('a', '12')), bookmark('31'));
     await settle();
     expect(stream.events).toEqual([]);
-    expect(reflector.cursor).toBeUndefined();
+    expect(reflector.resourceVersion).toBeUndefined();
     client.watch0.push(line('ADDED', pod('c', '20')), endBookmark('40'));
     await settle();
     expect(stream.events.map(summary)).toEqual(['replace ns/b,ns/a,ns/c']);
-    expect(reflector.cursor).toBe('40');
+    expect(reflector.resourceVersion).toBe('40');
     expect(reflector.health()).toMatchObject({ listed: true, streaming: true, consecutiveFailures: 0 });
     client.watch0.push(line('MODIFIED', pod('a', '41')), line('DELETED', pod('b', '42')));
     await settle();
     expect(stream.events.map(summary)).toEqual(['replace ns/b,ns/a,ns/c', 'upsert ns/a', 'delete ns/b']);
-    expect(reflector.cursor).toBe('42');
+    expect(reflector.resourceVersion).toBe('42');
     expect(client.watches).toHaveLength(1);
     expect(reflector.stats).toMatchObject({ lists: 0, watchLists: 1, watches: 1, watchListFallbacks: 0, relists: 0 });
   });
@@ -225,8 +225,8 @@ describe('Reflector: watch-list fallback to LIST', () => {
     expect(client.watches[0]!.returned).toBe(true);
   });
 
-  it('[k8s_reflector: Streaming initial list fallback] an in-band ERROR frame (410) or a frame over maxFrameSize before the bookmark falls back to a LIST; nothing gathered is emitted', async () => {
-    const { client, stream, clock } = setup({ maxFrameSize: 2_000 }, (c) => {
+  it('[k8s_reflector: Streaming initial list fallback] an in-band ERROR frame (410) or a frame over maxFrameBytes before the bookmark falls back to a LIST; nothing gathered is emitted', async () => {
+    const { client, stream, clock } = setup({ maxFrameBytes: 2_000 }, (c) => {
       c.defaultList = { items: [pod('z', '3')], resourceVersion: '3' };
     });
     await settle();
@@ -268,7 +268,7 @@ describe('Reflector: paginated LIST', () => {
       [2, 't1'],
     ]);
     expect(stream.events.map(summary)).toEqual(['replace ns/a,ns/b,ns/c']);
-    expect(reflector.cursor).toBe('10');
+    expect(reflector.resourceVersion).toBe('10');
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 2, listRestarts: 0 });
   });
 
@@ -287,7 +287,7 @@ describe('Reflector: paginated LIST', () => {
       [undefined, undefined],
     ]);
     expect(stream.events.map(summary)).toEqual(['replace ns/a,ns/c']);
-    expect(reflector.cursor).toBe('12');
+    expect(reflector.resourceVersion).toBe('12');
     expect(reflector.stats).toMatchObject({ lists: 1, listRestarts: 1, listFailures: 0 });
     const unpaged = openReflector({ initialList: 'list', listPageSize: 0 });
     await settle();
