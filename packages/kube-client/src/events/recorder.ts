@@ -1,7 +1,12 @@
-import { OptionsError } from '@reconcile-loop/primitives';
-import type { Logger } from '@reconcile-loop/primitives';
 import { hostname } from 'node:os';
-import type { Clock } from '@reconcile-loop/primitives';
+import {
+  backoffDelay,
+  checkBackoffPolicy,
+  OptionsError,
+  type BackoffPolicy,
+  type Clock,
+  type Logger,
+} from '@reconcile-loop/primitives';
 import type { KubeClient } from '../client.js';
 import { isAlreadyExists, isKubeApiError, isNotFound, KubeRequestTimeoutError, KubeTransportError } from '../errors.js';
 import { TokenBucketRateLimiter } from '../rate-limiter.js';
@@ -45,8 +50,8 @@ export interface EventRecorderOptions {
   readonly maxQueued?: number | undefined;
   /** Tries per write for transient failures (client-go `maxTriesPerEvent`, 12). */
   readonly maxTries?: number | undefined;
-  /** Between tries, jittered by up to 25% (client-go's 10 s). */
-  readonly retryDelayMs?: number | undefined;
+  /** The wait between tries (primitives' `BackoffPolicy`). Default client-go's: 10 s, constant, jittered by up to 25%. */
+  readonly retry?: BackoffPolicy | undefined;
   readonly random?: (() => number) | undefined;
 }
 
@@ -83,6 +88,9 @@ interface Job {
   readonly cached?: Cached | undefined;
   tries: number;
 }
+
+/** client-go's recorder sleeps 10 s between tries, jittered by up to 25%. */
+const DEFAULT_EVENT_RETRY: BackoffPolicy = Object.freeze({ initialMs: 10_000, maxMs: 10_000, factor: 1, jitter: 0.25 });
 
 const eventsResource = { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event' };
 
@@ -132,7 +140,7 @@ export class EventRecorder {
   readonly #spamQps: number;
   readonly #maxQueued: number;
   readonly #maxTries: number;
-  readonly #retryDelayMs: number;
+  readonly #retry: BackoffPolicy;
   readonly #random: () => number;
   readonly #cache = new Map<string, Cached>();
   readonly #similar: SimilarEventAggregator;
@@ -163,7 +171,8 @@ export class EventRecorder {
     this.#spamQps = options.spamQps ?? 1 / 300;
     this.#maxQueued = options.maxQueued ?? 1000;
     this.#maxTries = options.maxTries ?? 12;
-    this.#retryDelayMs = options.retryDelayMs ?? 10_000;
+    this.#retry = options.retry ?? DEFAULT_EVENT_RETRY;
+    checkBackoffPolicy(this.#retry, 'EventRecorder', 'retry');
     this.#random = options.random ?? Math.random;
     const maxEvents = options.aggregateMaxEvents ?? DEFAULT_AGGREGATE_MAX_EVENTS;
     const intervalMs = options.aggregateIntervalMs ?? DEFAULT_AGGREGATE_INTERVAL_MS;
@@ -343,7 +352,7 @@ export class EventRecorder {
           this.#retries.delete(handle);
           if (!this.#closed) this.#enqueue(job);
         },
-        this.#retryDelayMs * (1 + this.#random() * 0.25),
+        backoffDelay(this.#retry, job.tries, this.#random),
       );
       this.#retries.add(handle);
     }
