@@ -2,7 +2,7 @@ import type { ApiResource, ObjectSchema, Status } from '@reconcile-loop/k8s-type
 import { decodeJsonBody } from './body.js';
 import { abortReason, OptionsError, sleep, systemClock, type Clock } from '@reconcile-loop/primitives';
 import { isKubeClientError, KubeApiError, KubeRequestTimeoutError, KubeTransportError, type Verb } from './errors.js';
-import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLineBatches, splitLines } from './lines.js';
+import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLines } from './lines.js';
 import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';
 import { ResourceClient, type KubeObject, type ResourceRef } from './resource.js';
 import { readStatus } from './status-body.js';
@@ -281,19 +281,11 @@ export class KubeClient {
   }
 
   /**
-   * {@link stream}, one batch per socket read: the lines (frames) each read completes, as one array.
-   * Same request, deadline, errors and teardown as {@link stream}.
-   */
-  streamBatches(request: KubeRequest): AsyncGenerator<string[], void, undefined> {
-    return this.#streamed(request, splitLineBatches);
-  }
-
-  /**
-   * {@link streamBatches} without decoding: the bytes of each frame the socket read completes, one
+   * {@link stream}, one batch per socket read, without decoding: the bytes of each frame the socket read completes, one
    * `Uint8Array` per frame (a view on the read's buffer when the frame lies inside it), for a reader
    * that parses frames from their UTF-8 bytes (k8s-types' `parseWatchFrame`). A batch's frames are
    * valid until the next batch is asked for (the read buffer is reused): copy a frame to keep it.
-   * The same frames, batches, request, deadline, errors and teardown as {@link streamBatches}; see
+   * The same frames, request, deadline, errors and teardown as {@link stream}, batched per read; see
    * `splitFrameBatches`.
    */
   streamFrameBatches(request: KubeRequest): AsyncGenerator<Uint8Array[], void, undefined> {

@@ -260,13 +260,8 @@ export class ResourceClient<T> {
     return this.#client.stream(this.#watchRequest(options));
   }
 
-  /** {@link watchLines}, one array of lines per socket read (see `KubeClient.streamBatches`). */
-  watchLineBatches(options: WatchOptions = {}): AsyncGenerator<string[], void, undefined> {
-    return this.#client.streamBatches(this.#watchRequest(options));
-  }
-
   /**
-   * {@link watchLineBatches} without decoding: one array per socket read of each frame's bytes (its
+   * {@link watchLines}, one array per socket read, without decoding: each frame's bytes (its
    * UTF-8 line without the `\n`), for a reader that parses frames from bytes, such as k8s-types'
    * `parseWatchFrame`. A batch's frames are valid until the next batch is asked for (see
    * `KubeClient.streamFrameBatches`).

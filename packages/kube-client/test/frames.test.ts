@@ -183,7 +183,7 @@ describe('[kube_client: frames as bytes] splitFrameBatches carries each frame as
     expect(await text(splitFrameBatches(of('{"a":1}\r\n', '  \n\n', ' \u00a0\u3000\n', '\t'), 40))).toEqual([['{"a":1}\r']]);
   });
 
-  it('[kube_client: frames as bytes] watchFrameBatches streams a WATCH as byte frames: same request and teardown as watchLineBatches', async () => {
+  it('[kube_client: frames as bytes] watchFrameBatches streams a WATCH as byte frames: same request and teardown as watchLines', async () => {
     const fake = new FakeTransport();
     const client = new KubeClient({
       server: 'https://k8s.test',

@@ -355,7 +355,7 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
         }),
     );
     const client = new KubeClient({ server: url, maxRetries: 0 });
-    const watch = client.streamBatches({ verb: 'watch', method: 'GET', path: '/api/v1/pods', query: { watch: true } });
+    const watch = client.stream({ verb: 'watch', method: 'GET', path: '/api/v1/pods', query: { watch: true } });
     await expect(watch.next()).rejects.toMatchObject({ statusCode: 410, reason: 'Expired', status: { message } });
   });
 });
