@@ -18,7 +18,9 @@ try {
   if (!tarball) throw new Error('pnpm pack produced no tarball');
   run('tar', ['-xzf', join(work, tarball), '-C', work]);
   run(bin('publint'), ['--strict', '--pack', 'false', join(work, 'package')]);
-  run(bin('attw'), [join(work, tarball), '--format', 'table-flipped']);
+  // node16 profile: every package needs Node >= 22.19 (engines), whose resolution reads `exports`; node10
+  // resolution cannot see a subpath export such as `./internal`, and no supported runtime uses it.
+  run(bin('attw'), [join(work, tarball), '--format', 'table-flipped', '--profile', 'node16']);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

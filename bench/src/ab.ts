@@ -17,7 +17,7 @@
  *
  *   pnpm --filter @reconcile-loop/bench socket-ab -- --via=apiserver --pods=5000 --frames=50000 --runs=5
  */
-import { useWasmScan } from '@reconcile-loop/k8s-types';
+import { useWasmScan } from '@reconcile-loop/k8s-types/internal';
 import { ApiServerProcess } from './lib/apiserver-process.js';
 import { alternate } from './lib/alternate.js';
 import { startOurs, timeRun, type PipelineOptions } from './lib/pipelines.js';

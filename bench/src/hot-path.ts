@@ -11,17 +11,16 @@
  *
  *   node --expose-gc --conditions=@reconcile-loop/source --import tsx bench/src/hot-path.ts [--pods=5000] [--rounds=11]
  */
+import { objectKey, podSchema } from '@reconcile-loop/k8s-types';
 import {
   cutWatchLine,
   metadataKeysRead,
-  objectKey,
   parseObject,
   parseWatchFrame,
   parseWatchLine,
-  podSchema,
   readWatchFrame,
   useWasmScan,
-} from '@reconcile-loop/k8s-types';
+} from '@reconcile-loop/k8s-types/internal';
 import { ObjectStore, replaceEvent } from '@reconcile-loop/object-store';
 import { heapAfterGc } from './lib/heap.js';
 import { makePod, modifyPod, PARENT_LABEL } from './lib/pods.js';

@@ -7,7 +7,8 @@
  *
  *   pnpm --filter @reconcile-loop/bench list-read -- --pods=5000 --rounds=12
  */
-import { parseListPage, podSchema, useWasmScan } from '@reconcile-loop/k8s-types';
+import { podSchema } from '@reconcile-loop/k8s-types';
+import { parseListPage, useWasmScan } from '@reconcile-loop/k8s-types/internal';
 import { alternate } from './lib/alternate.js';
 import { makePod } from './lib/pods.js';
 

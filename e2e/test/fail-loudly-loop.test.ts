@@ -106,7 +106,7 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
     for (const name of ['engine-0', 'engine-1'])
       await core.createNamespacedPod({ namespace: ns, body: podManifest(name, { labels: { pool: 'engines' } }) });
     const source = () =>
-      podReflector({ kubeConfig: watcher, namespace: ns, labelSelector: 'pool', retryDelayMs: 100, maxRetryDelayMs: 400 });
+      podReflector({ kubeConfig: watcher, namespace: ns, labelSelector: 'pool', retry: { initialMs: 100, maxMs: 400 } });
 
     const { loop } = recordingLoop<Pod>(source(), 3_000);
     const probe = await serveProbes(loop);
@@ -175,8 +175,7 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
       resource,
       schema,
       namespace: ns,
-      retryDelayMs: 100,
-      maxRetryDelayMs: 400,
+      retry: { initialMs: 100, maxMs: 400 },
     });
     const { loop, reconciled } = recordingLoop<z.output<typeof schema>>(reflector, 30_000);
     const probe = await serveProbes(loop);

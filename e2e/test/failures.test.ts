@@ -1,14 +1,8 @@
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { objectSchema, podResource, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore, type SourceEvent } from '@reconcile-loop/object-store';
-import {
-  ApiStatusError,
-  KubeApiClient,
-  kubeReflector,
-  podReflector,
-  watchVerdict,
-  type Reflector,
-} from '@reconcile-loop/reflector';
+import { KubeApiError } from '@reconcile-loop/kube-client';
+import { KubeApiClient, kubeReflector, podReflector, watchVerdict, type Reflector } from '@reconcile-loop/reflector';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -105,8 +99,7 @@ describe.skipIf(!availability.run)('reflector failures against the real kube-api
     const reflector = podReflector({
       kubeConfig: watcher,
       namespace: ns,
-      retryDelayMs: 100,
-      maxRetryDelayMs: 400,
+      retry: { initialMs: 100, maxMs: 400 },
       logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
     });
     const mirror = new Mirror<Pod>(reflector);
@@ -118,10 +111,10 @@ describe.skipIf(!availability.run)('reflector failures against the real kube-api
       );
       const { lastError, listed } = reflector.health();
       expect(listed).toBe(false);
-      expect(lastError).toBeInstanceOf(ApiStatusError);
+      expect(lastError).toBeInstanceOf(KubeApiError);
       expect(lastError).toMatchObject({ statusCode: 403, status: { code: 403, reason: 'Forbidden' }, request: { verb: 'list' } });
-      expect((lastError as ApiStatusError).status?.message).toContain(`system:serviceaccount:${ns}:watcher`);
-      expect((lastError as ApiStatusError).status?.message).toContain('cannot list resource "pods"');
+      expect((lastError as KubeApiError).status?.message).toContain(`system:serviceaccount:${ns}:watcher`);
+      expect((lastError as KubeApiError).status?.message).toContain('cannot list resource "pods"');
       expect(mirror.events).toEqual([]);
       expect(mirror.ended).toBe(false); // transient: the stream keeps retrying
       expect(entries.filter((e) => e.level === 'error' && e.fields['code'] === 403)).toHaveLength(1); // loud once, not per retry
@@ -173,8 +166,8 @@ describe.skipIf(!availability.run)('reflector failures against the real kube-api
       })();
       // What kube-apiserver answers, pinned: a failure before the stream starts, with a Status.
       const error = (failure as { error?: unknown }).error;
-      expect(error, JSON.stringify(failure)).toBeInstanceOf(ApiStatusError);
-      const { statusCode, status } = error as ApiStatusError;
+      expect(error, JSON.stringify(failure)).toBeInstanceOf(KubeApiError);
+      const { statusCode, status } = error as KubeApiError;
       expect(statusCode).toBe(500); // not 400: a code-only rule would retry this cursor forever
       expect(status?.message).toMatch(/^resourceVersion: Invalid value: "abc"/);
       expect(watchVerdict(status, statusCode)).toBe('relist-rejected');
@@ -195,8 +188,7 @@ describe.skipIf(!availability.run)('reflector failures against the real kube-api
         resource: { group, version, plural },
         schema,
         namespace: ns,
-        retryDelayMs: 100,
-        maxRetryDelayMs: 400,
+        retry: { initialMs: 100, maxMs: 400 },
       });
       const mirror = new Mirror<z.output<typeof schema>>(reflector);
       const quarantined = () => reflector.health().quarantined.map((q) => q.key);

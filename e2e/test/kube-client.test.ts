@@ -8,9 +8,6 @@ import {
   createIfAbsent,
   deleteIfPresent,
   EventRecorder,
-  isConflict,
-  isInvalid,
-  isNotFound,
   KubeClient,
   patchStatus,
   removeFinalizer,
@@ -19,6 +16,7 @@ import {
   type KubeObject,
   type ResourceClient,
 } from '@reconcile-loop/kube-client';
+import { isConflict, isInvalid, isNotFound } from '@reconcile-loop/kube-client/errors';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 
@@ -211,7 +209,7 @@ describeE2e('kube-client against the real kube-apiserver', () => {
     );
     expect(reapplied['data']).toEqual({ shared: 'from-b', onlyA: '1', added: 'yes' });
     const refused = await cms.apply({ ...raw }, { fieldManager: 'manager-b', force: true }).catch((e: unknown) => e);
-    expect(refused).toMatchObject({ code: 'KUBE_API_ERROR', message: expect.stringMatching(/managedFields must be nil/) });
+    expect(refused).toMatchObject({ code: 'RL_KUBE_API_ERROR', message: expect.stringMatching(/managedFields must be nil/) });
   });
 
   it('[kube_client: UpdateStatus with RetryOnConflict] two real writers race on one status: every mutation lands', async () => {
@@ -227,7 +225,7 @@ describeE2e('kube-client against the real kube-apiserver', () => {
             const status = (o['status'] ?? {}) as Record<string, number>;
             o['status'] = { ...status, [field]: (status[field] ?? 0) + 1 };
           },
-          { backoff: { steps: 100, durationMs: 5, factor: 1, jitter: 1 } },
+          { retry: { initialMs: 5, maxMs: 5, factor: 1, jitter: 1 }, attempts: 100 },
         );
         conflicts += result.attempts - 1;
       }
@@ -248,7 +246,7 @@ describeE2e('kube-client against the real kube-apiserver', () => {
           handle,
           'patch-race',
           (current) => ({ [field]: (((current['status'] ?? {}) as Record<string, number>)[field] ?? 0) + 1 }),
-          { backoff: { steps: 100, durationMs: 5, factor: 1, jitter: 1 } },
+          { retry: { initialMs: 5, maxMs: 5, factor: 1, jitter: 1 }, attempts: 100 },
         );
         conflicts += result.attempts - 1;
       }
@@ -267,7 +265,8 @@ describeE2e('kube-client against the real kube-apiserver', () => {
       const handle = newClient({ rateLimit: false }).resource(cellResource).inNamespace(ns);
       for (const finalizer of names(who)) {
         const result = await change(handle, 'fin-race', finalizer, {
-          backoff: { steps: 100, durationMs: 5, factor: 1, jitter: 1 },
+          retry: { initialMs: 5, maxMs: 5, factor: 1, jitter: 1 },
+          attempts: 100,
         });
         expect(result.changed).toBe(true);
         conflicts += result.attempts - 1;

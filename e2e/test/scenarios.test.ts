@@ -143,8 +143,7 @@ class Tracker {
       kubeConfig: kubeConfigOf(endpoint),
       namespace,
       labelSelector: POOL,
-      retryDelayMs: 100,
-      maxRetryDelayMs: 1_000,
+      retry: { initialMs: 100, maxMs: 1_000 },
       random: () => 0,
       ...options,
     });
@@ -212,7 +211,7 @@ class Tracker {
 
   state(): unknown {
     return {
-      cursor: this.reflector.cursor,
+      cursor: this.reflector.resourceVersion,
       stats: this.reflector.stats,
       loop: this.loop.state,
       store: this.loop.store.keys(),
@@ -385,7 +384,8 @@ function sharedScenarios(backend: () => Backend): void {
       // The cacher only sends a bookmark newer than the cursor, 2 s before each watch's deadline.
       await eventually(
         'a bookmark at or past the hidden write',
-        () => (tracker.reflector.stats.bookmarks >= 1 && BigInt(tracker.reflector.cursor ?? '0') >= hiddenRv) || undefined,
+        () =>
+          (tracker.reflector.stats.bookmarks >= 1 && BigInt(tracker.reflector.resourceVersion ?? '0') >= hiddenRv) || undefined,
         () => ({ hiddenRv: String(hiddenRv), ...(tracker.state() as object) }),
         45_000,
       );
@@ -450,7 +450,7 @@ describe.skipIf(!availability.run)('scenarios against the real kube-apiserver', 
       await tracker.until(0, 'ghost', (m) => m.size === 2, 'ghost listed');
       await tracker.until(0, 'stay', (m) => m.size === 1, 'stay listed');
       await tracker.settle();
-      const cursor = tracker.reflector.cursor;
+      const cursor = tracker.reflector.resourceVersion;
       // Disconnect: the uncached apiserver dies; meanwhile the whole ghost pool goes and history is compacted.
       await cp.uncached.kill();
       for (const name of ['g1', 'g2']) await writer.deleteNamespacedPod({ name, namespace: ns, gracePeriodSeconds: 0 });

@@ -77,8 +77,7 @@ describe.skipIf(!availability.run)('watch-list against kube-apiserver 1.35.4', (
         kubeConfig: kubeConfigOf(endpoint),
         namespace: ns,
         labelSelector: LABEL,
-        retryDelayMs: 100,
-        maxRetryDelayMs: 1_000,
+        retry: { initialMs: 100, maxMs: 1_000 },
         initialList: 'auto',
       });
       const { store, events } = mirror(reflector);
@@ -112,8 +111,7 @@ describe.skipIf(!availability.run)('watch-list against kube-apiserver 1.35.4', (
       kubeConfig: kubeConfigOf(endpoint),
       namespace: ns,
       labelSelector: LABEL,
-      retryDelayMs: 100,
-      maxRetryDelayMs: 1_000,
+      retry: { initialMs: 100, maxMs: 1_000 },
       initialList: 'auto',
     });
     const { store, events } = mirror(reflector);

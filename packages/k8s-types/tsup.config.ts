@@ -1,4 +1,5 @@
 import { defineConfig } from 'tsup';
 import { packageConfig } from '../../tsup.base';
 
-export default defineConfig(packageConfig());
+// Several entries share one copy of each module (one class per error, one module state): split chunks.
+export default defineConfig(packageConfig({ entry: ['src/index.ts', 'src/internal.ts'], splitting: true }));

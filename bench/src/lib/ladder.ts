@@ -5,15 +5,8 @@
  * the transport floor (d) and our pipeline (a), so the report can say how much of (a) is the work
  * itself and how much is the per-frame async plumbing.
  */
-import {
-  compileSchema,
-  objectKey,
-  parseListPage,
-  parseObject,
-  parseWatchFrame,
-  podSchema,
-  type Pod,
-} from '@reconcile-loop/k8s-types';
+import { compileSchema, objectKey, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { parseListPage, parseObject, parseWatchFrame } from '@reconcile-loop/k8s-types/internal';
 import { ObjectStore, replaceEvent, upsertEvent, type ObjectKey } from '@reconcile-loop/object-store';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import { PARENT_LABEL } from './pods.js';

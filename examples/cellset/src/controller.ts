@@ -114,11 +114,13 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
           reportingController: REPORTING_CONTROLLER,
           reportingInstance: options.reportingInstance ?? `${CONTROLLER_NAME}-${hostname()}`,
           logger,
-          ...(options.wallClock !== undefined && { wallClock: options.wallClock }),
+          wallClock: options.wallClock,
         });
   const timing = {
-    ...(options.clock !== undefined && { clock: options.clock }),
-    ...(options.sourceRetryDelayMs !== undefined && { retryDelayMs: options.sourceRetryDelayMs }),
+    clock: options.clock,
+    ...(options.sourceRetryDelayMs !== undefined && {
+      retry: { initialMs: options.sourceRetryDelayMs, maxMs: Math.max(30_000, options.sourceRetryDelayMs) },
+    }),
     logger,
   };
   const deps: ReconcileDeps = {

@@ -14,11 +14,11 @@ import {
   addFinalizer,
   createIfAbsent,
   deleteIfPresent,
-  isNotFound,
   removeFinalizer,
   updateStatus,
   type ResourceClient,
 } from '@reconcile-loop/kube-client';
+import { isNotFound } from '@reconcile-loop/kube-client/errors';
 import type { Logger, ReconcileContext, ReconcileResult } from '@reconcile-loop/loop';
 import {
   FINALIZER,

@@ -96,9 +96,9 @@ export async function runController(options: RunOptions): Promise<number> {
   const elector = new LeaderElector({
     lock: new LeaseLock({ client, namespace, name: options.leaseName ?? 'cellset-controller', identity }),
     logger,
-    ...(options.leaseDurationMs !== undefined && { leaseDurationMs: options.leaseDurationMs }),
-    ...(options.renewDeadlineMs !== undefined && { renewDeadlineMs: options.renewDeadlineMs }),
-    ...(options.retryPeriodMs !== undefined && { retryPeriodMs: options.retryPeriodMs }),
+    leaseDurationMs: options.leaseDurationMs,
+    renewDeadlineMs: options.renewDeadlineMs,
+    retryPeriodMs: options.retryPeriodMs,
     onStartedLeading: () => print(`cellset-controller: leading as ${identity}`),
     onStoppedLeading: () => print('cellset-controller: stopped leading'),
   });

@@ -1,20 +1,19 @@
 import type { Logger, Source } from '@reconcile-loop/loop';
+import type { BackoffPolicy } from '@reconcile-loop/primitives';
 import type { PodView } from './pod-view.js';
 
 /** Where to find the cluster and which pods to track. */
 export interface ClusterOptions {
   /** Path to a kubeconfig; default: `KUBECONFIG` / `~/.kube/config`, as the Kubernetes client resolves it. */
-  kubeconfig?: string;
+  kubeconfig?: string | undefined;
   /** A kubeconfig's YAML text (the embedded apiserver's `server.kubeconfig()`); takes precedence over `kubeconfig`. */
-  kubeconfigYaml?: string;
+  kubeconfigYaml?: string | undefined;
   namespace: string;
   /** A label selector (e.g. `pool`, `pool in (engines,trainers)`); it should select only pods carrying the pool label. */
   selector: string;
   logger: Logger;
-  /** The reflector's first retry delay (default 1000 ms); the embedded scenario's tests shrink it. */
-  retryDelayMs?: number;
-  /** The reflector's retry delay cap (default 30 000 ms). */
-  maxRetryDelayMs?: number;
+  /** The reflector's retries (default 1 s doubling to 30 s); the embedded scenario's tests shrink them. */
+  retry?: BackoffPolicy | undefined;
 }
 
 /** The cluster path could not be set up (no usable kubeconfig). */
@@ -50,7 +49,6 @@ export async function openClusterSource(options: ClusterOptions): Promise<Source
     namespace: options.namespace,
     labelSelector: options.selector,
     logger: options.logger,
-    ...(options.retryDelayMs !== undefined && { retryDelayMs: options.retryDelayMs }),
-    ...(options.maxRetryDelayMs !== undefined && { maxRetryDelayMs: options.maxRetryDelayMs }),
+    retry: options.retry,
   });
 }

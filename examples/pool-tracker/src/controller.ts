@@ -68,8 +68,8 @@ export async function runController(options: ControllerOptions): Promise<number>
     source =
       options.source ??
       (await openClusterSource({
-        ...(options.kubeconfigYaml !== undefined && { kubeconfigYaml: options.kubeconfigYaml }),
-        ...(options.kubeconfig !== undefined && { kubeconfig: options.kubeconfig }),
+        kubeconfigYaml: options.kubeconfigYaml,
+        kubeconfig: options.kubeconfig,
         namespace: options.namespace,
         selector: options.selector,
         logger: options.logger ?? silentLogger,

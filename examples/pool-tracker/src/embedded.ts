@@ -246,8 +246,7 @@ export async function startEmbeddedScenario(options: EmbeddedScenarioOptions): P
       namespace: DEMO_NAMESPACE,
       selector: POOL_LABEL,
       logger: narratingLogger(logger, say),
-      retryDelayMs: 1_000 * scale,
-      maxRetryDelayMs: 30_000 * scale,
+      retry: { initialMs: 1_000 * scale, maxMs: 30_000 * scale },
     });
     const relists: RelistRecord[] = [];
     const source = observeRelists(reflector, (objects) => {

@@ -1,7 +1,6 @@
-/**
- * Typed errors of this package. Each carries a stable string `code`, because a dual ESM/CJS install
- * can load two copies of a class and defeat `instanceof`.
- */
+import { ReconcileLoopError } from '@reconcile-loop/primitives';
+
+/** Typed errors of this package: each extends `ReconcileLoopError` and has an `RL_TYPES_*` code. */
 
 /** One validation problem, flattened from zod: where it is and what is wrong. */
 export interface ValidationIssue {
@@ -10,8 +9,8 @@ export interface ValidationIssue {
 }
 
 /** A watch frame whose envelope (type, cursor, or `Status`) cannot be read. The reflector logs and skips it. */
-export class MalformedWatchFrameError extends Error {
-  readonly code = 'WATCH_FRAME_MALFORMED' as const;
+export class MalformedWatchFrameError extends ReconcileLoopError {
+  readonly code = 'RL_TYPES_WATCH_FRAME_MALFORMED' as const;
   /** The frame's `type` if one could be read. */
   readonly frameType: string | undefined;
   /** The frame's cursor (`object.metadata.resourceVersion`) if one could be read, so a reader can advance past it. */
@@ -23,7 +22,6 @@ export class MalformedWatchFrameError extends Error {
     details: { frameType?: string | undefined; resourceVersion?: string | undefined; issues?: readonly ValidationIssue[] } = {},
   ) {
     super(message);
-    this.name = 'MalformedWatchFrameError';
     this.frameType = details.frameType;
     this.resourceVersion = details.resourceVersion;
     this.issues = details.issues ?? [];
@@ -35,8 +33,8 @@ export class MalformedWatchFrameError extends Error {
  * validate against its schema (a poison object). It carries what a reader needs to hold the object
  * out of its cache by key and say why: the key, the `resourceVersion` and the issues.
  */
-export class InvalidObjectError extends Error {
-  readonly code = 'OBJECT_INVALID' as const;
+export class InvalidObjectError extends ReconcileLoopError {
+  readonly code = 'RL_TYPES_OBJECT_INVALID' as const;
   /** `namespace/name` (or `name`) when the metadata could be read. */
   readonly objectKey: string | undefined;
   /** The object's `metadata.resourceVersion` when it could be read (for a frame, also its cursor). */
@@ -55,7 +53,6 @@ export class InvalidObjectError extends Error {
     },
   ) {
     super(message);
-    this.name = 'InvalidObjectError';
     this.objectKey = details.objectKey;
     this.resourceVersion = details.resourceVersion;
     this.frameType = details.frameType;
@@ -69,12 +66,12 @@ export function describeIssue(issue: ValidationIssue): string {
   return `${path === '' ? '<root>' : path}: ${issue.message}`;
 }
 
-/** True when `error` is a {@link MalformedWatchFrameError}, across module copies. */
+/** True when `error` is a {@link MalformedWatchFrameError}, from any copy of this package. */
 export function isMalformedWatchFrameError(error: unknown): error is MalformedWatchFrameError {
-  return (error as { code?: unknown } | null)?.code === 'WATCH_FRAME_MALFORMED';
+  return error instanceof MalformedWatchFrameError;
 }
 
-/** True when `error` is an {@link InvalidObjectError}, across module copies. */
+/** True when `error` is an {@link InvalidObjectError}, from any copy of this package. */
 export function isInvalidObjectError(error: unknown): error is InvalidObjectError {
-  return (error as { code?: unknown } | null)?.code === 'OBJECT_INVALID';
+  return error instanceof InvalidObjectError;
 }

@@ -1,9 +1,54 @@
-export * from './errors.js';
-export * from './meta.js';
-export * from './pod.js';
-export * from './watch.js';
-export { compactOutput, compactView } from './compact.js';
-export { cutWatchLine, metadataKeysRead, type CutLine } from './frame-cut.js';
-export type { ListItem, ListPage } from './bytes/frames.js';
-export { useWasmScan, wasmScanAvailable } from './bytes/wasm-scan.js';
-export { listContinueToken } from './bytes/list-continue.js';
+/**
+ * @reconcile-loop/k8s-types: zod views of Kubernetes objects (validated, partial), the one `Status`
+ * type, and the typed errors of reading them. The byte-level readers the reflector and kube-client
+ * use (watch frames and LIST pages read from their bytes, the WASM scanner) are in `./internal`,
+ * not part of the stable API.
+ */
+
+// Views: build a schema for the fields a controller reads; key objects.
+export {
+  compileSchema,
+  objectKey,
+  objectMetaSchema,
+  objectSchema,
+  typeMetaShape,
+  type KubernetesObjectView,
+  type ObjectMeta,
+  type ObjectSchema,
+  type ObjectShape,
+  type OwnerReference,
+} from './meta.js';
+
+// Pods: the view a pool tracker reads, and the core/v1 resource.
+export {
+  podResource,
+  podSchema,
+  type ApiResource,
+  type ContainerState,
+  type ContainerStatus,
+  type Pod,
+  type PodCondition,
+  type PodStatus,
+} from './pod.js';
+
+// The Kubernetes Status object, and the watch frames that carry objects or a Status.
+export {
+  statusSchema,
+  type BookmarkFrame,
+  type ErrorFrame,
+  type ObjectFrame,
+  type Status,
+  type StatusCause,
+  type WatchEventType,
+  type WatchFrame,
+} from './watch.js';
+
+// Errors: every one extends primitives' ReconcileLoopError (codes RL_TYPES_*).
+export {
+  describeIssue,
+  InvalidObjectError,
+  isInvalidObjectError,
+  isMalformedWatchFrameError,
+  MalformedWatchFrameError,
+  type ValidationIssue,
+} from './errors.js';

@@ -14,7 +14,10 @@ export const statusCauseSchema = z.object({
   field: z.string().optional(),
 });
 
-/** The `Status` fields a reader needs to tell a dead cursor from a transient failure. */
+/**
+ * The Kubernetes `Status` object (the body of a failed request, or the payload of an `ERROR` frame):
+ * the fields a reader needs to tell a dead resourceVersion from a transient failure, and to say why.
+ */
 export const statusSchema = z.object({
   code: z.number().int().optional(),
   reason: z.string().optional(),
@@ -28,8 +31,36 @@ export const statusSchema = z.object({
     .optional(),
 });
 
-/** A `Status` view (the payload of an `ERROR` frame, or the body of a failed request). */
-export type ApiStatus = z.output<typeof statusSchema>;
+/** One `details.causes[]` entry of a {@link Status}. `reason` is the wire name of Go's `StatusCause.Type`. */
+export interface StatusCause {
+  readonly reason?: string | undefined;
+  readonly message?: string | undefined;
+  readonly field?: string | undefined;
+}
+
+/**
+ * A Kubernetes `Status` (the payload of an `ERROR` frame, the body of a failed request, the answer
+ * to a DELETE): the one Status type of every package. {@link statusSchema} reads the fields that
+ * classify a failure; kube-client also keeps `status` (`Success` / `Failure`) and the `details`
+ * naming the object.
+ */
+export interface Status {
+  readonly status?: string | undefined;
+  readonly code?: number | undefined;
+  readonly reason?: string | undefined;
+  readonly message?: string | undefined;
+  readonly details?:
+    | {
+        readonly name?: string | undefined;
+        readonly group?: string | undefined;
+        readonly kind?: string | undefined;
+        readonly uid?: string | undefined;
+        readonly causes: readonly StatusCause[];
+        /** Seconds the server asks the client to wait before retrying (the header `Retry-After` says the same). */
+        readonly retryAfterSeconds?: number | undefined;
+      }
+    | undefined;
+}
 
 /** The watch event types the apiserver sends. */
 export const watchEventTypes = ['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR'] as const;
@@ -71,7 +102,7 @@ export interface BookmarkFrame {
 /** The watch failed in-band. */
 export interface ErrorFrame {
   readonly type: 'ERROR';
-  readonly status: ApiStatus;
+  readonly status: Status;
 }
 
 /** One read watch frame. */

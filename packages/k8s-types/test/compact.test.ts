@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { compactOutput, compactView, compileSchema, objectSchema, parseObject, podSchema } from '../src/index.js';
+import { compactOutput, compactView, compileSchema, objectSchema, parseObject, podSchema } from './all.js';
 import { rawPod } from './fixtures.js';
 
 function podWith(labels: Record<string, string>, name = 'engine-0'): Record<string, unknown> {

@@ -11,7 +11,7 @@ import {
   podSchema,
   readWatchFrame,
   type ObjectSchema,
-} from '../src/index.js';
+} from './all.js';
 import { rawPod } from './fixtures.js';
 
 /** What `parseWatchLine` returned before the cut: the whole line through `JSON.parse`, or the error it threw. */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { listContinueToken, parseListPage, podSchema } from '../src/index.js';
+import { listContinueToken, parseListPage, podSchema } from './all.js';
 import { rawPod } from './fixtures.js';
 
 const encode = (text: string): Buffer => Buffer.from(text, 'utf8');

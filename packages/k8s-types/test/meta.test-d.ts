@@ -1,6 +1,6 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { objectMetaSchema, objectSchema, typeMetaShape, type ObjectMeta, type OwnerReference, type Pod } from '../src/index.js';
+import { objectMetaSchema, objectSchema, typeMetaShape, type ObjectMeta, type OwnerReference, type Pod } from './all.js';
 
 // Type tests (vitest --typecheck, enabled for this project in vitest.config.ts): what a user's own
 // schema infers is what they wrote, with the standard metadata kept.

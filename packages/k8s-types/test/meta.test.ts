@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { objectMetaSchema, objectSchema, podSchema, typeMetaShape } from '../src/index.js';
+import { objectMetaSchema, objectSchema, podSchema, typeMetaShape } from './all.js';
 import { rawPod } from './fixtures.js';
 
 describe('[k8s_types: controller metadata]', () => {

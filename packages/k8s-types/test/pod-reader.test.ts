@@ -20,7 +20,7 @@ import {
   podSchema,
   readWatchFrame,
   type Pod,
-} from '../src/index.js';
+} from './all.js';
 import { rawPod } from './fixtures.js';
 
 const encode = (text: string): Buffer => Buffer.from(text, 'utf8');

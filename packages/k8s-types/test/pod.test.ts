@@ -10,7 +10,7 @@ import {
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { intern, objectKey, objectSchema, podSchema, timestamp, type Pod } from '../src/index.js';
+import { intern, objectKey, objectSchema, podSchema, timestamp, type Pod } from './all.js';
 import { rawPod } from './fixtures.js';
 
 describe('podSchema', () => {

@@ -11,7 +11,7 @@ import {
   podSchema,
   readWatchFrame,
   watchFrameSchema,
-} from '../src/index.js';
+} from './all.js';
 import { rawPod } from './fixtures.js';
 
 function thrown(fn: () => unknown): unknown {
@@ -82,7 +82,12 @@ describe('readWatchFrame', () => {
     const error = thrown(() => readWatchFrame({ type: 'MODIFIED', object: pod }, podSchema));
     expect(error).toBeInstanceOf(InvalidObjectError);
     expect(isInvalidObjectError(error)).toBe(true);
-    expect(error).toMatchObject({ code: 'OBJECT_INVALID', objectKey: 'ns/broken', resourceVersion: '31', frameType: 'MODIFIED' });
+    expect(error).toMatchObject({
+      code: 'RL_TYPES_OBJECT_INVALID',
+      objectKey: 'ns/broken',
+      resourceVersion: '31',
+      frameType: 'MODIFIED',
+    });
     const issues = (error as InvalidObjectError).issues;
     expect(issues[0]?.path).toEqual(['status', 'containerStatuses', 0, 'restartCount']);
     expect(describeIssue(issues[0]!)).toMatch(/^status\.containerStatuses\.0\.restartCount: .*number/);
@@ -91,7 +96,7 @@ describe('readWatchFrame', () => {
     expect(
       thrown(() => readWatchFrame({ type: 'ADDED', object: { metadata: { resourceVersion: '4' } } }, podSchema)),
     ).toMatchObject({
-      code: 'OBJECT_INVALID',
+      code: 'RL_TYPES_OBJECT_INVALID',
       objectKey: undefined,
       resourceVersion: '4',
     });
@@ -113,7 +118,7 @@ describe('readWatchFrame', () => {
       readWatchFrame({ type: 'SHRUGGED', object: { metadata: { resourceVersion: '9' } } }, podSchema),
     );
     expect(isMalformedWatchFrameError(unknownType)).toBe(true);
-    expect(unknownType).toMatchObject({ code: 'WATCH_FRAME_MALFORMED', frameType: 'SHRUGGED', resourceVersion: '9' });
+    expect(unknownType).toMatchObject({ code: 'RL_TYPES_WATCH_FRAME_MALFORMED', frameType: 'SHRUGGED', resourceVersion: '9' });
 
     const noCursor = thrown(() => readWatchFrame({ type: 'ADDED', object: { metadata: { name: 'x' } } }, podSchema));
     expect(noCursor).toBeInstanceOf(MalformedWatchFrameError);

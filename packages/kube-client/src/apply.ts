@@ -1,4 +1,5 @@
-import { KubeClientOptionsError } from './errors.js';
+import { OptionsError } from '@reconcile-loop/primitives';
+import {} from './errors.js';
 import type { ResourceClient } from './resource.js';
 import type { ApplyOptions, JsonObject, WriteObject } from './types.js';
 
@@ -38,6 +39,6 @@ export async function applyStatus<T>(
   status: JsonObject,
   options: ApplyWith,
 ): Promise<T> {
-  if (typeof name !== 'string' || name === '') throw new KubeClientOptionsError('applyStatus needs a name');
+  if (typeof name !== 'string' || name === '') throw new OptionsError('KubeClient', 'applyStatus needs a name');
   return handle.apply({ metadata: { name }, status }, { ...options, subresource: 'status' });
 }

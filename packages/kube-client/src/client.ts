@@ -1,15 +1,8 @@
-import type { ApiResource, ObjectSchema } from '@reconcile-loop/k8s-types';
+import type { ApiResource, ObjectSchema, Status } from '@reconcile-loop/k8s-types';
 import { decodeJsonBody } from './body.js';
-import { abortReason, sleep, systemClock, type Clock } from '@reconcile-loop/primitives';
-import {
-  KubeApiError,
-  KubeClientOptionsError,
-  KubeRequestTimeoutError,
-  KubeTransportError,
-  type KubeStatus,
-  type Verb,
-} from './errors.js';
-import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLineBatches, splitLines } from './lines.js';
+import { abortReason, OptionsError, sleep, systemClock, type Clock } from '@reconcile-loop/primitives';
+import { isKubeClientError, KubeApiError, KubeRequestTimeoutError, KubeTransportError, type Verb } from './errors.js';
+import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLines } from './lines.js';
 import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';
 import { ResourceClient, type KubeObject, type ResourceRef } from './resource.js';
 import { readStatus } from './status-body.js';
@@ -18,11 +11,11 @@ import { httpTransport, staticAuth, type KubeConfigAuth, type Transport, type Tr
 /** Client-side rate limiting: client-go's token bucket (`rest.Config.QPS` / `Burst`). */
 export interface RateLimitOptions {
   /** Default 5 (client-go). */
-  readonly qps?: number;
+  readonly qps?: number | undefined;
   /** Default 10 (client-go). */
-  readonly burst?: number;
+  readonly burst?: number | undefined;
   /** Which requests take a token: the writes (default) or every request, as client-go does. */
-  readonly scope?: 'writes' | 'all';
+  readonly scope?: 'writes' | 'all' | undefined;
 }
 
 /** How to build a {@link KubeClient}: a `KubeConfig` (1.x or 2.x), or a server URL and a token. */
@@ -63,7 +56,7 @@ export interface KubeRequest {
   readonly path: string;
   readonly query?: Readonly<Record<string, string | number | boolean | undefined>> | undefined;
   /** Serialised as JSON. */
-  readonly body?: unknown;
+  readonly body?: unknown | undefined;
   /** Default `application/json` for a body. */
   readonly contentType?: string | undefined;
   readonly signal?: AbortSignal | undefined;
@@ -85,11 +78,11 @@ const MAX_ERROR_BODY = 64 * 1024;
 function positiveInt(name: string, value: number | undefined, fallback: number, allowZero: boolean): number {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < (allowZero ? 0 : 1))
-    throw new KubeClientOptionsError(`${name} must be an integer >= ${allowZero ? 0 : 1}, got ${String(value)}`);
+    throw new OptionsError('KubeClient', `${name} must be an integer >= ${allowZero ? 0 : 1}, got ${String(value)}`);
   return value;
 }
 
-function retryAfterSeconds(response: TransportResponse, status: KubeStatus | undefined): number | undefined {
+function retryAfterSeconds(response: TransportResponse, status: Status | undefined): number | undefined {
   // client-go reads Retry-After as whole seconds only; the Status detail is the same number.
   const header = response.header('retry-after');
   if (header !== undefined && /^\s*\d+\s*$/.test(header)) return Number(header);
@@ -153,14 +146,14 @@ export class KubeClient {
 
   constructor(options: KubeClientOptions) {
     if (options.kubeConfig !== undefined && options.server !== undefined)
-      throw new KubeClientOptionsError('give either kubeConfig or server, not both');
+      throw new OptionsError('KubeClient', 'give either kubeConfig or server, not both');
     if (options.kubeConfig === undefined) {
       if (typeof options.server !== 'string' || options.server === '')
-        throw new KubeClientOptionsError('a kubeConfig or a server URL is required');
+        throw new OptionsError('KubeClient', 'a kubeConfig or a server URL is required');
       try {
         new URL(options.server);
       } catch {
-        throw new KubeClientOptionsError(`server is not a URL: ${options.server}`);
+        throw new OptionsError('KubeClient', `server is not a URL: ${options.server}`);
       }
     }
     this.#auth =
@@ -183,7 +176,7 @@ export class KubeClient {
     } else {
       const { qps = DEFAULT_QPS, burst = DEFAULT_BURST, scope = 'writes' } = rateLimit as RateLimitOptions;
       if (scope !== 'writes' && scope !== 'all')
-        throw new KubeClientOptionsError(`rateLimit.scope must be 'writes' or 'all', got ${String(scope)}`);
+        throw new OptionsError('KubeClient', `rateLimit.scope must be 'writes' or 'all', got ${String(scope)}`);
       this.#limiter = new TokenBucketRateLimiter({ qps, burst, clock: this.#clock });
       this.#limitReads = scope === 'all';
     }
@@ -254,8 +247,7 @@ export class KubeClient {
    */
   #bodyFailure(error: unknown, request: KubeRequest, opened: Opened): unknown {
     if (opened.signal.aborted) return abortReason(opened.signal);
-    const code = (error as { code?: unknown } | null)?.code;
-    if (typeof code === 'string' && code.startsWith('KUBE_')) return error;
+    if (isKubeClientError(error)) return error;
     return new KubeTransportError(request.verb, opened.path, error);
   }
 
@@ -289,19 +281,11 @@ export class KubeClient {
   }
 
   /**
-   * {@link stream}, one batch per socket read: the lines (frames) each read completes, as one array.
-   * Same request, deadline, errors and teardown as {@link stream}.
-   */
-  streamBatches(request: KubeRequest): AsyncGenerator<string[], void, undefined> {
-    return this.#streamed(request, splitLineBatches);
-  }
-
-  /**
-   * {@link streamBatches} without decoding: the bytes of each frame the socket read completes, one
+   * {@link stream}, one batch per socket read, without decoding: the bytes of each frame the socket read completes, one
    * `Uint8Array` per frame (a view on the read's buffer when the frame lies inside it), for a reader
    * that parses frames from their UTF-8 bytes (k8s-types' `parseWatchFrame`). A batch's frames are
    * valid until the next batch is asked for (the read buffer is reused): copy a frame to keep it.
-   * The same frames, batches, request, deadline, errors and teardown as {@link streamBatches}; see
+   * The same frames, request, deadline, errors and teardown as {@link stream}, batched per read; see
    * `splitFrameBatches`.
    */
   streamFrameBatches(request: KubeRequest): AsyncGenerator<Uint8Array[], void, undefined> {
@@ -310,7 +294,7 @@ export class KubeClient {
 
   #url(request: KubeRequest): { url: URL; path: string } {
     const cluster = this.#auth.getCurrentCluster();
-    if (!cluster) throw new KubeClientOptionsError('the KubeConfig has no current cluster');
+    if (!cluster) throw new OptionsError('KubeClient', 'the KubeConfig has no current cluster');
     const url = new URL(cluster.server.replace(/\/+$/, '') + request.path);
     for (const [key, value] of Object.entries(request.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value));
@@ -326,7 +310,7 @@ export class KubeClient {
     if (user?.aborted) throw abortReason(user);
     const timeoutMs = request.timeoutMs ?? this.#timeoutMs;
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0)
-      throw new KubeClientOptionsError(`timeoutMs must be a finite number >= 0, got ${String(timeoutMs)}`);
+      throw new OptionsError('KubeClient', `timeoutMs must be a finite number >= 0, got ${String(timeoutMs)}`);
     const controller = new AbortController();
     const onUserAbort = (): void => controller.abort(abortReason(user!));
     user?.addEventListener('abort', onUserAbort, { once: true });
@@ -373,7 +357,7 @@ export class KubeClient {
         } catch (error) {
           if (controller.signal.aborted) throw abortReason(controller.signal);
           // The transport's own configuration errors (a refused scheme) are not transport failures.
-          if (error instanceof KubeClientOptionsError) throw error;
+          if (error instanceof OptionsError) throw error;
           throw new KubeTransportError(verb, path, error);
         }
         const warning = response.header('warning');

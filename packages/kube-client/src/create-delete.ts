@@ -1,4 +1,6 @@
-import { isAlreadyExists, isConflict, isNotFound, KubeClientOptionsError, type KubeApiError, type KubeStatus } from './errors.js';
+import { OptionsError } from '@reconcile-loop/primitives';
+import { isAlreadyExists, isConflict, isNotFound, type KubeApiError } from './errors.js';
+import type { Status } from '@reconcile-loop/k8s-types';
 import type { ResourceClient } from './resource.js';
 import type { DeleteOptions, WriteObject, WriteOptions } from './types.js';
 
@@ -14,7 +16,7 @@ const CREATE_ATTEMPTS = 3;
 
 /**
  * Creates `body` unless an object of that name exists; a 409 AlreadyExists is success and returns
- * the existing object (seed 003's GC anchor: created idempotently, whoever created it). The existing
+ * the existing object (an anchor object a controller must create exactly once, whoever creates it first). The existing
  * object is returned as it is: check its `deletionTimestamp`, labels or owner before relying on it.
  * If it vanishes between the 409 and the GET, the create is tried again (3 attempts in all).
  */
@@ -25,7 +27,7 @@ export async function createIfAbsent<T>(
 ): Promise<CreateIfAbsentResult<T>> {
   const name = body.metadata?.name;
   if (typeof name !== 'string' || name === '')
-    throw new KubeClientOptionsError('createIfAbsent needs metadata.name (a generateName object is never "present")');
+    throw new OptionsError('KubeClient', 'createIfAbsent needs metadata.name (a generateName object is never "present")');
   const scoped =
     handle.namespace === undefined && body.metadata?.namespace ? handle.inNamespace(body.metadata.namespace) : handle;
   for (let attempt = 1; ; attempt++) {
@@ -45,7 +47,7 @@ export async function createIfAbsent<T>(
 /** What {@link deleteIfPresent} found. */
 export type DeleteIfPresentResult<T> =
   /** The server accepted the delete. `object` (when the server returned one) still exists while its `deletionTimestamp` is set and finalizers or a grace period hold it. */
-  | { readonly outcome: 'deleted'; readonly object: T | undefined; readonly status: KubeStatus | undefined }
+  | { readonly outcome: 'deleted'; readonly object: T | undefined; readonly status: Status | undefined }
   /** There was nothing to delete (404). */
   | { readonly outcome: 'absent' }
   /** The object exists but is not the one the preconditions named (another UID: a newer attempt's pod; another resourceVersion). Nothing was deleted. */
@@ -53,7 +55,7 @@ export type DeleteIfPresentResult<T> =
 
 /**
  * Deletes `name` if it is there: a 404 is the outcome `absent`, not an error. With
- * `preconditions` (seed 003's attempt pinning: delete exactly the pod of this attempt, by UID),
+ * `preconditions` (pinning an attempt: delete exactly the pod of this attempt, by UID),
  * the server's 409 for a mismatch is the distinct outcome `precondition-failed`, so a newer
  * object of the same name is never deleted by mistake and the caller can tell it from a deletion.
  */

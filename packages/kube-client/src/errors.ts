@@ -1,36 +1,14 @@
+import type { Status } from '@reconcile-loop/k8s-types';
+import { OptionsError, ReconcileLoopError } from '@reconcile-loop/primitives';
+
 /**
- * Typed errors of this package. Each carries a stable string `code`, because a dual ESM/CJS install
- * can load two copies of a class and defeat `instanceof`. No error carries a header, a token or the
+ * Typed errors of this package: each extends `ReconcileLoopError` and has an `RL_KUBE_*` code (a bad
+ * option or argument is primitives' `OptionsError`). No error carries a header, a token or the
  * server URL's credentials: only the verb, the request path (with its query) and what the server said.
  */
 
 /** The Kubernetes verbs this client issues (server-side apply is a `patch`). */
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
-
-/** One `details.causes[]` entry of a `Status` (`reason` is the wire name of Go's `StatusCause.Type`). */
-export interface KubeStatusCause {
-  readonly reason?: string | undefined;
-  readonly message?: string | undefined;
-  readonly field?: string | undefined;
-}
-
-/** A `Status` body, as far as it could be read. */
-export interface KubeStatus {
-  readonly status?: string | undefined;
-  readonly code?: number | undefined;
-  readonly reason?: string | undefined;
-  readonly message?: string | undefined;
-  readonly details?:
-    | {
-        readonly name?: string | undefined;
-        readonly group?: string | undefined;
-        readonly kind?: string | undefined;
-        readonly uid?: string | undefined;
-        readonly causes: readonly KubeStatusCause[];
-        readonly retryAfterSeconds?: number | undefined;
-      }
-    | undefined;
-}
 
 /** `StatusReason` for an HTTP code when the body carried none (apimachinery's `NewGenericServerResponse`). */
 const REASON_BY_CODE: Readonly<Record<number, string>> = {
@@ -79,14 +57,14 @@ const KNOWN_REASONS = new Set([
  * {@link statusError}). `reason` is the `Status` reason, or the one apimachinery derives from the
  * HTTP code when the body had none.
  */
-export class KubeApiError extends Error {
-  readonly code = 'KUBE_API_ERROR' as const;
+export class KubeApiError extends ReconcileLoopError {
+  readonly code = 'RL_KUBE_API_ERROR' as const;
   /** The HTTP status code (the `Status` code for an in-band error). */
   readonly statusCode: number;
   /** `NotFound`, `Conflict`, `AlreadyExists`, `Invalid`, `Expired`, ... or `Unknown`. */
   readonly reason: string;
   /** The parsed `Status` body, when the response carried a readable one. */
-  readonly status: KubeStatus | undefined;
+  readonly status: Status | undefined;
   /** What was asked: the Kubernetes verb. */
   readonly verb: Verb;
   /** The request path and query (never the server's host, userinfo or any header). */
@@ -96,7 +74,7 @@ export class KubeApiError extends Error {
 
   constructor(details: {
     statusCode: number;
-    status?: KubeStatus | undefined;
+    status?: Status | undefined;
     verb: Verb;
     path: string;
     retryAfterSeconds?: number | undefined;
@@ -104,7 +82,6 @@ export class KubeApiError extends Error {
     const { statusCode, status, verb, path } = details;
     const reason = status?.reason || REASON_BY_CODE[statusCode] || 'Unknown';
     super(`${verb} ${path}: HTTP ${statusCode} ${reason}${status?.message ? `: ${status.message}` : ''}`);
-    this.name = 'KubeApiError';
     this.statusCode = statusCode;
     this.reason = reason;
     this.status = status;
@@ -115,35 +92,35 @@ export class KubeApiError extends Error {
 }
 
 /** An answer that breaks the protocol: a body that is not JSON, an object without metadata, a watch cut mid-frame. */
-export class KubeProtocolError extends Error {
-  readonly code = 'KUBE_PROTOCOL' as const;
-  constructor(message: string) {
-    super(message);
-    this.name = 'KubeProtocolError';
+export class KubeProtocolError extends ReconcileLoopError {
+  readonly code = 'RL_KUBE_PROTOCOL' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
   }
 }
 
-/** One watch line longer than the frame cap: the stream is ended rather than buffered without bound. */
-export class WatchFrameTooLargeError extends Error {
-  readonly code = 'KUBE_WATCH_FRAME_TOO_LARGE' as const;
+/**
+ * One watch line longer than the frame cap (`maxFrameBytes`): the stream is ended rather than buffered
+ * without bound. A reflector relists on it (reopening at the same resourceVersion would meet the same frame).
+ */
+export class WatchFrameTooLargeError extends ReconcileLoopError {
+  readonly code = 'RL_KUBE_WATCH_FRAME_TOO_LARGE' as const;
   /** The cap, in bytes. */
   readonly maxFrameBytes: number;
   constructor(maxFrameBytes: number) {
-    super(`a watch frame is longer than the ${maxFrameBytes}-byte cap`);
-    this.name = 'WatchFrameTooLargeError';
+    super(`a watch frame is longer than the ${maxFrameBytes}-byte cap (maxFrameBytes)`);
     this.maxFrameBytes = maxFrameBytes;
   }
 }
 
 /** The request's deadline passed: while waiting for the rate limiter, a `Retry-After`, or the server. */
-export class KubeRequestTimeoutError extends Error {
-  readonly code = 'KUBE_REQUEST_TIMEOUT' as const;
+export class KubeRequestTimeoutError extends ReconcileLoopError {
+  readonly code = 'RL_KUBE_REQUEST_TIMEOUT' as const;
   readonly verb: Verb;
   readonly path: string;
   readonly timeoutMs: number;
   constructor(verb: Verb, path: string, timeoutMs: number, during: string) {
     super(`${verb} ${path}: no answer within ${timeoutMs} ms (${during})`);
-    this.name = 'KubeRequestTimeoutError';
     this.verb = verb;
     this.path = path;
     this.timeoutMs = timeoutMs;
@@ -151,32 +128,37 @@ export class KubeRequestTimeoutError extends Error {
 }
 
 /** The request never got an HTTP answer: connection refused or reset, TLS failure, DNS. `cause` is the transport's error. */
-export class KubeTransportError extends Error {
-  readonly code = 'KUBE_TRANSPORT' as const;
+export class KubeTransportError extends ReconcileLoopError {
+  readonly code = 'RL_KUBE_TRANSPORT' as const;
   readonly verb: Verb;
   readonly path: string;
   constructor(verb: Verb, path: string, cause: unknown) {
     super(`${verb} ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
-    this.name = 'KubeTransportError';
     this.verb = verb;
     this.path = path;
   }
 }
 
-/** The client (or a helper) was called with options it cannot run with. */
-export class KubeClientOptionsError extends Error {
-  readonly code = 'KUBE_CLIENT_OPTIONS' as const;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'KubeClientOptionsError';
-  }
+/**
+ * True for an error this package raises itself (an answer, a protocol break, a deadline, a transport
+ * failure, a refused option), from any copy of it: what a body reader passes through unwrapped.
+ */
+export function isKubeClientError(error: unknown): boolean {
+  return (
+    error instanceof KubeApiError ||
+    error instanceof KubeProtocolError ||
+    error instanceof WatchFrameTooLargeError ||
+    error instanceof KubeRequestTimeoutError ||
+    error instanceof KubeTransportError ||
+    (error instanceof OptionsError && error.component === 'KubeClient')
+  );
 }
 
 /**
  * A {@link KubeApiError} for a `Status` that arrived in-band (a watch `ERROR` frame), so the same
  * `is*` helpers classify it.
  */
-export function statusError(status: KubeStatus, verb: Verb, path: string): KubeApiError {
+export function statusError(status: Status, verb: Verb, path: string): KubeApiError {
   return new KubeApiError({
     statusCode: status.code ?? 500,
     status,
@@ -186,9 +168,9 @@ export function statusError(status: KubeStatus, verb: Verb, path: string): KubeA
   });
 }
 
-/** True when `error` is a {@link KubeApiError}, across module copies. */
+/** True when `error` is a {@link KubeApiError}, from any copy of this package. */
 export function isKubeApiError(error: unknown): error is KubeApiError {
-  return (error as { code?: unknown } | null)?.code === 'KUBE_API_ERROR';
+  return error instanceof KubeApiError;
 }
 
 function reasonIs(error: unknown, reason: string, httpCode?: number): boolean {

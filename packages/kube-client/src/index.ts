@@ -1,18 +1,72 @@
-export * from './errors.js';
-export * from './transport.js';
-export * from './lines.js';
-export * from './rate-limiter.js';
-export * from './client.js';
-export * from './paths.js';
-export * from './types.js';
-export { ResourceClient, DEFAULT_PAGE_SIZE, type SubresourceClient } from './resource.js';
-export { toStatus } from './status-body.js';
-export { decodeJsonBody, readListBody } from './body.js';
-export * from './retry-on-conflict.js';
-export * from './status.js';
-export * from './finalizers.js';
-export * from './create-delete.js';
-export * from './events/event.js';
-export * from './events/recorder.js';
-export { COMBINED_PREFIX, DEFAULT_AGGREGATE_INTERVAL_MS, DEFAULT_AGGREGATE_MAX_EVENTS } from './events/aggregator.js';
-export * from './apply.js';
+/**
+ * @reconcile-loop/kube-client: one Kubernetes HTTP client. The front door holds the client, the
+ * writes a reconciler needs, the event recorder and the error classes. apimachinery's `Is*` guards
+ * (`isNotFound`, `isConflict`, ...) are in `@reconcile-loop/kube-client/errors`; what only this
+ * repository's reflector needs is in `./internal` (not part of the stable API).
+ */
+
+// The client: connection, auth, transport, rate limiting, and a handle per resource.
+export {
+  KubeClient,
+  type KubeClientOptions,
+  type KubeRequest,
+  type RateLimitOptions,
+} from './client.js';
+export { ResourceClient, type SubresourceClient } from './resource.js';
+export {
+  httpTransport,
+  staticAuth,
+  type HttpTransportOptions,
+  type KubeConfigAuth,
+  type StaticAuthOptions,
+  type Transport,
+  type TransportRequest,
+  type TransportResponse,
+} from './transport.js';
+export type { RateLimiter } from './rate-limiter.js';
+export { DEFAULT_MAX_FRAME_BYTES } from './lines.js';
+
+// Objects and request options.
+export type {
+  ApplyOptions,
+  DeleteCollectionOptions,
+  DeleteOptions,
+  DeleteResult,
+  JsonObject,
+  JsonPatchOperation,
+  KubeObject,
+  KubeObjectMeta,
+  ListOptions,
+  ObjectList,
+  Patch,
+  PatchOptions,
+  Preconditions,
+  RequestOptions,
+  ResourceRef,
+  SelectorOptions,
+  WatchOptions,
+  WriteObject,
+  WriteOptions,
+} from './types.js';
+
+// The writes a reconciler needs: apply, status, create/delete idempotently, finalizers, conflict retry.
+export { apply, applyStatus, type ApplyWith } from './apply.js';
+export { updateStatus, patchStatus, type StatusWriteOptions, type StatusWriteResult } from './status.js';
+export { createIfAbsent, deleteIfPresent, type CreateIfAbsentResult, type DeleteIfPresentResult } from './create-delete.js';
+export { addFinalizer, removeFinalizer, finalizersOf, type FinalizerOptions, type FinalizerResult } from './finalizers.js';
+export { retryOnConflict, DEFAULT_RETRY, DEFAULT_BACKOFF, type ConflictRetry, type RetryOptions } from './retry-on-conflict.js';
+
+// Events (events.k8s.io/v1), aggregated and rate limited as client-go's recorder does.
+export { EventRecorder, type EventRecorderOptions, type EventRecorderStats } from './events/recorder.js';
+export type { EventInput, ObjectReference } from './events/event.js';
+
+// Errors: every one extends primitives' ReconcileLoopError (codes RL_KUBE_*).
+export {
+  KubeApiError,
+  KubeProtocolError,
+  KubeRequestTimeoutError,
+  KubeTransportError,
+  WatchFrameTooLargeError,
+  isKubeApiError,
+  type Verb,
+} from './errors.js';

@@ -1,5 +1,6 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { abortReason, type Clock } from '@reconcile-loop/primitives';
-import { KubeClientOptionsError } from './errors.js';
+import {} from './errors.js';
 
 /** A client-side request limiter. */
 export interface RateLimiter {
@@ -18,9 +19,9 @@ export const DEFAULT_BURST = 10;
 /** Options of {@link TokenBucketRateLimiter}. */
 export interface TokenBucketOptions {
   /** Sustained requests per second (client-go `QPS`). Default 5. */
-  readonly qps?: number;
+  readonly qps?: number | undefined;
   /** Requests that may go at once after a quiet spell (client-go `Burst`). Default 10. */
-  readonly burst?: number;
+  readonly burst?: number | undefined;
   readonly clock: Clock;
 }
 
@@ -43,9 +44,9 @@ export class TokenBucketRateLimiter implements RateLimiter {
     const qps = options.qps ?? DEFAULT_QPS;
     const burst = options.burst ?? DEFAULT_BURST;
     if (!(qps > 0) || !Number.isFinite(qps))
-      throw new KubeClientOptionsError(`qps must be a finite number > 0, got ${String(qps)}`);
+      throw new OptionsError('RateLimiter', `qps must be a finite number > 0, got ${String(qps)}`);
     if (!Number.isInteger(burst) || burst < 1)
-      throw new KubeClientOptionsError(`burst must be an integer >= 1, got ${String(burst)}`);
+      throw new OptionsError('RateLimiter', `burst must be an integer >= 1, got ${String(burst)}`);
     this.qps = qps;
     this.burst = burst;
     this.#clock = options.clock;

@@ -1,7 +1,9 @@
-import { parseObject, readWatchFrame, type ObjectSchema, type WatchFrame } from '@reconcile-loop/k8s-types';
+import { OptionsError } from '@reconcile-loop/primitives';
+import { type ObjectSchema, type WatchFrame } from '@reconcile-loop/k8s-types';
+import { parseObject, readWatchFrame } from '@reconcile-loop/k8s-types/internal';
 import { decodeJsonBody, readListBody } from './body.js';
 import type { KubeClient, KubeRequest } from './client.js';
-import { isExpired, KubeClientOptionsError, KubeProtocolError } from './errors.js';
+import { isExpired, KubeProtocolError } from './errors.js';
 import { apiVersionOf, collectionPath, objectPath } from './paths.js';
 import { toStatus } from './status-body.js';
 import type {
@@ -89,7 +91,7 @@ export class ResourceClient<T> {
       typeof resource.version !== 'string' ||
       typeof resource.group !== 'string'
     ) {
-      throw new KubeClientOptionsError('a resource needs group, version and plural');
+      throw new OptionsError('KubeClient', 'a resource needs group, version and plural');
     }
     this.#client = client;
     this.resource = resource;
@@ -100,7 +102,7 @@ export class ResourceClient<T> {
   /** The same handle scoped to `namespace`. */
   inNamespace(namespace: string): ResourceClient<T> {
     if (typeof namespace !== 'string' || namespace === '')
-      throw new KubeClientOptionsError('namespace must be a non-empty string');
+      throw new OptionsError('KubeClient', 'namespace must be a non-empty string');
     return new ResourceClient<T>(this.#client, this.resource, this.#schema, namespace);
   }
 
@@ -125,7 +127,7 @@ export class ResourceClient<T> {
 
   #name(body: WriteObject, verb: string): string {
     const name = body.metadata?.name;
-    if (typeof name !== 'string' || name === '') throw new KubeClientOptionsError(`${verb} needs metadata.name`);
+    if (typeof name !== 'string' || name === '') throw new OptionsError('KubeClient', `${verb} needs metadata.name`);
     return name;
   }
 
@@ -258,13 +260,8 @@ export class ResourceClient<T> {
     return this.#client.stream(this.#watchRequest(options));
   }
 
-  /** {@link watchLines}, one array of lines per socket read (see `KubeClient.streamBatches`). */
-  watchLineBatches(options: WatchOptions = {}): AsyncGenerator<string[], void, undefined> {
-    return this.#client.streamBatches(this.#watchRequest(options));
-  }
-
   /**
-   * {@link watchLineBatches} without decoding: one array per socket read of each frame's bytes (its
+   * {@link watchLines}, one array per socket read, without decoding: each frame's bytes (its
    * UTF-8 line without the `\n`), for a reader that parses frames from bytes, such as k8s-types'
    * `parseWatchFrame`. A batch's frames are valid until the next batch is asked for (see
    * `KubeClient.streamFrameBatches`).
@@ -337,7 +334,7 @@ export class ResourceClient<T> {
   async patch(name: string, patch: Patch, options?: PatchOptions): Promise<T> {
     const contentType = PATCH_CONTENT_TYPES[patch.type];
     if (contentType === undefined)
-      throw new KubeClientOptionsError(`unknown patch type ${String((patch as { type?: unknown }).type)}`);
+      throw new OptionsError('KubeClient', `unknown patch type ${String((patch as { type?: unknown }).type)}`);
     return this.#object({
       verb: 'patch',
       method: 'PATCH',
@@ -357,10 +354,10 @@ export class ResourceClient<T> {
    */
   async apply(body: WriteObject, options: ApplyOptions): Promise<T> {
     if (typeof options?.fieldManager !== 'string' || options.fieldManager === '')
-      throw new KubeClientOptionsError('apply needs a fieldManager');
-    if (typeof options.force !== 'boolean') throw new KubeClientOptionsError('apply needs an explicit force: true or false');
+      throw new OptionsError('KubeClient', 'apply needs a fieldManager');
+    if (typeof options.force !== 'boolean') throw new OptionsError('KubeClient', 'apply needs an explicit force: true or false');
     const kind = body.kind ?? this.resource.kind;
-    if (kind === undefined) throw new KubeClientOptionsError('apply needs kind: set it on the body or on the resource');
+    if (kind === undefined) throw new OptionsError('KubeClient', 'apply needs kind: set it on the body or on the resource');
     const document = { ...body, apiVersion: body.apiVersion ?? apiVersionOf(this.resource), kind };
     return this.#object({
       verb: 'patch',
@@ -391,7 +388,7 @@ export class ResourceClient<T> {
   /** DELETECOLLECTION: every object matching the selectors. Resolves with what the server returned (a list or a `Status`). */
   async deleteCollection(
     options?: DeleteCollectionOptions,
-  ): Promise<{ readonly items: T[] } | { readonly status: import('./errors.js').KubeStatus }> {
+  ): Promise<{ readonly items: T[] } | { readonly status: import('@reconcile-loop/k8s-types').Status }> {
     const body = await this.#client.request({
       verb: 'deletecollection',
       method: 'DELETE',
@@ -414,7 +411,7 @@ export class ResourceClient<T> {
    */
   subresource(subresource: string): SubresourceClient {
     if (typeof subresource !== 'string' || !/^[a-z][a-z0-9]*$/.test(subresource))
-      throw new KubeClientOptionsError(`not a subresource name: ${String(subresource)}`);
+      throw new OptionsError('KubeClient', `not a subresource name: ${String(subresource)}`);
     const client = this.#client;
     const path = (name: string): string => objectPath(this.resource, name, this.namespace, subresource);
     const call = (request: KubeRequest): Promise<unknown> => client.request(request);

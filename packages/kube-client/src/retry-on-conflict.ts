@@ -1,29 +1,39 @@
-import { sleep, systemClock, type Clock } from '@reconcile-loop/primitives';
-import { isConflict, KubeClientOptionsError } from './errors.js';
+import {
+  backoffDelay,
+  checkBackoffPolicy,
+  OptionsError,
+  sleep,
+  systemClock,
+  type BackoffPolicy,
+  type Clock,
+} from '@reconcile-loop/primitives';
+import { isConflict } from './errors.js';
 
-/** A backoff schedule: apimachinery's `wait.Backoff`. */
-export interface Backoff {
-  /** Attempts in all (not retries): the function runs at most this many times. */
-  readonly steps: number;
-  /** The first sleep, in ms. */
-  readonly durationMs: number;
-  /** Each sleep is the previous one times this (1 keeps it constant). */
-  readonly factor: number;
-  /** Each sleep is lengthened by up to this fraction of itself, at random. */
-  readonly jitter: number;
-  /** No sleep is longer than this, in ms. */
-  readonly capMs?: number | undefined;
+/** How often and how fast {@link retryOnConflict} retries: apimachinery's `wait.Backoff`, as a policy plus a count. */
+export interface ConflictRetry {
+  /** The sleeps between attempts (primitives' one backoff policy). */
+  readonly retry: BackoffPolicy;
+  /** Attempts in all (not retries): the function runs at most this many times (`wait.Backoff.Steps`). */
+  readonly attempts: number;
 }
 
 /** client-go `retry.DefaultRetry`: 5 attempts, 10 ms apart, jitter 0.1 — for conflicts, which clear at once. */
-export const DEFAULT_RETRY: Backoff = Object.freeze({ steps: 5, durationMs: 10, factor: 1, jitter: 0.1 });
+export const DEFAULT_RETRY: ConflictRetry = Object.freeze({
+  retry: Object.freeze({ initialMs: 10, maxMs: 10, factor: 1, jitter: 0.1 }),
+  attempts: 5,
+});
 /** client-go `retry.DefaultBackoff`: 4 attempts, 10/50/250 ms, jitter 0.1 — for errors that take a moment to clear. */
-export const DEFAULT_BACKOFF: Backoff = Object.freeze({ steps: 4, durationMs: 10, factor: 5, jitter: 0.1 });
+export const DEFAULT_BACKOFF: ConflictRetry = Object.freeze({
+  retry: Object.freeze({ initialMs: 10, maxMs: 250, factor: 5, jitter: 0.1 }),
+  attempts: 4,
+});
 
-/** Options of {@link retryOnConflict} and the helpers built on it. */
+/** Options of {@link retryOnConflict} and the helpers built on it (spread {@link DEFAULT_BACKOFF} in for slower errors). */
 export interface RetryOptions {
-  /** Default {@link DEFAULT_RETRY}. */
-  readonly backoff?: Backoff | undefined;
+  /** The sleeps between attempts. Default {@link DEFAULT_RETRY}'s (10 ms, constant, jitter 0.1). */
+  readonly retry?: BackoffPolicy | undefined;
+  /** Attempts in all. Default {@link DEFAULT_RETRY}'s (5). */
+  readonly attempts?: number | undefined;
   /** What the sleeps wait on. Default the system clock (helpers pass the client's). */
   readonly clock?: Clock | undefined;
   /** Aborts a sleep between attempts (and is passed to every request by the helpers). */
@@ -34,55 +44,30 @@ export interface RetryOptions {
   readonly retriable?: ((error: unknown) => boolean) | undefined;
 }
 
-/** The sleeps of `backoff` in order (one fewer than its steps), jittered by `random`. */
-export function backoffDelays(backoff: Backoff, random: () => number = Math.random): number[] {
-  const delays: number[] = [];
-  let duration = backoff.durationMs;
-  for (let step = 1; step < backoff.steps; step++) {
-    let delay = duration;
-    if (backoff.factor !== 0) {
-      duration = duration * backoff.factor;
-      if (backoff.capMs !== undefined && duration > backoff.capMs) duration = backoff.capMs;
-    }
-    if (backoff.jitter > 0) delay += random() * backoff.jitter * delay;
-    delays.push(delay);
-  }
-  return delays;
-}
-
-function checkBackoff(backoff: Backoff): void {
-  const ok =
-    Number.isInteger(backoff.steps) &&
-    backoff.steps >= 1 &&
-    backoff.durationMs >= 0 &&
-    Number.isFinite(backoff.durationMs) &&
-    backoff.factor >= 0 &&
-    backoff.jitter >= 0;
-  if (!ok) throw new KubeClientOptionsError(`not a usable backoff: ${JSON.stringify(backoff)}`);
-}
-
 /**
  * client-go's `retry.RetryOnConflict`: runs `attempt` (which must re-read the object and re-apply
  * its mutation to what it read), and when it fails with a 409 Conflict runs it again after the
- * backoff, at most `backoff.steps` times in all. Any other error, or the last conflict, is thrown
+ * `retry` policy's delay, at most `attempts` times in all. Any other error, or the last conflict, is thrown
  * as it is. `attempt` gets its 1-based number.
  *
  * Invariant: a retry never reuses a value read before the conflict; that is why the whole
  * read-mutate-write is the function, not just the write.
  */
 export async function retryOnConflict<R>(attempt: (attempt: number) => Promise<R>, options: RetryOptions = {}): Promise<R> {
-  const backoff = options.backoff ?? DEFAULT_RETRY;
-  checkBackoff(backoff);
+  const policy = options.retry ?? DEFAULT_RETRY.retry;
+  const attempts = options.attempts ?? DEFAULT_RETRY.attempts;
+  checkBackoffPolicy(policy, 'retryOnConflict', 'retry');
+  if (!(Number.isInteger(attempts) && attempts >= 1))
+    throw new OptionsError('retryOnConflict', `attempts must be an integer >= 1, got ${String(attempts)}`);
   const clock = options.clock ?? systemClock;
   const retriable = options.retriable ?? isConflict;
-  const delays = backoffDelays(backoff, options.random);
   for (let n = 1; ; n++) {
     options.signal?.throwIfAborted();
     try {
       return await attempt(n);
     } catch (error) {
-      if (!retriable(error) || n >= backoff.steps) throw error;
+      if (!retriable(error) || n >= attempts) throw error;
     }
-    await sleep(clock, delays[n - 1]!, options.signal);
+    await sleep(clock, backoffDelay(policy, n, options.random), options.signal);
   }
 }

@@ -1,4 +1,4 @@
-import type { KubeStatus, KubeStatusCause } from './errors.js';
+import type { Status, StatusCause } from '@reconcile-loop/k8s-types';
 
 function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
@@ -9,11 +9,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /** Reads a `Status` out of a decoded value; `undefined` when it is not one (a proxy's HTML page, a bare object). */
-export function toStatus(value: unknown): KubeStatus | undefined {
+export function toStatus(value: unknown): Status | undefined {
   if (!isRecord(value)) return undefined;
   if (value['kind'] !== undefined && value['kind'] !== 'Status') return undefined;
   const details = isRecord(value['details']) ? value['details'] : undefined;
-  const causes: KubeStatusCause[] = Array.isArray(details?.['causes'])
+  const causes: StatusCause[] = Array.isArray(details?.['causes'])
     ? (details['causes'] as unknown[])
         .filter(isRecord)
         .map((cause) => ({ reason: str(cause['reason']), message: str(cause['message']), field: str(cause['field']) }))
@@ -39,7 +39,7 @@ export function toStatus(value: unknown): KubeStatus | undefined {
 }
 
 /** Reads a `Status` out of a response body's text. */
-export function readStatus(text: string): KubeStatus | undefined {
+export function readStatus(text: string): Status | undefined {
   try {
     return toStatus(JSON.parse(text));
   } catch {

@@ -1,4 +1,4 @@
-import type { KubeStatus } from './errors.js';
+import type { Status } from '@reconcile-loop/k8s-types';
 import type { ResourceClient } from './resource.js';
 import { retryOnConflict, type RetryOptions } from './retry-on-conflict.js';
 import type { JsonObject, KubeObject } from './types.js';

@@ -1,7 +1,8 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
-import { KubeClientOptionsError } from './errors.js';
+import {} from './errors.js';
 import { HttpFramingError } from './http1-framing.js';
 import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream } from './watch-stream.js';
 
@@ -83,7 +84,10 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
   const bareSocket = transportOptions.watchOnBareSocket ?? true;
   const backlogReadBytes = transportOptions.watchBacklogReadBytes ?? BACKLOG_READ_BYTES;
   if (!Number.isSafeInteger(backlogReadBytes) || backlogReadBytes < 1) {
-    throw new KubeClientOptionsError(`watchBacklogReadBytes must be a positive integer (bytes), got ${String(backlogReadBytes)}`);
+    throw new OptionsError(
+      'KubeClient',
+      `watchBacklogReadBytes must be a positive integer (bytes), got ${String(backlogReadBytes)}`,
+    );
   }
   return async (request) => {
     const options: https.RequestOptions = { headers: {} };
@@ -91,7 +95,8 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
       await auth.applyToHTTPSOptions(options);
     } catch (error) {
       if (request.url.protocol === 'http:' && error instanceof Error && HTTP_REFUSED.test(error.message)) {
-        throw new KubeClientOptionsError(
+        throw new OptionsError(
+          'KubeClient',
           `the KubeConfig's server ${request.url.origin} is plain http, which client-node refuses without skip-tls-verify (is there a kubeconfig at all? client-node falls back to http://localhost:8080)`,
           { cause: error },
         );

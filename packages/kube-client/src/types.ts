@@ -155,4 +155,4 @@ export interface DeleteCollectionOptions extends DeleteOptions, SelectorOptions 
  */
 export type DeleteResult<T> =
   | { readonly kind: 'object'; readonly object: T }
-  | { readonly kind: 'status'; readonly status: import('./errors.js').KubeStatus };
+  | { readonly kind: 'status'; readonly status: import('@reconcile-loop/k8s-types').Status };

@@ -1,3 +1,4 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { KubeConfig } from '@kubernetes/client-node';
 import { objectSchema, podResource, podSchema } from '@reconcile-loop/k8s-types';
 import { ManualClock } from '@reconcile-loop/primitives';
@@ -26,11 +27,10 @@ import {
   isUnauthorized,
   KubeApiError,
   KubeClient,
-  KubeClientOptionsError,
   statusError,
   type KubeConfigAuth,
   type KubeClientOptions,
-} from '../src/index.js';
+} from './all.js';
 import { FakeTransport, statusBody } from './fake-transport.js';
 
 // Compile-time proof that client-node's KubeConfig satisfies the structural interface.
@@ -155,10 +155,10 @@ describe('[kube_client: verbs] every verb, namespaced and cluster-scoped, typed 
     expect(fake.requests[1]!.query.get('force')).toBe('true');
     // misuse is a typed error before any request
     await expect(cells.apply({ metadata: { name: 'a' } }, { fieldManager: '', force: false })).rejects.toMatchObject({
-      code: 'KUBE_CLIENT_OPTIONS',
+      code: 'RL_INVALID_OPTIONS',
     });
     await expect(cells.apply({ metadata: { name: 'a' } }, { fieldManager: 'x' } as never)).rejects.toMatchObject({
-      code: 'KUBE_CLIENT_OPTIONS',
+      code: 'RL_INVALID_OPTIONS',
     });
     await expect(
       client
@@ -240,7 +240,7 @@ describe('[kube_client: verbs] every verb, namespaced and cluster-scoped, typed 
       ['GET', '/prefix/apis/apps/v1/namespaces/default/deployments/d/scale'],
       ['PUT', '/prefix/apis/apps/v1/namespaces/default/deployments/d/scale'],
     ]);
-    expect(() => pods.subresource('../x')).toThrow(KubeClientOptionsError);
+    expect(() => pods.subresource('../x')).toThrow(OptionsError);
   });
 
   it('a handle without a schema reads whole JSON objects; an object that does not validate is an InvalidObjectError with its key', async () => {
@@ -250,11 +250,11 @@ describe('[kube_client: verbs] every verb, namespaced and cluster-scoped, typed 
     expect(raw.kind).toBe('CellSet');
     fake.next({ body: { metadata: { name: 'bad', namespace: 'ns' }, spec: { replicas: 'two' } } });
     await expect(client.resource(cellResource, cellSchema).inNamespace('ns').get('bad')).rejects.toMatchObject({
-      code: 'OBJECT_INVALID',
+      code: 'RL_TYPES_OBJECT_INVALID',
       objectKey: 'ns/bad',
     });
     fake.next({ body: 'not json' });
-    await expect(client.resource(cellResource).inNamespace('ns').get('a')).rejects.toMatchObject({ code: 'KUBE_PROTOCOL' });
+    await expect(client.resource(cellResource).inNamespace('ns').get('a')).rejects.toMatchObject({ code: 'RL_KUBE_PROTOCOL' });
   });
 });
 
@@ -299,7 +299,7 @@ describe('[kube_client: StatusError] every non-2xx answer is a KubeApiError carr
     expect(isKubeApiError(error)).toBe(true);
     const e = error as KubeApiError;
     expect(e).toMatchObject({
-      code: 'KUBE_API_ERROR',
+      code: 'RL_KUBE_API_ERROR',
       statusCode: code,
       reason,
       verb: 'get',
@@ -363,14 +363,14 @@ describe('[kube_client: StatusError] every non-2xx answer is a KubeApiError carr
       rateLimit: false,
     });
     await expect(client.resource(podResource).get('x')).rejects.toMatchObject({
-      code: 'KUBE_TRANSPORT',
+      code: 'RL_KUBE_TRANSPORT',
       verb: 'get',
       path: '/api/v1/pods/x',
     });
-    expect(() => new KubeClient({})).toThrow(KubeClientOptionsError);
-    expect(() => new KubeClient({ server: 'not a url' })).toThrow(KubeClientOptionsError);
-    expect(() => new KubeClient({ server: 'https://x', maxRetries: -1 })).toThrow(KubeClientOptionsError);
-    expect(() => new KubeClient({ server: 'https://x', rateLimit: { qps: 0 } })).toThrow(KubeClientOptionsError);
+    expect(() => new KubeClient({})).toThrow(OptionsError);
+    expect(() => new KubeClient({ server: 'not a url' })).toThrow(OptionsError);
+    expect(() => new KubeClient({ server: 'https://x', maxRetries: -1 })).toThrow(OptionsError);
+    expect(() => new KubeClient({ server: 'https://x', rateLimit: { qps: 0 } })).toThrow(OptionsError);
   });
 });
 
@@ -415,7 +415,7 @@ describe('[kube_client: rest.Config auth] auth borrowed from a KubeConfig per re
     expect(applied).toBe(2);
   });
 
-  it('an empty KubeConfig (no kubeconfig at all: client-node falls back to http://localhost:8080) is a KUBE_CLIENT_OPTIONS error, not a transport failure; any other auth failure stays a transport failure', async () => {
+  it('an empty KubeConfig (no kubeconfig at all: client-node falls back to http://localhost:8080) is an OptionsError, not a transport failure; any other auth failure stays a transport failure', async () => {
     const empty = new KubeConfig();
     empty.loadFromOptions({
       clusters: [{ name: 'c', server: 'http://localhost:8080' }],
@@ -428,7 +428,7 @@ describe('[kube_client: rest.Config auth] auth borrowed from a KubeConfig per re
       .inNamespace('d')
       .get('x')
       .catch((e: unknown) => e);
-    expect(refused).toBeInstanceOf(KubeClientOptionsError);
+    expect(refused).toBeInstanceOf(OptionsError);
     expect((refused as Error).message).toMatch(/plain http, which client-node refuses without skip-tls-verify/);
     expect(((refused as Error).cause as Error).message).toMatch(/HTTP protocol is not allowed/);
 
@@ -441,7 +441,7 @@ describe('[kube_client: rest.Config auth] auth borrowed from a KubeConfig per re
       .inNamespace('d')
       .get('x')
       .catch((e: unknown) => e);
-    expect((transient as { code?: unknown }).code).toBe('KUBE_TRANSPORT');
+    expect((transient as { code?: unknown }).code).toBe('RL_KUBE_TRANSPORT');
   });
 
   it("currentServer() reads the current cluster's server per call (undefined without one), for a wrapper that names or checks it", () => {

@@ -19,7 +19,7 @@ import {
   removeFinalizer,
   statusError,
   updateStatus,
-} from '../src/index.js';
+} from './all.js';
 
 // The integration layer: the real HTTP transport, auth from a client-node KubeConfig, against the
 // embedded apiserver of @reconcile-loop/testing. Apply, strategic merge, Events and the writes raced
@@ -189,7 +189,7 @@ describe('[kube_client: UpdateStatus with RetryOnConflict] two real writers race
             const status = (o['status'] ?? {}) as Record<string, number>;
             o['status'] = { ...status, [field]: (status[field] ?? 0) + 1 };
           },
-          { backoff: { steps: 50, durationMs: 1, factor: 1, jitter: 1 } },
+          { retry: { initialMs: 1, maxMs: 1, factor: 1, jitter: 1 }, attempts: 50 },
         );
         conflicts += result.attempts - 1;
       }

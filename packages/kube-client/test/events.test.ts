@@ -1,7 +1,7 @@
 import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { EventRecorder, KubeClient, microTime, type EventRecorderOptions } from '../src/index.js';
+import { EventRecorder, KubeClient, microTime, type EventRecorderOptions } from './all.js';
 import { SimilarEventAggregator } from '../src/events/aggregator.js';
 import { FakeTransport, statusBody } from './fake-transport.js';
 
@@ -77,7 +77,7 @@ describe('[kube_client: EventRecorder] events.k8s.io/v1 Events, written in the b
     expect(Buffer.byteLength(note)).toBeLessThanOrEqual(1024);
     expect(note.endsWith('...')).toBe(true);
     expect(() => recorder.event(cellset, { type: 'Info' as never, reason: 'x', action: 'y' })).toThrow(
-      expect.objectContaining({ code: 'KUBE_CLIENT_OPTIONS' }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
     expect(() => recorder.event(cellset, { type: 'Normal', reason: '', action: 'y' })).toThrow(/reason/);
     expect(() => recorder.event({ name: '' }, { type: 'Normal', reason: 'x', action: 'y' })).toThrow(/name/);
@@ -239,7 +239,7 @@ describe('[kube_client: EventAggregator] similar events (same source, object, ty
     recorder.event(cellset, failed('b'));
     await recorder.flush();
     expect(notes(fake)).toEqual(['a', '(combined from similar events): b']);
-    expect(() => setup({ aggregateMaxEvents: 0 })).toThrow(expect.objectContaining({ code: 'KUBE_CLIENT_OPTIONS' }));
+    expect(() => setup({ aggregateMaxEvents: 0 })).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
     expect(() => setup({ aggregateIntervalMs: -1 })).toThrow(/aggregateIntervalMs/);
     const groups = new SimilarEventAggregator(10, 600_000);
     for (let i = 0; i < 5000; i++) groups.observe(`group ${i}`, 'e', i);

@@ -1,4 +1,4 @@
-import type { Transport, TransportRequest, TransportResponse } from '../src/index.js';
+import type { Transport, TransportRequest, TransportResponse } from './all.js';
 
 /** What a fake answers: a status, a JSON (or text) body or streamed chunks, headers. */
 export interface FakeAnswer {

@@ -2,7 +2,7 @@ import { podResource, podSchema } from '@reconcile-loop/k8s-types';
 import { ManualClock } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { KubeClient, splitFrameBatches, splitLineBatches } from '../src/index.js';
+import { KubeClient, splitFrameBatches, splitLineBatches } from './all.js';
 import { FakeTransport } from './fake-transport.js';
 
 /** What a splitter produced: its batches (each item as hex, lines encoded to UTF-8) and the error code it ended with, if any. */
@@ -172,18 +172,18 @@ describe('[kube_client: frames as bytes] splitFrameBatches carries each frame as
     };
     const over = splitFrameBatches(of(`{"a":1}\n${'x'.repeat(50)}\n`), 40);
     expect((await over.next()).value?.map((frame) => Buffer.from(frame).toString())).toEqual(['{"a":1}']);
-    await expect(over.next()).rejects.toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 40 });
+    await expect(over.next()).rejects.toMatchObject({ code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 40 });
     // A frame that never ends fails as soon as its pending part passes the cap.
     await expect(text(splitFrameBatches(of('x'.repeat(30), 'x'.repeat(30)), 40))).rejects.toMatchObject({
-      code: 'KUBE_WATCH_FRAME_TOO_LARGE',
+      code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE',
     });
     expect(await text(splitFrameBatches(of('x'.repeat(40) + '\n'), 40))).toEqual([['x'.repeat(40)]]);
-    await expect(text(splitFrameBatches(of('{"type":"ADDED"')))).rejects.toMatchObject({ code: 'KUBE_PROTOCOL' });
+    await expect(text(splitFrameBatches(of('{"type":"ADDED"')))).rejects.toMatchObject({ code: 'RL_KUBE_PROTOCOL' });
     // CRLF keeps its CR (as the lines do); blank, whitespace-only and Unicode-whitespace lines are dropped; a trailing blank remainder is no error.
     expect(await text(splitFrameBatches(of('{"a":1}\r\n', '  \n\n', ' \u00a0\u3000\n', '\t'), 40))).toEqual([['{"a":1}\r']]);
   });
 
-  it('[kube_client: frames as bytes] watchFrameBatches streams a WATCH as byte frames: same request and teardown as watchLineBatches', async () => {
+  it('[kube_client: frames as bytes] watchFrameBatches streams a WATCH as byte frames: same request and teardown as watchLines', async () => {
     const fake = new FakeTransport();
     const client = new KubeClient({
       server: 'https://k8s.test',
@@ -217,7 +217,7 @@ describe('[kube_client: frames as bytes] splitFrameBatches carries each frame as
       maxFrameBytes: 64,
     });
     const stream = capped.streamFrameBatches({ verb: 'watch', method: 'GET', path: '/api/v1/pods' });
-    await expect(stream.next()).rejects.toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 64 });
+    await expect(stream.next()).rejects.toMatchObject({ code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 64 });
     expect(fake.closed).toBe(2);
   });
 });

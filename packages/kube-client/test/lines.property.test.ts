@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { splitLines } from '../src/index.js';
+import { splitLines } from './all.js';
 
 async function collect(iterable: AsyncIterable<string>): Promise<string[]> {
   const out: string[] = [];
@@ -36,7 +36,7 @@ describe('[kube_client: watch] property: any chunking of a watch body yields exa
           );
           if (tooLong) {
             expect(result.ok).toBe(false);
-            expect(!result.ok && (result.e as { code?: string }).code).toBe('KUBE_WATCH_FRAME_TOO_LARGE');
+            expect(!result.ok && (result.e as { code?: string }).code).toBe('RL_KUBE_WATCH_FRAME_TOO_LARGE');
           } else {
             expect(result).toEqual({ ok: true, v: lines });
           }

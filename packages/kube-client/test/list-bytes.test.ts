@@ -2,7 +2,7 @@ import { podResource, podSchema } from '@reconcile-loop/k8s-types';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { decodeJsonBody, KubeClient, readListBody, type KubeClientOptions } from '../src/index.js';
+import { decodeJsonBody, KubeClient, readListBody, type KubeClientOptions } from './all.js';
 import { deferred, FakeTransport, statusBody } from './fake-transport.js';
 
 const pod = (name: string, extra: Record<string, unknown> = {}) => ({
@@ -68,7 +68,7 @@ describe('[kube_client: LIST pages as bytes]', () => {
     fake.otherwise(() => ({ status: 403, body: statusBody(403, 'Forbidden', 'pods is forbidden') }));
     const [viaList, viaBytes] = [await outcome(pods.list()), await outcome(pods.listBytes())];
     expect(viaBytes).toEqual(viaList);
-    expect(viaBytes).toMatchObject({ error: { code: 'KUBE_API_ERROR', statusCode: 403, reason: 'Forbidden', verb: 'list' } });
+    expect(viaBytes).toMatchObject({ error: { code: 'RL_KUBE_API_ERROR', statusCode: 403, reason: 'Forbidden', verb: 'list' } });
 
     // Headers arrive, the body never ends: the request deadline covers the read.
     const held = () => ({ chunks: ['{"items":[', deferred<string>().promise] });
@@ -78,7 +78,7 @@ describe('[kube_client: LIST pages as bytes]', () => {
     await settle();
     await clock.advanceAsync(1_000);
     const [timedList, timedBytes] = [await listing, await reading];
-    expect(timedBytes).toMatchObject({ error: { code: 'KUBE_REQUEST_TIMEOUT' } });
+    expect(timedBytes).toMatchObject({ error: { code: 'RL_KUBE_REQUEST_TIMEOUT' } });
     expect((timedBytes as { error: Error }).error.message).toBe((timedList as { error: Error }).error.message);
 
     fake.next(held);
@@ -111,7 +111,7 @@ describe('[kube_client: LIST pages as bytes]', () => {
     }
     expect(await outcome(Promise.resolve().then(() => pods.readList(Buffer.from('{"items":['))))).toMatchObject({
       error: {
-        code: 'KUBE_PROTOCOL',
+        code: 'RL_KUBE_PROTOCOL',
         message: expect.stringMatching(/^list \/api\/v1\/namespaces\/d\/pods: the body is not JSON/),
       },
     });
@@ -125,7 +125,7 @@ describe('[kube_client: LIST pages as bytes]', () => {
     const poison = Buffer.from(
       JSON.stringify({ metadata: { resourceVersion: '3' }, items: [pod('a', { status: { phase: 7 } })] }),
     );
-    expect(() => pods.readList(poison)).toThrow(expect.objectContaining({ code: 'OBJECT_INVALID' }));
+    expect(() => pods.readList(poison)).toThrow(expect.objectContaining({ code: 'RL_TYPES_OBJECT_INVALID' }));
   });
 
   it('decodeJsonBody and readListBody are the exact path on their own: UTF-8 as request decodes it, a pass-through parse keeps raw items', () => {

@@ -2,7 +2,7 @@ import { podResource } from '@reconcile-loop/k8s-types';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { isTooManyRequests, KubeClient, TokenBucketRateLimiter, type KubeClientOptions } from '../src/index.js';
+import { isTooManyRequests, KubeClient, TokenBucketRateLimiter, type KubeClientOptions } from './all.js';
 import { deferred, FakeTransport, statusBody } from './fake-transport.js';
 
 const pod = (name: string) => ({ metadata: { name, namespace: 'd', resourceVersion: '1' } });
@@ -63,7 +63,7 @@ describe('[kube_client: rest.Config QPS/Burst] client-side token bucket, client-
     await next;
     expect(fake.requests.map((r) => (r.body as { metadata: { name: string } }).metadata.name)).toEqual(['a', 'c']);
     const tight = await pods.create({ metadata: { name: 'd' } }, { timeoutMs: 500 }).catch((e: unknown) => e);
-    expect(tight).toMatchObject({ code: 'KUBE_REQUEST_TIMEOUT', verb: 'create' });
+    expect(tight).toMatchObject({ code: 'RL_KUBE_REQUEST_TIMEOUT', verb: 'create' });
     expect((tight as Error).message).toMatch(/rate limiter/);
   });
 
@@ -150,7 +150,7 @@ describe('[kube_client: request timeout and AbortSignal] every request has a dea
     const result = pods.get('p').catch((e: unknown) => e);
     await clock.advanceAsync(29_999);
     await clock.advanceAsync(1);
-    expect(await result).toMatchObject({ code: 'KUBE_REQUEST_TIMEOUT', timeoutMs: 30_000, verb: 'get' });
+    expect(await result).toMatchObject({ code: 'RL_KUBE_REQUEST_TIMEOUT', timeoutMs: 30_000, verb: 'get' });
     expect(clock.pending).toBe(0);
   });
 
@@ -160,7 +160,7 @@ describe('[kube_client: request timeout and AbortSignal] every request has a dea
     fake.next({ chunks: ['{"metadata":', stalled.promise] });
     const result = pods.get('p').catch((e: unknown) => e);
     await clock.advanceAsync(1000);
-    expect(await result).toMatchObject({ code: 'KUBE_REQUEST_TIMEOUT' });
+    expect(await result).toMatchObject({ code: 'RL_KUBE_REQUEST_TIMEOUT' });
     const slow = deferred<string>();
     fake.next({ chunks: ['{"metadata":', slow.promise] });
     const patient = pods.get('p', { timeoutMs: 0 });

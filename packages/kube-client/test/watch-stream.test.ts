@@ -4,7 +4,7 @@ import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
-import { httpTransport, KubeClient, staticAuth, type TransportRequest, type TransportResponse } from '../src/index.js';
+import { httpTransport, KubeClient, staticAuth, type TransportRequest, type TransportResponse } from './all.js';
 import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, READ_BUFFER_BYTES } from '../src/watch-stream.js';
 
 /** A self-signed certificate for localhost and 127.0.0.1, valid until 2126: test material only. */
@@ -355,7 +355,7 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
         }),
     );
     const client = new KubeClient({ server: url, maxRetries: 0 });
-    const watch = client.streamBatches({ verb: 'watch', method: 'GET', path: '/api/v1/pods', query: { watch: true } });
+    const watch = client.stream({ verb: 'watch', method: 'GET', path: '/api/v1/pods', query: { watch: true } });
     await expect(watch.next()).rejects.toMatchObject({ statusCode: 410, reason: 'Expired', status: { message } });
   });
 });

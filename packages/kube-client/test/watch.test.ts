@@ -3,7 +3,7 @@ import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { isExpired, KubeClient, splitLineBatches, splitLines, statusError } from '../src/index.js';
+import { isExpired, KubeClient, splitLineBatches, splitLines, statusError } from './all.js';
 import { deferred, FakeTransport, statusBody } from './fake-transport.js';
 
 const pod = (name: string, rv: string) => ({ metadata: { name, namespace: 'd', resourceVersion: rv } });
@@ -77,20 +77,20 @@ describe('[kube_client: watch] a streamed WATCH: lines split on bytes, typed fra
 
   it('a frame over the cap ends the stream with KUBE_WATCH_FRAME_TOO_LARGE, also when it never ends (memory stays bounded)', async () => {
     await expect(collect(splitLines(chunks('x'.repeat(50) + '\n'), 40))).rejects.toMatchObject({
-      code: 'KUBE_WATCH_FRAME_TOO_LARGE',
+      code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE',
       maxFrameBytes: 40,
     });
     await expect(collect(splitLines(chunks('x'.repeat(30), 'x'.repeat(30)), 40))).rejects.toMatchObject({
-      code: 'KUBE_WATCH_FRAME_TOO_LARGE',
+      code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE',
     });
     expect(await collect(splitLines(chunks('x'.repeat(40) + '\n'), 40))).toHaveLength(1);
     const { fake, pods } = setup(64);
     fake.next({ chunks: [frame('ADDED', pod('a', '1')), 'y'.repeat(100)] });
-    await expect(collect(pods.watch())).rejects.toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE' });
+    await expect(collect(pods.watch())).rejects.toMatchObject({ code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE' });
   });
 
   it('a body cut inside a frame is a KUBE_PROTOCOL error (the frame will be replayed from the cursor)', async () => {
-    await expect(collect(splitLines(chunks('{"type":"ADDED"')))).rejects.toMatchObject({ code: 'KUBE_PROTOCOL' });
+    await expect(collect(splitLines(chunks('{"type":"ADDED"')))).rejects.toMatchObject({ code: 'RL_KUBE_PROTOCOL' });
     expect(await collect(splitLines(chunks('{"a":1}\r\n', '  \n')))).toEqual(['{"a":1}\r']);
   });
 
@@ -116,7 +116,7 @@ describe('[kube_client: watch] a streamed WATCH: lines split on bytes, typed fra
     const { fake, pods } = setup();
     fake.next({ status: 410, body: statusBody(410, 'Expired', 'too old') });
     await expect(collect(pods.watch({ resourceVersion: '1' }))).rejects.toMatchObject({
-      code: 'KUBE_API_ERROR',
+      code: 'RL_KUBE_API_ERROR',
       verb: 'watch',
       reason: 'Expired',
     });
@@ -165,14 +165,14 @@ describe('[kube_client: watch] a connection reset mid-body', () => {
     reset.catch(() => {});
     fake.next({ chunks: [frame('ADDED', pod('a', '1')), reset as Promise<string>] });
     await expect(collect(pods.watch())).rejects.toMatchObject({
-      code: 'KUBE_TRANSPORT',
+      code: 'RL_KUBE_TRANSPORT',
       verb: 'watch',
       path: '/api/v1/namespaces/d/pods?watch=true&allowWatchBookmarks=true',
     });
     const again = Promise.reject(new Error('socket hang up'));
     again.catch(() => {});
     fake.next({ chunks: ['{"metadata":', again as Promise<string>] });
-    await expect(pods.get('a')).rejects.toMatchObject({ code: 'KUBE_TRANSPORT', verb: 'get' });
+    await expect(pods.get('a')).rejects.toMatchObject({ code: 'RL_KUBE_TRANSPORT', verb: 'get' });
   });
 });
 
@@ -198,6 +198,6 @@ describe('[kube_client: batched watch lines] one batch per socket read', () => {
   it('[kube_client: batched watch lines] a frame over the cap throws after the batch of the lines completed before it', async () => {
     const stream = splitLineBatches(chunks(`{"a":1}\n${'x'.repeat(50)}\n`), 40);
     expect((await stream.next()).value).toEqual(['{"a":1}']);
-    await expect(stream.next()).rejects.toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE' });
+    await expect(stream.next()).rejects.toMatchObject({ code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE' });
   });
 });

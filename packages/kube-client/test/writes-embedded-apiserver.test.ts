@@ -17,7 +17,7 @@ import {
   patchStatus,
   removeFinalizer,
   type KubeObject,
-} from '../src/index.js';
+} from './all.js';
 
 // The writes a reconciler needs, over real HTTP against the embedded apiserver, each raced by a
 // second real client where a race is the point: both clients' mutations must survive.
@@ -49,7 +49,7 @@ function newClient(): KubeClient {
 }
 
 /** Any-order backoff that outlasts a busy race: conflicts clear at once, so tiny steps suffice. */
-const raceBackoff = { backoff: { steps: 100, durationMs: 1, factor: 1, jitter: 1 } };
+const raceBackoff = { retry: { initialMs: 1, maxMs: 1, factor: 1, jitter: 1 }, attempts: 100 };
 
 describe('[kube_client: UpdateStatus with RetryOnConflict] patchStatus raced by a second real client over HTTP', () => {
   it('two clients each bump their own status counter 15 times through patchStatus (optimistic-lock merge patch); both end at 15, and conflicts happened', async () => {

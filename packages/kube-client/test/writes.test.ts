@@ -1,3 +1,4 @@
+import { backoffDelay, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { objectSchema } from '@reconcile-loop/k8s-types';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
@@ -6,7 +7,6 @@ import {
   addFinalizer,
   apply,
   applyStatus,
-  backoffDelays,
   createIfAbsent,
   DEFAULT_BACKOFF,
   DEFAULT_RETRY,
@@ -18,7 +18,7 @@ import {
   removeFinalizer,
   retryOnConflict,
   updateStatus,
-} from '../src/index.js';
+} from './all.js';
 import { FakeApiServer } from './fake-apiserver.js';
 import { statusBody } from './fake-transport.js';
 
@@ -52,10 +52,13 @@ const conflict = () =>
 
 describe('[kube_client: RetryOnConflict] client-go retry.RetryOnConflict with DefaultRetry on an injectable clock', () => {
   it('DefaultRetry is 5 attempts 10 ms apart with jitter 0.1; DefaultBackoff is 10/50/250 ms', () => {
-    expect(backoffDelays(DEFAULT_RETRY, () => 0)).toEqual([10, 10, 10, 10]);
-    expect(backoffDelays(DEFAULT_RETRY, () => 0.999).every((d) => d > 10.99 && d < 11)).toBe(true);
-    expect(backoffDelays(DEFAULT_BACKOFF, () => 0)).toEqual([10, 50, 250]);
-    expect(backoffDelays({ steps: 4, durationMs: 10, factor: 10, jitter: 0, capMs: 200 }, () => 0)).toEqual([10, 100, 200]);
+    const sleeps = ({ retry, attempts }: { retry: BackoffPolicy; attempts: number }, random: () => number) =>
+      Array.from({ length: attempts - 1 }, (_, i) => backoffDelay(retry, i + 1, random));
+    expect(DEFAULT_RETRY.attempts).toBe(5);
+    expect(sleeps(DEFAULT_RETRY, () => 0)).toEqual([10, 10, 10, 10]);
+    expect(sleeps(DEFAULT_RETRY, () => 0.999).every((d) => d > 10.99 && d < 11)).toBe(true);
+    expect(sleeps(DEFAULT_BACKOFF, () => 0)).toEqual([10, 50, 250]);
+    expect(sleeps({ retry: { initialMs: 10, maxMs: 200, factor: 10 }, attempts: 4 }, () => 0)).toEqual([10, 100, 200]);
   });
 
   it('retries a conflict after the backoff, at most steps attempts, then throws the last conflict; other errors at once', async () => {
@@ -101,9 +104,7 @@ describe('[kube_client: RetryOnConflict] client-go retry.RetryOnConflict with De
     controller.abort(new Error('stop'));
     expect(await pending).toMatchObject({ message: 'stop' });
     expect(clock.pending).toBe(0);
-    await expect(
-      retryOnConflict(async () => 1, { backoff: { steps: 0, durationMs: 1, factor: 1, jitter: 0 } }),
-    ).rejects.toMatchObject({ code: 'KUBE_CLIENT_OPTIONS' });
+    await expect(retryOnConflict(async () => 1, { attempts: 0 })).rejects.toMatchObject({ code: 'RL_INVALID_OPTIONS' });
   });
 });
 
@@ -252,7 +253,7 @@ describe('[kube_client: create-if-absent] AlreadyExists is success and returns t
       object: { spec: { replicas: 1 } },
     });
     await expect(createIfAbsent(cells, { metadata: { generateName: 'x-' } })).rejects.toMatchObject({
-      code: 'KUBE_CLIENT_OPTIONS',
+      code: 'RL_INVALID_OPTIONS',
     });
     server.fake.next({ status: 403, body: statusBody(403, 'Forbidden', 'no') });
     await expect(createIfAbsent(cells, { metadata: { name: 'z' } })).rejects.toMatchObject({ reason: 'Forbidden' });
@@ -315,7 +316,7 @@ describe('[kube_client: server-side apply] apply and applyStatus helpers with a 
     expect(status!.path.endsWith('/cellsets/a/status')).toBe(true);
     expect(Object.fromEntries(status!.query)).toEqual({ fieldManager: 'ctl', force: 'true' });
     await expect(applyStatus(cells, '', {}, { fieldManager: 'ctl', force: true })).rejects.toMatchObject({
-      code: 'KUBE_CLIENT_OPTIONS',
+      code: 'RL_INVALID_OPTIONS',
     });
   });
 });

@@ -1,4 +1,4 @@
-import { isConflict, isAlreadyExists } from '@reconcile-loop/kube-client';
+import { isConflict, isAlreadyExists } from '@reconcile-loop/kube-client/errors';
 import { type Clock } from '@reconcile-loop/primitives';
 import { ElectorAlreadyRunningError, LeadershipLostError, LeadershipWaitTimeoutError } from './errors.js';
 import type { ResourceLock } from './lease-lock.js';
@@ -7,16 +7,6 @@ import { formatMicroTime, sameRecord, type LeaderElectionRecord } from './record
 import { abortReason, sleep, systemClock, type Logger, type TimerOptions } from '@reconcile-loop/primitives';
 import { settledWithin } from './wait.js';
 import { ReadFailureLog } from './read-failures.js';
-
-/** What a loop needs from an elector to run warm: see `runWhenLeader` and the README. */
-export interface LeadershipGate {
-  /** True only while this replica may act as leader; computed from the clock on every call. */
-  isLeader(): boolean;
-  /** Resolves, with the term's signal, once this replica leads (at once when it already does). */
-  waitForLeadership(signal?: AbortSignal, timeoutMs?: number): Promise<AbortSignal>;
-  /** Calls `listener` each time leadership is lost; returns the unsubscribe function. */
-  onLost(listener: (error: LeadershipLostError) => void): () => void;
-}
 
 /** How a leader's health probe reads (client-go's `HealthzAdaptor`). */
 export interface LeaderHealth {
@@ -61,12 +51,15 @@ interface Waiter {
  * `renewSentAt + renewDeadline`, a full `leaseDuration − renewDeadline` before any candidate can
  * take over, and it is computed from the clock, so a process frozen past its deadline answers
  * false on its very first call after resuming, before any timer of its own has run.
+ *
+ * `isLeader()`, `waitForLeadership()`, `onLost()` and `track()` are the loop's `LeaderGate`
+ * (structurally: this package does not depend on the loop), so an elector drives a loop as is.
  */
-export class LeaderElector implements LeadershipGate {
+export class LeaderElector {
   readonly timings: ResolvedTimings;
   readonly #lock: ResourceLock;
   readonly #clock: Clock;
-  readonly #wallTime: () => number;
+  readonly #wallClock: () => number;
   readonly #random: () => number;
   readonly #logger: Logger | undefined;
   readonly #readFailures: ReadFailureLog;
@@ -87,7 +80,7 @@ export class LeaderElector implements LeadershipGate {
     this.#options = options;
     this.#lock = options.lock;
     this.#clock = options.clock ?? systemClock;
-    this.#wallTime = options.wallTime ?? Date.now;
+    this.#wallClock = options.wallClock ?? Date.now;
     this.#random = options.random ?? Math.random;
     this.#logger = options.logger;
     this.#readFailures = new ReadFailureLog(options.logger, () => this.#clock.now());
@@ -276,7 +269,7 @@ export class LeaderElector implements LeadershipGate {
   async #release(): Promise<void> {
     const observed = this.#observed;
     if (observed === undefined || observed.holderIdentity !== this.identity) return;
-    const now = formatMicroTime(this.#wallTime());
+    const now = formatMicroTime(this.#wallClock());
     const record: LeaderElectionRecord = {
       holderIdentity: '',
       leaseDurationSeconds: 1,
@@ -305,7 +298,7 @@ export class LeaderElector implements LeadershipGate {
       const timeoutMs = deadlineAt - this.#clock.now();
       return timeoutMs > 0 ? { signal, timeoutMs } : undefined;
     };
-    const now = formatMicroTime(this.#wallTime());
+    const now = formatMicroTime(this.#wallClock());
     const desired = {
       holderIdentity: this.identity,
       leaseDurationSeconds: this.timings.leaseDurationMs / 1000,

@@ -1,5 +1,6 @@
-import { isNotFound, type KubeClient, type KubeObject, type ResourceClient } from '@reconcile-loop/kube-client';
-import { LeaderElectionOptionsError } from './errors.js';
+import { type KubeClient, type KubeObject, type ResourceClient } from '@reconcile-loop/kube-client';
+import { isNotFound } from '@reconcile-loop/kube-client/errors';
+import { OptionsError } from '@reconcile-loop/primitives';
 import { leaseSpecFromRecord, recordFromLeaseSpec, type LeaderElectionRecord } from './record.js';
 
 /** Per-call options of a lock operation: every call is abortable and has a deadline. */
@@ -39,7 +40,7 @@ export interface LeaseLockOptions {
 export const leaseResource = Object.freeze({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease' });
 
 function nonEmpty(name: string, value: unknown): string {
-  if (typeof value !== 'string' || value === '') throw new LeaderElectionOptionsError(`${name} must be a non-empty string`);
+  if (typeof value !== 'string' || value === '') throw new OptionsError('LeaseLock', `${name} must be a non-empty string`);
   return value;
 }
 
@@ -57,7 +58,7 @@ export class LeaseLock implements ResourceLock {
   #lease: KubeObject | undefined;
 
   constructor(options: LeaseLockOptions) {
-    if (options?.client === undefined) throw new LeaderElectionOptionsError('a LeaseLock needs a KubeClient');
+    if (options?.client === undefined) throw new OptionsError('LeaseLock', 'a LeaseLock needs a KubeClient');
     this.namespace = nonEmpty('namespace', options.namespace);
     this.name = nonEmpty('name', options.name);
     this.identity = nonEmpty('identity', options.identity);
@@ -91,7 +92,7 @@ export class LeaseLock implements ResourceLock {
   async update(record: LeaderElectionRecord, options?: LockCallOptions): Promise<void> {
     // client-go refuses to update a lock it never read: without a resourceVersion the PUT would be unconditional.
     if (this.#lease === undefined)
-      throw new LeaderElectionOptionsError(`lease ${this.describe()} not initialized: get or create it first`);
+      throw new OptionsError('LeaseLock', `lease ${this.describe()} not initialized: get or create it first`);
     this.#lease = await this.#leases.update(
       { ...this.#lease, spec: { ...(this.#lease['spec'] as object | undefined), ...leaseSpecFromRecord(record) } },
       options,

@@ -1,5 +1,5 @@
 import type { Clock, Logger } from '@reconcile-loop/primitives';
-import { LeaderElectionOptionsError } from './errors.js';
+import { OptionsError } from '@reconcile-loop/primitives';
 import type { ResourceLock } from './lease-lock.js';
 
 /** client-go's `LeaseDuration` default (kube-controller-manager, controller-runtime): 15 s. */
@@ -47,7 +47,7 @@ export interface LeaderElectorOptions extends LeaderCallbacks {
   /** Monotonic time for every decision and wait. Default `systemClock`; every wait of the elector asks it to keep Node alive while `run()` is pending. */
   readonly clock?: Clock | undefined;
   /** Wall time written into the record's `MicroTime`s (never compared with anything). Default `Date.now`. */
-  readonly wallTime?: (() => number) | undefined;
+  readonly wallClock?: (() => number) | undefined;
   /** Jitter source in [0, 1). Default `Math.random`. */
   readonly random?: (() => number) | undefined;
   /** Where every failure and transition is logged. Default silent. */
@@ -64,7 +64,7 @@ export interface ResolvedTimings {
 function duration(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
-    throw new LeaderElectionOptionsError(`${name} must be a finite number > 0, got ${String(value)}`);
+    throw new OptionsError('LeaderElector', `${name} must be a finite number > 0, got ${String(value)}`);
   return value;
 }
 
@@ -80,19 +80,20 @@ export function resolveTimings(
   const renewDeadlineMs = duration('renewDeadlineMs', options.renewDeadlineMs, DEFAULT_RENEW_DEADLINE_MS);
   const retryPeriodMs = duration('retryPeriodMs', options.retryPeriodMs, DEFAULT_RETRY_PERIOD_MS);
   if (leaseDurationMs % 1000 !== 0)
-    throw new LeaderElectionOptionsError(
+    throw new OptionsError(
+      'LeaderElector',
       `leaseDurationMs must be whole seconds (a Lease records seconds), got ${leaseDurationMs}`,
     );
   if (leaseDurationMs <= renewDeadlineMs)
-    throw new LeaderElectionOptionsError('leaseDuration must be greater than renewDeadline');
+    throw new OptionsError('LeaderElector', 'leaseDuration must be greater than renewDeadline');
   if (renewDeadlineMs <= JITTER_FACTOR * retryPeriodMs)
-    throw new LeaderElectionOptionsError('renewDeadline must be greater than retryPeriod*JitterFactor');
+    throw new OptionsError('LeaderElector', 'renewDeadline must be greater than retryPeriod*JitterFactor');
   return { leaseDurationMs, renewDeadlineMs, retryPeriodMs };
 }
 
 /** Checks the parts of the options that are not timings. */
 export function checkOptions(options: LeaderElectorOptions): void {
-  if (options === null || typeof options !== 'object') throw new LeaderElectionOptionsError('options are required');
+  if (options === null || typeof options !== 'object') throw new OptionsError('LeaderElector', 'options are required');
   const lock = options.lock as Partial<ResourceLock> | undefined;
   if (
     lock === undefined ||
@@ -100,11 +101,12 @@ export function checkOptions(options: LeaderElectorOptions): void {
     typeof lock.update !== 'function' ||
     typeof lock.create !== 'function'
   ) {
-    throw new LeaderElectionOptionsError('Lock must not be nil.');
+    throw new OptionsError('LeaderElector', 'Lock must not be nil.');
   }
-  if (typeof lock.identity !== 'string' || lock.identity === '') throw new LeaderElectionOptionsError('Lock identity is empty');
+  if (typeof lock.identity !== 'string' || lock.identity === '')
+    throw new OptionsError('LeaderElector', 'Lock identity is empty');
   for (const name of ['onStartedLeading', 'onStoppedLeading', 'onNewLeader'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function')
-      throw new LeaderElectionOptionsError(`${name} must be a function`);
+      throw new OptionsError('LeaderElector', `${name} must be a function`);
   }
 }

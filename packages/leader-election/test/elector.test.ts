@@ -5,13 +5,13 @@ import {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
-  formatMicroTime,
   JITTER_FACTOR,
   LeaderElector,
   LeaseLock,
-  resolveTimings,
   type LeadershipLostError,
 } from '../src/index.js';
+import { resolveTimings } from '../src/options.js';
+import { formatMicroTime } from '../src/record.js';
 import { FakeLeaseServer, replica, start, type Replica } from './fakes.js';
 
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
@@ -42,6 +42,28 @@ const lockOf = () => {
   return new LeaseLock({ client, namespace: 'default', name: 'lock', identity: 'a' });
 };
 
+/** The loop's `LeaderGate` (`@reconcile-loop/loop`), copied: leader-election does not depend on the loop. */
+interface LoopLeaderGate {
+  isLeader(): boolean;
+  waitForLeadership(signal?: AbortSignal): Promise<AbortSignal | void>;
+  onLost(listener: (reason: unknown) => void): () => void;
+  track?(work: Promise<unknown>): void;
+}
+
+describe("[leader_election: gate] the elector is the loop's LeaderGate", () => {
+  it("a LeaderElector assigns to a structural copy of the loop's LeaderGate", () => {
+    const lock = {
+      identity: 'a',
+      describe: () => 'ns/l',
+      get: async () => undefined,
+      create: async () => {},
+      update: async () => {},
+    };
+    const gate: LoopLeaderGate = new LeaderElector({ lock });
+    expect(gate.isLeader()).toBe(false);
+  });
+});
+
 describe('[leader_election: defaults] client-go timings and checks', () => {
   it('defaults are 15 s lease, 10 s renew deadline, 2 s retry period, jitter 1.2', () => {
     expect([DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, JITTER_FACTOR]).toEqual([
@@ -54,7 +76,7 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
     });
   });
 
-  it('[leader_election: validation] bad options are a LeaderElectionOptionsError with a stable code, like NewLeaderElector', () => {
+  it('[leader_election: validation] bad options are an OptionsError with a stable code, like NewLeaderElector', () => {
     const bad: [object, RegExp][] = [
       [{ leaseDurationMs: 10_000, renewDeadlineMs: 10_000 }, /leaseDuration must be greater than renewDeadline/],
       [{ renewDeadlineMs: 2_400, retryPeriodMs: 2_000 }, /renewDeadline must be greater than retryPeriod\*JitterFactor/],
@@ -66,7 +88,7 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
     for (const [timings, message] of bad) {
       expect(() => resolveTimings(timings)).toThrow(message);
       expect(() => new LeaderElector({ lock: lockOf(), ...timings })).toThrow(
-        expect.objectContaining({ code: 'LEADER_ELECTION_OPTIONS' }),
+        expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
       );
     }
     expect(() => new LeaderElector({} as never)).toThrow(/Lock must not be nil/);
@@ -88,7 +110,7 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
     );
     expect(
       () => new LeaseLock({ client: new KubeClient({ server: 'https://x.invalid' }), namespace: '', name: 'l', identity: 'a' }),
-    ).toThrow(expect.objectContaining({ code: 'LEADER_ELECTION_OPTIONS' }));
+    ).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
     // The boundary client-go accepts: renewDeadline just above retryPeriod·1.2.
     expect(resolveTimings({ leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 })).toEqual({
       leaseDurationMs: 3_000,
@@ -104,7 +126,7 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
   it('[leader_election: lease lock] an update before any read is refused (it would be unconditional)', async () => {
     await expect(
       lockOf().update({ holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: '', renewTime: '', leaseTransitions: 0 }),
-    ).rejects.toMatchObject({ code: 'LEADER_ELECTION_OPTIONS' });
+    ).rejects.toMatchObject({ code: 'RL_INVALID_OPTIONS' });
   });
 });
 
@@ -167,7 +189,7 @@ describe('[leader_election: acquire and renew] optimistic concurrency on the Lea
     await advance(2_000);
     expect(a.elector.isLeader()).toBe(false);
     expect(signal!.aborted).toBe(true);
-    expect(signal!.reason).toMatchObject({ code: 'LEADERSHIP_LOST', reason: 'other-holder' });
+    expect(signal!.reason).toMatchObject({ code: 'RL_LEADER_LOST', reason: 'other-holder' });
     expect(lost.map((e) => e.reason)).toEqual(['other-holder']);
     expect(stopped).toBe(1);
     expect(a.logger.lines.some((l) => l.level === 'warn' && /optimistically/.test(l.message))).toBe(true);
@@ -405,7 +427,7 @@ describe('[leader_election: gate] waitForLeadership, onLost, run', () => {
     server.put('default', 'lock', { holderIdentity: 'x', leaseDurationSeconds: 15, leaseTransitions: 0 });
     const a = replica(server, 'a');
     const timedOut = expect(a.elector.waitForLeadership(undefined, 1_000)).rejects.toMatchObject({
-      code: 'LEADERSHIP_WAIT_TIMEOUT',
+      code: 'RL_LEADER_WAIT_TIMEOUT',
     });
     const aborted = new AbortController();
     const cancelled = a.elector.waitForLeadership(aborted.signal);
@@ -420,7 +442,7 @@ describe('[leader_election: gate] waitForLeadership, onLost, run', () => {
     const term = await won;
     expect(term.aborted).toBe(false);
     expect(await a.elector.waitForLeadership()).toBe(term);
-    await expect(a.elector.run(new AbortController().signal)).rejects.toMatchObject({ code: 'LEADER_ELECTOR_RUNNING' });
+    await expect(a.elector.run(new AbortController().signal)).rejects.toMatchObject({ code: 'RL_LEADER_ELECTOR_RUNNING' });
     a.controller.abort();
     await advance(0);
     await a.run;

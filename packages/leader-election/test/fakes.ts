@@ -220,7 +220,7 @@ export function replica(
   (self as { elector: LeaderElector }).elector = new LeaderElector({
     lock,
     clock,
-    wallTime: () => 1_800_000_000_000 + clock.now(),
+    wallClock: () => 1_800_000_000_000 + clock.now(),
     random: () => 0.5,
     logger,
     ...options.elector,

@@ -3,12 +3,12 @@ import {
   createIfAbsent,
   deleteIfPresent,
   EventRecorder,
-  isNotFound,
   KubeClient,
   patchStatus,
   type KubeApiError,
   type KubeConfigAuth,
 } from '@reconcile-loop/kube-client';
+import { isNotFound } from '@reconcile-loop/kube-client/errors';
 import { kubeReflector, podReflector } from '@reconcile-loop/reflector';
 import { ReconcileLoop, TerminalError, generationChanged, type Clock } from '@reconcile-loop/loop';
 import { z } from 'zod';

@@ -251,11 +251,11 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       'start() to reject',
     );
     expect(error).toMatchObject({
-      code: 'LIST_REJECTED',
+      code: 'RL_REFLECTOR_LIST_REJECTED',
       permanent: true,
       statusCode: 400,
       status: { code: 400, reason: 'BadRequest' },
-      request: { verb: 'list' },
+      cause: { verb: 'list' },
     });
     const health = loop.health();
     expect(health).toMatchObject({ state: 'stopped', synced: false, error });
@@ -280,13 +280,13 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     s.seedPods(2, { namespace: NS, labels: { pool: 'engines' }, namePrefix: 'engine' });
     s.seedPods(1, { namespace: NS, labels: { pool: 'trainers' }, namePrefix: 'trainer' });
     s.failNext({ verb: 'list', status: 403, times: 3 });
-    const { loop, probe, reconciles } = await podSetup({ server: s, reflector: { retryDelayMs: 2_000 } }); // 100, 200, 400 ms
+    const { loop, probe, reconciles } = await podSetup({ server: s, reflector: { retry: { initialMs: 2_000, maxMs: 30_000 } } }); // 100, 200, 400 ms
     const starting = loop.start();
     const red = await expectNotReady(loop, probe, /source:pods failed: not synced yet; failing for .*403 Forbidden/);
     expect(red.sources['pods']?.lastError).toMatchObject({
       statusCode: 403,
       status: { code: 403, reason: 'Forbidden' },
-      request: { verb: 'list' },
+      verb: 'list',
     });
     expect(red.state).toBe('starting');
 
@@ -300,7 +300,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
   });
 
   it('[loop: health] RBAC revoked after sync (the relist is forbidden): readiness goes red with the 403 while the loop keeps reconciling from its cache; healed, the relist drops the missed deletion and readiness returns (embedded apiserver)', async () => {
-    const { server: s, loop, probe, reconciles } = await podSetup({ reflector: { retryDelayMs: 1_000 } }); // 50 ms, doubling
+    const { server: s, loop, probe, reconciles } = await podSetup({ reflector: { retry: { initialMs: 1_000, maxMs: 30_000 } } }); // 50 ms, doubling
     await loop.start();
     await expectReady(loop, probe);
     await s.waitForWatches(1, WAIT_MS);
@@ -331,14 +331,14 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       probe,
       reconciles,
       reflector,
-    } = await podSetup({ reflector: { listTimeoutMs: 10_000, retryDelayMs: 2_000 } }); // 500 ms deadline: a loaded CI machine's honest LIST fits
+    } = await podSetup({ reflector: { listTimeoutMs: 10_000, retry: { initialMs: 2_000, maxMs: 30_000 } } }); // 500 ms deadline: a loaded CI machine's honest LIST fits
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     s.failNext({ verb: 'list', status: 'hang', times: 2 });
     forceRelist(s, () => s.createPod({ metadata: { name: 'engine-2', namespace: NS, labels: { pool: 'engines' } } }));
 
     const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*LIST did not complete within 10000 ms/);
-    expect(red.sources['pods']?.lastError).toMatchObject({ code: 'LIST_TIMEOUT', timeoutMs: 10_000 });
+    expect(red.sources['pods']?.lastError).toMatchObject({ code: 'RL_REFLECTOR_LIST_TIMEOUT', timeoutMs: 10_000 });
     const from = reconciles.mark();
     loop.enqueue('trainers');
     await reconciles.until('trainers', any, 'a reconcile while the relist hangs', from);
@@ -358,11 +358,17 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
   });
 
   it('[loop: health] a rejected cursor (a bookmark "abc", then the server\'s answer to the WATCH — 500 "resourceVersion: Invalid value", as kube-apiserver 1.35): readiness red with it, the cursor is dropped, the relist restores the missed changes (embedded apiserver)', async () => {
-    const { server: s, loop, probe, reconciles, reflector } = await podSetup({ reflector: { retryDelayMs: 10_000 } }); // 500 ms before each retry
+    const {
+      server: s,
+      loop,
+      probe,
+      reconciles,
+      reflector,
+    } = await podSetup({ reflector: { retry: { initialMs: 10_000, maxMs: 30_000 } } }); // 500 ms before each retry
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     s.injectWatchFrame({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: 'abc' } } });
-    await vi.waitFor(() => expect(reflector.cursor).toBe('abc'), poll);
+    await vi.waitFor(() => expect(reflector.resourceVersion).toBe('abc'), poll);
     const from = reconciles.mark();
     s.stallWatches();
     s.deletePod(NS, 'engine-0');
@@ -370,7 +376,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     s.dropWatches(); // the reopen from "abc" is refused (kube-apiserver answers 500 "resourceVersion: Invalid value")
 
     const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*500: resourceVersion: Invalid value/);
-    expect(red.sources['pods']?.lastError).toMatchObject({ statusCode: 500, request: { verb: 'watch' } });
+    expect(red.sources['pods']?.lastError).toMatchObject({ statusCode: 500, verb: 'watch' });
     const relisted = await reconciles.until(
       'engines',
       (members) => members.has('pool-a/engine-9'),
@@ -378,7 +384,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       from,
     );
     expect(keysOf(relisted)).toEqual(['pool-a/engine-1', 'pool-a/engine-9']);
-    expect(reflector.cursor).not.toBe('abc');
+    expect(reflector.resourceVersion).not.toBe('abc');
     expect(s.requestCounts().list).toBe(2);
     await expectReady(loop, probe);
     await expectStoreEqualsFreshList(loop, s, podResource, SCOPE);
@@ -386,7 +392,14 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
   });
 
   it('[loop: health] a skipped frame (readable cursor, unreadable type) is logged and its lost update is restored by the heal relist within a second; readiness stays green (a skip is not a failure) (embedded apiserver)', async () => {
-    const { server: s, loop, probe, reconciles, reflector, logger } = await podSetup({ reflector: { retryDelayMs: 4_000 } }); // heal after 200 ms
+    const {
+      server: s,
+      loop,
+      probe,
+      reconciles,
+      reflector,
+      logger,
+    } = await podSetup({ reflector: { retry: { initialMs: 4_000, maxMs: 30_000 } } }); // heal after 200 ms
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     const next = String(s.revision + 1);
@@ -394,7 +407,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       type: 'Modified',
       object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'engine-0', namespace: NS, resourceVersion: next } },
     });
-    await vi.waitFor(() => expect(reflector.cursor).toBe(next), poll);
+    await vi.waitFor(() => expect(reflector.resourceVersion).toBe(next), poll);
     const skipped = logger.entries.find((e) => e.message.startsWith('skipped a watch frame'));
     expect(skipped).toMatchObject({ level: 'warn', fields: { frameType: 'Modified' } });
     const from = reconciles.mark();
@@ -414,21 +427,21 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     await expectStillFlowing(s, reconciles, 'trainer-9');
   });
 
-  it('[loop: health] an oversized frame (1 MB against a 64 KiB cap) tears the watch down: readiness red naming maxFrameSize, then the relist restores the update behind it (embedded apiserver)', async () => {
+  it('[loop: health] an oversized frame (1 MB against a 64 KiB cap) tears the watch down: readiness red naming maxFrameBytes, then the relist restores the update behind it (embedded apiserver)', async () => {
     const {
       server: s,
       loop,
       probe,
       reconciles,
       reflector,
-    } = await podSetup({ reflector: { maxFrameSize: 64 * 1024, retryDelayMs: 10_000 } });
+    } = await podSetup({ reflector: { maxFrameBytes: 64 * 1024, retry: { initialMs: 10_000, maxMs: 30_000 } } });
     await loop.start();
     await s.waitForWatches(1, WAIT_MS);
     const from = reconciles.mark();
     s.injectMalformedFrame(`{"type":"MODIFIED","object":{"metadata":{"annotations":{"x":"${'y'.repeat(1024 * 1024)}`); // never a whole frame
     s.kubelet.bind(NS, 'engine-1', 'node-b');
 
-    const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*maxFrameSize/);
+    const red = await expectNotReady(loop, probe, /source:pods failed: failing for .*maxFrameBytes/);
     expect(red.sources['pods']?.lastError).toMatchObject({ name: 'WatchFrameTooLargeError' });
     await reconciles.until(
       'engines',

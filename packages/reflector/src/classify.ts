@@ -1,5 +1,5 @@
-import type { ApiStatus } from '@reconcile-loop/k8s-types';
-import { isApiStatusError } from './errors.js';
+import type { Status } from '@reconcile-loop/k8s-types';
+import { isKubeApiError } from '@reconcile-loop/kube-client';
 
 /**
  * How the reflector reads a failure. Kept apart from the state machine so each rule is one
@@ -12,7 +12,7 @@ import { isApiStatusError } from './errors.js';
  * code (say 500 `Expired`) is not trusted: that failure is retried from the cursor, and a cursor
  * that really died is answered 410 on the retry.
  */
-export function isCursorExpired(status: ApiStatus | undefined, httpStatus?: number): boolean {
+export function isCursorExpired(status: Status | undefined, httpStatus?: number): boolean {
   if (httpStatus === 410 || status?.code === 410) return true;
   const code = httpStatus ?? status?.code;
   return code === undefined && (status?.reason === 'Expired' || status?.reason === 'Gone');
@@ -24,7 +24,7 @@ export function isCursorExpired(status: ApiStatus | undefined, httpStatus?: numb
  * `isTooLargeResourceVersionError` looks in `Details.Causes[].Type`, which JSON spells
  * `details.causes[].reason`; the top-level `Status.reason` is only ever `Timeout`.
  */
-export function isCursorTooLarge(status: ApiStatus | undefined, httpStatus?: number): boolean {
+export function isCursorTooLarge(status: Status | undefined, httpStatus?: number): boolean {
   if (httpStatus === 504 || status?.code === 504) return true;
   return status?.details?.causes.some((cause) => cause.reason === 'ResourceVersionTooLarge') ?? false;
 }
@@ -41,7 +41,7 @@ const INVALID_CURSOR = /\bresourceVersion: Invalid value\b/;
  * forever. Retrying from the same cursor is refused forever, so the cursor is dropped and the
  * reflector relists.
  */
-export function isCursorRejected(status: ApiStatus | undefined, httpStatus?: number): boolean {
+export function isCursorRejected(status: Status | undefined, httpStatus?: number): boolean {
   const code = httpStatus ?? status?.code;
   if (code === 400 || code === 422) return true;
   if (status?.message !== undefined && INVALID_CURSOR.test(status.message)) return true;
@@ -55,7 +55,7 @@ export function isCursorRejected(status: ApiStatus | undefined, httpStatus?: num
 export type WatchVerdict = 'relist-expired' | 'relist-too-large' | 'relist-rejected' | 'retry';
 
 /** Reads a failed WATCH (HTTP status or in-band ERROR frame). */
-export function watchVerdict(status: ApiStatus | undefined, httpStatus?: number): WatchVerdict {
+export function watchVerdict(status: Status | undefined, httpStatus?: number): WatchVerdict {
   if (isCursorExpired(status, httpStatus)) return 'relist-expired';
   if (isCursorTooLarge(status, httpStatus)) return 'relist-too-large';
   if (isCursorRejected(status, httpStatus)) return 'relist-rejected';
@@ -64,8 +64,8 @@ export function watchVerdict(status: ApiStatus | undefined, httpStatus?: number)
 
 /** A `Retry-After` the failure carries (header or `details.retryAfterSeconds`), in ms. */
 export function retryAfterMs(error: unknown): number | undefined {
-  if (isApiStatusError(error)) return error.retryAfterSeconds === undefined ? undefined : error.retryAfterSeconds * 1000;
-  const status = (error as { status?: ApiStatus } | null)?.status;
+  if (isKubeApiError(error)) return error.retryAfterSeconds === undefined ? undefined : error.retryAfterSeconds * 1000;
+  const status = (error as { status?: Status } | null)?.status;
   const seconds = status?.details?.retryAfterSeconds;
   return seconds === undefined ? undefined : seconds * 1000;
 }
@@ -75,8 +75,8 @@ export function retryAfterMs(error: unknown): number | undefined {
  * again) or repeats (logged at debug only): the error's code plus the HTTP status and reason.
  */
 export function failureSignature(error: unknown): string {
-  if (isApiStatusError(error)) return `API_STATUS:${error.statusCode}:${error.status?.reason ?? ''}`;
+  if (isKubeApiError(error)) return `${error.code}:${error.statusCode}:${error.reason}`;
   const code = (error as { code?: unknown } | null)?.code;
   const name = error instanceof Error ? error.name : typeof error;
-  return `${typeof code === 'string' ? code : name}:${(error as { status?: ApiStatus } | null)?.status?.code ?? ''}`;
+  return `${typeof code === 'string' ? code : name}:${(error as { status?: Status } | null)?.status?.code ?? ''}`;
 }

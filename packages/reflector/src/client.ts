@@ -89,7 +89,7 @@ export interface ListWatchClient {
   /**
    * Yields one value per watch frame, in any of three forms: the frame's bytes as a `Uint8Array`
    * (its UTF-8 JSON line without the newline; the reflector reads it with k8s-types'
-   * `parseWatchFrame`, and checks `maxFrameSize` against its `byteLength`), the frame's JSON line as
+   * `parseWatchFrame`, and checks `maxFrameBytes` against its `byteLength`), the frame's JSON line as
    * a string (read with `parseWatchLine`), or an already decoded object (fakes). Ends when the
    * server closes the watch.
    */

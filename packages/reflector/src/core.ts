@@ -1,10 +1,9 @@
 import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
 import type { SourceHealth } from '@reconcile-loop/object-store';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
-import { Backoff } from './backoff.js';
+import { Backoff, type Clock, type Logger } from '@reconcile-loop/primitives';
 import { failureSignature, retryAfterMs } from './classify.js';
 import type { ListWatchClient, ListWatchScope } from './client.js';
-import { isApiStatusError } from './errors.js';
+import { isKubeApiError } from '@reconcile-loop/kube-client';
 import type { ResolvedOptions } from './options.js';
 import { Quarantine } from './quarantine.js';
 
@@ -47,7 +46,7 @@ export type MutableStats = { -readonly [K in keyof ReflectorStats]: ReflectorSta
 
 /** Log level of a failure that starts or changes. */
 function levelOf(error: unknown): 'info' | 'warn' | 'error' {
-  if (isApiStatusError(error)) {
+  if (isKubeApiError(error)) {
     // Needs a human (credentials, RBAC, a missing CRD) even though it may heal by itself.
     if (error.statusCode === 401 || error.statusCode === 403 || error.statusCode === 404) return 'error';
     if (error.statusCode === 410) return 'info';
@@ -127,8 +126,9 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     this.clock = parts.clock;
     this.logger = parts.logger;
     this.random = parts.random;
-    this.backoff = new Backoff(options.retryDelayMs, options.maxRetryDelayMs);
-    this.healBackoff = new Backoff(options.retryDelayMs, options.maxRetryDelayMs);
+    // Only proof of health resets these (`reset()`); a policy's `resetAfterMs` measures on the reflector's clock.
+    this.backoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
+    this.healBackoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
   }
 
   /** How the next listing is fetched: `initialList`, the client's support for watch-list, and whether it was given up. */
@@ -153,20 +153,20 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   fail(error: unknown, what: string, extra: Record<string, unknown> = {}): number {
     this.consecutiveFailures++;
     this.lastError = error;
-    const delay = this.backoff.take(retryAfterMs(error));
+    const delay = this.backoff.next(retryAfterMs(error));
     const signature = `${what}|${failureSignature(error)}`;
     const level = signature === this.#loggedFailure ? 'debug' : levelOf(error);
     if (level !== 'debug' && level !== 'info') this.#loggedFailure = signature;
-    const status = isApiStatusError(error)
+    const status = isKubeApiError(error)
       ? error.status
       : (error as { status?: { code?: number; reason?: string; message?: string } } | null)?.status;
     this.logger[level](
       this.fields({
         err: error,
-        code: isApiStatusError(error) ? error.statusCode : status?.code,
+        code: isKubeApiError(error) ? error.statusCode : status?.code,
         reason: status?.reason,
         message: status?.message,
-        request: isApiStatusError(error) ? error.request : undefined,
+        request: isKubeApiError(error) ? `${error.verb.toUpperCase()} ${error.path}` : undefined,
         consecutiveFailures: this.consecutiveFailures,
         retryDelayMs: delay,
         ...extra,

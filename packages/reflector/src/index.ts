@@ -1,5 +1,36 @@
-export * from './client.js';
-export * from './errors.js';
-export * from './kube-api.js';
-export * from './reflector.js';
-export * from './pods.js';
+/**
+ * @reconcile-loop/reflector: client-go's Reflector as an object-store `Source` — LIST, then WATCH
+ * from the resourceVersion, relist when it is rejected, back off, report health. Build one with
+ * `podReflector` / `kubeReflector` (over kube-client) or `new Reflector` over any `ListWatchClient`.
+ */
+
+// Building a reflector.
+export { Reflector } from './reflector.js';
+export { kubeReflector, podReflector, type KubeReflectorOptions } from './pods.js';
+export {
+  DEFAULT_IDLE_GRACE_MS,
+  DEFAULT_LIST_PAGE_SIZE,
+  DEFAULT_LIST_TIMEOUT_MS,
+  DEFAULT_WATCH_TIMEOUT_SECONDS,
+  WATCH_LIST_GIVE_UP_AFTER,
+  type InitialListMode,
+  type ReflectorOptions,
+} from './options.js';
+export type { ReflectorStats } from './core.js';
+
+// Where LIST and WATCH go: kube-client's KubeClient, or any ListWatchClient (a fake in tests).
+export { KubeApiClient, reflectorKubeClient, type KubeApiClientOptions } from './kube-api.js';
+export type {
+  ListPageResult,
+  ListRequest,
+  ListResult,
+  ListWatchClient,
+  ListWatchScope,
+  WatchRequest,
+} from './client.js';
+
+// How a failed WATCH is read: relist (expired, too large, rejected resourceVersion) or retry.
+export { watchVerdict, type WatchVerdict } from './classify.js';
+
+// The reflector's own errors (kube-client's pass through as they are); all extend ReconcileLoopError.
+export { KubeClientConfigError, ListRejectedError, ListTimeoutError } from './errors.js';

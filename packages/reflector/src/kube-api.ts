@@ -1,75 +1,26 @@
-import { statusSchema, type ApiResource, type ApiStatus, type ObjectSchema } from '@reconcile-loop/k8s-types';
-import {
-  collectionPath,
-  DEFAULT_MAX_FRAME_BYTES,
-  isKubeApiError,
-  KubeClient,
-  splitLines,
-  type KubeApiError,
-  type KubeConfigAuth,
-  type ResourceClient,
-} from '@reconcile-loop/kube-client';
+import type { ApiResource, ObjectSchema } from '@reconcile-loop/k8s-types';
+import { DEFAULT_MAX_FRAME_BYTES, KubeClient, type KubeConfigAuth, type ResourceClient } from '@reconcile-loop/kube-client';
+import { OptionsError } from '@reconcile-loop/primitives';
 import type { ListPageResult, ListRequest, ListResult, ListWatchClient, ListWatchScope, WatchRequest } from './client.js';
-import {
-  ApiStatusError,
-  KubeApiProtocolError,
-  KubeClientConfigError,
-  ReflectorOptionsError,
-  WatchFrameTooLargeError,
-  type ApiRequestInfo,
-} from './errors.js';
+import { KubeClientConfigError } from './errors.js';
 
 /**
  * The reflector's adapter onto @reconcile-loop/kube-client, the one module of the repository that
  * talks HTTP to the apiserver. Nothing here opens a socket: LIST and WATCH go through a
  * `KubeClient`, and this module only maps its answers onto the {@link ListWatchClient} contract and
- * its errors onto the reflector's own error classes (kept as the thrown types, the kube-client
- * error as `cause`), so code matching on `ApiStatusError` or on a `code` keeps working.
+ * lets its errors through as they are (a `KubeApiError` with its `Status`, a `KubeProtocolError`,
+ * a `WatchFrameTooLargeError`, ...), except a refused client configuration, which becomes the
+ * permanent {@link KubeClientConfigError} (kube-client's error as `cause`).
  */
-
-export type { KubeConfigAuth } from '@reconcile-loop/kube-client';
-
-/**
- * Default cap on one watch frame, in bytes of the line: 16 MiB, kube-client's default.
- * client-go's streaming decoder capped a frame at 1 MiB, later 16 MiB; etcd refuses an object over
- * 1.5 MiB by default, so no real frame comes near it, and a line past it is a broken peer.
- */
-export const DEFAULT_MAX_FRAME_SIZE = DEFAULT_MAX_FRAME_BYTES;
 
 /** Options for {@link KubeApiClient}. */
 export interface KubeApiClientOptions {
   /**
    * Longest watch frame accepted, in bytes of the UTF-8 line (characters, for the ASCII JSON the
    * apiserver writes). Sent with every WATCH, so it holds over a shared `KubeClient` too. Default
-   * {@link DEFAULT_MAX_FRAME_SIZE}.
+   * kube-client's `DEFAULT_MAX_FRAME_BYTES` (16 MiB: client-go's streaming decoder's cap; etcd refuses an object over 1.5 MiB by default, so no real frame comes near it).
    */
-  maxFrameSize?: number | undefined;
-}
-
-/**
- * The collection URL path of `resource`: `/api/v1/namespaces/{ns}/pods` or `/api/v1/pods` for the
- * core group, `/apis/{group}/{version}/namespaces/{ns}/{plural}` (or without the namespace)
- * otherwise. kube-client's `collectionPath`, under the name this package always exported.
- */
-export function resourcePath(resource: ApiResource, namespace?: string): string {
-  return collectionPath(resource, namespace);
-}
-
-/**
- * Splits a watch body into its lines (one JSON frame each), whatever the chunking: kube-client's
- * `splitLines` (the one line splitter of the repository), with its errors as this package's. A
- * body that ends mid-frame throws {@link KubeApiProtocolError}; a line longer than `maxFrameSize`
- * bytes throws {@link WatchFrameTooLargeError} as soon as its unfinished part passes the cap.
- */
-export async function* splitWatchLines(
-  chunks: AsyncIterable<string | Uint8Array>,
-  maxFrameSize = DEFAULT_MAX_FRAME_SIZE,
-): AsyncGenerator<string, void, undefined> {
-  try {
-    yield* splitLines(chunks, maxFrameSize);
-  } catch (error) {
-    throw reflectorError(error, undefined);
-  }
+  maxFrameBytes?: number | undefined;
 }
 
 /**
@@ -88,38 +39,17 @@ function isKubeClient(value: unknown): value is KubeClient {
   );
 }
 
-/** kube-client's `Status` as the reflector's `ApiStatus` (the same wire shape, read by the same schema). */
-function apiStatus(error: KubeApiError): ApiStatus | undefined {
-  if (error.status === undefined) return undefined;
-  const parsed = statusSchema.safeParse(error.status);
-  return parsed.success ? parsed.data : undefined;
-}
-
-/** Maps a kube-client failure onto the reflector's error classes; anything else (abort, transport, deadline) passes as is. */
-function reflectorError(error: unknown, origin: string | undefined): unknown {
-  if (isKubeApiError(error)) {
-    const verb: ApiRequestInfo['verb'] = error.verb === 'watch' ? 'watch' : 'list';
-    return new ApiStatusError(error.statusCode, apiStatus(error), undefined, {
-      request: { verb, url: `${origin ?? ''}${error.path}` },
-      retryAfterSeconds: error.retryAfterSeconds,
-      cause: error,
-    });
-  }
-  const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
-  if (code === 'KUBE_PROTOCOL') return new KubeApiProtocolError(message, { cause: error });
-  if (code === 'KUBE_WATCH_FRAME_TOO_LARGE')
-    return new WatchFrameTooLargeError((error as { maxFrameBytes: number }).maxFrameBytes, { cause: error });
-  if (code === 'KUBE_CLIENT_OPTIONS') return new KubeClientConfigError(message, { cause: error });
+/** kube-client's errors pass through; a configuration kube-client refused is permanent for a reflector. */
+function reflectorError(error: unknown): unknown {
+  if (error instanceof OptionsError) return new KubeClientConfigError(error.message, { cause: error });
   return error;
 }
 
 /**
- * The server's origin as errors and logs print it: scheme, host and port, userinfo stripped
- * (credentials travel in headers, never in a URL we print). Throws {@link KubeClientConfigError}
+ * Checks that the config addresses a server before each request. Throws {@link KubeClientConfigError}
  * (permanent) when the config cannot address a server: no retry changes a config object.
  */
-function serverOrigin(server: string | undefined): string {
+function checkServer(server: string | undefined): void {
   if (server === undefined)
     throw new KubeClientConfigError(
       'the KubeConfig has no current cluster (no current-context, or it names no cluster): nothing to connect to',
@@ -135,17 +65,16 @@ function serverOrigin(server: string | undefined): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new KubeClientConfigError(`the KubeConfig's server URL scheme ${url.protocol} is not supported (http: or https: only)`);
   }
-  return url.origin;
 }
 
 /**
  * The `KubeClient` a reflector builds for itself from a `KubeConfig`: no `Retry-After` retries
  * inside the client (`maxRetries: 0`), so a 429 reaches the reflector, which waits it out in its
- * backoff (capped by `maxRetryDelayMs`) and reports it in `health()`; reads are not rate limited
+ * backoff (capped by `retry.maxMs`) and reports it in `health()`; reads are not rate limited
  * (kube-client's default limits writes only, and the reflector only reads).
  */
 export function reflectorKubeClient(kubeConfig: KubeConfigAuth, options: KubeApiClientOptions = {}): KubeClient {
-  return new KubeClient({ kubeConfig, maxRetries: 0, maxFrameBytes: options.maxFrameSize });
+  return new KubeClient({ kubeConfig, maxRetries: 0, maxFrameBytes: options.maxFrameBytes });
 }
 
 /**
@@ -162,17 +91,17 @@ export class KubeApiClient implements ListWatchClient {
   /** The client every request goes through. */
   readonly kubeClient: KubeClient;
   readonly #handle: ResourceClient<unknown>;
-  readonly #maxFrameSize: number;
+  readonly #maxFrameBytes: number;
   /** kube-client sends `sendInitialEvents` and `resourceVersionMatch` on a WATCH: watch-list is available. */
   readonly supportsWatchList = true;
 
   constructor(source: KubeConfigAuth | KubeClient, resource: ApiResource, options: KubeApiClientOptions = {}) {
-    const maxFrameSize = options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE;
-    if (!Number.isSafeInteger(maxFrameSize) || maxFrameSize < 1) {
-      throw new ReflectorOptionsError(`maxFrameSize must be a positive integer, got ${String(maxFrameSize)}`);
+    const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    if (!Number.isSafeInteger(maxFrameBytes) || maxFrameBytes < 1) {
+      throw new OptionsError('KubeApiClient', `maxFrameBytes must be a positive integer, got ${String(maxFrameBytes)}`);
     }
-    this.#maxFrameSize = maxFrameSize;
-    this.kubeClient = isKubeClient(source) ? source : reflectorKubeClient(source, { maxFrameSize });
+    this.#maxFrameBytes = maxFrameBytes;
+    this.kubeClient = isKubeClient(source) ? source : reflectorKubeClient(source, { maxFrameBytes });
     this.#handle = this.kubeClient.resource(resource, passThrough);
   }
 
@@ -187,12 +116,12 @@ export class KubeApiClient implements ListWatchClient {
    * `request.signal`.
    */
   async list(request: ListRequest): Promise<ListResult> {
-    const origin = serverOrigin(this.kubeClient.currentServer());
+    checkServer(this.kubeClient.currentServer());
     try {
       const listing = await this.#scoped(request).list(this.#listOptions(request));
       return { items: listing.items, resourceVersion: listing.resourceVersion, continue: listing.continue };
     } catch (error) {
-      throw reflectorError(error, origin);
+      throw reflectorError(error);
     }
   }
 
@@ -204,7 +133,7 @@ export class KubeApiClient implements ListWatchClient {
    * differently. The bytes are a local of this call only: unreachable once it resolves.
    */
   async listPage<P>(request: ListRequest, read: (body: Uint8Array) => P | undefined): Promise<ListPageResult<P>> {
-    const origin = serverOrigin(this.kubeClient.currentServer());
+    checkServer(this.kubeClient.currentServer());
     try {
       const handle = this.#scoped(request);
       const body = await handle.listBytes(this.#listOptions(request));
@@ -216,7 +145,7 @@ export class KubeApiClient implements ListWatchClient {
         list: { items: listing.items, resourceVersion: listing.resourceVersion, continue: listing.continue },
       };
     } catch (error) {
-      throw reflectorError(error, origin);
+      throw reflectorError(error);
     }
   }
 
@@ -238,8 +167,8 @@ export class KubeApiClient implements ListWatchClient {
    * config cannot address a server.
    */
   watch(request: WatchRequest): AsyncIterable<string> {
-    const origin = serverOrigin(this.kubeClient.currentServer());
-    return mapped(this.#scoped(request).watchLines(this.#watchOptions(request)), origin);
+    checkServer(this.kubeClient.currentServer());
+    return mapped(this.#scoped(request).watchLines(this.#watchOptions(request)));
   }
 
   /**
@@ -249,8 +178,8 @@ export class KubeApiClient implements ListWatchClient {
    * `watchFrameBatches`: the same frames, caps, errors, deadline and teardown as {@link watch}.
    */
   watchBatches(request: WatchRequest): AsyncIterable<readonly Uint8Array[]> {
-    const origin = serverOrigin(this.kubeClient.currentServer());
-    return mapped(this.#scoped(request).watchFrameBatches(this.#watchOptions(request)), origin);
+    checkServer(this.kubeClient.currentServer());
+    return mapped(this.#scoped(request).watchFrameBatches(this.#watchOptions(request)));
   }
 
   #watchOptions(request: WatchRequest) {
@@ -263,15 +192,15 @@ export class KubeApiClient implements ListWatchClient {
       labelSelector: request.labelSelector,
       fieldSelector: request.fieldSelector,
       signal: request.signal,
-      maxFrameBytes: this.#maxFrameSize,
+      maxFrameBytes: this.#maxFrameBytes,
     };
   }
 }
 
-async function* mapped<T>(lines: AsyncGenerator<T, void, undefined>, origin: string): AsyncGenerator<T, void, undefined> {
+async function* mapped<T>(lines: AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
   try {
     yield* lines;
   } catch (error) {
-    throw reflectorError(error, origin);
+    throw reflectorError(error);
   }
 }

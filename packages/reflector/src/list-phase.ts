@@ -1,16 +1,11 @@
-import {
-  isInvalidObjectError,
-  objectKey,
-  parseObject,
-  type InvalidObjectError,
-  type KubernetesObjectView,
-  type ListItem,
-} from '@reconcile-loop/k8s-types';
+import { isInvalidObjectError, objectKey, type InvalidObjectError, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
+import { parseObject, type ListItem } from '@reconcile-loop/k8s-types/internal';
 import { isCursorExpired } from './classify.js';
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import { abortReason, raceAbort } from '@reconcile-loop/primitives';
 import type { ReflectorCore } from './core.js';
-import { isApiStatusError, KubeApiProtocolError, ListRejectedError, ListTimeoutError } from './errors.js';
+import { isKubeApiError, KubeProtocolError } from '@reconcile-loop/kube-client';
+import { ListRejectedError, ListTimeoutError } from './errors.js';
 import { ListPager, type Page } from './list-pager.js';
 
 /** Why a LIST runs: the stream's first, a cursor rejection, or the heal after a skipped frame. */
@@ -56,7 +51,7 @@ export async function* listPhase<T extends KubernetesObjectView>(
     const error = result.failure;
     if (isPermanentSourceError(error)) throw core.failPermanently(error);
     // Before any listing, a 400/422 is the request itself (a selector, a field) and never heals.
-    if (!core.everListed && isApiStatusError(error) && (error.statusCode === 400 || error.statusCode === 422)) {
+    if (!core.everListed && isKubeApiError(error) && (error.statusCode === 400 || error.statusCode === 422)) {
       throw core.failPermanently(new ListRejectedError(error, core.options.name));
     }
     core.stats.listFailures++;
@@ -172,7 +167,7 @@ export function holdInvalid<T extends KubernetesObjectView>(
 function pageCursor<T>(page: Page<T>): { readonly resourceVersion: string; readonly continue: string | undefined } {
   const listing = page?.kind === 'read' ? page.page : page?.kind === 'exact' ? page.list : undefined;
   if (!Array.isArray(listing?.items) || typeof listing.resourceVersion !== 'string') {
-    throw new KubeApiProtocolError('LIST result needs an items array and a string resourceVersion');
+    throw new KubeProtocolError('LIST result needs an items array and a string resourceVersion');
   }
   return {
     resourceVersion: listing.resourceVersion,
@@ -219,7 +214,7 @@ async function listOnce<T extends KubernetesObjectView>(
           token === undefined ||
           signal.aborted ||
           controller.signal.aborted ||
-          !isApiStatusError(error) ||
+          !isKubeApiError(error) ||
           !isCursorExpired(error.status, error.statusCode)
         )
           throw error;

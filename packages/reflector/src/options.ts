@@ -1,17 +1,13 @@
 import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
+import { DEFAULT_SOURCE_RETRY } from '@reconcile-loop/object-store';
+import { checkBackoffPolicy, OptionsError, type BackoffPolicy, type Clock, type Logger } from '@reconcile-loop/primitives';
 import type { ListWatchClient, ListWatchScope } from './client.js';
-import { ReflectorOptionsError } from './errors.js';
-import { DEFAULT_MAX_FRAME_SIZE } from './kube-api.js';
+import { DEFAULT_MAX_FRAME_BYTES } from '@reconcile-loop/kube-client';
 
 /** Default base server-side watch timeout; each watch adds up to 100% jitter (Go: 5 to 10 minutes). */
 export const DEFAULT_WATCH_TIMEOUT_SECONDS = 300;
 /** Default silence allowed beyond the server-side watch timeout before the watch is presumed dead. */
 export const DEFAULT_IDLE_GRACE_MS = 30_000;
-/** Default first retry delay. */
-export const DEFAULT_RETRY_DELAY_MS = 1_000;
-/** Default cap of the exponential retry delay (also bounds a server's `Retry-After`). */
-export const DEFAULT_MAX_RETRY_DELAY_MS = 30_000;
 /**
  * Default LIST deadline, relists included: 90 s. The apiserver ends a LIST it is still serving at its
  * own `--request-timeout` (60 s by default), so a client waiting half as long again only ever cuts a
@@ -61,36 +57,41 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
   /** Validates each LIST item and each `ADDED` / `MODIFIED` / `DELETED` payload (e.g. `podSchema`); an object failing it is quarantined. */
   schema: ObjectSchema<T>;
   /** Source name, used in logs. Default `reflector`. */
-  name?: string;
+  name?: string | undefined;
   /** Base server-side watch timeout in seconds, jittered up to 2x. Default 300. */
-  watchTimeoutSeconds?: number;
+  watchTimeoutSeconds?: number | undefined;
   /** Silence tolerated beyond the sent watch timeout before the watch is torn down. Default 30 000. */
-  idleGraceMs?: number;
-  /** First retry delay; doubles per consecutive failure. Default 1000. */
-  retryDelayMs?: number;
-  /** Cap of the retry delay, and of a server's `Retry-After`. Default 30 000. */
-  maxRetryDelayMs?: number;
+  idleGraceMs?: number | undefined;
+  /**
+   * The retries of every failure inside the stream (a LIST, a WATCH, a heal relist): the delay
+   * starts at `initialMs`, doubles (`factor`) per consecutive failure up to `maxMs`, which also
+   * caps a server's `Retry-After`; only proof of health (a listing, a frame applied) resets it.
+   * The same policy is the reflector's `retry`, which the stream driver reads for the rare stream
+   * that ends, so one option sets a reflector's retries. Default object-store's `DEFAULT_SOURCE_RETRY`
+   * (1 s doubling to 30 s).
+   */
+  retry?: BackoffPolicy | undefined;
   /**
    * Deadline of one listing (first listing and relists): a LIST (all its pages) or the initial
    * phase of a watch-list that has not completed is a counted failure. Default 90 000.
    */
-  listTimeoutMs?: number;
+  listTimeoutMs?: number | undefined;
   /** How listings are fetched: `'list'` (paginated), streaming (`'watch-list'`), or `'auto'`. Default `'list'`. See {@link InitialListMode}. */
-  initialList?: InitialListMode;
+  initialList?: InitialListMode | undefined;
   /** LIST page size (`limit`, following `continue` tokens); `0` for one unpaged LIST. Default 250. */
-  listPageSize?: number;
+  listPageSize?: number | undefined;
   /**
    * Longest watch frame accepted, in bytes of the UTF-8 line (characters, for the ASCII JSON the
    * apiserver writes). Longer is a protocol error: the watch is torn down and the reflector relists.
    * Default 16 MiB.
    */
-  maxFrameSize?: number;
+  maxFrameBytes?: number | undefined;
   /** Time source for every timer. Default the system clock. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Where failures, quarantines and recoveries are reported. Default silent (failures still reach `health()`). */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** Jitter source in `[0, 1)`. Default `Math.random`. */
-  random?: () => number;
+  random?: (() => number) | undefined;
 }
 
 /** The options after defaults and validation. */
@@ -98,44 +99,44 @@ export interface ResolvedOptions {
   readonly name: string;
   readonly watchTimeoutSeconds: number;
   readonly idleGraceMs: number;
-  readonly retryDelayMs: number;
-  readonly maxRetryDelayMs: number;
+  readonly retry: BackoffPolicy;
   readonly listTimeoutMs: number;
-  readonly maxFrameSize: number;
+  readonly maxFrameBytes: number;
   readonly initialList: InitialListMode;
   readonly listPageSize: number;
 }
 
 function positive(name: string, value: number, allowZero: boolean): number {
   if (!Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new ReflectorOptionsError(`${name} must be a finite number ${allowZero ? '>= 0' : '> 0'}, got ${String(value)}`);
+    throw new OptionsError('Reflector', `${name} must be a finite number ${allowZero ? '>= 0' : '> 0'}, got ${String(value)}`);
   }
   return value;
 }
 
-/** Applies defaults; throws {@link ReflectorOptionsError} for a value the reflector cannot run with. */
+/** Applies defaults; throws `OptionsError` for a value the reflector cannot run with. */
 export function resolveOptions<T extends KubernetesObjectView>(options: ReflectorOptions<T>): ResolvedOptions {
   if (typeof options.client?.list !== 'function' || typeof options.client.watch !== 'function') {
-    throw new ReflectorOptionsError('client must have list(request) and watch(request) methods');
+    throw new OptionsError('Reflector', 'client must have list(request) and watch(request) methods');
   }
-  if (typeof options.schema?.safeParse !== 'function') throw new ReflectorOptionsError('schema must be a zod schema');
+  if (typeof options.schema?.safeParse !== 'function') throw new OptionsError('Reflector', 'schema must be a zod schema');
   const resolved: ResolvedOptions = {
     name: options.name ?? 'reflector',
     watchTimeoutSeconds: positive('watchTimeoutSeconds', options.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT_SECONDS, false),
     idleGraceMs: positive('idleGraceMs', options.idleGraceMs ?? DEFAULT_IDLE_GRACE_MS, true),
-    retryDelayMs: positive('retryDelayMs', options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, true),
-    maxRetryDelayMs: positive('maxRetryDelayMs', options.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_DELAY_MS, true),
+    retry: options.retry ?? DEFAULT_SOURCE_RETRY,
     listTimeoutMs: positive('listTimeoutMs', options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS, false),
-    maxFrameSize: positive('maxFrameSize', options.maxFrameSize ?? DEFAULT_MAX_FRAME_SIZE, false),
+    maxFrameBytes: positive('maxFrameBytes', options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, false),
     initialList: options.initialList ?? 'list',
     listPageSize: positive('listPageSize', options.listPageSize ?? DEFAULT_LIST_PAGE_SIZE, true),
   };
   if (!['auto', 'watch-list', 'list'].includes(resolved.initialList)) {
-    throw new ReflectorOptionsError(`initialList must be 'auto', 'watch-list' or 'list', got ${String(resolved.initialList)}`);
+    throw new OptionsError(
+      'Reflector',
+      `initialList must be 'auto', 'watch-list' or 'list', got ${String(resolved.initialList)}`,
+    );
   }
   if (!Number.isSafeInteger(resolved.listPageSize))
-    throw new ReflectorOptionsError(`listPageSize must be an integer, got ${String(resolved.listPageSize)}`);
-  if (resolved.maxRetryDelayMs < resolved.retryDelayMs)
-    throw new ReflectorOptionsError('maxRetryDelayMs must be >= retryDelayMs');
+    throw new OptionsError('Reflector', `listPageSize must be an integer, got ${String(resolved.listPageSize)}`);
+  checkBackoffPolicy(resolved.retry, 'Reflector', 'retry');
   return resolved;
 }

@@ -1,8 +1,9 @@
 import { podResource, podSchema, type ApiResource, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
-import type { KubeClient } from '@reconcile-loop/kube-client';
-import { ReflectorOptionsError } from './errors.js';
-import { KubeApiClient, type KubeConfigAuth } from './kube-api.js';
-import { Reflector, type ReflectorOptions } from './reflector.js';
+import type { KubeClient, KubeConfigAuth } from '@reconcile-loop/kube-client';
+import { OptionsError } from '@reconcile-loop/primitives';
+import { KubeApiClient } from './kube-api.js';
+import type { ReflectorOptions } from './options.js';
+import { Reflector } from './reflector.js';
 
 /**
  * Options for {@link kubeReflector}: the reflector's, with an API resource and either a `KubeConfig`
@@ -21,10 +22,10 @@ export interface KubeReflectorOptions<T extends KubernetesObjectView> extends Om
 export function kubeReflector<T extends KubernetesObjectView>(options: KubeReflectorOptions<T>): Reflector<T> {
   const { kubeConfig, kubeClient, resource, ...rest } = options;
   if ((kubeConfig === undefined) === (kubeClient === undefined))
-    throw new ReflectorOptionsError('give exactly one of kubeConfig and kubeClient');
+    throw new OptionsError('podReflector', 'give exactly one of kubeConfig and kubeClient');
   return new Reflector<T>({
     ...rest,
-    client: new KubeApiClient((kubeClient ?? kubeConfig)!, resource, { maxFrameSize: rest.maxFrameSize }),
+    client: new KubeApiClient((kubeClient ?? kubeConfig)!, resource, { maxFrameBytes: rest.maxFrameBytes }),
   });
 }
 

@@ -1,27 +1,12 @@
 import { compileSchema, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
 import { type Source, type SourceEvent, type SourceHealth } from '@reconcile-loop/object-store';
-import { silentLogger, sleep, systemClock } from '@reconcile-loop/primitives';
+import { silentLogger, sleep, systemClock, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { ReflectorCore, type ReflectorStats } from './core.js';
 import { listPhase, type ListOutcome, type ListReason } from './list-phase.js';
 import { resolveOptions, type ReflectorOptions } from './options.js';
 import { watchListPhase, type WatchListOutcome } from './watch-list-phase.js';
 import { watchPhase, type WatchOutcome } from './watch-phase.js';
 import type { WatchSession } from './watch-session.js';
-
-export type { ReflectorStats } from './core.js';
-export { INITIAL_EVENTS_END_ANNOTATION, isInitialEventsEnd, isWatchListRefusal } from './watch-list-phase.js';
-export {
-  DEFAULT_IDLE_GRACE_MS,
-  DEFAULT_LIST_PAGE_SIZE,
-  WATCH_LIST_GIVE_UP_AFTER,
-  type InitialListMode,
-  DEFAULT_LIST_TIMEOUT_MS,
-  DEFAULT_MAX_RETRY_DELAY_MS,
-  DEFAULT_RETRY_DELAY_MS,
-  DEFAULT_WATCH_TIMEOUT_SECONDS,
-  type ReflectorOptions,
-} from './options.js';
-export { isCursorExpired, isCursorRejected, isCursorTooLarge, watchVerdict, type WatchVerdict } from './classify.js';
 
 /**
  * The stream's state machine (kube-rs `watcher` style): what the stream does next. A failure never
@@ -51,11 +36,17 @@ const WATCH = { kind: 'watch' } as const;
 export class Reflector<T extends KubernetesObjectView> implements Source<T> {
   /** Source name, used in logs. */
   readonly name: string;
+  /**
+   * The retry policy of this reflector (the `retry` option): its own retries inside the stream, and
+   * what the stream driver waits before reopening a stream that ended (object-store's `Source.retry`).
+   */
+  readonly retry: BackoffPolicy;
   readonly #core: ReflectorCore<T>;
 
   constructor(options: ReflectorOptions<T>) {
     const resolved = resolveOptions(options);
     this.name = resolved.name;
+    this.retry = resolved.retry;
     this.#core = new ReflectorCore<T>(resolved, {
       client: options.client,
       schema: compileSchema(options.schema),
@@ -66,8 +57,8 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     });
   }
 
-  /** The cursor: the `resourceVersion` of the last listing, applied frame or bookmark. */
-  get cursor(): string | undefined {
+  /** The `resourceVersion` the next WATCH starts from: that of the last listing, applied frame or bookmark. */
+  get resourceVersion(): string | undefined {
     return this.#core.cursor;
   }
 
@@ -90,15 +81,15 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     return this.#core.watchListOff;
   }
 
-  /** The delay the next failure would wait (exponential from `retryDelayMs`, capped; a `Retry-After` replaces it). */
+  /** The delay the next failure would wait (the `retry` policy's; a `Retry-After` replaces it). */
   get nextRetryDelayMs(): number {
     return this.#core.backoff.nextMs;
   }
 
   /**
    * What the reflector reports about itself, in its clock's ms: whether the current stream has
-   * listed and a watch is open, when it last listed and last heard a frame, the last failure (an
-   * `ApiStatusError` carries the apiserver's `Status` and the request) and how many in a row, and
+   * listed and a watch is open, when it last listed and last heard a frame, the last failure (kube-client's
+   * `KubeApiError` carries the apiserver's `Status` and the request) and how many in a row, and
    * the quarantined objects.
    */
   health(): SourceHealth {

@@ -2,14 +2,15 @@ import {
   isInvalidObjectError,
   isMalformedWatchFrameError,
   objectKey,
-  type ApiStatus,
+  type Status,
   type InvalidObjectError,
   type KubernetesObjectView,
   type WatchFrame,
 } from '@reconcile-loop/k8s-types';
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import type { ReflectorCore } from './core.js';
-import { isApiStatusError, ListTimeoutError, WatchFrameTooLargeError } from './errors.js';
+import { isKubeApiError, WatchFrameTooLargeError } from '@reconcile-loop/kube-client';
+import { ListTimeoutError } from './errors.js';
 import { countListing, holdInvalid, type ListReason } from './list-phase.js';
 import { WATCH_LIST_GIVE_UP_AFTER } from './options.js';
 import { errorFrameError, frameOverCap, readFrame } from './watch-phase.js';
@@ -71,7 +72,7 @@ type Incomplete = { readonly why: string; readonly error?: unknown; readonly ref
  * handed to the watching state.
  *
  * Anything else before that bookmark — the request refused or failed, an ERROR frame, the stream
- * ending, silence past the idle timeout, `listTimeoutMs` passing, a frame over `maxFrameSize` —
+ * ending, silence past the idle timeout, `listTimeoutMs` passing, a frame over `maxFrameBytes` —
  * drops the map and falls back to a LIST for this listing (client-go falls back on every error:
  * "making progress is better than deadlocking"). A refusal ({@link isWatchListRefusal}: a 400/422 naming the watch-list parameters, the server's WatchList
  * feature is off) or {@link WATCH_LIST_GIVE_UP_AFTER} incomplete streams in a row turn watch-list
@@ -114,10 +115,10 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
       if (next.done) break;
       core.lastEventAt = core.clock.now();
       const value = next.value;
-      if (frameOverCap(value, core.options.maxFrameSize)) {
+      if (frameOverCap(value, core.options.maxFrameBytes)) {
         incomplete = {
-          why: 'a frame over maxFrameSize during the initial events',
-          error: new WatchFrameTooLargeError(core.options.maxFrameSize),
+          why: 'a frame over maxFrameBytes during the initial events',
+          error: new WatchFrameTooLargeError(core.options.maxFrameBytes),
         };
         break;
       }
@@ -134,7 +135,7 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         if (!isMalformedWatchFrameError(error)) throw error;
         core.stats.skippedFrames++;
         // Due after the swap: the watching state arms it (a heal timer here would cut the initial phase).
-        core.healDueAt ??= core.clock.now() + core.healBackoff.take();
+        core.healDueAt ??= core.clock.now() + core.healBackoff.next();
         core.logger.warn(
           core.fields({ frameType: error.frameType, err: error }),
           'watch-list: skipped an initial frame with an unreadable envelope; a heal relist is scheduled',
@@ -180,7 +181,7 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
   } catch (error) {
     if (signal.aborted) return STOPPED;
     if (isPermanentSourceError(error)) throw core.failPermanently(error);
-    const refused = isApiStatusError(error) && isWatchListRefusal(error.status, error.statusCode);
+    const refused = isKubeApiError(error) && isWatchListRefusal(error.status, error.statusCode);
     incomplete = { why: refused ? 'the server refused the watch-list request' : 'the watch-list request failed', error, refused };
   } finally {
     if (!synced) session?.close();
@@ -195,7 +196,7 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
  * parse) is not a verdict on watch-list: it counts as one incomplete stream, and the LIST fallback
  * meets the same refusal under the LIST rules.
  */
-export function isWatchListRefusal(status: ApiStatus | undefined, httpStatus?: number): boolean {
+export function isWatchListRefusal(status: Status | undefined, httpStatus?: number): boolean {
   const code = httpStatus ?? status?.code;
   if (code !== 400 && code !== 422) return false;
   if (
@@ -217,11 +218,11 @@ function fallBack<T extends KubernetesObjectView>(core: ReflectorCore<T>, incomp
     core.watchListOff = `refused by the server (${String((incomplete.error as { statusCode?: number }).statusCode)})`;
   else if (core.watchListIncomplete >= WATCH_LIST_GIVE_UP_AFTER)
     core.watchListOff = `${core.watchListIncomplete} incomplete watch-list streams in a row`;
-  const status = isApiStatusError(incomplete.error) ? incomplete.error.status : undefined;
+  const status = isKubeApiError(incomplete.error) ? incomplete.error.status : undefined;
   core.logger.warn(
     core.fields({
       err: incomplete.error,
-      code: isApiStatusError(incomplete.error) ? incomplete.error.statusCode : undefined,
+      code: isKubeApiError(incomplete.error) ? incomplete.error.statusCode : undefined,
       message: status?.message,
       incompleteInARow: core.watchListIncomplete,
       watchListOff: core.watchListOff,

@@ -2,19 +2,18 @@ import {
   isInvalidObjectError,
   isMalformedWatchFrameError,
   objectKey,
-  parseWatchFrame,
-  parseWatchLine,
-  readWatchFrame,
-  type ApiStatus,
+  type Status,
   type InvalidObjectError,
   type KubernetesObjectView,
   type ObjectSchema,
   type WatchFrame,
 } from '@reconcile-loop/k8s-types';
+import { parseWatchFrame, parseWatchLine, readWatchFrame } from '@reconcile-loop/k8s-types/internal';
 import { deleteEvent, isPermanentSourceError, upsertEvent, type SourceEvent } from '@reconcile-loop/object-store';
 import { watchVerdict } from './classify.js';
 import type { ReflectorCore } from './core.js';
-import { ApiStatusError, isApiStatusError, KubeApiProtocolError, WatchFrameTooLargeError } from './errors.js';
+import { isKubeApiError, KubeProtocolError, WatchFrameTooLargeError, type KubeApiError } from '@reconcile-loop/kube-client';
+import { statusError } from '@reconcile-loop/kube-client/errors';
 import { STOP, WatchSession } from './watch-session.js';
 
 /** A watch that ends cleanly this soon without a single frame is a failure, not a server timeout (as Go). */
@@ -79,14 +78,14 @@ export async function* watchPhase<T extends KubernetesObjectView>(
         core.stats.watchFailures++;
         return {
           kind: 'retry',
-          delayMs: core.fail(new KubeApiProtocolError('watch closed within a second without a frame'), 'watch closed at once'),
+          delayMs: core.fail(new KubeProtocolError('watch closed within a second without a frame'), 'watch closed at once'),
         };
       }
       const now = clock.now();
       core.lastEventAt = now;
       const value = next.value;
-      if (frameOverCap(value, core.options.maxFrameSize))
-        return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameSize));
+      if (frameOverCap(value, core.options.maxFrameBytes))
+        return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameBytes));
       let frame: WatchFrame<T>;
       try {
         frame = readFrame(value, core.schema);
@@ -131,10 +130,8 @@ export async function* watchPhase<T extends KubernetesObjectView>(
     if (signal.aborted) return ABORTED;
     if (!session?.stopped) {
       if (isPermanentSourceError(error)) throw core.failPermanently(error);
-      if (isApiStatusError(error)) return failedWatch(core, error.status, error.statusCode, 'watch request failed', error);
-      const code = (error as { code?: unknown } | null)?.code;
-      // KUBE_…: a hand-written client over kube-client that did not map its error.
-      if (code === 'WATCH_FRAME_TOO_LARGE' || code === 'KUBE_WATCH_FRAME_TOO_LARGE') return tooLarge(core, error);
+      if (isKubeApiError(error)) return failedWatch(core, error.status, error.statusCode, 'watch request failed', error);
+      if (error instanceof WatchFrameTooLargeError) return tooLarge(core, error);
       core.stats.watchFailures++;
       return { kind: 'retry', delayMs: core.fail(error, 'watch dropped; retrying from the cursor') };
     }
@@ -147,20 +144,16 @@ export async function* watchPhase<T extends KubernetesObjectView>(
   core.stats.idleTimeouts++;
   core.stats.watchFailures++;
   const delayMs = core.fail(
-    new KubeApiProtocolError(`watch silent for ${session.idleMs} ms, past its timeout`),
+    new KubeProtocolError(`watch silent for ${session.idleMs} ms, past its timeout`),
     'watch silent past its timeout; reopening from the cursor',
     { idleMs: session.idleMs },
   );
   return { kind: 'retry', delayMs };
 }
 
-/** The error an in-band ERROR frame stands for. */
-export function errorFrameError(status: ApiStatus): ApiStatusError {
-  return new ApiStatusError(
-    status.code ?? 0,
-    status,
-    `watch ERROR frame${status.code ? ` ${status.code}` : ''}${status.reason ? ` ${status.reason}` : ''}${status.message ? `: ${status.message}` : ''}`,
-  );
+/** The error an in-band ERROR frame stands for: kube-client's, so the same `is*` helpers classify it. */
+export function errorFrameError(status: Status): KubeApiError {
+  return statusError(status, 'watch', '(in-band ERROR frame)');
 }
 
 /**
@@ -212,35 +205,35 @@ export function readFrame<T>(value: unknown, schema: ObjectSchema<T>): WatchFram
 }
 
 /**
- * True when a frame from a client that does not cap frames itself is over `maxFrameSize` bytes:
+ * True when a frame from a client that does not cap frames itself is over `maxFrameBytes` bytes:
  * bytes by their `byteLength`, a line by {@link overCap}; a decoded object has no length to check.
  */
-export function frameOverCap(value: unknown, maxFrameSize: number): boolean {
-  if (value instanceof Uint8Array) return value.byteLength > maxFrameSize;
-  return typeof value === 'string' && overCap(value, maxFrameSize);
+export function frameOverCap(value: unknown, maxFrameBytes: number): boolean {
+  if (value instanceof Uint8Array) return value.byteLength > maxFrameBytes;
+  return typeof value === 'string' && overCap(value, maxFrameBytes);
 }
 
 /**
- * True when a line from a client that does not cap frames itself is over `maxFrameSize` bytes. The
+ * True when a line from a client that does not cap frames itself is over `maxFrameBytes` bytes. The
  * UTF-8 length is at most three bytes per UTF-16 unit and at least one, so it is counted only for a
  * line that could be over the cap either way (a line from kube-client never is: it capped it).
  */
-export function overCap(line: string, maxFrameSize: number): boolean {
-  if (line.length > maxFrameSize) return true;
-  return line.length * 3 > maxFrameSize && Buffer.byteLength(line, 'utf8') > maxFrameSize;
+export function overCap(line: string, maxFrameBytes: number): boolean {
+  if (line.length > maxFrameBytes) return true;
+  return line.length * 3 > maxFrameBytes && Buffer.byteLength(line, 'utf8') > maxFrameBytes;
 }
 
 /** A frame over the cap: a protocol error; the watch is torn down and the reflector relists (the same cursor would replay it). */
 export function tooLarge<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: unknown): WatchOutcome {
   core.stats.watchFailures++;
   core.listed = false;
-  return { kind: 'relist', delayMs: core.fail(error, 'watch frame over maxFrameSize; relisting') };
+  return { kind: 'relist', delayMs: core.fail(error, 'watch frame over maxFrameBytes; relisting') };
 }
 
 /** A WATCH that failed with a `Status` (HTTP or in-band): relist on a dead or rejected cursor, else retry from it. */
 export function failedWatch<T extends KubernetesObjectView>(
   core: ReflectorCore<T>,
-  status: ApiStatus | undefined,
+  status: Status | undefined,
   httpStatus: number | undefined,
   what: string,
   error: unknown,

@@ -1,7 +1,7 @@
 import type { KubernetesObjectView } from '@reconcile-loop/k8s-types';
 import { abortReason } from '@reconcile-loop/primitives';
 import type { ReflectorCore } from './core.js';
-import { KubeApiProtocolError } from './errors.js';
+import { KubeProtocolError } from '@reconcile-loop/kube-client';
 
 /** What `next()` resolves to when the session was stopped from outside (abort, a timer). */
 export const STOP: unique symbol = Symbol('stop');
@@ -117,8 +117,7 @@ export class WatchSession<T extends KubernetesObjectView> {
       if (next.done) return next;
       this.#lastFrameAt = this.#core.clock.now();
       if (!this.#batched) return next;
-      if (!Array.isArray(next.value))
-        throw new KubeApiProtocolError('watchBatches yielded a value that is not an array of frames');
+      if (!Array.isArray(next.value)) throw new KubeProtocolError('watchBatches yielded a value that is not an array of frames');
       this.#batch = next.value;
       this.#at = 0;
     }
@@ -144,7 +143,7 @@ export class WatchSession<T extends KubernetesObjectView> {
   /** Schedules a heal relist (a frame was skipped) unless one is due already. */
   scheduleHeal(): void {
     const core = this.#core;
-    core.healDueAt ??= core.clock.now() + core.healBackoff.take();
+    core.healDueAt ??= core.clock.now() + core.healBackoff.next();
     this.armHeal();
   }
 

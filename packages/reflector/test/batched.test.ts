@@ -28,7 +28,7 @@ describe('[k8s_reflector: deviation, batched frames] a client handing over one s
     );
     await settle();
     expect(summary(stream.events)).toEqual(['replace', 'upsert ns/a', 'upsert ns/b', 'delete ns/a']);
-    expect(reflector.cursor).toBe('5');
+    expect(reflector.resourceVersion).toBe('5');
     expect(reflector.stats.bookmarks).toBe(1);
   });
 
@@ -39,7 +39,7 @@ describe('[k8s_reflector: deviation, batched frames] a client handing over one s
     await settle();
     expect(summary(stream.events)).toEqual(['replace', 'upsert ns/a', 'upsert ns/c']);
     expect(reflector.stats.skippedFrames).toBe(1);
-    expect(reflector.cursor).toBe('4');
+    expect(reflector.resourceVersion).toBe('4');
   });
 
   it('[k8s_reflector: deviation, batched frames] an ERROR 410 inside a batch ends the watch there: the frames after it are not applied, and the reflector relists', async () => {
@@ -77,7 +77,7 @@ describe('[k8s_reflector: deviation, batched frames] a client handing over one s
     expect(
       stream.events.map((e) => (e.type === 'replace' ? `replace ${[...e.objects.keys()].join(',')}` : `${e.type} ${e.key}`)),
     ).toEqual(['replace ns/a,ns/b', 'upsert ns/a', 'delete ns/b']);
-    expect(reflector.cursor).toBe('11');
+    expect(reflector.resourceVersion).toBe('11');
     expect(client.watches).toHaveLength(1);
     expect(reflector.stats).toMatchObject({ lists: 0, watchLists: 1 });
   });

@@ -66,7 +66,7 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
 
     const listing = await tap.next('the listing');
     expect(keysOf(listing)).toEqual(SEEDED);
-    expect(reflector.cursor).toBe(String(s.revision));
+    expect(reflector.resourceVersion).toBe(String(s.revision));
     const engine0 = listing.type === 'replace' ? listing.objects.get('pool-a/engine-0') : undefined;
     expect(engine0?.metadata.labels).toEqual({ pool: 'engines' });
     expect(engine0?.metadata.uid).toBe(s.getPod(NS, 'engine-0')?.metadata.uid);
@@ -98,7 +98,7 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
     expect(bound?.type === 'upsert' && bound.object.metadata.resourceVersion).toBe(
       s.getPod(NS, 'engine-0')?.metadata.resourceVersion,
     );
-    expect(reflector.cursor).toBe(String(s.revision));
+    expect(reflector.resourceVersion).toBe(String(s.revision));
     expect(s.requestCounts()).toMatchObject({ list: 1, watch: 1 });
     expect(tap.untaken).toEqual([]);
   });
@@ -142,13 +142,13 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
   it('[k8s_reflector: Bookmarks] bookmarks advance the cursor past writes out of scope, so a reopen after compaction needs no relist (embedded apiserver)', async () => {
     const { server: s, reflector, tap } = await setup({ server: { bookmarkIntervalMs: 20 } });
     expect(keysOf(await tap.next('the listing'))).toEqual(SEEDED);
-    const listedAt = reflector.cursor;
+    const listedAt = reflector.resourceVersion;
 
     s.createPod({ metadata: { name: 'engine-z', namespace: 'elsewhere', labels: { pool: 'engines' } } }); // no frame for us
     const target = String(s.revision);
     expect(listedAt).not.toBe(target);
     // The only signal a bookmark gives is the cursor itself: poll it, bounded.
-    await vi.waitFor(() => expect(reflector.cursor).toBe(target), { timeout: WAIT_MS, interval: 5 });
+    await vi.waitFor(() => expect(reflector.resourceVersion).toBe(target), { timeout: WAIT_MS, interval: 5 });
     expect(reflector.stats.bookmarks).toBeGreaterThanOrEqual(1);
     expect(tap.untaken).toEqual([]);
 
@@ -184,7 +184,7 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
     expect(store.has('pool-a/engine-1')).toBe(false); // no ghost
     expect(s.requestCounts().list).toBe(2);
     expect(reflector.stats).toMatchObject({ lists: 2, relists: 1 });
-    expect(reflector.cursor).toBe(String(s.revision));
+    expect(reflector.resourceVersion).toBe(String(s.revision));
 
     s.kubelet.bind(NS, 'engine-2', 'node-b');
     const after = await tap.next('a change after the relist');
@@ -233,7 +233,7 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
       tap,
       logger,
     } = await setup({
-      reflector: { retryDelayMs: 1_000, maxRetryDelayMs: 8_000 },
+      reflector: { retry: { initialMs: 1_000, maxMs: 8_000 } },
       beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 500, times: 2 }),
     });
 
@@ -246,7 +246,7 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
       ['debug', 2_000], // the same failure again: not logged loudly twice
     ]);
     expect(failures[0]?.fields['err']).toMatchObject({
-      code: 'API_STATUS',
+      code: 'RL_KUBE_API_ERROR',
       statusCode: 500,
       status: { reason: 'InternalError' },
     });
@@ -375,7 +375,7 @@ describe('reflector over real HTTP against the embedded apiserver', () => {
       modified.type === 'upsert' && [modified.key, modified.object.spec.replicas, modified.object.metadata.generation],
     ).toEqual(['pool-a/cell-0', 3, 2]);
     expect(deleted).toEqual({ type: 'delete', key: 'pool-a/cell-1' });
-    expect(reflector.cursor).toBe(String(s.revision));
+    expect(reflector.resourceVersion).toBe(String(s.revision));
     expect(s.requestCounts()).toMatchObject({ list: 1, watch: 1 });
   });
 });

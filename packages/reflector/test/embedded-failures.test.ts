@@ -1,3 +1,4 @@
+import { KubeApiError, WatchFrameTooLargeError } from '@reconcile-loop/kube-client';
 /**
  * Fail loudly, never stall — over real loopback HTTP against the embedded apiserver and its fault
  * injection: permanent rejection, a 403 that heals, a hung LIST, a rejected cursor, a skipped frame
@@ -10,14 +11,7 @@ import type { ApiServer } from '@reconcile-loop/testing';
 import { recordingLogger } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import {
-  ApiStatusError,
-  kubeReflector,
-  ListTimeoutError,
-  podReflector,
-  WatchFrameTooLargeError,
-  type ReflectorOptions,
-} from '../src/index.js';
+import { kubeReflector, ListTimeoutError, podReflector, type ReflectorOptions } from '../src/index.js';
 import {
   expectStoreEqualsFreshList,
   fastClock,
@@ -60,12 +54,11 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     await within(tap.done, 'the stream to end');
     expect(isPermanentSourceError(tap.error)).toBe(true);
     expect(tap.error).toMatchObject({
-      code: 'LIST_REJECTED',
+      code: 'RL_REFLECTOR_LIST_REJECTED',
       statusCode: 400,
       status: { code: 400, reason: 'BadRequest' },
-      request: { verb: 'list' },
     });
-    expect((tap.error as { request: { url: string } }).request.url).toContain('labelSelector=pool+in+%28');
+    expect((tap.error as Error).message).toContain('labelSelector=pool+in+%28');
     expect((tap.error as { status: { message: string } }).status.message).toBeTruthy();
     expect(s.requestCounts().list).toBe(1);
     expect(reflector.health()).toMatchObject({ listed: false, consecutiveFailures: 1, lastError: tap.error });
@@ -74,7 +67,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     const injected = await setup({ beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 400 }) });
     await within(injected.tap.done, 'the stream to end');
     expect(injected.tap.error).toMatchObject({
-      code: 'LIST_REJECTED',
+      code: 'RL_REFLECTOR_LIST_REJECTED',
       permanent: true,
       status: { code: 400, reason: 'BadRequest' },
     });
@@ -87,7 +80,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
       server: s,
       logger,
     } = await setup({
-      reflector: { retryDelayMs: 2_000 },
+      reflector: { retry: { initialMs: 2_000, maxMs: 30_000 } },
       beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 403, times: 3 }),
     });
     await vi.waitFor(() => expect(reflector.health().consecutiveFailures).toBeGreaterThanOrEqual(1), {
@@ -96,8 +89,8 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     });
     const { lastError, listed } = reflector.health();
     expect(listed).toBe(false);
-    expect(lastError).toBeInstanceOf(ApiStatusError);
-    expect(lastError).toMatchObject({ statusCode: 403, status: { code: 403, reason: 'Forbidden' }, request: { verb: 'list' } });
+    expect(lastError).toBeInstanceOf(KubeApiError);
+    expect(lastError).toMatchObject({ statusCode: 403, status: { code: 403, reason: 'Forbidden' }, verb: 'list' });
 
     const listing = await tap.next('the listing after the 403s');
     expect([...(listing.type === 'replace' ? listing.objects.keys() : [])].sort()).toEqual(SEEDED);
@@ -139,7 +132,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     await tap.next('the listing');
     await s.waitForWatches(1, WAIT_MS);
     s.injectWatchFrame({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: 'abc' } } });
-    await vi.waitFor(() => expect(reflector.cursor).toBe('abc'), { timeout: WAIT_MS, interval: 5 });
+    await vi.waitFor(() => expect(reflector.resourceVersion).toBe('abc'), { timeout: WAIT_MS, interval: 5 });
     // Changes the reflector will miss on the dead watch.
     s.stallWatches();
     s.deletePod(NS, 'engine-0');
@@ -156,12 +149,12 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     expect(rejected?.fields).toMatchObject({ code: 500 });
     expect(String(rejected?.fields['message'])).toMatch(/^resourceVersion: Invalid value: "abc"/); // which version it cannot parse
     expect(s.requestCounts().list).toBe(2);
-    expect(reflector.cursor).not.toBe('abc');
+    expect(reflector.resourceVersion).not.toBe('abc');
     await expectStoreEqualsFreshList(tap, s, podResource, SCOPE);
   });
 
   it('[k8s_reflector: Heal relist after a skipped frame] a skipped frame advanced the cursor past an update; the scheduled heal relist restores it within seconds (embedded apiserver)', async () => {
-    const { tap, reflector, server: s } = await setup({ reflector: { retryDelayMs: 4_000 } }); // heal after 4 "s" = 200 ms
+    const { tap, reflector, server: s } = await setup({ reflector: { retry: { initialMs: 4_000, maxMs: 30_000 } } }); // heal after 4 "s" = 200 ms
     await tap.next('the listing');
     await s.waitForWatches(1, WAIT_MS);
     const next = String(s.revision + 1);
@@ -170,7 +163,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
       type: 'Modified',
       object: { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'engine-0', namespace: NS, resourceVersion: next } },
     });
-    await vi.waitFor(() => expect(reflector.cursor).toBe(next), { timeout: WAIT_MS, interval: 2 });
+    await vi.waitFor(() => expect(reflector.resourceVersion).toBe(next), { timeout: WAIT_MS, interval: 2 });
     // The real update at `next` is lost: held back on the stalled watch, which is then dropped, and
     // the reopen from `next` does not replay it. Only the heal relist can bring it back.
     s.stallWatches();
@@ -184,8 +177,8 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     await expectStoreEqualsFreshList(tap, s, podResource, SCOPE);
   });
 
-  it('[k8s_reflector: Frame size cap] a frame over maxFrameSize tears the watch down (closed on the server) and the reflector relists (embedded apiserver)', async () => {
-    const { tap, reflector, server: s, logger } = await setup({ reflector: { maxFrameSize: 64 * 1024 } });
+  it('[k8s_reflector: Frame size cap] a frame over maxFrameBytes tears the watch down (closed on the server) and the reflector relists (embedded apiserver)', async () => {
+    const { tap, reflector, server: s, logger } = await setup({ reflector: { maxFrameBytes: 64 * 1024 } });
     await tap.next('the listing');
     await s.waitForWatches(1, WAIT_MS);
     s.injectMalformedFrame(`{"type":"MODIFIED","object":{"metadata":{"annotations":{"x":"${'y'.repeat(1024 * 1024)}`); // 1 MB, never a whole frame
@@ -193,7 +186,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
 
     await tap.until(isReplace, 'the relist after the oversized frame');
     expect(reflector.stats).toMatchObject({ relists: 1, watchFailures: 1 });
-    const refused = logger.entries.find((e) => e.message.startsWith('watch frame over maxFrameSize'));
+    const refused = logger.entries.find((e) => e.message.startsWith('watch frame over maxFrameBytes'));
     expect(refused?.fields['err']).toBeInstanceOf(WatchFrameTooLargeError);
     expect(refused?.level).toBe('warn');
     expect(tap.store.get('pool-a/engine-2')?.spec.nodeName).toBe('node-b');
@@ -275,7 +268,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
       server: s,
       logger,
     } = await setup({
-      reflector: { retryDelayMs: 1_000 },
+      reflector: { retry: { initialMs: 1_000, maxMs: 30_000 } },
       beforeOpen: (srv) => srv.failNext({ verb: 'list', status: 429, retryAfterSeconds: 6 }),
     });
     await tap.next('the listing after the 429');

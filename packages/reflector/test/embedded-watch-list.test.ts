@@ -38,7 +38,7 @@ describe('reflector watch-list over real HTTP (embedded apiserver)', () => {
       'pool-a/engine-2',
       'pool-a/engine-3',
     ]);
-    expect(reflector.cursor).toBe(String(s.revision));
+    expect(reflector.resourceVersion).toBe(String(s.revision));
     s.createPod({ metadata: { name: 'engine-9', namespace: NS, labels: { pool: 'engines' } } });
     s.kubelet.bind(NS, 'engine-0', 'node-a');
     await tap.until((e) => e.type === 'upsert' && e.key === 'pool-a/engine-0', 'the bind');
@@ -104,7 +104,7 @@ describe('reflector watch-list over real HTTP (embedded apiserver)', () => {
     expect(listing.type === 'replace' ? listing.objects.size : 0).toBe(5);
     expect(s.requestCounts().list).toBe(3);
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 3 });
-    expect(reflector.cursor).toBe(String(s.revision));
+    expect(reflector.resourceVersion).toBe(String(s.revision));
     await expectStoreEqualsFreshList(tap, s, podResource, SCOPE);
   });
 });

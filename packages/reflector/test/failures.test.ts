@@ -3,27 +3,19 @@
  * relists, frame caps, Retry-After, the backoff across reopens, and health(). Fakes and a fake clock.
  */
 import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { WatchFrameTooLargeError as KubeClientFrameTooLargeError } from '@reconcile-loop/kube-client';
+import { WatchFrameTooLargeError } from '@reconcile-loop/kube-client';
 import { isPermanentSourceError, type ReplaceEvent } from '@reconcile-loop/object-store';
-import { ManualClock } from '@reconcile-loop/primitives';
+import { Backoff, ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import {
-  ApiStatusError,
-  isCursorRejected,
-  KubeClientConfigError,
-  ListTimeoutError,
-  Reflector,
-  WatchFrameTooLargeError,
-  type ReflectorOptions,
-} from '../src/index.js';
-import { Backoff } from '../src/backoff.js';
-import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod } from './helpers.js';
+import { isCursorRejected } from '../src/classify.js';
+import { KubeClientConfigError, ListTimeoutError, Reflector, type ReflectorOptions } from '../src/index.js';
+import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod, apiError } from './helpers.js';
 
 const setup = openReflector;
 
 const status = (code: number, reason: string, message = `${reason} says no`) => ({ code, reason, message });
-const request = { verb: 'list' as const, url: 'https://k8s.example/api/v1/namespaces/ns/pods?labelSelector=app%3D%3D%3D' };
+const request = { verb: 'list' as const, path: '/api/v1/namespaces/ns/pods?labelSelector=app%3D%3D%3D' };
 
 function replaceKeys(event: unknown): string[] {
   return [...(event as ReplaceEvent<Pod>).objects.keys()].sort();
@@ -32,24 +24,23 @@ function replaceKeys(event: unknown): string[] {
 describe('Reflector: permanent vs transient failures', () => {
   for (const code of [400, 422]) {
     it(`[k8s_reflector: Permanent vs transient failures] a first LIST answered ${code} ends the stream with a permanent ListRejectedError carrying the Status and the request`, async () => {
-      const cause = new ApiStatusError(
+      const cause = apiError(
         code,
         status(code, code === 400 ? 'BadRequest' : 'Invalid', 'unable to parse requirement'),
         undefined,
-        { request },
+        request,
       );
       const { client, stream, reflector, clock, logger } = setup({}, (c) => c.queueList(cause));
       await stream.done;
       expect(isPermanentSourceError(stream.error)).toBe(true);
       expect(stream.error).toMatchObject({
-        code: 'LIST_REJECTED',
+        code: 'RL_REFLECTOR_LIST_REJECTED',
         permanent: true,
         statusCode: code,
         status: { code, message: 'unable to parse requirement' },
-        request,
         cause,
       });
-      expect((stream.error as Error).message).toContain(request.url);
+      expect((stream.error as Error).message).toContain(request.path);
       expect(client.lists).toHaveLength(1); // no retry
       expect(clock.pending).toBe(0);
       expect(reflector.health()).toMatchObject({
@@ -79,11 +70,11 @@ describe('Reflector: permanent vs transient failures', () => {
 
   for (const code of [401, 403, 404]) {
     it(`[k8s_reflector: Permanent vs transient failures] a LIST answered ${code} is retried with backoff, logged at error once (not per retry), visible in health, and heals`, async () => {
-      const failure = new ApiStatusError(
+      const failure = apiError(
         code,
         status(code, code === 404 ? 'NotFound' : code === 403 ? 'Forbidden' : 'Unauthorized'),
         undefined,
-        { request },
+        request,
       );
       const { client, clock, stream, reflector, logger } = setup({}, (c) =>
         c.queueList(failure, failure, failure, { items: [pod('a', '3')], resourceVersion: '3' }),
@@ -99,7 +90,13 @@ describe('Reflector: permanent vs transient failures', () => {
       expect(loud).toHaveLength(1);
       expect(loud[0]).toMatchObject({
         level: 'error',
-        fields: { code, reason: failure.status?.reason, request, consecutiveFailures: 1, retryDelayMs: 1_000 },
+        fields: {
+          code,
+          reason: failure.status?.reason,
+          request: `LIST ${request.path}`,
+          consecutiveFailures: 1,
+          retryDelayMs: 1_000,
+        },
       });
       expect(logger.entries.filter((e) => e.level === 'debug' && e.message.startsWith('LIST failed'))).toHaveLength(2);
 
@@ -115,13 +112,13 @@ describe('Reflector: permanent vs transient failures', () => {
     const { client, clock, stream, reflector } = setup({}, (c) =>
       c.queueList(
         { items: [], resourceVersion: '5' },
-        new ApiStatusError(400, status(400, 'BadRequest')),
-        new ApiStatusError(422, status(422, 'Invalid')),
+        apiError(400, status(400, 'BadRequest')),
+        apiError(422, status(422, 'Invalid')),
         { items: [pod('b', '9')], resourceVersion: '9' },
       ),
     );
     await settle();
-    client.watch0.fail(new ApiStatusError(410, status(410, 'Expired')));
+    client.watch0.fail(apiError(410, status(410, 'Expired')));
     await advance(clock, 1_000); // relist → 400
     await advance(clock, 2_000); // → 422
     expect(reflector.health().consecutiveFailures).toBe(3); // the 410, the 400, the 422
@@ -134,9 +131,9 @@ describe('Reflector: permanent vs transient failures', () => {
   it('[k8s_reflector: Permanent vs transient failures] a failure that changes is logged again; recovery is logged once', async () => {
     const { clock, logger } = setup({}, (c) =>
       c.queueList(
-        new ApiStatusError(403, status(403, 'Forbidden')),
-        new ApiStatusError(403, status(403, 'Forbidden')),
-        new ApiStatusError(500, status(500, 'InternalError')),
+        apiError(403, status(403, 'Forbidden')),
+        apiError(403, status(403, 'Forbidden')),
+        apiError(500, status(500, 'InternalError')),
       ),
     );
     await settle();
@@ -174,7 +171,7 @@ describe('Reflector: deadlines', () => {
       c.queueList({ items: [pod('a', '1')], resourceVersion: '1' }, 'hang', { items: [pod('b', '7')], resourceVersion: '7' }),
     );
     await settle();
-    client.watch0.fail(new ApiStatusError(410, status(410, 'Expired')));
+    client.watch0.fail(apiError(410, status(410, 'Expired')));
     await advance(clock, 1_000); // relist starts, hangs
     expect(client.lists).toHaveLength(2);
     expect(reflector.health().listed).toBe(false); // a relist is pending: readiness can see it
@@ -197,14 +194,14 @@ describe('Reflector: deadlines', () => {
     await settle();
     client.watch0.push(bookmark('abc')); // a broken bookmark becomes the cursor
     await settle();
-    expect(reflector.cursor).toBe('abc');
+    expect(reflector.resourceVersion).toBe('abc');
     await advance(clock, 300_000);
     client.watch0.end(); // reopen from "abc"
     await settle();
     expect(client.watch0.request.resourceVersion).toBe('abc');
-    client.watch0.fail(new ApiStatusError(400, status(400, 'BadRequest', 'invalid resource version: "abc"')));
+    client.watch0.fail(apiError(400, status(400, 'BadRequest', 'invalid resource version: "abc"')));
     await settle();
-    expect(reflector.cursor).toBeUndefined();
+    expect(reflector.resourceVersion).toBeUndefined();
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
     expect(client.watch0.request.resourceVersion).toBe('20');
@@ -213,7 +210,7 @@ describe('Reflector: deadlines', () => {
     client.watch0.push(errorFrame({ code: 422, reason: 'Invalid', message: 'resourceVersion: Invalid value' }));
     await advance(clock, 2_000);
     expect(client.lists).toHaveLength(3);
-    expect(reflector.cursor).toBe('30');
+    expect(reflector.resourceVersion).toBe('30');
     expect(reflector.stats.relists).toBe(2);
   });
 
@@ -223,13 +220,13 @@ describe('Reflector: deadlines', () => {
     );
     await settle();
     client.watch0.fail(
-      new ApiStatusError(500, {
+      apiError(500, {
         code: 500,
         message: 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax',
       }),
     );
     await settle();
-    expect(reflector.cursor).toBeUndefined();
+    expect(reflector.resourceVersion).toBeUndefined();
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
     expect(isCursorRejected({ code: 500, message: 'resourceVersion: Invalid value: "x"' })).toBe(true);
@@ -252,7 +249,7 @@ describe('Reflector: deadlines', () => {
     await settle();
     client.watch0.push(JSON.stringify({ type: 'Modified', object: pod('a', '2') })); // readable cursor, unreadable type
     await advance(clock, 500);
-    expect(reflector.cursor).toBe('2'); // skip-and-advance kept
+    expect(reflector.resourceVersion).toBe('2'); // skip-and-advance kept
     client.watch0.push('{"type":"MODIFIED",'); // another one: same heal
     await advance(clock, 499);
     expect(client.lists).toHaveLength(1);
@@ -287,8 +284,8 @@ describe('Reflector: deadlines', () => {
     expect(client.watches[1]?.request.signal.aborted).toBe(true);
   });
 
-  it('[k8s_reflector: Frame size cap] a frame over maxFrameSize tears the watch down and relists; so does the client reporting one', async () => {
-    const { client, clock, reflector, stream } = setup({ maxFrameSize: 1_000 }, (c) =>
+  it('[k8s_reflector: Frame size cap] a frame over maxFrameBytes tears the watch down and relists; so does the client reporting one', async () => {
+    const { client, clock, reflector, stream } = setup({ maxFrameBytes: 1_000 }, (c) =>
       c.queueList(
         { items: [], resourceVersion: '1' },
         { items: [pod('a', '6')], resourceVersion: '6' },
@@ -331,20 +328,20 @@ describe('Reflector: deadlines', () => {
     expect(client.lists).toHaveLength(4);
     expect(reflector.stats.watchFailures).toBe(3);
 
-    // kube-client's own error (KUBE_WATCH_FRAME_TOO_LARGE), from a client that did not map it, relists too.
-    client.watch0.fail(new KubeClientFrameTooLargeError(1_000));
+    // The same error from a hand-written client relists too.
+    client.watch0.fail(new WatchFrameTooLargeError(1_000));
     await settle();
-    expect(reflector.health().lastError).toMatchObject({ code: 'KUBE_WATCH_FRAME_TOO_LARGE' });
+    expect(reflector.health().lastError).toMatchObject({ code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE' });
     await advance(clock, 8_000);
     expect(client.lists).toHaveLength(5);
     expect(reflector.stats.watchFailures).toBe(4);
   });
 
-  it('[k8s_reflector: Retry-After honoured] a 429 with Retry-After waits that long instead of the backoff, bounded by maxRetryDelayMs; an ERROR frame carrying one too', async () => {
+  it('[k8s_reflector: Retry-After honoured] a 429 with Retry-After waits that long instead of the backoff, bounded by retry.maxMs; an ERROR frame carrying one too', async () => {
     const { client, clock } = setup({}, (c) =>
       c.queueList(
-        new ApiStatusError(429, status(429, 'TooManyRequests'), undefined, { retryAfterSeconds: 5 }),
-        new ApiStatusError(429, { ...status(429, 'TooManyRequests'), details: { causes: [], retryAfterSeconds: 100 } }),
+        apiError(429, status(429, 'TooManyRequests'), undefined, { retryAfterSeconds: 5 }),
+        apiError(429, { ...status(429, 'TooManyRequests'), details: { causes: [], retryAfterSeconds: 100 } }),
       ),
     );
     await advance(clock, 4_999);
@@ -367,14 +364,15 @@ describe('Reflector: deadlines', () => {
 
 describe('Reflector: backoff across streams', () => {
   it('[k8s_reflector: BackoffUntil] the delay climbs to the cap and stays there; a zero base never overflows to NaN; Retry-After is bounded both ways', () => {
-    const backoff = new Backoff(1_000, 8_000);
-    expect([1, 2, 3, 4, 5].map(() => backoff.take())).toEqual([1_000, 2_000, 4_000, 8_000, 8_000]);
-    expect(backoff.take(0)).toBe(1_000); // Retry-After: 0 is not a hot loop
-    expect(backoff.take(60_000)).toBe(8_000);
+    // The reflector's backoff is primitives' Backoff under its `retry` policy.
+    const backoff = new Backoff({ initialMs: 1_000, maxMs: 8_000 });
+    expect([1, 2, 3, 4, 5].map(() => backoff.next())).toEqual([1_000, 2_000, 4_000, 8_000, 8_000]);
+    expect(backoff.next(0)).toBe(1_000); // Retry-After: 0 is not a hot loop
+    expect(backoff.next(60_000)).toBe(8_000);
     backoff.reset();
     expect(backoff.nextMs).toBe(1_000);
-    const zero = new Backoff(0, 8_000);
-    for (let i = 0; i < 5_000; i++) zero.take();
+    const zero = new Backoff({ initialMs: 0, maxMs: 8_000 });
+    for (let i = 0; i < 5_000; i++) zero.next();
     expect(zero.nextMs).toBe(0);
   });
 
@@ -386,10 +384,9 @@ describe('Reflector: backoff across streams', () => {
       schema: podSchema,
       clock,
       random: () => 0,
-      retryDelayMs: 1_000,
-      maxRetryDelayMs: 30_000,
+      retry: { initialMs: 1_000, maxMs: 30_000 },
     });
-    const failing = new ApiStatusError(500, status(500, 'InternalError'));
+    const failing = apiError(500, status(500, 'InternalError'));
     client.queueList(failing, failing, failing);
     let controller = new AbortController();
     let stream = consume(reflector.open(controller.signal));
@@ -455,7 +452,7 @@ describe('Reflector: poison objects', () => {
     await settle();
     const seen = () => stream.events.slice(1).map((e) => (e.type === 'replace' ? 'replace' : `${e.type} ${e.key}`));
     expect(seen()).toEqual(['delete ns/a', 'upsert ns/b']);
-    expect(reflector.cursor).toBe('4');
+    expect(reflector.resourceVersion).toBe('4');
     expect(reflector.health().quarantined).toEqual([expect.objectContaining({ key: 'ns/a', resourceVersion: '3', since: 100 })]);
     expect(logger.entries.filter((e) => e.level === 'error' && e.message.includes('quarantined'))).toHaveLength(2);
 
@@ -484,7 +481,7 @@ describe('Reflector: poison objects', () => {
     );
     await settle();
     expect(reflector.health().quarantined.map((q) => q.key)).toEqual(['ns/a']);
-    client.watch0.fail(new ApiStatusError(410, status(410, 'Expired')));
+    client.watch0.fail(apiError(410, status(410, 'Expired')));
     await advance(clock, 1_000);
     expect(reflector.health().quarantined.map((q) => [q.key, q.resourceVersion])).toEqual([['ns/b', '9']]);
   });
@@ -494,7 +491,7 @@ describe('Reflector: poison objects', () => {
     await settle();
     client.watch0.push(line('ADDED', { metadata: { namespace: 'ns', resourceVersion: '2' } }));
     await settle();
-    expect(reflector.cursor).toBe('2');
+    expect(reflector.resourceVersion).toBe('2');
     expect(reflector.stats.invalidObjects).toBe(1);
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);

@@ -1,11 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { podResource, type Pod } from '@reconcile-loop/k8s-types';
-import { KubeClient } from '@reconcile-loop/kube-client';
+import { KubeClient, WatchFrameTooLargeError } from '@reconcile-loop/kube-client';
 import type { SourceEvent } from '@reconcile-loop/object-store';
 import { settle } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KubeApiClient, WatchFrameTooLargeError, type WatchRequest } from '../src/index.js';
+import { KubeApiClient, type WatchRequest } from '../src/index.js';
 import { advance, bookmark, FakeClient, line, openReflector, pod } from './helpers.js';
 
 /** A client handing over each socket read as one array of frame bytes, as `KubeApiClient` does: every value pushed is one batch of lines, sent as bytes. */
@@ -50,13 +50,13 @@ describe('[k8s_reflector: frames as bytes] the reflector reads frames from their
     expect(stream.events.map(summary)).toEqual(['replace ', 'upsert ns/a', 'upsert ns/b', 'delete ns/bad', 'delete ns/b']);
     const upsert = stream.events[1]!;
     expect(upsert.type === 'upsert' && upsert.object.metadata.labels['note']).toBe('café-😀');
-    expect(reflector.cursor).toBe('7');
+    expect(reflector.resourceVersion).toBe('7');
     expect(reflector.stats).toMatchObject({ bookmarks: 1, skippedFrames: 1, invalidObjects: 1 });
     expect(reflector.health().quarantined.map((q) => q.key)).toEqual(['ns/bad']);
   });
 
   it("[k8s_reflector: frames as bytes] the frame cap counts a byte frame's byteLength: over it, the watch is torn down and the reflector relists", async () => {
-    const { client, clock, reflector } = openReflector({ maxFrameSize: 1_000 }, () => {}, new BytesClient());
+    const { client, clock, reflector } = openReflector({ maxFrameBytes: 1_000 }, () => {}, new BytesClient());
     await settle();
     // 450 'é' are under 1 000 characters but over 1 000 bytes.
     const wide = line(
@@ -95,11 +95,11 @@ describe('[k8s_reflector: frames as bytes] the reflector reads frames from their
     expect(stream.events.map(summary)).toEqual(['replace ns/good', 'upsert ns/good']);
     expect(reflector.health().quarantined.map((q) => q.key)).toEqual(['ns/bad']);
     expect(reflector.stats).toMatchObject({ invalidObjects: 2, watchLists: 1, lists: 0 });
-    expect(reflector.cursor).toBe('10');
+    expect(reflector.resourceVersion).toBe('10');
   });
 
   it('[k8s_reflector: frames as bytes] a watch-list whose initial frame is over the cap in bytes falls back to a LIST', async () => {
-    const { client, reflector } = openReflector({ initialList: 'watch-list', maxFrameSize: 1_000 }, () => {}, new BytesClient());
+    const { client, reflector } = openReflector({ initialList: 'watch-list', maxFrameBytes: 1_000 }, () => {}, new BytesClient());
     await settle();
     client.watch0.push([
       line(

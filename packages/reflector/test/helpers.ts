@@ -1,4 +1,5 @@
-import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { podSchema, type Pod, type Status } from '@reconcile-loop/k8s-types';
+import { KubeApiError } from '@reconcile-loop/kube-client';
 import { type SourceEvent } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
@@ -195,10 +196,28 @@ export function openReflector<C extends FakeClient = FakeClient>(
     random: () => 0,
     watchTimeoutSeconds: 300,
     idleGraceMs: 30_000,
-    retryDelayMs: 1_000,
-    maxRetryDelayMs: 8_000,
+    retry: { initialMs: 1_000, maxMs: 8_000 },
     ...options,
   });
   const stream = consume(reflector.open(controller.signal));
   return { clock, client, controller, reflector, stream, logger };
+}
+
+/**
+ * What kube-client throws for a non-2xx answer, as a fake client throws it: the reflector passes
+ * kube-client's `KubeApiError` through, so the fakes fail with the same class.
+ */
+export function apiError(
+  statusCode: number,
+  status?: Status,
+  _message?: string,
+  extra: { retryAfterSeconds?: number | undefined; verb?: 'list' | 'watch' | undefined; path?: string | undefined } = {},
+): KubeApiError {
+  return new KubeApiError({
+    statusCode,
+    status,
+    verb: extra.verb ?? 'watch',
+    path: extra.path ?? '/api/v1/namespaces/ns/pods',
+    retryAfterSeconds: extra.retryAfterSeconds ?? status?.details?.retryAfterSeconds,
+  });
 }

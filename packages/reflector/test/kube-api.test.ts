@@ -5,25 +5,22 @@ import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { KubeClient, type Transport, type TransportResponse } from '@reconcile-loop/kube-client';
+import {
+  KubeClient,
+  type KubeConfigAuth,
+  type Transport,
+  type TransportResponse,
+  KubeApiError,
+  KubeProtocolError,
+  WatchFrameTooLargeError,
+  isKubeApiError,
+  DEFAULT_MAX_FRAME_BYTES,
+} from '@reconcile-loop/kube-client';
+import { collectionPath, splitLines } from '@reconcile-loop/kube-client/internal';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
-import {
-  ApiStatusError,
-  isApiStatusError,
-  KubeApiClient,
-  kubeReflector,
-  KubeApiProtocolError,
-  KubeClientConfigError,
-  podReflector,
-  Reflector,
-  resourcePath,
-  splitWatchLines,
-  watchVerdict,
-  WatchFrameTooLargeError,
-  type KubeConfigAuth,
-} from '../src/index.js';
+import { KubeApiClient, kubeReflector, KubeClientConfigError, podReflector, Reflector, watchVerdict } from '../src/index.js';
 import { advance, bookmark, consume, line, pod } from './helpers.js';
 
 const TOKEN = 'sup3r-s3cret-t0ken';
@@ -107,22 +104,24 @@ describe('the client-node boundary', () => {
   });
 });
 
-describe('resourcePath', () => {
+describe("kube-client's collectionPath (what the reflector requests)", () => {
   it('[k8s_api: deviation, generic resource path] core and group paths, namespaced and across namespaces', () => {
-    expect(resourcePath(podResource, 'pool-a')).toBe('/api/v1/namespaces/pool-a/pods');
-    expect(resourcePath(podResource)).toBe('/api/v1/pods');
+    expect(collectionPath(podResource, 'pool-a')).toBe('/api/v1/namespaces/pool-a/pods');
+    expect(collectionPath(podResource)).toBe('/api/v1/pods');
     const cells = { group: 'miles.io', version: 'v1alpha1', plural: 'trainercells' };
-    expect(resourcePath(cells, 'pool-a')).toBe('/apis/miles.io/v1alpha1/namespaces/pool-a/trainercells');
-    expect(resourcePath(cells)).toBe('/apis/miles.io/v1alpha1/trainercells');
+    expect(collectionPath(cells, 'pool-a')).toBe('/apis/miles.io/v1alpha1/namespaces/pool-a/trainercells');
+    expect(collectionPath(cells)).toBe('/apis/miles.io/v1alpha1/trainercells');
   });
 });
 
-describe('splitWatchLines', () => {
+describe("kube-client's splitLines (what the reflector reads a watch with)", () => {
   it('[k8s_api: LIST/WATCH calls] joins a frame split across chunks, splits several frames in one chunk, drops blank lines', async () => {
     const a = line('ADDED', pod('a', '1'));
     const b = line('ADDED', pod('b', '2'));
     expect(
-      await collect(splitWatchLines(chunks(a.slice(0, 10), a.slice(10, 30), `${a.slice(30)}\n${b}\n`, '\n', '\r\n'))),
+      await collect(
+        splitLines(chunks(a.slice(0, 10), a.slice(10, 30), `${a.slice(30)}\n${b}\n`, '\n', '\r\n'), DEFAULT_MAX_FRAME_BYTES),
+      ),
     ).toEqual([a, b]);
   });
 
@@ -137,25 +136,27 @@ describe('splitWatchLines', () => {
       }
       yield '}\n';
     }
-    const error = await collect(splitWatchLines(endless(), 4 * 1024 * 1024)).catch((e: unknown) => e);
+    const error = await collect(splitLines(endless(), 4 * 1024 * 1024)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(WatchFrameTooLargeError);
-    expect(error).toMatchObject({ code: 'WATCH_FRAME_TOO_LARGE', limit: 4 * 1024 * 1024 });
+    expect(error).toMatchObject({ code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 4 * 1024 * 1024 });
     expect(pulled).toBe(4); // refused at the chunk that crossed 4 MB: nothing past it was read
     // A line split across chunks is measured whole; one exactly at the cap passes.
-    expect(await collect(splitWatchLines(chunks('ab', 'cd\n', 'efg'.padEnd(5, '-'), '\n'), 5))).toEqual(['abcd', 'efg--']);
-    await expect(collect(splitWatchLines(chunks('abc', 'def\n'), 5))).rejects.toBeInstanceOf(WatchFrameTooLargeError);
-    await expect(collect(splitWatchLines(chunks('abcdef\n'), 5))).rejects.toBeInstanceOf(WatchFrameTooLargeError);
+    expect(await collect(splitLines(chunks('ab', 'cd\n', 'efg'.padEnd(5, '-'), '\n'), 5))).toEqual(['abcd', 'efg--']);
+    await expect(collect(splitLines(chunks('abc', 'def\n'), 5))).rejects.toBeInstanceOf(WatchFrameTooLargeError);
+    await expect(collect(splitLines(chunks('abcdef\n'), 5))).rejects.toBeInstanceOf(WatchFrameTooLargeError);
   });
 
-  it("[k8s_reflector: Frame size cap] the cap counts bytes of the UTF-8 line (kube-client's splitter), and its error is the reflector's, kube-client's as cause", async () => {
-    expect(await collect(splitWatchLines(chunks('éa\n'), 3))).toEqual(['éa']); // 2 characters, 3 bytes
-    const error = await collect(splitWatchLines(chunks('éé\n'), 3)).catch((e: unknown) => e); // 2 characters, 4 bytes
+  it("[k8s_reflector: Frame size cap] the cap counts bytes of the UTF-8 line (kube-client's splitter), and its error is kube-client's", async () => {
+    expect(await collect(splitLines(chunks('éa\n'), 3))).toEqual(['éa']); // 2 characters, 3 bytes
+    const error = await collect(splitLines(chunks('éé\n'), 3)).catch((e: unknown) => e); // 2 characters, 4 bytes
     expect(error).toBeInstanceOf(WatchFrameTooLargeError);
-    expect(error).toMatchObject({ code: 'WATCH_FRAME_TOO_LARGE', limit: 3, cause: { code: 'KUBE_WATCH_FRAME_TOO_LARGE' } });
+    expect(error).toMatchObject({ code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 3 });
   });
 
   it('[k8s_api: LIST/WATCH calls] a body that ends mid-frame is a protocol error, not a frame', async () => {
-    await expect(collect(splitWatchLines(chunks(`${bookmark('1')}\n{"type":"ADD`)))).rejects.toBeInstanceOf(KubeApiProtocolError);
+    await expect(collect(splitLines(chunks(`${bookmark('1')}\n{"type":"ADD`), DEFAULT_MAX_FRAME_BYTES))).rejects.toBeInstanceOf(
+      KubeProtocolError,
+    );
   });
 });
 
@@ -242,7 +243,7 @@ describe('KubeApiClient over HTTP', () => {
     expect(headers.authorization).toBe(`Bearer ${TOKEN}`);
   });
 
-  it('[k8s_reflector: ApiException shape] a 410 response is an ApiStatusError with the numeric status and the Status body', async () => {
+  it("[k8s_reflector: ApiException shape] a 410 response is kube-client's KubeApiError with the numeric status and the Status body", async () => {
     const { base } = await serve((_, response) =>
       json(response, 410, {
         kind: 'Status',
@@ -262,8 +263,8 @@ describe('KubeApiClient over HTTP', () => {
         signal: new AbortController().signal,
       }),
     ).catch((e: unknown) => e);
-    expect(isApiStatusError(error)).toBe(true);
-    expect(error).toBeInstanceOf(ApiStatusError);
+    expect(isKubeApiError(error)).toBe(true);
+    expect(error).toBeInstanceOf(KubeApiError);
     expect(error).toMatchObject({
       statusCode: 410,
       status: { code: 410, reason: 'Expired', message: 'too old resource version: 1 (50)' },
@@ -291,13 +292,14 @@ describe('KubeApiClient over HTTP', () => {
       .list({ namespace: 'ns', labelSelector: 'a=b', signal: new AbortController().signal })
       .catch((e: unknown) => e);
     expect(error).toMatchObject({
-      code: 'API_STATUS',
+      code: 'RL_KUBE_API_ERROR',
       statusCode: 429,
       retryAfterSeconds: 7,
-      request: { verb: 'list', url: `${base}/api/v1/namespaces/ns/pods?labelSelector=a%3Db` },
+      verb: 'list',
+      path: '/api/v1/namespaces/ns/pods?labelSelector=a%3Db',
     });
     expect(inspect(error, { depth: 5 })).not.toContain('pa55word');
-    expect((error as Error).message).toContain('LIST http://127.0.0.1');
+    expect((error as Error).message).toContain('list /api/v1/namespaces/ns/pods');
   });
 
   it('[k8s_reflector: Permanent vs transient failures] a KubeConfig that cannot address a server is a permanent KubeClientConfigError, for LIST and WATCH', async () => {
@@ -308,7 +310,7 @@ describe('KubeApiClient over HTTP', () => {
       const client = new KubeApiClient(config, podResource);
       const listed = await client.list({ signal: new AbortController().signal }).catch((e: unknown) => e);
       expect(listed).toBeInstanceOf(KubeClientConfigError);
-      expect(listed).toMatchObject({ code: 'KUBE_CLIENT_CONFIG', permanent: true });
+      expect(listed).toMatchObject({ code: 'RL_REFLECTOR_CLIENT_CONFIG', permanent: true });
       expect(() =>
         client.watch({
           resourceVersion: '1',
@@ -318,8 +320,8 @@ describe('KubeApiClient over HTTP', () => {
         }),
       ).toThrow(KubeClientConfigError);
     }
-    expect(() => new KubeApiClient(noCluster, podResource, { maxFrameSize: 0 })).toThrow(
-      expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }),
+    expect(() => new KubeApiClient(noCluster, podResource, { maxFrameBytes: 0 })).toThrow(
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
   });
 
@@ -327,7 +329,7 @@ describe('KubeApiClient over HTTP', () => {
     const { base } = await serve((_, response) => json(response, 200, { items: [] }));
     await expect(
       new KubeApiClient(kubeConfig(base), podResource).list({ signal: new AbortController().signal }),
-    ).rejects.toBeInstanceOf(KubeApiProtocolError);
+    ).rejects.toBeInstanceOf(KubeProtocolError);
   });
 });
 
@@ -368,7 +370,7 @@ describe('KubeApiClient over a shared KubeClient', () => {
     expect(requests[0]?.pathname).toBe('/api/v1/namespaces/ns/pods');
   });
 
-  it("[k8s_api: reflector on kube-client] errors map onto the reflector's classes: a 504 ResourceVersionTooLarge is an ApiStatusError (KubeApiError as cause) that relists", async () => {
+  it("[k8s_api: reflector on kube-client] errors pass through: a 504 ResourceVersionTooLarge is kube-client's KubeApiError (with its Status) and relists", async () => {
     const body = {
       kind: 'Status',
       code: 504,
@@ -390,25 +392,23 @@ describe('KubeApiClient over a shared KubeClient', () => {
         signal: new AbortController().signal,
       }),
     ).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ApiStatusError);
+    expect(error).toBeInstanceOf(KubeApiError);
     expect(error).toMatchObject({
-      code: 'API_STATUS',
+      code: 'RL_KUBE_API_ERROR',
       statusCode: 504,
       retryAfterSeconds: 1,
       status: { code: 504, details: { causes: [{ reason: 'ResourceVersionTooLarge' }] } },
-      cause: { code: 'KUBE_API_ERROR', verb: 'watch' },
+      verb: 'watch',
     });
-    const { request } = error as ApiStatusError;
-    expect(request?.verb).toBe('watch');
-    expect(request?.url.startsWith('http://127.0.0.1:1/api/v1/namespaces/ns/pods?watch=true')).toBe(true);
+    expect((error as KubeApiError).path.startsWith('/api/v1/namespaces/ns/pods?watch=true')).toBe(true);
     expect(inspect(error, { depth: 5 })).not.toContain(':pw@');
-    expect(watchVerdict((error as ApiStatusError).status, (error as ApiStatusError).statusCode)).toBe('relist-too-large');
+    expect(watchVerdict((error as KubeApiError).status, (error as KubeApiError).statusCode)).toBe('relist-too-large');
   });
 
-  it('[k8s_reflector: Frame size cap] maxFrameSize is sent with every WATCH, so it holds over a shared KubeClient with a larger cap', async () => {
+  it('[k8s_reflector: Frame size cap] maxFrameBytes is sent with every WATCH, so it holds over a shared KubeClient with a larger cap', async () => {
     const transport: Transport = async () => answer(200, `${'x'.repeat(64)}\n`);
     const client = new KubeApiClient(new KubeClient({ server: 'http://127.0.0.1:1', transport }), podResource, {
-      maxFrameSize: 32,
+      maxFrameBytes: 32,
     });
     const error = await collect(
       client.watch({
@@ -419,14 +419,14 @@ describe('KubeApiClient over a shared KubeClient', () => {
       }),
     ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(WatchFrameTooLargeError);
-    expect(error).toMatchObject({ limit: 32, cause: { code: 'KUBE_WATCH_FRAME_TOO_LARGE' } });
+    expect(error).toMatchObject({ code: 'RL_KUBE_WATCH_FRAME_TOO_LARGE', maxFrameBytes: 32 });
   });
 
   it('[k8s_api: reflector on kube-client] kubeReflector takes a KubeConfig or a KubeClient, exactly one', () => {
     const shared = new KubeClient({ server: 'http://127.0.0.1:1' });
     expect(kubeReflector({ kubeClient: shared, resource: podResource, schema: podSchema }).name).toBe('reflector');
     expect(() => kubeReflector({ resource: podResource, schema: podSchema })).toThrow(
-      expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
     expect(() =>
       kubeReflector({
@@ -435,7 +435,7 @@ describe('KubeApiClient over a shared KubeClient', () => {
         resource: podResource,
         schema: podSchema,
       }),
-    ).toThrow(expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }));
+    ).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
   });
 });
 

@@ -1,15 +1,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { KubeClient } from '@reconcile-loop/kube-client';
+import { KubeClient, KubeProtocolError } from '@reconcile-loop/kube-client';
 import type { SourceEvent } from '@reconcile-loop/object-store';
 import { settle } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
-  ApiStatusError,
   KubeApiClient,
-  KubeApiProtocolError,
   ListTimeoutError,
   Reflector,
   type ListPageResult,
@@ -18,7 +16,7 @@ import {
   type ListWatchClient,
 } from '../src/index.js';
 import { expectStoreEqualsFreshList, fastClock, kubeConfigFor, runCleanups, server, tapOf } from './embedded-helpers.js';
-import { advance, FakeClient, openReflector, pod } from './helpers.js';
+import { advance, FakeClient, openReflector, pod, apiError } from './helpers.js';
 
 /** The body of one LIST page as the apiserver writes it. */
 function pageBody(page: ListResult): string {
@@ -116,7 +114,7 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
     const byBytes = replaceOf(bytes.stream.events);
     expect([...byBytes.keys()]).toEqual(['ns/a', 'ns/b', 'ns/c']);
     expect(byBytes).toEqual(replaceOf(strings.stream.events));
-    expect(bytes.reflector.cursor).toBe('10');
+    expect(bytes.reflector.resourceVersion).toBe('10');
     expect(bytes.reflector.stats).toMatchObject({ lists: 1, listPages: 2, listRestarts: 0, invalidObjects: 0 });
     bytes.controller.abort();
     strings.controller.abort();
@@ -161,7 +159,7 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
     expect(client.lists).toHaveLength(1);
     // JSON.parse keeps the last duplicate: what the exact path has always read.
     expect([...replaceOf(stream.events).keys()]).toEqual(['ns/b']);
-    expect(reflector.cursor).toBe('7');
+    expect(reflector.resourceVersion).toBe('7');
     const nulls = openReflector(
       { listPageSize: 0 },
       (c) => c.queueBody('{"metadata":{"resourceVersion":"8"},"items":null}'),
@@ -204,7 +202,7 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
       (c) =>
         c.queueList(
           { items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' },
-          new ApiStatusError(410, { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' }),
+          apiError(410, { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' }),
           { items: [pod('a', '1'), pod('c', '12')], resourceVersion: '12' },
         ),
       new BytesListClient(),
@@ -217,7 +215,7 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
     ]);
     expect(client.reads).toEqual(['read', 'read']);
     expect([...replaceOf(stream.events).keys()]).toEqual(['ns/a', 'ns/c']);
-    expect(reflector.cursor).toBe('12');
+    expect(reflector.resourceVersion).toBe('12');
     expect(reflector.stats).toMatchObject({ lists: 1, listRestarts: 1, listFailures: 0 });
   });
 
@@ -289,7 +287,7 @@ describe('[k8s_reflector: LIST pages as bytes] KubeApiClient.listPage over HTTP'
     // An empty resourceVersion: the byte reader reads it, the reflector refuses it, the exact path rejects the page.
     const empty = await servedBy('{"metadata":{"resourceVersion":""},"items":[]}');
     const failure = await empty.client.listPage({ signal }, () => undefined).catch((error: unknown) => error);
-    expect(failure).toBeInstanceOf(KubeApiProtocolError);
+    expect(failure).toBeInstanceOf(KubeProtocolError);
     expect(failure).toEqual(await empty.client.list({ signal }).catch((error: unknown) => error));
     const { reflector, controller } = (() => {
       const controller = new AbortController();
@@ -297,8 +295,7 @@ describe('[k8s_reflector: LIST pages as bytes] KubeApiClient.listPage over HTTP'
         client: empty.client,
         schema: podSchema,
         random: () => 0,
-        retryDelayMs: 60_000,
-        maxRetryDelayMs: 60_000,
+        retry: { initialMs: 60_000, maxMs: 60_000 },
       });
       void (async () => {
         for await (const _ of reflector.open(controller.signal));
@@ -306,7 +303,7 @@ describe('[k8s_reflector: LIST pages as bytes] KubeApiClient.listPage over HTTP'
       return { reflector, controller };
     })();
     await expect.poll(() => reflector.stats.listFailures).toBe(1);
-    expect(reflector.health().lastError).toBeInstanceOf(KubeApiProtocolError);
+    expect(reflector.health().lastError).toBeInstanceOf(KubeProtocolError);
     expect(empty.requests).toHaveLength(3);
     controller.abort();
   });

@@ -1,12 +1,11 @@
+import { KubeApiError, KubeProtocolError } from '@reconcile-loop/kube-client';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { type SourceEvent } from '@reconcile-loop/object-store';
 import { ManualClock, sleep } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  ApiStatusError,
   KubeApiClient,
-  KubeApiProtocolError,
   ListTimeoutError,
   Reflector,
   type ListPageResult,
@@ -15,7 +14,7 @@ import {
   type ListWatchClient,
 } from '../src/index.js';
 import { expectStoreEqualsFreshList, fastClock, kubeConfigFor, runCleanups, server, tapOf } from './embedded-helpers.js';
-import { advance, FakeClient, openReflector, pod } from './helpers.js';
+import { advance, FakeClient, openReflector, pod, apiError } from './helpers.js';
 
 /** A scripted page: a listing (sent as its body), a body as it is, a failure, or a page the server never answers. */
 type Step = ListResult | { readonly body: string } | Error | 'never';
@@ -113,8 +112,7 @@ async function unhandledDuring(body: () => Promise<void>): Promise<unknown[]> {
 const tokens = (client: FakeClient) => client.lists.map((r) => [r.limit, r.continue]);
 const keysOf = (events: readonly SourceEvent<Pod>[]) =>
   events[0]?.type === 'replace' ? [...events[0].objects.keys()] : undefined;
-const expired = () =>
-  new ApiStatusError(410, { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' });
+const expired = () => apiError(410, { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' });
 
 describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon as the continue token is known (fakes, fake clock)', () => {
   it("[k8s_reflector: LIST page prefetch] page N+1 is requested when page N's body arrives, before page N is read: three pages in 360 ms of fake time (480 without), the same requests, pages and replace", async () => {
@@ -147,7 +145,7 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
       [2, 't1'],
       [2, 't2'],
     ]);
-    expect(reflector.cursor).toBe('10');
+    expect(reflector.resourceVersion).toBe('10');
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 3, listRestarts: 0, listFailures: 0 });
     controller.abort();
   });
@@ -235,7 +233,7 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
       [undefined, undefined],
     ]);
     expect(keysOf(stream.events)).toEqual(['ns/a', 'ns/c']);
-    expect(reflector.cursor).toBe('12');
+    expect(reflector.resourceVersion).toBe('12');
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 2, listRestarts: 1, listFailures: 0 });
     expect(logger.entries.filter((e) => e.level === 'info').map((e) => e.message)).toContain(
       'LIST continue token expired (410); restarting as one unpaged LIST',
@@ -246,7 +244,7 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
   it('[k8s_reflector: LIST page prefetch] a page requested ahead that fails (500) fails the LIST as a page fails without prefetch: same requests, counters, logs, health and retry', async () => {
     const script = (): Step[] => [
       { items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' },
-      new ApiStatusError(500, { code: 500, reason: 'InternalError', message: 'boom' }),
+      apiError(500, { code: 500, reason: 'InternalError', message: 'boom' }),
       { items: [pod('a', '1'), pod('b', '2')], resourceVersion: '11', continue: 't2' },
       { items: [pod('c', '3')], resourceVersion: '11' },
     ];
@@ -262,7 +260,7 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
     await settle();
     const plainError = plain.reflector.health().lastError;
     await advance(plain.clock, 1_000);
-    expect(aheadError).toBeInstanceOf(ApiStatusError);
+    expect(aheadError).toBeInstanceOf(KubeApiError);
     expect(aheadError).toEqual(plainError);
     expect(keysOf(ahead.stream.events)).toEqual(['ns/a', 'ns/b', 'ns/c']);
     expect(keysOf(ahead.stream.events)).toEqual(keysOf(plain.stream.events));
@@ -295,7 +293,7 @@ describe('[k8s_reflector: LIST page prefetch] the next page is requested as soon
       ]);
       expect(client.lists[1]!.signal.aborted).toBe(true);
       expect(reflector.stats).toMatchObject({ listFailures: 1, listPages: 0 });
-      expect(reflector.health().lastError).toBeInstanceOf(KubeApiProtocolError);
+      expect(reflector.health().lastError).toBeInstanceOf(KubeProtocolError);
       controller.abort();
     },
   );

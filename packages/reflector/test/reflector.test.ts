@@ -2,20 +2,12 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { deleteEvent, type ReplaceEvent } from '@reconcile-loop/object-store';
-import { ManualClock } from '@reconcile-loop/primitives';
+import { ManualClock, OptionsError } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
-import {
-  ApiStatusError,
-  isCursorExpired,
-  isCursorTooLarge,
-  Reflector,
-  ReflectorOptionsError,
-  type ListPageResult,
-  type ListRequest,
-  type ReflectorOptions,
-} from '../src/index.js';
-import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod } from './helpers.js';
+import { isCursorExpired, isCursorTooLarge } from '../src/classify.js';
+import { Reflector, type ListPageResult, type ListRequest, type ReflectorOptions } from '../src/index.js';
+import { advance, bookmark, consume, errorFrame, FakeClient, line, openReflector, pod, apiError } from './helpers.js';
 
 const setup = openReflector;
 
@@ -56,7 +48,7 @@ describe('Reflector: list, watch, events', () => {
     expect(stream.events[3]).toEqual(deleteEvent('ns/b'));
     const upsert = stream.events[2];
     expect(upsert?.type === 'upsert' && upsert.object.metadata.resourceVersion).toBe('12');
-    expect(reflector.cursor).toBe('13');
+    expect(reflector.resourceVersion).toBe('13');
 
     controller.abort();
     await stream.done;
@@ -73,20 +65,20 @@ describe('Reflector: list, watch, events', () => {
     );
     await settle();
     expect(stream.events.slice(1).map((e) => e.type !== 'replace' && e.key)).toEqual(['ns/a', 'ns/b']);
-    expect(reflector.cursor).toBe('4');
+    expect(reflector.resourceVersion).toBe('4');
   });
 
   it('[k8s_reflector: cursor bookkeeping] the cursor follows the listing, every applied frame and every bookmark; counters add up', async () => {
     const { client, reflector, clock } = setup({}, (c) => c.queueList({ items: [], resourceVersion: '100' }));
-    expect(reflector.cursor).toBeUndefined();
+    expect(reflector.resourceVersion).toBeUndefined();
     await settle();
-    expect(reflector.cursor).toBe('100');
+    expect(reflector.resourceVersion).toBe('100');
     client.watch0.push(line('ADDED', pod('a', '101')));
     await settle();
-    expect(reflector.cursor).toBe('101');
+    expect(reflector.resourceVersion).toBe('101');
     client.watch0.push(bookmark('150'));
     await settle();
-    expect(reflector.cursor).toBe('150');
+    expect(reflector.resourceVersion).toBe('150');
     await advance(clock, 2_000);
     client.watch0.end();
     await settle();
@@ -131,7 +123,7 @@ describe('Reflector: reopening and relisting', () => {
     await settle();
     client.watch0.push(bookmark('90'));
     await settle();
-    expect(reflector.cursor).toBe('90');
+    expect(reflector.resourceVersion).toBe('90');
     expect(stream.events).toHaveLength(1); // only the replace
     await advance(clock, 60_000);
     client.watch0.end();
@@ -145,7 +137,7 @@ describe('Reflector: reopening and relisting', () => {
       c.queueList({ items: [pod('a', '1')], resourceVersion: '5' }, { items: [pod('b', '9')], resourceVersion: '9' }),
     );
     await settle();
-    client.watch0.fail(new ApiStatusError(410, { code: 410, reason: 'Expired', message: 'too old resource version: 5 (8)' }));
+    client.watch0.fail(apiError(410, { code: 410, reason: 'Expired', message: 'too old resource version: 5 (8)' }));
     await settle();
     expect(client.lists).toHaveLength(1);
     await advance(clock, 1_000);
@@ -163,14 +155,14 @@ describe('Reflector: reopening and relisting', () => {
     client.watch0.push(errorFrame({ code: 410, reason: 'Expired', message: 'too old resource version' }));
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
-    expect(reflector.cursor).toBe('20');
+    expect(reflector.resourceVersion).toBe('20');
     expect(reflector.stats.relists).toBe(1);
   });
 
   it('[k8s_reflector: IsTooLargeResourceVersion] 504 relists, by HTTP code, by ERROR-frame code, and by the ResourceVersionTooLarge cause', async () => {
     const { client, clock } = setup();
     await settle();
-    client.watch0.fail(new ApiStatusError(504));
+    client.watch0.fail(apiError(504));
     await advance(clock, 1_000);
     expect(client.lists).toHaveLength(2);
 
@@ -212,7 +204,7 @@ describe('Reflector: reopening and relisting', () => {
     await settle();
     client.watch0.push(line('ADDED', pod('a', '6')));
     await settle();
-    client.watch0.fail(new ApiStatusError(500, { code: 500, reason: 'InternalError' }));
+    client.watch0.fail(apiError(500, { code: 500, reason: 'InternalError' }));
     await advance(clock, 1_000);
     client.watch0.push(errorFrame({ code: 500, reason: 'InternalError', message: 'etcd hiccup' }));
     await advance(clock, 2_000);
@@ -225,7 +217,7 @@ describe('Reflector: reopening and relisting', () => {
 
   it('[source_stream_driver: Retry inside vs outside the stream] a failed LIST is retried inside the stream, which stays open', async () => {
     const { client, clock, stream } = setup({}, (c) =>
-      c.queueList(new Error('connect ECONNREFUSED'), new ApiStatusError(503), { items: [pod('a', '3')], resourceVersion: '3' }),
+      c.queueList(new Error('connect ECONNREFUSED'), apiError(503), { items: [pod('a', '3')], resourceVersion: '3' }),
     );
     await settle();
     expect(client.lists).toHaveLength(1);
@@ -253,7 +245,7 @@ describe('Reflector: bad frames', () => {
     expect(stream.events.slice(1).map((e) => e.type !== 'replace' && e.key)).toEqual(['ns/a']);
     expect(reflector.stats.skippedFrames).toBe(3);
     expect(client.watches).toHaveLength(1);
-    expect(reflector.cursor).toBe('8');
+    expect(reflector.resourceVersion).toBe('8');
     expect(logger.entries.filter((r) => r.level === 'warn' && r.message.includes('unreadable envelope'))).toHaveLength(3);
 
     client.watch0.push(
@@ -263,7 +255,7 @@ describe('Reflector: bad frames', () => {
       ),
     );
     await settle();
-    expect(reflector.cursor).toBe('9'); // advanced past the skipped frame
+    expect(reflector.resourceVersion).toBe('9'); // advanced past the skipped frame
   });
 });
 
@@ -356,31 +348,31 @@ describe('Reflector: timing', () => {
   });
 
   it('[k8s_reflector: BackoffUntil] deviation: the retry delay doubles per consecutive failure up to the cap, and resets after a watch that delivered a frame', async () => {
-    const { client, clock, reflector } = setup({ retryDelayMs: 1_000, maxRetryDelayMs: 4_000 });
+    const { client, clock, reflector } = setup({ retry: { initialMs: 1_000, maxMs: 4_000 } });
     await settle();
     const watchesAfter = async (ms: number): Promise<number> => {
       await advance(clock, ms);
       return client.watches.length;
     };
     expect(reflector.nextRetryDelayMs).toBe(1_000);
-    client.watch0.fail(new ApiStatusError(500));
+    client.watch0.fail(apiError(500));
     await settle();
     expect(await watchesAfter(999)).toBe(1);
     expect(await watchesAfter(1)).toBe(2);
-    client.watch0.fail(new ApiStatusError(500));
+    client.watch0.fail(apiError(500));
     await settle();
     expect(await watchesAfter(1_999)).toBe(2);
     expect(await watchesAfter(1)).toBe(3);
-    client.watch0.fail(new ApiStatusError(500));
+    client.watch0.fail(apiError(500));
     await settle();
     expect(await watchesAfter(4_000)).toBe(4);
-    client.watch0.fail(new ApiStatusError(500));
+    client.watch0.fail(apiError(500));
     await settle();
     expect(reflector.nextRetryDelayMs).toBe(4_000); // capped
     expect(await watchesAfter(4_000)).toBe(5);
 
     client.watch0.push(bookmark('2'));
-    client.watch0.fail(new ApiStatusError(500));
+    client.watch0.fail(apiError(500));
     await settle();
     expect(await watchesAfter(1_000)).toBe(6); // reset by the delivered frame
   });
@@ -391,7 +383,7 @@ describe('Reflector: timing', () => {
     for (const expected of [1_000, 2_000, 4_000, 8_000]) {
       expect(reflector.nextRetryDelayMs).toBe(expected);
       if (expected === 2_000 || expected === 8_000) client.watch0.push(errorFrame({ code: 410, reason: 'Expired' }));
-      else client.watch0.fail(new ApiStatusError(410));
+      else client.watch0.fail(apiError(410));
       await advance(clock, expected - 1);
       const before = client.lists.length;
       await advance(clock, 1);
@@ -510,13 +502,11 @@ describe('Reflector: stopping', () => {
 describe('Reflector: options', () => {
   it('[k8s_reflector: deviation, options] bad options are a typed error', () => {
     const client = new FakeClient();
-    expect(() => new Reflector<Pod>({ client, schema: podSchema, retryDelayMs: -1 })).toThrow(ReflectorOptionsError);
-    expect(() => new Reflector<Pod>({ client, schema: podSchema, retryDelayMs: 10, maxRetryDelayMs: 5 })).toThrow(
-      ReflectorOptionsError,
-    );
+    expect(() => new Reflector<Pod>({ client, schema: podSchema, retry: { initialMs: -1, maxMs: 1 } })).toThrow(OptionsError);
+    expect(() => new Reflector<Pod>({ client, schema: podSchema, retry: { initialMs: 10, maxMs: 5 } })).toThrow(OptionsError);
     expect(() => new Reflector<Pod>({ client, schema: podSchema, watchTimeoutSeconds: 0 })).toThrow(/watchTimeoutSeconds/);
     expect(() => new Reflector<Pod>({ client: {} as FakeClient, schema: podSchema })).toThrow(
-      expect.objectContaining({ code: 'REFLECTOR_OPTIONS' }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
   });
 });

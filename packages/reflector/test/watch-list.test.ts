@@ -2,8 +2,8 @@ import type { Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore, type SourceEvent } from '@reconcile-loop/object-store';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { ApiStatusError, WATCH_LIST_GIVE_UP_AFTER, type ReflectorOptions } from '../src/index.js';
-import { advance, bookmark, errorFrame, line, openReflector, pod, type FakeClient } from './helpers.js';
+import { WATCH_LIST_GIVE_UP_AFTER, type ReflectorOptions } from '../src/index.js';
+import { advance, bookmark, errorFrame, line, openReflector, pod, type FakeClient, apiError } from './helpers.js';
 
 /** The bookmark that ends a watch-list's initial events. */
 function endBookmark(resourceVersion: string): string {
@@ -43,16 +43,16 @@ describe('Reflector: streaming initial list (watch-list)', () => {
     client.watch0.push(line('ADDED', pod('b', '30')), line('ADDED', pod('a', '12')), bookmark('31'));
     await settle();
     expect(stream.events).toEqual([]);
-    expect(reflector.cursor).toBeUndefined();
+    expect(reflector.resourceVersion).toBeUndefined();
     client.watch0.push(line('ADDED', pod('c', '20')), endBookmark('40'));
     await settle();
     expect(stream.events.map(summary)).toEqual(['replace ns/b,ns/a,ns/c']);
-    expect(reflector.cursor).toBe('40');
+    expect(reflector.resourceVersion).toBe('40');
     expect(reflector.health()).toMatchObject({ listed: true, streaming: true, consecutiveFailures: 0 });
     client.watch0.push(line('MODIFIED', pod('a', '41')), line('DELETED', pod('b', '42')));
     await settle();
     expect(stream.events.map(summary)).toEqual(['replace ns/b,ns/a,ns/c', 'upsert ns/a', 'delete ns/b']);
-    expect(reflector.cursor).toBe('42');
+    expect(reflector.resourceVersion).toBe('42');
     expect(client.watches).toHaveLength(1);
     expect(reflector.stats).toMatchObject({ lists: 0, watchLists: 1, watches: 1, watchListFallbacks: 0, relists: 0 });
   });
@@ -72,7 +72,7 @@ describe('Reflector: streaming initial list (watch-list)', () => {
   });
 
   it('[k8s_reflector: Streaming initial list] an unreadable initial frame is skipped; its heal relist is armed only once the watch runs on the same stream, never cutting the initial phase', async () => {
-    const { client, reflector, stream, clock } = setup({ retryDelayMs: 1_000 });
+    const { client, reflector, stream, clock } = setup({ retry: { initialMs: 1_000, maxMs: 30_000 } });
     await settle();
     client.watch0.push(line('ADDED', pod('a', '5')), '{"type":"ADDED","object":');
     await advance(clock, 5_000); // past the heal delay, still in the initial phase
@@ -125,7 +125,7 @@ describe('Reflector: watch-list fallback to LIST', () => {
     );
     await settle();
     client.watch0.fail(
-      new ApiStatusError(
+      apiError(
         422,
         status(
           422,
@@ -176,16 +176,13 @@ describe('Reflector: watch-list fallback to LIST', () => {
   });
 
   it('[k8s_reflector: Streaming initial list fallback] a 400 that is not about the watch-list parameters (a selector) is not a refusal: one incomplete stream, and the LIST fallback meets it under the LIST rules (a first LIST answered 400 is permanent)', async () => {
-    const selector = new ApiStatusError(
-      400,
-      status(400, 'BadRequest', "unable to parse requirement: found '=', expected: identifier"),
-    );
+    const selector = apiError(400, status(400, 'BadRequest', "unable to parse requirement: found '=', expected: identifier"));
     const { client, reflector, stream } = setup({}, (c) => c.queueList(selector));
     await settle();
     client.watch0.fail(selector);
     await stream.done;
     expect(reflector.watchListOff).toBeUndefined();
-    expect(stream.error).toMatchObject({ code: 'LIST_REJECTED', permanent: true });
+    expect(stream.error).toMatchObject({ code: 'RL_REFLECTOR_LIST_REJECTED', permanent: true });
     expect(reflector.stats).toMatchObject({ watchLists: 1, watchListFallbacks: 1, lists: 1 });
   });
 
@@ -228,8 +225,8 @@ describe('Reflector: watch-list fallback to LIST', () => {
     expect(client.watches[0]!.returned).toBe(true);
   });
 
-  it('[k8s_reflector: Streaming initial list fallback] an in-band ERROR frame (410) or a frame over maxFrameSize before the bookmark falls back to a LIST; nothing gathered is emitted', async () => {
-    const { client, stream, clock } = setup({ maxFrameSize: 2_000 }, (c) => {
+  it('[k8s_reflector: Streaming initial list fallback] an in-band ERROR frame (410) or a frame over maxFrameBytes before the bookmark falls back to a LIST; nothing gathered is emitted', async () => {
+    const { client, stream, clock } = setup({ maxFrameBytes: 2_000 }, (c) => {
       c.defaultList = { items: [pod('z', '3')], resourceVersion: '3' };
     });
     await settle();
@@ -271,7 +268,7 @@ describe('Reflector: paginated LIST', () => {
       [2, 't1'],
     ]);
     expect(stream.events.map(summary)).toEqual(['replace ns/a,ns/b,ns/c']);
-    expect(reflector.cursor).toBe('10');
+    expect(reflector.resourceVersion).toBe('10');
     expect(reflector.stats).toMatchObject({ lists: 1, listPages: 2, listRestarts: 0 });
   });
 
@@ -279,7 +276,7 @@ describe('Reflector: paginated LIST', () => {
     const { client, reflector, stream } = openReflector({ initialList: 'list', listPageSize: 2 }, (c) =>
       c.queueList(
         { items: [pod('a', '1'), pod('b', '2')], resourceVersion: '10', continue: 't1' },
-        new ApiStatusError(410, status(410, 'Expired', 'The provided continue parameter is too old')),
+        apiError(410, status(410, 'Expired', 'The provided continue parameter is too old')),
         { items: [pod('a', '1'), pod('c', '12')], resourceVersion: '12' },
       ),
     );
@@ -290,7 +287,7 @@ describe('Reflector: paginated LIST', () => {
       [undefined, undefined],
     ]);
     expect(stream.events.map(summary)).toEqual(['replace ns/a,ns/c']);
-    expect(reflector.cursor).toBe('12');
+    expect(reflector.resourceVersion).toBe('12');
     expect(reflector.stats).toMatchObject({ lists: 1, listRestarts: 1, listFailures: 0 });
     const unpaged = openReflector({ initialList: 'list', listPageSize: 0 });
     await settle();

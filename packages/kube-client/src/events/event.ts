@@ -1,4 +1,5 @@
-import { KubeClientOptionsError } from '../errors.js';
+import { OptionsError } from '@reconcile-loop/primitives';
+import {} from '../errors.js';
 
 /** A reference to an object, as an Event's `regarding` / `related` (core/v1 `ObjectReference`). */
 export interface ObjectReference {
@@ -64,16 +65,16 @@ function cutNote(note: string): string {
   return `${cut}...`;
 }
 
-/** Throws {@link KubeClientOptionsError} for an event the apiserver would refuse (a bug in the caller, not a transient). */
+/** Throws `OptionsError` for an event the apiserver would refuse (a bug in the caller, not a transient). */
 export function checkEvent(regarding: ObjectReference, input: EventInput): void {
   if (typeof regarding?.name !== 'string' || regarding.name === '')
-    throw new KubeClientOptionsError('an event needs regarding.name');
+    throw new OptionsError('Event', 'an event needs regarding.name');
   if (input.type !== 'Normal' && input.type !== 'Warning')
-    throw new KubeClientOptionsError(`event type must be Normal or Warning, got ${String(input.type)}`);
+    throw new OptionsError('Event', `event type must be Normal or Warning, got ${String(input.type)}`);
   for (const field of ['reason', 'action'] as const) {
     const value = input[field];
     if (typeof value !== 'string' || value === '' || value.length > MAX_FIELD)
-      throw new KubeClientOptionsError(`event ${field} must be 1-${MAX_FIELD} characters, got ${JSON.stringify(value)}`);
+      throw new OptionsError('Event', `event ${field} must be 1-${MAX_FIELD} characters, got ${JSON.stringify(value)}`);
   }
 }
 

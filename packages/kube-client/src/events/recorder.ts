@@ -1,8 +1,14 @@
-import type { Logger } from '@reconcile-loop/primitives';
 import { hostname } from 'node:os';
-import type { Clock } from '@reconcile-loop/primitives';
+import {
+  backoffDelay,
+  checkBackoffPolicy,
+  OptionsError,
+  type BackoffPolicy,
+  type Clock,
+  type Logger,
+} from '@reconcile-loop/primitives';
 import type { KubeClient } from '../client.js';
-import { isAlreadyExists, isKubeApiError, isNotFound, KubeClientOptionsError } from '../errors.js';
+import { isAlreadyExists, isKubeApiError, isNotFound, KubeRequestTimeoutError, KubeTransportError } from '../errors.js';
 import { TokenBucketRateLimiter } from '../rate-limiter.js';
 import type { ResourceClient } from '../resource.js';
 import type { KubeObject, WriteObject } from '../types.js';
@@ -44,8 +50,8 @@ export interface EventRecorderOptions {
   readonly maxQueued?: number | undefined;
   /** Tries per write for transient failures (client-go `maxTriesPerEvent`, 12). */
   readonly maxTries?: number | undefined;
-  /** Between tries, jittered by up to 25% (client-go's 10 s). */
-  readonly retryDelayMs?: number | undefined;
+  /** The wait between tries (primitives' `BackoffPolicy`). Default client-go's: 10 s, constant, jittered by up to 25%. */
+  readonly retry?: BackoffPolicy | undefined;
   readonly random?: (() => number) | undefined;
 }
 
@@ -83,13 +89,15 @@ interface Job {
   tries: number;
 }
 
+/** client-go's recorder sleeps 10 s between tries, jittered by up to 25%. */
+const DEFAULT_EVENT_RETRY: BackoffPolicy = Object.freeze({ initialMs: 10_000, maxMs: 10_000, factor: 1, jitter: 0.25 });
+
 const eventsResource = { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event' };
 
 function transient(error: unknown): boolean {
   // No answer, or a 5xx/429: worth another try. A 4xx means the event itself is wrong (client-go
   // drops it), as does an answer that breaks the protocol.
-  const code = (error as { code?: unknown } | null)?.code;
-  if (code === 'KUBE_TRANSPORT' || code === 'KUBE_REQUEST_TIMEOUT') return true;
+  if (error instanceof KubeTransportError || error instanceof KubeRequestTimeoutError) return true;
   return isKubeApiError(error) && (error.statusCode >= 500 || error.statusCode === 429);
 }
 
@@ -132,7 +140,7 @@ export class EventRecorder {
   readonly #spamQps: number;
   readonly #maxQueued: number;
   readonly #maxTries: number;
-  readonly #retryDelayMs: number;
+  readonly #retry: BackoffPolicy;
   readonly #random: () => number;
   readonly #cache = new Map<string, Cached>();
   readonly #similar: SimilarEventAggregator;
@@ -149,7 +157,7 @@ export class EventRecorder {
       options.reportingController === '' ||
       options.reportingController.length > 128
     ) {
-      throw new KubeClientOptionsError('reportingController must be 1-128 characters');
+      throw new OptionsError('EventRecorder', 'reportingController must be 1-128 characters');
     }
     this.#events = options.client.resource(eventsResource);
     this.#clock = options.clock ?? options.client.clock;
@@ -163,13 +171,15 @@ export class EventRecorder {
     this.#spamQps = options.spamQps ?? 1 / 300;
     this.#maxQueued = options.maxQueued ?? 1000;
     this.#maxTries = options.maxTries ?? 12;
-    this.#retryDelayMs = options.retryDelayMs ?? 10_000;
+    this.#retry = options.retry ?? DEFAULT_EVENT_RETRY;
+    checkBackoffPolicy(this.#retry, 'EventRecorder', 'retry');
     this.#random = options.random ?? Math.random;
     const maxEvents = options.aggregateMaxEvents ?? DEFAULT_AGGREGATE_MAX_EVENTS;
     const intervalMs = options.aggregateIntervalMs ?? DEFAULT_AGGREGATE_INTERVAL_MS;
     if (!Number.isInteger(maxEvents) || maxEvents < 1)
-      throw new KubeClientOptionsError(`aggregateMaxEvents must be an integer >= 1, got ${String(maxEvents)}`);
-    if (!(intervalMs >= 0)) throw new KubeClientOptionsError(`aggregateIntervalMs must be >= 0, got ${String(intervalMs)}`);
+      throw new OptionsError('EventRecorder', `aggregateMaxEvents must be an integer >= 1, got ${String(maxEvents)}`);
+    if (!(intervalMs >= 0))
+      throw new OptionsError('EventRecorder', `aggregateIntervalMs must be >= 0, got ${String(intervalMs)}`);
     this.#similar = new SimilarEventAggregator(maxEvents, intervalMs);
   }
 
@@ -179,7 +189,7 @@ export class EventRecorder {
   }
 
   /**
-   * Records one event about `regarding`. Returns at once. Throws {@link KubeClientOptionsError}
+   * Records one event about `regarding`. Returns at once. Throws `OptionsError`
    * only for an event the apiserver could never accept (no name, bad type, empty reason or action).
    */
   event(regarding: ObjectReference, input: EventInput): void {
@@ -342,7 +352,7 @@ export class EventRecorder {
           this.#retries.delete(handle);
           if (!this.#closed) this.#enqueue(job);
         },
-        this.#retryDelayMs * (1 + this.#random() * 0.25),
+        backoffDelay(this.#retry, job.tries, this.#random),
       );
       this.#retries.add(handle);
     }
