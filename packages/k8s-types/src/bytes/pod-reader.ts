@@ -1,4 +1,5 @@
-import type { ContainerState, ContainerStatus, OwnerReference, Pod } from '../index.js';
+import type { OwnerReference } from '../meta.js';
+import type { ContainerState, ContainerStatus, Pod } from '../pod.js';
 import { conditionKey, EMPTY_LIST, EMPTY_STRING_MAP, ownerReferenceKey, reuseRecentIP, sharedCondition } from '../view-parts.js';
 import { bool, int, nextItem, openArray, sharedStr, str, stringMap, time } from './cursor.js';
 import { PartsCache } from './parts-cache.js';
