@@ -38,7 +38,7 @@ export interface ReconcileContext<T, P extends ParentKey, S = Record<never, neve
    * parent again, so it never acts on a cache that has not seen its own writes. Record after the
    * write succeeded (or hit AlreadyExists / NotFound). Expires after `expectationsTtlMs`.
    *
-   * @throws {ReconcileLoopOptionsError} for an unknown source name or a non-string key.
+   * @throws {OptionsError} for an unknown source name or a non-string key.
    */
   expect<K extends keyof S & string>(name: K): ExpectationRecorder;
   /**

@@ -10,9 +10,9 @@
  * objects, so "the cache reached RV x" is not something a client can observe; an object's presence
  * or absence in its source's store is.
  */
+import { OptionsError } from '@reconcile-loop/primitives';
 import type { ObjectKey, ParentKey } from '@reconcile-loop/object-store';
 import type { Clock, Logger } from '@reconcile-loop/primitives';
-import { ReconcileLoopOptionsError } from './errors.js';
 
 /** kube-controller-manager's `ExpectationsTimeout`. */
 export const DEFAULT_EXPECTATIONS_TTL_MS = 5 * 60_000;
@@ -70,11 +70,11 @@ export class Expectations<P extends ParentKey> {
   /** The recorder `ctx.expect(source)` hands a reconcile of `parent`. */
   recorder(parent: P, source: string): ExpectationRecorder {
     if (!this.#o.stores.has(source))
-      throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): no secondary source of that name`);
+      throw new OptionsError('ReconcileLoop', `ctx.expect("${source}"): no secondary source of that name`);
     const add = (created: boolean, keys: ObjectKey[]): void => {
       for (const key of keys) {
         if (typeof key !== 'string')
-          throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
+          throw new OptionsError('ReconcileLoop', `ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
         // Already observed (the watch beat the create's response): nothing to wait for.
         if (this.#observed(source, key, created)) continue;
         this.#entry(parent).keys.set(source + SEP + key, created);

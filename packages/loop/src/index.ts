@@ -38,13 +38,13 @@ export { LEADERSHIP_RETRY_MS, LEADERSHIP_RETRY_MAX_MS, type LeaderGate } from '.
 export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
 export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
 export {
-  ReconcileLoopOptionsError,
   LoopAlreadyStartedError,
   LoopStoppedError,
   SyncTimeoutError,
   ReconcileTimeoutError,
   StopInsideReconcileError,
   LeadershipEndedError,
+  isLeadershipEnded,
   TerminalError,
   InvalidReconcileResultError,
   isTerminalError,

@@ -9,8 +9,8 @@
  * `@reconcile-loop/leader-election` (its `LeadershipGate`) satisfies it as is.
  */
 import { setMaxListeners } from 'node:events';
-import { raceAbort, type Clock, type Logger } from '@reconcile-loop/primitives';
-import { LeadershipEndedError, ReconcileLoopOptionsError } from './errors.js';
+import { OptionsError, raceAbort, type Clock, type Logger } from '@reconcile-loop/primitives';
+import { LeadershipEndedError, LoopStoppedError } from './errors.js';
 
 /**
  * What the loop needs from a leader elector (structurally `LeadershipGate` of
@@ -40,15 +40,15 @@ interface Term {
   readonly dispose: () => void;
 }
 
-/** @throws {ReconcileLoopOptionsError} when `gate` lacks a method. */
+/** @throws {OptionsError} when `gate` lacks a method. */
 export function validateLeaderGate(gate: unknown): void {
   if (gate === undefined) return;
   const g = gate as Partial<LeaderGate> | null;
   for (const method of ['isLeader', 'waitForLeadership', 'onLost'] as const) {
-    if (typeof g?.[method] !== 'function') throw new ReconcileLoopOptionsError(`leaderGate.${method} must be a function`);
+    if (typeof g?.[method] !== 'function') throw new OptionsError('ReconcileLoop', `leaderGate.${method} must be a function`);
   }
   if (g!.track !== undefined && typeof g!.track !== 'function')
-    throw new ReconcileLoopOptionsError('leaderGate.track must be a function');
+    throw new OptionsError('ReconcileLoop', 'leaderGate.track must be a function');
 }
 
 export interface LeadershipOptions {
@@ -153,7 +153,7 @@ export class Leadership {
     this.#term = undefined;
     term.dispose();
     const error =
-      reason instanceof LeadershipEndedError || (reason as { code?: unknown })?.code === 'RECONCILE_LOOP_STOPPED'
+      reason instanceof LeadershipEndedError || reason instanceof LoopStoppedError
         ? reason
         : new LeadershipEndedError('leadership lost', { cause: reason });
     this.#o.logger.info({ reason: (error as Error)?.message }, 'leadership term ended: dispatching stopped, caches stay warm');

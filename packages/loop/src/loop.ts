@@ -1,17 +1,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setMaxListeners } from 'node:events';
 import { type ObjectStoreReader, type ParentKey } from '@reconcile-loop/object-store';
-import { silentLogger, systemClock, type Clock, type Logger } from '@reconcile-loop/primitives';
+import { OptionsError, silentLogger, systemClock, type Clock, type Logger } from '@reconcile-loop/primitives';
 import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import type { Reconcile, SecondaryReaders } from './context.js';
-import {
-  LoopAlreadyStartedError,
-  LoopStoppedError,
-  ReconcileLoopOptionsError,
-  StopInsideReconcileError,
-  SyncTimeoutError,
-} from './errors.js';
+import { LoopAlreadyStartedError, LoopStoppedError, StopInsideReconcileError, SyncTimeoutError } from './errors.js';
 import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
 import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
 import { Dispatcher } from './dispatch.js';
@@ -77,7 +71,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   #resyncHandle: unknown;
   #teardown: Promise<StopReport<P>> | undefined;
 
-  /** @throws {ReconcileLoopOptionsError} for unusable options; nothing is started. */
+  /** @throws {OptionsError} for unusable options; nothing is started. */
   constructor(options: ReconcileLoopOptions<T, P, S>) {
     this.#settings = validateLoopOptions(options);
     this.#name = options.source.name;
@@ -107,7 +101,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
         ...(budget !== undefined && { budget: { delaysMs: [...budget.delaysMs] } }),
       });
     } catch (error) {
-      throw new ReconcileLoopOptionsError(`retry: ${(error as Error).message}`, { cause: error });
+      throw new OptionsError('ReconcileLoop', `retry: ${(error as Error).message}`, { cause: error });
     }
     this.#wiring = wireSources(options, {
       // Called after the store holds the event (cache before notify).
@@ -274,7 +268,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
    * Accepted before `start()` (reconciled after sync); ignored once the loop is stopping, and for a
    * key parked at its parent's current fingerprint (use `release`).
    *
-   * @throws {WorkQueueKeyError} (code `WORK_QUEUE_INVALID_KEY`) for a key that is not a primitive.
+   * @throws {WorkQueueKeyError} (code `RL_QUEUE_INVALID_KEY`) for a key that is not a primitive.
    */
   enqueue(parentKey: P): void {
     this.#dispatcher.offer(parentKey);

@@ -1,9 +1,9 @@
 /** The loop's options, their defaults, and their validation (every bad value is a typed error). */
+import { OptionsError } from '@reconcile-loop/primitives';
 import type { KeyMap, ParentKey, Source } from '@reconcile-loop/object-store';
 import type { Clock, Logger } from '@reconcile-loop/primitives';
 import type { Fingerprint } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile } from './context.js';
-import { ReconcileLoopOptionsError } from './errors.js';
 import type { UpdateFilter } from './filters.js';
 import { validateLeaderGate, type LeaderGate } from './leadership.js';
 import type { OwnerSelector, SecondaryKeyMap } from './owners.js';
@@ -185,40 +185,44 @@ export interface LoopSettings {
   readonly health: Readonly<Required<HealthLimits>>;
 }
 
-/** @throws {ReconcileLoopOptionsError} */
+/** @throws {OptionsError} */
 export function validateLoopOptions<T, P extends ParentKey, S>(options: ReconcileLoopOptions<T, P, S>): LoopSettings {
   const { source, keyMap, reconcile } = options ?? ({} as Partial<ReconcileLoopOptions<T, P, S>>);
-  if (typeof source?.open !== 'function') throw new ReconcileLoopOptionsError('source must have an open(signal) method');
-  if (typeof keyMap !== 'function') throw new ReconcileLoopOptionsError('keyMap must be a function');
-  if (typeof reconcile !== 'function') throw new ReconcileLoopOptionsError('reconcile must be a function');
+  if (typeof source?.open !== 'function') throw new OptionsError('ReconcileLoop', 'source must have an open(signal) method');
+  if (typeof keyMap !== 'function') throw new OptionsError('ReconcileLoop', 'keyMap must be a function');
+  if (typeof reconcile !== 'function') throw new OptionsError('ReconcileLoop', 'reconcile must be a function');
   if (options.onError !== undefined && typeof options.onError !== 'function')
-    throw new ReconcileLoopOptionsError('onError must be a function');
+    throw new OptionsError('ReconcileLoop', 'onError must be a function');
   if (options.name !== undefined && (typeof options.name !== 'string' || options.name === ''))
-    throw new ReconcileLoopOptionsError('name must be a non-empty string');
+    throw new OptionsError('ReconcileLoop', 'name must be a non-empty string');
   if (options.observer !== undefined && (options.observer === null || typeof options.observer !== 'object'))
-    throw new ReconcileLoopOptionsError('observer must be an object');
+    throw new OptionsError('ReconcileLoop', 'observer must be an object');
   for (const name of ['sourceRetryDelayMs', 'maxSourceRetryDelayMs', 'sourceHealthyAfterMs'] as const) {
     if (options[name] !== undefined) duration(name, options[name], true);
   }
   validateSecondaries(source, options.secondary as Record<string, SecondarySource<unknown, P>> | undefined);
   for (const name of ['updateFilter', 'fingerprint'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function')
-      throw new ReconcileLoopOptionsError(`${name} must be a function`);
+      throw new OptionsError('ReconcileLoop', `${name} must be a function`);
   }
   validateLeaderGate(options.leaderGate);
   const concurrency = options.concurrency ?? 1;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
-    throw new ReconcileLoopOptionsError(
+    throw new OptionsError(
+      'ReconcileLoop',
       `concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, got ${String(options.concurrency)}`,
     );
   }
   const { baseDelayMs, maxDelayMs, budget } = options.retry ?? {};
   if (budget !== undefined) {
     if (baseDelayMs !== undefined || maxDelayMs !== undefined) {
-      throw new ReconcileLoopOptionsError('retry.budget replaces retry.baseDelayMs / retry.maxDelayMs; give one or the other');
+      throw new OptionsError(
+        'ReconcileLoop',
+        'retry.budget replaces retry.baseDelayMs / retry.maxDelayMs; give one or the other',
+      );
     }
     const delays: unknown = budget?.delaysMs;
-    if (!Array.isArray(delays)) throw new ReconcileLoopOptionsError('retry.budget.delaysMs must be an array of delays in ms');
+    if (!Array.isArray(delays)) throw new OptionsError('ReconcileLoop', 'retry.budget.delaysMs must be an array of delays in ms');
     delays.forEach((d: unknown, i) => duration(`retry.budget.delaysMs[${i}]`, d, true));
   }
   if (baseDelayMs !== undefined) duration('retry.baseDelayMs', baseDelayMs, true);
@@ -226,7 +230,7 @@ export function validateLoopOptions<T, P extends ParentKey, S>(options: Reconcil
     maxDelayMs !== undefined &&
     (typeof maxDelayMs !== 'number' || Number.isNaN(maxDelayMs) || maxDelayMs < (baseDelayMs ?? 0))
   ) {
-    throw new ReconcileLoopOptionsError(`retry.maxDelayMs must be a number >= retry.baseDelayMs, got ${String(maxDelayMs)}`);
+    throw new OptionsError('ReconcileLoop', `retry.maxDelayMs must be a number >= retry.baseDelayMs, got ${String(maxDelayMs)}`);
   }
   const limits = options.health ?? {};
   const health = { ...DEFAULT_HEALTH_LIMITS };
@@ -257,27 +261,28 @@ function validateSecondaries<P extends ParentKey>(
 ): void {
   if (secondary === undefined) return;
   if (secondary === null || typeof secondary !== 'object')
-    throw new ReconcileLoopOptionsError('secondary must be an object of named sources');
+    throw new OptionsError('ReconcileLoop', 'secondary must be an object of named sources');
   const names = new Set<unknown>([primary.name]);
   for (const [name, spec] of Object.entries(secondary)) {
     const where = `secondary.${name}`;
     if (typeof spec?.source?.open !== 'function')
-      throw new ReconcileLoopOptionsError(`${where}.source must have an open(signal) method`);
+      throw new OptionsError('ReconcileLoop', `${where}.source must have an open(signal) method`);
     if (names.has(spec.source.name)) {
-      throw new ReconcileLoopOptionsError(
+      throw new OptionsError(
+        'ReconcileLoop',
         `${where}.source is named "${String(spec.source.name)}" like another source; health and logs need distinct names`,
       );
     }
     names.add(spec.source.name);
     if ((spec.owner === undefined) === (spec.keyMap === undefined))
-      throw new ReconcileLoopOptionsError(`${where} needs exactly one of owner and keyMap`);
+      throw new OptionsError('ReconcileLoop', `${where} needs exactly one of owner and keyMap`);
     if (spec.keyMap !== undefined && typeof spec.keyMap !== 'function')
-      throw new ReconcileLoopOptionsError(`${where}.keyMap must be a function`);
+      throw new OptionsError('ReconcileLoop', `${where}.keyMap must be a function`);
     if (spec.owner !== undefined && (typeof spec.owner?.kind !== 'string' || spec.owner.kind === '')) {
-      throw new ReconcileLoopOptionsError(`${where}.owner.kind must be a non-empty string`);
+      throw new OptionsError('ReconcileLoop', `${where}.owner.kind must be a non-empty string`);
     }
     if (spec.updateFilter !== undefined && typeof spec.updateFilter !== 'function')
-      throw new ReconcileLoopOptionsError(`${where}.updateFilter must be a function`);
+      throw new OptionsError('ReconcileLoop', `${where}.updateFilter must be a function`);
   }
 }
 
@@ -291,7 +296,8 @@ export function duration(name: string, value: unknown, zeroAllowed: boolean, inf
     (!zeroAllowed && value === 0) ||
     value > MAX_TIMER_MS
   ) {
-    throw new ReconcileLoopOptionsError(
+    throw new OptionsError(
+      'ReconcileLoop',
       `${name} must be a number of milliseconds ${zeroAllowed ? '>= 0' : '> 0'} and <= ${MAX_TIMER_MS}` +
         `${infinityAllowed ? ' (or Infinity)' : ''}, got ${String(value)}`,
     );

@@ -9,7 +9,13 @@ import type { ParentKey } from '@reconcile-loop/object-store';
 import type { Clock, Logger } from '@reconcile-loop/primitives';
 import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile, ReconcileContext, ReconcileResult } from './context.js';
-import { InvalidReconcileResultError, ReconcileTimeoutError, isTerminalError } from './errors.js';
+import {
+  InvalidReconcileResultError,
+  LeadershipEndedError,
+  LoopStoppedError,
+  ReconcileTimeoutError,
+  isTerminalError,
+} from './errors.js';
 import { MAX_TIMER_MS } from './options.js';
 import type { ReconcileOutcome, RunnerHooks } from './observer.js';
 
@@ -194,8 +200,8 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
   #failed(key: P, error: unknown, fingerprint: Fingerprint, signal: AbortSignal): Outcome {
     const { logger, scheduler } = this.#o;
     const parentKey = String(key);
-    const reason = signal.aborted ? (signal.reason as { code?: unknown } | undefined) : undefined;
-    if (reason?.code === 'RECONCILE_LOOP_STOPPED' || reason?.code === 'RECONCILE_LOOP_LEADERSHIP_ENDED') {
+    const reason = signal.aborted ? signal.reason : undefined;
+    if (reason instanceof LoopStoppedError || reason instanceof LeadershipEndedError) {
       logger.debug({ parentKey, err: error }, 'reconcile ended by stop or the end of the leadership term; not retried');
       return settled('stopped', error);
     }

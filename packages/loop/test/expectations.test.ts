@@ -1,3 +1,4 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
@@ -5,7 +6,6 @@ import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-
 import {
   DEFAULT_EXPECTATIONS_TTL_MS,
   ReconcileLoop,
-  ReconcileLoopOptionsError,
   replaceEvent,
   type ObjectKey,
   type ReconcileContext,
@@ -165,7 +165,7 @@ describe('read your writes (expectations)', () => {
   });
 
   it('[loop: Read your writes] expectationsTtlMs is validated and applied', async () => {
-    expect(() => harness({ expectationsTtlMs: 0 })).toThrow(ReconcileLoopOptionsError);
+    expect(() => harness({ expectationsTtlMs: 0 })).toThrow(OptionsError);
     const h = harness({ expectationsTtlMs: 1_000 });
     await h.start();
     await h.touchSet(2, 2);
@@ -236,7 +236,7 @@ describe('read your writes (expectations)', () => {
     await h.start();
     expect(errors).toHaveLength(2);
     errors.splice(2);
-    expect(errors.every((e) => e instanceof ReconcileLoopOptionsError)).toBe(true);
+    expect(errors.every((e) => e instanceof OptionsError)).toBe(true);
     expect(String(errors[0])).toContain('ctx.expect("nodes")');
     await h.deliver();
     expect(h.calls).toHaveLength(2); // the observation of both creates

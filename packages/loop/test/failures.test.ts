@@ -91,7 +91,7 @@ describe('start() always settles', () => {
     expect(loop.state).toBe('starting');
     await clock.advanceAsync(1);
     const error = (await starting) as Error & { cause: unknown; sourceName: string };
-    expect(error).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT', sourceName: 'controlled', timeoutMs: 120_000 });
+    expect(error).toMatchObject({ code: 'RL_LOOP_SYNC_TIMEOUT', sourceName: 'controlled', timeoutMs: 120_000 });
     expect(error.cause).toBe(source.report.lastError);
     expect(error.message).toContain('last error: 403 Forbidden: pods is forbidden');
     expect(loop.health()).toMatchObject({ state: 'stopped', error, ready: { ok: false }, alive: { ok: false } });
@@ -263,7 +263,7 @@ describe('stop() grace period', () => {
     const stopping = loop.stop({ graceMs: 100 });
     await clock.advanceAsync(50);
     await expect(stopping).resolves.toEqual({ abandoned: [], abandonedSources: [] });
-    expect(() => loop.stop({ graceMs: -1 })).toThrow(expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }));
+    expect(() => loop.stop({ graceMs: -1 })).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
   });
 
   it('[loop: GracefulShutdownTimeout] a source whose close is still pending when the grace runs out is reported in abandonedSources', async () => {
@@ -362,7 +362,7 @@ describe('silence is never the failure mode', () => {
       });
       const failed = outcome(timeout.start());
       await clock.advanceAsync(5);
-      expect(await failed).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
+      expect(await failed).toMatchObject({ code: 'RL_LOOP_SYNC_TIMEOUT' });
     } finally {
       vi.restoreAllMocks();
     }

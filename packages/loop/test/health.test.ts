@@ -200,7 +200,7 @@ describe('loop.health()', () => {
   it('[loop: health] rejects unusable health limits', () => {
     for (const health of [{ sourceFailingMs: 0 }, { reconcileStuckMs: -1 }, { sourceSilentMs: Number.NaN }]) {
       expect(() => make(new InProcessSource<Cell>('s'), { health })).toThrow(
-        expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }),
+        expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
       );
     }
     expect(() => make(new InProcessSource<Cell>('s'), { health: { sourceWedgedMs: Infinity } })).not.toThrow();

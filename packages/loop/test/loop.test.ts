@@ -284,7 +284,7 @@ describe('ReconcileLoop', () => {
     registry.upsert('b', cell('p2'));
     await settle();
     expect(keys()).toEqual(['p1', 'nobody', 'p1', 'p2']);
-    expect(() => loop.enqueue({} as unknown as string)).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_INVALID_KEY' }));
+    expect(() => loop.enqueue({} as unknown as string)).toThrow(expect.objectContaining({ code: 'RL_QUEUE_INVALID_KEY' }));
     expect(logger.entries.filter((e) => e.level === 'error')).toEqual([]); // the typed throw, not a misleading log line
     await loop.stop();
     loop.enqueue('p1'); // ignored once stopped
@@ -317,7 +317,7 @@ describe('ReconcileLoop', () => {
     expect(finished).toBe(false);
     await stopping;
     expect(finished).toBe(true);
-    expect(reason).toMatchObject({ code: 'RECONCILE_LOOP_STOPPED' });
+    expect(reason).toMatchObject({ code: 'RL_LOOP_STOPPED' });
     expect(keys()).toEqual(['p1']);
     expect(loop.state).toBe('stopped');
     expect(clock.pending).toBe(0);
@@ -372,7 +372,7 @@ describe('ReconcileLoop', () => {
     loopRef = loop;
     await loop.start();
     await settle();
-    expect(inside).toMatchObject({ code: 'RECONCILE_LOOP_STOP_INSIDE_RECONCILE', name: 'StopInsideReconcileError' });
+    expect(inside).toMatchObject({ code: 'RL_LOOP_STOP_INSIDE_RECONCILE', name: 'StopInsideReconcileError' });
     expect(loop.state).toBe('stopped'); // the stop went ahead
     await expect(loop.stop()).resolves.toEqual(CLEAN_STOP);
     // Not retried: the loop is stopping, so the failure is not scheduled.
@@ -403,7 +403,7 @@ describe('ReconcileLoop', () => {
     const outcome = owner();
     outcome.catch(() => {});
     await clock.advanceAsync(5_000);
-    await expect(outcome).rejects.toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
+    await expect(outcome).rejects.toMatchObject({ code: 'RL_LOOP_SYNC_TIMEOUT' });
     expect(loop.state).toBe('stopped');
     expect(clock.pending).toBe(0);
     expect(source.last.closed).toBe(true);
@@ -412,7 +412,7 @@ describe('ReconcileLoop', () => {
     expect(source.streams).toHaveLength(1);
     expect(reconciled).toBe(false);
     await expect(loop.stop()).resolves.toEqual(CLEAN_STOP);
-    await expect(loop.start()).rejects.toMatchObject({ code: 'RECONCILE_LOOP_ALREADY_STARTED' });
+    await expect(loop.start()).rejects.toMatchObject({ code: 'RL_LOOP_ALREADY_STARTED' });
   });
 
   it('[loop deviation: syncTimeoutMs] a source that never syncs fails start() with SyncTimeoutError at the timeout, not before', async () => {
@@ -437,7 +437,7 @@ describe('ReconcileLoop', () => {
       (e: unknown) => e,
     );
     expect(error).toMatchObject({
-      code: 'RECONCILE_LOOP_SYNC_TIMEOUT',
+      code: 'RL_LOOP_SYNC_TIMEOUT',
       name: 'SyncTimeoutError',
       sourceName: 'controlled',
       timeoutMs: 30_000,
@@ -452,7 +452,7 @@ describe('ReconcileLoop', () => {
     starting.catch(() => {});
     await settle();
     await loop.stop();
-    await expect(starting).rejects.toMatchObject({ code: 'RECONCILE_LOOP_STOPPED' });
+    await expect(starting).rejects.toMatchObject({ code: 'RL_LOOP_STOPPED' });
     expect(source.last.closed).toBe(true);
     expect(clock.pending).toBe(0);
   });
@@ -481,7 +481,7 @@ describe('ReconcileLoop', () => {
     await clock.advanceAsync(999);
     expect(calls.map((c) => c.key)).toEqual(['p1']);
     await clock.advanceAsync(1);
-    expect(hungReason).toMatchObject({ code: 'RECONCILE_LOOP_RECONCILE_TIMEOUT', parentKey: 'p1', timeoutMs: 1_000 });
+    expect(hungReason).toMatchObject({ code: 'RL_LOOP_RECONCILE_TIMEOUT', parentKey: 'p1', timeoutMs: 1_000 });
     expect(calls.map((c) => [c.key, c.at])).toEqual([
       ['p1', 0],
       ['p2', 1_000],
@@ -563,7 +563,7 @@ describe('ReconcileLoop', () => {
     const outcome = body();
     outcome.catch(() => {});
     await clock.advanceAsync(10);
-    await expect(outcome).rejects.toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
+    await expect(outcome).rejects.toMatchObject({ code: 'RL_LOOP_SYNC_TIMEOUT' });
   });
 
   it('[loop: Lifecycle] [Symbol.asyncDispose]() is stop(); stop() before start() retires the loop', async () => {
@@ -577,13 +577,13 @@ describe('ReconcileLoop', () => {
     await loop[Symbol.asyncDispose]();
     expect(loop.state).toBe('stopped');
     expect(registry.openStreams).toBe(0);
-    await expect(loop.start()).rejects.toMatchObject({ code: 'RECONCILE_LOOP_ALREADY_STARTED' });
+    await expect(loop.start()).rejects.toMatchObject({ code: 'RL_LOOP_ALREADY_STARTED' });
   });
 
   it('starting twice is a typed error', async () => {
     const { loop } = harness();
     await loop.start();
-    await expect(loop.start()).rejects.toMatchObject({ code: 'RECONCILE_LOOP_ALREADY_STARTED', name: 'LoopAlreadyStartedError' });
+    await expect(loop.start()).rejects.toMatchObject({ code: 'RL_LOOP_ALREADY_STARTED', name: 'LoopAlreadyStartedError' });
     await loop.stop();
   });
 
@@ -601,7 +601,7 @@ describe('ReconcileLoop', () => {
     expect(logger.entries.some((e) => (e.fields.err as Error | undefined)?.message === 'close exploded')).toBe(true);
   });
 
-  it('rejects unusable options with RECONCILE_LOOP_INVALID_OPTIONS', () => {
+  it('rejects unusable options with RL_INVALID_OPTIONS', () => {
     const base = { source: new InProcessSource<Cell>('s'), keyMap: (c: Cell) => c.pool, reconcile: () => {} };
     const bad: Array<Partial<ReconcileLoopOptions<Cell, string>>> = [
       { resyncPeriodMs: -1 },
@@ -617,7 +617,7 @@ describe('ReconcileLoop', () => {
     ];
     for (const patch of bad) {
       expect(() => new ReconcileLoop<Cell, string>({ ...base, ...patch })).toThrow(
-        expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }),
+        expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
       );
     }
   });

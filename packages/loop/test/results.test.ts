@@ -132,7 +132,7 @@ describe('reconcile results', () => {
         ['ns/a', 100],
       ]);
       const warn = logger.entries.find((e) => e.message === 'reconcile failed; retrying after backoff');
-      expect(warn?.fields['err']).toMatchObject({ code: 'RECONCILE_LOOP_INVALID_RESULT', parentKey: 'ns/a' });
+      expect(warn?.fields['err']).toMatchObject({ code: 'RL_LOOP_INVALID_RESULT', parentKey: 'ns/a' });
       await loop.stop();
     },
   );

@@ -1,3 +1,4 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { settle } from '@reconcile-loop/test-support';
 import { ManualClock } from '@reconcile-loop/primitives';
@@ -229,7 +230,7 @@ describe('failures of a secondary source', () => {
     await settle();
     await clock.advanceAsync(5_000);
     await expect(starting).rejects.toMatchObject({
-      code: 'RECONCILE_LOOP_SYNC_TIMEOUT',
+      code: 'RL_LOOP_SYNC_TIMEOUT',
       sourceName: 'pods',
       cause: { message: '403 pods is forbidden' },
     });
@@ -377,9 +378,9 @@ describe('options of several sources', () => {
     [{ retry: { budget: { delaysMs: [0] }, baseDelayMs: 5 } }, 'retry.budget replaces'],
     [{ updateFilter: 'yes' }, 'updateFilter must be a function'],
     [{ fingerprint: 3 }, 'fingerprint must be a function'],
-  ])('[loop: Owns] bad options throw ReconcileLoopOptionsError: %j', (extra, message) => {
+  ])('[loop: Owns] bad options throw OptionsError: %j', (extra, message) => {
     expect(() => new ReconcileLoop({ ...base, ...(extra as object) } as never)).toThrow(
-      expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS', message: expect.stringContaining(message) }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS', message: expect.stringContaining(message) }),
     );
   });
 });

@@ -10,7 +10,8 @@
 import type { LoopBinding, LoopSnapshot, ParentKey, ReconcileEndEvent, ReconcileLoopObserver } from '@reconcile-loop/loop';
 import { Counter, Gauge, register, type Registry } from 'prom-client';
 import { CONTROLLER_METRICS, LOOP_METRICS, WORKQUEUE_METRICS, type MetricDefinition } from './definitions.js';
-import { MetricsError } from './errors.js';
+import { DuplicateControllerError, ObserverReusedError } from './errors.js';
+import { OptionsError } from '@reconcile-loop/primitives';
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './families.js';
 
 /** Options of {@link controllerMetrics}. */
@@ -61,19 +62,19 @@ const RESULTS = ['success', 'error', 'requeue', 'requeue_after'] as const;
  * const loop = new ReconcileLoop({ name: 'cocoonset', source, keyMap, reconcile, observer: controllerMetrics({ registry }) });
  * ```
  *
- * The loop binds it in its constructor; that throws {@link MetricsError} `METRICS_DUPLICATE_CONTROLLER`
- * when another loop with the same controller name is registered on the registry, and
- * `METRICS_OBSERVER_REUSED` when the observer was given to another loop already.
+ * The loop binds it in its constructor; that throws {@link DuplicateControllerError} when another
+ * loop with the same controller name is registered on the registry, and {@link ObserverReusedError}
+ * when the observer was given to another loop already.
  *
- * @throws {MetricsError} `METRICS_OPTIONS` for an unusable registry or controller name.
+ * @throws {OptionsError} for an unusable registry or controller name.
  */
 export function controllerMetrics<P extends ParentKey>(options: ControllerMetricsOptions = {}): ControllerMetricsObserver<P> {
   const registry = options.registry ?? register;
   if (typeof registry?.registerMetric !== 'function' || typeof registry.metrics !== 'function') {
-    throw new MetricsError('METRICS_OPTIONS', 'registry must be a prom-client Registry');
+    throw new OptionsError('controllerMetrics', 'registry must be a prom-client Registry');
   }
   if (options.controller !== undefined && (typeof options.controller !== 'string' || options.controller === '')) {
-    throw new MetricsError('METRICS_OPTIONS', 'controller must be a non-empty string');
+    throw new OptionsError('controllerMetrics', 'controller must be a non-empty string');
   }
   let bound: { controller: string; instruments: Instruments; binding: LoopBinding } | undefined;
   let retired = false;
@@ -97,18 +98,11 @@ export function controllerMetrics<P extends ParentKey>(options: ControllerMetric
       return bound?.controller;
     },
     bind(binding: LoopBinding): void {
-      if (bound !== undefined || retired)
-        throw new MetricsError(
-          'METRICS_OBSERVER_REUSED',
-          'this metrics observer already belongs to a loop; call controllerMetrics() once per loop',
-        );
+      if (bound !== undefined || retired) throw new ObserverReusedError();
       const controller = options.controller ?? binding.controller;
       const instruments = instrumentsFor(registry);
       if (instruments.loops.has(controller)) {
-        throw new MetricsError(
-          'METRICS_DUPLICATE_CONTROLLER',
-          `a loop named "${controller}" is already registered on this registry; give each loop a distinct name (or unregister() the old one)`,
-        );
+        throw new DuplicateControllerError(controller);
       }
       const named: LoopBinding = { controller, snapshot: () => binding.snapshot() };
       instruments.loops.set(controller, named);

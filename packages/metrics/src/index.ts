@@ -20,4 +20,4 @@ export {
   WORKQUEUE_DURATION_BUCKETS,
   type MetricDefinition,
 } from './definitions.js';
-export { MetricsError, type MetricsErrorCode } from './errors.js';
+export { DuplicateControllerError, ObserverReusedError } from './errors.js';

@@ -1,9 +1,9 @@
-import type { BackoffPolicy } from '@reconcile-loop/primitives';
 /**
  * The reflector-to-loop wire format. Go writes to a store by method call; here a source sends the
  * same operations as values, so any producer (a Kubernetes reflector, an in-process registry, a test)
  * can drive a store through one `AsyncIterable`.
  */
+import type { BackoffPolicy } from '@reconcile-loop/primitives';
 
 /** Identity of one cached object, unique within one store (for Kubernetes objects `namespace/name`). */
 export type ObjectKey = string;

@@ -1,5 +1,5 @@
 import type { ObjectKey, ParentKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent } from './events.js';
-import { silentLogger, type Logger } from '@reconcile-loop/primitives';
+import { OptionsError, ReconcileLoopError, silentLogger, type Logger } from '@reconcile-loop/primitives';
 
 /**
  * Maps a cached object to the parent key whose reconcile owns it (controller-runtime's
@@ -15,9 +15,8 @@ export type KeyMap<T, P extends ParentKey> = (object: T, key: ObjectKey) => P | 
  * Logged (never thrown into the stream) when the key map cannot attribute an object. The object is
  * not stored; if it was cached it is evicted and the parent it left is re-driven.
  */
-export class UnmappableObjectError extends Error {
-  /** Stable across dual ESM/CJS builds, where `instanceof` can fail. */
-  readonly code = 'UNMAPPABLE_OBJECT' as const;
+export class UnmappableObjectError extends ReconcileLoopError {
+  readonly code = 'RL_STORE_UNMAPPABLE_OBJECT' as const;
   /** The object key the key map could not attribute. */
   readonly key: ObjectKey;
   /**
@@ -25,38 +24,25 @@ export class UnmappableObjectError extends Error {
    * @param options `cause` is what the key map threw (or a `TypeError` for a value that is not a
    *   parent key); absent when it returned `undefined`.
    */
-  constructor(key: ObjectKey, options?: ErrorOptions) {
+  constructor(key: ObjectKey, options?: { cause?: unknown }) {
     super(
       `object ${JSON.stringify(key)} cannot be mapped to a parent key: ${
         options && 'cause' in options ? `key map failed: ${describeCause(options.cause)}` : 'key map returned undefined'
       }; it is not cached`,
       options,
     );
-    this.name = 'UnmappableObjectError';
     this.key = key;
   }
 }
 
 /** Thrown by {@link ObjectStore.apply} for a value that is not a source event; the store is left unchanged. */
-export class InvalidSourceEventError extends TypeError {
-  /** Stable across dual ESM/CJS builds, where `instanceof` can fail. */
-  readonly code = 'INVALID_SOURCE_EVENT' as const;
+export class InvalidSourceEventError extends ReconcileLoopError {
+  readonly code = 'RL_STORE_INVALID_SOURCE_EVENT' as const;
   /** The rejected value. */
   readonly event: unknown;
   constructor(event: unknown, problem: string) {
     super(`not a source event: ${problem}`);
-    this.name = 'InvalidSourceEventError';
     this.event = event;
-  }
-}
-
-/** Thrown by the {@link ObjectStore} constructor for unusable options. */
-export class InvalidObjectStoreOptionsError extends TypeError {
-  /** Stable across dual ESM/CJS builds, where `instanceof` can fail. */
-  readonly code = 'INVALID_OBJECT_STORE_OPTIONS' as const;
-  constructor(problem: string) {
-    super(`invalid object store options: ${problem}`);
-    this.name = 'InvalidObjectStoreOptionsError';
   }
 }
 
@@ -117,9 +103,9 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
   readonly #keyMap: KeyMap<T, P>;
   readonly #logger: Logger;
 
-  /** @throws {InvalidObjectStoreOptionsError} when `keyMap` is not a function. */
+  /** @throws {OptionsError} when `keyMap` is not a function. */
   constructor(options: ObjectStoreOptions<T, P>) {
-    if (typeof options?.keyMap !== 'function') throw new InvalidObjectStoreOptionsError('keyMap must be a function');
+    if (typeof options?.keyMap !== 'function') throw new OptionsError('ObjectStore', 'keyMap must be a function');
     this.#keyMap = options.keyMap;
     this.#logger = options.logger ?? silentLogger;
   }

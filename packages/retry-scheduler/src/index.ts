@@ -14,5 +14,4 @@ export {
   RetrySchedulerDelayError,
   RetrySchedulerFingerprintError,
   RetrySchedulerKeyError,
-  RetrySchedulerOptionsError,
 } from './errors.js';

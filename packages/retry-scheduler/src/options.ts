@@ -1,5 +1,5 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import type { Clock } from '@reconcile-loop/primitives';
-import { RetrySchedulerOptionsError } from './errors.js';
 
 /**
  * A key the scheduler can track. Only primitives, so a `Map` finds a key's failure count and
@@ -116,27 +116,29 @@ export interface Timing {
 /**
  * Validates the timing options.
  *
- * @throws {@link RetrySchedulerOptionsError} for a value the scheduler cannot run with.
+ * @throws {@link OptionsError} for a value the scheduler cannot run with.
  */
 export function resolveTiming(options: RetrySchedulerOptions<unknown>): Timing {
   const { budget, baseDelayMs = DEFAULT_BASE_DELAY_MS, maxDelayMs = DEFAULT_MAX_DELAY_MS } = options;
   if (typeof baseDelayMs !== 'number' || !Number.isFinite(baseDelayMs) || baseDelayMs < 0) {
-    throw new RetrySchedulerOptionsError(`baseDelayMs must be a finite number >= 0; got ${String(baseDelayMs)}`);
+    throw new OptionsError('RetryScheduler', `baseDelayMs must be a finite number >= 0; got ${String(baseDelayMs)}`);
   }
   if (typeof maxDelayMs !== 'number' || Number.isNaN(maxDelayMs) || maxDelayMs < baseDelayMs) {
-    throw new RetrySchedulerOptionsError(
+    throw new OptionsError(
+      'RetryScheduler',
       `maxDelayMs must be a number >= baseDelayMs (${baseDelayMs}); got ${String(maxDelayMs)}`,
     );
   }
   if (budget === undefined) return { baseDelayMs, maxDelayMs, budget: undefined };
   if (options.baseDelayMs !== undefined || options.maxDelayMs !== undefined) {
-    throw new RetrySchedulerOptionsError(
+    throw new OptionsError(
+      'RetryScheduler',
       'budget replaces the exponential backoff: give budget or baseDelayMs/maxDelayMs, not both',
     );
   }
   const delays: unknown = (budget as { delaysMs?: unknown } | null)?.delaysMs;
   if (!Array.isArray(delays) || !delays.every((d) => typeof d === 'number' && Number.isFinite(d) && d >= 0)) {
-    throw new RetrySchedulerOptionsError('budget.delaysMs must be an array of finite numbers >= 0');
+    throw new OptionsError('RetryScheduler', 'budget.delaysMs must be an array of finite numbers >= 0');
   }
   return { baseDelayMs, maxDelayMs, budget: Object.freeze([...(delays as number[])]) };
 }

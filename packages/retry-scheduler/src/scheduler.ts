@@ -1,11 +1,6 @@
-import { systemClock, type Clock } from '@reconcile-loop/primitives';
+import { OptionsError, systemClock, type Clock } from '@reconcile-loop/primitives';
 import { DeadlineTimer } from './deadlines.js';
-import {
-  RetrySchedulerDelayError,
-  RetrySchedulerFingerprintError,
-  RetrySchedulerKeyError,
-  RetrySchedulerOptionsError,
-} from './errors.js';
+import { RetrySchedulerDelayError, RetrySchedulerFingerprintError, RetrySchedulerKeyError } from './errors.js';
 import {
   resolveTiming,
   type Fingerprint,
@@ -90,18 +85,18 @@ export class RetryScheduler<K extends RetryKey> {
   /**
    * Creates an idle scheduler. Touches no timer: the first one is armed by the first deadline.
    *
-   * @throws {@link RetrySchedulerOptionsError} when `onRetry` is not a function, `baseDelayMs` is not a
+   * @throws {@link OptionsError} when `onRetry` is not a function, `baseDelayMs` is not a
    * finite number ≥ 0, `maxDelayMs` is below `baseDelayMs`, `budget.delaysMs` is not an array of
    * finite numbers ≥ 0, or `budget` is combined with `baseDelayMs`/`maxDelayMs`.
    */
   constructor(options: RetrySchedulerOptions<K>) {
     const { onRetry, onError, observer } = options;
-    if (typeof onRetry !== 'function') throw new RetrySchedulerOptionsError('onRetry must be a function');
+    if (typeof onRetry !== 'function') throw new OptionsError('RetryScheduler', 'onRetry must be a function');
     if (onError !== undefined && typeof onError !== 'function') {
-      throw new RetrySchedulerOptionsError('onError must be a function when given');
+      throw new OptionsError('RetryScheduler', 'onError must be a function when given');
     }
     if (observer !== undefined && (observer === null || typeof observer !== 'object')) {
-      throw new RetrySchedulerOptionsError('observer must be an object when given');
+      throw new OptionsError('RetryScheduler', 'observer must be an object when given');
     }
     this.#timing = resolveTiming(options as RetrySchedulerOptions<unknown>);
     this.#onRetry = onRetry;

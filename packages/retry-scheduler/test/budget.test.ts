@@ -1,9 +1,9 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import {
   RetryScheduler,
   RetrySchedulerFingerprintError,
-  RetrySchedulerOptionsError,
   type RetrySchedulerObserver,
   type RetrySchedulerOptions,
 } from '../src/index.js';
@@ -158,7 +158,7 @@ describe('RetryScheduler retry budget', () => {
     expect(s.scheduler.offer('a', undefined)).toBe(true); // e.g. the parent was deleted
     expect(() => s.scheduler.offer('a', {} as unknown as string)).toThrow(RetrySchedulerFingerprintError);
     expect(() => s.scheduler.fail('a', { fingerprint: [] as unknown as string })).toThrow(
-      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_FINGERPRINT' }),
+      expect.objectContaining({ code: 'RL_RETRY_INVALID_FINGERPRINT' }),
     );
     expect(s.scheduler.failures('a')).toBe(0);
   });
@@ -166,12 +166,12 @@ describe('RetryScheduler retry budget', () => {
   it('[retry_scheduler: retry budget] bad budgets, and a budget combined with exponential options, are typed errors', () => {
     const onRetry = (): void => {};
     for (const budget of [{ delaysMs: [-1] }, { delaysMs: [Number.NaN] }, { delaysMs: 'x' }, {}, null]) {
-      expect(() => new RetryScheduler({ onRetry, budget: budget as never })).toThrow(RetrySchedulerOptionsError);
+      expect(() => new RetryScheduler({ onRetry, budget: budget as never })).toThrow(OptionsError);
     }
     expect(() => new RetryScheduler({ onRetry, budget: { delaysMs: [1] }, baseDelayMs: 5 })).toThrow(
-      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_OPTIONS' }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
-    expect(() => new RetryScheduler({ onRetry, observer: 5 as never })).toThrow(RetrySchedulerOptionsError);
+    expect(() => new RetryScheduler({ onRetry, observer: 5 as never })).toThrow(OptionsError);
     // The schedule is copied: mutating the caller's array later changes nothing.
     const delaysMs = [10];
     const clock = new ManualClock(0);

@@ -79,9 +79,9 @@ describe('RetryScheduler requeue-after', () => {
     for (const bad of [-1, Number.NaN, Infinity, '5' as unknown as number]) {
       expect(() => scheduler.requeueAfter('a', bad)).toThrow(RetrySchedulerDelayError);
     }
-    expect(() => scheduler.requeueAfter('a', -5)).toThrow(expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_DELAY' }));
+    expect(() => scheduler.requeueAfter('a', -5)).toThrow(expect.objectContaining({ code: 'RL_RETRY_INVALID_DELAY' }));
     expect(() => scheduler.requeueAfter({} as unknown as string, 5)).toThrow(
-      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_KEY' }),
+      expect.objectContaining({ code: 'RL_RETRY_INVALID_KEY' }),
     );
     expect(scheduler.pending).toBe(0);
     scheduler.shutdown();

@@ -1,3 +1,4 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import {
@@ -5,7 +6,6 @@ import {
   DEFAULT_MAX_DELAY_MS,
   RetryScheduler,
   RetrySchedulerKeyError,
-  RetrySchedulerOptionsError,
   type RetryKey,
   type RetrySchedulerOptions,
 } from '../src/index.js';
@@ -73,16 +73,16 @@ describe('RetryScheduler backoff', () => {
 
   it('[retry_scheduler: invalid input] bad options and non-primitive keys are typed errors', () => {
     const onRetry = (): void => {};
-    expect(() => new RetryScheduler({ onRetry, baseDelayMs: -1 })).toThrow(RetrySchedulerOptionsError);
-    expect(() => new RetryScheduler({ onRetry, baseDelayMs: Number.NaN })).toThrow(RetrySchedulerOptionsError);
+    expect(() => new RetryScheduler({ onRetry, baseDelayMs: -1 })).toThrow(OptionsError);
+    expect(() => new RetryScheduler({ onRetry, baseDelayMs: Number.NaN })).toThrow(OptionsError);
     expect(() => new RetryScheduler({ onRetry, baseDelayMs: 10, maxDelayMs: 5 })).toThrow(
-      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_OPTIONS' }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
-    expect(() => new RetryScheduler({ onRetry: undefined as unknown as () => void })).toThrow(RetrySchedulerOptionsError);
+    expect(() => new RetryScheduler({ onRetry: undefined as unknown as () => void })).toThrow(OptionsError);
     const { scheduler } = setup();
     expect(() => scheduler.schedule({} as unknown as string)).toThrow(RetrySchedulerKeyError);
     expect(() => scheduler.schedule(null as unknown as string)).toThrow(
-      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_KEY' }),
+      expect.objectContaining({ code: 'RL_RETRY_INVALID_KEY' }),
     );
     expect(scheduler.pending).toBe(0);
   });

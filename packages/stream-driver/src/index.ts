@@ -12,8 +12,8 @@ export {
 export type { StreamDriverHealth } from './driver-health.js';
 export { InProcessSource } from './in-process-source.js';
 export {
-  StreamDriverOptionsError,
   StreamDriverAlreadyRunError,
   StreamDriverStoppedError,
+  isDriverStopped,
   StreamDidNotOpenWithReplaceError,
 } from './errors.js';

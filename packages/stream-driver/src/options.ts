@@ -1,7 +1,7 @@
 /** Validation of {@link StreamDriverOptions}: every bad value is a typed error before anything runs. */
+import { OptionsError } from '@reconcile-loop/primitives';
 import type { ParentKey } from '@reconcile-loop/object-store';
 import type { StreamDriverOptions } from './driver.js';
-import { StreamDriverOptionsError } from './errors.js';
 
 /** Node clamps a longer timer to 1 ms, which would turn a long delay into a busy loop. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -22,11 +22,11 @@ export function validateDriverOptions<T, P extends ParentKey>(
   defaults: Defaults,
 ): DriverSettings {
   const { source, store, onAffected } = options ?? ({} as Partial<StreamDriverOptions<T, P>>);
-  if (typeof source?.open !== 'function') throw new StreamDriverOptionsError('source must have an open(signal) method');
-  if (typeof store?.apply !== 'function') throw new StreamDriverOptionsError('store must have an apply(event) method');
-  if (typeof onAffected !== 'function') throw new StreamDriverOptionsError('onAffected must be a function');
+  if (typeof source?.open !== 'function') throw new OptionsError('StreamDriver', 'source must have an open(signal) method');
+  if (typeof store?.apply !== 'function') throw new OptionsError('StreamDriver', 'store must have an apply(event) method');
+  if (typeof onAffected !== 'function') throw new OptionsError('StreamDriver', 'onAffected must be a function');
   if (options.random !== undefined && typeof options.random !== 'function')
-    throw new StreamDriverOptionsError('random must be a function');
+    throw new OptionsError('StreamDriver', 'random must be a function');
   const sourceRetryDelayMs = ms('sourceRetryDelayMs', options.sourceRetryDelayMs ?? defaults.sourceRetryDelayMs, true);
   const maxSourceRetryDelayMs = ms(
     'maxSourceRetryDelayMs',
@@ -34,13 +34,14 @@ export function validateDriverOptions<T, P extends ParentKey>(
     true,
   );
   if (maxSourceRetryDelayMs < sourceRetryDelayMs) {
-    throw new StreamDriverOptionsError(
+    throw new OptionsError(
+      'StreamDriver',
       `maxSourceRetryDelayMs (${maxSourceRetryDelayMs}) must be >= sourceRetryDelayMs (${sourceRetryDelayMs})`,
     );
   }
   const jitter = options.sourceRetryJitter ?? 0;
   if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1)) {
-    throw new StreamDriverOptionsError(`sourceRetryJitter must be a number in [0, 1], got ${String(jitter)}`);
+    throw new OptionsError('StreamDriver', `sourceRetryJitter must be a number in [0, 1], got ${String(jitter)}`);
   }
   return {
     sourceRetryDelayMs,
@@ -59,7 +60,8 @@ function ms(name: string, value: unknown, zeroAllowed: boolean): number {
     (!zeroAllowed && value === 0) ||
     value > MAX_TIMER_MS
   ) {
-    throw new StreamDriverOptionsError(
+    throw new OptionsError(
+      'StreamDriver',
       `${name} must be a number of milliseconds ${zeroAllowed ? '>= 0' : '> 0'} and <= ${MAX_TIMER_MS}, got ${String(value)}`,
     );
   }

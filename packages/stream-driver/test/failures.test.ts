@@ -123,11 +123,11 @@ describe('StreamDriver outer retry', () => {
     expect(logger.entries.find((e) => e.message.includes('backoff'))?.fields.retryInMs).toBe(1_250);
     controller.abort();
     await running;
-    expect(() => setup({ sourceRetryJitter: 2 })).toThrow(expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }));
+    expect(() => setup({ sourceRetryJitter: 2 })).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
     expect(() => setup({ sourceRetryDelayMs: 10, maxSourceRetryDelayMs: 5 })).toThrow(
-      expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
-    expect(() => setup({ closeTimeoutMs: 0 })).toThrow(expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }));
+    expect(() => setup({ closeTimeoutMs: 0 })).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
   });
 
   it('[stream-driver: outer retry backoff] property: every reopen happens exactly when the model says (base · 2^(n-1), capped; reset by a healthy stretch)', async () => {

@@ -59,7 +59,7 @@ describe('StreamDriver', () => {
     await running;
   });
 
-  it('[source_stream_driver: WaitForCacheSync] waitForSync rejects with the abort reason, and with STREAM_DRIVER_STOPPED when run ends unsynced', async () => {
+  it('[source_stream_driver: WaitForCacheSync] waitForSync rejects with the abort reason, and with RL_DRIVER_STOPPED when run ends unsynced', async () => {
     const { driver, controller, running } = setup();
     const own = new AbortController();
     const waitOwn = driver.waitForSync(own.signal);
@@ -68,8 +68,8 @@ describe('StreamDriver', () => {
     await expect(waitOwn).rejects.toThrow('gave up');
     controller.abort();
     await running;
-    await expect(waitPlain).rejects.toMatchObject({ code: 'STREAM_DRIVER_STOPPED' });
-    await expect(driver.waitForSync()).rejects.toMatchObject({ code: 'STREAM_DRIVER_STOPPED' });
+    await expect(waitPlain).rejects.toMatchObject({ code: 'RL_DRIVER_STOPPED' });
+    await expect(driver.waitForSync()).rejects.toMatchObject({ code: 'RL_DRIVER_STOPPED' });
     expect(driver.synced).toBe(false);
   });
 
@@ -96,7 +96,7 @@ describe('StreamDriver', () => {
     expect(store.has('a')).toBe(false);
     expect(notified).toEqual([]);
     const logged = logger.entries.find((e) => e.level === 'error');
-    expect(logged?.fields.err).toMatchObject({ code: 'STREAM_DID_NOT_OPEN_WITH_REPLACE', firstEventType: 'upsert' });
+    expect(logged?.fields.err).toMatchObject({ code: 'RL_DRIVER_NO_INITIAL_REPLACE', firstEventType: 'upsert' });
 
     await clock.advanceAsync(999);
     expect(source.streams).toHaveLength(1);
@@ -394,16 +394,16 @@ describe('StreamDriver', () => {
     const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
     const source = new InProcessSource<Cell>('s');
     expect(() => new StreamDriver({ source, store, onAffected: () => {}, sourceRetryDelayMs: -1 })).toThrow(
-      expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
     expect(() => new StreamDriver({ source: {} as never, store, onAffected: () => {} })).toThrow(
-      expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
     expect(DEFAULT_SOURCE_RETRY_DELAY_MS).toBe(1_000);
     const driver = new StreamDriver({ source, store, onAffected: () => {}, clock: new ManualClock() });
     const controller = new AbortController();
     const running = driver.run(controller.signal);
-    await expect(driver.run(controller.signal)).rejects.toMatchObject({ code: 'STREAM_DRIVER_ALREADY_RUN' });
+    await expect(driver.run(controller.signal)).rejects.toMatchObject({ code: 'RL_DRIVER_ALREADY_RUN' });
     controller.abort();
     await running;
   });

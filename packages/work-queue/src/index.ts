@@ -4,8 +4,8 @@ export {
   WorkQueueDrainTimeoutError,
   WorkQueueKeyError,
   WorkQueueNotProcessingError,
-  WorkQueueOptionsError,
   WorkQueueStoppedError,
+  isQueueStopped,
 } from './errors.js';
 export type {
   UnfinishedWork,

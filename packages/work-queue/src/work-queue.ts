@@ -1,10 +1,9 @@
-import { systemClock, type Clock } from '@reconcile-loop/primitives';
+import { OptionsError, systemClock, type Clock } from '@reconcile-loop/primitives';
 import {
   WorkQueueBusyError,
   WorkQueueDrainTimeoutError,
   WorkQueueKeyError,
   WorkQueueNotProcessingError,
-  WorkQueueOptionsError,
   WorkQueueStoppedError,
 } from './errors.js';
 import { KeyFifo } from './fifo.js';
@@ -98,19 +97,19 @@ export class WorkQueue<K extends QueueKey> {
   /**
    * Creates an empty, running queue.
    *
-   * @throws {@link WorkQueueOptionsError} for an option of the wrong type.
+   * @throws {@link OptionsError} for an option of the wrong type.
    */
   constructor(options: WorkQueueOptions<K> = {}) {
     const { exclusive = false, observer, clock = systemClock, onError } = options;
-    if (typeof exclusive !== 'boolean') throw new WorkQueueOptionsError('exclusive must be a boolean when given');
+    if (typeof exclusive !== 'boolean') throw new OptionsError('WorkQueue', 'exclusive must be a boolean when given');
     if (observer !== undefined && (observer === null || typeof observer !== 'object')) {
-      throw new WorkQueueOptionsError('observer must be an object when given');
+      throw new OptionsError('WorkQueue', 'observer must be an object when given');
     }
     if (typeof clock?.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
-      throw new WorkQueueOptionsError('clock must have now, setTimeout and clearTimeout');
+      throw new OptionsError('WorkQueue', 'clock must have now, setTimeout and clearTimeout');
     }
     if (onError !== undefined && typeof onError !== 'function') {
-      throw new WorkQueueOptionsError('onError must be a function when given');
+      throw new OptionsError('WorkQueue', 'onError must be a function when given');
     }
     this.#exclusive = exclusive;
     this.#observer = observer;
@@ -294,12 +293,13 @@ export class WorkQueue<K extends QueueKey> {
    * In the default mode nothing is held, so it resolves at once.
    *
    * @param timeoutMs - the deadline, a finite number of ms ≥ 0 and ≤ 2³¹−1.
-   * @throws (as a rejection) {@link WorkQueueOptionsError} for a bad `timeoutMs`; the queue is then not stopped.
+   * @throws (as a rejection) {@link OptionsError} for a bad `timeoutMs`; the queue is then not stopped.
    */
   drain(timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMER_DELAY_MS) {
       return Promise.reject(
-        new WorkQueueOptionsError(
+        new OptionsError(
+          'WorkQueue',
           `drain timeoutMs must be a finite number in [0, ${MAX_TIMER_DELAY_MS}]; got ${String(timeoutMs)}`,
         ),
       );

@@ -1,12 +1,7 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
-import {
-  WorkQueue,
-  WorkQueueDrainTimeoutError,
-  WorkQueueNotProcessingError,
-  WorkQueueOptionsError,
-  WorkQueueStoppedError,
-} from '../src/index.js';
+import { WorkQueue, WorkQueueDrainTimeoutError, WorkQueueNotProcessingError, WorkQueueStoppedError } from '../src/index.js';
 import { type Clock } from '@reconcile-loop/primitives';
 
 /** Settles every promise callback already queued (the queue itself never uses timers here). */
@@ -67,7 +62,7 @@ describe('WorkQueue exclusive mode', () => {
     q.add('a');
     q.tryGet();
     q.done('a');
-    expect(() => q.done('a')).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_NOT_PROCESSING', key: 'a' }));
+    expect(() => q.done('a')).toThrow(expect.objectContaining({ code: 'RL_QUEUE_NOT_PROCESSING', key: 'a' }));
 
     const seed = new WorkQueue<string>();
     expect(seed.exclusive).toBe(false);
@@ -153,7 +148,7 @@ describe('WorkQueue exclusive mode', () => {
     q.done('queued');
     expect(q.size).toBe(0);
     expect(q.processingCount).toBe(0);
-    await expect(q.get()).rejects.toMatchObject({ code: 'WORK_QUEUE_STOPPED' });
+    await expect(q.get()).rejects.toMatchObject({ code: 'RL_QUEUE_STOPPED' });
   });
 
   it('[work_queue: ShutDownWithDrain] drain stops the queue and resolves when the last held key is done, clearing its deadline timer', async () => {
@@ -197,7 +192,7 @@ describe('WorkQueue exclusive mode', () => {
     clock.advance(1);
     await flush();
     expect(drained.error).toBeInstanceOf(WorkQueueDrainTimeoutError);
-    expect(drained.error).toMatchObject({ code: 'WORK_QUEUE_DRAIN_TIMEOUT', keys: ['slow'], timeoutMs: 1_000 });
+    expect(drained.error).toMatchObject({ code: 'RL_QUEUE_DRAIN_TIMEOUT', keys: ['slow'], timeoutMs: 1_000 });
     q.done('slow');
     expect(q.processingCount).toBe(0);
   });
@@ -206,7 +201,7 @@ describe('WorkQueue exclusive mode', () => {
     const clock = new ManualClock(0);
     const q = new WorkQueue<string>({ exclusive: true, clock });
     for (const bad of [-1, Number.NaN, Infinity, 2 ** 31]) {
-      await expect(q.drain(bad)).rejects.toBeInstanceOf(WorkQueueOptionsError);
+      await expect(q.drain(bad)).rejects.toBeInstanceOf(OptionsError);
     }
     expect(q.stopped).toBe(false);
     q.add('a');
@@ -241,7 +236,7 @@ describe('WorkQueue exclusive mode', () => {
       { onError: 'log' },
     ] as unknown as Array<ConstructorParameters<typeof WorkQueue<string>>[0]>;
     for (const options of bad) {
-      expect(() => new WorkQueue<string>(options)).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_INVALID_OPTIONS' }));
+      expect(() => new WorkQueue<string>(options)).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
     }
   });
 

@@ -73,7 +73,7 @@ describe('WorkQueue', () => {
     const first = q.get();
     const second = q.get();
     await expect(second).rejects.toBeInstanceOf(WorkQueueBusyError);
-    await expect(second).rejects.toMatchObject({ code: 'WORK_QUEUE_BUSY' });
+    await expect(second).rejects.toMatchObject({ code: 'RL_QUEUE_BUSY' });
     q.add('k');
     await expect(first).resolves.toBe('k');
     // Once the first is settled a new consumer may wait again.
@@ -91,7 +91,7 @@ describe('WorkQueue', () => {
     expect(q.size).toBe(0);
     expect(q.has('a')).toBe(false);
     expect(q.tryGet()).toBeUndefined();
-    await expect(q.get()).rejects.toMatchObject({ code: 'WORK_QUEUE_STOPPED' });
+    await expect(q.get()).rejects.toMatchObject({ code: 'RL_QUEUE_STOPPED' });
 
     const q2 = new WorkQueue<string>();
     const waiting = q2.get();
@@ -163,7 +163,7 @@ describe('WorkQueue', () => {
     const q = new WorkQueue<string>();
     const bad = { ns: 'a', name: 'b' } as unknown as string;
     expect(() => q.add(bad)).toThrow(WorkQueueKeyError);
-    expect(() => q.add(undefined as unknown as string)).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_INVALID_KEY' }));
+    expect(() => q.add(undefined as unknown as string)).toThrow(expect.objectContaining({ code: 'RL_QUEUE_INVALID_KEY' }));
     expect(q.size).toBe(0);
   });
 
@@ -223,8 +223,8 @@ describe('WorkQueue properties', () => {
               (k) => delivered.push(k),
               (e: unknown) => {
                 const code = (e as { code?: string }).code;
-                if (code === 'WORK_QUEUE_BUSY') busy += 1;
-                else if (code === 'WORK_QUEUE_STOPPED') stoppedWhileWaiting += 1;
+                if (code === 'RL_QUEUE_BUSY') busy += 1;
+                else if (code === 'RL_QUEUE_STOPPED') stoppedWhileWaiting += 1;
                 else throw e;
               },
             );
