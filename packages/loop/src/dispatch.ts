@@ -4,8 +4,8 @@
  * by one worker at a time), build each call's context and hand it to the runner.
  */
 import { OptionsError } from '@reconcile-loop/primitives';
-import type { ObjectKey, ParentKey } from '@reconcile-loop/object-store';
-import type { Logger } from '@reconcile-loop/primitives';
+import type { ObjectKey } from '@reconcile-loop/object-store';
+import type { Logger, Key } from '@reconcile-loop/primitives';
 import { RetrySchedulerKeyError, type Fingerprint, type RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import { isQueueStopped, type WorkQueue } from '@reconcile-loop/work-queue';
 import type { ReconcileContext } from './context.js';
@@ -14,7 +14,7 @@ import type { Leadership } from './leadership.js';
 import type { ReconcileRunner } from './runner.js';
 import type { Wiring } from './sources.js';
 
-export interface DispatcherOptions<T, P extends ParentKey, S> {
+export interface DispatcherOptions<T, P extends Key, S> {
   queue: WorkQueue<P>;
   scheduler: RetryScheduler<P>;
   runner: ReconcileRunner<T, P, S>;
@@ -27,7 +27,7 @@ export interface DispatcherOptions<T, P extends ParentKey, S> {
   expectations: Expectations<P>;
 }
 
-export class Dispatcher<T, P extends ParentKey, S> {
+export class Dispatcher<T, P extends Key, S> {
   readonly #o: DispatcherOptions<T, P, S>;
   readonly #fingerprint: (parent: T | undefined, parentKey: P) => Fingerprint;
 

@@ -11,8 +11,8 @@
  * or absence in its source's store is.
  */
 import { OptionsError } from '@reconcile-loop/primitives';
-import type { ObjectKey, ParentKey } from '@reconcile-loop/object-store';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
+import type { ObjectKey } from '@reconcile-loop/object-store';
+import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 
 /** kube-controller-manager's `ExpectationsTimeout`. */
 export const DEFAULT_EXPECTATIONS_TTL_MS = 5 * 60_000;
@@ -37,7 +37,7 @@ interface Pending {
   readonly since: number;
 }
 
-export interface ExpectationsOptions<P extends ParentKey> {
+export interface ExpectationsOptions<P extends Key> {
   /** The secondary sources' stores by name: what observes the writes. */
   stores: ReadonlyMap<string, { get(key: ObjectKey): unknown }>;
   clock: Clock;
@@ -54,7 +54,7 @@ const SEP = '\u0000';
  * TTL timer; every path that removes it (satisfied, expired, forgotten) clears the timer, and the
  * first two call `onReady` so the parent is never left unreconciled.
  */
-export class Expectations<P extends ParentKey> {
+export class Expectations<P extends Key> {
   readonly #o: ExpectationsOptions<P>;
   readonly #pending = new Map<P, Pending>();
 

@@ -71,7 +71,6 @@ export {
   type DeleteEvent,
   type ReplaceEvent,
   type ObjectKey,
-  type ParentKey,
   type KeyMap,
   type ObjectStoreReader,
   type SourceHealth,
@@ -85,4 +84,5 @@ export {
   InvalidClockStepError,
   type Logger,
   type Clock,
+  type Key,
 } from '@reconcile-loop/primitives';

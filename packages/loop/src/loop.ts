@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setMaxListeners } from 'node:events';
-import { type ObjectStoreReader, type ParentKey } from '@reconcile-loop/object-store';
-import { OptionsError, silentLogger, systemClock, type Clock, type Logger } from '@reconcile-loop/primitives';
+import { type ObjectStoreReader } from '@reconcile-loop/object-store';
+import { OptionsError, silentLogger, systemClock, type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
 import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import type { Reconcile, SecondaryReaders } from './context.js';
@@ -22,7 +22,7 @@ export interface StopOptions {
 }
 
 /** What `stop()` left behind when the grace period ran out (both empty after a clean stop). */
-export interface StopReport<P extends ParentKey> {
+export interface StopReport<P extends Key> {
   /** Parent keys whose reconcile calls had not settled; they still run in the background. */
   readonly abandoned: readonly P[];
   /** Sources whose stream had not closed. */
@@ -44,7 +44,7 @@ const noop = (): void => {};
  * await loop.start(); // resolves once every store holds its first listing
  * ```
  */
-export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> implements AsyncDisposable {
+export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implements AsyncDisposable {
   readonly #settings: LoopSettings;
   readonly #onError: ((error: unknown) => void) | undefined;
   readonly #clock: Clock;
@@ -445,6 +445,6 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   }
 }
 
-function cleanStop<P extends ParentKey>(): StopReport<P> {
+function cleanStop<P extends Key>(): StopReport<P> {
   return { abandoned: [], abandonedSources: [] };
 }

@@ -1,7 +1,7 @@
 /** The loop's options, their defaults, and their validation (every bad value is a typed error). */
 import { OptionsError } from '@reconcile-loop/primitives';
-import type { KeyMap, ParentKey, Source } from '@reconcile-loop/object-store';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
+import type { KeyMap, Source } from '@reconcile-loop/object-store';
+import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 import type { Fingerprint } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile } from './context.js';
 import type { UpdateFilter } from './filters.js';
@@ -42,7 +42,7 @@ export interface RetryOptions {
  * A secondary source (controller-runtime's `Owns` / `Watches`): its own stream, store and sync; each
  * of its objects is mapped to parent keys either by owner reference or by a key map.
  */
-export interface SecondarySource<U, P extends ParentKey> {
+export interface SecondarySource<U, P extends Key> {
   /** The stream of this kind (e.g. a pod reflector). Its `name` must differ from every other source's. */
   source: Source<U>;
   /** Map by owner reference (`Owns`): the parent key is the owner's `namespace/name`. Exclusive with `keyMap`. */
@@ -79,7 +79,7 @@ export const DEFAULT_HEALTH_LIMITS: Readonly<Required<HealthLimits>> = Object.fr
 });
 
 /** Options for {@link ReconcileLoop}. */
-export interface ReconcileLoopOptions<T, P extends ParentKey, S = Record<never, never>> {
+export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>> {
   /**
    * The primary source (controller-runtime's `For`): the parent kind, or in the pod-tracker form the
    * one kind whose objects are grouped by a key map. Its store is `loop.store` and `ctx.members`.
@@ -186,7 +186,7 @@ export interface LoopSettings {
 }
 
 /** @throws {OptionsError} */
-export function validateLoopOptions<T, P extends ParentKey, S>(options: ReconcileLoopOptions<T, P, S>): LoopSettings {
+export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopOptions<T, P, S>): LoopSettings {
   const { source, keyMap, reconcile } = options ?? ({} as Partial<ReconcileLoopOptions<T, P, S>>);
   if (typeof source?.open !== 'function') throw new OptionsError('ReconcileLoop', 'source must have an open(signal) method');
   if (typeof keyMap !== 'function') throw new OptionsError('ReconcileLoop', 'keyMap must be a function');
@@ -255,7 +255,7 @@ export function validateLoopOptions<T, P extends ParentKey, S>(options: Reconcil
 }
 
 /** Every source needs an `open`, a distinct name (health and logs are keyed by it) and exactly one mapping. */
-function validateSecondaries<P extends ParentKey>(
+function validateSecondaries<P extends Key>(
   primary: { name?: unknown },
   secondary: Record<string, SecondarySource<unknown, P>> | undefined,
 ): void {

@@ -5,8 +5,8 @@
  * `stop()` can wait for them or name them abandoned, and the key stays held until the call settles.
  */
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { ParentKey } from '@reconcile-loop/object-store';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
+
+import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile, ReconcileContext, ReconcileResult } from './context.js';
 import {
@@ -26,7 +26,7 @@ export interface ReconcileFrame {
 }
 
 /** A reconcile call that has not settled yet. */
-export interface InFlightReconcile<P extends ParentKey> {
+export interface InFlightReconcile<P extends Key> {
   readonly parentKey: P;
   /** Clock ms when the call began. */
   readonly startedAt: number;
@@ -52,13 +52,13 @@ export interface ReconcileCounters {
   readonly released: number;
 }
 
-interface Call<P extends ParentKey> {
+interface Call<P extends Key> {
   readonly parentKey: P;
   readonly startedAt: number;
   timedOut: boolean;
 }
 
-export interface RunnerOptions<T, P extends ParentKey, S> {
+export interface RunnerOptions<T, P extends Key, S> {
   reconcile: Reconcile<T, P, S>;
   scheduler: RetryScheduler<P>;
   frames: AsyncLocalStorage<ReconcileFrame>;
@@ -71,7 +71,7 @@ export interface RunnerOptions<T, P extends ParentKey, S> {
 
 const noop = (): void => {};
 
-export class ReconcileRunner<T, P extends ParentKey, S> {
+export class ReconcileRunner<T, P extends Key, S> {
   readonly #o: RunnerOptions<T, P, S>;
   /** Every call not yet settled, by its promise (settled calls are removed as they settle). */
   readonly #calls = new Map<Promise<unknown>, Call<P>>();
@@ -249,7 +249,7 @@ function describeFingerprint(fingerprint: Fingerprint): string {
 }
 
 /** Runs reconcile so a synchronous throw becomes a rejection like an async one. */
-async function invoke<T, P extends ParentKey, S>(
+async function invoke<T, P extends Key, S>(
   reconcile: Reconcile<T, P, S>,
   key: P,
   context: ReconcileContext<T, P, S>,

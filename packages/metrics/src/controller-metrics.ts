@@ -7,11 +7,11 @@
  * Invariant: one set of instruments per registry, shared by every loop registered on it, and one
  * loop per `controller` label value on a registry — so no two loops ever write one series.
  */
-import type { LoopBinding, LoopSnapshot, ParentKey, ReconcileEndEvent, ReconcileLoopObserver } from '@reconcile-loop/loop';
+import type { LoopBinding, LoopSnapshot, ReconcileEndEvent, ReconcileLoopObserver } from '@reconcile-loop/loop';
 import { Counter, Gauge, register, type Registry } from 'prom-client';
 import { CONTROLLER_METRICS, LOOP_METRICS, WORKQUEUE_METRICS, type MetricDefinition } from './definitions.js';
 import { DuplicateControllerError, ObserverReusedError } from './errors.js';
-import { OptionsError } from '@reconcile-loop/primitives';
+import { OptionsError, type Key } from '@reconcile-loop/primitives';
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './families.js';
 
 /** Options of {@link controllerMetrics}. */
@@ -23,7 +23,7 @@ export interface ControllerMetricsOptions {
 }
 
 /** The observer {@link controllerMetrics} returns: pass it as the loop's `observer` option. */
-export interface ControllerMetricsObserver<P extends ParentKey> extends ReconcileLoopObserver<P> {
+export interface ControllerMetricsObserver<P extends Key> extends ReconcileLoopObserver<P> {
   /** The controller label value, once a loop is bound (undefined before). */
   readonly controller: string | undefined;
   /**
@@ -68,7 +68,7 @@ const RESULTS = ['success', 'error', 'requeue', 'requeue_after'] as const;
  *
  * @throws {OptionsError} for an unusable registry or controller name.
  */
-export function controllerMetrics<P extends ParentKey>(options: ControllerMetricsOptions = {}): ControllerMetricsObserver<P> {
+export function controllerMetrics<P extends Key>(options: ControllerMetricsOptions = {}): ControllerMetricsObserver<P> {
   const registry = options.registry ?? register;
   if (typeof registry?.registerMetric !== 'function' || typeof registry.metrics !== 'function') {
     throw new OptionsError('controllerMetrics', 'registry must be a prom-client Registry');

@@ -8,12 +8,6 @@ import type { BackoffPolicy } from '@reconcile-loop/primitives';
 /** Identity of one cached object, unique within one store (for Kubernetes objects `namespace/name`). */
 export type ObjectKey = string;
 
-/**
- * A key the work queue and retry scheduler dedup by value. Restricted to primitives so that
- * `Map`/`Set` equality (SameValueZero) is value equality; encode compound keys as strings.
- */
-export type ParentKey = string | number | bigint | boolean;
-
 /** The object under `key` now has this state (created or updated). */
 export interface UpsertEvent<T> {
   readonly type: 'upsert';

@@ -1,5 +1,5 @@
-import type { ObjectKey, ParentKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent } from './events.js';
-import { OptionsError, ReconcileLoopError, silentLogger, type Logger } from '@reconcile-loop/primitives';
+import type { ObjectKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent } from './events.js';
+import { OptionsError, ReconcileLoopError, silentLogger, type Logger, type Key } from '@reconcile-loop/primitives';
 
 /**
  * Maps a cached object to the parent key whose reconcile owns it (controller-runtime's
@@ -9,7 +9,7 @@ import { OptionsError, ReconcileLoopError, silentLogger, type Logger } from '@re
  * anything but a parent key (string, number, bigint, boolean), also counts as "cannot map".
  * It is called exactly once per object per event, so it may be costly but should be pure.
  */
-export type KeyMap<T, P extends ParentKey> = (object: T, key: ObjectKey) => P | undefined;
+export type KeyMap<T, P extends Key> = (object: T, key: ObjectKey) => P | undefined;
 
 /**
  * Logged (never thrown into the stream) when the key map cannot attribute an object. The object is
@@ -47,7 +47,7 @@ export class InvalidSourceEventError extends ReconcileLoopError {
 }
 
 /** Options for {@link ObjectStore}. */
-export interface ObjectStoreOptions<T, P extends ParentKey> {
+export interface ObjectStoreOptions<T, P extends Key> {
   /** Attributes each object to its parent key; see {@link KeyMap}. */
   keyMap: KeyMap<T, P>;
   /** Receives one {@link UnmappableObjectError} per unmappable object. Defaults to {@link silentLogger}. */
@@ -59,7 +59,7 @@ export interface ObjectStoreOptions<T, P extends ParentKey> {
  * return snapshots: they never change after they are returned, so a reconcile can hold one across
  * `await`s. Objects are shared, not copied: neither the store nor its readers may mutate them.
  */
-export interface ObjectStoreReader<T, P extends ParentKey> {
+export interface ObjectStoreReader<T, P extends Key> {
   /** The cached object under `key`, or `undefined`. */
   get(key: ObjectKey): T | undefined;
   /** Whether an object is cached under `key`. */
@@ -88,7 +88,7 @@ export interface ObjectStoreReader<T, P extends ParentKey> {
  * Single-threaded by construction: `apply` is synchronous, so no reader sees a half-applied event.
  * The store never mutates, copies or freezes the objects it is given; it replaces them on upsert.
  */
-export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T, P> {
+export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
   // Invariant, kept by #put and #remove (the only writers):
   //   k is cached ⇔ #parentOf.has(k), and then its object is #members.get(#parentOf.get(k)).get(k);
   //   #members.get(p).has(k) ⇒ #parentOf.get(k) === p;
@@ -298,7 +298,8 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
 
 const UNMAPPABLE: unique symbol = Symbol('unmappable');
 
-function isParentKey(value: unknown): value is ParentKey {
+/** A {@link Key}, or NaN: the store indexes parents like `Map` keys (SameValueZero), where NaN is one parent. */
+function isParentKey(value: unknown): value is Key {
   const t = typeof value;
   return t === 'string' || t === 'number' || t === 'bigint' || t === 'boolean';
 }

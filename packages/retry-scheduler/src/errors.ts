@@ -1,6 +1,6 @@
-import { ReconcileLoopError } from '@reconcile-loop/primitives';
+import { ReconcileLoopError, type Key } from '@reconcile-loop/primitives';
 
-/** Thrown for a key that is not a `RetryKey` (a guard for untyped callers). */
+/** Thrown for a key that is not a `Key` (a guard for untyped callers). */
 export class RetrySchedulerKeyError extends ReconcileLoopError {
   readonly code = 'RL_RETRY_INVALID_KEY' as const;
   /** The rejected value. */

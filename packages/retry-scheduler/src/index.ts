@@ -6,7 +6,6 @@ export {
   type ParkedKey,
   type ReleasedKey,
   type RetryBudget,
-  type RetryKey,
   type RetrySchedulerObserver,
   type RetrySchedulerOptions,
 } from './options.js';

@@ -2,12 +2,6 @@ import { OptionsError } from '@reconcile-loop/primitives';
 import type { Clock } from '@reconcile-loop/primitives';
 
 /**
- * A key the scheduler can track. Only primitives, so a `Map` finds a key's failure count and
- * retry deadline by value; a composite parent key is encoded to a string by the key map.
- */
-export type RetryKey = string | number | bigint | boolean;
-
-/**
  * What a parked key is parked *at*: a value the loop derives from the parent (its
  * `metadata.generation` by default). Primitives only, compared by value (SameValueZero), so "the
  * fingerprint changed" means the parent's spec changed, not that a new object was built.

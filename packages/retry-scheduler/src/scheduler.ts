@@ -1,4 +1,4 @@
-import { OptionsError, systemClock, type Clock } from '@reconcile-loop/primitives';
+import { OptionsError, isKey, systemClock, type Clock, type Key } from '@reconcile-loop/primitives';
 import { DeadlineTimer } from './deadlines.js';
 import { RetrySchedulerDelayError, RetrySchedulerFingerprintError, RetrySchedulerKeyError } from './errors.js';
 import {
@@ -6,7 +6,6 @@ import {
   type Fingerprint,
   type ParkedKey,
   type ReleasedKey,
-  type RetryKey,
   type RetrySchedulerObserver,
   type RetrySchedulerOptions,
   type Timing,
@@ -42,13 +41,14 @@ interface KeyState {
 
 const STOPPED: FailureOutcome = Object.freeze({ action: 'stopped' });
 
-function isRetryKey(value: unknown): value is RetryKey {
+/** A fingerprint is a primitive (NaN included: it equals itself under SameValueZero). */
+function isPrimitiveFingerprint(value: unknown): boolean {
   const t = typeof value;
   return t === 'string' || t === 'number' || t === 'bigint' || t === 'boolean';
 }
 
 function checkFingerprint(value: unknown): asserts value is Fingerprint {
-  if (value !== null && value !== undefined && !isRetryKey(value)) throw new RetrySchedulerFingerprintError(value);
+  if (value !== null && value !== undefined && !isPrimitiveFingerprint(value)) throw new RetrySchedulerFingerprintError(value);
 }
 
 /** SameValueZero, the `Map` rule: a `NaN` fingerprint equals itself. */
@@ -69,7 +69,7 @@ function same(a: Fingerprint, b: Fingerprint): boolean {
  *
  * @typeParam K - the parent key type; a primitive, so lookups are by value.
  */
-export class RetryScheduler<K extends RetryKey> {
+export class RetryScheduler<K extends Key> {
   readonly #onRetry: (key: K) => void;
   readonly #onError: ((error: unknown, key: K) => void) | undefined;
   readonly #observer: RetrySchedulerObserver<K> | undefined;
@@ -129,7 +129,7 @@ export class RetryScheduler<K extends RetryKey> {
    */
   fail(key: K, failure: Failure = {}): FailureOutcome {
     if (this.#shutdown) return STOPPED;
-    if (!isRetryKey(key)) throw new RetrySchedulerKeyError(key);
+    if (!isKey(key)) throw new RetrySchedulerKeyError(key);
     const { error, fingerprint } = failure;
     checkFingerprint(fingerprint);
     const budget = this.#timing.budget;
@@ -195,7 +195,7 @@ export class RetryScheduler<K extends RetryKey> {
    */
   requeueAfter(key: K, delayMs: number): number {
     if (this.#shutdown) return -1;
-    if (!isRetryKey(key)) throw new RetrySchedulerKeyError(key);
+    if (!isKey(key)) throw new RetrySchedulerKeyError(key);
     if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) throw new RetrySchedulerDelayError(delayMs);
     if (this.#keys.get(key)?.parkedAt !== undefined) return -1;
     const now = this.#clock.now();
@@ -244,7 +244,7 @@ export class RetryScheduler<K extends RetryKey> {
    */
   offer(key: K, fingerprint: Fingerprint): boolean {
     if (this.#shutdown) return false;
-    if (!isRetryKey(key)) throw new RetrySchedulerKeyError(key);
+    if (!isKey(key)) throw new RetrySchedulerKeyError(key);
     checkFingerprint(fingerprint);
     const state = this.#keys.get(key);
     if (state === undefined || this.#timing.budget === undefined) return true;

@@ -1,4 +1,4 @@
-import { OptionsError } from '@reconcile-loop/primitives';
+import { OptionsError, type Key } from '@reconcile-loop/primitives';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import {
@@ -6,12 +6,11 @@ import {
   DEFAULT_MAX_DELAY_MS,
   RetryScheduler,
   RetrySchedulerKeyError,
-  type RetryKey,
   type RetrySchedulerOptions,
 } from '../src/index.js';
 import { systemClock } from '@reconcile-loop/primitives';
 
-function setup<K extends RetryKey = string>(options: Partial<RetrySchedulerOptions<K>> = {}) {
+function setup<K extends Key = string>(options: Partial<RetrySchedulerOptions<K>> = {}) {
   const clock = new ManualClock(1_000);
   const fired: Array<{ key: K; at: number }> = [];
   const scheduler = new RetryScheduler<K>({

@@ -1,12 +1,11 @@
 import {
   isPermanentSourceError,
   reportsHealth,
-  type ParentKey,
   type Source,
   type SourceEvent,
   type SourceHealth,
 } from '@reconcile-loop/object-store';
-import { abortReason, silentLogger, sleep, systemClock, type Clock, type Logger } from '@reconcile-loop/primitives';
+import { abortReason, silentLogger, sleep, systemClock, type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
 import {
   DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,
   DEFAULT_SOURCE_HEALTHY_AFTER_MS,
@@ -22,7 +21,7 @@ import { validateDriverOptions } from './options.js';
  * The one store method the driver needs. `ObjectStore` satisfies it; it returns the parent keys an
  * event affected, computed after the store is updated.
  */
-export interface StoreWriter<T, P extends ParentKey> {
+export interface StoreWriter<T, P extends Key> {
   apply(event: SourceEvent<T>): ReadonlySet<P>;
 }
 
@@ -30,7 +29,7 @@ export interface StoreWriter<T, P extends ParentKey> {
 export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
 
 /** Options for {@link StreamDriver}. */
-export interface StreamDriverOptions<T, P extends ParentKey> {
+export interface StreamDriverOptions<T, P extends Key> {
   /** Where the source events come from (a reflector, an in-process registry, a test). */
   source: Source<T>;
   /** The cache every event is applied to, before anyone is notified. */
@@ -73,7 +72,7 @@ interface SyncWaiter {
  * for good on a permanent source error. The informer's `Run` / `processLoop`, with `waitForSync()` as
  * its `WaitForCacheSync` (the `SyncingSource` shape), and `health()` for probes.
  */
-export class StreamDriver<T, P extends ParentKey> {
+export class StreamDriver<T, P extends Key> {
   readonly #source: Source<T>;
   readonly #clock: Clock;
   readonly #logger: Logger;

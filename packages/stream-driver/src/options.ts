@@ -1,6 +1,6 @@
 /** Validation of {@link StreamDriverOptions}: every bad value is a typed error before anything runs. */
-import { OptionsError } from '@reconcile-loop/primitives';
-import type { ParentKey } from '@reconcile-loop/object-store';
+import { OptionsError, type Key } from '@reconcile-loop/primitives';
+
 import type { StreamDriverOptions } from './driver.js';
 
 /** Node clamps a longer timer to 1 ms, which would turn a long delay into a busy loop. */
@@ -17,10 +17,7 @@ export interface DriverSettings {
 
 type Defaults = Omit<DriverSettings, 'sourceRetryJitter'>;
 
-export function validateDriverOptions<T, P extends ParentKey>(
-  options: StreamDriverOptions<T, P>,
-  defaults: Defaults,
-): DriverSettings {
+export function validateDriverOptions<T, P extends Key>(options: StreamDriverOptions<T, P>, defaults: Defaults): DriverSettings {
   const { source, store, onAffected } = options ?? ({} as Partial<StreamDriverOptions<T, P>>);
   if (typeof source?.open !== 'function') throw new OptionsError('StreamDriver', 'source must have an open(signal) method');
   if (typeof store?.apply !== 'function') throw new OptionsError('StreamDriver', 'store must have an apply(event) method');

@@ -1,4 +1,4 @@
-import { ReconcileLoopError } from '@reconcile-loop/primitives';
+import { ReconcileLoopError, type Key } from '@reconcile-loop/primitives';
 
 /** Rejects {@link WorkQueue.get} once the queue is stopped (also a `get` that was waiting). */
 export class WorkQueueStoppedError extends ReconcileLoopError {
@@ -24,7 +24,7 @@ export class WorkQueueBusyError extends ReconcileLoopError {
   }
 }
 
-/** Thrown by {@link WorkQueue.add} for a key that is not a {@link QueueKey} (a guard for untyped callers). */
+/** Thrown by {@link WorkQueue.add} for a key that is not a {@link Key} (a guard for untyped callers). */
 export class WorkQueueKeyError extends ReconcileLoopError {
   readonly code = 'RL_QUEUE_INVALID_KEY' as const;
   /** The rejected value. */

@@ -1,4 +1,4 @@
-export { WorkQueue, type QueueKey, type WorkQueueOptions } from './work-queue.js';
+export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
 export {
   WorkQueueBusyError,
   WorkQueueDrainTimeoutError,

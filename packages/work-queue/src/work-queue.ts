@@ -1,4 +1,4 @@
-import { OptionsError, systemClock, type Clock } from '@reconcile-loop/primitives';
+import { OptionsError, isKey, systemClock, type Clock, type Key } from '@reconcile-loop/primitives';
 import {
   WorkQueueBusyError,
   WorkQueueDrainTimeoutError,
@@ -8,13 +8,6 @@ import {
 } from './errors.js';
 import { KeyFifo } from './fifo.js';
 import type { UnfinishedWork, WorkQueueHook, WorkQueueObserver } from './observer.js';
-
-/**
- * A key the queue can hold. Only primitives: a `Set` compares them by value (SameValueZero), so
- * dedup needs no key codec. Objects would compare by identity and two equal parent keys would be
- * queued twice; a composite parent key is encoded to a string by the key map instead.
- */
-export type QueueKey = string | number | bigint | boolean;
 
 /** Options for {@link WorkQueue}; every one is optional and `new WorkQueue()` is the seed's queue. */
 export interface WorkQueueOptions<K> {
@@ -35,11 +28,6 @@ export interface WorkQueueOptions<K> {
 
 /** Node clamps longer timers to 1 ms. */
 const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
-
-function isQueueKey(value: unknown): value is QueueKey {
-  const t = typeof value;
-  return t === 'string' || t === 'number' || t === 'bigint' || t === 'boolean';
-}
 
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
@@ -76,7 +64,7 @@ interface DrainWaiter {
  *
  * @typeParam K - the parent key type; a primitive, so dedup is by value.
  */
-export class WorkQueue<K extends QueueKey> {
+export class WorkQueue<K extends Key> {
   readonly #exclusive: boolean;
   readonly #observer: WorkQueueObserver<K> | undefined;
   readonly #clock: Clock;
@@ -151,7 +139,7 @@ export class WorkQueue<K extends QueueKey> {
    * @throws {@link WorkQueueKeyError} when `key` is not a string, number, bigint or boolean.
    */
   add(key: K): void {
-    if (!isQueueKey(key)) throw new WorkQueueKeyError(key);
+    if (!isKey(key)) throw new WorkQueueKeyError(key);
     if (this.#stopped || this.#queue.has(key)) return;
     const observed = this.#observer !== undefined;
     if (this.#exclusive && this.#processing.has(key)) {
