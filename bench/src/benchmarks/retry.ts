@@ -45,7 +45,7 @@ async function oneRun(
   let fired = 0;
   const scheduler = new RetryScheduler<string>({
     clock,
-    baseDelayMs,
+    backoff: { initialMs: baseDelayMs, maxMs: 1_000_000 },
     onRetry: (key) => {
       lateness.push(clock.now() - deadlines.get(key)!);
       fired++;

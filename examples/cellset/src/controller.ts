@@ -167,7 +167,6 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
     logger,
     ...(options.clock !== undefined && { clock: options.clock }),
     ...(options.leaderGate !== undefined && { leaderGate: options.leaderGate }),
-    ...(options.sourceRetryDelayMs !== undefined && { sourceRetryDelayMs: options.sourceRetryDelayMs }),
     ...(options.syncTimeoutMs !== undefined && { syncTimeoutMs: options.syncTimeoutMs }),
     ...(options.onError !== undefined && { onError: options.onError }),
   });

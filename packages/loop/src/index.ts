@@ -34,7 +34,7 @@ export type {
   LoopSnapshot,
   SourceSnapshot,
 } from './observer.js';
-export { LEADERSHIP_RETRY_MS, LEADERSHIP_RETRY_MAX_MS, type LeaderGate } from './leadership.js';
+export { LEADERSHIP_RETRY, type LeaderGate } from './leadership.js';
 export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
 export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
 export {
@@ -55,12 +55,11 @@ export {
 // a reconcile sees, plus ManualClock for testing a controller without real time.
 export {
   InProcessSource,
-  DEFAULT_SOURCE_RETRY_DELAY_MS,
-  DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,
-  DEFAULT_SOURCE_HEALTHY_AFTER_MS,
+  type InProcessSourceOptions,
   type StreamDriverHealth,
 } from '@reconcile-loop/stream-driver';
 export {
+  DEFAULT_SOURCE_RETRY,
   upsertEvent,
   deleteEvent,
   replaceEvent,
@@ -85,4 +84,5 @@ export {
   type Logger,
   type Clock,
   type Key,
+  type BackoffPolicy,
 } from '@reconcile-loop/primitives';

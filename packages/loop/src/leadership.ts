@@ -9,7 +9,7 @@
  * `@reconcile-loop/leader-election` (its `LeadershipGate`) satisfies it as is.
  */
 import { setMaxListeners } from 'node:events';
-import { OptionsError, raceAbort, type Clock, type Logger } from '@reconcile-loop/primitives';
+import { Backoff, OptionsError, raceAbort, type BackoffPolicy, type Clock, type Logger } from '@reconcile-loop/primitives';
 import { LeadershipEndedError, LoopStoppedError } from './errors.js';
 
 /**
@@ -31,9 +31,12 @@ export interface LeaderGate {
   track?(work: Promise<unknown>): void;
 }
 
-/** After a failed or empty `waitForLeadership`, ask again after this long, doubling up to the cap. */
-export const LEADERSHIP_RETRY_MS = 1_000;
-export const LEADERSHIP_RETRY_MAX_MS = 30_000;
+/**
+ * After a failed or empty `waitForLeadership`, ask again after 1 s, doubling up to 30 s; a term that
+ * begins resets it. The same shape as a source's default retry: a stopped elector is asked about as
+ * often as a dead stream is reopened.
+ */
+export const LEADERSHIP_RETRY: BackoffPolicy = Object.freeze({ initialMs: 1_000, maxMs: 30_000 });
 
 interface Term {
   readonly controller: AbortController;
@@ -88,27 +91,26 @@ export class Leadership {
    */
   async run(signal: AbortSignal): Promise<void> {
     const { gate, logger } = this.#o;
-    let retryMs = LEADERSHIP_RETRY_MS;
+    const backoff = new Backoff(LEADERSHIP_RETRY);
     while (!signal.aborted) {
       let termSignal: AbortSignal | void;
       try {
         termSignal = await raceAbort(gate.waitForLeadership(signal), signal);
       } catch (error) {
         if (signal.aborted) break;
-        logger.error({ err: error, retryInMs: retryMs }, 'waiting for leadership failed; asking again after a delay');
-        if (!(await this.#sleep(retryMs, signal))) break;
-        retryMs = Math.min(2 * retryMs, LEADERSHIP_RETRY_MAX_MS);
+        const retryInMs = backoff.next();
+        logger.error({ err: error, retryInMs }, 'waiting for leadership failed; asking again after a delay');
+        if (!(await this.#sleep(retryInMs, signal))) break;
         continue;
       }
       if (signal.aborted) break;
       if (termSignal?.aborted || !this.#isLeader()) {
         // A term over before it began (or a gate that resolves without leading): no busy loop.
         logger.debug({}, 'leadership ended before the term began; waiting again');
-        if (!(await this.#sleep(retryMs, signal))) break;
-        retryMs = Math.min(2 * retryMs, LEADERSHIP_RETRY_MAX_MS);
+        if (!(await this.#sleep(backoff.next(), signal))) break;
         continue;
       }
-      retryMs = LEADERSHIP_RETRY_MS;
+      backoff.reset();
       const ended = this.#begin(termSignal ?? undefined, signal);
       await ended;
     }

@@ -84,7 +84,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       clock: this.#clock,
       onError: (error) => this.#logger.error({ err: error }, 'work queue hook failed'),
     });
-    const { baseDelayMs, maxDelayMs, budget } = options.retry ?? {};
+    const { backoff, budget } = options.retry ?? {};
     try {
       this.#scheduler = new RetryScheduler<P>({
         onRetry: (key) => this.#queue.add(key),
@@ -96,9 +96,8 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
             this.#logger.info({ parentKey: String(key), reason }, 'parked parent key released');
           },
         }),
-        ...(baseDelayMs !== undefined && { baseDelayMs }),
-        ...(maxDelayMs !== undefined && { maxDelayMs }),
-        ...(budget !== undefined && { budget: { delaysMs: [...budget.delaysMs] } }),
+        backoff,
+        budget: budget === undefined ? undefined : { delaysMs: [...budget.delaysMs] },
       });
     } catch (error) {
       throw new OptionsError('ReconcileLoop', `retry: ${(error as Error).message}`, { cause: error });

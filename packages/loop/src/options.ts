@@ -1,8 +1,15 @@
 /** The loop's options, their defaults, and their validation (every bad value is a typed error). */
-import { OptionsError } from '@reconcile-loop/primitives';
 import type { KeyMap, Source } from '@reconcile-loop/object-store';
-import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
-import type { Fingerprint } from '@reconcile-loop/retry-scheduler';
+import {
+  MAX_TIMER_MS,
+  OptionsError,
+  checkBackoffPolicy,
+  type BackoffPolicy,
+  type Clock,
+  type Key,
+  type Logger,
+} from '@reconcile-loop/primitives';
+import type { Fingerprint, RetryBudget } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile } from './context.js';
 import type { UpdateFilter } from './filters.js';
 import { validateLeaderGate, type LeaderGate } from './leadership.js';
@@ -17,25 +24,23 @@ export const DEFAULT_SYNC_TIMEOUT_MS = 2 * 60 * 1000;
 /** controller-runtime's `GracefulShutdownTimeout` default: `stop()` waits at most 30 s for running work. */
 export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 30 * 1000;
 
-/** Node clamps a longer timer to 1 ms, which would turn a long period into a busy loop. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /** Upper bound of `concurrency`: more workers than this only add contention on one event loop. */
 export const MAX_CONCURRENCY = 1024;
 
 /** Per-parent-key exponential backoff after a failed reconcile, or an opt-in finite retry budget. */
 export interface RetryOptions {
-  /** Delay after the first failure; doubles per further failure. Default: the retry scheduler's (100 ms). */
-  baseDelayMs?: number;
-  /** Cap on the delay. Default: the retry scheduler's (1000 s). */
-  maxDelayMs?: number;
+  /**
+   * The backoff of a key's consecutive failed reconciles (primitives' `BackoffPolicy`). Default: the
+   * retry scheduler's `DEFAULT_RETRY_BACKOFF` (100 ms doubling to 1000 s). Excludes `budget`.
+   */
+  backoff?: BackoffPolicy | undefined;
   /**
    * Opt-in retry budget (seed 004's dead-letter): the delays of the retries after the 1st, 2nd, …
    * failure, e.g. `[0, 1000, 5000, 30000]`. The failure after the last step parks the parent key:
    * no backoff, resync, requeue or event runs it again until its fingerprint (see `fingerprint`)
-   * changes or `loop.release(key)` is called. Excludes `baseDelayMs` / `maxDelayMs`.
+   * changes or `loop.release(key)` is called. Excludes `backoff`.
    */
-  budget?: { delaysMs: readonly number[] };
+  budget?: RetryBudget | undefined;
 }
 
 /**
@@ -119,12 +124,6 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
   resyncPeriodMs?: number;
   /** Backoff for failed reconciles. */
   retry?: RetryOptions;
-  /** Outer retry: the first reopen of a source stream that ended or failed waits this long, doubling per failure. Default 1000 ms. */
-  sourceRetryDelayMs?: number;
-  /** Cap of the outer retry. Default 30 000 ms. */
-  maxSourceRetryDelayMs?: number;
-  /** A stream that listed and stayed open this long resets the outer retry. Default 120 000 ms. */
-  sourceHealthyAfterMs?: number;
   /**
    * `start()` rejects with `SyncTimeoutError` (its `cause` the source's last error) when the first
    * replace takes longer. Default {@link DEFAULT_SYNC_TIMEOUT_MS} (2 min, controller-runtime's
@@ -197,9 +196,6 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
     throw new OptionsError('ReconcileLoop', 'name must be a non-empty string');
   if (options.observer !== undefined && (options.observer === null || typeof options.observer !== 'object'))
     throw new OptionsError('ReconcileLoop', 'observer must be an object');
-  for (const name of ['sourceRetryDelayMs', 'maxSourceRetryDelayMs', 'sourceHealthyAfterMs'] as const) {
-    if (options[name] !== undefined) duration(name, options[name], true);
-  }
   validateSecondaries(source, options.secondary as Record<string, SecondarySource<unknown, P>> | undefined);
   for (const name of ['updateFilter', 'fingerprint'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function')
@@ -213,24 +209,19 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
       `concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, got ${String(options.concurrency)}`,
     );
   }
-  const { baseDelayMs, maxDelayMs, budget } = options.retry ?? {};
+  const { backoff, budget } = options.retry ?? {};
   if (budget !== undefined) {
-    if (baseDelayMs !== undefined || maxDelayMs !== undefined) {
-      throw new OptionsError(
-        'ReconcileLoop',
-        'retry.budget replaces retry.baseDelayMs / retry.maxDelayMs; give one or the other',
-      );
+    if (backoff !== undefined) {
+      throw new OptionsError('ReconcileLoop', 'retry.budget replaces retry.backoff; give one or the other');
     }
     const delays: unknown = budget?.delaysMs;
     if (!Array.isArray(delays)) throw new OptionsError('ReconcileLoop', 'retry.budget.delaysMs must be an array of delays in ms');
     delays.forEach((d: unknown, i) => duration(`retry.budget.delaysMs[${i}]`, d, true));
   }
-  if (baseDelayMs !== undefined) duration('retry.baseDelayMs', baseDelayMs, true);
-  if (
-    maxDelayMs !== undefined &&
-    (typeof maxDelayMs !== 'number' || Number.isNaN(maxDelayMs) || maxDelayMs < (baseDelayMs ?? 0))
-  ) {
-    throw new OptionsError('ReconcileLoop', `retry.maxDelayMs must be a number >= retry.baseDelayMs, got ${String(maxDelayMs)}`);
+  if (backoff !== undefined) {
+    if (backoff === null || typeof backoff !== 'object')
+      throw new OptionsError('ReconcileLoop', 'retry.backoff must be a BackoffPolicy');
+    checkBackoffPolicy(backoff, 'ReconcileLoop', 'retry.backoff');
   }
   const limits = options.health ?? {};
   const health = { ...DEFAULT_HEALTH_LIMITS };
@@ -286,7 +277,7 @@ function validateSecondaries<P extends Key>(
   }
 }
 
-/** A delay in ms: finite, within Node's timer range; `Infinity` only where it means "no limit". */
+/** A delay in ms: finite, at most primitives' `MAX_TIMER_MS`; `Infinity` only where it means "no limit". */
 export function duration(name: string, value: unknown, zeroAllowed: boolean, infinityAllowed = false): number {
   if (infinityAllowed && value === Infinity) return Infinity;
   if (

@@ -6,7 +6,7 @@
  */
 import type { AsyncLocalStorage } from 'node:async_hooks';
 
-import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
+import { MAX_TIMER_MS, type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
 import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile, ReconcileContext, ReconcileResult } from './context.js';
 import {
@@ -16,7 +16,6 @@ import {
   ReconcileTimeoutError,
   isTerminalError,
 } from './errors.js';
-import { MAX_TIMER_MS } from './options.js';
 import type { ReconcileOutcome, RunnerHooks } from './observer.js';
 
 /** Marks the async context of one reconcile call, so `stop()` can tell it is being called from one. */

@@ -47,13 +47,8 @@ export interface WiringContext<P extends Key> {
 /** Builds one stream driver and store per source. Options were validated before. */
 export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T, P, S>, ctx: WiringContext<P>): Wiring<T, P, S> {
   const { clock, logger } = ctx;
-  const driverOptions = {
-    ...(options.sourceRetryDelayMs !== undefined && { sourceRetryDelayMs: options.sourceRetryDelayMs }),
-    ...(options.maxSourceRetryDelayMs !== undefined && { maxSourceRetryDelayMs: options.maxSourceRetryDelayMs }),
-    ...(options.sourceHealthyAfterMs !== undefined && { sourceHealthyAfterMs: options.sourceHealthyAfterMs }),
-    clock,
-    logger,
-  };
+  // A source's reopen backoff is its own `retry` (object-store's Source.retry), read by the driver.
+  const driverOptions = { clock, logger };
   const wire = <U>(
     source: ReconcileLoopOptions<U, P>['source'],
     store: StoreWriter<U, P>,

@@ -527,7 +527,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       loop: {
         hang: (pool) => pool === 'engines',
         reconcileTimeoutMs: 300,
-        retry: { baseDelayMs: 60_000 },
+        retry: { backoff: { initialMs: 60_000, maxMs: 1_000_000 } },
         health: { reconcileStuckMs: 100 },
       },
     });

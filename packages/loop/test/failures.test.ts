@@ -100,7 +100,7 @@ describe('start() always settles', () => {
 
   it('[loop: start always settles] without a source report the cause is the last stream failure; Infinity waits forever', async () => {
     const source = new ControlledSource<Cell>();
-    const { clock, loop } = make(source, { syncTimeoutMs: 10_000, sourceRetryDelayMs: 1_000 });
+    const { clock, loop } = make(source, { syncTimeoutMs: 10_000 });
     const starting = outcome(loop.start());
     await settle();
     const dropped = new Error('connection reset');

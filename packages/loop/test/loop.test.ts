@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '@reconcile-loop/primitives';
+import { ManualClock, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
   DEFAULT_RESYNC_PERIOD_MS,
@@ -28,12 +28,18 @@ interface Call {
 
 type Body = (key: string, ctx: ReconcileContext<Cell, string>) => void | Promise<void>;
 
-function harness(options: Partial<ReconcileLoopOptions<Cell, string>> & { body?: Body; initial?: Array<[string, Cell]> } = {}) {
+function harness(
+  options: Partial<ReconcileLoopOptions<Cell, string>> & {
+    body?: Body;
+    initial?: Array<[string, Cell]>;
+    sourceRetry?: BackoffPolicy;
+  } = {},
+) {
   const clock = new ManualClock();
   const logger = recordingLogger();
-  const registry = new InProcessSource<Cell>('cells', options.initial ?? []);
+  const registry = new InProcessSource<Cell>('cells', options.initial ?? [], { retry: options.sourceRetry });
   const calls: Call[] = [];
-  const { body, initial: _initial, ...rest } = options;
+  const { body, initial: _initial, sourceRetry: _retry, ...rest } = options;
   const loop = new ReconcileLoop<Cell, string>({
     source: registry,
     keyMap: (c) => c.pool,
@@ -179,7 +185,7 @@ describe('ReconcileLoop', () => {
   it('[retry_scheduler: Delaying queue on earliest readyAt] a reconcile that throws is retried with exponential backoff; success forgets the backoff', async () => {
     let failuresLeft = 3;
     const { clock, registry, calls, loop, logger } = harness({
-      retry: { baseDelayMs: 100, maxDelayMs: 10_000 },
+      retry: { backoff: { initialMs: 100, maxMs: 10_000 } },
       initial: [['a', cell('p1')]],
       body: async () => {
         if (failuresLeft === 0) return;
@@ -247,9 +253,9 @@ describe('ReconcileLoop', () => {
     await loop.stop();
   });
 
-  it('[source_stream_driver: Retry inside vs outside the stream] a dead stream is reopened after sourceRetryDelayMs and its relist re-drives a deletion missed meanwhile', async () => {
+  it('[source_stream_driver: Retry inside vs outside the stream] a dead stream is reopened after source.retry.initialMs and its relist re-drives a deletion missed meanwhile', async () => {
     const { clock, registry, calls, loop, logger } = harness({
-      sourceRetryDelayMs: 2_000,
+      sourceRetry: { initialMs: 2_000, maxMs: 30_000 },
       initial: [
         ['a', cell('p1')],
         ['b', cell('p2')],
@@ -463,7 +469,7 @@ describe('ReconcileLoop', () => {
     let unhang: (() => void) | undefined;
     const { clock, calls, loop, logger } = harness({
       reconcileTimeoutMs: 1_000,
-      retry: { baseDelayMs: 500 },
+      retry: { backoff: { initialMs: 500, maxMs: 1_000_000 } },
       initial: [
         ['a', cell('p1')],
         ['b', cell('p2')],
@@ -609,8 +615,8 @@ describe('ReconcileLoop', () => {
       { resyncPeriodMs: Number.NaN },
       { syncTimeoutMs: 0 },
       { reconcileTimeoutMs: Infinity },
-      { sourceRetryDelayMs: -5 },
-      { retry: { baseDelayMs: 100, maxDelayMs: 10 } },
+      { retry: { backoff: { initialMs: -5, maxMs: 10 } } },
+      { retry: { backoff: { initialMs: 100, maxMs: 10 } } },
       { reconcile: undefined as never },
       { keyMap: 'pool' as never },
       { source: {} as never },

@@ -1,7 +1,6 @@
 export { RetryScheduler, type Failure, type FailureOutcome } from './scheduler.js';
 export {
-  DEFAULT_BASE_DELAY_MS,
-  DEFAULT_MAX_DELAY_MS,
+  DEFAULT_RETRY_BACKOFF,
   type Fingerprint,
   type ParkedKey,
   type ReleasedKey,

@@ -1,4 +1,4 @@
-import { OptionsError, isKey, systemClock, type Clock, type Key } from '@reconcile-loop/primitives';
+import { OptionsError, backoffDelay, isKey, systemClock, type Clock, type Key } from '@reconcile-loop/primitives';
 import { DeadlineTimer } from './deadlines.js';
 import { RetrySchedulerDelayError, RetrySchedulerFingerprintError, RetrySchedulerKeyError } from './errors.js';
 import {
@@ -85,9 +85,9 @@ export class RetryScheduler<K extends Key> {
   /**
    * Creates an idle scheduler. Touches no timer: the first one is armed by the first deadline.
    *
-   * @throws {@link OptionsError} when `onRetry` is not a function, `baseDelayMs` is not a
-   * finite number ≥ 0, `maxDelayMs` is below `baseDelayMs`, `budget.delaysMs` is not an array of
-   * finite numbers ≥ 0, or `budget` is combined with `baseDelayMs`/`maxDelayMs`.
+   * @throws {@link OptionsError} when `onRetry` is not a function, `backoff` is not a usable
+   * `BackoffPolicy`, `budget.delaysMs` is not an array of finite numbers ≥ 0, or `budget` is
+   * combined with `backoff`.
    */
   constructor(options: RetrySchedulerOptions<K>) {
     const { onRetry, onError, observer } = options;
@@ -119,8 +119,8 @@ export class RetryScheduler<K extends Key> {
   /**
    * Records a failure — the reconcile threw — and schedules its retry, replacing any pending
    * deadline, requeue-after included (latest wins; an error wins over a requeue).
-   * Without a budget the delay is `baseDelayMs · 2^(failures−1)`, capped at `maxDelayMs`, and the
-   * key never parks. With a budget the delay is `delaysMs[failures−1]`; a failure at a fingerprint
+   * Without a budget the delay is the `backoff` policy's for `failures` (primitives' `backoffDelay`:
+   * `initialMs · factor^(failures−1)`, capped at `maxMs`), and the key never parks. With a budget the delay is `delaysMs[failures−1]`; a failure at a fingerprint
    * other than the one earlier failures were counted at restarts the count at 1, and the failure
    * after the last step parks the key. A failure of a parked key at its parked fingerprint only
    * updates `failures`/`lastError`; at another fingerprint it releases the key and counts as its first.
@@ -162,11 +162,7 @@ export class RetryScheduler<K extends Key> {
       this.#notify(key, (o) => o.onPark?.(parked));
       return { action: 'parked', failures };
     }
-    const { baseDelayMs, maxDelayMs } = this.#timing;
-    const delayMs =
-      budget !== undefined
-        ? (budget[failures - 1] as number)
-        : Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(failures - 1, 1023));
+    const delayMs = budget !== undefined ? (budget[failures - 1] as number) : backoffDelay(this.#timing.backoff, failures);
     state.kind = 'retry';
     this.#timer.set(key, now + delayMs);
     this.#notify(key, (o) => o.onFailure?.({ key, failures, delayMs, at: now, error }));

@@ -168,7 +168,7 @@ describe('RetryScheduler retry budget', () => {
     for (const budget of [{ delaysMs: [-1] }, { delaysMs: [Number.NaN] }, { delaysMs: 'x' }, {}, null]) {
       expect(() => new RetryScheduler({ onRetry, budget: budget as never })).toThrow(OptionsError);
     }
-    expect(() => new RetryScheduler({ onRetry, budget: { delaysMs: [1] }, baseDelayMs: 5 })).toThrow(
+    expect(() => new RetryScheduler({ onRetry, budget: { delaysMs: [1] }, backoff: { initialMs: 5, maxMs: 5 } })).toThrow(
       expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
     expect(() => new RetryScheduler({ onRetry, observer: 5 as never })).toThrow(OptionsError);

@@ -57,7 +57,7 @@ describe('RetryScheduler at scale', () => {
       maxLength = Math.max(maxLength, this.length);
     });
     const clock = new ManualClock(0);
-    const scheduler = new RetryScheduler<number>({ onRetry: () => {}, clock, maxDelayMs: 100 });
+    const scheduler = new RetryScheduler<number>({ onRetry: () => {}, clock, backoff: { initialMs: 100, maxMs: 100 } });
     // One key rescheduled 10,000 times: lazy deletion alone would keep 10,000 entries.
     for (let i = 0; i < 10_000; i++) scheduler.schedule(1);
     expect(maxLength).toBeLessThanOrEqual(130);
@@ -71,7 +71,11 @@ describe('RetryScheduler at scale', () => {
   it('[retry_scheduler: one exact timer] 10,000 keys fire in deadline order, then scheduling order, with one timer at a time', () => {
     const clock = new ManualClock(0);
     const fired: number[] = [];
-    const scheduler = new RetryScheduler<number>({ onRetry: (k) => fired.push(k), clock, baseDelayMs: 1, maxDelayMs: 1 << 12 });
+    const scheduler = new RetryScheduler<number>({
+      onRetry: (k) => fired.push(k),
+      clock,
+      backoff: { initialMs: 1, maxMs: 1 << 12 },
+    });
     // Deterministic shuffle of failure counts so deadlines interleave with scheduling order.
     const expected: Array<{ key: number; deadline: number; seq: number }> = [];
     let seq = 0;

@@ -87,8 +87,7 @@ describe('RetryScheduler properties', () => {
         let shut = false;
         const scheduler: RetryScheduler<Key> = new RetryScheduler<Key>({
           clock,
-          baseDelayMs: BASE,
-          maxDelayMs: MAX,
+          backoff: { initialMs: BASE, maxMs: MAX },
           onRetry: (key) => {
             expect(shut).toBe(false);
             expect(live.get(key)).toBe(clock.now());

@@ -1,4 +1,4 @@
-import { OptionsError, isKey, systemClock, type Clock, type Key } from '@reconcile-loop/primitives';
+import { MAX_TIMER_MS, OptionsError, abortReason, isKey, systemClock, type Clock, type Key } from '@reconcile-loop/primitives';
 import {
   WorkQueueBusyError,
   WorkQueueDrainTimeoutError,
@@ -24,13 +24,6 @@ export interface WorkQueueOptions<K> {
   clock?: Clock;
   /** Receives what an observer hook threw. Without it such errors are dropped; a throwing `onError` is ignored. */
   onError?: (error: unknown, hook: WorkQueueHook) => void;
-}
-
-/** Node clamps longer timers to 1 ms. */
-const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
 interface Waiter<K> {
@@ -284,11 +277,11 @@ export class WorkQueue<K extends Key> {
    * @throws (as a rejection) {@link OptionsError} for a bad `timeoutMs`; the queue is then not stopped.
    */
   drain(timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMER_DELAY_MS) {
+    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMER_MS) {
       return Promise.reject(
         new OptionsError(
           'WorkQueue',
-          `drain timeoutMs must be a finite number in [0, ${MAX_TIMER_DELAY_MS}]; got ${String(timeoutMs)}`,
+          `drain timeoutMs must be a finite number in [0, ${MAX_TIMER_MS}]; got ${String(timeoutMs)}`,
         ),
       );
     }
