@@ -11,7 +11,7 @@ import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOpt
 import { Dispatcher } from './dispatch.js';
 import { Expectations } from './expectations.js';
 import { Leadership } from './leadership.js';
-import { ReconcileRunner, type ReconcileFrame } from './runner.js';
+import { ReconcileRunner, type ReconcileScope } from './runner.js';
 import { wireSources, type WiredSource, type Wiring } from './sources.js';
 import { bindObserver, controllerName, retryObserver, runnerHooks } from './observer.js';
 
@@ -62,7 +62,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   readonly #leadership: Leadership | undefined;
   /** Aborted by `stop()`: ends the drivers, waiting `get`s, the sync wait and in-flight reconciles. */
   readonly #controller = new AbortController();
-  readonly #frames = new AsyncLocalStorage<ReconcileFrame>();
+  readonly #scopes = new AsyncLocalStorage<ReconcileScope>();
   #state: ReconcileLoopState = 'idle';
   #startedAt: number | undefined;
   /** The failure that ended the loop (never a plain stop). */
@@ -79,7 +79,6 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
     this.#queue = new WorkQueue<P>({
-      exclusive: true,
       ...(options.observer?.queue !== undefined && { observer: options.observer.queue }),
       clock: this.#clock,
       onError: (error) => this.#logger.error({ err: error }, 'work queue hook failed'),
@@ -123,7 +122,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#runner = new ReconcileRunner<T, P, S>({
       reconcile: options.reconcile as Reconcile<T, P, S>,
       scheduler: this.#scheduler,
-      frames: this.#frames,
+      scopes: this.#scopes,
       reconcileTimeoutMs: this.#settings.reconcileTimeoutMs,
       clock: this.#clock,
       logger: this.#logger,
@@ -243,9 +242,9 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   stop(options: StopOptions = {}): Promise<StopReport<P>> {
     const graceMs =
       options.graceMs === undefined ? this.#settings.gracefulShutdownTimeoutMs : duration('graceMs', options.graceMs, true, true);
-    const frame = this.#frames.getStore();
+    const scope = this.#scopes.getStore();
     const stopping = this.#beginStop(graceMs);
-    if (frame?.active) {
+    if (scope?.active) {
       const refused = Promise.reject(new StopInsideReconcileError());
       refused.catch(noop);
       return refused;

@@ -19,7 +19,7 @@ import {
 import type { ReconcileOutcome, RunnerHooks } from './observer.js';
 
 /** Marks the async context of one reconcile call, so `stop()` can tell it is being called from one. */
-export interface ReconcileFrame {
+export interface ReconcileScope {
   /** True while the worker is still waiting for this call. */
   active: boolean;
 }
@@ -60,7 +60,7 @@ interface Call<P extends Key> {
 export interface RunnerOptions<T, P extends Key, S> {
   reconcile: Reconcile<T, P, S>;
   scheduler: RetryScheduler<P>;
-  frames: AsyncLocalStorage<ReconcileFrame>;
+  scopes: AsyncLocalStorage<ReconcileScope>;
   reconcileTimeoutMs: number | undefined;
   clock: Clock;
   logger: Logger;
@@ -122,8 +122,8 @@ export class ReconcileRunner<T, P extends Key, S> {
   ): Promise<void> {
     const { clock, logger } = this.#o;
     const parentKey = String(key);
-    const frame: ReconcileFrame = { active: true };
-    const call = this.#o.frames.run(frame, () => invoke(this.#o.reconcile, key, context));
+    const scope: ReconcileScope = { active: true };
+    const call = this.#o.scopes.run(scope, () => invoke(this.#o.reconcile, key, context));
     const record: Call<P> = { parentKey: key, startedAt: clock.now(), timedOut: false };
     this.#calls.set(call, record);
     this.#o.observer?.start(key, record.startedAt);
@@ -160,7 +160,7 @@ export class ReconcileRunner<T, P extends Key, S> {
     } catch (error) {
       outcome = this.#failed(key, error, fingerprint, controller.signal);
     } finally {
-      frame.active = false;
+      scope.active = false;
       if (timer !== undefined) clock.clearTimeout(timer);
     }
     const observer = this.#o.observer;

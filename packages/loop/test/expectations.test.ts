@@ -3,14 +3,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
-import {
-  DEFAULT_EXPECTATIONS_TTL_MS,
-  ReconcileLoop,
-  replaceEvent,
-  type ObjectKey,
-  type ReconcileContext,
-  type SourceEvent,
-} from '../src/index.js';
+import { ReconcileLoop, replaceEvent, type ObjectKey, type ReconcileContext, type SourceEvent } from '../src/index.js';
+import { DEFAULT_EXPECTATIONS_TTL_MS } from '../src/expectations.js';
 import { NS, podOf, setOf, type CocoonSet, type Pod } from './controller-fixtures.js';
 
 /** ControlledSource is always named "controlled"; a loop needs distinct source names. */

@@ -27,7 +27,6 @@ import { httpGet, recordingLogger, scaledClock, serveOnLoopback, within as withi
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
-  DEFAULT_SYNC_TIMEOUT_MS,
   ReconcileLoop,
   healthHandler,
   type LoopHealth,
@@ -36,6 +35,7 @@ import {
   type Source,
   type SourceEvent,
 } from '../src/index.js';
+import { DEFAULT_SYNC_TIMEOUT_MS } from '../src/options.js';
 
 const SECOND_MS = 50;
 const WAIT_MS = 5_000;

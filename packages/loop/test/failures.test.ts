@@ -7,8 +7,6 @@ import { type SourceHealth } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
-  DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
-  DEFAULT_SYNC_TIMEOUT_MS,
   InProcessSource,
   ReconcileLoop,
   describeError,
@@ -16,6 +14,7 @@ import {
   upsertEvent,
   type ReconcileLoopOptions,
 } from '../src/index.js';
+import { DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS, DEFAULT_SYNC_TIMEOUT_MS } from '../src/options.js';
 
 interface Cell {
   pool: string;

@@ -4,7 +4,6 @@ import { type SourceHealth } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, settle } from '@reconcile-loop/test-support';
 import {
-  DEFAULT_HEALTH_LIMITS,
   InProcessSource,
   ReconcileLoop,
   replaceEvent,
@@ -13,6 +12,7 @@ import {
   type ReconcileLoopOptions,
   type SourceStatus,
 } from '../src/index.js';
+import { DEFAULT_HEALTH_LIMITS } from '../src/options.js';
 
 interface Cell {
   pool: string;

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
-  DEFAULT_RESYNC_PERIOD_MS,
   InProcessSource,
   ReconcileLoop,
   replaceEvent,
@@ -10,6 +9,7 @@ import {
   type ReconcileContext,
   type ReconcileLoopOptions,
 } from '../src/index.js';
+import { DEFAULT_RESYNC_PERIOD_MS } from '../src/options.js';
 
 interface Cell {
   pool: string | undefined;

@@ -1,4 +1,7 @@
+/** @reconcile-loop/retry-scheduler: per-key retry and requeue deadlines on one timer, with an opt-in retry budget. */
+// The scheduler and what a failure records and returns.
 export { RetryScheduler, type Failure, type FailureOutcome } from './scheduler.js';
+// Options: the backoff, the budget, the observer; parked and released keys.
 export {
   DEFAULT_RETRY_BACKOFF,
   type Fingerprint,
@@ -8,6 +11,7 @@ export {
   type RetrySchedulerObserver,
   type RetrySchedulerOptions,
 } from './options.js';
+// Errors (all extend primitives' ReconcileLoopError).
 export {
   RetrySchedulerDelayError,
   RetrySchedulerFingerprintError,

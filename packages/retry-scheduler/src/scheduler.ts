@@ -57,7 +57,7 @@ function same(a: Fingerprint, b: Fingerprint): boolean {
 }
 
 /**
- * Per-key retry and requeue deadlines on one timer. A failure (`fail`, or `schedule`) counts and
+ * Per-key retry and requeue deadlines on one timer. A failure (`fail`) counts and
  * sets a *retry* deadline by backoff, replacing whatever was pending (latest wins; an error wins
  * over a requeue). A success with a timed re-check (`requeueAfter`) resets the count and sets a
  * *requeue* deadline; against a pending requeue the earliest wins, and it replaces a pending retry.
@@ -167,17 +167,6 @@ export class RetryScheduler<K extends Key> {
     this.#timer.set(key, now + delayMs);
     this.#notify(key, (o) => o.onFailure?.({ key, failures, delayMs, at: now, error }));
     return { action: 'retry', delayMs, failures };
-  }
-
-  /**
-   * The seed's failure call: `fail(key)` without an error or fingerprint, reduced to a number.
-   *
-   * @returns the retry delay in ms, or `-1` after shutdown or when the key is parked.
-   * @throws {@link RetrySchedulerKeyError} when `key` is not a string, number, bigint or boolean.
-   */
-  schedule(key: K): number {
-    const outcome = this.fail(key);
-    return outcome.action === 'retry' ? outcome.delayMs : -1;
   }
 
   /**

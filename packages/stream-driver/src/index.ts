@@ -1,3 +1,5 @@
+/** @reconcile-loop/stream-driver: pumps a source's stream into a store, reopening it after the source's own retry. */
+// The driver, its options and its health.
 export {
   StreamDriver,
   DEFAULT_CLOSE_TIMEOUT_MS,
@@ -6,7 +8,9 @@ export {
   type StoreWriter,
 } from './driver.js';
 export type { StreamDriverHealth } from './driver-health.js';
+// The in-process source.
 export { InProcessSource, type InProcessSourceOptions } from './in-process-source.js';
+// Errors (all extend primitives' ReconcileLoopError) and a guard.
 export {
   StreamDriverAlreadyRunError,
   StreamDriverStoppedError,

@@ -13,17 +13,6 @@ export function isQueueStopped(error: unknown): error is WorkQueueStoppedError {
   return error instanceof WorkQueueStoppedError;
 }
 
-/**
- * Rejects a second {@link WorkQueue.get} while another one is still waiting, in the default
- * single-consumer mode. An `exclusive` queue accepts any number of waiting consumers instead.
- */
-export class WorkQueueBusyError extends ReconcileLoopError {
-  readonly code = 'RL_QUEUE_BUSY' as const;
-  constructor() {
-    super('work queue already has a waiting consumer; it supports exactly one (use { exclusive: true } for several)');
-  }
-}
-
 /** Thrown by {@link WorkQueue.add} for a key that is not a {@link Key} (a guard for untyped callers). */
 export class WorkQueueKeyError extends ReconcileLoopError {
   readonly code = 'RL_QUEUE_INVALID_KEY' as const;
@@ -36,7 +25,7 @@ export class WorkQueueKeyError extends ReconcileLoopError {
 }
 
 /**
- * Thrown by {@link WorkQueue.done} on an `exclusive` queue for a key no consumer holds: a second
+ * Thrown by {@link WorkQueue.done} for a key no consumer holds: a second
  * `done` for one `get`, or a key that was never handed out. Releasing a key twice would let two
  * consumers hold it at once, so the mistake is loud.
  */
