@@ -118,7 +118,7 @@ export function createSimulation(options: SimulationOptions): Simulation {
     print: options.print,
     clock,
     syncTimeoutMs: 5_000,
-    ...(options.logger !== undefined && { logger: options.logger }),
+    logger: options.logger,
   });
   const run = async (): Promise<void> => {
     const startedAt = clock.now();

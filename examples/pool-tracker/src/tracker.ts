@@ -72,9 +72,9 @@ export function createPoolTracker(options: PoolTrackerOptions): PoolTracker {
       reports.push({ atMs, view });
       options.print(formatReport(atMs, view));
     },
-    ...(options.clock !== undefined && { clock: options.clock }),
-    ...(options.logger !== undefined && { logger: options.logger }),
-    ...(options.syncTimeoutMs !== undefined && { syncTimeoutMs: options.syncTimeoutMs }),
+    clock: options.clock,
+    logger: options.logger,
+    syncTimeoutMs: options.syncTimeoutMs,
   });
   return { loop, views, reports };
 }

@@ -63,8 +63,8 @@ export class SyncTimeoutError extends ReconcileLoopError {
 export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const { status, statusCode } = error as {
-    status?: { code?: unknown; reason?: unknown; message?: unknown };
-    statusCode?: unknown;
+    status?: { code?: unknown; reason?: unknown; message?: unknown } | undefined;
+    statusCode?: unknown | undefined;
   };
   const code = typeof status?.code === 'number' ? status.code : typeof statusCode === 'number' ? statusCode : undefined;
   if (code === undefined) {

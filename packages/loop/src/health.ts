@@ -6,7 +6,7 @@
 
 import type { StreamDriverHealth } from '@reconcile-loop/stream-driver';
 import { describeError } from './errors.js';
-import type { HealthLimits } from './options.js';
+import type { ResolvedHealthLimits } from './options.js';
 import type { InFlightReconcile, ReconcileCounters } from './runner.js';
 import type { Key } from '@reconcile-loop/primitives';
 
@@ -24,7 +24,7 @@ export interface HealthCheck {
   readonly name: string;
   readonly ok: boolean;
   /** Why it failed (or a detail when it passed); one line, never object contents. */
-  readonly reason?: string;
+  readonly reason?: string | undefined;
 }
 
 /** A verdict and the checks it came from. */
@@ -78,9 +78,9 @@ export interface HealthInputs<P extends Key> {
   readonly inFlight: readonly InFlightReconcile<P>[];
   readonly sources: readonly SourceStatus[];
   readonly error: unknown;
-  readonly limits: Readonly<Required<HealthLimits>>;
+  readonly limits: ResolvedHealthLimits;
   /** Parked parent keys: reported as a passing `dead-letter` check (a parked key is a finding, not an outage). */
-  readonly parked?: number;
+  readonly parked?: number | undefined;
   /** With a leader gate: leading now. A standby stays ready; the `leader` check only says so. */
   readonly leader?: boolean | undefined;
 }

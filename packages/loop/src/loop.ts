@@ -18,7 +18,7 @@ import { bindObserver, controllerName, retryObserver, runnerHooks } from './obse
 /** Options of one `stop()` call. */
 export interface StopOptions {
   /** Overrides `gracefulShutdownTimeoutMs` for this stop (only the first stop's value counts). */
-  graceMs?: number;
+  graceMs?: number | undefined;
 }
 
 /** What `stop()` left behind when the grace period ran out (both empty after a clean stop). */
@@ -79,7 +79,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
     this.#queue = new WorkQueue<P>({
-      ...(options.observer?.queue !== undefined && { observer: options.observer.queue }),
+      observer: options.observer?.queue,
       clock: this.#clock,
       onError: (error) => this.#logger.error({ err: error }, 'work queue hook failed'),
     });

@@ -114,9 +114,9 @@ export interface ReconcileLoopObserver<P extends Key> {
   /** A worker is done with a reconcile call (its outcome is booked). */
   onReconcileEnd?(event: ReconcileEndEvent<P>): void;
   /** Forwarded to the loop's work queue (exclusive mode): adds, gets with queue time, dones with work time. */
-  queue?: WorkQueueObserver<P>;
+  queue?: WorkQueueObserver<P> | undefined;
   /** Forwarded to the loop's retry scheduler: failures that scheduled a retry, requeue-afters, parks, releases. */
-  retry?: RetrySchedulerObserver<P>;
+  retry?: RetrySchedulerObserver<P> | undefined;
 }
 
 /** The runner's side of the observer: start and end of a call, each guarded. */

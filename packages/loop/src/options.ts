@@ -51,32 +51,35 @@ export interface SecondarySource<U, P extends Key> {
   /** The stream of this kind (e.g. a pod reflector). Its `name` must differ from every other source's. */
   source: Source<U>;
   /** Map by owner reference (`Owns`): the parent key is the owner's `namespace/name`. Exclusive with `keyMap`. */
-  owner?: OwnerSelector;
+  owner?: OwnerSelector | undefined;
   /** Map by a function (`Watches` + a map): none, one or several parent keys per object. Exclusive with `owner`. */
-  keyMap?: SecondaryKeyMap<U, P>;
+  keyMap?: SecondaryKeyMap<U, P> | undefined;
   /** Skip updates of this kind that change nothing the reconcile reads; see `UpdateFilter`. */
-  updateFilter?: UpdateFilter<U>;
+  updateFilter?: UpdateFilter<U> | undefined;
 }
 
 /** When `health()` calls the loop not ready or not alive. Every limit is in clock ms. */
 export interface HealthLimits {
   /** A source failing (consecutive failures, not healed) longer than this makes the loop not ready. Default 60 000. */
-  sourceFailingMs?: number;
+  sourceFailingMs?: number | undefined;
   /** A source failing longer than this makes the loop not alive (restart it). Default 600 000 (10 min). */
-  sourceWedgedMs?: number;
+  sourceWedgedMs?: number | undefined;
   /**
    * A source that reports its health, says it is streaming, and delivered no frame (bookmarks
    * count) for longer than this makes the loop not alive. Sources without `health()` (in-process
    * registries) may be silent forever and are never judged by it. Default 900 000 (15 min, above a
    * watch's 10 min server timeout plus the reflector's idle grace).
    */
-  sourceSilentMs?: number;
+  sourceSilentMs?: number | undefined;
   /** A reconcile running longer than this makes the loop neither ready nor alive. Default 600 000 (10 min). */
-  reconcileStuckMs?: number;
+  reconcileStuckMs?: number | undefined;
 }
 
+/** {@link HealthLimits} with every limit set. */
+export type ResolvedHealthLimits = { readonly [K in keyof HealthLimits]-?: number };
+
 /** Defaults of {@link HealthLimits}. */
-export const DEFAULT_HEALTH_LIMITS: Readonly<Required<HealthLimits>> = Object.freeze({
+export const DEFAULT_HEALTH_LIMITS: ResolvedHealthLimits = Object.freeze({
   sourceFailingMs: 60_000,
   sourceWedgedMs: 600_000,
   sourceSilentMs: 900_000,
@@ -102,63 +105,63 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
    * — a relist of one never touches another's store. The loop is synced when every source is.
    * Default: none (one source, the seed's).
    */
-  secondary?: { [K in keyof S]: SecondarySource<S[K], P> };
+  secondary?: { [K in keyof S]: SecondarySource<S[K], P> } | undefined;
   /** Skip updates of primary objects that change nothing the reconcile reads (e.g. `generationChanged`). Default: none. */
-  updateFilter?: UpdateFilter<T>;
+  updateFilter?: UpdateFilter<T> | undefined;
   /**
    * How many reconciles may run at once (controller-runtime's `MaxConcurrentReconciles`); never two
    * for the same parent key. Default 1 (the seed's single worker).
    */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /**
    * The fingerprint a parked key is parked at (only used with `retry.budget`): a key is released when
    * it changes. Gets the parent object (`ctx.parent`, undefined once deleted) and the parent key.
    * Default: the parent's `metadata.generation` — a spec change releases it, a status or
    * member change does not. Must return a primitive, `null` or `undefined`.
    */
-  fingerprint?: (parent: T | undefined, parentKey: P) => Fingerprint;
+  fingerprint?: ((parent: T | undefined, parentKey: P) => Fingerprint) | undefined;
   /**
    * Re-enqueue every parent that still has members this often (level-triggered backstop).
    * Default {@link DEFAULT_RESYNC_PERIOD_MS} (10 h), no jitter; `0` disables it.
    */
-  resyncPeriodMs?: number;
+  resyncPeriodMs?: number | undefined;
   /** Backoff for failed reconciles. */
-  retry?: RetryOptions;
+  retry?: RetryOptions | undefined;
   /**
    * `start()` rejects with `SyncTimeoutError` (its `cause` the source's last error) when the first
    * replace takes longer. Default {@link DEFAULT_SYNC_TIMEOUT_MS} (2 min, controller-runtime's
    * `CacheSyncTimeout`); `Infinity` waits forever.
    */
-  syncTimeoutMs?: number;
+  syncTimeoutMs?: number | undefined;
   /**
    * Abort a reconcile that runs longer (its signal aborts with `ReconcileTimeoutError`) and count it
    * as a failure, so one hung parent key cannot stall the loop. Default: no limit.
    */
-  reconcileTimeoutMs?: number;
+  reconcileTimeoutMs?: number | undefined;
   /**
    * How long recorded expectations (`ctx.expect(...)`) may stay unobserved before they expire and
    * the parent is reconciled anyway, with a warning. Default {@link DEFAULT_EXPECTATIONS_TTL_MS}
    * (5 min, kube-controller-manager's `ExpectationsTimeout`).
    */
-  expectationsTtlMs?: number;
+  expectationsTtlMs?: number | undefined;
   /**
    * How long `stop()` waits for running reconciles and the source to end before it resolves anyway
    * and reports what it abandoned. Default {@link DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS} (30 s,
    * controller-runtime's `GracefulShutdownTimeout`); `Infinity` waits forever.
    */
-  gracefulShutdownTimeoutMs?: number;
+  gracefulShutdownTimeoutMs?: number | undefined;
   /** When `health()` reports the loop not ready / not alive. */
-  health?: HealthLimits;
+  health?: HealthLimits | undefined;
   /**
    * Called (once) when a failure ends a running loop: a source failed permanently after `start()`
    * resolved. The loop has begun stopping itself; `health().error` holds the same error. A failure
    * during `start()` rejects `start()` instead. A throw from `onError` is logged and ignored.
    */
-  onError?: (error: unknown) => void;
+  onError?: ((error: unknown) => void) | undefined;
   /** The controller's name (controller-runtime's `controller` metrics label). Default: the primary source's name. */
-  name?: string;
+  name?: string | undefined;
   /** Metrics hooks (e.g. `controllerMetrics()` of `@reconcile-loop/metrics`); see `ReconcileLoopObserver`. Default: none. */
-  observer?: ReconcileLoopObserver<P>;
+  observer?: ReconcileLoopObserver<P> | undefined;
   /**
    * Warm standby: sources open and sync on every replica (`start()` resolves once synced, leader or
    * not), reconciles run only inside a leadership term of this gate — e.g. a `LeaderElector` of
@@ -166,11 +169,11 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
    * of a term aborts in-flight reconciles; every new term re-drives every parent once. Default: none
    * (the loop always leads).
    */
-  leaderGate?: LeaderGate;
+  leaderGate?: LeaderGate | undefined;
   /** Time source for every timer. Default `systemClock` (timers are `unref`'d). */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Default: silent. Every failure that ends the loop also reaches the caller (`start()`, `onError`, `health()`). */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 /** The validated numbers. */
@@ -181,7 +184,7 @@ export interface LoopSettings {
   readonly expectationsTtlMs: number;
   readonly gracefulShutdownTimeoutMs: number;
   readonly concurrency: number;
-  readonly health: Readonly<Required<HealthLimits>>;
+  readonly health: ResolvedHealthLimits;
 }
 
 /** @throws {OptionsError} */
@@ -224,7 +227,7 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
     checkBackoffPolicy(backoff, 'ReconcileLoop', 'retry.backoff');
   }
   const limits = options.health ?? {};
-  const health = { ...DEFAULT_HEALTH_LIMITS };
+  const health: { -readonly [K in keyof ResolvedHealthLimits]: number } = { ...DEFAULT_HEALTH_LIMITS };
   for (const name of Object.keys(DEFAULT_HEALTH_LIMITS) as Array<keyof HealthLimits>) {
     if (limits[name] !== undefined) health[name] = duration(`health.${name}`, limits[name], false, true);
   }

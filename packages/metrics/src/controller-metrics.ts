@@ -17,9 +17,9 @@ import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSerie
 /** Options of {@link controllerMetrics}. */
 export interface ControllerMetricsOptions {
   /** Where the series are registered. Default: prom-client's global `register` (controller-runtime's global `metrics.Registry`). */
-  registry?: Registry;
+  registry?: Registry | undefined;
   /** The `controller` (and workqueue `name`) label value. Default: the loop's `name` option (itself defaulting to the primary source's name). */
-  controller?: string;
+  controller?: string | undefined;
 }
 
 /** The observer {@link controllerMetrics} returns: pass it as the loop's `observer` option. */

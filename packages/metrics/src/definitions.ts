@@ -23,7 +23,7 @@ export interface MetricDefinition {
   readonly help: string;
   readonly type: 'counter' | 'gauge' | 'histogram';
   readonly labelNames: readonly string[];
-  readonly buckets?: readonly number[];
+  readonly buckets?: readonly number[] | undefined;
 }
 
 const def = (

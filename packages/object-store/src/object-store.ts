@@ -51,7 +51,7 @@ export interface ObjectStoreOptions<T, P extends Key> {
   /** Attributes each object to its parent key; see {@link KeyMap}. */
   keyMap: KeyMap<T, P>;
   /** Receives one {@link UnmappableObjectError} per unmappable object. Defaults to {@link silentLogger}. */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 /**

@@ -48,7 +48,7 @@ export interface ReleasedKey<K> {
   /** The fingerprint it had been parked at. */
   readonly parkedFingerprint: Fingerprint;
   /** The fingerprint that released it (`reason: 'fingerprint'` only). */
-  readonly fingerprint?: Fingerprint;
+  readonly fingerprint?: Fingerprint | undefined;
   /** Clock time of the release. */
   readonly at: number;
 }

@@ -23,9 +23,9 @@ export type FailureOutcome =
 /** The failure {@link RetryScheduler.fail} records. */
 export interface Failure {
   /** What the reconcile threw; kept as `lastError` for `parked()`. */
-  readonly error?: unknown;
+  readonly error?: unknown | undefined;
   /** The parent's fingerprint at this failure (its `metadata.generation` by default); used only with a budget. */
-  readonly fingerprint?: Fingerprint;
+  readonly fingerprint?: Fingerprint | undefined;
 }
 
 interface KeyState {
