@@ -35,7 +35,7 @@ export interface RetryOptions {
    */
   backoff?: BackoffPolicy | undefined;
   /**
-   * Opt-in retry budget (seed 004's dead-letter): the delays of the retries after the 1st, 2nd, …
+   * Opt-in retry budget with dead-letter: the delays of the retries after the 1st, 2nd, …
    * failure, e.g. `[0, 1000, 5000, 30000]`. The failure after the last step parks the parent key:
    * no backoff, resync, requeue or event runs it again until its fingerprint (see `fingerprint`)
    * changes or `loop.release(key)` is called. Excludes `backoff`.
@@ -103,14 +103,14 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
   /**
    * Secondary sources by name (owned pods, watched config), each with its own store, stream and sync
    * — a relist of one never touches another's store. The loop is synced when every source is.
-   * Default: none (one source, the seed's).
+   * Default: none (one source).
    */
   secondary?: { [K in keyof S]: SecondarySource<S[K], P> } | undefined;
   /** Skip updates of primary objects that change nothing the reconcile reads (e.g. `generationChanged`). Default: none. */
   updateFilter?: UpdateFilter<T> | undefined;
   /**
    * How many reconciles may run at once (controller-runtime's `MaxConcurrentReconciles`); never two
-   * for the same parent key. Default 1 (the seed's single worker).
+   * for the same parent key. Default 1 (a single worker).
    */
   concurrency?: number | undefined;
   /**

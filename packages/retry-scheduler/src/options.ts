@@ -14,7 +14,7 @@ export type Fingerprint = string | number | bigint | boolean | null | undefined;
 export const DEFAULT_RETRY_BACKOFF: BackoffPolicy = Object.freeze({ initialMs: 100, maxMs: 1_000_000 });
 
 /**
- * An opt-in retry budget (seed 004's rebuild budget): a finite schedule instead of unbounded
+ * An opt-in retry budget ("N attempts, then dead-letter"): a finite schedule instead of unbounded
  * exponential backoff. Failure *n* (counted at one fingerprint) is retried after `delaysMs[n-1]`;
  * the failure after the last step parks the key (dead-letter) until its fingerprint changes or it is
  * released by hand. `[0, 1000, 5000, 30000]` runs a failing reconcile five times (the first run and

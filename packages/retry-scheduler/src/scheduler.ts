@@ -145,7 +145,7 @@ export class RetryScheduler<K extends Key> {
         }
         released = this.#unpark(key, state, 'fingerprint', fingerprint, now);
       } else if (state.failures > 0 && !same(state.fingerprint, fingerprint)) {
-        state.failures = 0; // a new spec gets a fresh budget (seed 004)
+        state.failures = 0; // a new spec gets a fresh budget: a count left from the old one must not park it early
       }
       state.fingerprint = fingerprint;
     }

@@ -65,7 +65,7 @@ class Subscription<T> {
 /**
  * An in-process source: a registry of objects by object key that producers change by method call
  * (`upsert`, `delete`, `replace`), and that any number of streams read. Every `open` yields a replace
- * of the current world, then each later change as a source event, in order. No cursor and no replay
+ * of the current world, then each later change as a source event, in order. No resourceVersion and no replay
  * window: a stream that ends (see {@link InProcessSource.disconnect}) is reopened by the driver after
  * this source's `retry` backoff and starts again from a replace, so changes made while no stream was open still land
  * in the store — a deletion missed while disconnected included.
