@@ -28,7 +28,7 @@ function setup<K extends Key = string>(options: Partial<RetrySchedulerOptions<K>
 }
 
 describe('RetryScheduler backoff', () => {
-  it('[retry_scheduler: per-key exponential backoff] delay = base * 2^(failures-1), capped at maxDelayMs', () => {
+  it('[retry_scheduler: per-key exponential backoff] delay = backoff.initialMs * 2^(failures-1), capped at backoff.maxMs', () => {
     const { scheduler } = setup({ backoff: { initialMs: 10, maxMs: 100 } });
     const delays = Array.from({ length: 7 }, () => schedule(scheduler, 'a'));
     expect(delays).toEqual([10, 20, 40, 80, 100, 100, 100]);
