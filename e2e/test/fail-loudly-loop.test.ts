@@ -130,7 +130,7 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
     expect((await probe('/healthz')).status).toBe(200); // retrying is not wedged
 
     const error = await starting;
-    expect(error).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT', sourceName: 'pods', timeoutMs: 3_000 });
+    expect(error).toMatchObject({ code: 'RL_LOOP_SYNC_TIMEOUT', sourceName: 'pods', timeoutMs: 3_000 });
     expect((error as Error).cause).toMatchObject({
       statusCode: 403,
       status: { code: 403, reason: 'Forbidden' },

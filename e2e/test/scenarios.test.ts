@@ -150,7 +150,6 @@ class Tracker {
     this.loop = new ReconcileLoop<Pod, string>({
       source: this.reflector,
       keyMap: (pod) => pod.metadata.labels[POOL],
-      sourceRetryDelayMs: 100,
       syncTimeoutMs: 60_000,
       reconcile: (pool, { members }) => {
         this.calls.push({

@@ -42,7 +42,8 @@ function syncRun(keys: readonly string[], indices: Uint32Array): { ms: number; o
     if (queue.size !== before) fresh++;
     ops++;
     if ((i & 3) === 3) {
-      queue.tryGet();
+      const got = queue.tryGet();
+      if (got !== undefined) queue.done(got); // handed out and finished at once: no key stays held
       ops++;
     }
   }
@@ -77,7 +78,7 @@ async function asyncRun(keys: readonly string[], indices: Uint32Array): Promise<
   const worker = (async () => {
     for (;;) {
       try {
-        await queue.get();
+        queue.done(await queue.get());
       } catch {
         return;
       }

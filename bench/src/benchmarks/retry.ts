@@ -45,7 +45,7 @@ async function oneRun(
   let fired = 0;
   const scheduler = new RetryScheduler<string>({
     clock,
-    baseDelayMs,
+    backoff: { initialMs: baseDelayMs, maxMs: 1_000_000 },
     onRetry: (key) => {
       lateness.push(clock.now() - deadlines.get(key)!);
       fired++;
@@ -61,12 +61,13 @@ async function oneRun(
         return;
       }
       dequeueLateness.push(clock.now() - deadlines.get(key)!);
+      queue.done(key);
     }
   })();
   for (let i = 0; i < keyCount; i++) {
     const key = `cell-${i}`;
     const failures = 1 + (i % 4);
-    for (let f = 0; f < failures; f++) scheduler.schedule(key);
+    for (let f = 0; f < failures; f++) scheduler.fail(key);
     deadlines.set(key, scheduler.deadline(key)!);
     if (i % 250 === 249) await immediate();
   }

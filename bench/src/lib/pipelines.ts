@@ -156,7 +156,6 @@ export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectS
       if (events === 0) synced.resolve();
       if (events++ === target) done.resolve();
     },
-    sourceRetryDelayMs: 60_000,
   });
   if (target === 0) synced.promise.then(done.resolve, () => {});
   const controller = new AbortController();

@@ -167,11 +167,10 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
     reconcile: (key, ctx) => reconcileCellSet(key, ctx, deps),
     observer: controllerMetrics({ registry, controller: CONTROLLER_NAME }),
     logger,
-    ...(options.clock !== undefined && { clock: options.clock }),
-    ...(options.leaderGate !== undefined && { leaderGate: options.leaderGate }),
-    ...(options.sourceRetryDelayMs !== undefined && { sourceRetryDelayMs: options.sourceRetryDelayMs }),
-    ...(options.syncTimeoutMs !== undefined && { syncTimeoutMs: options.syncTimeoutMs }),
-    ...(options.onError !== undefined && { onError: options.onError }),
+    clock: options.clock,
+    leaderGate: options.leaderGate,
+    syncTimeoutMs: options.syncTimeoutMs,
+    onError: options.onError,
   });
   return {
     loop,

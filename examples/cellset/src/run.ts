@@ -112,8 +112,8 @@ export async function runController(options: RunOptions): Promise<number> {
     logger,
     leaderGate: elector,
     onDecision: (d) => print(describeDecision(d)),
-    ...(options.rebuildDelaysMs !== undefined && { rebuildDelaysMs: options.rebuildDelaysMs }),
-    ...(options.syncTimeoutMs !== undefined && { syncTimeoutMs: options.syncTimeoutMs }),
+    rebuildDelaysMs: options.rebuildDelaysMs,
+    syncTimeoutMs: options.syncTimeoutMs,
     onError: (error) => {
       failure = error;
       stopping.abort();

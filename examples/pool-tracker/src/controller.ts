@@ -39,16 +39,16 @@ export interface ControllerOptions {
   /** Address the probe server binds. Default `127.0.0.1`; a pod's probes need `0.0.0.0`. */
   healthHost?: string;
   /** `start()` gives up after this long. Default: the loop's (2 min). */
-  syncTimeoutMs?: number;
+  syncTimeoutMs?: number | undefined;
   /** `stop()` waits this long for running work. Default: the loop's (30 s). */
-  graceMs?: number;
+  graceMs?: number | undefined;
   /** Aborted by SIGTERM/SIGINT: the controller then stops gracefully. */
   signal: AbortSignal;
   /** Standard output, one line per call. */
   print: (line: string) => void;
   /** Standard error, one line per call. */
   printError: (line: string) => void;
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** The source to track instead of a pod reflector from the kubeconfig (tests). */
   source?: Source<PodView>;
   /** Called before each pool report; a test or a fault injection can make it slow. */
@@ -93,9 +93,9 @@ export async function runController(options: ControllerOptions): Promise<number>
       await options.beforeReconcile?.(pool, context);
       print(describePool(poolView(pool, context.members.values())));
     },
-    ...(options.syncTimeoutMs !== undefined && { syncTimeoutMs: options.syncTimeoutMs }),
-    ...(options.graceMs !== undefined && { gracefulShutdownTimeoutMs: options.graceMs }),
-    ...(options.logger !== undefined && { logger: options.logger }),
+    syncTimeoutMs: options.syncTimeoutMs,
+    gracefulShutdownTimeoutMs: options.graceMs,
+    logger: options.logger,
     onError: (error) => {
       fatal = error;
       failed.abort();

@@ -1,5 +1,5 @@
 import { podSchema } from '@reconcile-loop/k8s-types';
-import { silentLogger, systemClock, type Logger, type ObjectKey, type Source } from '@reconcile-loop/loop';
+import { silentLogger, systemClock, type BackoffPolicy, type Logger, type ObjectKey, type Source } from '@reconcile-loop/loop';
 import { sleep } from '@reconcile-loop/primitives';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { openClusterSource } from './cluster.js';
@@ -150,10 +150,15 @@ export interface EmbeddedScenario {
 }
 
 /** Calls `onRelist` with every listing after the first (across reopens), before the store applies it. */
-function observeRelists<T>(source: Source<T>, onRelist: (objects: ReadonlyMap<ObjectKey, T>) => void): Source<T> {
+function observeRelists<T>(
+  source: Source<T>,
+  onRelist: (objects: ReadonlyMap<ObjectKey, T>) => void,
+  retry: BackoffPolicy | undefined,
+): Source<T> {
   let listings = 0;
   return {
     name: source.name,
+    retry,
     async *open(signal: AbortSignal) {
       for await (const event of source.open(signal)) {
         if (event.type === 'replace' && listings++ > 0) onRelist(event.objects);
@@ -249,18 +254,24 @@ export async function startEmbeddedScenario(options: EmbeddedScenarioOptions): P
       retry: { initialMs: 1_000 * scale, maxMs: 30_000 * scale },
     });
     const relists: RelistRecord[] = [];
-    const source = observeRelists(reflector, (objects) => {
-      const ghosts = tracker.loop.store.keys().filter((key) => !objects.has(key));
-      relists.push({ atMs: elapsed(), listed: [...objects.keys()], ghosts });
-      say(
-        `relist: the reflector listed ${objects.size} pods; ${
-          ghosts.length === 0
-            ? 'nothing was missed'
-            : `${ghosts.join(', ')} is cached but not listed, so the store synthesises its deletion`
-        }`,
-      );
-      wake();
-    });
+    // The driver's reopen of a stream that ended uses the same scaled backoff as the reflector's own retries.
+    const retry = { initialMs: 1_000 * scale, maxMs: 30_000 * scale };
+    const source = observeRelists(
+      reflector,
+      (objects) => {
+        const ghosts = tracker.loop.store.keys().filter((key) => !objects.has(key));
+        relists.push({ atMs: elapsed(), listed: [...objects.keys()], ghosts });
+        say(
+          `relist: the reflector listed ${objects.size} pods; ${
+            ghosts.length === 0
+              ? 'nothing was missed'
+              : `${ghosts.join(', ')} is cached but not listed, so the store synthesises its deletion`
+          }`,
+        );
+        wake();
+      },
+      retry,
+    );
     const tracker: PoolTracker = createPoolTracker({
       source,
       poolLabel: POOL_LABEL,
@@ -270,7 +281,6 @@ export async function startEmbeddedScenario(options: EmbeddedScenarioOptions): P
       },
       clock,
       logger,
-      sourceRetryDelayMs: 1_000 * scale,
       syncTimeoutMs: 10_000,
     });
     startedAt = clock.now(); // the tracker's reports count from here too

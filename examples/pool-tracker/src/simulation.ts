@@ -111,14 +111,14 @@ export function createSimulation(options: SimulationOptions): Simulation {
   const source = new InProcessSource<PodView>(
     'simulated-pool',
     initialCells.map((pod) => [podKey(pod), pod] as const),
+    { retry: { initialMs: SIM_SOURCE_RETRY_DELAY_MS, maxMs: 30_000 } },
   );
   const tracker = createPoolTracker({
     source,
     print: options.print,
     clock,
-    sourceRetryDelayMs: SIM_SOURCE_RETRY_DELAY_MS,
     syncTimeoutMs: 5_000,
-    ...(options.logger !== undefined && { logger: options.logger }),
+    logger: options.logger,
   });
   const run = async (): Promise<void> => {
     const startedAt = clock.now();

@@ -29,13 +29,12 @@ export interface PoolReport {
 export interface PoolTrackerOptions {
   source: Source<PodView>;
   /** The label whose value names a pod's pool. Default `pool`. */
-  poolLabel?: string;
+  poolLabel?: string | undefined;
   /** Receives one line per changed pool view. */
   print: (line: string) => void;
-  clock?: Clock;
-  logger?: Logger;
-  sourceRetryDelayMs?: number;
-  syncTimeoutMs?: number;
+  clock?: Clock | undefined;
+  logger?: Logger | undefined;
+  syncTimeoutMs?: number | undefined;
 }
 
 /** A reconcile loop whose reconcile prints each pool's view whenever it changes. */
@@ -73,10 +72,9 @@ export function createPoolTracker(options: PoolTrackerOptions): PoolTracker {
       reports.push({ atMs, view });
       options.print(formatReport(atMs, view));
     },
-    ...(options.clock !== undefined && { clock: options.clock }),
-    ...(options.logger !== undefined && { logger: options.logger }),
-    ...(options.sourceRetryDelayMs !== undefined && { sourceRetryDelayMs: options.sourceRetryDelayMs }),
-    ...(options.syncTimeoutMs !== undefined && { syncTimeoutMs: options.syncTimeoutMs }),
+    clock: options.clock,
+    logger: options.logger,
+    syncTimeoutMs: options.syncTimeoutMs,
   });
   return { loop, views, reports };
 }

@@ -1,13 +1,14 @@
 /** What a reconcile call sees, what it may return, and the read-only view of the store it reads through. */
-import type { ObjectKey, ObjectStore, ObjectStoreReader, ParentKey } from '@reconcile-loop/object-store';
+import type { ObjectKey, ObjectStore, ObjectStoreReader } from '@reconcile-loop/object-store';
 import type { ExpectationRecorder } from './expectations.js';
 import type { SecondaryStoreReader } from './secondary-store.js';
+import type { Key } from '@reconcile-loop/primitives';
 
 /** Read access to every secondary source's cache, by the name it was given in `secondary`. */
-export type SecondaryReaders<S, P extends ParentKey> = { readonly [K in keyof S]: SecondaryStoreReader<S[K], P> };
+export type SecondaryReaders<S, P extends Key> = { readonly [K in keyof S]: SecondaryStoreReader<S[K], P> };
 
 /** What one reconcile call gets besides its parent key. */
-export interface ReconcileContext<T, P extends ParentKey, S = Record<never, never>> {
+export interface ReconcileContext<T, P extends Key, S = Record<never, never>> {
   /** The parent key being reconciled. */
   readonly parentKey: P;
   /**
@@ -38,7 +39,7 @@ export interface ReconcileContext<T, P extends ParentKey, S = Record<never, neve
    * parent again, so it never acts on a cache that has not seen its own writes. Record after the
    * write succeeded (or hit AlreadyExists / NotFound). Expires after `expectationsTtlMs`.
    *
-   * @throws {ReconcileLoopOptionsError} for an unknown source name or a non-string key.
+   * @throws {OptionsError} for an unknown source name or a non-string key.
    */
   expect<K extends keyof S & string>(name: K): ExpectationRecorder;
   /**
@@ -64,7 +65,7 @@ export interface ReconcileResult {
  * (a {@link TerminalError} does not); returning forgets the parent's backoff, and returning
  * `{ requeueAfterMs }` also schedules a timed re-run.
  */
-export type Reconcile<T, P extends ParentKey, S = Record<never, never>> = (
+export type Reconcile<T, P extends Key, S = Record<never, never>> = (
   parentKey: P,
   context: ReconcileContext<T, P, S>,
 ) => void | ReconcileResult | Promise<void | ReconcileResult>;
@@ -73,7 +74,7 @@ export type Reconcile<T, P extends ParentKey, S = Record<never, never>> = (
  * A frozen facade exposing only the reader methods, so a reconcile cannot reach `apply`: the store
  * is written by the stream driver alone, or cache-before-notify would no longer hold.
  */
-export function readOnlyView<T, P extends ParentKey>(store: ObjectStore<T, P>): ObjectStoreReader<T, P> {
+export function readOnlyView<T, P extends Key>(store: ObjectStore<T, P>): ObjectStoreReader<T, P> {
   return Object.freeze({
     get: (key: ObjectKey) => store.get(key),
     has: (key: ObjectKey) => store.has(key),
@@ -90,7 +91,7 @@ export function readOnlyView<T, P extends ParentKey>(store: ObjectStore<T, P>): 
 }
 
 /** The same facade for a secondary store. */
-export function readOnlySecondary<U, P extends ParentKey>(store: SecondaryStoreReader<U, P>): SecondaryStoreReader<U, P> {
+export function readOnlySecondary<U, P extends Key>(store: SecondaryStoreReader<U, P>): SecondaryStoreReader<U, P> {
   return Object.freeze({
     get: (key: ObjectKey) => store.get(key),
     has: (key: ObjectKey) => store.has(key),

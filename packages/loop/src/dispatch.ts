@@ -3,18 +3,18 @@
  * dead-letter gate in front of the work queue, and the workers that take keys off it (each key held
  * by one worker at a time), build each call's context and hand it to the runner.
  */
-import type { ObjectKey, ParentKey } from '@reconcile-loop/object-store';
-import type { Logger } from '@reconcile-loop/primitives';
-import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-scheduler';
-import type { WorkQueue } from '@reconcile-loop/work-queue';
+import { OptionsError } from '@reconcile-loop/primitives';
+import type { ObjectKey } from '@reconcile-loop/object-store';
+import type { Logger, Key } from '@reconcile-loop/primitives';
+import { RetrySchedulerKeyError, type Fingerprint, type RetryScheduler } from '@reconcile-loop/retry-scheduler';
+import { isQueueStopped, type WorkQueue } from '@reconcile-loop/work-queue';
 import type { ReconcileContext } from './context.js';
-import { ReconcileLoopOptionsError } from './errors.js';
 import type { Expectations } from './expectations.js';
 import type { Leadership } from './leadership.js';
 import type { ReconcileRunner } from './runner.js';
 import type { Wiring } from './sources.js';
 
-export interface DispatcherOptions<T, P extends ParentKey, S> {
+export interface DispatcherOptions<T, P extends Key, S> {
   queue: WorkQueue<P>;
   scheduler: RetryScheduler<P>;
   runner: ReconcileRunner<T, P, S>;
@@ -27,7 +27,7 @@ export interface DispatcherOptions<T, P extends ParentKey, S> {
   expectations: Expectations<P>;
 }
 
-export class Dispatcher<T, P extends ParentKey, S> {
+export class Dispatcher<T, P extends Key, S> {
   readonly #o: DispatcherOptions<T, P, S>;
   readonly #fingerprint: (parent: T | undefined, parentKey: P) => Fingerprint;
 
@@ -48,7 +48,7 @@ export class Dispatcher<T, P extends ParentKey, S> {
       admitted = this.#o.scheduler.offer(key, this.#fingerprintOf(key));
     } catch (error) {
       // A key that is not a primitive fails again in `add`, with the work queue's typed error.
-      if ((error as { code?: unknown })?.code !== 'RETRY_SCHEDULER_INVALID_KEY') {
+      if (!(error instanceof RetrySchedulerKeyError)) {
         this.#o.logger.error(
           { err: error, parentKey: String(key) },
           'fingerprint unusable; enqueued without the dead-letter gate',
@@ -73,7 +73,7 @@ export class Dispatcher<T, P extends ParentKey, S> {
         if (leadership !== undefined) term = await leadership.term(signal);
         key = await queue.get(signal);
       } catch (error) {
-        if (!signal.aborted && (error as { code?: unknown })?.code !== 'WORK_QUEUE_STOPPED') {
+        if (!signal.aborted && !isQueueStopped(error)) {
           logger.error({ err: error }, 'work queue failed; worker exiting');
         }
         return;
@@ -168,7 +168,8 @@ export class Dispatcher<T, P extends ParentKey, S> {
       parent: this.parentObject(key),
       owned: <K extends keyof S & string>(name: K) => {
         const snapshot = owned.get(name);
-        if (snapshot === undefined) throw new ReconcileLoopOptionsError(`ctx.owned("${name}"): no secondary source of that name`);
+        if (snapshot === undefined)
+          throw new OptionsError('ReconcileLoop', `ctx.owned("${name}"): no secondary source of that name`);
         return snapshot as ReadonlyMap<ObjectKey, S[K]>;
       },
       store: wiring.reader,

@@ -1,27 +1,25 @@
 /**
- * Typed errors. Each carries a stable string `code`, because a dual ESM/CJS install can load two
- * copies of a class and defeat `instanceof`; match on `code`.
+ * The loop's errors. Each extends primitives' `ReconcileLoopError`, so `instanceof` (and the guards
+ * below) hold across duplicate copies of this package; options errors are primitives' `OptionsError`.
  */
-
-/** Invalid {@link ReconcileLoopOptions}: thrown by the constructor, before anything runs. */
-export class ReconcileLoopOptionsError extends Error {
-  readonly code = 'RECONCILE_LOOP_INVALID_OPTIONS' as const;
-  override readonly name = 'ReconcileLoopOptionsError';
-}
+import { ReconcileLoopError } from '@reconcile-loop/primitives';
 
 /** `start()` was called on a loop that was already started (or stopped): a loop starts once. */
-export class LoopAlreadyStartedError extends Error {
-  readonly code = 'RECONCILE_LOOP_ALREADY_STARTED' as const;
-  override readonly name = 'LoopAlreadyStartedError';
+export class LoopAlreadyStartedError extends ReconcileLoopError {
+  readonly code = 'RL_LOOP_ALREADY_STARTED' as const;
 }
 
 /**
  * The loop was stopped. `start()` rejects with it when `stop()` interrupts the start, and it is the
  * abort reason the in-flight reconcile's signal carries during `stop()`.
  */
-export class LoopStoppedError extends Error {
-  readonly code = 'RECONCILE_LOOP_STOPPED' as const;
-  override readonly name = 'LoopStoppedError';
+export class LoopStoppedError extends ReconcileLoopError {
+  readonly code = 'RL_LOOP_STOPPED' as const;
+}
+
+/** True when `error` is a {@link LoopStoppedError} (from any copy of this package). */
+export function isLoopStopped(error: unknown): error is LoopStoppedError {
+  return error instanceof LoopStoppedError;
 }
 
 /**
@@ -29,9 +27,13 @@ export class LoopStoppedError extends Error {
  * false before a reconcile): the abort reason of every reconcile in flight at that moment. Such a
  * reconcile is not retried and not counted as failed; the next leader re-drives every parent.
  */
-export class LeadershipEndedError extends Error {
-  readonly code = 'RECONCILE_LOOP_LEADERSHIP_ENDED' as const;
-  override readonly name = 'LeadershipEndedError';
+export class LeadershipEndedError extends ReconcileLoopError {
+  readonly code = 'RL_LOOP_LEADERSHIP_ENDED' as const;
+}
+
+/** True when `error` is a {@link LeadershipEndedError} (from any copy of this package). */
+export function isLeadershipEnded(error: unknown): error is LeadershipEndedError {
+  return error instanceof LeadershipEndedError;
 }
 
 /**
@@ -39,9 +41,8 @@ export class LeadershipEndedError extends Error {
  * `syncTimeoutMs`. `cause` is the source's last error at that moment (for a reflector, the
  * `ApiStatusError` carrying the apiserver's `Status`, e.g. a 403), or undefined when it reported none.
  */
-export class SyncTimeoutError extends Error {
-  readonly code = 'RECONCILE_LOOP_SYNC_TIMEOUT' as const;
-  override readonly name = 'SyncTimeoutError';
+export class SyncTimeoutError extends ReconcileLoopError {
+  readonly code = 'RL_LOOP_SYNC_TIMEOUT' as const;
   constructor(
     readonly sourceName: string,
     readonly timeoutMs: number,
@@ -62,8 +63,8 @@ export class SyncTimeoutError extends Error {
 export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const { status, statusCode } = error as {
-    status?: { code?: unknown; reason?: unknown; message?: unknown };
-    statusCode?: unknown;
+    status?: { code?: unknown; reason?: unknown; message?: unknown } | undefined;
+    statusCode?: unknown | undefined;
   };
   const code = typeof status?.code === 'number' ? status.code : typeof statusCode === 'number' ? statusCode : undefined;
   if (code === undefined) {
@@ -86,9 +87,8 @@ export function describeError(error: unknown): string {
  * A reconcile ran longer than `reconcileTimeoutMs`. It is the abort reason of that reconcile's
  * signal, and the failure the retry scheduler backs off from.
  */
-export class ReconcileTimeoutError extends Error {
-  readonly code = 'RECONCILE_LOOP_RECONCILE_TIMEOUT' as const;
-  override readonly name = 'ReconcileTimeoutError';
+export class ReconcileTimeoutError extends ReconcileLoopError {
+  readonly code = 'RL_LOOP_RECONCILE_TIMEOUT' as const;
   constructor(
     readonly parentKey: string,
     readonly timeoutMs: number,
@@ -102,9 +102,8 @@ export class ReconcileTimeoutError extends Error {
  * promise rejects with this instead of waiting: waiting would wait for the very reconcile that is
  * awaiting it. The rejection is pre-handled, so `void loop.stop()` is the way to stop from a reconcile.
  */
-export class StopInsideReconcileError extends Error {
-  readonly code = 'RECONCILE_LOOP_STOP_INSIDE_RECONCILE' as const;
-  override readonly name = 'StopInsideReconcileError';
+export class StopInsideReconcileError extends ReconcileLoopError {
+  readonly code = 'RL_LOOP_STOP_INSIDE_RECONCILE' as const;
   constructor() {
     super(
       'stop() cannot be awaited inside reconcile: it waits for the in-flight reconcile, which is the caller. ' +
@@ -125,16 +124,15 @@ function hasStatus(error: Error): boolean {
  * resync or `enqueue` still reconciles the key again. A `TerminalError` anywhere in an error's
  * `cause` chain counts too (controller-runtime matches it with `errors.Is`).
  */
-export class TerminalError extends Error {
-  readonly code = 'RECONCILE_LOOP_TERMINAL' as const;
-  override readonly name = 'TerminalError';
+export class TerminalError extends ReconcileLoopError {
+  readonly code = 'RL_LOOP_TERMINAL' as const;
 }
 
-/** Whether `error` is, or wraps (through `cause`), a {@link TerminalError}; matched on `code`. */
+/** Whether `error` is, or wraps (through `cause`), a {@link TerminalError} (from any copy of this package). */
 export function isTerminalError(error: unknown): boolean {
   const seen = new Set<unknown>();
   for (let e = error; e instanceof Error && !seen.has(e); e = (e as { cause?: unknown }).cause) {
-    if ((e as { code?: unknown }).code === 'RECONCILE_LOOP_TERMINAL') return true;
+    if (e instanceof TerminalError) return true;
     seen.add(e);
   }
   return false;
@@ -145,9 +143,8 @@ export function isTerminalError(error: unknown): boolean {
  * `requeueAfterMs` is absent or a finite number ≥ 0 (at most 2³¹−1). It counts as a failure of that
  * reconcile, so the mistake is retried with backoff and visible in the log instead of silently ignored.
  */
-export class InvalidReconcileResultError extends Error {
-  readonly code = 'RECONCILE_LOOP_INVALID_RESULT' as const;
-  override readonly name = 'InvalidReconcileResultError';
+export class InvalidReconcileResultError extends ReconcileLoopError {
+  readonly code = 'RL_LOOP_INVALID_RESULT' as const;
   constructor(
     readonly parentKey: string,
     readonly result: unknown,

@@ -10,9 +10,9 @@
  * objects, so "the cache reached RV x" is not something a client can observe; an object's presence
  * or absence in its source's store is.
  */
-import type { ObjectKey, ParentKey } from '@reconcile-loop/object-store';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
-import { ReconcileLoopOptionsError } from './errors.js';
+import { OptionsError } from '@reconcile-loop/primitives';
+import type { ObjectKey } from '@reconcile-loop/object-store';
+import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 
 /** kube-controller-manager's `ExpectationsTimeout`. */
 export const DEFAULT_EXPECTATIONS_TTL_MS = 5 * 60_000;
@@ -37,7 +37,7 @@ interface Pending {
   readonly since: number;
 }
 
-export interface ExpectationsOptions<P extends ParentKey> {
+export interface ExpectationsOptions<P extends Key> {
   /** The secondary sources' stores by name: what observes the writes. */
   stores: ReadonlyMap<string, { get(key: ObjectKey): unknown }>;
   clock: Clock;
@@ -54,7 +54,7 @@ const SEP = '\u0000';
  * TTL timer; every path that removes it (satisfied, expired, forgotten) clears the timer, and the
  * first two call `onReady` so the parent is never left unreconciled.
  */
-export class Expectations<P extends ParentKey> {
+export class Expectations<P extends Key> {
   readonly #o: ExpectationsOptions<P>;
   readonly #pending = new Map<P, Pending>();
 
@@ -70,11 +70,11 @@ export class Expectations<P extends ParentKey> {
   /** The recorder `ctx.expect(source)` hands a reconcile of `parent`. */
   recorder(parent: P, source: string): ExpectationRecorder {
     if (!this.#o.stores.has(source))
-      throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): no secondary source of that name`);
+      throw new OptionsError('ReconcileLoop', `ctx.expect("${source}"): no secondary source of that name`);
     const add = (created: boolean, keys: ObjectKey[]): void => {
       for (const key of keys) {
         if (typeof key !== 'string')
-          throw new ReconcileLoopOptionsError(`ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
+          throw new OptionsError('ReconcileLoop', `ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
         // Already observed (the watch beat the create's response): nothing to wait for.
         if (this.#observed(source, key, created)) continue;
         this.#entry(parent).keys.set(source + SEP + key, created);

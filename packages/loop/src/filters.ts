@@ -2,8 +2,8 @@
  * Update filters (controller-runtime's predicates, for updates only): decide whether an update of a
  * cached object is worth a reconcile. The store is always updated; only the enqueue is skipped.
  */
-import type { ObjectKey, ObjectStore, ParentKey, SourceEvent } from '@reconcile-loop/object-store';
-import type { Logger } from '@reconcile-loop/primitives';
+import type { ObjectKey, ObjectStore, SourceEvent } from '@reconcile-loop/object-store';
+import type { Logger, Key } from '@reconcile-loop/primitives';
 import type { StoreWriter } from '@reconcile-loop/stream-driver';
 
 /**
@@ -61,7 +61,7 @@ const EMPTY: ReadonlySet<never> = new Set();
  * A relist is judged object by object: unchanged objects are skipped, new, moved and deleted ones
  * (the store's synthesised deletes) still affect their parents.
  */
-export function filteredWriter<T, P extends ParentKey>(
+export function filteredWriter<T, P extends Key>(
   store: ObjectStore<T, P>,
   filter: UpdateFilter<T>,
   source: string,

@@ -3,11 +3,12 @@
  * controller-runtime's manager semantics: ready = started and every source synced and not failing
  * past a limit; alive = nothing wedged (the worker, a source) and no failure ended the loop.
  */
-import type { ParentKey } from '@reconcile-loop/object-store';
+
 import type { StreamDriverHealth } from '@reconcile-loop/stream-driver';
 import { describeError } from './errors.js';
-import type { HealthLimits } from './options.js';
+import type { ResolvedHealthLimits } from './options.js';
 import type { InFlightReconcile, ReconcileCounters } from './runner.js';
+import type { Key } from '@reconcile-loop/primitives';
 
 /** Lifecycle: `idle → starting → running → stopping → stopped`; a loop runs once. */
 export type ReconcileLoopState = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -23,7 +24,7 @@ export interface HealthCheck {
   readonly name: string;
   readonly ok: boolean;
   /** Why it failed (or a detail when it passed); one line, never object contents. */
-  readonly reason?: string;
+  readonly reason?: string | undefined;
 }
 
 /** A verdict and the checks it came from. */
@@ -33,7 +34,7 @@ export interface HealthVerdict {
 }
 
 /** A snapshot of the whole loop; every time is in the loop's clock (ms). */
-export interface LoopHealth<P extends ParentKey> {
+export interface LoopHealth<P extends Key> {
   readonly state: ReconcileLoopState;
   /** Every source's first replace is in the store. */
   readonly synced: boolean;
@@ -71,15 +72,15 @@ export interface LoopHealth<P extends ParentKey> {
 }
 
 /** What {@link verdicts} needs besides the sources. */
-export interface HealthInputs<P extends ParentKey> {
+export interface HealthInputs<P extends Key> {
   readonly state: ReconcileLoopState;
   readonly now: number;
   readonly inFlight: readonly InFlightReconcile<P>[];
   readonly sources: readonly SourceStatus[];
   readonly error: unknown;
-  readonly limits: Readonly<Required<HealthLimits>>;
+  readonly limits: ResolvedHealthLimits;
   /** Parked parent keys: reported as a passing `dead-letter` check (a parked key is a finding, not an outage). */
-  readonly parked?: number;
+  readonly parked?: number | undefined;
   /** With a leader gate: leading now. A standby stays ready; the `leader` check only says so. */
   readonly leader?: boolean | undefined;
 }
@@ -87,7 +88,7 @@ export interface HealthInputs<P extends ParentKey> {
 const seconds = (ms: number): string => `${Math.round(ms / 1000)} s`;
 
 /** Computes readiness and liveness; pure, so the verdicts are tested without a loop. */
-export function verdicts<P extends ParentKey>(input: HealthInputs<P>): { ready: HealthVerdict; alive: HealthVerdict } {
+export function verdicts<P extends Key>(input: HealthInputs<P>): { ready: HealthVerdict; alive: HealthVerdict } {
   const { state, now, limits, error } = input;
   const stuck = input.inFlight.filter((c) => c.ageMs > limits.reconcileStuckMs);
   const reconcileCheck = (name: string): HealthCheck =>

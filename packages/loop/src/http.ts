@@ -21,7 +21,7 @@ export interface HealthHandlerOptions {
    * a plain probe answer says `reason withheld` (the endpoint may be reachable by anyone), and
    * `?verbose` shows the reasons (source errors' Status lines, never credentials or object contents).
    */
-  revealReasons?: boolean;
+  revealReasons?: boolean | undefined;
 }
 
 /** The parts of `http.IncomingMessage` used. */

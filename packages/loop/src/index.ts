@@ -1,20 +1,21 @@
+/**
+ * @reconcile-loop/loop: a level-triggered reconcile loop over one or more sources. The front door
+ * holds what a controller needs; the re-exports at the end are the short list the README names
+ * ("Which door holds what"), so an in-process controller needs this one package.
+ */
+// The loop, its options and what a reconcile sees.
 export { ReconcileLoop, type StopOptions, type StopReport } from './loop.js';
+export type { ReconcileLoopOptions, SecondarySource, RetryOptions, HealthLimits } from './options.js';
 export type { ReconcileContext, Reconcile, ReconcileResult, SecondaryReaders } from './context.js';
 export type { SecondaryStoreReader } from './secondary-store.js';
-export { DEFAULT_EXPECTATIONS_TTL_MS, type ExpectationRecorder } from './expectations.js';
+export type { ExpectationRecorder } from './expectations.js';
+export type { LeaderGate } from './leadership.js';
+export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
+// Mapping secondary objects to parents, and skipping updates that change nothing.
 export { ownerKeyMap, type OwnerSelector, type OwnedObjectView, type SecondaryKeyMap } from './owners.js';
 export { resourceVersionChanged, generationChanged, type UpdateFilter } from './filters.js';
-export {
-  DEFAULT_RESYNC_PERIOD_MS,
-  DEFAULT_SYNC_TIMEOUT_MS,
-  DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
-  DEFAULT_HEALTH_LIMITS,
-  MAX_CONCURRENCY,
-  type ReconcileLoopOptions,
-  type SecondarySource,
-  type RetryOptions,
-  type HealthLimits,
-} from './options.js';
+// Health, probes and observation.
+export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
 export {
   verdicts,
   type LoopHealth,
@@ -34,33 +35,27 @@ export type {
   LoopSnapshot,
   SourceSnapshot,
 } from './observer.js';
-export { LEADERSHIP_RETRY_MS, LEADERSHIP_RETRY_MAX_MS, type LeaderGate } from './leadership.js';
-export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
-export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
+// Errors (all extend primitives' ReconcileLoopError) and their guards.
 export {
-  ReconcileLoopOptionsError,
   LoopAlreadyStartedError,
   LoopStoppedError,
+  isLoopStopped,
   SyncTimeoutError,
   ReconcileTimeoutError,
   StopInsideReconcileError,
   LeadershipEndedError,
+  isLeadershipEnded,
   TerminalError,
-  InvalidReconcileResultError,
   isTerminalError,
+  InvalidReconcileResultError,
   describeError,
 } from './errors.js';
 
-// Re-exported so an in-process user needs this one package: a source, its events, and the types
-// a reconcile sees, plus ManualClock for testing a controller without real time.
+// Re-exported from stream-driver: the in-process source.
+export { InProcessSource, type InProcessSourceOptions, type StreamDriverHealth } from '@reconcile-loop/stream-driver';
+// Re-exported from object-store: the source contract and its events, and the store's reader.
 export {
-  InProcessSource,
-  DEFAULT_SOURCE_RETRY_DELAY_MS,
-  DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,
-  DEFAULT_SOURCE_HEALTHY_AFTER_MS,
-  type StreamDriverHealth,
-} from '@reconcile-loop/stream-driver';
-export {
+  DEFAULT_SOURCE_RETRY,
   upsertEvent,
   deleteEvent,
   replaceEvent,
@@ -71,18 +66,20 @@ export {
   type DeleteEvent,
   type ReplaceEvent,
   type ObjectKey,
-  type ParentKey,
   type KeyMap,
   type ObjectStoreReader,
   type SourceHealth,
   type QuarantinedObject,
   type PermanentSourceError,
 } from '@reconcile-loop/object-store';
+// Re-exported from primitives: time (ManualClock to test a controller without real time), logging, keys, retries, options errors.
 export {
-  silentLogger,
   systemClock,
   ManualClock,
-  InvalidClockStepError,
-  type Logger,
+  silentLogger,
+  OptionsError,
   type Clock,
+  type Logger,
+  type Key,
+  type BackoffPolicy,
 } from '@reconcile-loop/primitives';

@@ -9,8 +9,8 @@
  * `@reconcile-loop/leader-election` (its `LeadershipGate`) satisfies it as is.
  */
 import { setMaxListeners } from 'node:events';
-import { raceAbort, type Clock, type Logger } from '@reconcile-loop/primitives';
-import { LeadershipEndedError, ReconcileLoopOptionsError } from './errors.js';
+import { Backoff, OptionsError, raceAbort, type BackoffPolicy, type Clock, type Logger } from '@reconcile-loop/primitives';
+import { LeadershipEndedError, LoopStoppedError } from './errors.js';
 
 /**
  * What the loop needs from a leader elector (structurally `LeadershipGate` of
@@ -31,24 +31,27 @@ export interface LeaderGate {
   track?(work: Promise<unknown>): void;
 }
 
-/** After a failed or empty `waitForLeadership`, ask again after this long, doubling up to the cap. */
-export const LEADERSHIP_RETRY_MS = 1_000;
-export const LEADERSHIP_RETRY_MAX_MS = 30_000;
+/**
+ * After a failed or empty `waitForLeadership`, ask again after 1 s, doubling up to 30 s; a term that
+ * begins resets it. The same shape as a source's default retry: a stopped elector is asked about as
+ * often as a dead stream is reopened.
+ */
+export const LEADERSHIP_RETRY: BackoffPolicy = Object.freeze({ initialMs: 1_000, maxMs: 30_000 });
 
 interface Term {
   readonly controller: AbortController;
   readonly dispose: () => void;
 }
 
-/** @throws {ReconcileLoopOptionsError} when `gate` lacks a method. */
+/** @throws {OptionsError} when `gate` lacks a method. */
 export function validateLeaderGate(gate: unknown): void {
   if (gate === undefined) return;
   const g = gate as Partial<LeaderGate> | null;
   for (const method of ['isLeader', 'waitForLeadership', 'onLost'] as const) {
-    if (typeof g?.[method] !== 'function') throw new ReconcileLoopOptionsError(`leaderGate.${method} must be a function`);
+    if (typeof g?.[method] !== 'function') throw new OptionsError('ReconcileLoop', `leaderGate.${method} must be a function`);
   }
   if (g!.track !== undefined && typeof g!.track !== 'function')
-    throw new ReconcileLoopOptionsError('leaderGate.track must be a function');
+    throw new OptionsError('ReconcileLoop', 'leaderGate.track must be a function');
 }
 
 export interface LeadershipOptions {
@@ -88,27 +91,26 @@ export class Leadership {
    */
   async run(signal: AbortSignal): Promise<void> {
     const { gate, logger } = this.#o;
-    let retryMs = LEADERSHIP_RETRY_MS;
+    const backoff = new Backoff(LEADERSHIP_RETRY);
     while (!signal.aborted) {
       let termSignal: AbortSignal | void;
       try {
         termSignal = await raceAbort(gate.waitForLeadership(signal), signal);
       } catch (error) {
         if (signal.aborted) break;
-        logger.error({ err: error, retryInMs: retryMs }, 'waiting for leadership failed; asking again after a delay');
-        if (!(await this.#sleep(retryMs, signal))) break;
-        retryMs = Math.min(2 * retryMs, LEADERSHIP_RETRY_MAX_MS);
+        const retryInMs = backoff.next();
+        logger.error({ err: error, retryInMs }, 'waiting for leadership failed; asking again after a delay');
+        if (!(await this.#sleep(retryInMs, signal))) break;
         continue;
       }
       if (signal.aborted) break;
       if (termSignal?.aborted || !this.#isLeader()) {
         // A term over before it began (or a gate that resolves without leading): no busy loop.
         logger.debug({}, 'leadership ended before the term began; waiting again');
-        if (!(await this.#sleep(retryMs, signal))) break;
-        retryMs = Math.min(2 * retryMs, LEADERSHIP_RETRY_MAX_MS);
+        if (!(await this.#sleep(backoff.next(), signal))) break;
         continue;
       }
-      retryMs = LEADERSHIP_RETRY_MS;
+      backoff.reset();
       const ended = this.#begin(termSignal ?? undefined, signal);
       await ended;
     }
@@ -153,7 +155,7 @@ export class Leadership {
     this.#term = undefined;
     term.dispose();
     const error =
-      reason instanceof LeadershipEndedError || (reason as { code?: unknown })?.code === 'RECONCILE_LOOP_STOPPED'
+      reason instanceof LeadershipEndedError || reason instanceof LoopStoppedError
         ? reason
         : new LeadershipEndedError('leadership lost', { cause: reason });
     this.#o.logger.info({ reason: (error as Error)?.message }, 'leadership term ended: dispatching stopped, caches stay warm');

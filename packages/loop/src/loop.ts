@@ -1,34 +1,28 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setMaxListeners } from 'node:events';
-import { type ObjectStoreReader, type ParentKey } from '@reconcile-loop/object-store';
-import { silentLogger, systemClock, type Clock, type Logger } from '@reconcile-loop/primitives';
+import { type ObjectStoreReader } from '@reconcile-loop/object-store';
+import { OptionsError, silentLogger, systemClock, type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
 import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import type { Reconcile, SecondaryReaders } from './context.js';
-import {
-  LoopAlreadyStartedError,
-  LoopStoppedError,
-  ReconcileLoopOptionsError,
-  StopInsideReconcileError,
-  SyncTimeoutError,
-} from './errors.js';
+import { LoopAlreadyStartedError, LoopStoppedError, StopInsideReconcileError, SyncTimeoutError } from './errors.js';
 import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
 import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
 import { Dispatcher } from './dispatch.js';
 import { Expectations } from './expectations.js';
 import { Leadership } from './leadership.js';
-import { ReconcileRunner, type ReconcileFrame } from './runner.js';
+import { ReconcileRunner, type ReconcileScope } from './runner.js';
 import { wireSources, type WiredSource, type Wiring } from './sources.js';
 import { bindObserver, controllerName, retryObserver, runnerHooks } from './observer.js';
 
 /** Options of one `stop()` call. */
 export interface StopOptions {
   /** Overrides `gracefulShutdownTimeoutMs` for this stop (only the first stop's value counts). */
-  graceMs?: number;
+  graceMs?: number | undefined;
 }
 
 /** What `stop()` left behind when the grace period ran out (both empty after a clean stop). */
-export interface StopReport<P extends ParentKey> {
+export interface StopReport<P extends Key> {
   /** Parent keys whose reconcile calls had not settled; they still run in the background. */
   readonly abandoned: readonly P[];
   /** Sources whose stream had not closed. */
@@ -50,7 +44,7 @@ const noop = (): void => {};
  * await loop.start(); // resolves once every store holds its first listing
  * ```
  */
-export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> implements AsyncDisposable {
+export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implements AsyncDisposable {
   readonly #settings: LoopSettings;
   readonly #onError: ((error: unknown) => void) | undefined;
   readonly #clock: Clock;
@@ -68,7 +62,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   readonly #leadership: Leadership | undefined;
   /** Aborted by `stop()`: ends the drivers, waiting `get`s, the sync wait and in-flight reconciles. */
   readonly #controller = new AbortController();
-  readonly #frames = new AsyncLocalStorage<ReconcileFrame>();
+  readonly #scopes = new AsyncLocalStorage<ReconcileScope>();
   #state: ReconcileLoopState = 'idle';
   #startedAt: number | undefined;
   /** The failure that ended the loop (never a plain stop). */
@@ -77,7 +71,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   #resyncHandle: unknown;
   #teardown: Promise<StopReport<P>> | undefined;
 
-  /** @throws {ReconcileLoopOptionsError} for unusable options; nothing is started. */
+  /** @throws {OptionsError} for unusable options; nothing is started. */
   constructor(options: ReconcileLoopOptions<T, P, S>) {
     this.#settings = validateLoopOptions(options);
     this.#name = options.source.name;
@@ -85,12 +79,11 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
     this.#queue = new WorkQueue<P>({
-      exclusive: true,
-      ...(options.observer?.queue !== undefined && { observer: options.observer.queue }),
+      observer: options.observer?.queue,
       clock: this.#clock,
       onError: (error) => this.#logger.error({ err: error }, 'work queue hook failed'),
     });
-    const { baseDelayMs, maxDelayMs, budget } = options.retry ?? {};
+    const { backoff, budget } = options.retry ?? {};
     try {
       this.#scheduler = new RetryScheduler<P>({
         onRetry: (key) => this.#queue.add(key),
@@ -102,12 +95,11 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
             this.#logger.info({ parentKey: String(key), reason }, 'parked parent key released');
           },
         }),
-        ...(baseDelayMs !== undefined && { baseDelayMs }),
-        ...(maxDelayMs !== undefined && { maxDelayMs }),
-        ...(budget !== undefined && { budget: { delaysMs: [...budget.delaysMs] } }),
+        backoff,
+        budget: budget === undefined ? undefined : { delaysMs: [...budget.delaysMs] },
       });
     } catch (error) {
-      throw new ReconcileLoopOptionsError(`retry: ${(error as Error).message}`, { cause: error });
+      throw new OptionsError('ReconcileLoop', `retry: ${(error as Error).message}`, { cause: error });
     }
     this.#wiring = wireSources(options, {
       // Called after the store holds the event (cache before notify).
@@ -130,7 +122,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
     this.#runner = new ReconcileRunner<T, P, S>({
       reconcile: options.reconcile as Reconcile<T, P, S>,
       scheduler: this.#scheduler,
-      frames: this.#frames,
+      scopes: this.#scopes,
       reconcileTimeoutMs: this.#settings.reconcileTimeoutMs,
       clock: this.#clock,
       logger: this.#logger,
@@ -250,9 +242,9 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   stop(options: StopOptions = {}): Promise<StopReport<P>> {
     const graceMs =
       options.graceMs === undefined ? this.#settings.gracefulShutdownTimeoutMs : duration('graceMs', options.graceMs, true, true);
-    const frame = this.#frames.getStore();
+    const scope = this.#scopes.getStore();
     const stopping = this.#beginStop(graceMs);
-    if (frame?.active) {
+    if (scope?.active) {
       const refused = Promise.reject(new StopInsideReconcileError());
       refused.catch(noop);
       return refused;
@@ -274,7 +266,7 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
    * Accepted before `start()` (reconciled after sync); ignored once the loop is stopping, and for a
    * key parked at its parent's current fingerprint (use `release`).
    *
-   * @throws {WorkQueueKeyError} (code `WORK_QUEUE_INVALID_KEY`) for a key that is not a primitive.
+   * @throws {WorkQueueKeyError} (code `RL_QUEUE_INVALID_KEY`) for a key that is not a primitive.
    */
   enqueue(parentKey: P): void {
     this.#dispatcher.offer(parentKey);
@@ -451,6 +443,6 @@ export class ReconcileLoop<T, P extends ParentKey, S = Record<never, never>> imp
   }
 }
 
-function cleanStop<P extends ParentKey>(): StopReport<P> {
+function cleanStop<P extends Key>(): StopReport<P> {
   return { abandoned: [], abandonedSources: [] };
 }

@@ -9,8 +9,8 @@
  * Invariant: a hook never changes what the loop does. A throwing hook is logged (error level) and
  * the loop carries on, exactly as if no observer were set.
  */
-import type { ParentKey, Source } from '@reconcile-loop/object-store';
-import type { Logger } from '@reconcile-loop/primitives';
+import type { Source } from '@reconcile-loop/object-store';
+import type { Logger, Key } from '@reconcile-loop/primitives';
 import type { RetryScheduler, RetrySchedulerObserver } from '@reconcile-loop/retry-scheduler';
 import type { UnfinishedWork, WorkQueue, WorkQueueObserver } from '@reconcile-loop/work-queue';
 import type { ReconcileLoopOptions } from './options.js';
@@ -27,7 +27,7 @@ import type { Wiring } from './sources.js';
 export type ReconcileOutcome = 'success' | 'error' | 'requeue' | 'requeue_after' | 'stopped';
 
 /** Payload of {@link ReconcileLoopObserver.onReconcileStart}. */
-export interface ReconcileStartEvent<P extends ParentKey> {
+export interface ReconcileStartEvent<P extends Key> {
   /** The loop's `name` (controller-runtime's `controller` label). */
   readonly controller: string;
   readonly parentKey: P;
@@ -36,7 +36,7 @@ export interface ReconcileStartEvent<P extends ParentKey> {
 }
 
 /** Payload of {@link ReconcileLoopObserver.onReconcileEnd}: emitted once per call, when the worker is done with it. */
-export interface ReconcileEndEvent<P extends ParentKey> {
+export interface ReconcileEndEvent<P extends Key> {
   readonly controller: string;
   readonly parentKey: P;
   /** Clock ms when the worker was done with the call (for a timed-out call: the timeout). */
@@ -106,7 +106,7 @@ export interface LoopBinding {
  * The `observer` option of a `ReconcileLoop`. Every member is optional; one observer object belongs
  * to one loop (`bind` is called once, from the loop's constructor).
  */
-export interface ReconcileLoopObserver<P extends ParentKey> {
+export interface ReconcileLoopObserver<P extends Key> {
   /** Called once by the loop's constructor with its name and its snapshot function. A throw fails the constructor (e.g. a name already registered). */
   bind?(binding: LoopBinding): void;
   /** A worker began a reconcile call. */
@@ -114,13 +114,13 @@ export interface ReconcileLoopObserver<P extends ParentKey> {
   /** A worker is done with a reconcile call (its outcome is booked). */
   onReconcileEnd?(event: ReconcileEndEvent<P>): void;
   /** Forwarded to the loop's work queue (exclusive mode): adds, gets with queue time, dones with work time. */
-  queue?: WorkQueueObserver<P>;
+  queue?: WorkQueueObserver<P> | undefined;
   /** Forwarded to the loop's retry scheduler: failures that scheduled a retry, requeue-afters, parks, releases. */
-  retry?: RetrySchedulerObserver<P>;
+  retry?: RetrySchedulerObserver<P> | undefined;
 }
 
 /** The runner's side of the observer: start and end of a call, each guarded. */
-export interface RunnerHooks<P extends ParentKey> {
+export interface RunnerHooks<P extends Key> {
   start(parentKey: P, at: number): void;
   end(event: Omit<ReconcileEndEvent<P>, 'controller'>): void;
 }
@@ -131,7 +131,7 @@ export function controllerName(options: { name?: string | undefined; source: { n
 }
 
 /** The runner hooks for `observer`, or undefined without start/end hooks (the runner then skips the bookkeeping). */
-export function runnerHooks<P extends ParentKey>(
+export function runnerHooks<P extends Key>(
   observer: ReconcileLoopObserver<P> | undefined,
   controller: string,
   logger: Logger,
@@ -151,7 +151,7 @@ export function runnerHooks<P extends ParentKey>(
 }
 
 /** The loop's own retry hooks with the observer's called after each (the loop's bookkeeping first). */
-export function retryObserver<P extends ParentKey>(
+export function retryObserver<P extends Key>(
   observer: ReconcileLoopObserver<P> | undefined,
   own: RetrySchedulerObserver<P>,
 ): RetrySchedulerObserver<P> {
@@ -169,7 +169,7 @@ export function retryObserver<P extends ParentKey>(
 }
 
 /** The parts of a loop a snapshot reads. */
-export interface SnapshotParts<T, P extends ParentKey, S> {
+export interface SnapshotParts<T, P extends Key, S> {
   readonly controller: string;
   readonly concurrency: number;
   readonly queue: WorkQueue<P>;
@@ -182,7 +182,7 @@ export interface SnapshotParts<T, P extends ParentKey, S> {
 }
 
 /** Calls `options.observer.bind` (if any) with the loop's name and a snapshot function over its parts. */
-export function bindObserver<T, P extends ParentKey, S>(
+export function bindObserver<T, P extends Key, S>(
   options: ReconcileLoopOptions<T, P, S>,
   parts: Omit<SnapshotParts<T, P, S>, 'controller' | 'sources'>,
 ): void {
@@ -198,7 +198,7 @@ export function bindObserver<T, P extends ParentKey, S>(
 }
 
 /** Reads every gauge now. */
-export function snapshotOf<T, P extends ParentKey, S>(parts: SnapshotParts<T, P, S>): LoopSnapshot {
+export function snapshotOf<T, P extends Key, S>(parts: SnapshotParts<T, P, S>): LoopSnapshot {
   const { wiring } = parts;
   const now = parts.now();
   const stores = [wiring.primary, ...wiring.secondaries.values()];

@@ -1,9 +1,16 @@
 /** The loop's options, their defaults, and their validation (every bad value is a typed error). */
-import type { KeyMap, ParentKey, Source } from '@reconcile-loop/object-store';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
-import type { Fingerprint } from '@reconcile-loop/retry-scheduler';
+import type { KeyMap, Source } from '@reconcile-loop/object-store';
+import {
+  MAX_TIMER_MS,
+  OptionsError,
+  checkBackoffPolicy,
+  type BackoffPolicy,
+  type Clock,
+  type Key,
+  type Logger,
+} from '@reconcile-loop/primitives';
+import type { Fingerprint, RetryBudget } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile } from './context.js';
-import { ReconcileLoopOptionsError } from './errors.js';
 import type { UpdateFilter } from './filters.js';
 import { validateLeaderGate, type LeaderGate } from './leadership.js';
 import type { OwnerSelector, SecondaryKeyMap } from './owners.js';
@@ -17,61 +24,62 @@ export const DEFAULT_SYNC_TIMEOUT_MS = 2 * 60 * 1000;
 /** controller-runtime's `GracefulShutdownTimeout` default: `stop()` waits at most 30 s for running work. */
 export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 30 * 1000;
 
-/** Node clamps a longer timer to 1 ms, which would turn a long period into a busy loop. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /** Upper bound of `concurrency`: more workers than this only add contention on one event loop. */
 export const MAX_CONCURRENCY = 1024;
 
 /** Per-parent-key exponential backoff after a failed reconcile, or an opt-in finite retry budget. */
 export interface RetryOptions {
-  /** Delay after the first failure; doubles per further failure. Default: the retry scheduler's (100 ms). */
-  baseDelayMs?: number;
-  /** Cap on the delay. Default: the retry scheduler's (1000 s). */
-  maxDelayMs?: number;
   /**
-   * Opt-in retry budget (seed 004's dead-letter): the delays of the retries after the 1st, 2nd, …
+   * The backoff of a key's consecutive failed reconciles (primitives' `BackoffPolicy`). Default: the
+   * retry scheduler's `DEFAULT_RETRY_BACKOFF` (100 ms doubling to 1000 s). Excludes `budget`.
+   */
+  backoff?: BackoffPolicy | undefined;
+  /**
+   * Opt-in retry budget with dead-letter: the delays of the retries after the 1st, 2nd, …
    * failure, e.g. `[0, 1000, 5000, 30000]`. The failure after the last step parks the parent key:
    * no backoff, resync, requeue or event runs it again until its fingerprint (see `fingerprint`)
-   * changes or `loop.release(key)` is called. Excludes `baseDelayMs` / `maxDelayMs`.
+   * changes or `loop.release(key)` is called. Excludes `backoff`.
    */
-  budget?: { delaysMs: readonly number[] };
+  budget?: RetryBudget | undefined;
 }
 
 /**
  * A secondary source (controller-runtime's `Owns` / `Watches`): its own stream, store and sync; each
  * of its objects is mapped to parent keys either by owner reference or by a key map.
  */
-export interface SecondarySource<U, P extends ParentKey> {
+export interface SecondarySource<U, P extends Key> {
   /** The stream of this kind (e.g. a pod reflector). Its `name` must differ from every other source's. */
   source: Source<U>;
   /** Map by owner reference (`Owns`): the parent key is the owner's `namespace/name`. Exclusive with `keyMap`. */
-  owner?: OwnerSelector;
+  owner?: OwnerSelector | undefined;
   /** Map by a function (`Watches` + a map): none, one or several parent keys per object. Exclusive with `owner`. */
-  keyMap?: SecondaryKeyMap<U, P>;
+  keyMap?: SecondaryKeyMap<U, P> | undefined;
   /** Skip updates of this kind that change nothing the reconcile reads; see `UpdateFilter`. */
-  updateFilter?: UpdateFilter<U>;
+  updateFilter?: UpdateFilter<U> | undefined;
 }
 
 /** When `health()` calls the loop not ready or not alive. Every limit is in clock ms. */
 export interface HealthLimits {
   /** A source failing (consecutive failures, not healed) longer than this makes the loop not ready. Default 60 000. */
-  sourceFailingMs?: number;
+  sourceFailingMs?: number | undefined;
   /** A source failing longer than this makes the loop not alive (restart it). Default 600 000 (10 min). */
-  sourceWedgedMs?: number;
+  sourceWedgedMs?: number | undefined;
   /**
    * A source that reports its health, says it is streaming, and delivered no frame (bookmarks
    * count) for longer than this makes the loop not alive. Sources without `health()` (in-process
    * registries) may be silent forever and are never judged by it. Default 900 000 (15 min, above a
    * watch's 10 min server timeout plus the reflector's idle grace).
    */
-  sourceSilentMs?: number;
+  sourceSilentMs?: number | undefined;
   /** A reconcile running longer than this makes the loop neither ready nor alive. Default 600 000 (10 min). */
-  reconcileStuckMs?: number;
+  reconcileStuckMs?: number | undefined;
 }
 
+/** {@link HealthLimits} with every limit set. */
+export type ResolvedHealthLimits = { readonly [K in keyof HealthLimits]-?: number };
+
 /** Defaults of {@link HealthLimits}. */
-export const DEFAULT_HEALTH_LIMITS: Readonly<Required<HealthLimits>> = Object.freeze({
+export const DEFAULT_HEALTH_LIMITS: ResolvedHealthLimits = Object.freeze({
   sourceFailingMs: 60_000,
   sourceWedgedMs: 600_000,
   sourceSilentMs: 900_000,
@@ -79,7 +87,7 @@ export const DEFAULT_HEALTH_LIMITS: Readonly<Required<HealthLimits>> = Object.fr
 });
 
 /** Options for {@link ReconcileLoop}. */
-export interface ReconcileLoopOptions<T, P extends ParentKey, S = Record<never, never>> {
+export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>> {
   /**
    * The primary source (controller-runtime's `For`): the parent kind, or in the pod-tracker form the
    * one kind whose objects are grouped by a key map. Its store is `loop.store` and `ctx.members`.
@@ -95,71 +103,65 @@ export interface ReconcileLoopOptions<T, P extends ParentKey, S = Record<never, 
   /**
    * Secondary sources by name (owned pods, watched config), each with its own store, stream and sync
    * — a relist of one never touches another's store. The loop is synced when every source is.
-   * Default: none (one source, the seed's).
+   * Default: none (one source).
    */
-  secondary?: { [K in keyof S]: SecondarySource<S[K], P> };
+  secondary?: { [K in keyof S]: SecondarySource<S[K], P> } | undefined;
   /** Skip updates of primary objects that change nothing the reconcile reads (e.g. `generationChanged`). Default: none. */
-  updateFilter?: UpdateFilter<T>;
+  updateFilter?: UpdateFilter<T> | undefined;
   /**
    * How many reconciles may run at once (controller-runtime's `MaxConcurrentReconciles`); never two
-   * for the same parent key. Default 1 (the seed's single worker).
+   * for the same parent key. Default 1 (a single worker).
    */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /**
    * The fingerprint a parked key is parked at (only used with `retry.budget`): a key is released when
    * it changes. Gets the parent object (`ctx.parent`, undefined once deleted) and the parent key.
    * Default: the parent's `metadata.generation` — a spec change releases it, a status or
    * member change does not. Must return a primitive, `null` or `undefined`.
    */
-  fingerprint?: (parent: T | undefined, parentKey: P) => Fingerprint;
+  fingerprint?: ((parent: T | undefined, parentKey: P) => Fingerprint) | undefined;
   /**
    * Re-enqueue every parent that still has members this often (level-triggered backstop).
    * Default {@link DEFAULT_RESYNC_PERIOD_MS} (10 h), no jitter; `0` disables it.
    */
-  resyncPeriodMs?: number;
+  resyncPeriodMs?: number | undefined;
   /** Backoff for failed reconciles. */
-  retry?: RetryOptions;
-  /** Outer retry: the first reopen of a source stream that ended or failed waits this long, doubling per failure. Default 1000 ms. */
-  sourceRetryDelayMs?: number;
-  /** Cap of the outer retry. Default 30 000 ms. */
-  maxSourceRetryDelayMs?: number;
-  /** A stream that listed and stayed open this long resets the outer retry. Default 120 000 ms. */
-  sourceHealthyAfterMs?: number;
+  retry?: RetryOptions | undefined;
   /**
    * `start()` rejects with `SyncTimeoutError` (its `cause` the source's last error) when the first
    * replace takes longer. Default {@link DEFAULT_SYNC_TIMEOUT_MS} (2 min, controller-runtime's
    * `CacheSyncTimeout`); `Infinity` waits forever.
    */
-  syncTimeoutMs?: number;
+  syncTimeoutMs?: number | undefined;
   /**
    * Abort a reconcile that runs longer (its signal aborts with `ReconcileTimeoutError`) and count it
    * as a failure, so one hung parent key cannot stall the loop. Default: no limit.
    */
-  reconcileTimeoutMs?: number;
+  reconcileTimeoutMs?: number | undefined;
   /**
    * How long recorded expectations (`ctx.expect(...)`) may stay unobserved before they expire and
    * the parent is reconciled anyway, with a warning. Default {@link DEFAULT_EXPECTATIONS_TTL_MS}
    * (5 min, kube-controller-manager's `ExpectationsTimeout`).
    */
-  expectationsTtlMs?: number;
+  expectationsTtlMs?: number | undefined;
   /**
    * How long `stop()` waits for running reconciles and the source to end before it resolves anyway
    * and reports what it abandoned. Default {@link DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS} (30 s,
    * controller-runtime's `GracefulShutdownTimeout`); `Infinity` waits forever.
    */
-  gracefulShutdownTimeoutMs?: number;
+  gracefulShutdownTimeoutMs?: number | undefined;
   /** When `health()` reports the loop not ready / not alive. */
-  health?: HealthLimits;
+  health?: HealthLimits | undefined;
   /**
    * Called (once) when a failure ends a running loop: a source failed permanently after `start()`
    * resolved. The loop has begun stopping itself; `health().error` holds the same error. A failure
    * during `start()` rejects `start()` instead. A throw from `onError` is logged and ignored.
    */
-  onError?: (error: unknown) => void;
+  onError?: ((error: unknown) => void) | undefined;
   /** The controller's name (controller-runtime's `controller` metrics label). Default: the primary source's name. */
-  name?: string;
+  name?: string | undefined;
   /** Metrics hooks (e.g. `controllerMetrics()` of `@reconcile-loop/metrics`); see `ReconcileLoopObserver`. Default: none. */
-  observer?: ReconcileLoopObserver<P>;
+  observer?: ReconcileLoopObserver<P> | undefined;
   /**
    * Warm standby: sources open and sync on every replica (`start()` resolves once synced, leader or
    * not), reconciles run only inside a leadership term of this gate — e.g. a `LeaderElector` of
@@ -167,11 +169,11 @@ export interface ReconcileLoopOptions<T, P extends ParentKey, S = Record<never, 
    * of a term aborts in-flight reconciles; every new term re-drives every parent once. Default: none
    * (the loop always leads).
    */
-  leaderGate?: LeaderGate;
+  leaderGate?: LeaderGate | undefined;
   /** Time source for every timer. Default `systemClock` (timers are `unref`'d). */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Default: silent. Every failure that ends the loop also reaches the caller (`start()`, `onError`, `health()`). */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 /** The validated numbers. */
@@ -182,54 +184,50 @@ export interface LoopSettings {
   readonly expectationsTtlMs: number;
   readonly gracefulShutdownTimeoutMs: number;
   readonly concurrency: number;
-  readonly health: Readonly<Required<HealthLimits>>;
+  readonly health: ResolvedHealthLimits;
 }
 
-/** @throws {ReconcileLoopOptionsError} */
-export function validateLoopOptions<T, P extends ParentKey, S>(options: ReconcileLoopOptions<T, P, S>): LoopSettings {
+/** @throws {OptionsError} */
+export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopOptions<T, P, S>): LoopSettings {
   const { source, keyMap, reconcile } = options ?? ({} as Partial<ReconcileLoopOptions<T, P, S>>);
-  if (typeof source?.open !== 'function') throw new ReconcileLoopOptionsError('source must have an open(signal) method');
-  if (typeof keyMap !== 'function') throw new ReconcileLoopOptionsError('keyMap must be a function');
-  if (typeof reconcile !== 'function') throw new ReconcileLoopOptionsError('reconcile must be a function');
+  if (typeof source?.open !== 'function') throw new OptionsError('ReconcileLoop', 'source must have an open(signal) method');
+  if (typeof keyMap !== 'function') throw new OptionsError('ReconcileLoop', 'keyMap must be a function');
+  if (typeof reconcile !== 'function') throw new OptionsError('ReconcileLoop', 'reconcile must be a function');
   if (options.onError !== undefined && typeof options.onError !== 'function')
-    throw new ReconcileLoopOptionsError('onError must be a function');
+    throw new OptionsError('ReconcileLoop', 'onError must be a function');
   if (options.name !== undefined && (typeof options.name !== 'string' || options.name === ''))
-    throw new ReconcileLoopOptionsError('name must be a non-empty string');
+    throw new OptionsError('ReconcileLoop', 'name must be a non-empty string');
   if (options.observer !== undefined && (options.observer === null || typeof options.observer !== 'object'))
-    throw new ReconcileLoopOptionsError('observer must be an object');
-  for (const name of ['sourceRetryDelayMs', 'maxSourceRetryDelayMs', 'sourceHealthyAfterMs'] as const) {
-    if (options[name] !== undefined) duration(name, options[name], true);
-  }
+    throw new OptionsError('ReconcileLoop', 'observer must be an object');
   validateSecondaries(source, options.secondary as Record<string, SecondarySource<unknown, P>> | undefined);
   for (const name of ['updateFilter', 'fingerprint'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function')
-      throw new ReconcileLoopOptionsError(`${name} must be a function`);
+      throw new OptionsError('ReconcileLoop', `${name} must be a function`);
   }
   validateLeaderGate(options.leaderGate);
   const concurrency = options.concurrency ?? 1;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
-    throw new ReconcileLoopOptionsError(
+    throw new OptionsError(
+      'ReconcileLoop',
       `concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, got ${String(options.concurrency)}`,
     );
   }
-  const { baseDelayMs, maxDelayMs, budget } = options.retry ?? {};
+  const { backoff, budget } = options.retry ?? {};
   if (budget !== undefined) {
-    if (baseDelayMs !== undefined || maxDelayMs !== undefined) {
-      throw new ReconcileLoopOptionsError('retry.budget replaces retry.baseDelayMs / retry.maxDelayMs; give one or the other');
+    if (backoff !== undefined) {
+      throw new OptionsError('ReconcileLoop', 'retry.budget replaces retry.backoff; give one or the other');
     }
     const delays: unknown = budget?.delaysMs;
-    if (!Array.isArray(delays)) throw new ReconcileLoopOptionsError('retry.budget.delaysMs must be an array of delays in ms');
+    if (!Array.isArray(delays)) throw new OptionsError('ReconcileLoop', 'retry.budget.delaysMs must be an array of delays in ms');
     delays.forEach((d: unknown, i) => duration(`retry.budget.delaysMs[${i}]`, d, true));
   }
-  if (baseDelayMs !== undefined) duration('retry.baseDelayMs', baseDelayMs, true);
-  if (
-    maxDelayMs !== undefined &&
-    (typeof maxDelayMs !== 'number' || Number.isNaN(maxDelayMs) || maxDelayMs < (baseDelayMs ?? 0))
-  ) {
-    throw new ReconcileLoopOptionsError(`retry.maxDelayMs must be a number >= retry.baseDelayMs, got ${String(maxDelayMs)}`);
+  if (backoff !== undefined) {
+    if (backoff === null || typeof backoff !== 'object')
+      throw new OptionsError('ReconcileLoop', 'retry.backoff must be a BackoffPolicy');
+    checkBackoffPolicy(backoff, 'ReconcileLoop', 'retry.backoff');
   }
   const limits = options.health ?? {};
-  const health = { ...DEFAULT_HEALTH_LIMITS };
+  const health: { -readonly [K in keyof ResolvedHealthLimits]: number } = { ...DEFAULT_HEALTH_LIMITS };
   for (const name of Object.keys(DEFAULT_HEALTH_LIMITS) as Array<keyof HealthLimits>) {
     if (limits[name] !== undefined) health[name] = duration(`health.${name}`, limits[name], false, true);
   }
@@ -251,37 +249,38 @@ export function validateLoopOptions<T, P extends ParentKey, S>(options: Reconcil
 }
 
 /** Every source needs an `open`, a distinct name (health and logs are keyed by it) and exactly one mapping. */
-function validateSecondaries<P extends ParentKey>(
+function validateSecondaries<P extends Key>(
   primary: { name?: unknown },
   secondary: Record<string, SecondarySource<unknown, P>> | undefined,
 ): void {
   if (secondary === undefined) return;
   if (secondary === null || typeof secondary !== 'object')
-    throw new ReconcileLoopOptionsError('secondary must be an object of named sources');
+    throw new OptionsError('ReconcileLoop', 'secondary must be an object of named sources');
   const names = new Set<unknown>([primary.name]);
   for (const [name, spec] of Object.entries(secondary)) {
     const where = `secondary.${name}`;
     if (typeof spec?.source?.open !== 'function')
-      throw new ReconcileLoopOptionsError(`${where}.source must have an open(signal) method`);
+      throw new OptionsError('ReconcileLoop', `${where}.source must have an open(signal) method`);
     if (names.has(spec.source.name)) {
-      throw new ReconcileLoopOptionsError(
+      throw new OptionsError(
+        'ReconcileLoop',
         `${where}.source is named "${String(spec.source.name)}" like another source; health and logs need distinct names`,
       );
     }
     names.add(spec.source.name);
     if ((spec.owner === undefined) === (spec.keyMap === undefined))
-      throw new ReconcileLoopOptionsError(`${where} needs exactly one of owner and keyMap`);
+      throw new OptionsError('ReconcileLoop', `${where} needs exactly one of owner and keyMap`);
     if (spec.keyMap !== undefined && typeof spec.keyMap !== 'function')
-      throw new ReconcileLoopOptionsError(`${where}.keyMap must be a function`);
+      throw new OptionsError('ReconcileLoop', `${where}.keyMap must be a function`);
     if (spec.owner !== undefined && (typeof spec.owner?.kind !== 'string' || spec.owner.kind === '')) {
-      throw new ReconcileLoopOptionsError(`${where}.owner.kind must be a non-empty string`);
+      throw new OptionsError('ReconcileLoop', `${where}.owner.kind must be a non-empty string`);
     }
     if (spec.updateFilter !== undefined && typeof spec.updateFilter !== 'function')
-      throw new ReconcileLoopOptionsError(`${where}.updateFilter must be a function`);
+      throw new OptionsError('ReconcileLoop', `${where}.updateFilter must be a function`);
   }
 }
 
-/** A delay in ms: finite, within Node's timer range; `Infinity` only where it means "no limit". */
+/** A delay in ms: finite, at most primitives' `MAX_TIMER_MS`; `Infinity` only where it means "no limit". */
 export function duration(name: string, value: unknown, zeroAllowed: boolean, infinityAllowed = false): number {
   if (infinityAllowed && value === Infinity) return Infinity;
   if (
@@ -291,7 +290,8 @@ export function duration(name: string, value: unknown, zeroAllowed: boolean, inf
     (!zeroAllowed && value === 0) ||
     value > MAX_TIMER_MS
   ) {
-    throw new ReconcileLoopOptionsError(
+    throw new OptionsError(
+      'ReconcileLoop',
       `${name} must be a number of milliseconds ${zeroAllowed ? '>= 0' : '> 0'} and <= ${MAX_TIMER_MS}` +
         `${infinityAllowed ? ' (or Infinity)' : ''}, got ${String(value)}`,
     );

@@ -13,26 +13,31 @@ export interface OwnerSelector {
    * compared, as controller-runtime does: an owner reference written at another version of the same
    * group still names the same object. Omitted: any group.
    */
-  apiVersion?: string;
+  apiVersion?: string | undefined;
   /**
    * `true` (the default, `OnlyControllerOwner()`): only the reference with `controller: true` counts,
    * so an object maps to at most one parent. `false`: every reference of this kind counts, so an
    * object shared by several owners maps to all of them.
    */
-  controllerOnly?: boolean;
+  controllerOnly?: boolean | undefined;
 }
 
 /** The least an owned object must carry to be mapped by its owner references. */
 export interface OwnedObjectView {
-  readonly metadata?: {
-    readonly namespace?: string | undefined;
-    readonly ownerReferences?: ReadonlyArray<{
-      readonly apiVersion?: string;
-      readonly kind?: string;
-      readonly name?: string;
-      readonly controller?: boolean | undefined;
-    }> | null;
-  };
+  readonly metadata?:
+    | {
+        readonly namespace?: string | undefined;
+        readonly ownerReferences?:
+          | ReadonlyArray<{
+              readonly apiVersion?: string | undefined;
+              readonly kind?: string | undefined;
+              readonly name?: string | undefined;
+              readonly controller?: boolean | undefined;
+            }>
+          | null
+          | undefined;
+      }
+    | undefined;
 }
 
 /** Maps an object of a secondary source to the parent keys it concerns (none, one, or several). */

@@ -5,22 +5,27 @@
  * `stop()` can wait for them or name them abandoned, and the key stays held until the call settles.
  */
 import type { AsyncLocalStorage } from 'node:async_hooks';
-import type { ParentKey } from '@reconcile-loop/object-store';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
+
+import { MAX_TIMER_MS, type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
 import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile, ReconcileContext, ReconcileResult } from './context.js';
-import { InvalidReconcileResultError, ReconcileTimeoutError, isTerminalError } from './errors.js';
-import { MAX_TIMER_MS } from './options.js';
+import {
+  InvalidReconcileResultError,
+  LeadershipEndedError,
+  LoopStoppedError,
+  ReconcileTimeoutError,
+  isTerminalError,
+} from './errors.js';
 import type { ReconcileOutcome, RunnerHooks } from './observer.js';
 
 /** Marks the async context of one reconcile call, so `stop()` can tell it is being called from one. */
-export interface ReconcileFrame {
+export interface ReconcileScope {
   /** True while the worker is still waiting for this call. */
   active: boolean;
 }
 
 /** A reconcile call that has not settled yet. */
-export interface InFlightReconcile<P extends ParentKey> {
+export interface InFlightReconcile<P extends Key> {
   readonly parentKey: P;
   /** Clock ms when the call began. */
   readonly startedAt: number;
@@ -46,16 +51,16 @@ export interface ReconcileCounters {
   readonly released: number;
 }
 
-interface Call<P extends ParentKey> {
+interface Call<P extends Key> {
   readonly parentKey: P;
   readonly startedAt: number;
   timedOut: boolean;
 }
 
-export interface RunnerOptions<T, P extends ParentKey, S> {
+export interface RunnerOptions<T, P extends Key, S> {
   reconcile: Reconcile<T, P, S>;
   scheduler: RetryScheduler<P>;
-  frames: AsyncLocalStorage<ReconcileFrame>;
+  scopes: AsyncLocalStorage<ReconcileScope>;
   reconcileTimeoutMs: number | undefined;
   clock: Clock;
   logger: Logger;
@@ -65,7 +70,7 @@ export interface RunnerOptions<T, P extends ParentKey, S> {
 
 const noop = (): void => {};
 
-export class ReconcileRunner<T, P extends ParentKey, S> {
+export class ReconcileRunner<T, P extends Key, S> {
   readonly #o: RunnerOptions<T, P, S>;
   /** Every call not yet settled, by its promise (settled calls are removed as they settle). */
   readonly #calls = new Map<Promise<unknown>, Call<P>>();
@@ -117,8 +122,8 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
   ): Promise<void> {
     const { clock, logger } = this.#o;
     const parentKey = String(key);
-    const frame: ReconcileFrame = { active: true };
-    const call = this.#o.frames.run(frame, () => invoke(this.#o.reconcile, key, context));
+    const scope: ReconcileScope = { active: true };
+    const call = this.#o.scopes.run(scope, () => invoke(this.#o.reconcile, key, context));
     const record: Call<P> = { parentKey: key, startedAt: clock.now(), timedOut: false };
     this.#calls.set(call, record);
     this.#o.observer?.start(key, record.startedAt);
@@ -155,7 +160,7 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
     } catch (error) {
       outcome = this.#failed(key, error, fingerprint, controller.signal);
     } finally {
-      frame.active = false;
+      scope.active = false;
       if (timer !== undefined) clock.clearTimeout(timer);
     }
     const observer = this.#o.observer;
@@ -194,8 +199,8 @@ export class ReconcileRunner<T, P extends ParentKey, S> {
   #failed(key: P, error: unknown, fingerprint: Fingerprint, signal: AbortSignal): Outcome {
     const { logger, scheduler } = this.#o;
     const parentKey = String(key);
-    const reason = signal.aborted ? (signal.reason as { code?: unknown } | undefined) : undefined;
-    if (reason?.code === 'RECONCILE_LOOP_STOPPED' || reason?.code === 'RECONCILE_LOOP_LEADERSHIP_ENDED') {
+    const reason = signal.aborted ? signal.reason : undefined;
+    if (reason instanceof LoopStoppedError || reason instanceof LeadershipEndedError) {
       logger.debug({ parentKey, err: error }, 'reconcile ended by stop or the end of the leadership term; not retried');
       return settled('stopped', error);
     }
@@ -243,7 +248,7 @@ function describeFingerprint(fingerprint: Fingerprint): string {
 }
 
 /** Runs reconcile so a synchronous throw becomes a rejection like an async one. */
-async function invoke<T, P extends ParentKey, S>(
+async function invoke<T, P extends Key, S>(
   reconcile: Reconcile<T, P, S>,
   key: P,
   context: ReconcileContext<T, P, S>,

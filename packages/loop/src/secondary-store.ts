@@ -2,15 +2,15 @@
  * The cache of one secondary source (an owned or watched kind): objects by object key, indexed by
  * every parent key the source's key map gives them — several for an object with several owners.
  */
-import type { ObjectKey, ParentKey, SourceEvent } from '@reconcile-loop/object-store';
-import type { Logger } from '@reconcile-loop/primitives';
+import type { ObjectKey, SourceEvent } from '@reconcile-loop/object-store';
+import type { Logger, Key } from '@reconcile-loop/primitives';
 import { InvalidSourceEventError } from '@reconcile-loop/object-store';
 import type { StoreWriter } from '@reconcile-loop/stream-driver';
 import { passes, type UpdateFilter } from './filters.js';
 import type { SecondaryKeyMap } from './owners.js';
 
 /** Read access to a secondary source's cache. Collections are snapshots; objects are shared, never mutate them. */
-export interface SecondaryStoreReader<U, P extends ParentKey> {
+export interface SecondaryStoreReader<U, P extends Key> {
   /** The cached object under `key`, or `undefined`. */
   get(key: ObjectKey): U | undefined;
   /** Whether an object is cached under `key`. */
@@ -38,7 +38,7 @@ export interface SecondaryStoreOptions<U, P> {
 
 const NONE: readonly never[] = Object.freeze([]);
 
-const isParentKey = (value: unknown): value is ParentKey =>
+const isParentKey = (value: unknown): value is Key =>
   typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean';
 
 /**
@@ -47,7 +47,7 @@ const isParentKey = (value: unknown): value is ParentKey =>
  * map's result at upsert time, so a delete reaches the parents the object was mapped to even when
  * the parent object itself is gone (a deleted parent's owned objects still map to it).
  */
-export class SecondaryStore<U, P extends ParentKey> implements StoreWriter<U, P>, SecondaryStoreReader<U, P> {
+export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, SecondaryStoreReader<U, P> {
   readonly #objects = new Map<ObjectKey, U>();
   readonly #parentsOf = new Map<ObjectKey, readonly P[]>();
   readonly #members = new Map<P, Map<ObjectKey, U>>();

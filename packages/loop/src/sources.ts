@@ -3,8 +3,8 @@
  * secondary ones, each a stream driver over its own store. Stores never share a driver, so a relist
  * (a replace) of one source rewrites only its own store.
  */
-import { ObjectStore, type ObjectStoreReader, type ParentKey } from '@reconcile-loop/object-store';
-import { type Clock, type Logger } from '@reconcile-loop/primitives';
+import { ObjectStore, type ObjectStoreReader } from '@reconcile-loop/object-store';
+import { type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
 import { StreamDriver, type StoreWriter } from '@reconcile-loop/stream-driver';
 import { readOnlySecondary, readOnlyView, type SecondaryReaders } from './context.js';
 import { filteredWriter } from './filters.js';
@@ -13,7 +13,7 @@ import { ownerKeyMap, type SecondaryKeyMap } from './owners.js';
 import { SecondaryStore, type SecondaryStoreReader } from './secondary-store.js';
 
 /** One source as the loop drives it. */
-export interface WiredSource<P extends ParentKey> {
+export interface WiredSource<P extends Key> {
   readonly name: string;
   readonly driver: StreamDriver<unknown, P>;
   /** Parent keys with at least one object in this source's store (what resync re-drives). */
@@ -24,7 +24,7 @@ export interface WiredSource<P extends ParentKey> {
 }
 
 /** Everything built from the options: the sources in order (primary first) and the stores' read views. */
-export interface Wiring<T, P extends ParentKey, S> {
+export interface Wiring<T, P extends Key, S> {
   readonly sources: readonly WiredSource<P>[];
   readonly primary: ObjectStore<T, P>;
   readonly reader: ObjectStoreReader<T, P>;
@@ -32,7 +32,7 @@ export interface Wiring<T, P extends ParentKey, S> {
   readonly readers: SecondaryReaders<S, P>;
 }
 
-export interface WiringContext<P extends ParentKey> {
+export interface WiringContext<P extends Key> {
   /** Called after a store holds an event, with the parents it affected (cache before notify). */
   onAffected(parents: ReadonlySet<P>, source: string): void;
   /**
@@ -45,18 +45,10 @@ export interface WiringContext<P extends ParentKey> {
 }
 
 /** Builds one stream driver and store per source. Options were validated before. */
-export function wireSources<T, P extends ParentKey, S>(
-  options: ReconcileLoopOptions<T, P, S>,
-  ctx: WiringContext<P>,
-): Wiring<T, P, S> {
+export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T, P, S>, ctx: WiringContext<P>): Wiring<T, P, S> {
   const { clock, logger } = ctx;
-  const driverOptions = {
-    ...(options.sourceRetryDelayMs !== undefined && { sourceRetryDelayMs: options.sourceRetryDelayMs }),
-    ...(options.maxSourceRetryDelayMs !== undefined && { maxSourceRetryDelayMs: options.maxSourceRetryDelayMs }),
-    ...(options.sourceHealthyAfterMs !== undefined && { sourceHealthyAfterMs: options.sourceHealthyAfterMs }),
-    clock,
-    logger,
-  };
+  // A source's reopen backoff is its own `retry` (object-store's Source.retry), read by the driver.
+  const driverOptions = { clock, logger };
   const wire = <U>(
     source: ReconcileLoopOptions<U, P>['source'],
     store: StoreWriter<U, P>,

@@ -1,5 +1,5 @@
 /** A custom resource ("CocoonSet") that owns pods, over in-process sources and the fake clock. */
-import { ManualClock } from '@reconcile-loop/primitives';
+import { ManualClock, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { recordingLogger } from '@reconcile-loop/test-support';
 import {
   InProcessSource,
@@ -81,14 +81,17 @@ export function controllerHarness(
     sets?: Array<[ObjectKey, CocoonSet]>;
     pods?: Array<[ObjectKey, Pod]>;
     podOptions?: Partial<NonNullable<ReconcileLoopOptions<CocoonSet, string, Sec>['secondary']>['pods']>;
+    /** Both in-process sources' reopen backoff (`InProcessSource`'s `retry`). */
+    sourceRetry?: BackoffPolicy;
   } = {},
 ) {
   const clock = new ManualClock();
   const logger = recordingLogger();
-  const sets = new InProcessSource<CocoonSet>('cocoonsets', options.sets ?? []);
-  const pods = new InProcessSource<Pod>('pods', options.pods ?? []);
+  const retry = options.sourceRetry;
+  const sets = new InProcessSource<CocoonSet>('cocoonsets', options.sets ?? [], { retry });
+  const pods = new InProcessSource<Pod>('pods', options.pods ?? [], { retry });
   const seen: Seen[] = [];
-  const { body, sets: _s, pods: _p, podOptions, ...rest } = options;
+  const { body, sets: _s, pods: _p, podOptions, sourceRetry: _r, ...rest } = options;
   const loop = new ReconcileLoop<CocoonSet, string, Sec>({
     source: sets,
     keyMap: (_, key) => key,

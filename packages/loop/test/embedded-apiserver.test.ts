@@ -232,7 +232,7 @@ describe('ReconcileLoop over the pod reflector against the embedded apiserver', 
     expect(probe('/readyz?verbose').body).toContain('[-]source:pods failed: not synced yet');
     expect(probe('/healthz')).toMatchObject({ status: 200 });
     const error = await within(starting, 'start() to reject');
-    expect(error).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT', sourceName: 'pods', timeoutMs: 1_000 });
+    expect(error).toMatchObject({ code: 'RL_LOOP_SYNC_TIMEOUT', sourceName: 'pods', timeoutMs: 1_000 });
     expect(loop.state).toBe('stopped');
     expect(loop.health().ready.ok).toBe(false);
     expect(server.requestCounts().list).toBeGreaterThan(1); // it kept retrying the 403

@@ -1,16 +1,10 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
-import {
-  DEFAULT_EXPECTATIONS_TTL_MS,
-  ReconcileLoop,
-  ReconcileLoopOptionsError,
-  replaceEvent,
-  type ObjectKey,
-  type ReconcileContext,
-  type SourceEvent,
-} from '../src/index.js';
+import { ReconcileLoop, replaceEvent, type ObjectKey, type ReconcileContext, type SourceEvent } from '../src/index.js';
+import { DEFAULT_EXPECTATIONS_TTL_MS } from '../src/expectations.js';
 import { NS, podOf, setOf, type CocoonSet, type Pod } from './controller-fixtures.js';
 
 /** ControlledSource is always named "controlled"; a loop needs distinct source names. */
@@ -165,7 +159,7 @@ describe('read your writes (expectations)', () => {
   });
 
   it('[loop: Read your writes] expectationsTtlMs is validated and applied', async () => {
-    expect(() => harness({ expectationsTtlMs: 0 })).toThrow(ReconcileLoopOptionsError);
+    expect(() => harness({ expectationsTtlMs: 0 })).toThrow(OptionsError);
     const h = harness({ expectationsTtlMs: 1_000 });
     await h.start();
     await h.touchSet(2, 2);
@@ -236,7 +230,7 @@ describe('read your writes (expectations)', () => {
     await h.start();
     expect(errors).toHaveLength(2);
     errors.splice(2);
-    expect(errors.every((e) => e instanceof ReconcileLoopOptionsError)).toBe(true);
+    expect(errors.every((e) => e instanceof OptionsError)).toBe(true);
     expect(String(errors[0])).toContain('ctx.expect("nodes")');
     await h.deliver();
     expect(h.calls).toHaveLength(2); // the observation of both creates

@@ -27,7 +27,6 @@ import { httpGet, recordingLogger, scaledClock, serveOnLoopback, within as withi
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
-  DEFAULT_SYNC_TIMEOUT_MS,
   ReconcileLoop,
   healthHandler,
   type LoopHealth,
@@ -36,6 +35,7 @@ import {
   type Source,
   type SourceEvent,
 } from '../src/index.js';
+import { DEFAULT_SYNC_TIMEOUT_MS } from '../src/options.js';
 
 const SECOND_MS = 50;
 const WAIT_MS = 5_000;
@@ -540,7 +540,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       loop: {
         hang: (pool) => pool === 'engines',
         reconcileTimeoutMs: 300,
-        retry: { baseDelayMs: 60_000 },
+        retry: { backoff: { initialMs: 60_000, maxMs: 1_000_000 } },
         health: { reconcileStuckMs: 100 },
       },
     });

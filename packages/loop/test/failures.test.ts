@@ -7,8 +7,6 @@ import { type SourceHealth } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
-  DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
-  DEFAULT_SYNC_TIMEOUT_MS,
   InProcessSource,
   ReconcileLoop,
   describeError,
@@ -16,6 +14,7 @@ import {
   upsertEvent,
   type ReconcileLoopOptions,
 } from '../src/index.js';
+import { DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS, DEFAULT_SYNC_TIMEOUT_MS } from '../src/options.js';
 
 interface Cell {
   pool: string;
@@ -91,7 +90,7 @@ describe('start() always settles', () => {
     expect(loop.state).toBe('starting');
     await clock.advanceAsync(1);
     const error = (await starting) as Error & { cause: unknown; sourceName: string };
-    expect(error).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT', sourceName: 'controlled', timeoutMs: 120_000 });
+    expect(error).toMatchObject({ code: 'RL_LOOP_SYNC_TIMEOUT', sourceName: 'controlled', timeoutMs: 120_000 });
     expect(error.cause).toBe(source.report.lastError);
     expect(error.message).toContain('last error: 403 Forbidden: pods is forbidden');
     expect(loop.health()).toMatchObject({ state: 'stopped', error, ready: { ok: false }, alive: { ok: false } });
@@ -100,7 +99,7 @@ describe('start() always settles', () => {
 
   it('[loop: start always settles] without a source report the cause is the last stream failure; Infinity waits forever', async () => {
     const source = new ControlledSource<Cell>();
-    const { clock, loop } = make(source, { syncTimeoutMs: 10_000, sourceRetryDelayMs: 1_000 });
+    const { clock, loop } = make(source, { syncTimeoutMs: 10_000 });
     const starting = outcome(loop.start());
     await settle();
     const dropped = new Error('connection reset');
@@ -263,7 +262,7 @@ describe('stop() grace period', () => {
     const stopping = loop.stop({ graceMs: 100 });
     await clock.advanceAsync(50);
     await expect(stopping).resolves.toEqual({ abandoned: [], abandonedSources: [] });
-    expect(() => loop.stop({ graceMs: -1 })).toThrow(expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }));
+    expect(() => loop.stop({ graceMs: -1 })).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
   });
 
   it('[loop: GracefulShutdownTimeout] a source whose close is still pending when the grace runs out is reported in abandonedSources', async () => {
@@ -362,7 +361,7 @@ describe('silence is never the failure mode', () => {
       });
       const failed = outcome(timeout.start());
       await clock.advanceAsync(5);
-      expect(await failed).toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
+      expect(await failed).toMatchObject({ code: 'RL_LOOP_SYNC_TIMEOUT' });
     } finally {
       vi.restoreAllMocks();
     }

@@ -4,7 +4,6 @@ import { type SourceHealth } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, settle } from '@reconcile-loop/test-support';
 import {
-  DEFAULT_HEALTH_LIMITS,
   InProcessSource,
   ReconcileLoop,
   replaceEvent,
@@ -13,6 +12,7 @@ import {
   type ReconcileLoopOptions,
   type SourceStatus,
 } from '../src/index.js';
+import { DEFAULT_HEALTH_LIMITS } from '../src/options.js';
 
 interface Cell {
   pool: string;
@@ -200,7 +200,7 @@ describe('loop.health()', () => {
   it('[loop: health] rejects unusable health limits', () => {
     for (const health of [{ sourceFailingMs: 0 }, { reconcileStuckMs: -1 }, { sourceSilentMs: Number.NaN }]) {
       expect(() => make(new InProcessSource<Cell>('s'), { health })).toThrow(
-        expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }),
+        expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
       );
     }
     expect(() => make(new InProcessSource<Cell>('s'), { health: { sourceWedgedMs: Infinity } })).not.toThrow();

@@ -1,8 +1,9 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
-import { InProcessSource, ReconcileLoop, ReconcileLoopOptionsError, type LeaderGate } from '../src/index.js';
+import { InProcessSource, ReconcileLoop, type LeaderGate } from '../src/index.js';
 
 interface Item {
   parent: string;
@@ -136,7 +137,7 @@ describe('warm standby behind a leader gate', () => {
     await settle();
     expect(h.starts.map((s) => s.key)).toEqual(['a']); // b was dequeued, the check said no
     expect(inFlight.signal.aborted).toBe(true); // the worker's check ended the term locally
-    expect((inFlight.signal.reason as { code?: string }).code).toBe('RECONCILE_LOOP_LEADERSHIP_ENDED');
+    expect((inFlight.signal.reason as { code?: string }).code).toBe('RL_LOOP_LEADERSHIP_ENDED');
     expect(h.loop.health().leader).toBe(false);
     expect(h.loop.health().reconciles.failed).toBe(0); // aborted by the term's end: not a failure
 
@@ -211,7 +212,7 @@ describe('warm standby behind a leader gate', () => {
           reconcile: () => undefined,
           leaderGate: { isLeader: () => true } as never,
         }),
-    ).toThrow(ReconcileLoopOptionsError);
+    ).toThrow(OptionsError);
   });
 
   it('[loop: warm standby] a gate whose wait rejects is logged and asked again after a delay, not in a busy loop', async () => {

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '@reconcile-loop/primitives';
+import { ManualClock, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
-  DEFAULT_RESYNC_PERIOD_MS,
   InProcessSource,
   ReconcileLoop,
   replaceEvent,
@@ -10,6 +9,7 @@ import {
   type ReconcileContext,
   type ReconcileLoopOptions,
 } from '../src/index.js';
+import { DEFAULT_RESYNC_PERIOD_MS } from '../src/options.js';
 
 interface Cell {
   pool: string | undefined;
@@ -28,12 +28,18 @@ interface Call {
 
 type Body = (key: string, ctx: ReconcileContext<Cell, string>) => void | Promise<void>;
 
-function harness(options: Partial<ReconcileLoopOptions<Cell, string>> & { body?: Body; initial?: Array<[string, Cell]> } = {}) {
+function harness(
+  options: Partial<ReconcileLoopOptions<Cell, string>> & {
+    body?: Body;
+    initial?: Array<[string, Cell]>;
+    sourceRetry?: BackoffPolicy;
+  } = {},
+) {
   const clock = new ManualClock();
   const logger = recordingLogger();
-  const registry = new InProcessSource<Cell>('cells', options.initial ?? []);
+  const registry = new InProcessSource<Cell>('cells', options.initial ?? [], { retry: options.sourceRetry });
   const calls: Call[] = [];
-  const { body, initial: _initial, ...rest } = options;
+  const { body, initial: _initial, sourceRetry: _retry, ...rest } = options;
   const loop = new ReconcileLoop<Cell, string>({
     source: registry,
     keyMap: (c) => c.pool,
@@ -179,7 +185,7 @@ describe('ReconcileLoop', () => {
   it('[retry_scheduler: Delaying queue on earliest readyAt] a reconcile that throws is retried with exponential backoff; success forgets the backoff', async () => {
     let failuresLeft = 3;
     const { clock, registry, calls, loop, logger } = harness({
-      retry: { baseDelayMs: 100, maxDelayMs: 10_000 },
+      retry: { backoff: { initialMs: 100, maxMs: 10_000 } },
       initial: [['a', cell('p1')]],
       body: async () => {
         if (failuresLeft === 0) return;
@@ -247,9 +253,9 @@ describe('ReconcileLoop', () => {
     await loop.stop();
   });
 
-  it('[source_stream_driver: Retry inside vs outside the stream] a dead stream is reopened after sourceRetryDelayMs and its relist re-drives a deletion missed meanwhile', async () => {
+  it('[source_stream_driver: Retry inside vs outside the stream] a dead stream is reopened after source.retry.initialMs and its relist re-drives a deletion missed meanwhile', async () => {
     const { clock, registry, calls, loop, logger } = harness({
-      sourceRetryDelayMs: 2_000,
+      sourceRetry: { initialMs: 2_000, maxMs: 30_000 },
       initial: [
         ['a', cell('p1')],
         ['b', cell('p2')],
@@ -284,7 +290,7 @@ describe('ReconcileLoop', () => {
     registry.upsert('b', cell('p2'));
     await settle();
     expect(keys()).toEqual(['p1', 'nobody', 'p1', 'p2']);
-    expect(() => loop.enqueue({} as unknown as string)).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_INVALID_KEY' }));
+    expect(() => loop.enqueue({} as unknown as string)).toThrow(expect.objectContaining({ code: 'RL_QUEUE_INVALID_KEY' }));
     expect(logger.entries.filter((e) => e.level === 'error')).toEqual([]); // the typed throw, not a misleading log line
     await loop.stop();
     loop.enqueue('p1'); // ignored once stopped
@@ -317,7 +323,7 @@ describe('ReconcileLoop', () => {
     expect(finished).toBe(false);
     await stopping;
     expect(finished).toBe(true);
-    expect(reason).toMatchObject({ code: 'RECONCILE_LOOP_STOPPED' });
+    expect(reason).toMatchObject({ code: 'RL_LOOP_STOPPED' });
     expect(keys()).toEqual(['p1']);
     expect(loop.state).toBe('stopped');
     expect(clock.pending).toBe(0);
@@ -372,7 +378,7 @@ describe('ReconcileLoop', () => {
     loopRef = loop;
     await loop.start();
     await settle();
-    expect(inside).toMatchObject({ code: 'RECONCILE_LOOP_STOP_INSIDE_RECONCILE', name: 'StopInsideReconcileError' });
+    expect(inside).toMatchObject({ code: 'RL_LOOP_STOP_INSIDE_RECONCILE', name: 'StopInsideReconcileError' });
     expect(loop.state).toBe('stopped'); // the stop went ahead
     await expect(loop.stop()).resolves.toEqual(CLEAN_STOP);
     // Not retried: the loop is stopping, so the failure is not scheduled.
@@ -403,7 +409,7 @@ describe('ReconcileLoop', () => {
     const outcome = owner();
     outcome.catch(() => {});
     await clock.advanceAsync(5_000);
-    await expect(outcome).rejects.toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
+    await expect(outcome).rejects.toMatchObject({ code: 'RL_LOOP_SYNC_TIMEOUT' });
     expect(loop.state).toBe('stopped');
     expect(clock.pending).toBe(0);
     expect(source.last.closed).toBe(true);
@@ -412,7 +418,7 @@ describe('ReconcileLoop', () => {
     expect(source.streams).toHaveLength(1);
     expect(reconciled).toBe(false);
     await expect(loop.stop()).resolves.toEqual(CLEAN_STOP);
-    await expect(loop.start()).rejects.toMatchObject({ code: 'RECONCILE_LOOP_ALREADY_STARTED' });
+    await expect(loop.start()).rejects.toMatchObject({ code: 'RL_LOOP_ALREADY_STARTED' });
   });
 
   it('[loop deviation: syncTimeoutMs] a source that never syncs fails start() with SyncTimeoutError at the timeout, not before', async () => {
@@ -437,7 +443,7 @@ describe('ReconcileLoop', () => {
       (e: unknown) => e,
     );
     expect(error).toMatchObject({
-      code: 'RECONCILE_LOOP_SYNC_TIMEOUT',
+      code: 'RL_LOOP_SYNC_TIMEOUT',
       name: 'SyncTimeoutError',
       sourceName: 'controlled',
       timeoutMs: 30_000,
@@ -452,7 +458,7 @@ describe('ReconcileLoop', () => {
     starting.catch(() => {});
     await settle();
     await loop.stop();
-    await expect(starting).rejects.toMatchObject({ code: 'RECONCILE_LOOP_STOPPED' });
+    await expect(starting).rejects.toMatchObject({ code: 'RL_LOOP_STOPPED' });
     expect(source.last.closed).toBe(true);
     expect(clock.pending).toBe(0);
   });
@@ -463,7 +469,7 @@ describe('ReconcileLoop', () => {
     let unhang: (() => void) | undefined;
     const { clock, calls, loop, logger } = harness({
       reconcileTimeoutMs: 1_000,
-      retry: { baseDelayMs: 500 },
+      retry: { backoff: { initialMs: 500, maxMs: 1_000_000 } },
       initial: [
         ['a', cell('p1')],
         ['b', cell('p2')],
@@ -481,7 +487,7 @@ describe('ReconcileLoop', () => {
     await clock.advanceAsync(999);
     expect(calls.map((c) => c.key)).toEqual(['p1']);
     await clock.advanceAsync(1);
-    expect(hungReason).toMatchObject({ code: 'RECONCILE_LOOP_RECONCILE_TIMEOUT', parentKey: 'p1', timeoutMs: 1_000 });
+    expect(hungReason).toMatchObject({ code: 'RL_LOOP_RECONCILE_TIMEOUT', parentKey: 'p1', timeoutMs: 1_000 });
     expect(calls.map((c) => [c.key, c.at])).toEqual([
       ['p1', 0],
       ['p2', 1_000],
@@ -563,7 +569,7 @@ describe('ReconcileLoop', () => {
     const outcome = body();
     outcome.catch(() => {});
     await clock.advanceAsync(10);
-    await expect(outcome).rejects.toMatchObject({ code: 'RECONCILE_LOOP_SYNC_TIMEOUT' });
+    await expect(outcome).rejects.toMatchObject({ code: 'RL_LOOP_SYNC_TIMEOUT' });
   });
 
   it('[loop: Lifecycle] [Symbol.asyncDispose]() is stop(); stop() before start() retires the loop', async () => {
@@ -577,13 +583,13 @@ describe('ReconcileLoop', () => {
     await loop[Symbol.asyncDispose]();
     expect(loop.state).toBe('stopped');
     expect(registry.openStreams).toBe(0);
-    await expect(loop.start()).rejects.toMatchObject({ code: 'RECONCILE_LOOP_ALREADY_STARTED' });
+    await expect(loop.start()).rejects.toMatchObject({ code: 'RL_LOOP_ALREADY_STARTED' });
   });
 
   it('starting twice is a typed error', async () => {
     const { loop } = harness();
     await loop.start();
-    await expect(loop.start()).rejects.toMatchObject({ code: 'RECONCILE_LOOP_ALREADY_STARTED', name: 'LoopAlreadyStartedError' });
+    await expect(loop.start()).rejects.toMatchObject({ code: 'RL_LOOP_ALREADY_STARTED', name: 'LoopAlreadyStartedError' });
     await loop.stop();
   });
 
@@ -601,7 +607,7 @@ describe('ReconcileLoop', () => {
     expect(logger.entries.some((e) => (e.fields.err as Error | undefined)?.message === 'close exploded')).toBe(true);
   });
 
-  it('rejects unusable options with RECONCILE_LOOP_INVALID_OPTIONS', () => {
+  it('rejects unusable options with RL_INVALID_OPTIONS', () => {
     const base = { source: new InProcessSource<Cell>('s'), keyMap: (c: Cell) => c.pool, reconcile: () => {} };
     const bad: Array<Partial<ReconcileLoopOptions<Cell, string>>> = [
       { resyncPeriodMs: -1 },
@@ -609,15 +615,15 @@ describe('ReconcileLoop', () => {
       { resyncPeriodMs: Number.NaN },
       { syncTimeoutMs: 0 },
       { reconcileTimeoutMs: Infinity },
-      { sourceRetryDelayMs: -5 },
-      { retry: { baseDelayMs: 100, maxDelayMs: 10 } },
+      { retry: { backoff: { initialMs: -5, maxMs: 10 } } },
+      { retry: { backoff: { initialMs: 100, maxMs: 10 } } },
       { reconcile: undefined as never },
       { keyMap: 'pool' as never },
       { source: {} as never },
     ];
     for (const patch of bad) {
       expect(() => new ReconcileLoop<Cell, string>({ ...base, ...patch })).toThrow(
-        expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }),
+        expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
       );
     }
   });

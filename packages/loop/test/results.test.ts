@@ -58,7 +58,7 @@ describe('reconcile results', () => {
     let n = 0;
     const { loop, seen, clock } = controllerHarness({
       sets: [setOf('a', 1)],
-      retry: { baseDelayMs: 100 },
+      retry: { backoff: { initialMs: 100, maxMs: 1_000_000 } },
       body: () => {
         n += 1;
         if (n === 1) return { requeueAfterMs: 10_000 };
@@ -121,7 +121,7 @@ describe('reconcile results', () => {
       let n = 0;
       const { loop, seen, clock, logger } = controllerHarness({
         sets: [setOf('a', 1)],
-        retry: { baseDelayMs: 100 },
+        retry: { backoff: { initialMs: 100, maxMs: 1_000_000 } },
         body: () => (++n === 1 ? (result as never) : undefined),
       });
       await loop.start();
@@ -132,7 +132,7 @@ describe('reconcile results', () => {
         ['ns/a', 100],
       ]);
       const warn = logger.entries.find((e) => e.message === 'reconcile failed; retrying after backoff');
-      expect(warn?.fields['err']).toMatchObject({ code: 'RECONCILE_LOOP_INVALID_RESULT', parentKey: 'ns/a' });
+      expect(warn?.fields['err']).toMatchObject({ code: 'RL_LOOP_INVALID_RESULT', parentKey: 'ns/a' });
       await loop.stop();
     },
   );

@@ -1,3 +1,4 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { settle } from '@reconcile-loop/test-support';
 import { ManualClock } from '@reconcile-loop/primitives';
@@ -86,7 +87,7 @@ describe('several sources per loop', () => {
     const { loop, pods, seen, keys, clock } = controllerHarness({
       sets: [setOf('a', 1), setOf('b', 1)],
       pods: [podOf('a-0', 'a'), podOf('b-0', 'b')],
-      sourceRetryDelayMs: 10,
+      sourceRetry: { initialMs: 10, maxMs: 30_000 },
     });
     await loop.start();
     await settle();
@@ -229,7 +230,7 @@ describe('failures of a secondary source', () => {
     await settle();
     await clock.advanceAsync(5_000);
     await expect(starting).rejects.toMatchObject({
-      code: 'RECONCILE_LOOP_SYNC_TIMEOUT',
+      code: 'RL_LOOP_SYNC_TIMEOUT',
       sourceName: 'pods',
       cause: { message: '403 pods is forbidden' },
     });
@@ -292,7 +293,7 @@ describe('update filters', () => {
       sets: [setOf('a', 1), setOf('b', 1), setOf('c', 1)],
       pods: [podOf('a-0', 'a'), podOf('b-0', 'b'), podOf('c-0', 'c')],
       podOptions: { updateFilter: resourceVersionChanged },
-      sourceRetryDelayMs: 10,
+      sourceRetry: { initialMs: 10, maxMs: 30_000 },
     });
     await loop.start();
     await settle();
@@ -374,12 +375,12 @@ describe('options of several sources', () => {
     [{ concurrency: 0 }, 'concurrency must be an integer from 1 to 1024'],
     [{ concurrency: 2.5 }, 'concurrency must be an integer'],
     [{ retry: { budget: { delaysMs: [0, -1] } } }, 'retry.budget.delaysMs[1]'],
-    [{ retry: { budget: { delaysMs: [0] }, baseDelayMs: 5 } }, 'retry.budget replaces'],
+    [{ retry: { budget: { delaysMs: [0] }, backoff: { initialMs: 5, maxMs: 5 } } }, 'retry.budget replaces'],
     [{ updateFilter: 'yes' }, 'updateFilter must be a function'],
     [{ fingerprint: 3 }, 'fingerprint must be a function'],
-  ])('[loop: Owns] bad options throw ReconcileLoopOptionsError: %j', (extra, message) => {
+  ])('[loop: Owns] bad options throw OptionsError: %j', (extra, message) => {
     expect(() => new ReconcileLoop({ ...base, ...(extra as object) } as never)).toThrow(
-      expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS', message: expect.stringContaining(message) }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS', message: expect.stringContaining(message) }),
     );
   });
 });

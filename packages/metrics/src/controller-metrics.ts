@@ -7,22 +7,23 @@
  * Invariant: one set of instruments per registry, shared by every loop registered on it, and one
  * loop per `controller` label value on a registry — so no two loops ever write one series.
  */
-import type { LoopBinding, LoopSnapshot, ParentKey, ReconcileEndEvent, ReconcileLoopObserver } from '@reconcile-loop/loop';
+import type { LoopBinding, LoopSnapshot, ReconcileEndEvent, ReconcileLoopObserver } from '@reconcile-loop/loop';
 import { Counter, Gauge, register, type Registry } from 'prom-client';
 import { CONTROLLER_METRICS, LOOP_METRICS, WORKQUEUE_METRICS, type MetricDefinition } from './definitions.js';
-import { MetricsError } from './errors.js';
+import { DuplicateControllerError, ObserverReusedError } from './errors.js';
+import { OptionsError, type Key } from '@reconcile-loop/primitives';
 import { CounterFamily, HistogramFamily, type CounterSeries, type HistogramSeries } from './families.js';
 
 /** Options of {@link controllerMetrics}. */
 export interface ControllerMetricsOptions {
   /** Where the series are registered. Default: prom-client's global `register` (controller-runtime's global `metrics.Registry`). */
-  registry?: Registry;
+  registry?: Registry | undefined;
   /** The `controller` (and workqueue `name`) label value. Default: the loop's `name` option (itself defaulting to the primary source's name). */
-  controller?: string;
+  controller?: string | undefined;
 }
 
 /** The observer {@link controllerMetrics} returns: pass it as the loop's `observer` option. */
-export interface ControllerMetricsObserver<P extends ParentKey> extends ReconcileLoopObserver<P> {
+export interface ControllerMetricsObserver<P extends Key> extends ReconcileLoopObserver<P> {
   /** The controller label value, once a loop is bound (undefined before). */
   readonly controller: string | undefined;
   /**
@@ -61,19 +62,19 @@ const RESULTS = ['success', 'error', 'requeue', 'requeue_after'] as const;
  * const loop = new ReconcileLoop({ name: 'cocoonset', source, keyMap, reconcile, observer: controllerMetrics({ registry }) });
  * ```
  *
- * The loop binds it in its constructor; that throws {@link MetricsError} `METRICS_DUPLICATE_CONTROLLER`
- * when another loop with the same controller name is registered on the registry, and
- * `METRICS_OBSERVER_REUSED` when the observer was given to another loop already.
+ * The loop binds it in its constructor; that throws {@link DuplicateControllerError} when another
+ * loop with the same controller name is registered on the registry, and {@link ObserverReusedError}
+ * when the observer was given to another loop already.
  *
- * @throws {MetricsError} `METRICS_OPTIONS` for an unusable registry or controller name.
+ * @throws {OptionsError} for an unusable registry or controller name.
  */
-export function controllerMetrics<P extends ParentKey>(options: ControllerMetricsOptions = {}): ControllerMetricsObserver<P> {
+export function controllerMetrics<P extends Key>(options: ControllerMetricsOptions = {}): ControllerMetricsObserver<P> {
   const registry = options.registry ?? register;
   if (typeof registry?.registerMetric !== 'function' || typeof registry.metrics !== 'function') {
-    throw new MetricsError('METRICS_OPTIONS', 'registry must be a prom-client Registry');
+    throw new OptionsError('controllerMetrics', 'registry must be a prom-client Registry');
   }
   if (options.controller !== undefined && (typeof options.controller !== 'string' || options.controller === '')) {
-    throw new MetricsError('METRICS_OPTIONS', 'controller must be a non-empty string');
+    throw new OptionsError('controllerMetrics', 'controller must be a non-empty string');
   }
   let bound: { controller: string; instruments: Instruments; binding: LoopBinding } | undefined;
   let retired = false;
@@ -97,18 +98,11 @@ export function controllerMetrics<P extends ParentKey>(options: ControllerMetric
       return bound?.controller;
     },
     bind(binding: LoopBinding): void {
-      if (bound !== undefined || retired)
-        throw new MetricsError(
-          'METRICS_OBSERVER_REUSED',
-          'this metrics observer already belongs to a loop; call controllerMetrics() once per loop',
-        );
+      if (bound !== undefined || retired) throw new ObserverReusedError();
       const controller = options.controller ?? binding.controller;
       const instruments = instrumentsFor(registry);
       if (instruments.loops.has(controller)) {
-        throw new MetricsError(
-          'METRICS_DUPLICATE_CONTROLLER',
-          `a loop named "${controller}" is already registered on this registry; give each loop a distinct name (or unregister() the old one)`,
-        );
+        throw new DuplicateControllerError(controller);
       }
       const named: LoopBinding = { controller, snapshot: () => binding.snapshot() };
       instruments.loops.set(controller, named);

@@ -23,7 +23,7 @@ export interface MetricDefinition {
   readonly help: string;
   readonly type: 'counter' | 'gauge' | 'histogram';
   readonly labelNames: readonly string[];
-  readonly buckets?: readonly number[];
+  readonly buckets?: readonly number[] | undefined;
 }
 
 const def = (
@@ -148,7 +148,7 @@ export const LOOP_METRICS = Object.freeze({
     'counter',
     'reconcile_loop_relists_total',
     ['controller', 'source', 'cause'],
-    'Relists (LISTs after the first of a stream) per source by cause: heal after a skipped frame, or rejected (expired or unusable cursor, too-large frame)',
+    'Relists (LISTs after the first of a stream) per source by cause: heal after a skipped frame, or rejected (expired or unusable resourceVersion, too-large frame)',
   ),
   watchReopens: def('counter', 'reconcile_loop_watch_reopens_total', SRC, 'WATCH calls started after the first, per source'),
   sourceReopens: def(

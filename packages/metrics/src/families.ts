@@ -26,7 +26,7 @@ export interface HistogramSeries {
 interface MetricValue {
   readonly value: number;
   readonly labels: Labels;
-  readonly metricName?: string;
+  readonly metricName?: string | undefined;
 }
 
 /** What prom-client's `Registry` reads from a registered metric. */

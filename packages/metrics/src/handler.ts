@@ -28,9 +28,9 @@ export type RequestHandler<Req extends MetricsRequest = MetricsRequest, Res exte
 /** Options of {@link metricsHandler}. */
 export interface MetricsHandlerOptions<Req extends MetricsRequest, Res extends MetricsResponse> {
   /** The path served. Default `/metrics`. */
-  path?: string;
+  path?: string | undefined;
   /** Handles every other path (e.g. `healthHandler(loop)`). Default: 404. */
-  next?: RequestHandler<Req, Res>;
+  next?: RequestHandler<Req, Res> | undefined;
 }
 
 /**

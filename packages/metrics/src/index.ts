@@ -4,7 +4,9 @@
  * dead-lettered keys, relists by cause, watch reopens, seconds since the last frame), and a
  * `/metrics` handler that composes with the loop's `healthHandler`.
  */
+// The observer a loop takes.
 export { controllerMetrics, type ControllerMetricsObserver, type ControllerMetricsOptions } from './controller-metrics.js';
+// The /metrics handler.
 export {
   metricsHandler,
   type MetricsHandlerOptions,
@@ -12,6 +14,7 @@ export {
   type MetricsResponse,
   type RequestHandler,
 } from './handler.js';
+// The series' definitions (names, labels, buckets).
 export {
   CONTROLLER_METRICS,
   WORKQUEUE_METRICS,
@@ -20,4 +23,5 @@ export {
   WORKQUEUE_DURATION_BUCKETS,
   type MetricDefinition,
 } from './definitions.js';
-export { MetricsError, type MetricsErrorCode } from './errors.js';
+// Errors (all extend primitives' ReconcileLoopError).
+export { DuplicateControllerError, ObserverReusedError } from './errors.js';

@@ -32,7 +32,7 @@ describe('reconcile metrics from a running loop', () => {
     ];
     const { loop, clock, registry } = metricsHarness({
       body: () => script.shift()?.() as undefined,
-      retry: { baseDelayMs: 100 },
+      retry: { backoff: { initialMs: 100, maxMs: 1_000_000 } },
     });
     await loop.start();
     await settle();
@@ -95,7 +95,7 @@ describe('reconcile metrics from a running loop', () => {
     const { loop, clock, registry } = metricsHarness({
       body: () => new Promise<void>(() => {}),
       reconcileTimeoutMs: 1_000,
-      retry: { baseDelayMs: 60_000 },
+      retry: { backoff: { initialMs: 60_000, maxMs: 1_000_000 } },
     });
     await loop.start();
     await settle();

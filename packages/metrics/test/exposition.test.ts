@@ -1,7 +1,8 @@
 import { InProcessSource, ReconcileLoop } from '@reconcile-loop/loop';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { controllerMetrics, LOOP_METRICS, MetricsError } from '../src/index.js';
+import { OptionsError } from '@reconcile-loop/primitives';
+import { controllerMetrics, LOOP_METRICS } from '../src/index.js';
 import { UPSTREAM } from './upstream.js';
 
 async function exposed() {
@@ -78,26 +79,24 @@ describe('exposition', () => {
     const first = controllerMetrics<string>({ registry });
     make(first);
     expect(() => make(controllerMetrics<string>({ registry }))).toThrow(
-      expect.objectContaining({ code: 'METRICS_DUPLICATE_CONTROLLER' }),
+      expect.objectContaining({ code: 'RL_METRICS_DUPLICATE_CONTROLLER' }),
     );
-    expect(() => make(first, 'other')).toThrow(expect.objectContaining({ code: 'METRICS_OBSERVER_REUSED' }));
+    expect(() => make(first, 'other')).toThrow(expect.objectContaining({ code: 'RL_METRICS_OBSERVER_REUSED' }));
     // Another registry is another namespace; unregister() frees the name.
     make(controllerMetrics<string>({ registry: new Registry() }));
     first.unregister();
     expect(() => make(controllerMetrics<string>({ registry }))).not.toThrow();
-    expect(() => controllerMetrics({ registry: {} as Registry })).toThrow(MetricsError);
-    expect(() => controllerMetrics({ controller: '' })).toThrow(expect.objectContaining({ code: 'METRICS_OPTIONS' }));
+    expect(() => controllerMetrics({ registry: {} as Registry })).toThrow(OptionsError);
+    expect(() => controllerMetrics({ controller: '' })).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
   });
 });
 
 describe('loop options', () => {
   it('[metrics: Loop observer option] the loop rejects an empty name and a non-object observer with its typed options error', () => {
     const base = { source: new InProcessSource('s'), keyMap: (_: unknown, k: string) => k, reconcile: () => undefined };
-    expect(() => new ReconcileLoop({ ...base, name: '' })).toThrow(
-      expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }),
-    );
+    expect(() => new ReconcileLoop({ ...base, name: '' })).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
     expect(() => new ReconcileLoop({ ...base, observer: 'x' as never })).toThrow(
-      expect.objectContaining({ code: 'RECONCILE_LOOP_INVALID_OPTIONS' }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
   });
 });

@@ -1,18 +1,12 @@
-import type { BackoffPolicy } from '@reconcile-loop/primitives';
 /**
  * The reflector-to-loop wire format. Go writes to a store by method call; here a source sends the
  * same operations as values, so any producer (a Kubernetes reflector, an in-process registry, a test)
  * can drive a store through one `AsyncIterable`.
  */
+import type { BackoffPolicy } from '@reconcile-loop/primitives';
 
 /** Identity of one cached object, unique within one store (for Kubernetes objects `namespace/name`). */
 export type ObjectKey = string;
-
-/**
- * A key the work queue and retry scheduler dedup by value. Restricted to primitives so that
- * `Map`/`Set` equality (SameValueZero) is value equality; encode compound keys as strings.
- */
-export type ParentKey = string | number | bigint | boolean;
 
 /** The object under `key` now has this state (created or updated). */
 export interface UpsertEvent<T> {

@@ -1,3 +1,33 @@
-export * from './events.js';
-export * from './object-store.js';
-export * from './source-health.js';
+/**
+ * @reconcile-loop/object-store: the cache a reconcile reads, and the source contract that fills it.
+ */
+// The store: objects by object key, indexed by the parent key a key map attributes them to.
+export {
+  ObjectStore,
+  type ObjectStoreOptions,
+  type ObjectStoreReader,
+  type KeyMap,
+  UnmappableObjectError,
+  InvalidSourceEventError,
+} from './object-store.js';
+// Source events: the wire format a source streams into a store, and their constructors.
+export {
+  upsertEvent,
+  deleteEvent,
+  replaceEvent,
+  type ObjectKey,
+  type SourceEvent,
+  type UpsertEvent,
+  type DeleteEvent,
+  type ReplaceEvent,
+} from './events.js';
+// The source contract: what a stream driver opens, how it is retried, and how it reports its health.
+export { DEFAULT_SOURCE_RETRY, type Source } from './events.js';
+export {
+  reportsHealth,
+  isPermanentSourceError,
+  type SourceHealth,
+  type HealthReportingSource,
+  type QuarantinedObject,
+  type PermanentSourceError,
+} from './source-health.js';

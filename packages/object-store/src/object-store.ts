@@ -1,5 +1,5 @@
-import type { ObjectKey, ParentKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent } from './events.js';
-import { silentLogger, type Logger } from '@reconcile-loop/primitives';
+import type { ObjectKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent } from './events.js';
+import { OptionsError, ReconcileLoopError, silentLogger, type Logger, type Key } from '@reconcile-loop/primitives';
 
 /**
  * Maps a cached object to the parent key whose reconcile owns it (controller-runtime's
@@ -9,15 +9,14 @@ import { silentLogger, type Logger } from '@reconcile-loop/primitives';
  * anything but a parent key (string, number, bigint, boolean), also counts as "cannot map".
  * It is called exactly once per object per event, so it may be costly but should be pure.
  */
-export type KeyMap<T, P extends ParentKey> = (object: T, key: ObjectKey) => P | undefined;
+export type KeyMap<T, P extends Key> = (object: T, key: ObjectKey) => P | undefined;
 
 /**
  * Logged (never thrown into the stream) when the key map cannot attribute an object. The object is
  * not stored; if it was cached it is evicted and the parent it left is re-driven.
  */
-export class UnmappableObjectError extends Error {
-  /** Stable across dual ESM/CJS builds, where `instanceof` can fail. */
-  readonly code = 'UNMAPPABLE_OBJECT' as const;
+export class UnmappableObjectError extends ReconcileLoopError {
+  readonly code = 'RL_STORE_UNMAPPABLE_OBJECT' as const;
   /** The object key the key map could not attribute. */
   readonly key: ObjectKey;
   /**
@@ -25,47 +24,34 @@ export class UnmappableObjectError extends Error {
    * @param options `cause` is what the key map threw (or a `TypeError` for a value that is not a
    *   parent key); absent when it returned `undefined`.
    */
-  constructor(key: ObjectKey, options?: ErrorOptions) {
+  constructor(key: ObjectKey, options?: { cause?: unknown }) {
     super(
       `object ${JSON.stringify(key)} cannot be mapped to a parent key: ${
         options && 'cause' in options ? `key map failed: ${describeCause(options.cause)}` : 'key map returned undefined'
       }; it is not cached`,
       options,
     );
-    this.name = 'UnmappableObjectError';
     this.key = key;
   }
 }
 
 /** Thrown by {@link ObjectStore.apply} for a value that is not a source event; the store is left unchanged. */
-export class InvalidSourceEventError extends TypeError {
-  /** Stable across dual ESM/CJS builds, where `instanceof` can fail. */
-  readonly code = 'INVALID_SOURCE_EVENT' as const;
+export class InvalidSourceEventError extends ReconcileLoopError {
+  readonly code = 'RL_STORE_INVALID_SOURCE_EVENT' as const;
   /** The rejected value. */
   readonly event: unknown;
   constructor(event: unknown, problem: string) {
     super(`not a source event: ${problem}`);
-    this.name = 'InvalidSourceEventError';
     this.event = event;
   }
 }
 
-/** Thrown by the {@link ObjectStore} constructor for unusable options. */
-export class InvalidObjectStoreOptionsError extends TypeError {
-  /** Stable across dual ESM/CJS builds, where `instanceof` can fail. */
-  readonly code = 'INVALID_OBJECT_STORE_OPTIONS' as const;
-  constructor(problem: string) {
-    super(`invalid object store options: ${problem}`);
-    this.name = 'InvalidObjectStoreOptionsError';
-  }
-}
-
 /** Options for {@link ObjectStore}. */
-export interface ObjectStoreOptions<T, P extends ParentKey> {
+export interface ObjectStoreOptions<T, P extends Key> {
   /** Attributes each object to its parent key; see {@link KeyMap}. */
   keyMap: KeyMap<T, P>;
   /** Receives one {@link UnmappableObjectError} per unmappable object. Defaults to {@link silentLogger}. */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 /**
@@ -73,7 +59,7 @@ export interface ObjectStoreOptions<T, P extends ParentKey> {
  * return snapshots: they never change after they are returned, so a reconcile can hold one across
  * `await`s. Objects are shared, not copied: neither the store nor its readers may mutate them.
  */
-export interface ObjectStoreReader<T, P extends ParentKey> {
+export interface ObjectStoreReader<T, P extends Key> {
   /** The cached object under `key`, or `undefined`. */
   get(key: ObjectKey): T | undefined;
   /** Whether an object is cached under `key`. */
@@ -102,7 +88,7 @@ export interface ObjectStoreReader<T, P extends ParentKey> {
  * Single-threaded by construction: `apply` is synchronous, so no reader sees a half-applied event.
  * The store never mutates, copies or freezes the objects it is given; it replaces them on upsert.
  */
-export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T, P> {
+export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
   // Invariant, kept by #put and #remove (the only writers):
   //   k is cached ⇔ #parentOf.has(k), and then its object is #members.get(#parentOf.get(k)).get(k);
   //   #members.get(p).has(k) ⇒ #parentOf.get(k) === p;
@@ -117,9 +103,9 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
   readonly #keyMap: KeyMap<T, P>;
   readonly #logger: Logger;
 
-  /** @throws {InvalidObjectStoreOptionsError} when `keyMap` is not a function. */
+  /** @throws {OptionsError} when `keyMap` is not a function. */
   constructor(options: ObjectStoreOptions<T, P>) {
-    if (typeof options?.keyMap !== 'function') throw new InvalidObjectStoreOptionsError('keyMap must be a function');
+    if (typeof options?.keyMap !== 'function') throw new OptionsError('ObjectStore', 'keyMap must be a function');
     this.#keyMap = options.keyMap;
     this.#logger = options.logger ?? silentLogger;
   }
@@ -312,7 +298,8 @@ export class ObjectStore<T, P extends ParentKey> implements ObjectStoreReader<T,
 
 const UNMAPPABLE: unique symbol = Symbol('unmappable');
 
-function isParentKey(value: unknown): value is ParentKey {
+/** A {@link Key}, or NaN: the store indexes parents like `Map` keys (SameValueZero), where NaN is one parent. */
+function isParentKey(value: unknown): value is Key {
   const t = typeof value;
   return t === 'string' || t === 'number' || t === 'bigint' || t === 'boolean';
 }

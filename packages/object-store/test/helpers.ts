@@ -1,6 +1,6 @@
 import { expect, vi } from 'vitest';
-import type { KeyMap, ObjectKey, ObjectStoreReader, ParentKey } from '../src/index.js';
-import type { Logger } from '@reconcile-loop/primitives';
+import type { KeyMap, ObjectKey, ObjectStoreReader } from '../src/index.js';
+import type { Logger, Key } from '@reconcile-loop/primitives';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
@@ -57,7 +57,7 @@ export const byPool: KeyMap<Cell, string> = (object) => object.labels['pool'];
  * every object is mappable, sits under the parent the (pure) key map gives, appears in exactly that
  * parent's members, and no parent is listed without members.
  */
-export function checkInvariants<T, P extends ParentKey>(
+export function checkInvariants<T, P extends Key>(
   store: ObjectStoreReader<T, P>,
   keyMap: (object: T, key: ObjectKey) => unknown,
 ): void {

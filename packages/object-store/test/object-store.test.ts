@@ -1,6 +1,6 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { describe, expect, it, vi } from 'vitest';
 import {
-  InvalidObjectStoreOptionsError,
   InvalidSourceEventError,
   ObjectStore,
   UnmappableObjectError,
@@ -292,7 +292,7 @@ describe('object_store: EnqueueRequestForOwner', () => {
     expect(call?.fields['cause']).toBeUndefined();
     const error = call?.fields['err'] as UnmappableObjectError;
     expect(error).toBeInstanceOf(UnmappableObjectError);
-    expect(error.code).toBe('UNMAPPABLE_OBJECT');
+    expect(error.code).toBe('RL_STORE_UNMAPPABLE_OBJECT');
     expect(error.key).toBe('ns/a');
     expect(call?.message).toBe(error.message);
     expect(error.message).toContain('"ns/a"');
@@ -440,7 +440,7 @@ describe('source_event: events as values', () => {
         thrown = error;
       }
       expect(thrown, JSON.stringify(event)).toBeInstanceOf(InvalidSourceEventError);
-      expect((thrown as InvalidSourceEventError).code).toBe('INVALID_SOURCE_EVENT');
+      expect((thrown as InvalidSourceEventError).code).toBe('RL_STORE_INVALID_SOURCE_EVENT');
       expect((thrown as InvalidSourceEventError).event).toBe(event);
       expect(store.keys()).toEqual(['ns/a']);
     }
@@ -512,12 +512,12 @@ describe('object_store: deviations', () => {
     checkInvariants(store, byPool);
   });
 
-  it('[object_store: options] a missing key map throws InvalidObjectStoreOptionsError; the logger defaults to silent', () => {
-    expect(() => new ObjectStore({} as never)).toThrow(InvalidObjectStoreOptionsError);
+  it('[object_store: options] a missing key map throws OptionsError; the logger defaults to silent', () => {
+    expect(() => new ObjectStore({} as never)).toThrow(OptionsError);
     try {
       new ObjectStore({ keyMap: 'pool' } as never);
     } catch (error) {
-      expect((error as InvalidObjectStoreOptionsError).code).toBe('INVALID_OBJECT_STORE_OPTIONS');
+      expect((error as OptionsError).code).toBe('RL_INVALID_OPTIONS');
     }
     const store = new ObjectStore<Cell, string>({ keyMap: byPool });
     expect(() => store.apply(upsertEvent('ns/a', cell(undefined)))).not.toThrow();
@@ -526,7 +526,7 @@ describe('object_store: deviations', () => {
   it('[object_store: options] the error classes carry stable codes and names', () => {
     const unmappable = new UnmappableObjectError('ns/a', { cause: 'x' });
     expect([unmappable.code, unmappable.name, unmappable.key, unmappable.cause]).toEqual([
-      'UNMAPPABLE_OBJECT',
+      'RL_STORE_UNMAPPABLE_OBJECT',
       'UnmappableObjectError',
       'ns/a',
       'x',
@@ -534,7 +534,7 @@ describe('object_store: deviations', () => {
     expect('cause' in new UnmappableObjectError('ns/a')).toBe(false);
     const invalid = new InvalidSourceEventError(1, 'nope');
     expect([invalid.code, invalid.name, invalid.message]).toEqual([
-      'INVALID_SOURCE_EVENT',
+      'RL_STORE_INVALID_SOURCE_EVENT',
       'InvalidSourceEventError',
       'not a source event: nope',
     ]);

@@ -1,8 +1,6 @@
-import type { Clock } from '@reconcile-loop/primitives';
+import { timerDelay, type Clock } from '@reconcile-loop/primitives';
 import { MinHeap } from './heap.js';
 
-/** Node clamps longer timers to 1 ms; a longer wait re-arms when this one fires early. */
-const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 /** Below this heap size stale entries are only dropped as they surface. */
 const COMPACT_MIN = 64;
 
@@ -114,7 +112,8 @@ export class DeadlineTimer<K> {
     if (this.#token !== undefined && this.#armedFor === top.deadline) return;
     this.#disarm();
     const token = {};
-    const delay = Math.min(MAX_TIMER_DELAY_MS, Math.max(0, Math.ceil(top.deadline - this.#clock.now())));
+    // Clamped to primitives' MAX_TIMER_MS; a longer wait re-arms when this one fires early.
+    const delay = timerDelay(Math.ceil(top.deadline - this.#clock.now()));
     this.#token = token;
     this.#armedFor = top.deadline;
     this.#handle = this.#clock.setTimeout(() => {

@@ -1,18 +1,19 @@
+/** @reconcile-loop/retry-scheduler: per-key retry and requeue deadlines on one timer, with an opt-in retry budget. */
+// The scheduler and what a failure records and returns.
 export { RetryScheduler, type Failure, type FailureOutcome } from './scheduler.js';
+// Options: the backoff, the budget, the observer; parked and released keys.
 export {
-  DEFAULT_BASE_DELAY_MS,
-  DEFAULT_MAX_DELAY_MS,
+  DEFAULT_RETRY_BACKOFF,
   type Fingerprint,
   type ParkedKey,
   type ReleasedKey,
   type RetryBudget,
-  type RetryKey,
   type RetrySchedulerObserver,
   type RetrySchedulerOptions,
 } from './options.js';
+// Errors (all extend primitives' ReconcileLoopError).
 export {
   RetrySchedulerDelayError,
   RetrySchedulerFingerprintError,
   RetrySchedulerKeyError,
-  RetrySchedulerOptionsError,
 } from './errors.js';

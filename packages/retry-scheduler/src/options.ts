@@ -1,11 +1,4 @@
-import type { Clock } from '@reconcile-loop/primitives';
-import { RetrySchedulerOptionsError } from './errors.js';
-
-/**
- * A key the scheduler can track. Only primitives, so a `Map` finds a key's failure count and
- * retry deadline by value; a composite parent key is encoded to a string by the key map.
- */
-export type RetryKey = string | number | bigint | boolean;
+import { OptionsError, checkBackoffPolicy, type BackoffPolicy, type Clock } from '@reconcile-loop/primitives';
 
 /**
  * What a parked key is parked *at*: a value the loop derives from the parent (its
@@ -14,13 +7,14 @@ export type RetryKey = string | number | bigint | boolean;
  */
 export type Fingerprint = string | number | bigint | boolean | null | undefined;
 
-/** Default delay after a key's first failure: 100 ms (see the README for why not client-go's 5 ms). */
-export const DEFAULT_BASE_DELAY_MS = 100;
-/** Default cap on the delay: 1000 s, client-go's per-item cap. */
-export const DEFAULT_MAX_DELAY_MS = 1_000_000;
+/**
+ * The default per-key backoff: 100 ms after the first failure (see the README for why not client-go's
+ * 5 ms), doubling, capped at 1000 s (client-go's per-item cap), no jitter.
+ */
+export const DEFAULT_RETRY_BACKOFF: BackoffPolicy = Object.freeze({ initialMs: 100, maxMs: 1_000_000 });
 
 /**
- * An opt-in retry budget (seed 004's rebuild budget): a finite schedule instead of unbounded
+ * An opt-in retry budget ("N attempts, then dead-letter"): a finite schedule instead of unbounded
  * exponential backoff. Failure *n* (counted at one fingerprint) is retried after `delaysMs[n-1]`;
  * the failure after the last step parks the key (dead-letter) until its fingerprint changes or it is
  * released by hand. `[0, 1000, 5000, 30000]` runs a failing reconcile five times (the first run and
@@ -54,7 +48,7 @@ export interface ReleasedKey<K> {
   /** The fingerprint it had been parked at. */
   readonly parkedFingerprint: Fingerprint;
   /** The fingerprint that released it (`reason: 'fingerprint'` only). */
-  readonly fingerprint?: Fingerprint;
+  readonly fingerprint?: Fingerprint | undefined;
   /** Clock time of the release. */
   readonly at: number;
 }
@@ -91,24 +85,26 @@ export interface RetrySchedulerOptions<K> {
    * no queue). A throw is caught, passed to `onError`, and never stops later retries.
    */
   onRetry: (key: K) => void;
-  /** Delay after the first failure; doubles with each further failure. Default {@link DEFAULT_BASE_DELAY_MS}. Not with `budget`. */
-  baseDelayMs?: number;
-  /** Cap on the delay; `Infinity` means no cap. Default {@link DEFAULT_MAX_DELAY_MS}. Not with `budget`. */
-  maxDelayMs?: number;
+  /**
+   * The delay of a key's n-th consecutive failure (primitives' {@link BackoffPolicy}: `initialMs`,
+   * multiplied by `factor` per further failure, capped at `maxMs`, which may be `Infinity`).
+   * `resetAfterMs` does not apply: a key's count resets on success (`forget`/`requeueAfter`).
+   * Default {@link DEFAULT_RETRY_BACKOFF}. Not with `budget`.
+   */
+  backoff?: BackoffPolicy | undefined;
   /** Opt-in finite retry schedule with parking; replaces the exponential backoff. Default: none (never parks). */
-  budget?: RetryBudget;
+  budget?: RetryBudget | undefined;
   /** Counting hooks. */
-  observer?: RetrySchedulerObserver<K>;
+  observer?: RetrySchedulerObserver<K> | undefined;
   /** Time source. Default `systemClock`. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Receives what `onRetry` or an observer hook threw. Without it such errors are dropped; a throwing `onError` is ignored. */
-  onError?: (error: unknown, key: K) => void;
+  onError?: ((error: unknown, key: K) => void) | undefined;
 }
 
 /** The validated form of {@link RetrySchedulerOptions}' timing fields. */
 export interface Timing {
-  readonly baseDelayMs: number;
-  readonly maxDelayMs: number;
+  readonly backoff: BackoffPolicy;
   /** Frozen copy of the budget schedule, or `undefined` without a budget. */
   readonly budget: readonly number[] | undefined;
 }
@@ -116,27 +112,20 @@ export interface Timing {
 /**
  * Validates the timing options.
  *
- * @throws {@link RetrySchedulerOptionsError} for a value the scheduler cannot run with.
+ * @throws {@link OptionsError} for a value the scheduler cannot run with.
  */
 export function resolveTiming(options: RetrySchedulerOptions<unknown>): Timing {
-  const { budget, baseDelayMs = DEFAULT_BASE_DELAY_MS, maxDelayMs = DEFAULT_MAX_DELAY_MS } = options;
-  if (typeof baseDelayMs !== 'number' || !Number.isFinite(baseDelayMs) || baseDelayMs < 0) {
-    throw new RetrySchedulerOptionsError(`baseDelayMs must be a finite number >= 0; got ${String(baseDelayMs)}`);
-  }
-  if (typeof maxDelayMs !== 'number' || Number.isNaN(maxDelayMs) || maxDelayMs < baseDelayMs) {
-    throw new RetrySchedulerOptionsError(
-      `maxDelayMs must be a number >= baseDelayMs (${baseDelayMs}); got ${String(maxDelayMs)}`,
-    );
-  }
-  if (budget === undefined) return { baseDelayMs, maxDelayMs, budget: undefined };
-  if (options.baseDelayMs !== undefined || options.maxDelayMs !== undefined) {
-    throw new RetrySchedulerOptionsError(
-      'budget replaces the exponential backoff: give budget or baseDelayMs/maxDelayMs, not both',
-    );
+  const { budget, backoff = DEFAULT_RETRY_BACKOFF } = options;
+  if (backoff === null || typeof backoff !== 'object')
+    throw new OptionsError('RetryScheduler', 'backoff must be a BackoffPolicy');
+  checkBackoffPolicy(backoff, 'RetryScheduler', 'backoff');
+  if (budget === undefined) return { backoff, budget: undefined };
+  if (options.backoff !== undefined) {
+    throw new OptionsError('RetryScheduler', 'budget replaces the exponential backoff: give budget or backoff, not both');
   }
   const delays: unknown = (budget as { delaysMs?: unknown } | null)?.delaysMs;
   if (!Array.isArray(delays) || !delays.every((d) => typeof d === 'number' && Number.isFinite(d) && d >= 0)) {
-    throw new RetrySchedulerOptionsError('budget.delaysMs must be an array of finite numbers >= 0');
+    throw new OptionsError('RetryScheduler', 'budget.delaysMs must be an array of finite numbers >= 0');
   }
-  return { baseDelayMs, maxDelayMs, budget: Object.freeze([...(delays as number[])]) };
+  return { backoff, budget: Object.freeze([...(delays as number[])]) };
 }

@@ -1,17 +1,11 @@
-import { systemClock, type Clock } from '@reconcile-loop/primitives';
+import { OptionsError, backoffDelay, isKey, systemClock, type Clock, type Key } from '@reconcile-loop/primitives';
 import { DeadlineTimer } from './deadlines.js';
-import {
-  RetrySchedulerDelayError,
-  RetrySchedulerFingerprintError,
-  RetrySchedulerKeyError,
-  RetrySchedulerOptionsError,
-} from './errors.js';
+import { RetrySchedulerDelayError, RetrySchedulerFingerprintError, RetrySchedulerKeyError } from './errors.js';
 import {
   resolveTiming,
   type Fingerprint,
   type ParkedKey,
   type ReleasedKey,
-  type RetryKey,
   type RetrySchedulerObserver,
   type RetrySchedulerOptions,
   type Timing,
@@ -29,9 +23,9 @@ export type FailureOutcome =
 /** The failure {@link RetryScheduler.fail} records. */
 export interface Failure {
   /** What the reconcile threw; kept as `lastError` for `parked()`. */
-  readonly error?: unknown;
+  readonly error?: unknown | undefined;
   /** The parent's fingerprint at this failure (its `metadata.generation` by default); used only with a budget. */
-  readonly fingerprint?: Fingerprint;
+  readonly fingerprint?: Fingerprint | undefined;
 }
 
 interface KeyState {
@@ -47,13 +41,14 @@ interface KeyState {
 
 const STOPPED: FailureOutcome = Object.freeze({ action: 'stopped' });
 
-function isRetryKey(value: unknown): value is RetryKey {
+/** A fingerprint is a primitive (NaN included: it equals itself under SameValueZero). */
+function isPrimitiveFingerprint(value: unknown): boolean {
   const t = typeof value;
   return t === 'string' || t === 'number' || t === 'bigint' || t === 'boolean';
 }
 
 function checkFingerprint(value: unknown): asserts value is Fingerprint {
-  if (value !== null && value !== undefined && !isRetryKey(value)) throw new RetrySchedulerFingerprintError(value);
+  if (value !== null && value !== undefined && !isPrimitiveFingerprint(value)) throw new RetrySchedulerFingerprintError(value);
 }
 
 /** SameValueZero, the `Map` rule: a `NaN` fingerprint equals itself. */
@@ -62,7 +57,7 @@ function same(a: Fingerprint, b: Fingerprint): boolean {
 }
 
 /**
- * Per-key retry and requeue deadlines on one timer. A failure (`fail`, or `schedule`) counts and
+ * Per-key retry and requeue deadlines on one timer. A failure (`fail`) counts and
  * sets a *retry* deadline by backoff, replacing whatever was pending (latest wins; an error wins
  * over a requeue). A success with a timed re-check (`requeueAfter`) resets the count and sets a
  * *requeue* deadline; against a pending requeue the earliest wins, and it replaces a pending retry.
@@ -74,7 +69,7 @@ function same(a: Fingerprint, b: Fingerprint): boolean {
  *
  * @typeParam K - the parent key type; a primitive, so lookups are by value.
  */
-export class RetryScheduler<K extends RetryKey> {
+export class RetryScheduler<K extends Key> {
   readonly #onRetry: (key: K) => void;
   readonly #onError: ((error: unknown, key: K) => void) | undefined;
   readonly #observer: RetrySchedulerObserver<K> | undefined;
@@ -90,18 +85,18 @@ export class RetryScheduler<K extends RetryKey> {
   /**
    * Creates an idle scheduler. Touches no timer: the first one is armed by the first deadline.
    *
-   * @throws {@link RetrySchedulerOptionsError} when `onRetry` is not a function, `baseDelayMs` is not a
-   * finite number ≥ 0, `maxDelayMs` is below `baseDelayMs`, `budget.delaysMs` is not an array of
-   * finite numbers ≥ 0, or `budget` is combined with `baseDelayMs`/`maxDelayMs`.
+   * @throws {@link OptionsError} when `onRetry` is not a function, `backoff` is not a usable
+   * `BackoffPolicy`, `budget.delaysMs` is not an array of finite numbers ≥ 0, or `budget` is
+   * combined with `backoff`.
    */
   constructor(options: RetrySchedulerOptions<K>) {
     const { onRetry, onError, observer } = options;
-    if (typeof onRetry !== 'function') throw new RetrySchedulerOptionsError('onRetry must be a function');
+    if (typeof onRetry !== 'function') throw new OptionsError('RetryScheduler', 'onRetry must be a function');
     if (onError !== undefined && typeof onError !== 'function') {
-      throw new RetrySchedulerOptionsError('onError must be a function when given');
+      throw new OptionsError('RetryScheduler', 'onError must be a function when given');
     }
     if (observer !== undefined && (observer === null || typeof observer !== 'object')) {
-      throw new RetrySchedulerOptionsError('observer must be an object when given');
+      throw new OptionsError('RetryScheduler', 'observer must be an object when given');
     }
     this.#timing = resolveTiming(options as RetrySchedulerOptions<unknown>);
     this.#onRetry = onRetry;
@@ -124,8 +119,8 @@ export class RetryScheduler<K extends RetryKey> {
   /**
    * Records a failure — the reconcile threw — and schedules its retry, replacing any pending
    * deadline, requeue-after included (latest wins; an error wins over a requeue).
-   * Without a budget the delay is `baseDelayMs · 2^(failures−1)`, capped at `maxDelayMs`, and the
-   * key never parks. With a budget the delay is `delaysMs[failures−1]`; a failure at a fingerprint
+   * Without a budget the delay is the `backoff` policy's for `failures` (primitives' `backoffDelay`:
+   * `initialMs · factor^(failures−1)`, capped at `maxMs`), and the key never parks. With a budget the delay is `delaysMs[failures−1]`; a failure at a fingerprint
    * other than the one earlier failures were counted at restarts the count at 1, and the failure
    * after the last step parks the key. A failure of a parked key at its parked fingerprint only
    * updates `failures`/`lastError`; at another fingerprint it releases the key and counts as its first.
@@ -134,7 +129,7 @@ export class RetryScheduler<K extends RetryKey> {
    */
   fail(key: K, failure: Failure = {}): FailureOutcome {
     if (this.#shutdown) return STOPPED;
-    if (!isRetryKey(key)) throw new RetrySchedulerKeyError(key);
+    if (!isKey(key)) throw new RetrySchedulerKeyError(key);
     const { error, fingerprint } = failure;
     checkFingerprint(fingerprint);
     const budget = this.#timing.budget;
@@ -150,7 +145,7 @@ export class RetryScheduler<K extends RetryKey> {
         }
         released = this.#unpark(key, state, 'fingerprint', fingerprint, now);
       } else if (state.failures > 0 && !same(state.fingerprint, fingerprint)) {
-        state.failures = 0; // a new spec gets a fresh budget (seed 004)
+        state.failures = 0; // a new spec gets a fresh budget: a count left from the old one must not park it early
       }
       state.fingerprint = fingerprint;
     }
@@ -167,26 +162,11 @@ export class RetryScheduler<K extends RetryKey> {
       this.#notify(key, (o) => o.onPark?.(parked));
       return { action: 'parked', failures };
     }
-    const { baseDelayMs, maxDelayMs } = this.#timing;
-    const delayMs =
-      budget !== undefined
-        ? (budget[failures - 1] as number)
-        : Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(failures - 1, 1023));
+    const delayMs = budget !== undefined ? (budget[failures - 1] as number) : backoffDelay(this.#timing.backoff, failures);
     state.kind = 'retry';
     this.#timer.set(key, now + delayMs);
     this.#notify(key, (o) => o.onFailure?.({ key, failures, delayMs, at: now, error }));
     return { action: 'retry', delayMs, failures };
-  }
-
-  /**
-   * The seed's failure call: `fail(key)` without an error or fingerprint, reduced to a number.
-   *
-   * @returns the retry delay in ms, or `-1` after shutdown or when the key is parked.
-   * @throws {@link RetrySchedulerKeyError} when `key` is not a string, number, bigint or boolean.
-   */
-  schedule(key: K): number {
-    const outcome = this.fail(key);
-    return outcome.action === 'retry' ? outcome.delayMs : -1;
   }
 
   /**
@@ -200,7 +180,7 @@ export class RetryScheduler<K extends RetryKey> {
    */
   requeueAfter(key: K, delayMs: number): number {
     if (this.#shutdown) return -1;
-    if (!isRetryKey(key)) throw new RetrySchedulerKeyError(key);
+    if (!isKey(key)) throw new RetrySchedulerKeyError(key);
     if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) throw new RetrySchedulerDelayError(delayMs);
     if (this.#keys.get(key)?.parkedAt !== undefined) return -1;
     const now = this.#clock.now();
@@ -249,7 +229,7 @@ export class RetryScheduler<K extends RetryKey> {
    */
   offer(key: K, fingerprint: Fingerprint): boolean {
     if (this.#shutdown) return false;
-    if (!isRetryKey(key)) throw new RetrySchedulerKeyError(key);
+    if (!isKey(key)) throw new RetrySchedulerKeyError(key);
     checkFingerprint(fingerprint);
     const state = this.#keys.get(key);
     if (state === undefined || this.#timing.budget === undefined) return true;

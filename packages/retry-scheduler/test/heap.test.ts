@@ -1,8 +1,15 @@
+import type { Key } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { MinHeap } from '../src/heap.js';
 import { RetryScheduler } from '../src/index.js';
+
+/** The retry delay `fail(key)` scheduled, or -1 when it scheduled none (parked, or after shutdown). */
+function schedule<K extends Key>(scheduler: RetryScheduler<K>, key: K): number {
+  const outcome = scheduler.fail(key);
+  return outcome.action === 'retry' ? outcome.delayMs : -1;
+}
 
 describe('MinHeap', () => {
   it('[retry_scheduler: one exact timer] pops in order for any input', () => {
@@ -57,13 +64,13 @@ describe('RetryScheduler at scale', () => {
       maxLength = Math.max(maxLength, this.length);
     });
     const clock = new ManualClock(0);
-    const scheduler = new RetryScheduler<number>({ onRetry: () => {}, clock, maxDelayMs: 100 });
+    const scheduler = new RetryScheduler<number>({ onRetry: () => {}, clock, backoff: { initialMs: 100, maxMs: 100 } });
     // One key rescheduled 10,000 times: lazy deletion alone would keep 10,000 entries.
-    for (let i = 0; i < 10_000; i++) scheduler.schedule(1);
+    for (let i = 0; i < 10_000; i++) schedule(scheduler, 1);
     expect(maxLength).toBeLessThanOrEqual(130);
     // 10,000 keys each replaced three times: bounded by twice the live count (plus slack).
     maxLength = 0;
-    for (let r = 0; r < 3; r++) for (let k = 2; k < 10_002; k++) scheduler.schedule(k);
+    for (let r = 0; r < 3; r++) for (let k = 2; k < 10_002; k++) schedule(scheduler, k);
     expect(scheduler.pending).toBe(10_001);
     expect(maxLength).toBeLessThanOrEqual(2 * 10_001 + 1);
   });
@@ -71,14 +78,18 @@ describe('RetryScheduler at scale', () => {
   it('[retry_scheduler: one exact timer] 10,000 keys fire in deadline order, then scheduling order, with one timer at a time', () => {
     const clock = new ManualClock(0);
     const fired: number[] = [];
-    const scheduler = new RetryScheduler<number>({ onRetry: (k) => fired.push(k), clock, baseDelayMs: 1, maxDelayMs: 1 << 12 });
+    const scheduler = new RetryScheduler<number>({
+      onRetry: (k) => fired.push(k),
+      clock,
+      backoff: { initialMs: 1, maxMs: 1 << 12 },
+    });
     // Deterministic shuffle of failure counts so deadlines interleave with scheduling order.
     const expected: Array<{ key: number; deadline: number; seq: number }> = [];
     let seq = 0;
     for (let key = 0; key < 10_000; key++) {
       const failures = ((key * 7919) % 13) + 1;
       let delay = 0;
-      for (let f = 0; f < failures; f++) delay = scheduler.schedule(key);
+      for (let f = 0; f < failures; f++) delay = schedule(scheduler, key);
       expected.push({ key, deadline: delay, seq: seq++ });
     }
     expected.sort((a, b) => a.deadline - b.deadline || a.seq - b.seq);

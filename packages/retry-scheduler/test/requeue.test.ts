@@ -1,6 +1,13 @@
+import type { Key } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { RetryScheduler, RetrySchedulerDelayError, type RetrySchedulerOptions } from '../src/index.js';
+
+/** The retry delay `fail(key)` scheduled, or -1 when it scheduled none (parked, or after shutdown). */
+function schedule<K extends Key>(scheduler: RetryScheduler<K>, key: K): number {
+  const outcome = scheduler.fail(key);
+  return outcome.action === 'retry' ? outcome.delayMs : -1;
+}
 
 function setup(options: Partial<RetrySchedulerOptions<string>> = {}) {
   const clock = new ManualClock(1_000);
@@ -12,8 +19,8 @@ function setup(options: Partial<RetrySchedulerOptions<string>> = {}) {
 describe('RetryScheduler requeue-after', () => {
   it('[retry_scheduler: RequeueAfter] fires once after the delay and counts no failure; it resets an earlier failure count', () => {
     const { scheduler, clock, fired } = setup();
-    scheduler.schedule('a');
-    scheduler.schedule('a'); // 2 failures, retry pending at 1200
+    schedule(scheduler, 'a');
+    schedule(scheduler, 'a'); // 2 failures, retry pending at 1200
     expect(scheduler.requeueAfter('a', 5_000)).toBe(5_000);
     expect(scheduler.failures('a')).toBe(0);
     expect(scheduler.deadline('a')).toBe(6_000); // the pending retry was replaced
@@ -23,7 +30,7 @@ describe('RetryScheduler requeue-after', () => {
     expect(fired).toEqual([['a', 6_000]]);
     expect(scheduler.pending).toBe(0);
     expect(clock.pending).toBe(0); // idle again: zero wakeups
-    expect(scheduler.schedule('a')).toBe(100); // backoff starts over
+    expect(schedule(scheduler, 'a')).toBe(100); // backoff starts over
   });
 
   it('[retry_scheduler: RequeueAfter] against a pending requeue the earliest deadline wins', () => {
@@ -41,7 +48,7 @@ describe('RetryScheduler requeue-after', () => {
   it('[retry_scheduler: RequeueAfter] an error wins over a requeue: a failure replaces the pending requeue with its backoff', () => {
     const { scheduler, clock, fired } = setup();
     scheduler.requeueAfter('a', 60_000);
-    expect(scheduler.schedule('a')).toBe(100);
+    expect(schedule(scheduler, 'a')).toBe(100);
     expect(scheduler.deadline('a')).toBe(1_100);
     clock.advance(100_000);
     expect(fired).toEqual([['a', 1_100]]); // once: the requeue is gone, the retry re-runs the reconcile that re-asks it
@@ -51,7 +58,7 @@ describe('RetryScheduler requeue-after', () => {
 
   it('[retry_scheduler: RequeueAfter] a plain success (forget) drops a pending retry but keeps a pending requeue', () => {
     const { scheduler, clock, fired } = setup();
-    scheduler.schedule('retry');
+    schedule(scheduler, 'retry');
     scheduler.requeueAfter('requeue', 500);
     scheduler.forget('retry');
     scheduler.forget('requeue');
@@ -64,7 +71,7 @@ describe('RetryScheduler requeue-after', () => {
   it('[retry_scheduler: RequeueAfter] requeueAfter(key, 0) fires on the next timer; one timer for requeues and retries together', () => {
     const { scheduler, clock, fired } = setup();
     scheduler.requeueAfter('slow', 5_000);
-    scheduler.schedule('x');
+    schedule(scheduler, 'x');
     scheduler.requeueAfter('now', 0);
     expect(clock.pending).toBe(1);
     expect(clock.maxPending).toBe(1);
@@ -79,9 +86,9 @@ describe('RetryScheduler requeue-after', () => {
     for (const bad of [-1, Number.NaN, Infinity, '5' as unknown as number]) {
       expect(() => scheduler.requeueAfter('a', bad)).toThrow(RetrySchedulerDelayError);
     }
-    expect(() => scheduler.requeueAfter('a', -5)).toThrow(expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_DELAY' }));
+    expect(() => scheduler.requeueAfter('a', -5)).toThrow(expect.objectContaining({ code: 'RL_RETRY_INVALID_DELAY' }));
     expect(() => scheduler.requeueAfter({} as unknown as string, 5)).toThrow(
-      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_KEY' }),
+      expect.objectContaining({ code: 'RL_RETRY_INVALID_KEY' }),
     );
     expect(scheduler.pending).toBe(0);
     scheduler.shutdown();

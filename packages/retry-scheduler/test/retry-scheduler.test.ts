@@ -1,17 +1,22 @@
+import { OptionsError, type Key } from '@reconcile-loop/primitives';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import {
-  DEFAULT_BASE_DELAY_MS,
-  DEFAULT_MAX_DELAY_MS,
+  DEFAULT_RETRY_BACKOFF,
   RetryScheduler,
   RetrySchedulerKeyError,
-  RetrySchedulerOptionsError,
-  type RetryKey,
+  type FailureOutcome,
   type RetrySchedulerOptions,
 } from '../src/index.js';
 import { systemClock } from '@reconcile-loop/primitives';
 
-function setup<K extends RetryKey = string>(options: Partial<RetrySchedulerOptions<K>> = {}) {
+/** The retry delay `fail(key)` scheduled, or -1 when it scheduled none (parked, or after shutdown). */
+function schedule<K extends Key>(scheduler: RetryScheduler<K>, key: K): number {
+  const outcome = scheduler.fail(key);
+  return outcome.action === 'retry' ? outcome.delayMs : -1;
+}
+
+function setup<K extends Key = string>(options: Partial<RetrySchedulerOptions<K>> = {}) {
   const clock = new ManualClock(1_000);
   const fired: Array<{ key: K; at: number }> = [];
   const scheduler = new RetryScheduler<K>({
@@ -23,20 +28,19 @@ function setup<K extends RetryKey = string>(options: Partial<RetrySchedulerOptio
 }
 
 describe('RetryScheduler backoff', () => {
-  it('[retry_scheduler: per-key exponential backoff] delay = base * 2^(failures-1), capped at maxDelayMs', () => {
-    const { scheduler } = setup({ baseDelayMs: 10, maxDelayMs: 100 });
-    const delays = Array.from({ length: 7 }, () => scheduler.schedule('a'));
+  it('[retry_scheduler: per-key exponential backoff] delay = backoff.initialMs * 2^(failures-1), capped at backoff.maxMs', () => {
+    const { scheduler } = setup({ backoff: { initialMs: 10, maxMs: 100 } });
+    const delays = Array.from({ length: 7 }, () => schedule(scheduler, 'a'));
     expect(delays).toEqual([10, 20, 40, 80, 100, 100, 100]);
     expect(scheduler.failures('a')).toBe(7);
     // Another key has its own count.
-    expect(scheduler.schedule('b')).toBe(10);
+    expect(schedule(scheduler, 'b')).toBe(10);
   });
 
   it("[retry_scheduler: default delays] 100 ms base and client-go's 1000 s cap", () => {
-    expect(DEFAULT_BASE_DELAY_MS).toBe(100);
-    expect(DEFAULT_MAX_DELAY_MS).toBe(1_000_000);
+    expect(DEFAULT_RETRY_BACKOFF).toEqual({ initialMs: 100, maxMs: 1_000_000 });
     const { scheduler } = setup();
-    const delays = Array.from({ length: 16 }, () => scheduler.schedule('a'));
+    const delays = Array.from({ length: 16 }, () => schedule(scheduler, 'a'));
     expect(delays.slice(0, 5)).toEqual([100, 200, 400, 800, 1600]);
     expect(delays[13]).toBe(819_200);
     expect(delays[14]).toBe(1_000_000);
@@ -44,45 +48,45 @@ describe('RetryScheduler backoff', () => {
   });
 
   it('[retry_scheduler: per-key exponential backoff] a huge failure count stays at the cap, never NaN or Infinity', () => {
-    const { scheduler } = setup({ baseDelayMs: 0, maxDelayMs: 50 });
-    for (let i = 0; i < 1100; i++) expect(scheduler.schedule('zero')).toBe(0);
-    const s2 = setup({ baseDelayMs: 1, maxDelayMs: Infinity }).scheduler;
+    const { scheduler } = setup({ backoff: { initialMs: 0, maxMs: 50 } });
+    for (let i = 0; i < 1100; i++) expect(schedule(scheduler, 'zero')).toBe(0);
+    const s2 = setup({ backoff: { initialMs: 1, maxMs: Infinity } }).scheduler;
     let last = 0;
-    for (let i = 0; i < 1100; i++) last = s2.schedule('k');
+    for (let i = 0; i < 1100; i++) last = schedule(s2, 'k');
     expect(Number.isNaN(last)).toBe(false);
-    expect(last).toBe(2 ** 1023);
+    expect(last).toBe(2 ** 1000); // primitives' backoffDelay stops the exponent at 1000
   });
 
   it('[retry_scheduler: per-key exponential backoff] forget resets the failure count', () => {
     const { scheduler } = setup();
-    scheduler.schedule('a');
-    scheduler.schedule('a');
+    schedule(scheduler, 'a');
+    schedule(scheduler, 'a');
     scheduler.forget('a');
     expect(scheduler.failures('a')).toBe(0);
-    expect(scheduler.schedule('a')).toBe(100);
+    expect(schedule(scheduler, 'a')).toBe(100);
   });
 
   it('[retry_scheduler: per-key exponential backoff] a fired key keeps its failure count until forgotten', () => {
     const { scheduler, clock, fired } = setup();
-    scheduler.schedule('a');
+    schedule(scheduler, 'a');
     clock.advance(100);
     expect(fired.map((f) => f.key)).toEqual(['a']);
     expect(scheduler.failures('a')).toBe(1);
-    expect(scheduler.schedule('a')).toBe(200);
+    expect(schedule(scheduler, 'a')).toBe(200);
   });
 
   it('[retry_scheduler: invalid input] bad options and non-primitive keys are typed errors', () => {
     const onRetry = (): void => {};
-    expect(() => new RetryScheduler({ onRetry, baseDelayMs: -1 })).toThrow(RetrySchedulerOptionsError);
-    expect(() => new RetryScheduler({ onRetry, baseDelayMs: Number.NaN })).toThrow(RetrySchedulerOptionsError);
-    expect(() => new RetryScheduler({ onRetry, baseDelayMs: 10, maxDelayMs: 5 })).toThrow(
-      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_OPTIONS' }),
+    expect(() => new RetryScheduler({ onRetry, backoff: { initialMs: -1, maxMs: 10 } })).toThrow(OptionsError);
+    expect(() => new RetryScheduler({ onRetry, backoff: { initialMs: Number.NaN, maxMs: 10 } })).toThrow(OptionsError);
+    expect(() => new RetryScheduler({ onRetry, backoff: { initialMs: 10, maxMs: 5 } })).toThrow(
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
-    expect(() => new RetryScheduler({ onRetry: undefined as unknown as () => void })).toThrow(RetrySchedulerOptionsError);
+    expect(() => new RetryScheduler({ onRetry: undefined as unknown as () => void })).toThrow(OptionsError);
     const { scheduler } = setup();
-    expect(() => scheduler.schedule({} as unknown as string)).toThrow(RetrySchedulerKeyError);
-    expect(() => scheduler.schedule(null as unknown as string)).toThrow(
-      expect.objectContaining({ code: 'RETRY_SCHEDULER_INVALID_KEY' }),
+    expect(() => schedule(scheduler, {} as unknown as string)).toThrow(RetrySchedulerKeyError);
+    expect(() => schedule(scheduler, null as unknown as string)).toThrow(
+      expect.objectContaining({ code: 'RL_RETRY_INVALID_KEY' }),
     );
     expect(scheduler.pending).toBe(0);
   });
@@ -91,9 +95,9 @@ describe('RetryScheduler backoff', () => {
 describe('RetryScheduler deadlines', () => {
   it('[retry_scheduler: latest-wins deadlines] a new failure replaces the pending deadline; the key fires once, at the latest', () => {
     const { scheduler, clock, fired } = setup();
-    scheduler.schedule('a'); // deadline 1100
+    schedule(scheduler, 'a'); // deadline 1100
     clock.advance(50);
-    scheduler.schedule('a'); // replaced: 1050 + 200 = 1250
+    schedule(scheduler, 'a'); // replaced: 1050 + 200 = 1250
     expect(scheduler.deadline('a')).toBe(1250);
     expect(scheduler.pending).toBe(1);
     clock.advance(100); // past the replaced deadline 1100
@@ -108,9 +112,9 @@ describe('RetryScheduler deadlines', () => {
 
   it('[retry_scheduler: latest-wins deadlines] latest wins even when it is earlier than the replaced deadline', () => {
     const { scheduler, clock, fired } = setup();
-    for (let i = 0; i < 4; i++) scheduler.schedule('a'); // 800 ms
+    for (let i = 0; i < 4; i++) schedule(scheduler, 'a'); // 800 ms
     scheduler.forget('a');
-    scheduler.schedule('a'); // 100 ms
+    schedule(scheduler, 'a'); // 100 ms
     clock.advance(100);
     expect(fired).toEqual([{ key: 'a', at: 1100 }]);
     clock.advance(1000);
@@ -119,8 +123,8 @@ describe('RetryScheduler deadlines', () => {
 
   it('[retry_scheduler: latest-wins deadlines] a forgotten key never fires', () => {
     const { scheduler, clock, fired } = setup();
-    scheduler.schedule('a');
-    scheduler.schedule('b');
+    schedule(scheduler, 'a');
+    schedule(scheduler, 'b');
     scheduler.forget('a');
     expect(scheduler.pending).toBe(1);
     clock.advance(10_000);
@@ -128,8 +132,8 @@ describe('RetryScheduler deadlines', () => {
   });
 
   it('[retry_scheduler: one exact timer] a retry fires at its deadline, not up to a poll interval late', () => {
-    const { scheduler, clock, fired } = setup({ baseDelayMs: 37 });
-    scheduler.schedule('a');
+    const { scheduler, clock, fired } = setup({ backoff: { initialMs: 37, maxMs: 1_000_000 } });
+    schedule(scheduler, 'a');
     clock.advance(36);
     expect(fired).toEqual([]);
     clock.advance(1);
@@ -140,24 +144,24 @@ describe('RetryScheduler deadlines', () => {
     const { scheduler, clock } = setup();
     clock.advance(3_600_000);
     expect(clock.setTimeoutCalls).toBe(0);
-    scheduler.schedule('a');
+    schedule(scheduler, 'a');
     expect(clock.pending).toBe(1);
     clock.advance(100);
     expect(clock.pending).toBe(0);
     const calls = clock.setTimeoutCalls;
     clock.advance(3_600_000);
     expect(clock.setTimeoutCalls).toBe(calls);
-    scheduler.schedule('b');
+    schedule(scheduler, 'b');
     scheduler.forget('b');
     expect(clock.pending).toBe(0);
   });
 
   it('[retry_scheduler: one exact timer] one timer for the earliest deadline, re-armed only when the earliest changes', () => {
     const { scheduler, clock, fired } = setup();
-    for (let i = 0; i < 3; i++) scheduler.schedule('slow'); // 400 ms → 1400
+    for (let i = 0; i < 3; i++) schedule(scheduler, 'slow'); // 400 ms → 1400
     expect(clock.delays).toEqual([100, 200, 400]);
-    scheduler.schedule('x'); // 1100: earlier, re-arm
-    scheduler.schedule('y'); // 1100: same earliest, no new timer
+    schedule(scheduler, 'x'); // 1100: earlier, re-arm
+    schedule(scheduler, 'y'); // 1100: same earliest, no new timer
     expect(clock.delays).toEqual([100, 200, 400, 100]);
     expect(clock.pending).toBe(1);
     scheduler.forget('x');
@@ -170,19 +174,19 @@ describe('RetryScheduler deadlines', () => {
 
   it('[retry_scheduler: one exact timer] keys due together fire in deadline order, then scheduling order', () => {
     const { scheduler, clock, fired } = setup();
-    scheduler.schedule('late');
-    scheduler.schedule('late'); // 1200
-    scheduler.schedule('c'); // 1100
-    scheduler.schedule('a'); // 1100
-    scheduler.schedule('b'); // 1100
+    schedule(scheduler, 'late');
+    schedule(scheduler, 'late'); // 1200
+    schedule(scheduler, 'c'); // 1100
+    schedule(scheduler, 'a'); // 1100
+    schedule(scheduler, 'b'); // 1100
     clock.advance(100);
     expect(fired.map((f) => f.key)).toEqual(['c', 'a', 'b']);
     // Same check when every deadline is overdue by the time the (single) timer runs.
     const s2 = setup();
-    s2.scheduler.schedule('late');
-    s2.scheduler.schedule('late');
-    s2.scheduler.schedule('c');
-    s2.scheduler.schedule('a');
+    schedule(s2.scheduler, 'late');
+    schedule(s2.scheduler, 'late');
+    schedule(s2.scheduler, 'c');
+    schedule(s2.scheduler, 'a');
     s2.clock.jump(500); // time jumps without the timer running (a blocked event loop)
     s2.clock.advance(0);
     expect(s2.fired.map((f) => f.key)).toEqual(['c', 'a', 'late']);
@@ -191,7 +195,7 @@ describe('RetryScheduler deadlines', () => {
   it('[retry_scheduler: one exact timer] a timer that fires early re-arms instead of retrying early', () => {
     const { scheduler, clock, fired } = setup();
     clock.earlyMs = 30;
-    scheduler.schedule('a'); // deadline 1100, timer fires at 1070
+    schedule(scheduler, 'a'); // deadline 1100, timer fires at 1070
     clock.advance(70);
     expect(fired).toEqual([]);
     expect(clock.pending).toBe(1);
@@ -201,8 +205,8 @@ describe('RetryScheduler deadlines', () => {
   });
 
   it('[retry_scheduler: one exact timer] a deadline beyond the 2^31-1 ms timer limit is reached by re-arming', () => {
-    const { scheduler, clock, fired } = setup({ baseDelayMs: 3_000_000_000, maxDelayMs: Infinity });
-    scheduler.schedule('far');
+    const { scheduler, clock, fired } = setup({ backoff: { initialMs: 3_000_000_000, maxMs: Infinity } });
+    schedule(scheduler, 'far');
     expect(clock.delays).toEqual([2 ** 31 - 1]);
     clock.advance(2 ** 31 - 1);
     expect(fired).toEqual([]);
@@ -229,10 +233,10 @@ describe('RetryScheduler callbacks', () => {
         // The key has already left the pending set when its callback runs.
         expect(scheduler.deadline(key)).toBeUndefined();
         expect(scheduler.pending).toBe(0);
-        if (fired.length < 3) scheduler.schedule(key);
+        if (fired.length < 3) schedule(scheduler, key);
       },
     });
-    scheduler.schedule('a');
+    schedule(scheduler, 'a');
     clock.advance(10_000);
     expect(fired).toEqual([
       ['a', 100],
@@ -247,14 +251,13 @@ describe('RetryScheduler callbacks', () => {
     let calls = 0;
     const scheduler: RetryScheduler<string> = new RetryScheduler<string>({
       clock,
-      baseDelayMs: 0,
-      maxDelayMs: 0,
+      backoff: { initialMs: 0, maxMs: 0 },
       onRetry: (key) => {
         calls += 1;
-        scheduler.schedule(key);
+        schedule(scheduler, key);
       },
     });
-    scheduler.schedule('a');
+    schedule(scheduler, 'a');
     expect(clock.runNext()).toBe(true);
     expect(calls).toBe(1);
     expect(clock.pending).toBe(1);
@@ -272,9 +275,9 @@ describe('RetryScheduler callbacks', () => {
         if (key === 'a') scheduler.forget('b');
       },
     });
-    scheduler.schedule('a');
-    scheduler.schedule('b');
-    scheduler.schedule('c');
+    schedule(scheduler, 'a');
+    schedule(scheduler, 'b');
+    schedule(scheduler, 'c');
     clock.advance(100);
     expect(fired).toEqual(['a', 'c']);
   });
@@ -289,8 +292,8 @@ describe('RetryScheduler callbacks', () => {
         scheduler.shutdown();
       },
     });
-    scheduler.schedule('a');
-    scheduler.schedule('b');
+    schedule(scheduler, 'a');
+    schedule(scheduler, 'b');
     clock.advance(10_000);
     expect(fired).toEqual(['a']);
     expect(clock.pending).toBe(0);
@@ -309,15 +312,15 @@ describe('RetryScheduler callbacks', () => {
       },
       onError: (error, key) => errors.push([error, key]),
     });
-    scheduler.schedule('a');
-    scheduler.schedule('b');
-    scheduler.schedule('c');
-    scheduler.schedule('c'); // 200 ms: needs a later timer
+    schedule(scheduler, 'a');
+    schedule(scheduler, 'b');
+    schedule(scheduler, 'c');
+    schedule(scheduler, 'c'); // 200 ms: needs a later timer
     clock.advance(1000);
     expect(fired).toEqual(['a', 'b', 'c']);
     expect(errors).toEqual([[boom, 'a']]);
     expect(scheduler.deadline('a')).toBeUndefined();
-    scheduler.schedule('a');
+    schedule(scheduler, 'a');
     clock.advance(1000);
     expect(fired).toEqual(['a', 'b', 'c', 'a']);
   });
@@ -342,9 +345,9 @@ describe('RetryScheduler callbacks', () => {
         throw new Error('y');
       },
     });
-    s1.schedule('a');
-    s1.schedule('b');
-    s2.schedule('a');
+    schedule(s1, 'a');
+    schedule(s1, 'b');
+    schedule(s2, 'a');
     expect(() => clock.advance(100)).not.toThrow();
     expect(fired).toEqual(['a', 'b', 's2:a']);
   });
@@ -353,8 +356,8 @@ describe('RetryScheduler callbacks', () => {
 describe('RetryScheduler shutdown', () => {
   it('[retry_scheduler: shutdown] cancels the timer, drops every key, nothing fires afterwards; idempotent', () => {
     const { scheduler, clock, fired } = setup();
-    scheduler.schedule('a');
-    scheduler.schedule('b');
+    schedule(scheduler, 'a');
+    schedule(scheduler, 'b');
     scheduler.shutdown();
     expect(clock.pending).toBe(0);
     expect(scheduler.pending).toBe(0);
@@ -367,7 +370,7 @@ describe('RetryScheduler shutdown', () => {
   it('[retry_scheduler: schedule after shutdown] is a no-op returning -1, so a reconcile failing during stop is harmless', () => {
     const { scheduler, clock, fired } = setup();
     scheduler.shutdown();
-    expect(scheduler.schedule('late')).toBe(-1);
+    expect(schedule(scheduler, 'late')).toBe(-1);
     expect(scheduler.failures('late')).toBe(0);
     expect(scheduler.pending).toBe(0);
     expect(clock.setTimeoutCalls).toBe(0);
@@ -396,11 +399,10 @@ describe('RetryScheduler scope', () => {
       'pending',
       'release',
       'requeueAfter',
-      'schedule',
       'shutdown',
     ]);
     const { scheduler, clock, fired } = setup();
-    scheduler.schedule('a');
+    schedule(scheduler, 'a');
     clock.advance(100);
     // Delivered once and not retained anywhere: no pending deadline, nothing to read back.
     expect(fired).toEqual([{ key: 'a', at: 1100 }]);
@@ -412,18 +414,17 @@ describe('RetryScheduler scope', () => {
 
   it('[retry_scheduler: bucket rate limiter dropped] many keys failing together all retry at the per-key delay, with no aggregate throttle', () => {
     const { scheduler, clock, fired } = setup();
-    for (let i = 0; i < 500; i++) scheduler.schedule(`k${i}`);
+    for (let i = 0; i < 500; i++) schedule(scheduler, `k${i}`);
     clock.advance(100);
     // client-go's 10 qps / 100 burst bucket would have spread the last 400 over 40 s.
     expect(fired).toHaveLength(500);
     expect(new Set(fired.map((f) => f.at))).toEqual(new Set([1100]));
   });
 
-  it('[retry_scheduler: Result{RequeueAfter}] schedule still takes only the key: a timed re-check is the separate requeueAfter(key, ms)', () => {
-    expect(RetryScheduler.prototype.schedule.length).toBe(1);
+  it('[retry_scheduler: Result{RequeueAfter}] fail takes the key and a failure record, no delay: a timed re-check is the separate requeueAfter(key, ms)', () => {
     const { scheduler } = setup();
-    const schedule = scheduler.schedule.bind(scheduler) as (key: string, afterMs: number) => number;
-    expect(schedule('a', 5_000)).toBe(100);
+    const fail = scheduler.fail.bind(scheduler) as (key: string, failure?: unknown, afterMs?: number) => FailureOutcome;
+    expect(fail('a', {}, 5_000)).toMatchObject({ action: 'retry', delayMs: 100 });
     expect(scheduler.deadline('a')).toBe(1100);
     expect(scheduler.requeueAfter('b', 5_000)).toBe(5_000);
     expect(scheduler.deadline('b')).toBe(6_000);
@@ -440,7 +441,7 @@ describe('systemClock', () => {
     vi.useFakeTimers();
     const fired: string[] = [];
     const scheduler = new RetryScheduler<string>({ onRetry: (k) => fired.push(k) });
-    scheduler.schedule('a');
+    schedule(scheduler, 'a');
     expect(vi.getTimerCount()).toBe(1);
     vi.advanceTimersByTime(99);
     expect(fired).toEqual([]);

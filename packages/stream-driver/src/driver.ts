@@ -1,18 +1,21 @@
 import {
+  DEFAULT_SOURCE_RETRY,
   isPermanentSourceError,
   reportsHealth,
-  type ParentKey,
   type Source,
   type SourceEvent,
   type SourceHealth,
 } from '@reconcile-loop/object-store';
-import { abortReason, silentLogger, sleep, systemClock, type Clock, type Logger } from '@reconcile-loop/primitives';
 import {
-  DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,
-  DEFAULT_SOURCE_HEALTHY_AFTER_MS,
-  DEFAULT_SOURCE_RETRY_DELAY_MS,
-  SourceBackoff,
-} from './backoff.js';
+  Backoff,
+  abortReason,
+  silentLogger,
+  sleep,
+  systemClock,
+  type Clock,
+  type Logger,
+  type Key,
+} from '@reconcile-loop/primitives';
 import { FailureWatch, type StreamDriverHealth } from './driver-health.js';
 import { StreamDriverAlreadyRunError, StreamDriverStoppedError } from './errors.js';
 import { StreamPump, type StreamResult } from './pump.js';
@@ -22,15 +25,22 @@ import { validateDriverOptions } from './options.js';
  * The one store method the driver needs. `ObjectStore` satisfies it; it returns the parent keys an
  * event affected, computed after the store is updated.
  */
-export interface StoreWriter<T, P extends ParentKey> {
+export interface StoreWriter<T, P extends Key> {
   apply(event: SourceEvent<T>): ReadonlySet<P>;
 }
 
 /** Default bound on closing a stream (`iterator.return()`); a close still pending after it is abandoned and logged. */
 export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
 
+/**
+ * The healthy stretch when the source's `retry` policy sets no `resetAfterMs`: a stream that applied
+ * its listing and then stayed open this long resets the backoff when it ends. client-go resets its
+ * reflector's backoff after 2 min without a failure.
+ */
+export const DEFAULT_HEALTHY_STREAM_MS = 120_000;
+
 /** Options for {@link StreamDriver}. */
-export interface StreamDriverOptions<T, P extends ParentKey> {
+export interface StreamDriverOptions<T, P extends Key> {
   /** Where the source events come from (a reflector, an in-process registry, a test). */
   source: Source<T>;
   /** The cache every event is applied to, before anyone is notified. */
@@ -40,25 +50,14 @@ export interface StreamDriverOptions<T, P extends ParentKey> {
    * (cache before notify). Not called for an empty set. Must not throw; a throw is logged.
    */
   onAffected: (parents: ReadonlySet<P>) => void;
-  /** Outer retry: the first reopen after a stream ended or failed waits this long; doubles per further failure. Default 1000 ms. */
-  sourceRetryDelayMs?: number;
-  /** Cap on the outer retry's delay. Default 30 000 ms (client-go's reflector backoff cap). */
-  maxSourceRetryDelayMs?: number;
-  /**
-   * A stream that applied its listing and stayed open this long is healthy: when it ends, the
-   * outer retry starts again from `sourceRetryDelayMs`. Default 120 000 ms (client-go's reset).
-   */
-  sourceHealthyAfterMs?: number;
-  /** Stretch each retry delay by up to this fraction, at random (client-go: 1.0). Default 0 (no jitter). */
-  sourceRetryJitter?: number;
-  /** Random source for the jitter, in [0, 1). Default `Math.random`. */
-  random?: () => number;
+  /** Random source for the jitter of the source's `retry` policy, in [0, 1). Default `Math.random`. */
+  random?: (() => number) | undefined;
   /** Bound on awaiting a stream's close; a close still pending after it is logged and abandoned. Default 5000 ms. */
-  closeTimeoutMs?: number;
+  closeTimeoutMs?: number | undefined;
   /** Time source for every delay and timestamp. Default {@link systemClock}. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Default: silent. */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 interface SyncWaiter {
@@ -69,15 +68,17 @@ interface SyncWaiter {
 /**
  * Opens a source's stream, requires it to open with a replace (the listing), applies every source
  * event to the store and only then notifies `onAffected`; reopens the stream whenever it ends or
- * fails, after an exponential backoff that only a healthy stretch resets (the outer retry), and stops
- * for good on a permanent source error. The informer's `Run` / `processLoop`, with `waitForSync()` as
+ * fails, after the source's own `retry` policy (default `DEFAULT_SOURCE_RETRY`) that only a healthy
+ * stretch resets, and stops for good on a permanent source error. The informer's `Run` / `processLoop`, with `waitForSync()` as
  * its `WaitForCacheSync` (the `SyncingSource` shape), and `health()` for probes.
  */
-export class StreamDriver<T, P extends ParentKey> {
+export class StreamDriver<T, P extends Key> {
   readonly #source: Source<T>;
   readonly #clock: Clock;
   readonly #logger: Logger;
-  readonly #backoff: SourceBackoff;
+  readonly #backoff: Backoff;
+  /** A stream that listed and stayed open this long resets {@link StreamDriver.#backoff} when it ends. */
+  readonly #healthyAfterMs: number;
   readonly #pump: StreamPump<T, P>;
   readonly #failures: FailureWatch;
   readonly #waiters = new Set<SyncWaiter>();
@@ -89,23 +90,16 @@ export class StreamDriver<T, P extends ParentKey> {
   #opens = 0;
 
   constructor(options: StreamDriverOptions<T, P>) {
-    const settings = validateDriverOptions(options, {
-      sourceRetryDelayMs: DEFAULT_SOURCE_RETRY_DELAY_MS,
-      maxSourceRetryDelayMs: DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,
-      sourceHealthyAfterMs: DEFAULT_SOURCE_HEALTHY_AFTER_MS,
-      closeTimeoutMs: DEFAULT_CLOSE_TIMEOUT_MS,
-    });
+    const settings = validateDriverOptions(options, { closeTimeoutMs: DEFAULT_CLOSE_TIMEOUT_MS });
     this.#source = options.source;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
     this.#failures = new FailureWatch(this.#clock);
-    this.#backoff = new SourceBackoff({
-      baseMs: settings.sourceRetryDelayMs,
-      maxMs: settings.maxSourceRetryDelayMs,
-      healthyAfterMs: settings.sourceHealthyAfterMs,
-      jitter: settings.sourceRetryJitter,
-      random: options.random ?? Math.random,
-    });
+    // The policy's resetAfterMs is the healthy stretch here, applied with reset() below (a stream must
+    // also have listed); the Backoff itself gets none, so a long sleep between failures resets nothing.
+    const { resetAfterMs, ...policy } = settings.retry;
+    this.#healthyAfterMs = resetAfterMs ?? DEFAULT_HEALTHY_STREAM_MS;
+    this.#backoff = new Backoff(policy, { random: options.random ?? Math.random });
     this.#pump = new StreamPump<T, P>({
       source: options.source,
       store: options.store,
@@ -224,7 +218,10 @@ export class StreamDriver<T, P extends ParentKey> {
   /** Counts a stream that ended or failed, logs it, and waits out the backoff; false when aborted meanwhile. */
   async #backOff(result: StreamResult, signal: AbortSignal): Promise<boolean> {
     if (result.end === 'failed') this.#lastStreamError = result.error;
-    const retryInMs = this.#backoff.next({ listed: result.listedAt !== undefined, openMs: this.#clock.now() - result.openedAt });
+    // Reset only by a healthy stretch: a source that lists and fails at once keeps backing off
+    // instead of re-listing at the first delay forever.
+    if (result.listedAt !== undefined && this.#clock.now() - result.openedAt >= this.#healthyAfterMs) this.#backoff.reset();
+    const retryInMs = this.#backoff.next();
     this.#failures.observe(this.#backoff.failures);
     const fields = { source: this.#source.name, retryInMs, failures: this.#backoff.failures };
     if (result.end === 'failed') {

@@ -1,33 +1,26 @@
-/**
- * Typed errors. Each carries a stable string `code`, because a dual ESM/CJS install can load two
- * copies of a class and defeat `instanceof`; match on `code`.
- */
-
-/** Invalid {@link StreamDriverOptions}: thrown by the constructor, before anything runs. */
-export class StreamDriverOptionsError extends Error {
-  readonly code = 'STREAM_DRIVER_INVALID_OPTIONS' as const;
-  override readonly name = 'StreamDriverOptionsError';
-}
+import { ReconcileLoopError } from '@reconcile-loop/primitives';
 
 /** `run()` was called a second time; a driver runs once. */
-export class StreamDriverAlreadyRunError extends Error {
-  readonly code = 'STREAM_DRIVER_ALREADY_RUN' as const;
-  override readonly name = 'StreamDriverAlreadyRunError';
+export class StreamDriverAlreadyRunError extends ReconcileLoopError {
+  readonly code = 'RL_DRIVER_ALREADY_RUN' as const;
 }
 
 /** `waitForSync()` cannot succeed: the driver's `run()` ended (its signal aborted) before the first sync. */
-export class StreamDriverStoppedError extends Error {
-  readonly code = 'STREAM_DRIVER_STOPPED' as const;
-  override readonly name = 'StreamDriverStoppedError';
+export class StreamDriverStoppedError extends ReconcileLoopError {
+  readonly code = 'RL_DRIVER_STOPPED' as const;
+}
+
+/** True when `error` is a {@link StreamDriverStoppedError} (from any copy of this package). */
+export function isDriverStopped(error: unknown): error is StreamDriverStoppedError {
+  return error instanceof StreamDriverStoppedError;
 }
 
 /**
  * A stream whose first event was not a replace (the listing). Never thrown to callers: the driver
- * logs it with this error, closes the stream and reopens it after the outer retry's backoff.
+ * logs it with this error, closes the stream and reopens it after the source's backoff.
  */
-export class StreamDidNotOpenWithReplaceError extends Error {
-  readonly code = 'STREAM_DID_NOT_OPEN_WITH_REPLACE' as const;
-  override readonly name = 'StreamDidNotOpenWithReplaceError';
+export class StreamDidNotOpenWithReplaceError extends ReconcileLoopError {
+  readonly code = 'RL_DRIVER_NO_INITIAL_REPLACE' as const;
   constructor(
     readonly sourceName: string,
     readonly firstEventType: string,

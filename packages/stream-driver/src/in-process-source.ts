@@ -6,6 +6,16 @@ import {
   type Source,
   type SourceEvent,
 } from '@reconcile-loop/object-store';
+import type { BackoffPolicy } from '@reconcile-loop/primitives';
+
+/** Options of an {@link InProcessSource}. */
+export interface InProcessSourceOptions {
+  /**
+   * How the stream driver backs off before reopening a stream that ended (see
+   * {@link InProcessSource.disconnect}). Default: object-store's `DEFAULT_SOURCE_RETRY` (1 s doubling to 30 s).
+   */
+  readonly retry?: BackoffPolicy | undefined;
+}
 
 const END: unique symbol = Symbol('end');
 
@@ -55,9 +65,9 @@ class Subscription<T> {
 /**
  * An in-process source: a registry of objects by object key that producers change by method call
  * (`upsert`, `delete`, `replace`), and that any number of streams read. Every `open` yields a replace
- * of the current world, then each later change as a source event, in order. No cursor and no replay
- * window: a stream that ends (see {@link InProcessSource.disconnect}) is reopened by the driver's
- * outer retry and starts again from a replace, so changes made while no stream was open still land
+ * of the current world, then each later change as a source event, in order. No resourceVersion and no replay
+ * window: a stream that ends (see {@link InProcessSource.disconnect}) is reopened by the driver after
+ * this source's `retry` backoff and starts again from a replace, so changes made while no stream was open still land
  * in the store — a deletion missed while disconnected included.
  *
  * This is the in-process backend behind the common `Source` interface, not a side channel into the
@@ -65,12 +75,22 @@ class Subscription<T> {
  */
 export class InProcessSource<T> implements Source<T> {
   readonly name: string;
+  /** The reopen backoff the stream driver applies when a stream of this source ends; see {@link InProcessSourceOptions.retry}. */
+  readonly retry: BackoffPolicy | undefined;
   readonly #world = new Map<ObjectKey, T>();
   readonly #subscriptions = new Set<Subscription<T>>();
 
-  /** @param initial the world the first stream opens with. */
-  constructor(name: string, initial?: Iterable<readonly [ObjectKey, T]>) {
+  /**
+   * @param initial the world the first stream opens with.
+   * @param options `retry`: the reopen backoff (see {@link InProcessSourceOptions}).
+   */
+  constructor(
+    name: string,
+    initial?: Iterable<readonly [ObjectKey, T]> | undefined,
+    options?: InProcessSourceOptions | undefined,
+  ) {
     this.name = name;
+    this.retry = options?.retry;
     if (initial) for (const [key, object] of initial) this.#world.set(key, object);
   }
 

@@ -1,19 +1,19 @@
+/** @reconcile-loop/stream-driver: pumps a source's stream into a store, reopening it after the source's own retry. */
+// The driver, its options and its health.
 export {
   StreamDriver,
   DEFAULT_CLOSE_TIMEOUT_MS,
+  DEFAULT_HEALTHY_STREAM_MS,
   type StreamDriverOptions,
   type StoreWriter,
 } from './driver.js';
-export {
-  DEFAULT_SOURCE_RETRY_DELAY_MS,
-  DEFAULT_MAX_SOURCE_RETRY_DELAY_MS,
-  DEFAULT_SOURCE_HEALTHY_AFTER_MS,
-} from './backoff.js';
 export type { StreamDriverHealth } from './driver-health.js';
-export { InProcessSource } from './in-process-source.js';
+// The in-process source.
+export { InProcessSource, type InProcessSourceOptions } from './in-process-source.js';
+// Errors (all extend primitives' ReconcileLoopError) and a guard.
 export {
-  StreamDriverOptionsError,
   StreamDriverAlreadyRunError,
   StreamDriverStoppedError,
+  isDriverStopped,
   StreamDidNotOpenWithReplaceError,
 } from './errors.js';

@@ -3,8 +3,8 @@
  * holds one idea: this file owns "cache before notify" and "every close is bounded"; the driver owns
  * when to reopen.
  */
-import type { ParentKey, Source, SourceEvent } from '@reconcile-loop/object-store';
-import type { Clock, Logger } from '@reconcile-loop/primitives';
+import type { Source, SourceEvent } from '@reconcile-loop/object-store';
+import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 import type { StoreWriter } from './driver.js';
 import { StreamDidNotOpenWithReplaceError } from './errors.js';
 
@@ -28,7 +28,7 @@ export interface PumpStatus {
   readonly lastEventAt: number | undefined;
 }
 
-export interface StreamPumpOptions<T, P extends ParentKey> {
+export interface StreamPumpOptions<T, P extends Key> {
   source: Source<T>;
   store: StoreWriter<T, P>;
   onAffected: (parents: ReadonlySet<P>) => void;
@@ -40,7 +40,7 @@ export interface StreamPumpOptions<T, P extends ParentKey> {
 }
 
 /** Runs one stream at a time; see {@link StreamPump.run}. */
-export class StreamPump<T, P extends ParentKey> {
+export class StreamPump<T, P extends Key> {
   readonly #o: StreamPumpOptions<T, P>;
   #open = false;
   #openedAt: number | undefined;

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ObjectStore, replaceEvent, upsertEvent, type SourceEvent, type SourceHealth } from '@reconcile-loop/object-store';
-import { ManualClock } from '@reconcile-loop/primitives';
+import { ManualClock, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import { StreamDriver, type StreamDriverOptions } from '../src/index.js';
 
@@ -37,13 +37,14 @@ class ReportingSource extends ControlledSource<Cell> {
 }
 
 function setup(
-  options: Partial<StreamDriverOptions<Cell, string>> = {},
+  { retry, ...options }: Partial<StreamDriverOptions<Cell, string>> & { retry?: BackoffPolicy } = {},
   onOpen?: ControlledSource<Cell>['onOpen'],
   source = new ControlledSource<Cell>(),
 ) {
   const clock = new ManualClock();
   const logger = recordingLogger();
   source.onOpen = onOpen;
+  source.retry = retry;
   const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
   const driver = new StreamDriver<Cell, string>({ source, store, onAffected: () => {}, clock, logger, ...options });
   const controller = new AbortController();
@@ -64,8 +65,8 @@ function openTimes(source: ControlledSource<Cell>, clock: ManualClock): number[]
 }
 
 describe('StreamDriver outer retry', () => {
-  it('[stream-driver: outer retry backoff] reopens back off exponentially from sourceRetryDelayMs up to the cap', async () => {
-    const { clock, logger, source, controller, running } = setup({ sourceRetryDelayMs: 1_000, maxSourceRetryDelayMs: 8_000 });
+  it('[stream-driver: outer retry backoff] reopens back off exponentially from source.retry.initialMs up to its maxMs', async () => {
+    const { clock, logger, source, controller, running } = setup({ retry: { initialMs: 1_000, maxMs: 8_000 } });
     const times = openTimes(source, clock);
     await settle();
     for (let i = 0; i < 6; i++) {
@@ -82,8 +83,10 @@ describe('StreamDriver outer retry', () => {
     await running;
   });
 
-  it('[stream-driver: outer retry backoff] only a healthy stretch resets it: listed and open for sourceHealthyAfterMs', async () => {
-    const { clock, logger, source, controller, running } = setup({ sourceRetryDelayMs: 100, sourceHealthyAfterMs: 10_000 });
+  it('[stream-driver: outer retry backoff] only a healthy stretch resets it: listed and open for retry.resetAfterMs', async () => {
+    const { clock, logger, source, controller, running } = setup({
+      retry: { initialMs: 100, maxMs: 30_000, resetAfterMs: 10_000 },
+    });
     const delays = (): unknown[] => logger.entries.filter((e) => e.message.includes('backoff')).map((e) => e.fields.retryInMs);
     await settle();
     // Listed, then failed at once (the LIST-then-fail loop): no reset.
@@ -111,10 +114,9 @@ describe('StreamDriver outer retry', () => {
     await running;
   });
 
-  it('[stream-driver: outer retry backoff] jitter stretches a delay by up to sourceRetryJitter of it', async () => {
+  it('[stream-driver: outer retry backoff] jitter stretches a delay by up to retry.jitter of it', async () => {
     const { logger, source, controller, running } = setup({
-      sourceRetryDelayMs: 1_000,
-      sourceRetryJitter: 0.5,
+      retry: { initialMs: 1_000, maxMs: 30_000, jitter: 0.5 },
       random: () => 0.5,
     });
     await settle();
@@ -123,11 +125,11 @@ describe('StreamDriver outer retry', () => {
     expect(logger.entries.find((e) => e.message.includes('backoff'))?.fields.retryInMs).toBe(1_250);
     controller.abort();
     await running;
-    expect(() => setup({ sourceRetryJitter: 2 })).toThrow(expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }));
-    expect(() => setup({ sourceRetryDelayMs: 10, maxSourceRetryDelayMs: 5 })).toThrow(
-      expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }),
+    expect(() => setup({ retry: { initialMs: 1_000, maxMs: 30_000, jitter: -1 } })).toThrow(
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
-    expect(() => setup({ closeTimeoutMs: 0 })).toThrow(expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }));
+    expect(() => setup({ retry: { initialMs: 10, maxMs: 5 } })).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
+    expect(() => setup({ closeTimeoutMs: 0 })).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
   });
 
   it('[stream-driver: outer retry backoff] property: every reopen happens exactly when the model says (base · 2^(n-1), capped; reset by a healthy stretch)', async () => {
@@ -137,11 +139,7 @@ describe('StreamDriver outer retry', () => {
     const stream = fc.record({ listed: fc.boolean(), openMs: fc.integer({ min: 0, max: 8_000 }), fail: fc.boolean() });
     await fc.assert(
       fc.asyncProperty(fc.array(stream, { minLength: 1, maxLength: 12 }), async (streams) => {
-        const { clock, source, controller, running } = setup({
-          sourceRetryDelayMs: base,
-          maxSourceRetryDelayMs: cap,
-          sourceHealthyAfterMs: healthy,
-        });
+        const { clock, source, controller, running } = setup({ retry: { initialMs: base, maxMs: cap, resetAfterMs: healthy } });
         const times = openTimes(source, clock);
         await settle(3);
         let failures = 0;
@@ -242,7 +240,8 @@ describe('StreamDriver sync and close', () => {
         return inner.apply(event);
       },
     };
-    driver = new StreamDriver<Cell, string>({ source, store, onAffected: () => {}, clock, sourceRetryDelayMs: 10 });
+    source.retry = { initialMs: 10, maxMs: 30_000 };
+    driver = new StreamDriver<Cell, string>({ source, store, onAffected: () => {}, clock });
     const controller = new AbortController();
     const running = driver.run(controller.signal);
     let synced = false;
@@ -267,10 +266,13 @@ describe('StreamDriver sync and close', () => {
     const hang = (stream: ControlledSource<Cell>['streams'][number]): void => {
       stream.return = () => new Promise(() => {});
     };
-    const { clock, logger, source, controller, running } = setup({ closeTimeoutMs: 2_000, sourceRetryDelayMs: 100 }, (stream) => {
-      stream.push(replaceEvent([]));
-      hang(stream);
-    });
+    const { clock, logger, source, controller, running } = setup(
+      { closeTimeoutMs: 2_000, retry: { initialMs: 100, maxMs: 30_000 } },
+      (stream) => {
+        stream.push(replaceEvent([]));
+        hang(stream);
+      },
+    );
     await settle();
     source.last.fail(new Error('dropped'));
     await settle();
@@ -353,7 +355,7 @@ describe('StreamDriver health', () => {
   });
 
   it('[stream-driver: health] a source that lists and dies at once keeps counting failures from the first one; a listed stream reads as healthy', async () => {
-    const { clock, source, driver, controller, running } = setup({ sourceRetryDelayMs: 1_000 }, (stream) =>
+    const { clock, source, driver, controller, running } = setup({ retry: { initialMs: 1_000, maxMs: 30_000 } }, (stream) =>
       stream.push(replaceEvent([])),
     );
     await settle();
@@ -371,7 +373,7 @@ describe('StreamDriver health', () => {
   });
 
   it('[stream-driver: health] without a source report: the driver counts failed streams, keeps the last error and the time to the next reopen; a throwing health() is tolerated', async () => {
-    const { clock, logger, source, driver, controller, running } = setup({ sourceRetryDelayMs: 1_000 });
+    const { clock, logger, source, driver, controller, running } = setup({ retry: { initialMs: 1_000, maxMs: 30_000 } });
     await settle();
     const error = new Error('stream died');
     await clock.advanceAsync(500);

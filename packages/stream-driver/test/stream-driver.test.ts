@@ -2,20 +2,33 @@ import { getEventListeners } from 'node:events';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { ObjectStore, deleteEvent, replaceEvent, upsertEvent, type SourceEvent } from '@reconcile-loop/object-store';
-import { ManualClock } from '@reconcile-loop/primitives';
+import {
+  DEFAULT_SOURCE_RETRY,
+  ObjectStore,
+  deleteEvent,
+  replaceEvent,
+  upsertEvent,
+  type SourceEvent,
+} from '@reconcile-loop/object-store';
+import { ManualClock, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
-import { DEFAULT_SOURCE_RETRY_DELAY_MS, InProcessSource, StreamDriver, type StreamDriverOptions } from '../src/index.js';
+import { InProcessSource, StreamDriver, type StreamDriverOptions } from '../src/index.js';
 
 interface Cell {
   pool: string;
   v: number;
 }
 
-function setup(options: Partial<StreamDriverOptions<Cell, string>> = {}, onOpen?: ControlledSource<Cell>['onOpen']) {
+function setup(
+  {
+    retry = { initialMs: 1_000, maxMs: 30_000 },
+    ...options
+  }: Partial<StreamDriverOptions<Cell, string>> & { retry?: BackoffPolicy } = {},
+  onOpen?: ControlledSource<Cell>['onOpen'],
+) {
   const clock = new ManualClock();
   const logger = recordingLogger();
-  const source = new ControlledSource<Cell>();
+  const source = new ControlledSource<Cell>({ retry });
   source.onOpen = onOpen;
   const store = new ObjectStore<Cell, string>({ keyMap: (cell) => cell.pool });
   const notified: string[][] = [];
@@ -23,7 +36,6 @@ function setup(options: Partial<StreamDriverOptions<Cell, string>> = {}, onOpen?
     source,
     store,
     onAffected: (parents) => notified.push([...parents]),
-    sourceRetryDelayMs: 1_000,
     clock,
     logger,
     ...options,
@@ -59,7 +71,7 @@ describe('StreamDriver', () => {
     await running;
   });
 
-  it('[source_stream_driver: WaitForCacheSync] waitForSync rejects with the abort reason, and with STREAM_DRIVER_STOPPED when run ends unsynced', async () => {
+  it('[source_stream_driver: WaitForCacheSync] waitForSync rejects with the abort reason, and with RL_DRIVER_STOPPED when run ends unsynced', async () => {
     const { driver, controller, running } = setup();
     const own = new AbortController();
     const waitOwn = driver.waitForSync(own.signal);
@@ -68,8 +80,8 @@ describe('StreamDriver', () => {
     await expect(waitOwn).rejects.toThrow('gave up');
     controller.abort();
     await running;
-    await expect(waitPlain).rejects.toMatchObject({ code: 'STREAM_DRIVER_STOPPED' });
-    await expect(driver.waitForSync()).rejects.toMatchObject({ code: 'STREAM_DRIVER_STOPPED' });
+    await expect(waitPlain).rejects.toMatchObject({ code: 'RL_DRIVER_STOPPED' });
+    await expect(driver.waitForSync()).rejects.toMatchObject({ code: 'RL_DRIVER_STOPPED' });
     expect(driver.synced).toBe(false);
   });
 
@@ -96,7 +108,7 @@ describe('StreamDriver', () => {
     expect(store.has('a')).toBe(false);
     expect(notified).toEqual([]);
     const logged = logger.entries.find((e) => e.level === 'error');
-    expect(logged?.fields.err).toMatchObject({ code: 'STREAM_DID_NOT_OPEN_WITH_REPLACE', firstEventType: 'upsert' });
+    expect(logged?.fields.err).toMatchObject({ code: 'RL_DRIVER_NO_INITIAL_REPLACE', firstEventType: 'upsert' });
 
     await clock.advanceAsync(999);
     expect(source.streams).toHaveLength(1);
@@ -157,8 +169,9 @@ describe('StreamDriver', () => {
   });
 
   it('[source_stream_driver: Retry inside vs outside the stream] a stream that fails or ends is logged, closed and reopened on the clock (outer retry)', async () => {
-    const { clock, logger, source, driver, controller, running } = setup({ sourceRetryDelayMs: 5_000 }, (stream) =>
-      stream.push(replaceEvent([])),
+    const { clock, logger, source, driver, controller, running } = setup(
+      { retry: { initialMs: 5_000, maxMs: 30_000 } },
+      (stream) => stream.push(replaceEvent([])),
     );
     await driver.waitForSync();
     const failure = new Error('stream died');
@@ -191,6 +204,7 @@ describe('StreamDriver', () => {
     const driver = new StreamDriver<Cell, string>({
       source: {
         name: 'flaky',
+        retry: { initialMs: 10, maxMs: 30_000 },
         open: async function* () {
           opens += 1;
           if (opens === 1) throw new Error('cannot open');
@@ -201,7 +215,6 @@ describe('StreamDriver', () => {
       },
       store,
       onAffected: () => {},
-      sourceRetryDelayMs: 10,
       clock,
     });
     const controller = new AbortController();
@@ -312,14 +325,13 @@ describe('StreamDriver', () => {
 
   it('[source_stream_driver: source.Channel] an in-process source opens with a replace of its world, then streams changes; a reopen replays deletions missed while disconnected', async () => {
     const clock = new ManualClock();
-    const registry = new InProcessSource<Cell>('registry', [['a', cell('p1')]]);
+    const registry = new InProcessSource<Cell>('registry', [['a', cell('p1')]], { retry: { initialMs: 100, maxMs: 30_000 } });
     const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
     const notified: string[][] = [];
     const driver = new StreamDriver<Cell, string>({
       source: registry,
       store,
       onAffected: (p) => notified.push([...p]),
-      sourceRetryDelayMs: 100,
       clock,
     });
     const controller = new AbortController();
@@ -393,17 +405,18 @@ describe('StreamDriver', () => {
   it('rejects bad options and a second run with typed errors', async () => {
     const store = new ObjectStore<Cell, string>({ keyMap: (c) => c.pool });
     const source = new InProcessSource<Cell>('s');
-    expect(() => new StreamDriver({ source, store, onAffected: () => {}, sourceRetryDelayMs: -1 })).toThrow(
-      expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }),
+    const badRetry = new InProcessSource<Cell>('bad', [], { retry: { initialMs: -1, maxMs: 10 } });
+    expect(() => new StreamDriver({ source: badRetry, store, onAffected: () => {} })).toThrow(
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
     expect(() => new StreamDriver({ source: {} as never, store, onAffected: () => {} })).toThrow(
-      expect.objectContaining({ code: 'STREAM_DRIVER_INVALID_OPTIONS' }),
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
-    expect(DEFAULT_SOURCE_RETRY_DELAY_MS).toBe(1_000);
+    expect(DEFAULT_SOURCE_RETRY).toEqual({ initialMs: 1_000, maxMs: 30_000 });
     const driver = new StreamDriver({ source, store, onAffected: () => {}, clock: new ManualClock() });
     const controller = new AbortController();
     const running = driver.run(controller.signal);
-    await expect(driver.run(controller.signal)).rejects.toMatchObject({ code: 'STREAM_DRIVER_ALREADY_RUN' });
+    await expect(driver.run(controller.signal)).rejects.toMatchObject({ code: 'RL_DRIVER_ALREADY_RUN' });
     controller.abort();
     await running;
   });

@@ -1,12 +1,15 @@
-export { WorkQueue, type QueueKey, type WorkQueueOptions } from './work-queue.js';
+/** @reconcile-loop/work-queue: a dedup queue of keys with client-go's per-key exclusion. */
+// The queue and its options.
+export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
+// Errors (all extend primitives' ReconcileLoopError) and the guard a consumer loop uses.
 export {
-  WorkQueueBusyError,
   WorkQueueDrainTimeoutError,
   WorkQueueKeyError,
   WorkQueueNotProcessingError,
-  WorkQueueOptionsError,
   WorkQueueStoppedError,
+  isQueueStopped,
 } from './errors.js';
+// Metrics hooks.
 export type {
   UnfinishedWork,
   WorkQueueAddEvent,

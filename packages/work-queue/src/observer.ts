@@ -8,7 +8,7 @@
  * | `depth` | `depth` on every event (or `WorkQueue.size`) |
  * | `adds_total` | one `onAdd` per key that became pending (a no-op `add` of a pending key emits nothing) |
  * | `queue_duration_seconds` | `onGet`'s `queuedMs` (add that made the key pending → handed out) |
- * | `work_duration_seconds` | `onDone`'s `workMs` (handed out → `done`; `exclusive` queues only) |
+ * | `work_duration_seconds` | `onDone`'s `workMs` (handed out → `done`) |
  * | `unfinished_work_seconds`, `longest_running_processor_seconds` | poll `WorkQueue.unfinishedWork()` |
  * | `retries_total` | not the queue: `@reconcile-loop/retry-scheduler`'s `onFailure` hook |
  *
@@ -22,7 +22,7 @@ export interface WorkQueueObserver<K> {
   onAdd?(event: WorkQueueAddEvent<K>): void;
   /** A key was handed to a consumer (by `get` or `tryGet`). */
   onGet?(event: WorkQueueGetEvent<K>): void;
-  /** A consumer released a key with `done` (`exclusive` queues only). */
+  /** A consumer released a key with `done`. */
   onDone?(event: WorkQueueDoneEvent<K>): void;
 }
 

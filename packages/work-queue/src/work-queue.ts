@@ -1,49 +1,16 @@
-import { systemClock, type Clock } from '@reconcile-loop/primitives';
-import {
-  WorkQueueBusyError,
-  WorkQueueDrainTimeoutError,
-  WorkQueueKeyError,
-  WorkQueueNotProcessingError,
-  WorkQueueOptionsError,
-  WorkQueueStoppedError,
-} from './errors.js';
+import { MAX_TIMER_MS, OptionsError, abortReason, isKey, systemClock, type Clock, type Key } from '@reconcile-loop/primitives';
+import { WorkQueueDrainTimeoutError, WorkQueueKeyError, WorkQueueNotProcessingError, WorkQueueStoppedError } from './errors.js';
 import { KeyFifo } from './fifo.js';
 import type { UnfinishedWork, WorkQueueHook, WorkQueueObserver } from './observer.js';
 
-/**
- * A key the queue can hold. Only primitives: a `Set` compares them by value (SameValueZero), so
- * dedup needs no key codec. Objects would compare by identity and two equal parent keys would be
- * queued twice; a composite parent key is encoded to a string by the key map instead.
- */
-export type QueueKey = string | number | bigint | boolean;
-
-/** Options for {@link WorkQueue}; every one is optional and `new WorkQueue()` is the seed's queue. */
+/** Options for {@link WorkQueue}; every one is optional. */
 export interface WorkQueueOptions<K> {
-  /**
-   * client-go's per-key exclusion for several consumers. A handed-out key stays *held* until its
-   * consumer calls {@link WorkQueue.done}; an `add` of a held key marks it dirty, and it is queued
-   * again — at the back — right after that `done`. Any number of consumers may wait in `get`.
-   * Default `false`: one waiting consumer, a handed-out key is forgotten at once, `done` is a no-op.
-   */
-  exclusive?: boolean;
   /** Metrics hooks; see {@link WorkQueueObserver}. */
-  observer?: WorkQueueObserver<K>;
+  observer?: WorkQueueObserver<K> | undefined;
   /** Time source for hook timestamps, held-time accounting and drain deadlines. Default {@link systemClock}. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Receives what an observer hook threw. Without it such errors are dropped; a throwing `onError` is ignored. */
-  onError?: (error: unknown, hook: WorkQueueHook) => void;
-}
-
-/** Node clamps longer timers to 1 ms. */
-const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
-
-function isQueueKey(value: unknown): value is QueueKey {
-  const t = typeof value;
-  return t === 'string' || t === 'number' || t === 'bigint' || t === 'boolean';
-}
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+  onError?: ((error: unknown, hook: WorkQueueHook) => void) | undefined;
 }
 
 interface Waiter<K> {
@@ -62,35 +29,32 @@ interface DrainWaiter {
 }
 
 /**
- * Insertion-ordered dedup queue of keys: the scheduling core of a reconcile loop. A key is queued
- * at most once; `get` hands out the oldest.
+ * Insertion-ordered dedup queue of keys with client-go's per-key exclusion: the scheduling core of a
+ * reconcile loop. A key is queued at most once; `get` hands out the oldest and holds it until its
+ * consumer calls `done`; an `add` of a held key marks it dirty, and `done` queues it again at the
+ * back. Any number of consumers may wait in `get`, served first come first served. This is
+ * client-go's queue/dirty/processing protocol: a key is never held by two consumers at once, and a
+ * key added while held is handed out again right after its `done`.
  *
- * Two modes. The default is the seed's single-consumer queue: a handed-out key leaves the queue at
- * once, so re-adding it during its reconcile queues it once more, and a second waiting `get`
- * rejects with {@link WorkQueueBusyError}. With `{ exclusive: true }` it is client-go's
- * queue/dirty/processing protocol for n consumers: a key is never held by two consumers at once,
- * and a key added while held is handed out again right after its `done`.
- *
- * Invariants (exclusive mode): every key is in at most one of *queued*, *held*, *held and dirty*;
- * a queued key is never held; waiting consumers exist only while nothing is queued. Fairness: a
- * key goes to the back whenever it becomes ready again, so one hot key cannot starve the others.
+ * Invariants: every key is in at most one of *queued*, *held*, *held and dirty*; a queued key is
+ * never held; waiting consumers exist only while nothing is queued. Fairness: a key goes to the back
+ * whenever it becomes ready again, so one hot key cannot starve the others.
  *
  * @typeParam K - the parent key type; a primitive, so dedup is by value.
  */
-export class WorkQueue<K extends QueueKey> {
-  readonly #exclusive: boolean;
+export class WorkQueue<K extends Key> {
   readonly #observer: WorkQueueObserver<K> | undefined;
   readonly #clock: Clock;
   readonly #onError: ((error: unknown, hook: WorkQueueHook) => void) | undefined;
   /** Keys ready to hand out, oldest first. */
   readonly #queue = new KeyFifo<K>();
-  /** Exclusive mode: held keys → clock time they were handed out, in hand-out order. */
+  /** Held keys → clock time they were handed out, in hand-out order. */
   readonly #processing = new Map<K, number>();
-  /** Exclusive mode: held keys re-added while held; always a subset of `#processing`'s keys. */
+  /** Held keys re-added while held; always a subset of `#processing`'s keys. */
   readonly #dirty = new Set<K>();
   /** Pending key → time of the add that made it pending; kept only when an `onGet` hook wants it. */
   readonly #addedAt = new Map<K, number>();
-  /** Consumers waiting in `get`, first come first served (at most one in the default mode). */
+  /** Consumers waiting in `get`, first come first served. */
   readonly #waiters = new Set<Waiter<K>>();
   readonly #drains = new Set<DrainWaiter>();
   #stopped = false;
@@ -98,21 +62,19 @@ export class WorkQueue<K extends QueueKey> {
   /**
    * Creates an empty, running queue.
    *
-   * @throws {@link WorkQueueOptionsError} for an option of the wrong type.
+   * @throws {@link OptionsError} for an option of the wrong type.
    */
   constructor(options: WorkQueueOptions<K> = {}) {
-    const { exclusive = false, observer, clock = systemClock, onError } = options;
-    if (typeof exclusive !== 'boolean') throw new WorkQueueOptionsError('exclusive must be a boolean when given');
+    const { observer, clock = systemClock, onError } = options;
     if (observer !== undefined && (observer === null || typeof observer !== 'object')) {
-      throw new WorkQueueOptionsError('observer must be an object when given');
+      throw new OptionsError('WorkQueue', 'observer must be an object when given');
     }
     if (typeof clock?.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function') {
-      throw new WorkQueueOptionsError('clock must have now, setTimeout and clearTimeout');
+      throw new OptionsError('WorkQueue', 'clock must have now, setTimeout and clearTimeout');
     }
     if (onError !== undefined && typeof onError !== 'function') {
-      throw new WorkQueueOptionsError('onError must be a function when given');
+      throw new OptionsError('WorkQueue', 'onError must be a function when given');
     }
-    this.#exclusive = exclusive;
     this.#observer = observer;
     this.#clock = clock;
     this.#onError = onError;
@@ -123,7 +85,7 @@ export class WorkQueue<K extends QueueKey> {
     return this.#queue.size;
   }
 
-  /** Keys held by consumers (exclusive mode; always 0 in the default mode). */
+  /** Keys held by consumers (handed out, not yet `done`). */
   get processingCount(): number {
     return this.#processing.size;
   }
@@ -131,11 +93,6 @@ export class WorkQueue<K extends QueueKey> {
   /** Consumers waiting in `get`. */
   get waiting(): number {
     return this.#waiters.size;
-  }
-
-  /** Whether the queue runs client-go's per-key exclusion (the `exclusive` option). */
-  get exclusive(): boolean {
-    return this.#exclusive;
   }
 
   /** True once {@link WorkQueue.stop} (or {@link WorkQueue.drain}) was called. */
@@ -146,22 +103,22 @@ export class WorkQueue<K extends QueueKey> {
   /**
    * Makes `key` pending. An idle key is queued behind every queued key, or handed straight to the
    * longest-waiting consumer. A no-op when `key` is already queued (it keeps its place) and after
-   * {@link WorkQueue.stop}. In exclusive mode a held key is marked dirty instead (once), and is
-   * queued at the back when its consumer calls `done`.
+   * {@link WorkQueue.stop}. A held key is marked dirty instead (once), and is queued at the back
+   * when its consumer calls `done`.
    *
    * @throws {@link WorkQueueKeyError} when `key` is not a string, number, bigint or boolean.
    */
   add(key: K): void {
-    if (!isQueueKey(key)) throw new WorkQueueKeyError(key);
+    if (!isKey(key)) throw new WorkQueueKeyError(key);
     if (this.#stopped || this.#queue.has(key)) return;
     const observed = this.#observer !== undefined;
-    if (this.#exclusive && this.#processing.has(key)) {
+    if (this.#processing.has(key)) {
       if (this.#dirty.has(key)) return;
       this.#dirty.add(key);
       if (observed) this.#notifyAdd(key, this.#clock.now(), true);
       return;
     }
-    const at = observed || this.#exclusive ? this.#clock.now() : 0;
+    const at = this.#clock.now();
     if (observed && this.#observer?.onGet !== undefined) this.#addedAt.set(key, at);
     // State first, hooks after: a hook that calls back into the queue sees a consistent queue.
     const waiter = this.#enqueue(key, at);
@@ -173,16 +130,14 @@ export class WorkQueue<K extends QueueKey> {
   }
 
   /**
-   * Resolves with the oldest queued key and hands it out (exclusive mode: holds it until `done`).
+   * Resolves with the oldest queued key and hands it out, held until `done`.
    * Waits while nothing is queued; waiting consumers are served first come first served.
-   * Rejects with the signal's reason when `signal` aborts (or already has), with
-   * {@link WorkQueueStoppedError} once the queue is stopped, and — in the default mode only — with
-   * {@link WorkQueueBusyError} when another `get` is already waiting.
+   * Rejects with the signal's reason when `signal` aborts (or already has), and with
+   * {@link WorkQueueStoppedError} once the queue is stopped.
    */
   get(signal?: AbortSignal): Promise<K> {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     if (this.#stopped) return Promise.reject(new WorkQueueStoppedError());
-    if (!this.#exclusive && this.#waiters.size > 0) return Promise.reject(new WorkQueueBusyError());
     const key = this.tryGet();
     if (key !== undefined) return Promise.resolve(key);
     return new Promise<K>((resolve, reject) => {
@@ -203,24 +158,19 @@ export class WorkQueue<K extends QueueKey> {
   tryGet(): K | undefined {
     const key = this.#queue.shift();
     if (key === undefined) return undefined;
-    if (this.#exclusive || this.#observer !== undefined) {
-      const at = this.#clock.now();
-      if (this.#exclusive) this.#processing.set(key, at);
-      this.#notifyGet(key, at);
-    }
+    const at = this.#clock.now();
+    this.#processing.set(key, at);
+    this.#notifyGet(key, at);
     return key;
   }
 
   /**
-   * Releases a key handed out by `get`/`tryGet`: the consumer finished with it. In exclusive mode a
-   * key re-added while held is queued now, at the back (or handed to a waiting consumer); after
-   * `stop` it is not. In the default mode nothing is held and `done` does nothing, so a consumer
-   * can call it unconditionally in either mode.
+   * Releases a key handed out by `get`/`tryGet`: the consumer finished with it. A key re-added
+   * while held is queued now, at the back (or handed to a waiting consumer); after `stop` it is not.
    *
-   * @throws {@link WorkQueueNotProcessingError} in exclusive mode when no consumer holds `key`.
+   * @throws {@link WorkQueueNotProcessingError} when no consumer holds `key`.
    */
   done(key: K): void {
-    if (!this.#exclusive) return;
     const since = this.#processing.get(key);
     if (since === undefined) throw new WorkQueueNotProcessingError(key);
     const at = this.#clock.now();
@@ -242,19 +192,19 @@ export class WorkQueue<K extends QueueKey> {
     return this.#queue.has(key);
   }
 
-  /** Whether a consumer holds `key` (exclusive mode; always false in the default mode). */
+  /** Whether a consumer holds `key`. */
   isProcessing(key: K): boolean {
     return this.#processing.has(key);
   }
 
-  /** Whether `key` is held and was re-added meanwhile, so `done` will queue it again (exclusive mode). */
+  /** Whether `key` is held and was re-added meanwhile, so `done` will queue it again. */
   isDirty(key: K): boolean {
     return this.#dirty.has(key);
   }
 
   /**
    * Held keys and how long they have been held, on the queue's clock: the source of client-go's
-   * unfinished-work and longest-running-processor gauges. All zero in the default mode.
+   * unfinished-work and longest-running-processor gauges.
    */
   unfinishedWork(): UnfinishedWork {
     if (this.#processing.size === 0) return { processing: 0, totalMs: 0, longestMs: 0 };
@@ -291,16 +241,16 @@ export class WorkQueue<K extends QueueKey> {
    * every held key is `done`. Rejects with {@link WorkQueueDrainTimeoutError} (naming the keys
    * still held) when `timeoutMs` passes first, or with the signal's reason when `signal` aborts;
    * either way the queue stays stopped and the held keys are still released by their `done`.
-   * In the default mode nothing is held, so it resolves at once.
    *
    * @param timeoutMs - the deadline, a finite number of ms ≥ 0 and ≤ 2³¹−1.
-   * @throws (as a rejection) {@link WorkQueueOptionsError} for a bad `timeoutMs`; the queue is then not stopped.
+   * @throws (as a rejection) {@link OptionsError} for a bad `timeoutMs`; the queue is then not stopped.
    */
   drain(timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMER_DELAY_MS) {
+    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_TIMER_MS) {
       return Promise.reject(
-        new WorkQueueOptionsError(
-          `drain timeoutMs must be a finite number in [0, ${MAX_TIMER_DELAY_MS}]; got ${String(timeoutMs)}`,
+        new OptionsError(
+          'WorkQueue',
+          `drain timeoutMs must be a finite number in [0, ${MAX_TIMER_MS}]; got ${String(timeoutMs)}`,
         ),
       );
     }
@@ -339,7 +289,7 @@ export class WorkQueue<K extends QueueKey> {
     // A waiting consumer means nothing is queued, so handing the key over directly keeps order.
     const waiter = first.value;
     this.#release(waiter);
-    if (this.#exclusive) this.#processing.set(key, at);
+    this.#processing.set(key, at);
     return waiter;
   }
 

@@ -85,7 +85,7 @@ describe('WorkQueue exclusive properties', () => {
       fc.asyncProperty(
         fc.integer({ min: 1, max: 4 }).chain((n) => fc.tuple(fc.constant(n), fc.array(opArb(n), { maxLength: 90 }))),
         async ([n, ops]) => {
-          const q = new WorkQueue<number>({ exclusive: true });
+          const q = new WorkQueue<number>();
           const model = new Model();
           const consumers: Consumer[] = Array.from({ length: n }, () => ({ state: 'idle' }));
           const delivered: Array<[number, number]> = [];
@@ -190,7 +190,7 @@ describe('WorkQueue exclusive properties', () => {
   it('[work_queue: fairness] with a hot key re-added during every reconcile, each other queued key is handed out within (keys queued ahead of it + consumers) gets', async () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 20 }), async (consumers, others) => {
-        const q = new WorkQueue<string>({ exclusive: true });
+        const q = new WorkQueue<string>();
         q.add('hot');
         for (let i = 0; i < others; i++) q.add(`k${i}`);
         const held: string[] = [];

@@ -1,13 +1,7 @@
+import { OptionsError } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
-import {
-  WorkQueue,
-  WorkQueueDrainTimeoutError,
-  WorkQueueNotProcessingError,
-  WorkQueueOptionsError,
-  WorkQueueStoppedError,
-} from '../src/index.js';
-import { type Clock } from '@reconcile-loop/primitives';
+import { WorkQueue, WorkQueueDrainTimeoutError, WorkQueueNotProcessingError, WorkQueueStoppedError } from '../src/index.js';
 
 /** Settles every promise callback already queued (the queue itself never uses timers here). */
 const flush = async (): Promise<void> => {
@@ -24,9 +18,9 @@ function track<T>(promise: Promise<T>): { value?: T; error?: unknown; settled: b
   return state;
 }
 
-describe('WorkQueue exclusive mode', () => {
+describe('WorkQueue per-key exclusion', () => {
   it('[work_queue: per-key exclusion] a key added while held is marked dirty, not handed to a second consumer, and handed out right after done', async () => {
-    const q = new WorkQueue<string>({ exclusive: true });
+    const q = new WorkQueue<string>();
     q.add('a');
     expect(await q.get()).toBe('a');
     expect(q.isProcessing('a')).toBe(true);
@@ -50,7 +44,7 @@ describe('WorkQueue exclusive mode', () => {
   });
 
   it('[work_queue: per-key exclusion] a held key that was not re-added is simply released by done', async () => {
-    const q = new WorkQueue<string>({ exclusive: true });
+    const q = new WorkQueue<string>();
     q.add('a');
     q.add('b');
     expect(q.tryGet()).toBe('a');
@@ -61,26 +55,17 @@ describe('WorkQueue exclusive mode', () => {
     expect(await q.get()).toBe('b');
   });
 
-  it('[work_queue: per-key exclusion] done for a key nobody holds is a typed error; the default mode accepts done as a no-op', () => {
-    const q = new WorkQueue<string>({ exclusive: true });
+  it('[work_queue: per-key exclusion] done for a key nobody holds is a typed error', () => {
+    const q = new WorkQueue<string>();
     expect(() => q.done('never')).toThrow(WorkQueueNotProcessingError);
     q.add('a');
     q.tryGet();
     q.done('a');
-    expect(() => q.done('a')).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_NOT_PROCESSING', key: 'a' }));
-
-    const seed = new WorkQueue<string>();
-    expect(seed.exclusive).toBe(false);
-    seed.add('a');
-    expect(seed.tryGet()).toBe('a');
-    expect(() => seed.done('a')).not.toThrow();
-    expect(() => seed.done('other')).not.toThrow();
-    expect(seed.processingCount).toBe(0);
-    expect(seed.isProcessing('a')).toBe(false);
+    expect(() => q.done('a')).toThrow(expect.objectContaining({ code: 'RL_QUEUE_NOT_PROCESSING', key: 'a' }));
   });
 
   it('[work_queue: several consumers] many consumers may wait at once; keys go to them first come first served', async () => {
-    const q = new WorkQueue<string>({ exclusive: true });
+    const q = new WorkQueue<string>();
     const w1 = track(q.get());
     const w2 = track(q.get());
     const w3 = track(q.get());
@@ -100,7 +85,7 @@ describe('WorkQueue exclusive mode', () => {
   });
 
   it('[work_queue: several consumers] aborting one waiting consumer leaves the others waiting in order', async () => {
-    const q = new WorkQueue<string>({ exclusive: true });
+    const q = new WorkQueue<string>();
     const ac = new AbortController();
     const w1 = track(q.get());
     const w2 = track(q.get(ac.signal));
@@ -116,7 +101,7 @@ describe('WorkQueue exclusive mode', () => {
   });
 
   it('[work_queue: fairness] a hot key re-added during every reconcile goes to the back each time and cannot starve the others', async () => {
-    const q = new WorkQueue<string>({ exclusive: true });
+    const q = new WorkQueue<string>();
     for (const k of ['hot', 'a', 'b', 'c']) q.add(k);
     const order: string[] = [];
     for (let i = 0; i < 8; i++) {
@@ -135,7 +120,7 @@ describe('WorkQueue exclusive mode', () => {
   });
 
   it('[work_queue: ShutDownWithDrain] stop rejects every waiting consumer, drops queued keys and dirty marks, and leaves held keys to their done', async () => {
-    const q = new WorkQueue<string>({ exclusive: true });
+    const q = new WorkQueue<string>();
     q.add('held');
     q.add('queued');
     expect(q.tryGet()).toBe('held');
@@ -153,12 +138,12 @@ describe('WorkQueue exclusive mode', () => {
     q.done('queued');
     expect(q.size).toBe(0);
     expect(q.processingCount).toBe(0);
-    await expect(q.get()).rejects.toMatchObject({ code: 'WORK_QUEUE_STOPPED' });
+    await expect(q.get()).rejects.toMatchObject({ code: 'RL_QUEUE_STOPPED' });
   });
 
   it('[work_queue: ShutDownWithDrain] drain stops the queue and resolves when the last held key is done, clearing its deadline timer', async () => {
     const clock = new ManualClock(0);
-    const q = new WorkQueue<string>({ exclusive: true, clock });
+    const q = new WorkQueue<string>({ clock });
     q.add('a');
     q.add('b');
     q.add('c');
@@ -184,7 +169,7 @@ describe('WorkQueue exclusive mode', () => {
 
   it('[work_queue: ShutDownWithDrain] a drain that outlives its deadline rejects with the keys still held; they are still released by done', async () => {
     const clock = new ManualClock(0);
-    const q = new WorkQueue<string>({ exclusive: true, clock });
+    const q = new WorkQueue<string>({ clock });
     q.add('slow');
     q.add('quick');
     q.tryGet();
@@ -197,16 +182,16 @@ describe('WorkQueue exclusive mode', () => {
     clock.advance(1);
     await flush();
     expect(drained.error).toBeInstanceOf(WorkQueueDrainTimeoutError);
-    expect(drained.error).toMatchObject({ code: 'WORK_QUEUE_DRAIN_TIMEOUT', keys: ['slow'], timeoutMs: 1_000 });
+    expect(drained.error).toMatchObject({ code: 'RL_QUEUE_DRAIN_TIMEOUT', keys: ['slow'], timeoutMs: 1_000 });
     q.done('slow');
     expect(q.processingCount).toBe(0);
   });
 
   it('[work_queue: ShutDownWithDrain] drain can be aborted; bad deadlines are typed errors that leave the queue running', async () => {
     const clock = new ManualClock(0);
-    const q = new WorkQueue<string>({ exclusive: true, clock });
+    const q = new WorkQueue<string>({ clock });
     for (const bad of [-1, Number.NaN, Infinity, 2 ** 31]) {
-      await expect(q.drain(bad)).rejects.toBeInstanceOf(WorkQueueOptionsError);
+      await expect(q.drain(bad)).rejects.toBeInstanceOf(OptionsError);
     }
     expect(q.stopped).toBe(false);
     q.add('a');
@@ -222,39 +207,12 @@ describe('WorkQueue exclusive mode', () => {
     await expect(q.drain(10, already.signal)).rejects.toThrow('gone');
   });
 
-  it('[work_queue: ShutDownWithDrain] in the default mode nothing is held, so drain resolves at once', async () => {
-    const clock = new ManualClock(0);
-    const q = new WorkQueue<string>({ clock });
-    q.add('a');
-    expect(q.tryGet()).toBe('a');
-    await expect(q.drain(1_000)).resolves.toBeUndefined();
-    expect(q.stopped).toBe(true);
-    expect(clock.setTimeoutCalls).toBe(0);
-  });
-
   it('[work_queue: options] options of the wrong type are typed errors', () => {
-    const bad = [
-      { exclusive: 'yes' },
-      { observer: 42 },
-      { observer: null },
-      { clock: { now: () => 0 } },
-      { onError: 'log' },
-    ] as unknown as Array<ConstructorParameters<typeof WorkQueue<string>>[0]>;
+    const bad = [{ observer: 42 }, { observer: null }, { clock: { now: () => 0 } }, { onError: 'log' }] as unknown as Array<
+      ConstructorParameters<typeof WorkQueue<string>>[0]
+    >;
     for (const options of bad) {
-      expect(() => new WorkQueue<string>(options)).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_INVALID_OPTIONS' }));
+      expect(() => new WorkQueue<string>(options)).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
     }
-  });
-
-  it('[work_queue: one worker] the default mode never reads the clock without an observer (no cost on the seed path)', async () => {
-    let reads = 0;
-    const clock: Clock = { now: () => ++reads, setTimeout: () => undefined, clearTimeout: () => {} };
-    const q = new WorkQueue<string>({ clock });
-    q.add('a');
-    q.tryGet();
-    const waiting = q.get();
-    q.add('b');
-    await waiting;
-    q.done('b');
-    expect(reads).toBe(0);
   });
 });

@@ -20,7 +20,7 @@ describe('WorkQueue metrics hooks', () => {
   it('[work_queue: metrics hooks] adds, queue duration (add → get) and work duration (get → done) on the injected clock', () => {
     const clock = new ManualClock(1_000);
     const { events, observer } = recording();
-    const q = new WorkQueue<string>({ exclusive: true, clock, observer });
+    const q = new WorkQueue<string>({ clock, observer });
     q.add('a');
     q.add('b');
     q.add('a'); // already queued: not an add
@@ -49,7 +49,7 @@ describe('WorkQueue metrics hooks', () => {
   it('[work_queue: metrics hooks] a key handed straight to a waiting consumer reports add then get with zero queue time', async () => {
     const clock = new ManualClock(0);
     const { events, observer } = recording();
-    const q = new WorkQueue<string>({ exclusive: true, clock, observer });
+    const q = new WorkQueue<string>({ clock, observer });
     const waiting = q.get();
     clock.advance(50);
     q.add('x');
@@ -62,7 +62,7 @@ describe('WorkQueue metrics hooks', () => {
 
   it('[work_queue: metrics hooks] unfinishedWork reports held keys, their summed held time and the longest', () => {
     const clock = new ManualClock(0);
-    const q = new WorkQueue<string>({ exclusive: true, clock });
+    const q = new WorkQueue<string>({ clock });
     expect(q.unfinishedWork()).toEqual({ processing: 0, totalMs: 0, longestMs: 0 });
     q.add('a');
     q.add('b');
@@ -75,26 +75,10 @@ describe('WorkQueue metrics hooks', () => {
     expect(q.unfinishedWork()).toEqual({ processing: 1, totalMs: 20, longestMs: 20 });
   });
 
-  it('[work_queue: metrics hooks] the default mode reports adds and gets (no done, nothing held)', () => {
-    const clock = new ManualClock(0);
-    const { events, observer } = recording();
-    const q = new WorkQueue<string>({ clock, observer });
-    q.add('a');
-    clock.advance(7);
-    q.tryGet();
-    q.done('a');
-    expect(events).toEqual([
-      ['add', { key: 'a', at: 0, depth: 1, dirty: false }],
-      ['get', { key: 'a', at: 7, depth: 0, queuedMs: 7 }],
-    ]);
-    expect(q.unfinishedWork().processing).toBe(0);
-  });
-
   it('[work_queue: metrics hooks] a throwing hook goes to onError and changes nothing the queue does', async () => {
     const errors: Array<[unknown, string]> = [];
     const boom = new Error('metrics down');
     const q = new WorkQueue<string>({
-      exclusive: true,
       clock: new ManualClock(0),
       observer: {
         onAdd: () => {
@@ -122,7 +106,6 @@ describe('WorkQueue metrics hooks', () => {
       [true, 'onGet'],
     ]);
     const silent = new WorkQueue<string>({
-      exclusive: true,
       observer: {
         onAdd: () => {
           throw boom;
@@ -138,7 +121,6 @@ describe('WorkQueue metrics hooks', () => {
 
   it('[work_queue: metrics hooks] a hook that calls back into the queue sees it consistent and cannot break exclusion', async () => {
     const q: WorkQueue<string> = new WorkQueue<string>({
-      exclusive: true,
       clock: new ManualClock(0),
       observer: {
         // Re-adding the key from inside its own add/get hooks: it is already queued or held by then.

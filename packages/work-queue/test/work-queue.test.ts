@@ -1,13 +1,13 @@
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { WorkQueue, WorkQueueBusyError, WorkQueueKeyError, WorkQueueStoppedError, type QueueKey } from '../src/index.js';
+import { WorkQueue, WorkQueueKeyError, WorkQueueStoppedError } from '../src/index.js';
+import type { Key } from '@reconcile-loop/primitives';
 
 /** Settles every promise callback already queued (the queue never uses timers). */
 const flush = async (): Promise<void> => {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 };
 
-function drain<K extends QueueKey>(q: WorkQueue<K>): K[] {
+function drain<K extends Key>(q: WorkQueue<K>): K[] {
   const out: K[] = [];
   for (let k = q.tryGet(); k !== undefined; k = q.tryGet()) out.push(k);
   return out;
@@ -31,20 +31,6 @@ describe('WorkQueue', () => {
     expect(drain(q)).toEqual(['b', 'a', 'c']);
   });
 
-  it('[work_queue: dedup set] a key re-added while its reconcile runs is queued once more (no dirty/processing split)', async () => {
-    const q = new WorkQueue<string>();
-    q.add('p');
-    q.add('q');
-    const inReconcile = await q.get();
-    expect(inReconcile).toBe('p');
-    // While "p" is being reconciled it is out of the set, so an event for it queues it again, once.
-    q.add('p');
-    q.add('p');
-    expect(q.has('p')).toBe(true);
-    expect(q.size).toBe(2);
-    expect(drain(q)).toEqual(['q', 'p']);
-  });
-
   it('[work_queue: dedup set] a waiting get wakes on add and the key is handed over, not left queued', async () => {
     const q = new WorkQueue<string>();
     const got = q.get();
@@ -56,6 +42,7 @@ describe('WorkQueue', () => {
     expect(q.has('x')).toBe(false);
     expect(q.size).toBe(0);
     await expect(got).resolves.toBe('x');
+    q.done('x');
     q.add('x');
     expect(q.size).toBe(1);
   });
@@ -68,20 +55,6 @@ describe('WorkQueue', () => {
     expect(q.tryGet()).toBeUndefined();
   });
 
-  it('[work_queue: one worker] a second get while one waits rejects with WorkQueueBusyError; the first still gets the key', async () => {
-    const q = new WorkQueue<string>();
-    const first = q.get();
-    const second = q.get();
-    await expect(second).rejects.toBeInstanceOf(WorkQueueBusyError);
-    await expect(second).rejects.toMatchObject({ code: 'WORK_QUEUE_BUSY' });
-    q.add('k');
-    await expect(first).resolves.toBe('k');
-    // Once the first is settled a new consumer may wait again.
-    const third = q.get();
-    q.add('m');
-    await expect(third).resolves.toBe('m');
-  });
-
   it('[work_queue: ShutDownWithDrain dropped] stop drops queued keys and rejects the waiting get', async () => {
     const q = new WorkQueue<string>();
     q.add('a');
@@ -91,7 +64,7 @@ describe('WorkQueue', () => {
     expect(q.size).toBe(0);
     expect(q.has('a')).toBe(false);
     expect(q.tryGet()).toBeUndefined();
-    await expect(q.get()).rejects.toMatchObject({ code: 'WORK_QUEUE_STOPPED' });
+    await expect(q.get()).rejects.toMatchObject({ code: 'RL_QUEUE_STOPPED' });
 
     const q2 = new WorkQueue<string>();
     const waiting = q2.get();
@@ -154,16 +127,18 @@ describe('WorkQueue', () => {
   });
 
   it('[work_queue: primitive keys] keys dedup by value, and distinct primitive types stay distinct', () => {
-    const q = new WorkQueue<QueueKey>();
-    for (const k of [1, '1', 1n, true, 1, '1', 1n, true, NaN, NaN, 0, -0]) q.add(k);
-    expect(drain(q)).toEqual([1, '1', 1n, true, NaN, 0]);
+    const q = new WorkQueue<Key>();
+    for (const k of [1, '1', 1n, true, 1, '1', 1n, true, 0, -0]) q.add(k);
+    expect(drain(q)).toEqual([1, '1', 1n, true, 0]);
+    // NaN is not a Key (primitives' isKey): it would be a key no `===` lookup finds.
+    expect(() => q.add(Number.NaN)).toThrow(WorkQueueKeyError);
   });
 
   it('[work_queue: primitive keys] a non-primitive key is a typed error, not a silent identity-keyed entry', () => {
     const q = new WorkQueue<string>();
     const bad = { ns: 'a', name: 'b' } as unknown as string;
     expect(() => q.add(bad)).toThrow(WorkQueueKeyError);
-    expect(() => q.add(undefined as unknown as string)).toThrow(expect.objectContaining({ code: 'WORK_QUEUE_INVALID_KEY' }));
+    expect(() => q.add(undefined as unknown as string)).toThrow(expect.objectContaining({ code: 'RL_QUEUE_INVALID_KEY' }));
     expect(q.size).toBe(0);
   });
 
@@ -177,75 +152,5 @@ describe('WorkQueue', () => {
     }
     out.push(...drain(q));
     expect(out).toEqual(Array.from({ length: 5001 }, (_, i) => i));
-  });
-});
-
-type Op = { kind: 'add'; key: number } | { kind: 'get' } | { kind: 'tryGet' };
-
-const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 3, arbitrary: fc.integer({ min: 0, max: 12 }).map((key) => ({ kind: 'add' as const, key })) },
-  { weight: 1, arbitrary: fc.constant({ kind: 'get' as const }) },
-  { weight: 1, arbitrary: fc.constant({ kind: 'tryGet' as const }) },
-);
-
-describe('WorkQueue properties', () => {
-  it('[work_queue: dedup set] delivered order = first insertion among undelivered keys; no key queued twice; size consistent', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { maxLength: 80 }), async (ops) => {
-        const q = new WorkQueue<number>();
-        const model: number[] = [];
-        const expected: number[] = [];
-        const delivered: number[] = [];
-        let modelWaiting = false;
-        let busy = 0;
-        let expectedBusy = 0;
-        let stoppedWhileWaiting = 0;
-        for (const op of ops) {
-          if (op.kind === 'add') {
-            q.add(op.key);
-            if (modelWaiting) {
-              modelWaiting = false;
-              expected.push(op.key);
-            } else if (!model.includes(op.key)) {
-              model.push(op.key);
-            }
-          } else if (op.kind === 'tryGet') {
-            const k = q.tryGet();
-            const m = model.shift();
-            expect(k).toBe(m);
-            if (m !== undefined) {
-              delivered.push(k as number);
-              expected.push(m);
-            }
-          } else {
-            if (modelWaiting) expectedBusy += 1;
-            q.get().then(
-              (k) => delivered.push(k),
-              (e: unknown) => {
-                const code = (e as { code?: string }).code;
-                if (code === 'WORK_QUEUE_BUSY') busy += 1;
-                else if (code === 'WORK_QUEUE_STOPPED') stoppedWhileWaiting += 1;
-                else throw e;
-              },
-            );
-            if (!modelWaiting) {
-              const m = model.shift();
-              if (m === undefined) modelWaiting = true;
-              else expected.push(m);
-            }
-          }
-          expect(q.size).toBe(model.length);
-          expect(new Set(model).size).toBe(model.length);
-          for (let key = 0; key <= 12; key++) expect(q.has(key)).toBe(model.includes(key));
-          await flush();
-        }
-        expect(delivered).toEqual(expected);
-        expect(busy).toBe(expectedBusy);
-        q.stop();
-        await flush();
-        expect(stoppedWhileWaiting).toBe(modelWaiting ? 1 : 0);
-      }),
-      { numRuns: 300 },
-    );
   });
 });

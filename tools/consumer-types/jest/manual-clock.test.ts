@@ -22,7 +22,7 @@ describe('the loop README ManualClock example under Jest (CommonJS)', () => {
         attempts.push(clock.now());
         if (!backendUp) throw new Error('backend down');
       },
-      retry: { baseDelayMs: 100 },
+      retry: { backoff: { initialMs: 100, maxMs: 1_000_000 } },
       clock, // retry deadlines, resync and the source retry all wait on this clock
     });
 

@@ -1,4 +1,5 @@
 import type { Source, SourceEvent } from '@reconcile-loop/object-store';
+import type { BackoffPolicy } from '@reconcile-loop/primitives';
 
 /** One stream opened on a {@link ControlledSource}; the test pushes, ends or fails it. */
 export class ControlledStream<T> implements AsyncIterator<SourceEvent<T>> {
@@ -56,9 +57,15 @@ export class ControlledStream<T> implements AsyncIterator<SourceEvent<T>> {
 /** A source whose every open is a {@link ControlledStream} recorded in `streams`. */
 export class ControlledSource<T> implements Source<T> {
   readonly name = 'controlled';
+  /** The reopen backoff the stream driver applies (the source's own `retry`); undefined = the default. */
+  retry: BackoffPolicy | undefined;
   readonly streams: ControlledStream<T>[] = [];
   /** Called on each open, to prefill or configure the new stream. */
   onOpen: ((stream: ControlledStream<T>, index: number) => void) | undefined;
+
+  constructor(options?: { retry?: BackoffPolicy | undefined }) {
+    this.retry = options?.retry;
+  }
 
   open(signal: AbortSignal): AsyncIterable<SourceEvent<T>> {
     const stream = new ControlledStream<T>(signal);
