@@ -24,6 +24,7 @@ import {
   type Logger,
   type StopReport,
   type UpdateFilter,
+  type BackoffPolicy,
 } from '@reconcile-loop/loop';
 import { controllerMetrics } from '@reconcile-loop/metrics';
 import { kubeReflector } from '@reconcile-loop/reflector';
@@ -67,8 +68,8 @@ export interface CellSetControllerOptions {
   /** `reportingInstance` of the Events. Default `<controller>-<hostname>`. */
   readonly reportingInstance?: string | undefined;
   readonly hooks?: ReconcileHooks | undefined;
-  /** The reflectors' first retry delay (default 1000 ms; the demo and tests shrink it). */
-  readonly sourceRetryDelayMs?: number | undefined;
+  /** How the reflectors retry a failed LIST or watch (default 1 s doubling to 30 s; the demo and tests shrink it). */
+  readonly sourceRetry?: BackoffPolicy | undefined;
   /** A failure that ended the running loop (a source failed for good): the loop's `onError`. */
   readonly onError?: ((error: unknown) => void) | undefined;
   /** The loop's `syncTimeoutMs` (default 2 min). */
@@ -118,9 +119,7 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
         });
   const timing = {
     clock: options.clock,
-    ...(options.sourceRetryDelayMs !== undefined && {
-      retry: { initialMs: options.sourceRetryDelayMs, maxMs: Math.max(30_000, options.sourceRetryDelayMs) },
-    }),
+    retry: options.sourceRetry,
     logger,
   };
   const deps: ReconcileDeps = {

@@ -153,7 +153,7 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
       rebuildDelaysMs: delays,
       logger,
       leaderGate: elector,
-      sourceRetryDelayMs: 300,
+      sourceRetry: { initialMs: 300, maxMs: 30_000 },
       onDecision: (d) => {
         decisions.push(d.reason);
         tell('controller', describeDecision(d).replace(`${STORY_NAMESPACE}/web `, ''));

@@ -101,7 +101,7 @@ export async function harness(
   const controller = createCellSetController({
     client,
     namespace: NS,
-    sourceRetryDelayMs: 50,
+    sourceRetry: { initialMs: 50, maxMs: 30_000 },
     onDecision: (d) => decisions.push(d),
     ...(clock !== undefined && { clock, wallClock: () => clock.now() }),
     ...options.controller,

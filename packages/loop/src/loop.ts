@@ -13,7 +13,8 @@ import { Expectations } from './expectations.js';
 import { Leadership } from './leadership.js';
 import { ReconcileRunner, type ReconcileScope } from './runner.js';
 import { wireSources, type WiredSource, type Wiring } from './sources.js';
-import { bindObserver, controllerName, retryObserver, runnerHooks } from './observer.js';
+import { controllerName, retryObserver, runnerHooks } from './observer.js';
+import { bindObserver } from './snapshot.js';
 
 /** Options of one `stop()` call. */
 export interface StopOptions {

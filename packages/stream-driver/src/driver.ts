@@ -3,7 +3,6 @@ import {
   isPermanentSourceError,
   reportsHealth,
   type Source,
-  type SourceEvent,
   type SourceHealth,
 } from '@reconcile-loop/object-store';
 import {
@@ -19,46 +18,12 @@ import {
 import { FailureWatch, type StreamDriverHealth } from './driver-health.js';
 import { StreamDriverAlreadyRunError, StreamDriverStoppedError } from './errors.js';
 import { StreamPump, type StreamResult } from './pump.js';
-import { validateDriverOptions } from './options.js';
-
-/**
- * The one store method the driver needs. `ObjectStore` satisfies it; it returns the parent keys an
- * event affected, computed after the store is updated.
- */
-export interface StoreWriter<T, P extends Key> {
-  apply(event: SourceEvent<T>): ReadonlySet<P>;
-}
-
-/** Default bound on closing a stream (`iterator.return()`); a close still pending after it is abandoned and logged. */
-export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
-
-/**
- * The healthy stretch when the source's `retry` policy sets no `resetAfterMs`: a stream that applied
- * its listing and then stayed open this long resets the backoff when it ends. client-go resets its
- * reflector's backoff after 2 min without a failure.
- */
-export const DEFAULT_HEALTHY_STREAM_MS = 120_000;
-
-/** Options for {@link StreamDriver}. */
-export interface StreamDriverOptions<T, P extends Key> {
-  /** Where the source events come from (a reflector, an in-process registry, a test). */
-  source: Source<T>;
-  /** The cache every event is applied to, before anyone is notified. */
-  store: StoreWriter<T, P>;
-  /**
-   * Called with the parent keys an event affected, only after the store holds the event
-   * (cache before notify). Not called for an empty set. Must not throw; a throw is logged.
-   */
-  onAffected: (parents: ReadonlySet<P>) => void;
-  /** Random source for the jitter of the source's `retry` policy, in [0, 1). Default `Math.random`. */
-  random?: (() => number) | undefined;
-  /** Bound on awaiting a stream's close; a close still pending after it is logged and abandoned. Default 5000 ms. */
-  closeTimeoutMs?: number | undefined;
-  /** Time source for every delay and timestamp. Default {@link systemClock}. */
-  clock?: Clock | undefined;
-  /** Default: silent. */
-  logger?: Logger | undefined;
-}
+import {
+  DEFAULT_CLOSE_TIMEOUT_MS,
+  DEFAULT_HEALTHY_STREAM_MS,
+  validateDriverOptions,
+  type StreamDriverOptions,
+} from './options.js';
 
 interface SyncWaiter {
   resolve(): void;

@@ -1,7 +1,53 @@
-/** Validation of {@link StreamDriverOptions}: every bad value is a typed error before anything runs. */
-import { DEFAULT_SOURCE_RETRY } from '@reconcile-loop/object-store';
-import { MAX_TIMER_MS, OptionsError, checkBackoffPolicy, type BackoffPolicy, type Key } from '@reconcile-loop/primitives';
-import type { StreamDriverOptions } from './driver.js';
+/** {@link StreamDriverOptions}, their defaults and their validation: every bad value is a typed error before anything runs. */
+import { DEFAULT_SOURCE_RETRY, type Source, type SourceEvent } from '@reconcile-loop/object-store';
+import {
+  MAX_TIMER_MS,
+  OptionsError,
+  checkBackoffPolicy,
+  type BackoffPolicy,
+  type Clock,
+  type Key,
+  type Logger,
+} from '@reconcile-loop/primitives';
+
+/**
+ * The one store method the driver needs. `ObjectStore` satisfies it; it returns the parent keys an
+ * event affected, computed after the store is updated.
+ */
+export interface StoreWriter<T, P extends Key> {
+  apply(event: SourceEvent<T>): ReadonlySet<P>;
+}
+
+/** Default bound on closing a stream (`iterator.return()`); a close still pending after it is abandoned and logged. */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
+
+/**
+ * The healthy stretch when the source's `retry` policy sets no `resetAfterMs`: a stream that applied
+ * its listing and then stayed open this long resets the backoff when it ends. client-go resets its
+ * reflector's backoff after 2 min without a failure.
+ */
+export const DEFAULT_HEALTHY_STREAM_MS = 120_000;
+
+/** Options for {@link StreamDriver}. */
+export interface StreamDriverOptions<T, P extends Key> {
+  /** Where the source events come from (a reflector, an in-process registry, a test). */
+  source: Source<T>;
+  /** The cache every event is applied to, before anyone is notified. */
+  store: StoreWriter<T, P>;
+  /**
+   * Called with the parent keys an event affected, only after the store holds the event
+   * (cache before notify). Not called for an empty set. Must not throw; a throw is logged.
+   */
+  onAffected: (parents: ReadonlySet<P>) => void;
+  /** Random source for the jitter of the source's `retry` policy, in [0, 1). Default `Math.random`. */
+  random?: (() => number) | undefined;
+  /** Bound on awaiting a stream's close; a close still pending after it is logged and abandoned. Default 5000 ms. */
+  closeTimeoutMs?: number | undefined;
+  /** Time source for every delay and timestamp. Default `systemClock`. */
+  clock?: Clock | undefined;
+  /** Default: silent. */
+  logger?: Logger | undefined;
+}
 
 /** The settings, defaults applied. */
 export interface DriverSettings {

@@ -5,7 +5,7 @@
  */
 import type { Source, SourceEvent } from '@reconcile-loop/object-store';
 import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
-import type { StoreWriter } from './driver.js';
+import type { StoreWriter } from './options.js';
 import { StreamDidNotOpenWithReplaceError } from './errors.js';
 
 const ABORTED: unique symbol = Symbol('aborted');
