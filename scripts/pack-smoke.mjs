@@ -69,6 +69,38 @@ const peers = {
 };
 const rootEngines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node;
 
+/**
+ * A script that loads `pkgName` as ESM and as CJS in one process and checks every exported error
+ * class: an instance from either copy is `instanceof` the other copy's class, and is a
+ * `ReconcileLoopError` of both copies of primitives. Prints "N error classes across ESM/CJS".
+ */
+function dualCopyCheck(pkgName) {
+  return `import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
+const esm = await import('${pkgName}');
+const cjs = require('${pkgName}');
+const baseEsm = (await import('@reconcile-loop/primitives')).ReconcileLoopError;
+const baseCjs = require('@reconcile-loop/primitives').ReconcileLoopError;
+const argSets = [[], ['x'], ['x', 'x'], [{}], ['x', {}], [{}, {}], ['x', 'x', 'x'], [1], [1, 1]];
+const make = (C) => { for (const args of argSets) { try { return new C(...args); } catch {} } return undefined; };
+const bad = [];
+let checked = 0;
+for (const [name, C] of Object.entries(esm)) {
+  if (typeof C !== 'function' || C === baseEsm || !(C.prototype instanceof Error)) continue;
+  const D = cjs[name];
+  const a = make(C);
+  const b = typeof D === 'function' ? make(D) : undefined;
+  if (a === undefined || b === undefined) { bad.push(name + ': cannot construct it with ' + JSON.stringify(argSets)); continue; }
+  if (!(a instanceof D) || !(b instanceof C)) bad.push(name + ': instanceof fails across the ESM and CJS copies');
+  if (!(a instanceof baseEsm) || !(a instanceof baseCjs) || !(b instanceof baseEsm)) bad.push(name + ': not a ReconcileLoopError');
+  if (typeof a.code !== 'string' || !a.code.startsWith('RL_')) bad.push(name + ': code ' + String(a.code) + ' does not start with RL_');
+  checked++;
+}
+if (bad.length) { console.error(bad.join('\\n')); process.exit(1); }
+console.log(checked + ' error classes across ESM/CJS');
+`;
+}
+
 const sh = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
 const npmInstall = (project, ...specs) =>
   sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...specs], project);
@@ -251,7 +283,11 @@ try {
       );
       sh('node', ['use.mjs'], project);
       sh('node', ['use.cjs'], project);
-      notes.push('LICENSE/engines/peers', 'esm+cjs');
+      // Every exported error class, from the ESM and the CJS build loaded in one process: instanceof
+      // must hold both ways (the error base brands instances), and each must be a ReconcileLoopError.
+      writeFileSync(join(project, 'dual.mjs'), dualCopyCheck(pkgName));
+      const dual = sh('node', ['dual.mjs'], project).trim();
+      notes.push('LICENSE/engines/peers', 'esm+cjs', dual);
       if (name === 'k8s-types') {
         notes.push(`zod ${floorOf(peers['k8s-types'].zod)}`);
         // The peer range must keep zod 3 out: npm refuses the install instead of failing at run time.
