@@ -32,16 +32,8 @@ export {
 } from './pod.js';
 
 // The Kubernetes Status object, and the watch frames that carry objects or a Status.
-export {
-  statusSchema,
-  type BookmarkFrame,
-  type ErrorFrame,
-  type ObjectFrame,
-  type Status,
-  type StatusCause,
-  type WatchEventType,
-  type WatchFrame,
-} from './watch.js';
+export { statusSchema, type WatchEventType } from './watch.js';
+export type { BookmarkFrame, ErrorFrame, ObjectFrame, Status, StatusCause, WatchFrame } from './watch-frame.js';
 
 // Errors: every one extends primitives' ReconcileLoopError (codes RL_TYPES_*).
 export {

@@ -1,5 +1,3 @@
-import type { OwnerReference } from './meta.js';
-
 /**
  * The pieces of the bundled views that more than one reader of them must share: the shared empty
  * values, timestamp parsing, and the keys and tables that decide sharing. The zod views (`meta.ts`,
@@ -63,8 +61,20 @@ export function utcMs(year: number, month: number, day: number, hour: number, mi
   return Number.NaN;
 }
 
+/**
+ * The fields of an owner reference {@link ownerReferenceKey} reads: what both readers of the view
+ * build (`OwnerReference` in `meta.ts`, read by zod or by `bytes/pod-reader.ts`).
+ */
+interface OwnerReferenceFields {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly controller?: boolean | undefined;
+}
+
 /** What determines an owner reference of the view: every field, `controller` included. */
-export function ownerReferenceKey(ref: OwnerReference): string {
+export function ownerReferenceKey(ref: OwnerReferenceFields): string {
   return `${ref.apiVersion}\u0001${ref.kind}\u0001${ref.name}\u0001${ref.uid}\u0001${ref.controller === undefined ? '' : String(ref.controller)}`;
 }
 

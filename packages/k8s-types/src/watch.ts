@@ -6,6 +6,7 @@ import { byteReaderOf, type ObjectReader } from './bytes/readers.js';
 import { compactFresh, isCompactOutput } from './compact.js';
 import { cutWatchLine, metadataKeysRead } from './frame-cut.js';
 import { compileSchema, listOf, objectKey, type KubernetesObjectView } from './meta.js';
+import type { WatchFrame } from './watch-frame.js';
 
 /** One `details.causes[]` entry of a `Status`. `reason` is the wire name of Go's `StatusCause.Type`. */
 export const statusCauseSchema = z.object({
@@ -31,37 +32,6 @@ export const statusSchema = z.object({
     .optional(),
 });
 
-/** One `details.causes[]` entry of a {@link Status}. `reason` is the wire name of Go's `StatusCause.Type`. */
-export interface StatusCause {
-  readonly reason?: string | undefined;
-  readonly message?: string | undefined;
-  readonly field?: string | undefined;
-}
-
-/**
- * A Kubernetes `Status` (the payload of an `ERROR` frame, the body of a failed request, the answer
- * to a DELETE): the one Status type of every package. {@link statusSchema} reads the fields that
- * classify a failure; kube-client also keeps `status` (`Success` / `Failure`) and the `details`
- * naming the object.
- */
-export interface Status {
-  readonly status?: string | undefined;
-  readonly code?: number | undefined;
-  readonly reason?: string | undefined;
-  readonly message?: string | undefined;
-  readonly details?:
-    | {
-        readonly name?: string | undefined;
-        readonly group?: string | undefined;
-        readonly kind?: string | undefined;
-        readonly uid?: string | undefined;
-        readonly causes: readonly StatusCause[];
-        /** Seconds the server asks the client to wait before retrying (the header `Retry-After` says the same). */
-        readonly retryAfterSeconds?: number | undefined;
-      }
-    | undefined;
-}
-
 /** The watch event types the apiserver sends. */
 export const watchEventTypes = ['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR'] as const;
 /** A watch event type. */
@@ -85,28 +55,6 @@ export const watchFrameSchema = compileSchema(
 
 /** The envelope view (output of {@link watchFrameSchema}). */
 export type WatchFrameEnvelope = z.output<typeof watchFrameSchema>;
-
-/** A frame that carries an object. */
-export interface ObjectFrame<T> {
-  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  readonly resourceVersion: string;
-  readonly object: T;
-}
-
-/** A bookmark: the cursor moved, nothing else happened. */
-export interface BookmarkFrame {
-  readonly type: 'BOOKMARK';
-  readonly resourceVersion: string;
-}
-
-/** The watch failed in-band. */
-export interface ErrorFrame {
-  readonly type: 'ERROR';
-  readonly status: Status;
-}
-
-/** One read watch frame. */
-export type WatchFrame<T> = ObjectFrame<T> | BookmarkFrame | ErrorFrame;
 
 function flatten(error: z.ZodError): ValidationIssue[] {
   return error.issues.map((issue) => ({ path: issue.path, message: issue.message }));

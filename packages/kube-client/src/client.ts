@@ -6,7 +6,8 @@ import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLines } from './lines.
 import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';
 import { ResourceClient, type KubeObject, type ResourceRef } from './resource.js';
 import { readStatus } from './status-body.js';
-import { httpTransport, staticAuth, type KubeConfigAuth, type Transport, type TransportResponse } from './transport.js';
+import { httpTransport, staticAuth, type KubeConfigAuth } from './transport.js';
+import type { Transport, TransportResponse } from './transport-types.js';
 
 /** Client-side rate limiting: client-go's token bucket (`rest.Config.QPS` / `Burst`). */
 export interface RateLimitOptions {

@@ -19,10 +19,8 @@ export {
   type HttpTransportOptions,
   type KubeConfigAuth,
   type StaticAuthOptions,
-  type Transport,
-  type TransportRequest,
-  type TransportResponse,
 } from './transport.js';
+export type { Transport, TransportRequest, TransportResponse } from './transport-types.js';
 export type { RateLimiter } from './rate-limiter.js';
 export { DEFAULT_MAX_FRAME_BYTES } from './lines.js';
 

@@ -4,6 +4,7 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import {} from './errors.js';
 import { HttpFramingError } from './http1-framing.js';
+import type { Transport } from './transport-types.js';
 import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream } from './watch-stream.js';
 
 /**
@@ -24,40 +25,6 @@ export interface KubeConfigAuth {
   /** Fills in headers (bearer token, exec-plugin token, impersonation), basic auth, TLS material and an agent. */
   applyToHTTPSOptions(options: https.RequestOptions): Promise<void>;
 }
-
-/** One HTTP request, as the client hands it to a {@link Transport}. */
-export interface TransportRequest {
-  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  readonly url: URL;
-  readonly headers: Readonly<Record<string, string>>;
-  /** The serialised body of a write. */
-  readonly body?: string | undefined;
-  /** Aborts the request, also while connecting and while the body streams. */
-  readonly signal: AbortSignal;
-  /**
-   * The body is a long stream (a WATCH) read piece by piece, and the reader is done with each piece
-   * when it asks for the next: the transport may then reuse that piece's memory. A reader that
-   * keeps a piece copies it.
-   */
-  readonly stream?: boolean | undefined;
-}
-
-/** One HTTP response: the status, the headers, and the body as a byte stream. */
-export interface TransportResponse {
-  readonly status: number;
-  /** A header's value (names are case-insensitive); `undefined` when absent. */
-  header(name: string): string | undefined;
-  /** The body; read it once. */
-  readonly body: AsyncIterable<Uint8Array | string>;
-  /** Releases the connection when the body is not read to its end; idempotent. */
-  close(): void;
-}
-
-/**
- * What the client sends requests through. The default is {@link httpTransport}; tests inject a fake,
- * so every verb, error and retry is exercised without a socket.
- */
-export type Transport = (request: TransportRequest) => Promise<TransportResponse>;
 
 /** Options of {@link httpTransport}. */
 export interface HttpTransportOptions {

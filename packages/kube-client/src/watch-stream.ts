@@ -11,7 +11,7 @@ import {
   type BodyFramer,
   type ResponseHead,
 } from './http1-framing.js';
-import type { TransportRequest, TransportResponse } from './transport.js';
+import type { TransportRequest, TransportResponse } from './transport-types.js';
 
 /**
  * A watch's response read straight off its socket into one reused buffer: what

@@ -1,6 +1,7 @@
 // Every module of the package, for tests that reach past the public entries (a test-only barrel).
 export * from '../src/errors.js';
 export * from '../src/transport.js';
+export type { Transport, TransportRequest, TransportResponse } from '../src/transport-types.js';
 export * from '../src/lines.js';
 export * from '../src/rate-limiter.js';
 export * from '../src/client.js';

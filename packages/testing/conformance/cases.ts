@@ -3,26 +3,9 @@
  * observation (the parts of the answers a client acts on); a case is SAME when the embedded and
  * the real server observe equal. A known difference carries its reason and stays in the report.
  */
+import type { ConformanceCase } from './case.js';
 import type { Target } from './target.js';
 import { WATCH_LIST_CASES } from './watch-list-cases.js';
-
-/** Which kube-apiserver personality a case runs on. */
-export type Personality = 'cached' | 'uncached';
-
-/** One conformance case. */
-export interface ConformanceCase {
-  id: string;
-  title: string;
-  /** Personalities it runs on (default both). */
-  personalities?: Personality[];
-  /** Set when the embedded server is known to differ: why, kept visible in the report. */
-  knownDifference?: string;
-  /** Set when the real server's answer depends on timing: the case is reported, never asserted. */
-  nondeterministic?: string;
-  /** A known difference on one personality only. */
-  knownDifferenceOn?: Partial<Record<Personality, string>>;
-  run(t: Target, ns: string): Promise<unknown>;
-}
 
 /** A pod body with one container. */
 function pod(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {

@@ -5,7 +5,8 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { startApiServer, type ApiServer } from '../src/index.js';
-import { CASES, type ConformanceCase, type Personality } from './cases.js';
+import type { ConformanceCase, Personality } from './case.js';
+import { CASES } from './cases.js';
 import { Target, type Access } from './target.js';
 
 /** One case's outcome on one personality. */

@@ -3,7 +3,7 @@
  * parameter validation, the initial events and their end marker per resourceVersion, and what a
  * server does without `allowWatchBookmarks`. Same requests on both servers, per personality.
  */
-import type { ConformanceCase } from './cases.js';
+import type { ConformanceCase } from './case.js';
 import type { Target } from './target.js';
 
 type Frame = { type: string; object: Record<string, unknown> };

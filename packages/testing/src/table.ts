@@ -1,4 +1,3 @@
-import type { ResourceType } from './kinds/resource.js';
 import type { ApiServerObject } from './types.js';
 
 /** What a row carries besides cells (`includeObject` query parameter; default Metadata). */
@@ -53,6 +52,15 @@ export interface TableColumn {
   priority: number;
 }
 
+/**
+ * How a kind is printed as a Table: its columns and the cells of one object. Each kind's strategy
+ * provides both (`KindStrategy` extends this); {@link toTable} reads nothing else of the kind.
+ */
+export interface TablePrinter {
+  readonly tableColumns: readonly TableColumn[];
+  tableCells(obj: ApiServerObject, now: Date): unknown[];
+}
+
 /** NAME and AGE: what the apiserver prints for a kind without its own printer. */
 export const GENERIC_COLUMNS: readonly TableColumn[] = [
   { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
@@ -89,7 +97,7 @@ export interface TableOptions {
 }
 
 /** Server-side printing: the `meta.k8s.io` Table kubectl asks for with `as=Table`. */
-export function toTable(r: ResourceType, objects: readonly ApiServerObject[], o: TableOptions): Record<string, unknown> {
+export function toTable(r: TablePrinter, objects: readonly ApiServerObject[], o: TableOptions): Record<string, unknown> {
   const metadata: Record<string, unknown> = { resourceVersion: o.resourceVersion };
   if (o.continueToken !== undefined) metadata['continue'] = o.continueToken;
   if (o.remainingItemCount !== undefined) metadata['remainingItemCount'] = o.remainingItemCount;

@@ -1,5 +1,5 @@
 import type { KubernetesObjectView } from '../meta.js';
-import type { ObjectFrame } from '../watch.js';
+import type { ObjectFrame } from '../watch-frame.js';
 import {
   at,
   atEnd,

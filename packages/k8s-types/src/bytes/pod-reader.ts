@@ -1,5 +1,4 @@
-import type { OwnerReference } from '../meta.js';
-import type { ContainerState, ContainerStatus, Pod } from '../pod.js';
+import type { KubernetesObjectView, OwnerReference } from '../meta.js';
 import { conditionKey, EMPTY_LIST, EMPTY_STRING_MAP, ownerReferenceKey, reuseRecentIP, sharedCondition } from '../view-parts.js';
 import { bool, int, nextItem, openArray, sharedStr, str, stringMap, time } from './cursor.js';
 import { PartsCache } from './parts-cache.js';
@@ -142,8 +141,7 @@ const readStateField = (i: number): unknown =>
 const CONTAINER_STATUS = level(['name', 'ready', 'started', 'restartCount', 'state']);
 const readContainerStatusField = (i: number): unknown =>
   i === 0 ? sharedStr() : i === 1 || i === 2 ? bool() : i === 3 ? int() : object(STATE, readStateField);
-const containerStatus = (): ContainerStatus =>
-  object(CONTAINER_STATUS, readContainerStatusField, 0b1011) as unknown as ContainerStatus;
+const containerStatus = (): Draft => object(CONTAINER_STATUS, readContainerStatusField, 0b1011);
 
 const STATUS = level(['phase', 'podIP', 'podIPs', 'hostIP', 'startTime', 'conditions', 'containerStatuses']);
 
@@ -180,13 +178,17 @@ function status(): Draft {
 const POD = level(['metadata', 'spec', 'status']);
 const readPodField = (i: number): unknown => (i === 0 ? metadata() : i === 1 ? spec() : status());
 
-/** Reads the pod at the cursor as `podSchema` would validate it (see the module comment). */
-export function readPodObject(): Pod {
+/**
+ * Reads the pod at the cursor as `podSchema` would validate it (see the module comment): a `Pod`,
+ * typed here as the least every view carries, since `pod.ts` (where `Pod` is declared) imports this
+ * reader to attach it to `podSchema`.
+ */
+export function readPodObject(): KubernetesObjectView {
   const fields: unknown[] = [];
   const present = members(POD.keys, readPodField, fields);
   required(present, 0b1);
   // An absent spec or status reads as the view of an empty one (`prefault({})`); a null one is refused.
   if ((present & 0b10) === 0) fields[1] = { containers: EMPTY_LIST };
   if ((present & 0b100) === 0) fields[2] = { podIPs: EMPTY_LIST, conditions: EMPTY_LIST, containerStatuses: EMPTY_LIST };
-  return { metadata: fields[0], spec: fields[1], status: fields[2] } as Pod;
+  return { metadata: fields[0], spec: fields[1], status: fields[2] } as KubernetesObjectView;
 }

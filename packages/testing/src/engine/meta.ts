@@ -2,7 +2,6 @@
  * Object-shape helpers shared by the engine and the kind strategies: timestamps, key order, the
  * canonical form used to compare objects, and the name rules of apimachinery's validation.
  */
-import type { ResourceType } from '../kinds/resource.js';
 import type { ApiServerObject, ObjectMeta } from '../types.js';
 import { setOwn } from './json-safe.js';
 
@@ -40,8 +39,15 @@ function orderMeta(m: ObjectMeta): ObjectMeta {
   return out;
 }
 
-/** kind, apiVersion, metadata, then the rest in the client's order, as the real server prints objects. */
-export function shape(r: ResourceType, o: Record<string, unknown>, meta: ObjectMeta): ApiServerObject {
+/**
+ * kind, apiVersion, metadata, then the rest in the client's order, as the real server prints objects.
+ * `r` is the served kind (a `ResourceType`); only its `kind` and `apiVersion` are read.
+ */
+export function shape(
+  r: { readonly kind: string; readonly apiVersion: string },
+  o: Record<string, unknown>,
+  meta: ObjectMeta,
+): ApiServerObject {
   const out: ApiServerObject = { kind: r.kind, apiVersion: r.apiVersion, metadata: orderMeta(meta) };
   for (const [k, v] of Object.entries(o)) {
     if (k === 'kind' || k === 'apiVersion' || k === 'metadata' || v === undefined) continue;

@@ -6,7 +6,7 @@
 import { setOwn } from '../engine/json-safe.js';
 import type { NameRule } from '../engine/meta.js';
 import type { FieldError } from '../status.js';
-import { GENERIC_COLUMNS, genericCells, type TableColumn } from '../table.js';
+import { GENERIC_COLUMNS, genericCells, type TablePrinter } from '../table.js';
 import type { ApiServerObject, ObjectMeta } from '../types.js';
 
 /** What {@link ApiServer.registerResource} needs to serve a kind at a generic path. */
@@ -33,7 +33,7 @@ export interface ResourceDefinition {
  * The per-kind behaviour the engine consults. Each hook receives a private copy it may change;
  * hooks never write to the store themselves (the engine commits exactly once per request).
  */
-export interface KindStrategy {
+export interface KindStrategy extends TablePrinter {
   /** Cluster-scoped kinds (Namespace, CustomResourceDefinition) have no namespace segment. */
   readonly namespaced: boolean;
   /** `/status` is its own subresource: main writes keep status, status writes keep everything else. */
@@ -77,8 +77,6 @@ export interface KindStrategy {
   readonly gracefulDelete: boolean;
   /** The grace period a DELETE gives `obj` (0: it goes at once, modulo finalizers). */
   gracePeriod(obj: ApiServerObject, requested: number | undefined): number;
-  readonly tableColumns: readonly TableColumn[];
-  tableCells(obj: ApiServerObject, now: Date): unknown[];
 }
 
 /** A resource the server serves: identity plus strategy. */
