@@ -23,7 +23,7 @@ export function checkNumbers(path: string, value: unknown): void {
     return;
   }
   if (Array.isArray(value)) {
-    value.forEach((v, i) => checkNumbers(`${path}[${i}]`, v));
+    for (const [i, v] of value.entries()) checkNumbers(`${path}[${i}]`, v);
     return;
   }
   if (typeof value === 'object' && value !== null) {

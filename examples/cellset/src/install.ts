@@ -3,7 +3,7 @@
  * it is missing and this identity may install it; otherwise a clear, typed error says what to do
  * (a controller bound to the least-privilege Role may not create CRDs — cluster-scoped — by design).
  */
-import { type KubeClient } from '@reconcile-loop/kube-client';
+import type { KubeClient } from '@reconcile-loop/kube-client';
 import { isForbidden, isNotFound } from '@reconcile-loop/kube-client/errors';
 import { GROUP, PLURAL, VERSION, cellSetCrd } from './api.js';
 

@@ -43,6 +43,7 @@ function number(name: string, text: string | undefined, check: (n: number) => bo
 }
 
 async function main(): Promise<number> {
+  // biome-ignore lint/suspicious/noImplicitAnyLet: typed by the parseArgs call that assigns it in the try below (an evolving let)
   let values;
   try {
     ({ values } = parseArgs({

@@ -159,7 +159,7 @@ describe('the WebAssembly scanner (wasm/scan.ts)', () => {
         end();
       }
     };
-    const name = fc.constantFrom('a', 'b', 'name', 'uid', 'status', 'x\u0041', 'n\"q', '', 'é');
+    const name = fc.constantFrom('a', 'b', 'name', 'uid', 'status', 'x\u0041', 'n"q', '', 'é');
     const object = fc
       .tuple(
         fc.array(fc.tuple(name, fc.json({ maxDepth: 2 })), { maxLength: 6 }),

@@ -4,6 +4,7 @@ import { abortReason, OptionsError, sleep, systemClock, type Clock } from '@reco
 import { isKubeClientError, KubeApiError, KubeRequestTimeoutError, KubeTransportError, type Verb } from './errors.js';
 import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLines } from './lines.js';
 import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';
+import type { KubeRequest, ResourceHost } from './request.js';
 import { ResourceClient, type KubeObject, type ResourceRef } from './resource.js';
 import { readStatus } from './status-body.js';
 import { httpTransport, staticAuth, type KubeConfigAuth } from './transport.js';
@@ -47,24 +48,6 @@ export interface KubeClientOptions {
   readonly userAgent?: string | undefined;
   /** Called with each `Warning` header the server sends (deprecations, unknown fields). */
   readonly onWarning?: ((warning: string, request: { readonly verb: Verb; readonly path: string }) => void) | undefined;
-}
-
-/** One request, below the resource handles: what {@link KubeClient.request} and {@link KubeClient.stream} take. */
-export interface KubeRequest {
-  readonly verb: Verb;
-  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  /** The URL path below the server, e.g. `/api/v1/namespaces/default/pods`. */
-  readonly path: string;
-  readonly query?: Readonly<Record<string, string | number | boolean | undefined>> | undefined;
-  /** Serialised as JSON. */
-  readonly body?: unknown | undefined;
-  /** Default `application/json` for a body. */
-  readonly contentType?: string | undefined;
-  readonly signal?: AbortSignal | undefined;
-  /** Overrides the client's `requestTimeoutMs` for this request; for a watch it covers the wait for headers. */
-  readonly timeoutMs?: number | undefined;
-  /** Watch only: overrides the client's `maxFrameBytes`. */
-  readonly maxFrameBytes?: number | undefined;
 }
 
 /** The default per-request deadline. */
@@ -133,7 +116,7 @@ interface Opened {
  * const pod = await pods.get('web-0');
  * ```
  */
-export class KubeClient {
+export class KubeClient implements ResourceHost {
   readonly #auth: KubeConfigAuth;
   readonly #transport: Transport;
   readonly #clock: Clock;

@@ -209,9 +209,11 @@ class ChunkedFramer implements BodyFramer {
         this.#lineBytes = 0;
         return;
       case Chunk.DataCr:
-        return this.#expect(byte, CR, Chunk.DataLf, 'CRLF after chunk data');
+        this.#expect(byte, CR, Chunk.DataLf, 'CRLF after chunk data');
+        return;
       case Chunk.DataLf:
-        return this.#expect(byte, LF, Chunk.Size, 'CRLF after chunk data');
+        this.#expect(byte, LF, Chunk.Size, 'CRLF after chunk data');
+        return;
       case Chunk.TrailerStart:
         this.#state = byte === CR ? Chunk.EndLf : Chunk.TrailerLine;
         this.#countTrailer();
@@ -221,9 +223,11 @@ class ChunkedFramer implements BodyFramer {
         this.#countTrailer();
         return;
       case Chunk.TrailerLineLf:
-        return this.#expect(byte, LF, Chunk.TrailerStart, 'LF in trailer');
+        this.#expect(byte, LF, Chunk.TrailerStart, 'LF in trailer');
+        return;
       case Chunk.EndLf:
-        return this.#expect(byte, LF, Chunk.Done, 'LF at the end of the chunked body');
+        this.#expect(byte, LF, Chunk.Done, 'LF at the end of the chunked body');
+        return;
     }
   }
 

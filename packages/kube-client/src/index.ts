@@ -6,12 +6,8 @@
  */
 
 // The client: connection, auth, transport, rate limiting, and a handle per resource.
-export {
-  KubeClient,
-  type KubeClientOptions,
-  type KubeRequest,
-  type RateLimitOptions,
-} from './client.js';
+export { KubeClient, type KubeClientOptions, type RateLimitOptions } from './client.js';
+export type { KubeRequest, ResourceHost } from './request.js';
 export { ResourceClient, type SubresourceClient } from './resource.js';
 export {
   httpTransport,

@@ -1,8 +1,8 @@
 import { OptionsError } from '@reconcile-loop/primitives';
-import { type ObjectSchema, type WatchFrame } from '@reconcile-loop/k8s-types';
+import type { ObjectSchema, WatchFrame } from '@reconcile-loop/k8s-types';
 import { parseObject, readWatchFrame } from '@reconcile-loop/k8s-types/internal';
 import { decodeJsonBody, readListBody } from './body.js';
-import type { KubeClient, KubeRequest } from './client.js';
+import type { KubeRequest, ResourceHost } from './request.js';
 import { isExpired, KubeProtocolError } from './errors.js';
 import { apiVersionOf, collectionPath, objectPath } from './paths.js';
 import { toStatus } from './status-body.js';
@@ -79,11 +79,11 @@ export class ResourceClient<T> {
   readonly resource: ResourceRef;
   /** The namespace this handle is scoped to; `undefined` for cluster-scoped kinds or all namespaces. */
   readonly namespace: string | undefined;
-  readonly #client: KubeClient;
+  readonly #client: ResourceHost;
   readonly #schema: ObjectSchema<T>;
 
   /** Use {@link KubeClient.resource}. */
-  constructor(client: KubeClient, resource: ResourceRef, schema: ObjectSchema<T> | undefined, namespace: string | undefined) {
+  constructor(client: ResourceHost, resource: ResourceRef, schema: ObjectSchema<T> | undefined, namespace: string | undefined) {
     if (
       !resource ||
       typeof resource.plural !== 'string' ||
@@ -112,7 +112,7 @@ export class ResourceClient<T> {
   }
 
   /** The client this handle sends through. */
-  get client(): KubeClient {
+  get client(): ResourceHost {
     return this.#client;
   }
 

@@ -93,7 +93,6 @@ export class FakeTransport {
       answer.chunks ??
       (answer.body === undefined ? [] : [typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body)]);
     let closed = false;
-    const self = this;
     async function* body(): AsyncGenerator<string | Uint8Array> {
       for (const chunk of chunks) {
         if (closed) return;
@@ -107,7 +106,7 @@ export class FakeTransport {
       header: (name) => headers.get(name.toLowerCase()),
       body: body(),
       close: () => {
-        if (!closed) self.closed += 1;
+        if (!closed) this.closed += 1;
         closed = true;
       },
     };

@@ -1,5 +1,5 @@
 import { isConflict, isAlreadyExists } from '@reconcile-loop/kube-client/errors';
-import { type Clock } from '@reconcile-loop/primitives';
+import type { Clock } from '@reconcile-loop/primitives';
 import { ElectorAlreadyRunningError, LeadershipLostError, LeadershipWaitTimeoutError } from './errors.js';
 import type { ResourceLock } from './lease-lock.js';
 import { checkOptions, JITTER_FACTOR, resolveTimings, type LeaderElectorOptions, type ResolvedTimings } from './options.js';

@@ -1,4 +1,4 @@
-import { type KubeClient, type KubeObject, type ResourceClient } from '@reconcile-loop/kube-client';
+import type { KubeClient, KubeObject, ResourceClient } from '@reconcile-loop/kube-client';
 import { isNotFound } from '@reconcile-loop/kube-client/errors';
 import { OptionsError } from '@reconcile-loop/primitives';
 import { leaseSpecFromRecord, recordFromLeaseSpec, type LeaderElectionRecord } from './record.js';

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setMaxListeners } from 'node:events';
-import { type ObjectStoreReader } from '@reconcile-loop/object-store';
+import type { ObjectStoreReader } from '@reconcile-loop/object-store';
 import { OptionsError, silentLogger, systemClock, type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
 import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
 import { WorkQueue } from '@reconcile-loop/work-queue';

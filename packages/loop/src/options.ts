@@ -219,7 +219,7 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
     }
     const delays: unknown = budget?.delaysMs;
     if (!Array.isArray(delays)) throw new OptionsError('ReconcileLoop', 'retry.budget.delaysMs must be an array of delays in ms');
-    delays.forEach((d: unknown, i) => duration(`retry.budget.delaysMs[${i}]`, d, true));
+    for (const [i, d] of (delays as unknown[]).entries()) duration(`retry.budget.delaysMs[${i}]`, d, true);
   }
   if (backoff !== undefined) {
     if (backoff === null || typeof backoff !== 'object')

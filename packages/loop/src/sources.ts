@@ -4,7 +4,7 @@
  * (a replace) of one source rewrites only its own store.
  */
 import { ObjectStore, type ObjectStoreReader } from '@reconcile-loop/object-store';
-import { type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
+import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 import { StreamDriver, type StoreWriter } from '@reconcile-loop/stream-driver';
 import { readOnlySecondary, readOnlyView, type SecondaryReaders } from './context.js';
 import { filteredWriter } from './filters.js';

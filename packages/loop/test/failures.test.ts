@@ -3,7 +3,7 @@
  * the caller, stop() is bounded by a grace period, and nothing fails silently.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { type SourceHealth } from '@reconcile-loop/object-store';
+import type { SourceHealth } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import {

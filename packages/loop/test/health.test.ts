@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type SourceHealth } from '@reconcile-loop/object-store';
+import type { SourceHealth } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, settle } from '@reconcile-loop/test-support';
 import {

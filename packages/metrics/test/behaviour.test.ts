@@ -1,7 +1,7 @@
 import { InProcessSource, TerminalError, type SourceEvent } from '@reconcile-loop/loop';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { metricsHarness, thing, valueOf, type Thing } from './harness.js';
+import { metricsHarness, thing, metricValue, type Thing } from './harness.js';
 
 /** Stops with no grace on the manual clock (the grace timer runs on it). */
 async function stopNow(
@@ -43,18 +43,18 @@ describe('reconcile metrics from a running loop', () => {
     await clock.advanceAsync(5_000);
     await settle();
     expect(script).toHaveLength(0);
-    const total = (result: string) => valueOf(registry, 'controller_runtime_reconcile_total', { ...C, result });
+    const total = (result: string) => metricValue(registry, 'controller_runtime_reconcile_total', { ...C, result });
     expect(await total('success')).toBe(1);
     expect(await total('error')).toBe(2);
     expect(await total('requeue')).toBe(1);
     expect(await total('requeue_after')).toBe(1);
-    expect(await valueOf(registry, 'controller_runtime_reconcile_errors_total', C)).toBe(2);
-    expect(await valueOf(registry, 'controller_runtime_terminal_reconcile_errors_total', C)).toBe(1);
-    expect(await valueOf(registry, 'controller_runtime_reconcile_time_seconds_count', C)).toBe(5);
-    expect(await valueOf(registry, 'workqueue_retries_total', WQ)).toBe(2);
+    expect(await metricValue(registry, 'controller_runtime_reconcile_errors_total', C)).toBe(2);
+    expect(await metricValue(registry, 'controller_runtime_terminal_reconcile_errors_total', C)).toBe(1);
+    expect(await metricValue(registry, 'controller_runtime_reconcile_time_seconds_count', C)).toBe(5);
+    expect(await metricValue(registry, 'workqueue_retries_total', WQ)).toBe(2);
     // Adds: the initial listing, enqueue(), the retry, the 0 ms requeue, the 5 s requeue.
-    expect(await valueOf(registry, 'workqueue_adds_total', WQ)).toBe(5);
-    expect(await valueOf(registry, 'workqueue_work_duration_seconds_count', WQ)).toBe(5);
+    expect(await metricValue(registry, 'workqueue_adds_total', WQ)).toBe(5);
+    expect(await metricValue(registry, 'workqueue_work_duration_seconds_count', WQ)).toBe(5);
     // The loop's own counters agree with the exported ones.
     expect(loop.health().reconciles).toMatchObject({ succeeded: 1, failed: 1, terminal: 1, requeued: 2 });
     await loop.stop();
@@ -68,26 +68,26 @@ describe('reconcile metrics from a running loop', () => {
     await loop.start();
     await settle();
     // a runs; b waits in the queue (one worker): the gauges see it mid-flight.
-    expect(await valueOf(registry, 'controller_runtime_active_workers', C)).toBe(1);
-    expect(await valueOf(registry, 'controller_runtime_max_concurrent_reconciles', C)).toBe(1);
-    expect(await valueOf(registry, 'workqueue_depth', { ...WQ, priority: '' })).toBe(1);
+    expect(await metricValue(registry, 'controller_runtime_active_workers', C)).toBe(1);
+    expect(await metricValue(registry, 'controller_runtime_max_concurrent_reconciles', C)).toBe(1);
+    expect(await metricValue(registry, 'workqueue_depth', { ...WQ, priority: '' })).toBe(1);
     await clock.advanceAsync(200);
-    expect(await valueOf(registry, 'workqueue_unfinished_work_seconds', WQ)).toBeCloseTo(0.2);
-    expect(await valueOf(registry, 'workqueue_longest_running_processor_seconds', WQ)).toBeCloseTo(0.2);
+    expect(await metricValue(registry, 'workqueue_unfinished_work_seconds', WQ)).toBeCloseTo(0.2);
+    expect(await metricValue(registry, 'workqueue_longest_running_processor_seconds', WQ)).toBeCloseTo(0.2);
     await clock.advanceAsync(100);
     await settle();
     await clock.advanceAsync(300);
     await settle();
-    const bucket = (le: string) => valueOf(registry, 'controller_runtime_reconcile_time_seconds_bucket', { ...C, le });
+    const bucket = (le: string) => metricValue(registry, 'controller_runtime_reconcile_time_seconds_bucket', { ...C, le });
     expect(await bucket('0.25')).toBe(0);
     expect(await bucket('0.3')).toBe(2);
-    expect(await valueOf(registry, 'controller_runtime_reconcile_time_seconds_sum', C)).toBeCloseTo(0.6);
+    expect(await metricValue(registry, 'controller_runtime_reconcile_time_seconds_sum', C)).toBeCloseTo(0.6);
     // b was queued at 0 and handed out at 300 ms: queue time 0.3 s, in the le=1 bucket and not in le=0.1.
-    const queued = (le: string) => valueOf(registry, 'workqueue_queue_duration_seconds_bucket', { ...WQ, le });
+    const queued = (le: string) => metricValue(registry, 'workqueue_queue_duration_seconds_bucket', { ...WQ, le });
     expect(await queued('0.1')).toBe(1); // a: handed out at once
     expect(await queued('1')).toBe(2);
-    expect(await valueOf(registry, 'controller_runtime_active_workers', C)).toBe(0);
-    expect(await valueOf(registry, 'workqueue_unfinished_work_seconds', WQ)).toBe(0);
+    expect(await metricValue(registry, 'controller_runtime_active_workers', C)).toBe(0);
+    expect(await metricValue(registry, 'workqueue_unfinished_work_seconds', WQ)).toBe(0);
     await loop.stop();
   });
 
@@ -101,11 +101,11 @@ describe('reconcile metrics from a running loop', () => {
     await settle();
     await clock.advanceAsync(1_000);
     await settle();
-    expect(await valueOf(registry, 'controller_runtime_reconcile_timeouts_total', C)).toBe(1);
-    expect(await valueOf(registry, 'controller_runtime_reconcile_total', { ...C, result: 'error' })).toBe(1);
+    expect(await metricValue(registry, 'controller_runtime_reconcile_timeouts_total', C)).toBe(1);
+    expect(await metricValue(registry, 'controller_runtime_reconcile_total', { ...C, result: 'error' })).toBe(1);
     // The hung call still holds its key but its worker moved on: not an active worker.
-    expect(await valueOf(registry, 'controller_runtime_active_workers', C)).toBe(0);
-    expect(await valueOf(registry, 'workqueue_longest_running_processor_seconds', WQ)).toBe(1);
+    expect(await metricValue(registry, 'controller_runtime_active_workers', C)).toBe(0);
+    expect(await metricValue(registry, 'workqueue_longest_running_processor_seconds', WQ)).toBe(1);
     await stopNow(loop, clock);
   });
 
@@ -123,13 +123,13 @@ describe('reconcile metrics from a running loop', () => {
     await clock.advanceAsync(100);
     await settle();
     expect(calls).toBe(2);
-    expect(await valueOf(registry, 'reconcile_loop_dead_lettered_keys', C)).toBe(1);
-    expect(await valueOf(registry, 'workqueue_retries_total', WQ)).toBe(1);
+    expect(await metricValue(registry, 'reconcile_loop_dead_lettered_keys', C)).toBe(1);
+    expect(await metricValue(registry, 'workqueue_retries_total', WQ)).toBe(1);
     // A new generation releases it.
     source.upsert(...thing('a', 2));
     await settle();
-    expect(await valueOf(registry, 'reconcile_loop_dead_lettered_keys', C)).toBe(0);
-    expect(await valueOf(registry, 'controller_runtime_reconcile_total', { ...C, result: 'error' })).toBe(3);
+    expect(await metricValue(registry, 'reconcile_loop_dead_lettered_keys', C)).toBe(0);
+    expect(await metricValue(registry, 'controller_runtime_reconcile_total', { ...C, result: 'error' })).toBe(3);
     await loop.stop();
   });
 
@@ -146,8 +146,8 @@ describe('reconcile metrics from a running loop', () => {
     await stopNow(loop, clock);
     expect(ended).toBe(1); // the call did end (rejected with the stop's reason)
     await settle();
-    expect(await valueOf(registry, 'controller_runtime_reconcile_total', { ...C, result: 'error' })).toBe(0);
-    expect(await valueOf(registry, 'controller_runtime_reconcile_time_seconds_count', C)).toBe(0);
+    expect(await metricValue(registry, 'controller_runtime_reconcile_total', { ...C, result: 'error' })).toBe(0);
+    expect(await metricValue(registry, 'controller_runtime_reconcile_time_seconds_count', C)).toBe(0);
   });
 });
 
@@ -165,20 +165,20 @@ describe('source metrics', () => {
     await loop.start();
     await settle();
     const S = { ...C, source: 'things' };
-    expect(await valueOf(registry, 'reconcile_loop_objects_cached', S)).toBe(3);
-    expect(await valueOf(registry, 'reconcile_loop_quarantined_objects', S)).toBe(0);
+    expect(await metricValue(registry, 'reconcile_loop_objects_cached', S)).toBe(3);
+    expect(await metricValue(registry, 'reconcile_loop_quarantined_objects', S)).toBe(0);
     await clock.advanceAsync(7_000);
-    expect(await valueOf(registry, 'reconcile_loop_seconds_since_last_watch_frame', S)).toBe(7);
+    expect(await metricValue(registry, 'reconcile_loop_seconds_since_last_watch_frame', S)).toBe(7);
     inner.delete('ns/c');
     await settle();
-    expect(await valueOf(registry, 'reconcile_loop_objects_cached', S)).toBe(2);
-    expect(await valueOf(registry, 'reconcile_loop_seconds_since_last_watch_frame', S)).toBe(0);
-    expect(await valueOf(registry, 'reconcile_loop_relists_total', { ...S, cause: 'heal' })).toBe(1);
-    expect(await valueOf(registry, 'reconcile_loop_relists_total', { ...S, cause: 'rejected' })).toBe(2);
-    expect(await valueOf(registry, 'reconcile_loop_watch_reopens_total', S)).toBe(4);
-    expect(await valueOf(registry, 'reconcile_loop_source_reopens_total', S)).toBe(0);
+    expect(await metricValue(registry, 'reconcile_loop_objects_cached', S)).toBe(2);
+    expect(await metricValue(registry, 'reconcile_loop_seconds_since_last_watch_frame', S)).toBe(0);
+    expect(await metricValue(registry, 'reconcile_loop_relists_total', { ...S, cause: 'heal' })).toBe(1);
+    expect(await metricValue(registry, 'reconcile_loop_relists_total', { ...S, cause: 'rejected' })).toBe(2);
+    expect(await metricValue(registry, 'reconcile_loop_watch_reopens_total', S)).toBe(4);
+    expect(await metricValue(registry, 'reconcile_loop_source_reopens_total', S)).toBe(0);
     stats.relists = 4; // the counter follows the source's own count at the next scrape
-    expect(await valueOf(registry, 'reconcile_loop_relists_total', { ...S, cause: 'rejected' })).toBe(3);
+    expect(await metricValue(registry, 'reconcile_loop_relists_total', { ...S, cause: 'rejected' })).toBe(3);
     await loop.stop();
   });
 
@@ -186,9 +186,9 @@ describe('source metrics', () => {
     const { loop, registry } = metricsHarness({ body: () => undefined });
     await loop.start();
     await settle();
-    expect(await valueOf(registry, 'reconcile_loop_relists_total', { ...C, source: 'things' })).toBeUndefined();
-    expect(await valueOf(registry, 'reconcile_loop_watch_reopens_total', { ...C, source: 'things' })).toBeUndefined();
-    expect(await valueOf(registry, 'reconcile_loop_source_reopens_total', { ...C, source: 'things' })).toBe(0);
+    expect(await metricValue(registry, 'reconcile_loop_relists_total', { ...C, source: 'things' })).toBeUndefined();
+    expect(await metricValue(registry, 'reconcile_loop_watch_reopens_total', { ...C, source: 'things' })).toBeUndefined();
+    expect(await metricValue(registry, 'reconcile_loop_source_reopens_total', { ...C, source: 'things' })).toBe(0);
     await loop.stop();
   });
 });

@@ -46,7 +46,7 @@ export function metricsHarness(
 }
 
 /** The value of one series (undefined when absent). */
-export async function valueOf(
+export async function metricValue(
   registry: Registry,
   name: string,
   labels: Record<string, string> = {},

@@ -305,7 +305,7 @@ function isParentKey(value: unknown): value is Key {
 }
 
 function sameValueZero(a: unknown, b: unknown): boolean {
-  return a === b || (a !== a && b !== b);
+  return a === b || (Number.isNaN(a) && Number.isNaN(b));
 }
 
 function assertObjectKey(event: unknown, key: unknown): asserts key is ObjectKey {

@@ -1,4 +1,4 @@
-import { type KubernetesObjectView } from '@reconcile-loop/k8s-types';
+import type { KubernetesObjectView } from '@reconcile-loop/k8s-types';
 import { listContinueToken, parseListPage, type ListPage } from '@reconcile-loop/k8s-types/internal';
 import type { ListPageResult, ListRequest } from './client.js';
 import type { ReflectorCore } from './core.js';

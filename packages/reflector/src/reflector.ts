@@ -1,5 +1,5 @@
 import { compileSchema, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
-import { type Source, type SourceEvent, type SourceHealth } from '@reconcile-loop/object-store';
+import type { Source, SourceEvent, SourceHealth } from '@reconcile-loop/object-store';
 import { silentLogger, sleep, systemClock, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { ReflectorCore, type ReflectorStats } from './core.js';
 import { listPhase, type ListOutcome, type ListReason } from './list-phase.js';
@@ -19,7 +19,7 @@ type Step<T extends KubernetesObjectView> =
   | { readonly kind: 'watch-list'; readonly why: ListReason }
   /** Watching: on the stream a watch-list synced on (`session`), or a WATCH opened from the cursor. */
   | { readonly kind: 'watch'; readonly session?: WatchSession<T> }
-  | { readonly kind: 'backoff'; readonly delayMs: number; readonly then: Step<T> };
+  | { readonly kind: 'backoff'; readonly delayMs: number; readonly next: Step<T> };
 
 const WATCH = { kind: 'watch' } as const;
 
@@ -122,7 +122,7 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
           case 'list': {
             const outcome: ListOutcome = yield* listPhase(core, signal, step.why, step.fallback === true);
             if (outcome.kind === 'stopped') return;
-            step = outcome.kind === 'failed' ? { kind: 'backoff', delayMs: outcome.delayMs, then: listing(step.why) } : WATCH;
+            step = outcome.kind === 'failed' ? { kind: 'backoff', delayMs: outcome.delayMs, next: listing(step.why) } : WATCH;
             break;
           }
           case 'watch-list': {
@@ -144,10 +144,10 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
                 step = WATCH; // reopen from the cursor, no LIST
                 break;
               case 'retry':
-                step = { kind: 'backoff', delayMs: outcome.delayMs, then: WATCH };
+                step = { kind: 'backoff', delayMs: outcome.delayMs, next: WATCH };
                 break;
               case 'relist':
-                step = { kind: 'backoff', delayMs: outcome.delayMs, then: listing('relist') };
+                step = { kind: 'backoff', delayMs: outcome.delayMs, next: listing('relist') };
                 break;
               case 'heal':
                 step = listing('heal');
@@ -161,7 +161,7 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
             } catch {
               return; // only the signal rejects sleep
             }
-            step = step.then;
+            step = step.next;
             break;
           }
         }

@@ -1,6 +1,6 @@
 import { podSchema, type Pod, type Status } from '@reconcile-loop/k8s-types';
 import { KubeApiError } from '@reconcile-loop/kube-client';
-import { type SourceEvent } from '@reconcile-loop/object-store';
+import type { SourceEvent } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import {
@@ -92,7 +92,10 @@ export class FakeWatch implements AsyncIterable<unknown> {
   }
 
   #settle(item: Item, resolve: (result: IteratorResult<unknown>) => void, reject: (error: unknown) => void): void {
-    if (item.kind === 'frame') return resolve({ done: false, value: item.value });
+    if (item.kind === 'frame') {
+      resolve({ done: false, value: item.value });
+      return;
+    }
     this.#finished = true;
     if (item.kind === 'end') resolve({ done: true, value: undefined });
     else reject(item.error);

@@ -1,6 +1,6 @@
 import { KubeApiError, KubeProtocolError } from '@reconcile-loop/kube-client';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { type SourceEvent } from '@reconcile-loop/object-store';
+import type { SourceEvent } from '@reconcile-loop/object-store';
 import { ManualClock, sleep } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -53,7 +53,7 @@ function checkFingerprint(value: unknown): asserts value is Fingerprint {
 
 /** SameValueZero, the `Map` rule: a `NaN` fingerprint equals itself. */
 function same(a: Fingerprint, b: Fingerprint): boolean {
-  return a === b || (a !== a && b !== b);
+  return a === b || (Number.isNaN(a) && Number.isNaN(b));
 }
 
 /**

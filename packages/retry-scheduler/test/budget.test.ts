@@ -65,7 +65,7 @@ describe('RetryScheduler retry budget', () => {
     expect(s.clock.pending).toBe(0); // parked costs no timer
     const [parked] = s.scheduler.parked();
     expect(parked).toMatchObject({ key: 'cell', fingerprint: 3, failures: 5, parkedAt: 36_000 });
-    expect((parked?.lastError as Error).message).toBe('attempt 5');
+    expect((parked!.lastError as Error).message).toBe('attempt 5');
     s.clock.advance(10 * 3_600_000);
     expect(s.fired).toHaveLength(4); // never retried again by backoff
     expect(s.events.filter(([e]) => e === 'failure')).toHaveLength(4);

@@ -291,7 +291,7 @@ describe('StreamDriver', () => {
     await expect(running).resolves.toBeUndefined();
     expect(source.last.closed).toBe(true);
     const warn = logger.entries.find((e) => e.level === 'warn' && e.message.includes('closing'));
-    expect((warn?.fields.err as Error).message).toBe('close failed');
+    expect((warn!.fields.err as Error).message).toBe('close failed');
   });
 
   it('[source_stream_driver: Closing a stream during teardown] a close failure does not mask the stream failure being unwound', async () => {

@@ -12,7 +12,7 @@ export interface Answer {
   /** The `Warning` header(s), joined by `, ` ('' when none). */
   warning: string;
   text: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON body the cases read at any depth without casts
   json: any;
 }
 

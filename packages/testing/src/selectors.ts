@@ -190,7 +190,7 @@ export function parseLabelSelector(input: string): LabelRequirement[] {
 export function matchesLabels(reqs: readonly LabelRequirement[], labels: Readonly<Record<string, string>> | undefined): boolean {
   const l = labels ?? {};
   for (const r of reqs) {
-    const has = Object.prototype.hasOwnProperty.call(l, r.key);
+    const has = Object.hasOwn(l, r.key);
     const v = has ? l[r.key]! : undefined;
     switch (r.op) {
       case 'exists':
@@ -246,7 +246,7 @@ function splitUnescaped(s: string, sep: string): string[] {
   return parts;
 }
 
-function unescape(s: string): string {
+function unescapeValue(s: string): string {
   return s.replace(/\\(.)/g, '$1');
 }
 
@@ -286,9 +286,9 @@ export function parseFieldSelector(
     if (m === null || op === undefined || m[1]!.trim() === '') {
       throw new SelectorParseError(`invalid selector: '${input}'; can't understand '${term}'`);
     }
-    const field = unescape(m[1]!.trim());
+    const field = unescapeValue(m[1]!.trim());
     if (!supported.includes(field)) throw new SelectorParseError(unknownFieldMessage(field));
-    out.push({ field, op, value: unescape(m[2]!) });
+    out.push({ field, op, value: unescapeValue(m[2]!) });
   }
   return out;
 }

@@ -11,7 +11,7 @@ export interface Answer {
   status: number;
   headers: Headers;
   text: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: a JSON body the cases read at any depth without casts
   json: any;
 }
 
@@ -57,7 +57,7 @@ export function podBody(
 /** A frame as read from a watch; `raw` is the line, `frame` its parse (undefined when not JSON). */
 export interface Frame {
   raw: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: a watch frame the cases read at any depth without casts
   frame: any;
 }
 

@@ -1,0 +1,35 @@
+/**
+ * The request a resource handle sends, and the narrow view of a client the handle needs. Declared
+ * apart from `client.ts` so `resource.ts` depends on this contract, not on `KubeClient` (which
+ * builds handles and would otherwise import the file that imports it).
+ */
+import type { Clock } from '@reconcile-loop/primitives';
+import type { Verb } from './errors.js';
+
+/** One request, below the resource handles: what `KubeClient.request` and `KubeClient.stream` take. */
+export interface KubeRequest {
+  readonly verb: Verb;
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** The URL path below the server, e.g. `/api/v1/namespaces/default/pods`. */
+  readonly path: string;
+  readonly query?: Readonly<Record<string, string | number | boolean | undefined>> | undefined;
+  /** Serialised as JSON. */
+  readonly body?: unknown | undefined;
+  /** Default `application/json` for a body. */
+  readonly contentType?: string | undefined;
+  readonly signal?: AbortSignal | undefined;
+  /** Overrides the client's `requestTimeoutMs` for this request; for a watch it covers the wait for headers. */
+  readonly timeoutMs?: number | undefined;
+  /** Watch only: overrides the client's `maxFrameBytes`. */
+  readonly maxFrameBytes?: number | undefined;
+}
+
+/** What a resource handle needs of its client; `KubeClient` is one. */
+export interface ResourceHost {
+  /** The clock every wait of the client (and of the write helpers) runs on. */
+  readonly clock: Clock;
+  request(request: KubeRequest): Promise<unknown>;
+  requestBytes(request: KubeRequest): Promise<Uint8Array>;
+  stream(request: KubeRequest): AsyncGenerator<string, void, undefined>;
+  streamFrameBatches(request: KubeRequest): AsyncGenerator<Uint8Array[], void, undefined>;
+}
