@@ -66,7 +66,7 @@ P="$NODE_PRIMARY"
 n26=26.12.1 n24=24.22.3 n22=22.19.0
 for v in $n26 $n24 $n22; do [[ " $NODE_MATRIX " == *" $v "* ]] || rl_die "test-all.sh names Node $v, which runtimes.env does not pin"; done
 
-cell build      "$P"   2 "format+lint+typecheck+build+api+layers+pack" ""      "pnpm format:check && pnpm lint:code && pnpm exec turbo run typecheck build lint --output-logs=errors-only && node scripts/api-report.mjs --check && node scripts/layering-check.mjs && node scripts/pack-smoke.mjs --pack $TARBALLS"
+cell build      "$P"   2 "format+lint+typecheck+build+api+layers+one-home+pack" ""      "pnpm format:check && pnpm lint:code && pnpm exec turbo run typecheck build lint --output-logs=errors-only && node scripts/api-report.mjs --check && node scripts/layering-check.mjs && node scripts/one-home.mjs && node scripts/pack-smoke.mjs --pack $TARBALLS"
 cell e2e-n26-c2 "$n26" 2 "e2e"                       ""      "$(vitest_cmd e2e-n26-c2 --project e2e --project runtime-check)"
 cell ui-n26-c2  "$n26" 2 "unit+integration"          ""      "$(vitest_cmd ui-n26-c2 --project "'!e2e'")"
 cell ui-n24-c2  "$n24" 2 "unit+integration"          ""      "$(vitest_cmd ui-n24-c2 --project "'!e2e'")"
