@@ -82,7 +82,12 @@ const cjs = require('${pkgName}');
 const baseEsm = (await import('@reconcile-loop/primitives')).ReconcileLoopError;
 const baseCjs = require('@reconcile-loop/primitives').ReconcileLoopError;
 const argSets = [[], ['x'], ['x', 'x'], [{}], ['x', {}], [{}, {}], ['x', 'x', 'x'], [1], [1, 1]];
-const make = (C) => { for (const args of argSets) { try { return new C(...args); } catch {} } return undefined; };
+// Classes whose constructors need real arguments, by name; the rest take one of argSets.
+const known = {
+  ApiServerUsageError: ['RL_APISERVER_CLOSED', 'closed'],
+  ListRejectedError: [{ verb: 'list', path: '/api/v1/pods', statusCode: 400, reason: 'BadRequest' }, 'pods'],
+};
+const make = (C) => { for (const args of known[C.name] ? [known[C.name]] : argSets) { try { return new C(...args); } catch {} } return undefined; };
 const bad = [];
 let checked = 0;
 for (const [name, C] of Object.entries(esm)) {
