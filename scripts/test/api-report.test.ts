@@ -54,7 +54,7 @@ describe('api-report', () => {
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-  it('writes a sorted report of names, kinds and signatures without doc comments', () => {
+  it('[api report: write] writes a sorted report of names, kinds and signatures without doc comments', () => {
     const w = run(root, '--write');
     expect(w.code, w.out).toBe(0);
     expect(w.out).toContain('@fixture/alpha .: 3 runtime values, 5 exported names');
@@ -69,7 +69,7 @@ describe('api-report', () => {
     expect(report).toMatch(/## Referenced, not exported\n\n### `Hidden` \(type alias\)/);
   });
 
-  it('passes on an unchanged tree and fails, naming the package, once an export changes', () => {
+  it('[api report: check] passes on an unchanged tree and fails, naming the package, once an export changes', () => {
     expect(run(root, '--write').code).toBe(0);
     const ok = run(root, '--check');
     expect(ok.code, ok.out).toBe(0);
@@ -92,7 +92,7 @@ describe('api-report', () => {
     expect(run(root, '--check').code).toBe(0);
   });
 
-  it('reports every subpath entry, and a missing report fails the check', () => {
+  it('[api report: check] reports every subpath entry, and a missing report fails the check', () => {
     writePackage(root, 'beta', 'declare function beta(x: number): number;\nexport { beta };\n', {
       '.': { import: { types: './dist/index.d.ts' } },
       './internal': { import: { types: './dist/internal.d.ts' } },
@@ -108,7 +108,7 @@ describe('api-report', () => {
     expect(summary.out).toContain('| **total** | **4** | **3** | **7** |');
   });
 
-  it('fails when a declaration file is missing (packages not built)', () => {
+  it('[api report: check] fails when a declaration file is missing (packages not built)', () => {
     rmSync(join(root, 'packages/beta/dist'), { recursive: true });
     const r = run(root, '--check');
     expect(r.code).toBe(1);

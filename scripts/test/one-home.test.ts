@@ -40,13 +40,13 @@ describe('one-home', () => {
   });
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-  it('passes when every primitive has one declaration, in its home', () => {
+  it('[one home: check] passes when every primitive has one declaration, in its home', () => {
     const r = run(root);
     expect(r.out).toContain('has one home');
     expect(r.code).toBe(0);
   });
 
-  it('fails on a second declaration, an aliased name, a stray timer literal and an export *', () => {
+  it('[one home: check] fails on a second declaration, an aliased name, a stray timer literal and an export *', () => {
     write('packages/queue/src/clock.ts', 'interface Clock { now(): number }\nexport const sleep = () => undefined;\n');
     write(
       'packages/queue/src/keys.ts',
