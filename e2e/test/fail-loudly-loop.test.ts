@@ -134,7 +134,7 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
     expect((error as Error).cause).toMatchObject({
       statusCode: 403,
       status: { code: 403, reason: 'Forbidden' },
-      request: { verb: 'list' },
+      verb: 'list',
     });
     expect((error as Error).message).toContain('cannot list resource "pods"');
     expect(loop.state).toBe('stopped');
