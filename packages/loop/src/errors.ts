@@ -39,7 +39,7 @@ export function isLeadershipEnded(error: unknown): error is LeadershipEndedError
 /**
  * `start()` gave up: the source did not deliver its first replace (the listing) within
  * `syncTimeoutMs`. `cause` is the source's last error at that moment (for a reflector, the
- * `ApiStatusError` carrying the apiserver's `Status`, e.g. a 403), or undefined when it reported none.
+ * kube-client's `KubeApiError` carrying the apiserver's `Status`, e.g. a 403), or undefined when it reported none.
  */
 export class SyncTimeoutError extends ReconcileLoopError {
   readonly code = 'RL_LOOP_SYNC_TIMEOUT' as const;
@@ -68,7 +68,7 @@ export function describeError(error: unknown): string {
   };
   const code = typeof status?.code === 'number' ? status.code : typeof statusCode === 'number' ? statusCode : undefined;
   if (code === undefined) {
-    // A wrapper (say a permanent error around an ApiStatusError) may carry the Status on its cause.
+    // A wrapper (say a permanent error around a KubeApiError) may carry the Status on its cause.
     const { cause } = error as { cause?: unknown };
     return cause instanceof Error && cause !== error && !(error instanceof SyncTimeoutError) && hasStatus(cause)
       ? `${error.message} (${describeError(cause)})`

@@ -6,15 +6,15 @@
  * reconcile; the next term re-drives every parent once (level-triggered).
  *
  * The loop imports no Kubernetes package: the gate is structural, and `LeaderElector` of
- * `@reconcile-loop/leader-election` (its `LeadershipGate`) satisfies it as is.
+ * `@reconcile-loop/leader-election` satisfies it as is.
  */
 import { setMaxListeners } from 'node:events';
 import { Backoff, OptionsError, raceAbort, type BackoffPolicy, type Clock, type Logger } from '@reconcile-loop/primitives';
 import { LeadershipEndedError, LoopStoppedError } from './errors.js';
 
 /**
- * What the loop needs from a leader elector (structurally `LeadershipGate` of
- * `@reconcile-loop/leader-election`).
+ * What the loop needs from a leader elector; `LeaderElector` of `@reconcile-loop/leader-election`
+ * has exactly these members (leader-election does not depend on the loop, so the match is structural).
  */
 export interface LeaderGate {
   /**

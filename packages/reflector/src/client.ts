@@ -64,7 +64,7 @@ export interface WatchRequest extends ListWatchScope {
 
 /**
  * A LIST/WATCH endpoint for one kind. `list` and `watch` reject (or the watch iterable throws)
- * with {@link ApiStatusError} when the apiserver answers a non-2xx status, and with anything else
+ * with kube-client's `KubeApiError` when the apiserver answers a non-2xx status, and with anything else
  * for a transport failure.
  */
 export interface ListWatchClient {
