@@ -55,7 +55,12 @@ export interface ReconcileContext<T, P extends Key, S = Record<never, never>> {
  * backoff resets, the earliest of several pending requeues wins, a later failure replaces it).
  */
 export interface ReconcileResult {
-  /** Re-run this key after this many ms (finite, ≥ 0). Omitted or `undefined`: no requeue. */
+  /**
+   * Re-run this key after this many ms (finite, at most 2³¹−1). `0` is controller-runtime's
+   * `Requeue: true`: rate-limited per key, 5 ms doubling per consecutive `0` up to 1000 s. Negative
+   * (a "time until" already past) or omitted: a plain success, no requeue (as upstream's
+   * `RequeueAfter <= 0`).
+   */
   readonly requeueAfterMs?: number | undefined;
 }
 
