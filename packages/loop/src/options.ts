@@ -50,7 +50,10 @@ export interface RetryOptions {
 export interface SecondarySource<U, P extends Key> {
   /** The stream of this kind (e.g. a pod reflector). Its `name` must differ from every other source's. */
   source: Source<U>;
-  /** Map by owner reference (`Owns`): the parent key is the owner's `namespace/name`. Exclusive with `keyMap`. */
+  /**
+   * Map by owner reference (`Owns`): the parent key is the owner's `namespace/name`, or its `name` with
+   * `clusterScoped: true`. Exclusive with `keyMap`.
+   */
   owner?: OwnerSelector | undefined;
   /** Map by a function (`Watches` + a map): none, one or several parent keys per object. Exclusive with `owner`. */
   keyMap?: SecondaryKeyMap<U, P> | undefined;
@@ -274,6 +277,9 @@ function validateSecondaries<P extends Key>(
       throw new OptionsError('ReconcileLoop', `${where}.keyMap must be a function`);
     if (spec.owner !== undefined && (typeof spec.owner?.kind !== 'string' || spec.owner.kind === '')) {
       throw new OptionsError('ReconcileLoop', `${where}.owner.kind must be a non-empty string`);
+    }
+    if (spec.owner?.clusterScoped !== undefined && typeof spec.owner.clusterScoped !== 'boolean') {
+      throw new OptionsError('ReconcileLoop', `${where}.owner.clusterScoped must be a boolean when given`);
     }
     if (spec.updateFilter !== undefined && typeof spec.updateFilter !== 'function')
       throw new OptionsError('ReconcileLoop', `${where}.updateFilter must be a function`);

@@ -384,3 +384,55 @@ describe('options of several sources', () => {
     );
   });
 });
+
+describe('cluster-scoped owners', () => {
+  interface ClusterPool {
+    metadata: { name: string; generation: number; resourceVersion: string; uid: string };
+  }
+  const pool: [ObjectKey, ClusterPool] = [
+    'gpu',
+    { metadata: { name: 'gpu', generation: 1, resourceVersion: '1', uid: 'uid-gpu' } },
+  ];
+  const worker = (name: string): [ObjectKey, Pod] => [
+    `team-a/${name}`,
+    {
+      metadata: {
+        name,
+        namespace: 'team-a',
+        resourceVersion: '1',
+        ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'ClusterPool', name: 'gpu', uid: 'uid-gpu', controller: true }],
+      },
+    },
+  ];
+
+  it('[loop: Owns cluster-scoped] a cluster-scoped ClusterPool gpu owning team-a/w-0 is reconciled under key gpu with its child; the child deletion re-drives gpu', async () => {
+    const clock = new ManualClock();
+    const pools = new InProcessSource<ClusterPool>('clusterpools', [pool]);
+    const pods = new InProcessSource<Pod>('pods', [worker('w-0')]);
+    const seen: Array<{ key: string; parent: string | undefined; pods: string[] }> = [];
+    const loop = new ReconcileLoop<ClusterPool, string, { pods: Pod }>({
+      source: pools,
+      keyMap: (_, key) => key,
+      secondary: { pods: { source: pods, owner: { kind: 'ClusterPool', apiVersion: 'example.com/v1', clusterScoped: true } } },
+      reconcile: (key, ctx) => {
+        seen.push({ key, parent: ctx.parent?.metadata.name, pods: [...ctx.owned('pods').keys()].sort() });
+      },
+      clock,
+    });
+    await loop.start();
+    await settle();
+    expect(seen).toEqual([{ key: 'gpu', parent: 'gpu', pods: ['team-a/w-0'] }]); // no phantom team-a/gpu
+    expect(loop.stores.pods.parentsOf('team-a/w-0')).toEqual(['gpu']);
+    seen.length = 0;
+    pods.delete('team-a/w-0');
+    await settle();
+    expect(seen).toEqual([{ key: 'gpu', parent: 'gpu', pods: [] }]);
+    await loop.stop();
+  });
+
+  it('[loop: Owns cluster-scoped] ownerKeyMap: clusterScoped gives the bare owner name; the default keeps the child namespace', () => {
+    const [, child] = worker('w-0');
+    expect(ownerKeyMap({ kind: 'ClusterPool', clusterScoped: true })(child, 'team-a/w-0')).toEqual(['gpu']);
+    expect(ownerKeyMap({ kind: 'ClusterPool' })(child, 'team-a/w-0')).toEqual(['team-a/gpu']);
+  });
+});
