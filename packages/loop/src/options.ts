@@ -119,8 +119,11 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
   /**
    * The fingerprint a parked key is parked at (only used with `retry.budget`): a key is released when
    * it changes. Gets the parent object (`ctx.parent`, undefined once deleted) and the parent key.
-   * Default: the parent's `metadata.generation` — a spec change releases it, a status or
-   * member change does not. Must return a primitive, `null` or `undefined`.
+   * Default: the parent's `metadata.uid` with its `metadata.generation`, or for
+   * a kind without `generation` (ConfigMap, Secret, Service) with a hash of every top-level field but
+   * `metadata` and `status` — a spec or data change and a delete + re-create release it, a status,
+   * label, annotation or member change does not; no parent (deleted) is `undefined`, so a deletion
+   * always reaches reconcile. Must return a primitive, `null` or `undefined`.
    */
   fingerprint?: ((parent: T | undefined, parentKey: P) => Fingerprint) | undefined;
   /**
