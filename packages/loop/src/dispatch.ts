@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 
 import { RetrySchedulerKeyError, type Fingerprint, type RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import { isQueueStopped, type WorkQueue } from '@reconcile-loop/work-queue';
-import type { ReconcileContext } from './context.js';
+import type { QuarantinedVersion, ReconcileContext } from './context.js';
 import type { Expectations } from './expectations.js';
 import type { Leadership } from './leadership.js';
 import type { ReconcileRunner } from './runner.js';
@@ -154,6 +154,33 @@ export class Dispatcher<T, P extends Key, S> {
     return this.#fingerprint(this.parentObject(key), key);
   }
 
+  /**
+   * The quarantined versions among this call's objects: the primary source's entries under the parent
+   * key or a member's key, each secondary's under an owned key. Sources are wired primary first, then
+   * the secondaries in `secondary`'s order; a source without a quarantine costs one health read.
+   */
+  #quarantinedFor(
+    key: P,
+    members: ReadonlyMap<ObjectKey, T>,
+    owned: ReadonlyMap<string, ReadonlyMap<ObjectKey, unknown>>,
+  ): readonly QuarantinedVersion[] {
+    const { sources } = this.#o.wiring;
+    const found: QuarantinedVersion[] = [];
+    const names = [...owned.keys()];
+    for (const [index, wired] of sources.entries()) {
+      const held = wired.driver.health().quarantined;
+      if (held.length === 0) continue;
+      const secondary = index === 0 ? undefined : names[index - 1];
+      const keys = secondary === undefined ? members : owned.get(secondary);
+      for (const entry of held) {
+        const mine =
+          secondary === undefined ? entry.key === String(key) || members.has(entry.key) : keys?.has(entry.key) === true;
+        if (mine) found.push({ ...entry, source: secondary ?? wired.name });
+      }
+    }
+    return Object.freeze(found);
+  }
+
   /** The primary object cached under the parent key itself (the controller form), if any. */
   parentObject(key: P): T | undefined {
     const objectKey: ObjectKey = String(key);
@@ -166,9 +193,11 @@ export class Dispatcher<T, P extends Key, S> {
     const { wiring } = this.#o;
     const owned = new Map<string, ReadonlyMap<ObjectKey, unknown>>();
     for (const [name, store] of wiring.secondaries) owned.set(name, store.owned(key));
+    const members = wiring.primary.members(key);
     return Object.freeze({
       parentKey: key,
-      members: wiring.primary.members(key),
+      members,
+      quarantined: this.#quarantinedFor(key, members, owned),
       parent: this.parentObject(key),
       owned: <K extends keyof S & string>(name: K) => {
         const snapshot = owned.get(name);

@@ -54,7 +54,7 @@ export interface ReconcileEndEvent<P extends Key> {
 export interface SourceSnapshot {
   /** The source's name. */
   readonly name: string;
-  /** Objects in this source's store (quarantined ones are not in it). */
+  /** Objects in this source's store (a quarantined one is in it at its last good version, if it had one). */
   readonly objects: number;
   /** Objects the source holds out of the store because they failed validation. */
   readonly quarantined: number;
