@@ -201,8 +201,9 @@ describe.skipIf(!availability.run)('ReconcileLoop failures against the real kube
     await crd.setReplicas('cell-bad', 3); // fixed: it enters the store and is reconciled
     await reconciled('cells', (m) => m.get(`${ns}/cell-bad`)?.spec.replicas === 3, 'cell-bad fixed');
     expect(quarantined()).toEqual([]);
-    await crd.setReplicas('cell-1', 'x'); // a cached object turns poison: out of the store, into the quarantine
-    await reconciled('cells', (m) => !m.has(`${ns}/cell-1`), 'cell-1 leaving');
+    await crd.setReplicas('cell-1', 'x'); // a cached object turns poison: quarantined, its last good version stays cached
+    await crd.create('cell-2', 1, { pool: 'cells' });
+    await reconciled('cells', (m) => m.has(`${ns}/cell-2`) && m.get(`${ns}/cell-1`)?.spec.replicas === 2, 'cell-1 kept');
     expect(quarantined()).toEqual([`${ns}/cell-1`]);
     expect(await probe('/readyz')).toEqual({ status: 200, body: 'ok' });
     expect(reflector.stats).toMatchObject({ lists: 1, relists: 0 });

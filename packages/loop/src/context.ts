@@ -1,11 +1,21 @@
 /** What a reconcile call sees, what it may return, and the read-only view of the store it reads through. */
-import type { ObjectKey, ObjectStore, ObjectStoreReader } from '@reconcile-loop/object-store';
+import type { ObjectKey, ObjectStore, ObjectStoreReader, QuarantinedObject } from '@reconcile-loop/object-store';
 import type { ExpectationRecorder } from './expectations.js';
 import type { SecondaryStoreReader } from './secondary-store.js';
 import type { Key } from '@reconcile-loop/primitives';
 
 /** Read access to every secondary source's cache, by the name it was given in `secondary`. */
 export type SecondaryReaders<S, P extends Key> = { readonly [K in keyof S]: SecondaryStoreReader<S[K], P> };
+
+/**
+ * An object of this reconcile (the parent, a member or an owned object) whose newest version failed
+ * its source's view: the caches hold its last good version (what `parent`, `members` and `owned`
+ * show), not the version the apiserver has now.
+ */
+export interface QuarantinedVersion extends QuarantinedObject {
+  /** The secondary source's name (its key in `secondary`) for an owned object; the primary source's `name` otherwise. */
+  readonly source: string;
+}
 
 /** What one reconcile call gets besides its parent key. */
 export interface ReconcileContext<T, P extends Key, S = Record<never, never>> {
@@ -28,6 +38,13 @@ export interface ReconcileContext<T, P extends Key, S = Record<never, never>> {
    * taken just before the call; still filled after the parent was deleted.
    */
   owned<K extends keyof S & string>(name: K): ReadonlyMap<ObjectKey, S[K]>;
+  /**
+   * The parent, members and owned objects of this call whose newest version is quarantined (failed
+   * the source's view), with why (`issues`) and since when; empty when none is. Such an object is
+   * not deleted: the snapshots above hold its last good version, and a later good version lifts it.
+   * A reconcile that counts or acts on them can tell that what it sees is not current.
+   */
+  readonly quarantined: readonly QuarantinedVersion[];
   /** Read-only view of the whole primary store (current state, not a snapshot). */
   readonly store: ObjectStoreReader<T, P>;
   /** Read-only views of the secondary stores (current state), by name. */
@@ -55,7 +72,12 @@ export interface ReconcileContext<T, P extends Key, S = Record<never, never>> {
  * backoff resets, the earliest of several pending requeues wins, a later failure replaces it).
  */
 export interface ReconcileResult {
-  /** Re-run this key after this many ms (finite, ≥ 0). Omitted or `undefined`: no requeue. */
+  /**
+   * Re-run this key after this many ms (finite, at most 2³¹−1). `0` is controller-runtime's
+   * `Requeue: true`: rate-limited per key, 5 ms doubling per consecutive `0` up to 1000 s. Negative
+   * (a "time until" already past) or omitted: a plain success, no requeue (as upstream's
+   * `RequeueAfter <= 0`).
+   */
   readonly requeueAfterMs?: number | undefined;
 }
 

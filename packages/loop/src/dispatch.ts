@@ -6,9 +6,11 @@
 import { OptionsError } from '@reconcile-loop/primitives';
 import type { ObjectKey } from '@reconcile-loop/object-store';
 import type { Logger, Key } from '@reconcile-loop/primitives';
+import { createHash } from 'node:crypto';
+
 import { RetrySchedulerKeyError, type Fingerprint, type RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import { isQueueStopped, type WorkQueue } from '@reconcile-loop/work-queue';
-import type { ReconcileContext } from './context.js';
+import type { QuarantinedVersion, ReconcileContext } from './context.js';
 import type { Expectations } from './expectations.js';
 import type { Leadership } from './leadership.js';
 import type { ReconcileRunner } from './runner.js';
@@ -33,7 +35,7 @@ export class Dispatcher<T, P extends Key, S> {
 
   constructor(options: DispatcherOptions<T, P, S>) {
     this.#o = options;
-    this.#fingerprint = options.fingerprint ?? generationOf;
+    this.#fingerprint = options.fingerprint ?? identityFingerprint;
   }
 
   /**
@@ -45,7 +47,9 @@ export class Dispatcher<T, P extends Key, S> {
   offer(key: P): void {
     let admitted = true;
     try {
-      admitted = this.#o.scheduler.offer(key, this.#fingerprintOf(key));
+      // A key with no failures counted and no park is admitted at any fingerprint: skip computing one.
+      const { scheduler } = this.#o;
+      if (scheduler.failures(key) > 0 || scheduler.isParked(key)) admitted = scheduler.offer(key, this.#fingerprintOf(key));
     } catch (error) {
       // A key that is not a primitive fails again in `add`, with the work queue's typed error.
       if (!(error instanceof RetrySchedulerKeyError)) {
@@ -150,6 +154,33 @@ export class Dispatcher<T, P extends Key, S> {
     return this.#fingerprint(this.parentObject(key), key);
   }
 
+  /**
+   * The quarantined versions among this call's objects: the primary source's entries under the parent
+   * key or a member's key, each secondary's under an owned key. Sources are wired primary first, then
+   * the secondaries in `secondary`'s order; a source without a quarantine costs one health read.
+   */
+  #quarantinedFor(
+    key: P,
+    members: ReadonlyMap<ObjectKey, T>,
+    owned: ReadonlyMap<string, ReadonlyMap<ObjectKey, unknown>>,
+  ): readonly QuarantinedVersion[] {
+    const { sources } = this.#o.wiring;
+    const found: QuarantinedVersion[] = [];
+    const names = [...owned.keys()];
+    for (const [index, wired] of sources.entries()) {
+      const held = wired.driver.health().quarantined;
+      if (held.length === 0) continue;
+      const secondary = index === 0 ? undefined : names[index - 1];
+      const keys = secondary === undefined ? members : owned.get(secondary);
+      for (const entry of held) {
+        const mine =
+          secondary === undefined ? entry.key === String(key) || members.has(entry.key) : keys?.has(entry.key) === true;
+        if (mine) found.push({ ...entry, source: secondary ?? wired.name });
+      }
+    }
+    return Object.freeze(found);
+  }
+
   /** The primary object cached under the parent key itself (the controller form), if any. */
   parentObject(key: P): T | undefined {
     const objectKey: ObjectKey = String(key);
@@ -162,9 +193,11 @@ export class Dispatcher<T, P extends Key, S> {
     const { wiring } = this.#o;
     const owned = new Map<string, ReadonlyMap<ObjectKey, unknown>>();
     for (const [name, store] of wiring.secondaries) owned.set(name, store.owned(key));
+    const members = wiring.primary.members(key);
     return Object.freeze({
       parentKey: key,
-      members: wiring.primary.members(key),
+      members,
+      quarantined: this.#quarantinedFor(key, members, owned),
       parent: this.parentObject(key),
       owned: <K extends keyof S & string>(name: K) => {
         const snapshot = owned.get(name);
@@ -180,12 +213,49 @@ export class Dispatcher<T, P extends Key, S> {
   }
 }
 
-/** The default fingerprint: the parent object's `metadata.generation` (a spec change), read structurally. */
-export function generationOf(parent: unknown): Fingerprint {
-  const generation = (parent as { metadata?: { generation?: unknown } } | undefined)?.metadata?.generation;
-  return typeof generation === 'number' || typeof generation === 'string' || typeof generation === 'bigint'
-    ? generation
-    : undefined;
+/**
+ * The default fingerprint a parked key is compared on: the parent's identity plus its spec.
+ * - With `metadata.generation`: `uid:generation` (just the generation for an object without a uid,
+ *   as in-process test objects are). A spec change moves the generation; a delete + re-create under
+ *   the same name comes back at generation 1 with a new uid, so either releases the key, and a
+ *   status-only write (same generation) does not.
+ * - Without it (ConfigMap, Secret, Service): `uid#` plus a SHA-256 of every top-level field but
+ *   `metadata` and `status` (keys sorted). Not the resourceVersion, which every write moves — a
+ *   failing reconcile that records its failure in `status` would release its own park. A change of
+ *   data or spec releases; a status write, a label or an annotation does not.
+ * - No parent (deleted, or not cached): `undefined`, which differs from any fingerprint of a live
+ *   object, so a parked parent's deletion reaches reconcile.
+ */
+export function identityFingerprint(parent: unknown): Fingerprint {
+  if (parent === null || typeof parent !== 'object') return undefined;
+  const metadata = (parent as { metadata?: { uid?: unknown; generation?: unknown } | null }).metadata;
+  const uid = typeof metadata?.uid === 'string' ? metadata.uid : undefined;
+  const generation = metadata?.generation;
+  if (typeof generation === 'number' || typeof generation === 'string' || typeof generation === 'bigint') {
+    return uid === undefined ? generation : `${uid}:${String(generation)}`;
+  }
+  const hash = createHash('sha256');
+  for (const field of Object.keys(parent).sort()) {
+    if (field === 'metadata' || field === 'status') continue;
+    hash
+      .update(JSON.stringify(field))
+      .update(':')
+      .update(canonicalJson((parent as Record<string, unknown>)[field]))
+      .update(',');
+  }
+  return `${uid ?? ''}#${hash.digest('base64url')}`;
+}
+
+/** JSON with object keys sorted at every depth (a bigint as its decimal string), so equal content hashes equally. */
+function canonicalJson(value: unknown): string {
+  if (typeof value === 'bigint') return JSON.stringify(String(value));
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.keys(value)
+    .sort()
+    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+  return `{${entries.join(',')}}`;
 }
 
 /** A fingerprint the scheduler accepts: a throw or a non-primitive becomes `undefined`. */

@@ -140,7 +140,7 @@ export function isTerminalError(error: unknown): boolean {
 
 /**
  * A reconcile returned something that is not a result: not `undefined`, and not an object whose
- * `requeueAfterMs` is absent or a finite number ≥ 0 (at most 2³¹−1). It counts as a failure of that
+ * `requeueAfterMs` is absent or a finite number (at most 2³¹−1). It counts as a failure of that
  * reconcile, so the mistake is retried with backoff and visible in the log instead of silently ignored.
  */
 export class InvalidReconcileResultError extends ReconcileLoopError {
@@ -151,7 +151,7 @@ export class InvalidReconcileResultError extends ReconcileLoopError {
   ) {
     super(
       `reconcile of parent key ${parentKey} returned ${describeValue(result)}; ` +
-        'return nothing, or { requeueAfterMs } with a finite number of milliseconds >= 0',
+        'return nothing, or { requeueAfterMs } with a finite number of milliseconds <= 2147483647',
     );
   }
 }

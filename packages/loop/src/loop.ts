@@ -136,7 +136,10 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         clock: this.#clock,
         logger: this.#logger,
         concurrency: this.#settings.concurrency,
-        onTerm: () => this.#redrive('new leadership term'),
+        onTerm: () => {
+          this.#releaseParked();
+          this.#redrive('new leadership term');
+        },
       });
     this.#dispatcher = new Dispatcher<T, P, S>({
       leadership: this.#leadership,
@@ -431,6 +434,20 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       this.#redrive('resync');
       this.#armResync();
     }, this.#settings.resyncPeriodMs);
+  }
+
+  /**
+   * At each new leadership term, every parked key is released with a fresh budget and queued: the
+   * dead-letter state is per term, re-derived by the new leader. A park is in-memory state of one
+   * replica; once another replica may have led (and reconciled the key, or seen it fixed), an old
+   * park is a stale verdict, and keeping it would make whether a parent is reconciled depend on
+   * which replica wins. Costs one budget per parked key per term, as a restart does.
+   */
+  #releaseParked(): void {
+    const parked = this.#scheduler.parked();
+    for (const { key } of parked) if (this.#scheduler.release(key)) this.#queue.add(key);
+    if (parked.length > 0)
+      this.#logger.info({ parked: parked.length }, 'new leadership term: parked keys released to be re-derived');
   }
 
   /** Enqueues every parent once (resync, a new leadership term). */

@@ -16,7 +16,7 @@ import type { UnfinishedWork, WorkQueueObserver } from '@reconcile-loop/work-que
 /**
  * How one reconcile call ended, in controller-runtime's `result` label values, plus `stopped` for a
  * call ended by `stop()` (not retried and not counted by the loop's counters either).
- * `requeue` is `{ requeueAfterMs: 0 }` (controller-runtime's `Requeue: true`), `requeue_after` a
+ * `requeue` is `{ requeueAfterMs: 0 }` (controller-runtime's rate-limited `Requeue: true`), `requeue_after` a
  * positive `requeueAfterMs`; `error` covers throws, rejections, timeouts, invalid results and
  * `TerminalError`s (see {@link ReconcileEndEvent.terminal}).
  */
@@ -54,7 +54,7 @@ export interface ReconcileEndEvent<P extends Key> {
 export interface SourceSnapshot {
   /** The source's name. */
   readonly name: string;
-  /** Objects in this source's store (quarantined ones are not in it). */
+  /** Objects in this source's store (a quarantined one is in it at its last good version, if it had one). */
   readonly objects: number;
   /** Objects the source holds out of the store because they failed validation. */
   readonly quarantined: number;

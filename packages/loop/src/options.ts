@@ -50,7 +50,10 @@ export interface RetryOptions {
 export interface SecondarySource<U, P extends Key> {
   /** The stream of this kind (e.g. a pod reflector). Its `name` must differ from every other source's. */
   source: Source<U>;
-  /** Map by owner reference (`Owns`): the parent key is the owner's `namespace/name`. Exclusive with `keyMap`. */
+  /**
+   * Map by owner reference (`Owns`): the parent key is the owner's `namespace/name`, or its `name` with
+   * `clusterScoped: true`. Exclusive with `keyMap`.
+   */
   owner?: OwnerSelector | undefined;
   /** Map by a function (`Watches` + a map): none, one or several parent keys per object. Exclusive with `owner`. */
   keyMap?: SecondaryKeyMap<U, P> | undefined;
@@ -116,8 +119,11 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
   /**
    * The fingerprint a parked key is parked at (only used with `retry.budget`): a key is released when
    * it changes. Gets the parent object (`ctx.parent`, undefined once deleted) and the parent key.
-   * Default: the parent's `metadata.generation` — a spec change releases it, a status or
-   * member change does not. Must return a primitive, `null` or `undefined`.
+   * Default: the parent's `metadata.uid` with its `metadata.generation`, or for
+   * a kind without `generation` (ConfigMap, Secret, Service) with a hash of every top-level field but
+   * `metadata` and `status` — a spec or data change and a delete + re-create release it, a status,
+   * label, annotation or member change does not; no parent (deleted) is `undefined`, so a deletion
+   * always reaches reconcile. Must return a primitive, `null` or `undefined`.
    */
   fingerprint?: ((parent: T | undefined, parentKey: P) => Fingerprint) | undefined;
   /**
@@ -274,6 +280,9 @@ function validateSecondaries<P extends Key>(
       throw new OptionsError('ReconcileLoop', `${where}.keyMap must be a function`);
     if (spec.owner !== undefined && (typeof spec.owner?.kind !== 'string' || spec.owner.kind === '')) {
       throw new OptionsError('ReconcileLoop', `${where}.owner.kind must be a non-empty string`);
+    }
+    if (spec.owner?.clusterScoped !== undefined && typeof spec.owner.clusterScoped !== 'boolean') {
+      throw new OptionsError('ReconcileLoop', `${where}.owner.clusterScoped must be a boolean when given`);
     }
     if (spec.updateFilter !== undefined && typeof spec.updateFilter !== 'function')
       throw new OptionsError('ReconcileLoop', `${where}.updateFilter must be a function`);

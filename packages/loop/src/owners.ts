@@ -20,6 +20,15 @@ export interface OwnerSelector {
    * object shared by several owners maps to all of them.
    */
   controllerOnly?: boolean | undefined;
+  /**
+   * `true`: the owner's kind is cluster-scoped (a `ClusterPool`, a tenant, a `ClusterIssuer`), so its
+   * key is its bare `name` even when the owned object is namespaced. Default `false`: the owner lives
+   * in the owned object's namespace. An owner reference carries no namespace, and Kubernetes allows
+   * both ("an owning object must be in the same namespace as the dependent, or be cluster-scoped");
+   * controller-runtime's `EnqueueRequestForOwner` reads the scope from its REST mapping, which a
+   * structural selector does not have, so it is stated here.
+   */
+  clusterScoped?: boolean | undefined;
 }
 
 /** The least an owned object must carry to be mapped by its owner references. */
@@ -49,18 +58,20 @@ const groupOf = (apiVersion: string): string => {
 };
 
 /**
- * Builds the key map of an owned kind: the parent key of each selected owner reference is
- * `namespace/name` (the owned object's namespace — an owner reference never crosses namespaces — or
- * just `name` for a cluster-scoped object), the same string a reflector uses as the parent's object
- * key. An object without a matching reference maps to nothing and is still cached.
+ * Builds the key map of an owned kind: the parent key of each selected owner reference is the
+ * owner's object key as a reflector writes it — `namespace/name` for a namespaced owner (which must
+ * be in the owned object's namespace, so that namespace is the owner's) and the bare `name` for a
+ * cluster-scoped owner (`clusterScoped: true`) or a cluster-scoped owned object. An object without a
+ * matching reference maps to nothing and is still cached.
  */
 export function ownerKeyMap(selector: OwnerSelector): SecondaryKeyMap<OwnedObjectView, string> {
   const controllerOnly = selector.controllerOnly ?? true;
   const group = selector.apiVersion === undefined ? undefined : groupOf(selector.apiVersion);
+  const clusterScoped = selector.clusterScoped === true;
   return (object) => {
     const refs = object?.metadata?.ownerReferences;
     if (!Array.isArray(refs) || refs.length === 0) return undefined;
-    const namespace = object.metadata?.namespace;
+    const namespace = clusterScoped ? undefined : object.metadata?.namespace;
     const keys: string[] = [];
     for (const ref of refs as NonNullable<OwnedObjectView['metadata']>['ownerReferences'] & object) {
       if (ref?.kind !== selector.kind || typeof ref.name !== 'string' || ref.name === '') continue;

@@ -6,7 +6,7 @@
  */
 import type { AsyncLocalStorage } from 'node:async_hooks';
 
-import { MAX_TIMER_MS, type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
+import { MAX_TIMER_MS, backoffDelay, type BackoffPolicy, type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
 import type { Fingerprint, RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import type { Reconcile, ReconcileContext, ReconcileResult } from './context.js';
 import {
@@ -70,11 +70,22 @@ export interface RunnerOptions<T, P extends Key, S> {
 
 const noop = (): void => {};
 
+/**
+ * The delay of an immediate requeue (`{ requeueAfterMs: 0 }`, controller-runtime's `Requeue: true`):
+ * client-go's per-item exponential limiter of its default controller rate limiter, 5 ms doubling per
+ * consecutive requeue of the key up to 1000 s (8 runs in the first second, not a hot loop). Its
+ * overall 10 qps / burst 100 bucket is not taken: our failure retries are per key with no shared
+ * bucket either, and a bucket shared by every key would let one requeueing key delay the others.
+ */
+export const REQUEUE_BACKOFF: BackoffPolicy = Object.freeze({ initialMs: 5, maxMs: 1_000_000 });
+
 export class ReconcileRunner<T, P extends Key, S> {
   readonly #o: RunnerOptions<T, P, S>;
   /** Every call not yet settled, by its promise (settled calls are removed as they settle). */
   readonly #calls = new Map<Promise<unknown>, Call<P>>();
   readonly #counts = { succeeded: 0, requeued: 0, failed: 0, terminal: 0, parked: 0, released: 0 };
+  /** Consecutive immediate requeues per key; any other outcome of the key's reconcile drops its entry. */
+  readonly #requeues = new Map<P, number>();
 
   constructor(options: RunnerOptions<T, P, S>) {
     this.#o = options;
@@ -177,20 +188,28 @@ export class ReconcileRunner<T, P extends Key, S> {
       (typeof result === 'object' &&
         result !== null &&
         (requeueAfterMs === undefined ||
-          (typeof requeueAfterMs === 'number' &&
-            Number.isFinite(requeueAfterMs) &&
-            requeueAfterMs >= 0 &&
-            requeueAfterMs <= MAX_TIMER_MS)));
+          (typeof requeueAfterMs === 'number' && Number.isFinite(requeueAfterMs) && requeueAfterMs <= MAX_TIMER_MS)));
     if (!valid) {
       return this.#failed(key, new InvalidReconcileResultError(String(key), result), fingerprint, signal);
     }
-    if (requeueAfterMs === undefined) {
+    // A negative requeueAfterMs (a computed "time until" already past) is a plain success, as
+    // controller-runtime's RequeueAfter <= 0 without Requeue is: never a failure that could spend a budget.
+    if (requeueAfterMs === undefined || requeueAfterMs < 0) {
+      this.#requeues.delete(key);
       this.#o.scheduler.forget(key);
       this.#counts.succeeded += 1;
-      this.#o.logger.debug({ parentKey: String(key) }, 'reconciled');
+      this.#o.logger.debug({ parentKey: String(key), requeueAfterMs }, 'reconciled');
       return settled('success');
     }
-    const inMs = this.#o.scheduler.requeueAfter(key, requeueAfterMs);
+    let delayMs = requeueAfterMs;
+    if (requeueAfterMs === 0) {
+      const requeues = (this.#requeues.get(key) ?? 0) + 1;
+      this.#requeues.set(key, requeues);
+      delayMs = backoffDelay(REQUEUE_BACKOFF, requeues);
+    } else {
+      this.#requeues.delete(key);
+    }
+    const inMs = this.#o.scheduler.requeueAfter(key, delayMs);
     this.#counts.requeued += 1;
     this.#o.logger.debug({ parentKey: String(key), requeueAfterMs, requeueInMs: inMs }, 'reconciled; requeue after delay');
     return settled(requeueAfterMs === 0 ? 'requeue' : 'requeue_after');
@@ -199,6 +218,7 @@ export class ReconcileRunner<T, P extends Key, S> {
   #failed(key: P, error: unknown, fingerprint: Fingerprint, signal: AbortSignal): Outcome {
     const { logger, scheduler } = this.#o;
     const parentKey = String(key);
+    this.#requeues.delete(key);
     const reason = signal.aborted ? signal.reason : undefined;
     if (reason instanceof LoopStoppedError || reason instanceof LeadershipEndedError) {
       logger.debug({ parentKey, err: error }, 'reconcile ended by stop or the end of the leadership term; not retried');

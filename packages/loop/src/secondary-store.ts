@@ -86,7 +86,8 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
       }
       for (const key of world.keys()) assertKey(event, key);
       for (const [key, object] of world) this.#upsert(key, object, affected);
-      for (const key of this.#objects.keys()) if (!world.has(key)) this.#remove(key, affected);
+      const keep = event.keep;
+      for (const key of this.#objects.keys()) if (!world.has(key) && keep?.has(key) !== true) this.#remove(key, affected);
     } else {
       throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete' or 'replace'`);
     }

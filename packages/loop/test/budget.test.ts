@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { settle } from '@reconcile-loop/test-support';
-import { controllerHarness, podOf, setOf } from './controller-fixtures.js';
+import { ManualClock } from '@reconcile-loop/primitives';
+import { InProcessSource, ReconcileLoop } from '../src/index.js';
+import { controllerHarness, podOf, setOf, type CocoonSet } from './controller-fixtures.js';
 
 const BUDGET = [0, 1_000, 5_000, 30_000];
 
@@ -156,5 +158,104 @@ describe('retry budget and dead-letter', () => {
       ),
       { numRuns: 40 },
     );
+  });
+});
+
+describe('dead-letter fingerprints with identity', () => {
+  const setWithUid = (uid: string, replicas: number, generation: number, resourceVersion: string): [string, CocoonSet] => [
+    'ns/a',
+    { metadata: { name: 'a', namespace: 'ns', uid, generation, resourceVersion }, spec: { replicas } },
+  ];
+
+  it('[loop: Dead-letter identity] a parent deleted and re-created under the same name at generation 1 while the watch is down is released by the relist', async () => {
+    const h = controllerHarness({
+      sets: [setWithUid('uid-1', 1, 1, '1')],
+      retry: { budget: { delaysMs: [0] } },
+      sourceRetry: { initialMs: 10, maxMs: 30_000 },
+      body: (_, ctx) => {
+        if (ctx.parent?.spec.replicas !== 9) throw new Error('a webhook rewrites every pod');
+      },
+    });
+    await h.loop.start();
+    await settle();
+    await h.clock.advanceAsync(0);
+    expect(h.loop.parked()).toMatchObject([{ key: 'ns/a', fingerprint: 'uid-1:1' }]);
+    const before = h.seen.length;
+    h.sets.disconnect(); // a 410 and a relist: the delete is never seen, only the new object
+    h.sets.delete('ns/a');
+    h.sets.upsert(...setWithUid('uid-2', 9, 1, '7'));
+    await h.clock.advanceAsync(10);
+    await settle();
+    expect(h.seen.slice(before).map((s) => s.parent)).toEqual([9]);
+    expect(h.loop.parked()).toEqual([]);
+    await h.loop.stop();
+  });
+
+  interface ConfigMap {
+    metadata: { name: string; namespace: string; uid: string; resourceVersion: string; labels?: Record<string, string> };
+    data: { mode: string };
+    status?: { lastError: string };
+  }
+  const cm = (uid: string, mode: string, resourceVersion: string, extra: Partial<ConfigMap> = {}): ConfigMap => ({
+    metadata: { name: 'cfg', namespace: 'ns', uid, resourceVersion },
+    data: { mode },
+    ...extra,
+  });
+
+  async function parkedConfigMap() {
+    const clock = new ManualClock();
+    const maps = new InProcessSource<ConfigMap>('configmaps', [['ns/cfg', cm('u1', 'bad', '1')]], {
+      retry: { initialMs: 10, maxMs: 30_000 },
+    });
+    const seen: Array<string | undefined> = [];
+    const loop = new ReconcileLoop<ConfigMap, string>({
+      source: maps,
+      keyMap: (_, key) => key,
+      retry: { budget: { delaysMs: [0] } },
+      reconcile: (_, ctx) => {
+        seen.push(ctx.parent === undefined ? undefined : `${ctx.parent.metadata.uid}/${ctx.parent.data.mode}`);
+        if (ctx.parent?.data.mode === 'bad') throw new Error('bad mode');
+      },
+      clock,
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(0);
+    expect(loop.parked().map((p) => p.key)).toEqual(['ns/cfg']);
+    expect(seen).toEqual(['u1/bad', 'u1/bad']);
+    seen.length = 0;
+    return { loop, maps, seen, clock };
+  }
+
+  it('[loop: Dead-letter identity] a kind without generation (a ConfigMap) stays parked through status and label writes and is released by a data fix', async () => {
+    const { loop, maps, seen } = await parkedConfigMap();
+    maps.upsert('ns/cfg', cm('u1', 'bad', '2', { status: { lastError: 'bad mode' } })); // status-only write
+    maps.upsert('ns/cfg', cm('u1', 'bad', '3', { metadata: { ...cm('u1', 'bad', '3').metadata, labels: { seen: 'yes' } } }));
+    loop.enqueue('ns/cfg');
+    await settle();
+    expect(seen).toEqual([]);
+    maps.upsert('ns/cfg', cm('u1', 'good', '4'));
+    await settle();
+    expect(seen).toEqual(['u1/good']);
+    expect(loop.parked()).toEqual([]);
+    await loop.stop();
+  });
+
+  it('[loop: Dead-letter identity] a parked ConfigMap: its deletion reaches reconcile; a re-create with the same data under a new uid is released by the relist', async () => {
+    const { loop, maps, seen, clock } = await parkedConfigMap();
+    maps.delete('ns/cfg');
+    await settle();
+    expect(seen).toEqual([undefined]);
+    maps.upsert('ns/cfg', cm('u2', 'bad', '5')); // back, still bad: a fresh budget, parked again at its new identity
+    await settle();
+    await clock.advanceAsync(0);
+    expect(seen).toEqual([undefined, 'u2/bad', 'u2/bad']);
+    maps.disconnect();
+    maps.delete('ns/cfg');
+    maps.upsert('ns/cfg', cm('u3', 'bad', '6')); // same data, new identity, the delete never seen
+    await clock.advanceAsync(10);
+    await settle();
+    expect(seen.at(-1)).toBe('u3/bad');
+    await loop.stop();
   });
 });

@@ -15,6 +15,7 @@ export interface Meta {
   namespace: string;
   generation?: number;
   resourceVersion?: string;
+  uid?: string;
   ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
 }
 export interface CocoonSet {

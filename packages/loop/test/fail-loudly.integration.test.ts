@@ -202,7 +202,10 @@ async function expectStoreEqualsFreshList(
         if (!quarantined.includes(key)) expected[key] = item.metadata.resourceVersion;
       }
       const actual = Object.fromEntries(
-        [...loop.store.snapshot()].map(([key, object]) => [key, object.metadata.resourceVersion]),
+        // A quarantined key holds its last good version (or nothing): the caller checks it.
+        [...loop.store.snapshot()]
+          .filter(([key]) => !quarantined.includes(key))
+          .map(([key, object]) => [key, object.metadata.resourceVersion]),
       );
       expect(actual).toEqual(expected);
     },
@@ -456,7 +459,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     await expectStillFlowing(s, reconciles, 'trainer-9');
   });
 
-  it('[loop: health] a poison custom resource (the server accepts it, the zod view does not) is quarantined and listed in health; readiness stays green, every other object is reconciled, fixed it is reconciled, nothing relists (embedded apiserver)', async () => {
+  it('[loop: health] a poison custom resource (the server accepts it, the zod view does not) is quarantined and listed in health; readiness stays green, every other object is reconciled, fixed it is reconciled; a cached object turning poison keeps its last good version and ctx.quarantined says so until a good version lifts it; nothing relists (embedded apiserver)', async () => {
     const s = await apiServer();
     const ref = s.registerResource({ group: 'miles.io', version: 'v1alpha1', kind: 'TrainerCell', plural: 'trainercells' });
     const resource = { group: 'miles.io', version: 'v1alpha1', plural: 'trainercells' };
@@ -485,7 +488,16 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       random: () => 0,
       logger,
     });
-    const { loop, probe, reconciles } = await loopOver<z.output<typeof schema>>(reflector);
+    /** Per reconcile of the cells pool: what ctx.quarantined said (key, source, first issue). */
+    const told: Array<Array<[string, string, string | undefined]>> = [];
+    let recordMembers: (pool: string, members: ReadonlyMap<string, z.output<typeof schema>>) => void = () => {};
+    const { loop, probe, reconciles } = await loopOver<z.output<typeof schema>>(reflector, {
+      reconcile: (pool, ctx) => {
+        if (pool === 'cells') told.push(ctx.quarantined.map((q) => [q.key, q.source, q.issues[0]]));
+        recordMembers(pool, ctx.members);
+      },
+    });
+    recordMembers = (pool, members) => reconciles.record(pool, members);
     const quarantined = () => (loop.health().sources['cells']?.quarantined ?? []).map((q) => q.key);
 
     await loop.start(); // a poison object does not hold back the sync
@@ -519,15 +531,23 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     expect(quarantined()).toEqual([]);
 
     from = reconciles.mark();
-    setReplicas('cell-1', 'x'); // a cached object turns poison: it leaves the store, the pool is re-driven
-    expect(keysOf(await reconciles.until('cells', (m) => !m.has('pool-a/cell-1'), 'cell-1 leaving', from))).toEqual([
-      'pool-a/cell-0',
-      'pool-a/cell-bad',
-    ]);
+    setReplicas('cell-1', 'x'); // a cached object turns poison: quarantined, but not deleted — its last good version stays
+    s.createObject(ref, cell('cell-2', 1)); // the next event of the pool: reconcile still sees cell-1, and is told
+    const after = await reconciles.until('cells', (m) => m.has('pool-a/cell-2'), 'cell-2', from);
+    expect(keysOf(after)).toEqual(['pool-a/cell-0', 'pool-a/cell-1', 'pool-a/cell-2', 'pool-a/cell-bad']);
+    expect(after.get('pool-a/cell-1')?.spec.replicas).toBe(2);
+    expect(told.at(-1)).toEqual([['pool-a/cell-1', 'cells', expect.stringMatching(/^spec\.replicas: /)]]);
     expect(quarantined()).toEqual(['pool-a/cell-1']);
     expect(loop.health().ready.ok).toBe(true);
     expect(reflector.stats).toMatchObject({ lists: 1, relists: 0 });
     await expectStoreEqualsFreshList(loop, s, resource, { namespace: NS }, quarantined());
+
+    from = reconciles.mark();
+    setReplicas('cell-1', 4); // a later good version lifts it
+    const lifted = await reconciles.until('cells', (m) => m.get('pool-a/cell-1')?.spec.replicas === 4, 'cell-1 lifted', from);
+    expect(lifted.size).toBe(4);
+    expect(told.at(-1)).toEqual([]);
+    expect(quarantined()).toEqual([]);
   });
 
   it('[loop: GracefulShutdownTimeout] a reconcile that never settles: readiness and liveness go red naming it, the worker moves on past reconcileTimeoutMs so other pools keep flowing, and stop({ graceMs }) resolves and reports it (embedded apiserver)', async () => {

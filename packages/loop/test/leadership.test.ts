@@ -297,3 +297,39 @@ describe('warm standby behind a leader gate', () => {
     );
   });
 });
+
+describe('dead-letter state per leadership term', () => {
+  it('[loop: Dead-letter per term] a replica that regains leadership releases its old parks and re-derives them: a key fixed meanwhile reconciles', async () => {
+    const gate = new FakeGate();
+    const clock = new ManualClock();
+    const source = new InProcessSource<Item>('items', items(['a', 'b']));
+    let broken = true;
+    const runs: string[] = [];
+    const loop = new ReconcileLoop<Item, string>({
+      source,
+      keyMap: (item) => item.parent,
+      leaderGate: gate,
+      clock,
+      retry: { budget: { delaysMs: [0] } },
+      reconcile: (key) => {
+        runs.push(key);
+        if (key === 'a' && broken) throw new Error('a dependency outside the cluster is down');
+      },
+    });
+    await loop.start();
+    gate.grant();
+    await settle();
+    await clock.advanceAsync(0);
+    expect(loop.parked().map((p) => p.key)).toEqual(['a']);
+    gate.revoke(); // another replica leads; the dependency comes back meanwhile
+    await settle();
+    broken = false;
+    runs.length = 0;
+    gate.grant(); // this replica leads again: its old park is not a verdict for this term
+    await settle();
+    expect(runs.sort()).toEqual(['a', 'b']);
+    expect(loop.parked()).toEqual([]);
+    expect(loop.health().reconciles).toMatchObject({ released: 1 });
+    await loop.stop();
+  });
+});

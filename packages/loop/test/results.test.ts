@@ -108,14 +108,59 @@ describe('reconcile results', () => {
     await loop.stop();
   });
 
-  it.each([
-    [{ requeueAfterMs: -1 }],
-    [{ requeueAfterMs: Number.NaN }],
-    [{ requeueAfterMs: '5' }],
-    [42],
-    [null],
-    [{ requeueAfterMs: 2 ** 31 }],
-  ])(
+  it('[loop: Requeue rate-limited] { requeueAfterMs: 0 } is Requeue: true, rate-limited per key: 5 ms doubling, 8 runs in the first second', async () => {
+    let n = 0;
+    const { loop, seen, clock } = controllerHarness({
+      sets: [setOf('a', 1)],
+      body: () => (++n <= 100 ? { requeueAfterMs: 0 } : undefined),
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(0);
+    expect(seen).toHaveLength(1); // not a hot loop at t = 0
+    for (let t = 0; t < 1_000; t += 1) await clock.advanceAsync(1);
+    expect(at(seen).map(([, t]) => t)).toEqual([0, 5, 15, 35, 75, 155, 315, 635]);
+    expect(loop.health().reconciles).toMatchObject({ requeued: 8, failed: 0 });
+    await loop.stop();
+  });
+
+  it('[loop: Requeue rate-limited] a requeue count resets on any other outcome: the next { requeueAfterMs: 0 } waits 5 ms again', async () => {
+    const asks: Array<number | undefined> = [0, 0, 0, undefined, 0];
+    const { loop, seen, clock } = controllerHarness({
+      sets: [setOf('a', 1)],
+      body: () => (asks.length > 0 ? { requeueAfterMs: asks.shift() } : undefined),
+    });
+    await loop.start();
+    await settle(); // t=0: 0 → 5 ms
+    for (let t = 0; t < 100; t += 1) await clock.advanceAsync(1); // 5: 0 → 10 ms; 15: 0 → 20 ms; 35: done
+    loop.enqueue('ns/a'); // t=100: 0 → 5 ms again
+    await settle();
+    for (let t = 0; t < 100; t += 1) await clock.advanceAsync(1);
+    expect(at(seen).map(([, t]) => t)).toEqual([0, 5, 15, 35, 100, 105]);
+    await loop.stop();
+  });
+
+  it.each([[-1], [-60_000], [Number.MIN_SAFE_INTEGER]])(
+    '[loop: Requeue rate-limited] a negative requeueAfterMs (%d) is a plain success: no failure, no requeue, a budget is not spent',
+    async (requeueAfterMs) => {
+      const { loop, seen, clock } = controllerHarness({
+        sets: [setOf('a', 1)],
+        retry: { budget: { delaysMs: [] } },
+        body: () => ({ requeueAfterMs }),
+      });
+      await loop.start();
+      await settle();
+      await clock.advanceAsync(60_000);
+      expect(seen).toHaveLength(1);
+      expect(loop.health().reconciles).toMatchObject({ succeeded: 1, failed: 0, parked: 0, requeued: 0 });
+      loop.enqueue('ns/a'); // not parked: still runs
+      await settle();
+      expect(seen).toHaveLength(2);
+      await loop.stop();
+    },
+  );
+
+  it.each([[{ requeueAfterMs: Number.NaN }], [{ requeueAfterMs: '5' }], [42], [null], [{ requeueAfterMs: 2 ** 31 }]])(
     '[loop: RequeueAfter] an invalid result %j is a failure with InvalidReconcileResultError (retried with backoff)',
     async (result) => {
       let n = 0;

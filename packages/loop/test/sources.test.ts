@@ -10,6 +10,7 @@ import {
   ownerKeyMap,
   replaceEvent,
   resourceVersionChanged,
+  upsertEvent,
   type ObjectKey,
 } from '../src/index.js';
 import { controllerHarness, NS, podOf, setOf, type CocoonSet, type Pod } from './controller-fixtures.js';
@@ -382,5 +383,113 @@ describe('options of several sources', () => {
     expect(() => new ReconcileLoop({ ...base, ...(extra as object) } as never)).toThrow(
       expect.objectContaining({ code: 'RL_INVALID_OPTIONS', message: expect.stringContaining(message) }),
     );
+  });
+});
+
+describe('cluster-scoped owners', () => {
+  interface ClusterPool {
+    metadata: { name: string; generation: number; resourceVersion: string; uid: string };
+  }
+  const pool: [ObjectKey, ClusterPool] = [
+    'gpu',
+    { metadata: { name: 'gpu', generation: 1, resourceVersion: '1', uid: 'uid-gpu' } },
+  ];
+  const worker = (name: string): [ObjectKey, Pod] => [
+    `team-a/${name}`,
+    {
+      metadata: {
+        name,
+        namespace: 'team-a',
+        resourceVersion: '1',
+        ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'ClusterPool', name: 'gpu', uid: 'uid-gpu', controller: true }],
+      },
+    },
+  ];
+
+  it('[loop: Owns cluster-scoped] a cluster-scoped ClusterPool gpu owning team-a/w-0 is reconciled under key gpu with its child; the child deletion re-drives gpu', async () => {
+    const clock = new ManualClock();
+    const pools = new InProcessSource<ClusterPool>('clusterpools', [pool]);
+    const pods = new InProcessSource<Pod>('pods', [worker('w-0')]);
+    const seen: Array<{ key: string; parent: string | undefined; pods: string[] }> = [];
+    const loop = new ReconcileLoop<ClusterPool, string, { pods: Pod }>({
+      source: pools,
+      keyMap: (_, key) => key,
+      secondary: { pods: { source: pods, owner: { kind: 'ClusterPool', apiVersion: 'example.com/v1', clusterScoped: true } } },
+      reconcile: (key, ctx) => {
+        seen.push({ key, parent: ctx.parent?.metadata.name, pods: [...ctx.owned('pods').keys()].sort() });
+      },
+      clock,
+    });
+    await loop.start();
+    await settle();
+    expect(seen).toEqual([{ key: 'gpu', parent: 'gpu', pods: ['team-a/w-0'] }]); // no phantom team-a/gpu
+    expect(loop.stores.pods.parentsOf('team-a/w-0')).toEqual(['gpu']);
+    seen.length = 0;
+    pods.delete('team-a/w-0');
+    await settle();
+    expect(seen).toEqual([{ key: 'gpu', parent: 'gpu', pods: [] }]);
+    await loop.stop();
+  });
+
+  it('[loop: Owns cluster-scoped] ownerKeyMap: clusterScoped gives the bare owner name; the default keeps the child namespace', () => {
+    const [, child] = worker('w-0');
+    expect(ownerKeyMap({ kind: 'ClusterPool', clusterScoped: true })(child, 'team-a/w-0')).toEqual(['gpu']);
+    expect(ownerKeyMap({ kind: 'ClusterPool' })(child, 'team-a/w-0')).toEqual(['team-a/gpu']);
+  });
+});
+
+describe('quarantined versions in the context', () => {
+  it('[loop: Quarantine is not deletion] an owned object whose newest version is quarantined stays in ctx.owned at its last good version, ctx.quarantined names it and why; a relist keeping it deletes nothing', async () => {
+    const clock = new ManualClock();
+    const sets = new InProcessSource<CocoonSet>('cocoonsets', [setOf('a', 2)]);
+    const inner = named(new ControlledSource<Pod>(), 'pods');
+    let held: Array<{ key: string; resourceVersion: string; issues: string[]; since: number }> = [];
+    const pods = {
+      name: 'pods',
+      open: (signal: AbortSignal) => inner.open(signal),
+      health: () => ({
+        listed: true,
+        streaming: true,
+        lastListAt: 0,
+        lastEventAt: 0,
+        lastError: undefined,
+        consecutiveFailures: 0,
+        quarantined: held,
+      }),
+    };
+    const seen: Array<{ pods: string[]; quarantined: unknown[] }> = [];
+    const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({
+      source: sets,
+      keyMap: (_, key) => key,
+      secondary: { pods: { source: pods, owner: { kind: 'CocoonSet' } } },
+      reconcile: (_, ctx) => {
+        seen.push({ pods: [...ctx.owned('pods').keys()].sort(), quarantined: [...ctx.quarantined] });
+      },
+      clock,
+    });
+    const starting = loop.start();
+    await settle();
+    inner.last.push(replaceEvent([podOf('a-0', 'a'), podOf('a-1', 'a')]));
+    await starting;
+    await settle();
+    // a-1's newest version failed the view: the reflector keeps it out of the relist and names it in keep.
+    held = [{ key: 'ns/a-1', resourceVersion: '2', issues: ['spec.containers: expected array'], since: 0 }];
+    seen.length = 0;
+    inner.last.push(replaceEvent([podOf('a-0', 'a')], ['ns/a-1']));
+    await settle();
+    expect(loop.stores.pods.has('ns/a-1')).toBe(true);
+    loop.enqueue('ns/a');
+    await settle();
+    expect(seen.at(-1)).toEqual({
+      pods: ['ns/a-0', 'ns/a-1'],
+      quarantined: [
+        { key: 'ns/a-1', resourceVersion: '2', issues: ['spec.containers: expected array'], since: 0, source: 'pods' },
+      ],
+    });
+    held = []; // a good version lifts it
+    inner.last.push(upsertEvent(...podOf('a-1', 'a', { resourceVersion: '3' })));
+    await settle();
+    expect(seen.at(-1)).toEqual({ pods: ['ns/a-0', 'ns/a-1'], quarantined: [] });
+    await loop.stop();
   });
 });

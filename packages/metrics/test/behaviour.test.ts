@@ -24,7 +24,7 @@ describe('reconcile metrics from a running loop', () => {
       () => {
         throw new Error('flaky'); // error, retried after 100 ms (a retry: non-zero delay)
       },
-      () => ({ requeueAfterMs: 0 }), // requeue: re-run at once, no delay
+      () => ({ requeueAfterMs: 0 }), // requeue: rate-limited like Requeue: true, re-run after 5 ms (a retry: non-zero delay)
       () => ({ requeueAfterMs: 5_000 }), // requeue_after (a retry: non-zero delay)
       () => {
         throw new TerminalError('bad spec'); // error + terminal, not retried
@@ -40,6 +40,8 @@ describe('reconcile metrics from a running loop', () => {
     await settle();
     await clock.advanceAsync(100);
     await settle();
+    await clock.advanceAsync(5);
+    await settle();
     await clock.advanceAsync(5_000);
     await settle();
     expect(script).toHaveLength(0);
@@ -51,7 +53,7 @@ describe('reconcile metrics from a running loop', () => {
     expect(await metricValue(registry, 'controller_runtime_reconcile_errors_total', C)).toBe(2);
     expect(await metricValue(registry, 'controller_runtime_terminal_reconcile_errors_total', C)).toBe(1);
     expect(await metricValue(registry, 'controller_runtime_reconcile_time_seconds_count', C)).toBe(5);
-    expect(await metricValue(registry, 'workqueue_retries_total', WQ)).toBe(2);
+    expect(await metricValue(registry, 'workqueue_retries_total', WQ)).toBe(3);
     // Adds: the initial listing, enqueue(), the retry, the 0 ms requeue, the 5 s requeue.
     expect(await metricValue(registry, 'workqueue_adds_total', WQ)).toBe(5);
     expect(await metricValue(registry, 'workqueue_work_duration_seconds_count', WQ)).toBe(5);

@@ -23,11 +23,18 @@ export interface DeleteEvent {
 
 /**
  * The whole world as of one listing: every object the source knows, and nothing else.
- * Applying it deletes every cached object missing from `objects` (deletions missed while disconnected).
+ * Applying it deletes every cached object missing from `objects` (deletions missed while
+ * disconnected), except those under a key in `keep`.
  */
 export interface ReplaceEvent<T> {
   readonly type: 'replace';
   readonly objects: ReadonlyMap<ObjectKey, T>;
+  /**
+   * Keys of objects that exist but that the source cannot give a usable version of (a reflector's
+   * quarantined objects): a cached entry under one of them is left as it is — the last good
+   * version — instead of being deleted; an uncached one stays uncached.
+   */
+  readonly keep?: ReadonlySet<ObjectKey> | undefined;
 }
 
 /** One operation on a store. */
@@ -43,9 +50,12 @@ export function deleteEvent(key: ObjectKey): DeleteEvent {
   return { type: 'delete', key };
 }
 
-/** Builds a {@link ReplaceEvent} from any iterable of `[key, object]` pairs (later pairs win). */
-export function replaceEvent<T>(objects: Iterable<readonly [ObjectKey, T]>): ReplaceEvent<T> {
-  return { type: 'replace', objects: objects instanceof Map ? (objects as ReadonlyMap<ObjectKey, T>) : new Map(objects) };
+/** Builds a {@link ReplaceEvent} from any iterable of `[key, object]` pairs (later pairs win), and the keys to `keep` if any. */
+export function replaceEvent<T>(objects: Iterable<readonly [ObjectKey, T]>, keep?: Iterable<ObjectKey>): ReplaceEvent<T> {
+  const world = objects instanceof Map ? (objects as ReadonlyMap<ObjectKey, T>) : new Map(objects);
+  if (keep === undefined) return { type: 'replace', objects: world };
+  const kept = keep instanceof Set ? (keep as ReadonlySet<ObjectKey>) : new Set(keep);
+  return kept.size === 0 ? { type: 'replace', objects: world } : { type: 'replace', objects: world, keep: kept };
 }
 
 /**

@@ -215,9 +215,11 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
     const typedWorld = world as ReadonlyMap<ObjectKey, T>;
     for (const [key, object] of typedWorld) this.#upsert(key, object, affected, failures);
     // Deletion synthesis: a cached object missing from the world was deleted while we were not
-    // watching. Deleting the current entry while iterating a Map is well-defined.
+    // watching — unless the source keeps it (it exists, only its new version is unusable).
+    // Deleting the current entry while iterating a Map is well-defined.
+    const keep = event.keep;
     for (const key of this.#parentOf.keys()) {
-      if (!typedWorld.has(key)) this.#remove(key, affected);
+      if (!typedWorld.has(key) && keep?.has(key) !== true) this.#remove(key, affected);
     }
   }
 

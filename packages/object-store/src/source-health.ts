@@ -32,7 +32,7 @@ export interface SourceHealth {
   readonly lastError: unknown;
   /** Failures since the last success. */
   readonly consecutiveFailures: number;
-  /** Objects held out of the store because they failed validation. */
+  /** Objects whose newest version failed validation: the store holds their last good version, if they had one. */
   readonly quarantined: readonly QuarantinedObject[];
 }
 

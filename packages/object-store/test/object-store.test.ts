@@ -86,6 +86,21 @@ describe('object_store: Replace() on relist', () => {
     checkInvariants(store, byPool);
   });
 
+  it('[object_store: Replace keeps quarantined] a key in keep keeps its cached entry (the last good version): no delete, its parent not re-driven; an uncached kept key stays absent', () => {
+    const { store } = newStore();
+    store.apply(
+      replaceEvent([
+        ['ns/a', cell('p1')],
+        ['ns/b', cell('p2')],
+      ]),
+    );
+    const affected = store.apply(replaceEvent([['ns/a', cell('p1')]], ['ns/b', 'ns/c']));
+    expect(store.has('ns/b')).toBe(true);
+    expect(store.has('ns/c')).toBe(false);
+    expect(new Set(affected)).toEqual(new Set(['p1']));
+    checkInvariants(store, byPool);
+  });
+
   it('[object_store: Replace() on relist] returns the parent of every object in the world, unchanged ones included (level-triggered)', () => {
     const { store } = newStore();
     const a = cell('p1');

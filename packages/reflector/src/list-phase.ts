@@ -63,7 +63,7 @@ export async function* listPhase<T extends KubernetesObjectView>(
   for (const entry of core.quarantine.rebuild(poison, now)) {
     core.logger.error(
       core.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }),
-      'object failed the schema; quarantined (held out of the store)',
+      'object failed the schema; quarantined (its last good version, if any, stays in the store)',
     );
   }
   core.cursor = resourceVersion;
@@ -74,7 +74,7 @@ export async function* listPhase<T extends KubernetesObjectView>(
   core.lastEventAt = now;
   core.succeed(why === 'initial' ? 'listed' : 'relisted');
   core.logger.debug(core.fields({ objects: objects.size, quarantined: core.quarantine.size, why }), 'listed');
-  yield replaceEvent(objects);
+  yield replaceEvent(objects, core.quarantine.keys());
   return LISTED;
 }
 

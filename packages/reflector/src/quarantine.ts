@@ -2,10 +2,12 @@ import { describeIssue, type InvalidObjectError } from '@reconcile-loop/k8s-type
 import type { ObjectKey, QuarantinedObject } from '@reconcile-loop/object-store';
 
 /**
- * Objects held out of the store because they failed the schema (poison objects), by object key.
- * Invariant kept with the stream: a key in here is never in what the reflector emitted since it
- * entered, so the consumer's store equals the apiserver's state minus these keys. A later valid
- * ADDED/MODIFIED lifts a key; a DELETED removes it; every listing rebuilds the whole set.
+ * Objects whose current version failed the schema (poison objects), by object key.
+ * Invariant kept with the stream: no version of a key in here was emitted since it entered, and no
+ * delete either — the consumer's store holds the key's last good version if it had one (a listing's
+ * replace names these keys in `keep`), so the store equals the apiserver's state except that these
+ * keys are at their last good version or absent. A later valid ADDED/MODIFIED lifts a key; a DELETED
+ * removes it (and deletes it from the store); every listing rebuilds the whole set.
  */
 export class Quarantine {
   readonly #entries = new Map<ObjectKey, QuarantinedObject>();
@@ -17,6 +19,11 @@ export class Quarantine {
 
   has(key: ObjectKey): boolean {
     return this.#entries.has(key);
+  }
+
+  /** The quarantined keys now (a copy): what a listing's replace keeps. */
+  keys(): Set<ObjectKey> {
+    return new Set(this.#entries.keys());
   }
 
   /** Holds `key` (replacing its previous entry, keeping its `since`); returns the entry. */

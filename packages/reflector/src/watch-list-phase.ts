@@ -154,7 +154,7 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         for (const entry of core.quarantine.rebuild(poison, now)) {
           core.logger.error(
             core.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }),
-            'object failed the schema; quarantined (held out of the store)',
+            'object failed the schema; quarantined (its last good version, if any, stays in the store)',
           );
         }
         core.cursor = frame.resourceVersion;
@@ -169,7 +169,7 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
           core.fields({ objects: objects.size, quarantined: core.quarantine.size, why }),
           'watch-list: initial events complete',
         );
-        yield replaceEvent(objects);
+        yield replaceEvent(objects, core.quarantine.keys());
         return { kind: 'synced', session };
       }
       // One object at a time into the temporary map, as a LIST page's items are gathered.

@@ -158,8 +158,9 @@ export function errorFrameError(status: Status): KubeApiError {
 
 /**
  * A poison object in a frame: held in the quarantine (or, for a DELETED, released), never emitted.
- * Returns the key to emit a delete for, so an earlier valid version leaves the consumer's store
- * (a delete of a key the store does not hold is a no-op there).
+ * Returns the key to emit a delete for only for a DELETED frame: an ADDED or MODIFIED one leaves
+ * the last good version in the consumer's store, as client-go's informer keeps it — the object
+ * still exists, and a delete would show a live object to reconcile as deleted.
  */
 export function quarantineFrame<T extends KubernetesObjectView>(
   core: ReflectorCore<T>,
@@ -184,13 +185,12 @@ export function quarantineFrame<T extends KubernetesObjectView>(
       core.logger.info(core.fields({ key, resourceVersion: error.resourceVersion }), 'quarantined object deleted; released');
     return key;
   }
-  const wasHeld = core.quarantine.has(key);
   const entry = core.quarantine.hold(key, error, now);
   core.logger.error(
     core.fields({ key, resourceVersion: entry.resourceVersion, frameType: error.frameType, issues: entry.issues }),
-    'object failed the schema; quarantined (held out of the store)',
+    'object failed the schema; quarantined (its last good version, if any, stays in the store)',
   );
-  return wasHeld ? undefined : key;
+  return undefined;
 }
 
 /**

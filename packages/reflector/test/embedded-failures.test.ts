@@ -194,7 +194,7 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
     await expectStoreEqualsFreshList(tap, s, podResource, SCOPE);
   });
 
-  it('[k8s_reflector: Poison objects quarantined] a custom resource the server accepts but the zod view rejects is quarantined; others keep flowing; fixed it enters, deleted it leaves (embedded apiserver)', async () => {
+  it('[k8s_reflector: Poison objects quarantined] a custom resource the server accepts but the zod view rejects is quarantined; others keep flowing; a cached one turning poison keeps its last good version; fixed it enters, deleted it leaves (embedded apiserver)', async () => {
     const s = await server();
     const ref = s.registerResource({ group: 'miles.io', version: 'v1alpha1', kind: 'TrainerCell', plural: 'trainercells' });
     const resource = { group: 'miles.io', version: 'v1alpha1', plural: 'trainercells' };
@@ -240,22 +240,24 @@ describe('reflector failures over real HTTP (embedded apiserver)', () => {
 
     s.createObject(ref, cell('cell-1', 2)); // others keep flowing
     expect(await tap.next('cell-1')).toMatchObject({ type: 'upsert', key: 'pool-a/cell-1' });
-    setReplicas('cell-0', 'many'); // a cached object turns poison: it leaves the store
-    expect(await tap.next('cell-0 leaving')).toEqual({ type: 'delete', key: 'pool-a/cell-0' });
-    expect(quarantinedKeys()).toEqual(['pool-a/cell-0', 'pool-a/cell-bad']);
-    setReplicas('cell-bad', 3); // fixed: it enters
+    setReplicas('cell-0', 'many'); // a cached object turns poison: quarantined, no event, its last good version stays
+    setReplicas('cell-bad', 3); // fixed: it enters (the same watch, so after cell-0's frame)
     expect(await tap.next('cell-bad entering')).toMatchObject({
       type: 'upsert',
       key: 'pool-a/cell-bad',
       object: { spec: { replicas: 3 } },
     });
-    s.deleteObject(ref, NS, 'cell-0'); // deleted while quarantined: it leaves the quarantine
+    expect(quarantinedKeys()).toEqual(['pool-a/cell-0']);
+    expect(tap.store.snapshot().get('pool-a/cell-0')).toMatchObject({ spec: { replicas: 1 } });
+    s.deleteObject(ref, NS, 'cell-0'); // deleted while quarantined: it leaves the quarantine and the store
     expect(await tap.next('cell-0 deleted')).toEqual({ type: 'delete', key: 'pool-a/cell-0' });
     expect(quarantinedKeys()).toEqual([]);
 
     setReplicas('cell-1', 'x');
-    await tap.next('cell-1 leaving');
+    s.createObject(ref, cell('cell-2', 1));
+    expect(await tap.next('cell-2')).toMatchObject({ type: 'upsert', key: 'pool-a/cell-2' });
     expect(quarantinedKeys()).toEqual(['pool-a/cell-1']);
+    expect(tap.store.snapshot().get('pool-a/cell-1')).toMatchObject({ spec: { replicas: 2 } }); // the last good version
     expect(reflector.stats).toMatchObject({ lists: 1, relists: 0, watches: 1, invalidObjects: 4 }); // cell-bad listed, cell-0 turned, cell-0's DELETED payload, cell-1 turned
     expect(tap.ended).toBe(false);
     await expectStoreEqualsFreshList(tap, s, resource, { namespace: NS }, quarantinedKeys());

@@ -438,7 +438,7 @@ describe('Reflector: poison objects', () => {
     expect(logger.entries.some((e) => e.level === 'error' && e.message.includes('without a readable name'))).toBe(true);
   });
 
-  it('[k8s_reflector: Poison objects quarantined] a frame object failing the schema: a delete is emitted once (it may be in the store), the stream goes on, a valid MODIFIED lifts it, a DELETED releases it; no relist', async () => {
+  it('[k8s_reflector: Poison objects quarantined] a frame object failing the schema emits nothing (the store keeps its last good version), the stream goes on, a valid MODIFIED lifts it, a DELETED releases it; no relist', async () => {
     const { client, clock, stream, reflector, logger } = setup({}, (c) =>
       c.queueList({ items: [pod('a', '1'), pod('b', '1')], resourceVersion: '1' }),
     );
@@ -451,7 +451,7 @@ describe('Reflector: poison objects', () => {
     );
     await settle();
     const seen = () => stream.events.slice(1).map((e) => (e.type === 'replace' ? 'replace' : `${e.type} ${e.key}`));
-    expect(seen()).toEqual(['delete ns/a', 'upsert ns/b']);
+    expect(seen()).toEqual(['upsert ns/b']); // no delete: ns/a exists, only its new version is unusable
     expect(reflector.resourceVersion).toBe('4');
     expect(reflector.health().quarantined).toEqual([expect.objectContaining({ key: 'ns/a', resourceVersion: '3', since: 100 })]);
     expect(logger.entries.filter((e) => e.level === 'error' && e.message.includes('quarantined'))).toHaveLength(2);
@@ -464,7 +464,7 @@ describe('Reflector: poison objects', () => {
 
     client.watch0.push(line('ADDED', poisoned('c', '6')), line('DELETED', poisoned('c', '7')));
     await settle();
-    expect(seen().slice(-2)).toEqual(['delete ns/c', 'delete ns/c']);
+    expect(seen().slice(-2)).toEqual(['upsert ns/a', 'delete ns/c']); // the ADDED poison emits nothing; the DELETED is a delete
     expect(reflector.health().quarantined).toEqual([]);
     expect(client.lists).toHaveLength(1);
     expect(client.watches).toHaveLength(1);
@@ -472,8 +472,8 @@ describe('Reflector: poison objects', () => {
     expect(stream.ended).toBe(false);
   });
 
-  it('[k8s_reflector: Poison objects quarantined] a relist rebuilds the quarantine from the listing', async () => {
-    const { client, clock, reflector } = setup({}, (c) =>
+  it('[k8s_reflector: Poison objects quarantined] a relist rebuilds the quarantine from the listing; its replace keeps the quarantined keys (their last good versions stay)', async () => {
+    const { client, clock, reflector, stream } = setup({}, (c) =>
       c.queueList(
         { items: [poisoned('a', '1'), pod('b', '1')], resourceVersion: '1' },
         { items: [pod('a', '8'), poisoned('b', '9')], resourceVersion: '9' },
@@ -484,6 +484,11 @@ describe('Reflector: poison objects', () => {
     client.watch0.fail(apiError(410, status(410, 'Expired')));
     await advance(clock, 1_000);
     expect(reflector.health().quarantined.map((q) => [q.key, q.resourceVersion])).toEqual([['ns/b', '9']]);
+    const replaces = stream.events.filter((e) => e.type === 'replace');
+    expect(replaces.map((e) => [[...e.objects.keys()], [...(e.keep ?? [])]])).toEqual([
+      [['ns/b'], ['ns/a']],
+      [['ns/a'], ['ns/b']],
+    ]);
   });
 
   it('[k8s_reflector: Poison objects quarantined] a frame object without a readable name is skipped like an unreadable frame, and healed by a relist', async () => {

@@ -141,7 +141,7 @@ describe('[k8s_reflector: LIST pages as bytes] each LIST page is read from its b
     expect(errors(bytes.logger)).toEqual(errors(strings.logger));
     expect(errors(bytes.logger)).toEqual([
       'LIST item without a readable name failed the schema; skipped',
-      'object failed the schema; quarantined (held out of the store)',
+      'object failed the schema; quarantined (its last good version, if any, stays in the store)',
     ]);
     bytes.controller.abort();
     strings.controller.abort();
