@@ -3,7 +3,6 @@
  * same operations as values, so any producer (a Kubernetes reflector, an in-process registry, a test)
  * can drive a store through one `AsyncIterable`.
  */
-import type { BackoffPolicy } from '@reconcile-loop/primitives';
 
 /** Identity of one cached object, unique within one store (for Kubernetes objects `namespace/name`). */
 export type ObjectKey = string;
@@ -57,25 +56,3 @@ export function replaceEvent<T>(objects: Iterable<readonly [ObjectKey, T]>, keep
   const kept = keep instanceof Set ? (keep as ReadonlySet<ObjectKey>) : new Set(keep);
   return kept.size === 0 ? { type: 'replace', objects: world } : { type: 'replace', objects: world, keep: kept };
 }
-
-/**
- * Something that can open a stream of source events. Each `open` starts a fresh stream that must
- * begin with a {@link ReplaceEvent} (the listing) and then carries upserts/deletes; aborting
- * `signal` ends it. A reflector implements this; so can any in-process registry.
- */
-export interface Source<T> {
-  /** Short name used in logs. */
-  readonly name: string;
-  open(signal: AbortSignal): AsyncIterable<SourceEvent<T>>;
-  /**
-   * How this source's failures are retried: the one option group for it. A source whose stream
-   * never ends on a transient failure (a reflector) retries inside with it; a source whose stream
-   * ends is reopened by the stream driver on it. Default {@link DEFAULT_SOURCE_RETRY}.
-   */
-  readonly retry?: BackoffPolicy | undefined;
-  /** Optional: a snapshot of the source's health (see `SourceHealth`). */
-  health?(): import('./source-health.js').SourceHealth;
-}
-
-/** A source's default retry: 1 s doubling to 30 s (client-go's reflector caps at 30 s too). */
-export const DEFAULT_SOURCE_RETRY: BackoffPolicy = Object.freeze({ initialMs: 1_000, maxMs: 30_000 });

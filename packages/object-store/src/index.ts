@@ -22,7 +22,7 @@ export {
   type ReplaceEvent,
 } from './events.js';
 // The source contract: what a stream driver opens, how it is retried, and how it reports its health.
-export { DEFAULT_SOURCE_RETRY, type Source } from './events.js';
+export { DEFAULT_SOURCE_RETRY, type Source } from './source.js';
 export {
   reportsHealth,
   isPermanentSourceError,
