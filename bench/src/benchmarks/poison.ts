@@ -1,7 +1,8 @@
 /**
  * The poison-object variant of benchmark 1: the same LIST and M MODIFIED frames, replayed at socket
  * speed, once clean and once with one frame's pod failing the schema (quarantined by the reflector:
- * a delete, an error log line, a quarantine entry, lifted by the pod's next valid frame). The issue's
+ * no event — the store keeps the pod's last good version —, an error log line and a quarantine entry,
+ * lifted by the pod's next valid frame). The issue's
  * claim is that a poison object costs nothing measurable on throughput; this measures it.
  */
 import { podSchema, type Pod } from '@reconcile-loop/k8s-types';
@@ -52,7 +53,11 @@ export interface PoisonResult {
  * frame's event consumed. Isolates the reflector's per-frame work (parse, validate, quarantine) from
  * HTTP and the child process.
  */
-async function reflectorRun(listing: Uint8Array, frames: readonly Uint8Array[]): Promise<{ wall: number; cpu: number }> {
+async function reflectorRun(
+  listing: Uint8Array,
+  frames: readonly Uint8Array[],
+  poisoned: boolean,
+): Promise<{ wall: number; cpu: number }> {
   const client: ListWatchClient = {
     list: async () => {
       throw new Error('the bench client lists through listPage');
@@ -72,7 +77,9 @@ async function reflectorRun(listing: Uint8Array, frames: readonly Uint8Array[]):
   const controller = new AbortController();
   const ms = await measure(async () => {
     let events = 0;
-    for await (const _ of reflector.open(controller.signal)) if (++events === frames.length + 1) break;
+    // The listing, then one event per frame except a quarantined one (it emits nothing).
+    const last = frames.length + 1 - (poisoned ? 1 : 0);
+    for await (const _ of reflector.open(controller.signal)) if (++events === last) break;
   });
   controller.abort();
   return ms;
@@ -124,7 +131,12 @@ export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
       if (poisonAt + pods >= frames) throw new Error('poison benchmark needs frames >= 2 * pods');
       const run = async (poisoned: boolean): Promise<{ wall: number; cpu: number }> => {
         const replay = await server.startReplay(watchFrom, frames, poisoned ? poisonAt : undefined);
-        const options: PipelineOptions = { kubeconfig: server.kubeconfig.replace(server.url, replay.url), frames, watchFrom };
+        // A quarantined frame emits no event, so a poisoned run ends one event sooner.
+        const options: PipelineOptions = {
+          kubeconfig: server.kubeconfig.replace(server.url, replay.url),
+          frames: poisoned ? frames - 1 : frames,
+          watchFrom,
+        };
         const ms = await timeRun(options, pods, poisoned);
         await server.dropWatches();
         await settleHeap();
@@ -160,14 +172,18 @@ export async function runPoison(ctx: BenchContext): Promise<PoisonResult> {
       );
       const cleanFrames = cleanLines.map((line) => Buffer.from(line));
       const poisonedFrames = poisonedLines.map((line) => Buffer.from(line));
-      await reflectorRun(listingBody, cleanFrames);
-      await reflectorRun(listingBody, poisonedFrames);
+      await reflectorRun(listingBody, cleanFrames, false);
+      await reflectorRun(listingBody, poisonedFrames, true);
       const reflectorClean: Array<{ wall: number; cpu: number }> = [];
       const reflectorPoisoned: Array<{ wall: number; cpu: number }> = [];
       for (let r = 0; r < ctx.runs * 2; r++) {
         const first = r % 2 === 0;
-        (first ? reflectorClean : reflectorPoisoned).push(await reflectorRun(listingBody, first ? cleanFrames : poisonedFrames));
-        (first ? reflectorPoisoned : reflectorClean).push(await reflectorRun(listingBody, first ? poisonedFrames : cleanFrames));
+        (first ? reflectorClean : reflectorPoisoned).push(
+          await reflectorRun(listingBody, first ? cleanFrames : poisonedFrames, !first),
+        );
+        (first ? reflectorPoisoned : reflectorClean).push(
+          await reflectorRun(listingBody, first ? poisonedFrames : cleanFrames, first),
+        );
         await settleHeap();
       }
       const reflectorCleanCpuMs = summarize(reflectorClean.map((m) => m.cpu));
