@@ -9,7 +9,7 @@
  * `@reconcile-loop/leader-election` satisfies it as is.
  */
 import { setMaxListeners } from 'node:events';
-import { Backoff, OptionsError, raceAbort, type BackoffPolicy, type Clock, type Logger } from '@reconcile-loop/primitives';
+import { Backoff, OptionsError, raceAbort, sleep, type BackoffPolicy, type Clock, type Logger } from '@reconcile-loop/primitives';
 import { LeadershipEndedError, LoopStoppedError } from './errors.js';
 
 /**
@@ -210,17 +210,11 @@ export class Leadership {
   }
 
   /** False when `signal` aborted first. */
-  async #sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-    const { clock } = this.#o;
-    let handle: unknown;
-    try {
-      await raceAbort(new Promise<void>((resolve) => (handle = clock.setTimeout(resolve, ms))), signal);
-      return true;
-    } catch {
-      return false;
-    } finally {
-      clock.clearTimeout(handle);
-    }
+  #sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+    return sleep(this.#o.clock, ms, signal).then(
+      () => true,
+      () => false,
+    );
   }
 }
 
