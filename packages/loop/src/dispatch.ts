@@ -157,7 +157,7 @@ export class Dispatcher<T, P extends Key, S> {
   /**
    * The quarantined versions among this call's objects: the primary source's entries under the parent
    * key or a member's key, each secondary's under an owned key. Sources are wired primary first, then
-   * the secondaries in `secondary`'s order; a source without a quarantine costs one health read.
+   * the secondaries in `secondary`'s order; a source without a quarantine costs one read of its own health.
    */
   #quarantinedFor(
     key: P,
@@ -168,7 +168,7 @@ export class Dispatcher<T, P extends Key, S> {
     const found: QuarantinedVersion[] = [];
     const names = [...owned.keys()];
     for (const [index, wired] of sources.entries()) {
-      const held = wired.driver.health().quarantined;
+      const held = wired.driver.quarantined();
       if (held.length === 0) continue;
       const secondary = index === 0 ? undefined : names[index - 1];
       const keys = secondary === undefined ? members : owned.get(secondary);

@@ -3,6 +3,7 @@ import {
   isPermanentSourceError,
   reportsHealth,
   type Source,
+  type QuarantinedObject,
   type SourceHealth,
 } from '@reconcile-loop/object-store';
 import {
@@ -227,6 +228,15 @@ export class StreamDriver<T, P extends Key> {
 
   #endError(): unknown {
     return this.#permanentError ?? new StreamDriverStoppedError(`source "${this.#source.name}" stopped before its first sync`);
+  }
+
+  /**
+   * The source's quarantined objects now (none when it reports no health): what a reconcile context
+   * shows. Unlike {@link StreamDriver.health} it builds no snapshot and starts no failure clock, so a
+   * reconcile reading it neither pays for nor changes the health report.
+   */
+  quarantined(): readonly QuarantinedObject[] {
+    return this.#sourceHealth()?.quarantined ?? [];
   }
 
   #sourceHealth(): SourceHealth | undefined {

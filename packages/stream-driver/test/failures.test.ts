@@ -343,6 +343,8 @@ describe('StreamDriver health', () => {
       lastEventAt: 6_000,
       quarantined,
     });
+    // What a reconcile context reads: the source's own list, without building the health snapshot.
+    expect(driver.quarantined()).toEqual(quarantined);
 
     // A failure after sync is first seen by this probe: failingSince is the probe's time.
     await clock.advanceAsync(1_000);
