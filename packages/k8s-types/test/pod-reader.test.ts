@@ -346,32 +346,30 @@ describe.each(scanners)('the byte reader for the bundled Pod view, stepping over
   });
 
   it('[k8s_types: byte reader] reads a frame exactly as JSON.parse and the zod view do, for every variation of every view field', () => {
-    let read = 0;
+    const types = fc.constantFrom('ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR', 'SYNC');
     fc.assert(
-      fc.property(
-        fc.oneof(variedPod, validPod),
-        fc.constantFrom('ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR', 'SYNC'),
-        (pod, type) => {
-          if (holds(frame(pod, type))) read++;
-        },
-      ),
+      fc.property(fc.oneof(variedPod, validPod), types, (pod, type) => {
+        holds(frame(pod, type));
+      }),
       { numRuns: 600 },
     );
-    // Not vacuous: some frames (those whose every field is right) are read by the reader itself.
-    expect(read).toBeGreaterThan(3);
+    // Not vacuous: some of these frames (those whose every field is right) are read by the reader
+    // itself. Counted on a fixed sample so the count is a fact about the reader, not about this run's
+    // draw (a random draw of 600 reads 3 to 20 of them).
+    const sample = fc.sample(fc.tuple(fc.oneof(variedPod, validPod), types), { seed: 29, numRuns: 600 });
+    expect(sample.filter(([pod, type]) => holds(frame(pod, type))).length).toBeGreaterThan(3);
   });
 
   it('[k8s_types: byte reader] reads valid pods itself (the fast path is taken), and equal to the exact path', () => {
-    let read = 0;
-    let runs = 0;
     fc.assert(
       fc.property(validPod, (pod) => {
-        runs++;
-        if (holds(frame(pod))) read++;
+        holds(frame(pod));
       }),
       { numRuns: 400 },
     );
-    expect(read).toBeGreaterThan(runs * 0.02);
+    // The fast path's share, on a fixed sample (a random draw of 400 reads 25 to 45).
+    const sample = fc.sample(validPod, { seed: 29, numRuns: 400 });
+    expect(sample.filter((pod) => holds(frame(pod))).length).toBeGreaterThan(400 * 0.02);
     // The fixture pod, as the apiserver writes it, is always read by the reader.
     expect(readPodFrame(encode(frame(rawPod())))).toBeDefined();
   });
