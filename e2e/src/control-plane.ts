@@ -114,7 +114,10 @@ export class ControlPlane {
       const common = { binary: binaries.kubeApiserver, runDir, etcdUrl: etcd.clientUrl, secrets };
       const [cached, uncached] = await Promise.all([
         KubeApiserver.start({ ...common, name: 'kube-apiserver', watchCache: true }).then((a) => (started.push(a), a)),
-        KubeApiserver.start({ ...common, name: 'kube-apiserver-uncached', watchCache: false }).then((a) => (started.push(a), a)),
+        // The cached apiserver keeps the identity Lease; a second holder on this host would fight it.
+        KubeApiserver.start({ ...common, name: 'kube-apiserver-uncached', watchCache: false, identity: false }).then(
+          (a) => (started.push(a), a),
+        ),
       ]);
       return new ControlPlane({ runDir, binaries, etcd, cached, uncached, keep: options.keep ?? flag(ENV.keep), secrets });
     } catch (error) {
@@ -149,6 +152,7 @@ export class ControlPlane {
       secrets: this.#secrets,
       name,
       watchCache,
+      identity: false,
       extraArgs,
     });
     this.#extra.add(apiserver);

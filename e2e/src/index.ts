@@ -8,7 +8,7 @@ export { ensureBinaries, probeToolchain, ProvisionError, which, type Binaries, t
 export { freePort } from './ports.js';
 export { ManagedProcess, ManagedService, ProcessExitedError, type ProcessSpec } from './managed-process.js';
 export { Etcd, EtcdError, type CompactResult } from './etcd.js';
-export { KubeApiserver, probe, type KubeApiserverOptions, type SharedSecrets } from './kube-apiserver.js';
+export { featureGateArgs, KubeApiserver, probe, type KubeApiserverOptions, type SharedSecrets } from './kube-apiserver.js';
 export { renderKubeconfig, caFromServingBundle, type ClusterAccess } from './kubeconfig.js';
 export { TcpProxy } from './tcp-proxy.js';
 export {

@@ -23,7 +23,27 @@ export interface KubeApiserverOptions {
   /** false gives `--watch-cache=false`: every watch and list reaches etcd, so compaction is visible. */
   readonly watchCache: boolean;
   readonly serviceClusterIpRange?: string;
+  /**
+   * Whether this process keeps an apiserver identity Lease (`kube-system/apiserver-<hash>`); default
+   * true. The Lease is named from a hash of the host name, so every apiserver of one control plane on
+   * this host would renew the same Lease with its own holder and fight over it (conflicts every 10 s
+   * renewal, in their logs and in the 409 counts of their metrics). Exactly one apiserver per etcd
+   * keeps it; the others start with the `APIServerIdentity` gate off.
+   */
+  readonly identity?: boolean | undefined;
   readonly extraArgs?: readonly string[];
+}
+
+/**
+ * The arguments with every `--feature-gates=` merged into one flag, plus `APIServerIdentity=false`
+ * when this apiserver does not keep the identity Lease.
+ */
+export function featureGateArgs(extraArgs: readonly string[], identity: boolean): string[] {
+  const prefix = '--feature-gates=';
+  const gates = extraArgs.filter((a) => a.startsWith(prefix)).flatMap((a) => a.slice(prefix.length).split(',').filter(Boolean));
+  if (!identity) gates.push('APIServerIdentity=false');
+  const rest = extraArgs.filter((a) => !a.startsWith(prefix));
+  return gates.length === 0 ? rest : [...rest, prefix + gates.join(',')];
 }
 
 /** GET `path` with the admin token, TLS unverified (the probe runs before the CA is known). */
@@ -103,7 +123,7 @@ export class KubeApiserver extends ManagedService {
         '--allow-privileged=true',
         '--enable-priority-and-fairness=false',
         '--profiling=false',
-        ...(options.extraArgs ?? []),
+        ...featureGateArgs(options.extraArgs ?? [], options.identity ?? true),
       ],
     });
     const apiserver = new KubeApiserver(options.name, port, proc, options.secrets.token, certDir);

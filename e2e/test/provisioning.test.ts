@@ -1,8 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
-import { CoreV1Api, KubeConfig, VersionApi, Watch, type V1Pod } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, KubeConfig, VersionApi, Watch, type V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { ControlPlane, ENV, KubeletEmulator, podManifest, readVersions, type Endpoint } from '../src/index.js';
+import {
+  ControlPlane,
+  ENV,
+  featureGateArgs,
+  KubeletEmulator,
+  podManifest,
+  probe,
+  readVersions,
+  type Endpoint,
+} from '../src/index.js';
 import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/environment.js';
 
 // The provisioning smoke test: the environment itself, checked with @kubernetes/client-node
@@ -102,6 +111,38 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
       const info = await kc.makeApiClient(VersionApi).getCode();
       expect(info.gitVersion).toBe(readVersions().kubernetes);
     }
+  });
+
+  it('[e2e: one identity Lease per etcd] only the cached apiserver runs the identity Lease controller, so the apiservers of one host never fight over its Lease', async (ctx) => {
+    const cp = requireControlPlane(ctx, env());
+    const hook = 'poststarthook/start-kube-apiserver-identity-lease-controller';
+    const hooks = async (a: typeof cp.cached) => (await probe(a.port, '/readyz?verbose', a.token)).body;
+    expect(await hooks(cp.cached)).toContain(hook);
+    expect(await hooks(cp.uncached)).not.toContain(hook);
+    // The Lease itself: one, held by the cached apiserver's identity (`<lease name>_<uuid>`).
+    const leases = client(cp.cachedEndpoint).kc.makeApiClient(CoordinationV1Api);
+    const deadline = Date.now() + 30_000;
+    let names: string[] = [];
+    while (names.length === 0 && Date.now() < deadline) {
+      const list = await leases.listNamespacedLease({
+        namespace: 'kube-system',
+        labelSelector: 'apiserver.kubernetes.io/identity=kube-apiserver',
+      });
+      names = list.items.map((l) => `${l.metadata?.name}:${l.spec?.holderIdentity}`);
+      if (names.length === 0) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(names).toHaveLength(1);
+    const [name, holder] = names[0]!.split(':');
+    expect(holder?.startsWith(`${name}_`)).toBe(true);
+  });
+
+  it('[e2e: one identity Lease per etcd] feature gates from extra arguments merge into one flag with the identity gate', () => {
+    expect(featureGateArgs(['--v=2'], true)).toEqual(['--v=2']);
+    expect(featureGateArgs(['--feature-gates=WatchList=false', '--v=2'], false)).toEqual([
+      '--v=2',
+      '--feature-gates=WatchList=false,APIServerIdentity=false',
+    ]);
+    expect(featureGateArgs(['--feature-gates=A=true,B=false'], true)).toEqual(['--feature-gates=A=true,B=false']);
   });
 
   it('creates a namespace and a pod, lists it, and watches ADDED, MODIFIED and DELETED', async () => {
