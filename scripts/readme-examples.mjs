@@ -8,11 +8,14 @@
 //   <!-- rehearse: run kubeconfig NS LABEL=V --> run it with KUBECONFIG pointing at an embedded apiserver
 //                                                (@reconcile-loop/testing, as installed) holding two
 //                                                pods in namespace NS labelled LABEL=V
+//   <!-- rehearse: install -->                   (a sh block) each `npm install`/`pnpm add` line is run
+//                                                as printed, with only `--registry URL` added
 //
 // Used by scripts/release.mjs (installed by name from a registry).
 
-const MARKER = /^<!--\s*rehearse:\s*(run|file)\b([^>]*)-->\s*$/;
+const MARKER = /^<!--\s*rehearse:\s*(run|file|install)\b([^>]*)-->\s*$/;
 const FENCE = /^```(ts|typescript|js|mjs)\s*$/;
+const SH_FENCE = /^```(sh|bash|shell)\s*$/;
 
 /**
  * The marked blocks of one README, in order: `{ mode: 'run' | 'file', file?, kubeconfig?, code, line }`
@@ -25,12 +28,24 @@ export function readmeExamples(markdown) {
   for (let i = 0; i < lines.length; i++) {
     const marker = MARKER.exec(lines[i].trim());
     if (!marker) continue;
-    if (!FENCE.test(lines[i + 1] ?? '')) throw new Error(`line ${i + 1}: a rehearse marker not followed by a ts/js code fence`);
+    const fence = marker[1] === 'install' ? SH_FENCE : FENCE;
+    if (!fence.test(lines[i + 1] ?? ''))
+      throw new Error(
+        `line ${i + 1}: a rehearse marker not followed by a ${marker[1] === 'install' ? 'sh' : 'ts/js'} code fence`,
+      );
     const end = lines.findIndex((l, j) => j > i + 1 && l.startsWith('```'));
     if (end < 0) throw new Error(`line ${i + 2}: an unclosed code fence`);
     const args = marker[2].trim().split(/\s+/).filter(Boolean);
     const example = { mode: marker[1], code: `${lines.slice(i + 2, end).join('\n')}\n`, line: i + 2 };
-    if (marker[1] === 'file') {
+    if (marker[1] === 'install') {
+      // One command per line; a trailing comment is the reader's, not the shell's.
+      example.commands = example.code
+        .split('\n')
+        .map((l) => l.replace(/\s+#.*$/, '').trim())
+        .filter((l) => /^(npm install|npm i|pnpm add) /.test(l));
+      if (example.commands.length === 0)
+        throw new Error(`line ${i + 1}: "rehearse: install" block has no npm install / pnpm add line`);
+    } else if (marker[1] === 'file') {
       if (!/^[\w.-]+\.ts$/.test(args[0] ?? '')) throw new Error(`line ${i + 1}: "rehearse: file" needs a NAME.ts`);
       example.file = args[0];
     } else if (args[0] === 'kubeconfig') {

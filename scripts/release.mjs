@@ -5,7 +5,7 @@
 //       The real release, from the repository as it is (versions already cut by `changeset version`,
 //       packages built): `changeset publish` to URL (token: NODE_AUTH_TOKEN or NPM_TOKEN), then the
 //       same verification as the rehearsal against URL. .github/workflows/release.yml runs this.
-//   node scripts/release.mjs --rehearse [--nodes "26.12.1 24.22.3 22.19.0"] [--report FILE]
+//   node scripts/release.mjs --rehearse [--nodes "26.12.1 24.22.3 22.19.0"] [--report FILE] [--serve]
 //       CI's rehearsal: starts its own npm registry (Verdaccio, tools/registry, pinned) on loopback
 //       with a throwaway config and storage; runs `changeset version` on a throwaway copy of the
 //       workspace (the repository is never modified), publishes with `changeset publish`, verifies, runs
@@ -17,7 +17,8 @@
 // from the README inside the installed tarball (scripts/readme-examples.mjs); one pnpm project does
 // the same for the loop's example. Every child process has a deadline.
 //
-// --report FILE writes the cases as a vitest-style JSON report, so scripts/alignment-check.mjs sees
+// --serve keeps the rehearsal's registry up after the run (until Ctrl-C), to try the README's Install
+// commands by hand. --keep-going runs every case after a failure. --report FILE writes the cases as a vitest-style JSON report, so scripts/alignment-check.mjs sees
 // the `[release: ...]` cases like any other test.
 import { spawn, spawnSync } from 'node:child_process';
 import {
@@ -47,6 +48,7 @@ const { values: opts } = parseArgs({
     nodes: { type: 'string' },
     report: { type: 'string' },
     'keep-going': { type: 'boolean', default: false },
+    serve: { type: 'boolean', default: false },
   },
 });
 if (opts.rehearse === (opts.registry !== undefined)) {
@@ -55,6 +57,12 @@ if (opts.rehearse === (opts.registry !== undefined)) {
 }
 
 const SCOPE = '@reconcile-loop/';
+/**
+ * The dist-tag this release goes to: --tag, else the pre mode tag of .changeset/pre.json (changesets
+ * publishes prereleases there), else latest. Consumers install `name@tag` unless it is latest.
+ */
+let distTag = 'latest';
+const spec = (name) => (distTag === 'latest' ? name : `${name}@${distTag}`);
 const INSTALL_MS = 240_000;
 const EXAMPLE_MS = 60_000;
 const env = Object.fromEntries(
@@ -67,7 +75,15 @@ const started = Date.now();
 
 // --- processes: every child has a deadline; the registry is stopped on every path ---------------
 const cleanups = [];
+/** The children running now, each the leader of its own process group (killed whole on cleanup). */
+const children = new Set();
+/** Kills the running commands first (they may be writing into the temp dir), then runs the cleanups newest first. */
 async function cleanup() {
+  for (const child of children) {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {}
+  }
   while (cleanups.length) {
     try {
       await cleanups.pop()();
@@ -84,21 +100,44 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 }
 
 class CommandError extends Error {}
-/** Runs a command to completion within `timeoutMs` (then SIGKILL); throws with its output unless it exits 0. */
+/**
+ * Runs a command to completion within `timeoutMs` (then SIGKILL to its whole process group); resolves
+ * with its stdout+stderr, rejects with them unless it exits 0. Asynchronous, so a signal to this
+ * script is handled at once (the registry stopped, the running command killed).
+ */
 function run(cmd, args, { cwd = root, env: extra = {}, timeoutMs = INSTALL_MS, path } = {}) {
-  const r = spawnSync(cmd, args, {
-    cwd,
-    encoding: 'utf8',
-    timeout: timeoutMs,
-    killSignal: 'SIGKILL',
-    maxBuffer: 64 * 1024 * 1024,
-    env: { ...process.env, ...(path ? { PATH: path } : {}), ...extra },
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(cmd, args, {
+      cwd,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...(path ? { PATH: path } : {}), ...extra },
+    });
+    children.add(child);
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    }, timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      children.delete(child);
+      reject(new CommandError(`${cmd} ${args.join(' ')}: ${error.message}`));
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      children.delete(child);
+      if (timedOut) reject(new CommandError(`${cmd} ${args.join(' ')}: no exit within ${timeoutMs} ms\n${out}`));
+      else if (code !== 0)
+        reject(new CommandError(`${cmd} ${args.join(' ')} (in ${cwd}) exited ${code ?? signal}\n${out.trim()}`));
+      else resolveRun(out);
+    });
   });
-  const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-  if (r.error?.code === 'ETIMEDOUT') throw new CommandError(`${cmd} ${args.join(' ')}: no exit within ${timeoutMs} ms\n${out}`);
-  if (r.status !== 0)
-    throw new CommandError(`${cmd} ${args.join(' ')} (in ${cwd}) exited ${r.status ?? r.signal}\n${out.trim()}`);
-  return out;
 }
 
 // --- the report -------------------------------------------------------------------------------
@@ -174,8 +213,10 @@ function allVersions(workspace) {
  * every package's built dist/: what `changeset version` and `changeset publish` would act on in the
  * repository, without touching it.
  */
-function copyWorkspace(dest) {
-  const files = run('git', ['ls-files', '-z', '-co', '--exclude-standard'], { timeoutMs: 30_000 }).split('\0').filter(Boolean);
+async function copyWorkspace(dest) {
+  const files = (await run('git', ['ls-files', '-z', '-co', '--exclude-standard'], { timeoutMs: 30_000 }))
+    .split('\0')
+    .filter(Boolean);
   for (const file of files) {
     if (!existsSync(join(root, file))) continue; // deleted in the work tree, not yet in the index
     mkdirSync(dirname(join(dest, file)), { recursive: true });
@@ -188,7 +229,7 @@ function copyWorkspace(dest) {
   }
   // pnpm publish rewrites `workspace:` ranges from the installed workspace links: install the copy
   // from the lockfile, out of the store this checkout already filled (no network, no scripts).
-  run(
+  await run(
     'pnpm',
     [
       'install',
@@ -336,12 +377,12 @@ function npmrc(dir, url, token) {
 
 // --- publish ----------------------------------------------------------------------------------
 /** `changeset publish` from `workspace` to `url`; returns what it says it published. */
-function publish(workspace, url, userconfig, { rehearsal }) {
+async function publish(workspace, url, userconfig, { rehearsal }) {
   const args = ['publish'];
   if (opts.tag) args.push('--tag', opts.tag);
   // A rehearsal's copy is no git repository; the real run tags every published version.
   if (rehearsal) args.push('--no-git-tag');
-  const out = changeset(workspace, args, {
+  const out = await changeset(workspace, args, {
     npm_config_registry: url.replace(/\/?$/, '/'),
     npm_config_userconfig: userconfig,
     ...(opts.provenance ? { npm_config_provenance: 'true' } : {}),
@@ -360,7 +401,7 @@ async function served(url, names) {
     const res = await fetch(`${url.replace(/\/$/, '')}/${name.replace('/', '%2f')}`, { signal: AbortSignal.timeout(30_000) });
     if (!res.ok) throw new Error(`${name}: the registry answers ${res.status}`);
     const doc = await res.json();
-    const version = doc['dist-tags']?.[opts.tag ?? 'latest'];
+    const version = doc['dist-tags']?.[distTag];
     const tarball = doc.versions?.[version]?.dist?.tarball;
     if (!tarball) throw new Error(`${name}: no tarball for ${version}`);
     const bytes = (await (await fetch(tarball, { signal: AbortSignal.timeout(60_000) })).arrayBuffer()).byteLength;
@@ -372,9 +413,9 @@ async function served(url, names) {
 // --- consumers --------------------------------------------------------------------------------
 const pathFor = new Map();
 /** The PATH that runs Node `version` (and the pinned npm/pnpm under it), from scripts/runtime.sh. */
-function nodePath(version) {
+async function nodePath(version) {
   if (!pathFor.has(version)) {
-    const out = run('bash', ['-c', `. scripts/runtime.sh >/dev/null && rl_path_for ${version}`], { timeoutMs: 600_000 });
+    const out = await run('bash', ['-c', `. scripts/runtime.sh >/dev/null && rl_path_for ${version}`], { timeoutMs: 600_000 });
     pathFor.set(version, out.trim().split('\n').pop());
   }
   return pathFor.get(version);
@@ -400,7 +441,7 @@ function newProject(dir, name) {
 }
 
 /** Runs every marked example of every installed package's README in `project`; returns how many ran. */
-function runExamples(project, path, names) {
+async function runExamples(project, path, names) {
   let ran = 0;
   for (const name of names) {
     const readme = join(project, 'node_modules', name, 'README.md');
@@ -409,6 +450,7 @@ function runExamples(project, path, names) {
     const dir = join(project, 'examples', short);
     mkdirSync(dir, { recursive: true });
     for (const [i, example] of readmeExamples(readFileSync(readme, 'utf8')).entries()) {
+      if (example.mode === 'install') continue; // the root README's, run by installCommands()
       if (example.mode === 'file') {
         writeFileSync(join(dir, example.file), example.code);
         continue;
@@ -419,13 +461,13 @@ function runExamples(project, path, names) {
       try {
         if (example.kubeconfig) {
           writeFileSync(join(project, 'with-apiserver.mjs'), kubeconfigHarness);
-          run('node', ['with-apiserver.mjs', file, JSON.stringify(example.kubeconfig), String(EXAMPLE_MS)], {
+          await run('node', ['with-apiserver.mjs', file, JSON.stringify(example.kubeconfig), String(EXAMPLE_MS)], {
             cwd: project,
             path,
             timeoutMs: EXAMPLE_MS + 15_000,
           });
         } else {
-          run('node', [join(project, 'node_modules', 'tsx', 'dist', 'cli.mjs'), file], {
+          await run('node', [join(project, 'node_modules', 'tsx', 'dist', 'cli.mjs'), file], {
             cwd: project,
             path,
             timeoutMs: EXAMPLE_MS,
@@ -448,26 +490,26 @@ const npmInstall = (project, path, url, specs) =>
   });
 
 /** Every package by name with plain npm on Node `version`, then every README example. */
-function npmConsumer(work, url, version, names) {
-  const path = nodePath(version);
+async function npmConsumer(work, url, version, names) {
+  const path = await nodePath(version);
   const project = newProject(join(work, `consumer-npm-${version}`), `consumer-npm-${version.replaceAll('.', '-')}`);
-  npmInstall(project, path, url, [...names, ...userDependencies()]);
+  await npmInstall(project, path, url, [...names.map(spec), ...userDependencies()]);
   for (const name of names) {
     const installed = readJson(join(project, 'node_modules', name, 'package.json'));
     if (JSON.stringify(installed).includes('workspace:'))
       throw new Error(`${name}: the published manifest has a workspace: range`);
   }
-  const ran = runExamples(project, path, names);
-  return `${names.length} packages by name, ${ran} README examples on node ${run('node', ['--version'], { path }).trim()}`;
+  const ran = await runExamples(project, path, names);
+  return `${names.length} packages by name, ${ran} README examples on node ${(await run('node', ['--version'], { path })).trim()}`;
 }
 
 /** The loop, the reflector, kube-client and testing by name with pnpm (primary Node), and their README examples. */
-function pnpmConsumer(work, url, version) {
-  const path = nodePath(version);
+async function pnpmConsumer(work, url, version) {
+  const path = await nodePath(version);
   const project = newProject(join(work, 'consumer-pnpm'), 'consumer-pnpm');
   // What the loop's CocoonSet example imports directly (pnpm's strict node_modules shows only these).
   const names = ['loop', 'reflector', 'kube-client', 'testing', 'k8s-types'].map((n) => SCOPE + n);
-  run(
+  await run(
     'pnpm',
     [
       'add',
@@ -476,13 +518,42 @@ function pnpmConsumer(work, url, version) {
       '--cache-dir',
       join(work, 'pnpm-cache'),
       '--config.auto-install-peers=false',
-      ...names,
+      ...names.map(spec),
       ...userDependencies(),
     ],
     { cwd: project, path, env: { npm_config_userconfig: join(project, '.npmrc-none') } },
   );
-  const ran = runExamples(project, path, names);
+  const ran = await runExamples(project, path, names);
   return `${names.length} packages by name, ${ran} README examples`;
+}
+
+/**
+ * The root README's Install block, each command as printed with only `--registry URL` added, each in
+ * a fresh project on the primary Node: every @reconcile-loop package it names must be installed.
+ */
+async function installCommands(work, url) {
+  const path = await nodePath(env.NODE_PRIMARY);
+  const blocks = readmeExamples(readFileSync(join(root, 'README.md'), 'utf8')).filter((e) => e.mode === 'install');
+  const commands = blocks.flatMap((b) => b.commands);
+  if (commands.length === 0) throw new Error('README.md has no <!-- rehearse: install --> block');
+  for (const [i, command] of commands.entries()) {
+    const project = newProject(join(work, `install-${i}`), `install-${i}`);
+    const [tool, ...args] = command.split(/\s+/);
+    await run(tool, [...args, '--registry', url], {
+      cwd: project,
+      path,
+      env: {
+        npm_config_userconfig: join(project, '.npmrc-none'),
+        npm_config_prefer_online: 'true',
+        npm_config_cache_dir: join(work, 'pnpm-cache'),
+      },
+    });
+    for (const name of command.match(/@reconcile-loop\/[\w-]+/g) ?? []) {
+      if (!existsSync(join(project, 'node_modules', name, 'package.json')))
+        throw new Error(`\`${command}\` did not install ${name}`);
+    }
+  }
+  return `${commands.length} commands`;
 }
 
 // --- the rehearsal's extra cases ----------------------------------------------------------------
@@ -493,9 +564,9 @@ function pnpmConsumer(work, url, version) {
  * must publish exactly that; a consumer that installed only the loop gets it on `npm update`.
  */
 async function singlePackage(workspace, work, url, userconfig) {
-  const path = nodePath(env.NODE_PRIMARY);
+  const path = await nodePath(env.NODE_PRIMARY);
   const consumer = newProject(join(work, 'consumer-loop-only'), 'consumer-loop-only');
-  npmInstall(consumer, path, url, [`${SCOPE}loop`]);
+  await npmInstall(consumer, path, url, [`${SCOPE}loop`]);
   const leaf = () => readJson(join(consumer, 'node_modules', `${SCOPE}work-queue`, 'package.json')).version;
   const before = leaf();
   const versionsBefore = allVersions(workspace);
@@ -503,16 +574,16 @@ async function singlePackage(workspace, work, url, userconfig) {
     join(workspace, '.changeset', 'rehearsal-work-queue.md'),
     `---\n'${SCOPE}work-queue': patch\n---\n\nRehearsal: a patch of one leaf package.\n`,
   );
-  changeset(workspace, ['version']);
+  await changeset(workspace, ['version']);
   const versionsAfter = allVersions(workspace);
   const moved = Object.keys(versionsAfter).filter((n) => versionsAfter[n] !== versionsBefore[n]);
   if (moved.join() !== `${SCOPE}work-queue`)
     throw new Error(`changeset version moved ${moved.join(', ') || 'nothing'}, want only ${SCOPE}work-queue`);
-  const { published } = publish(workspace, url, userconfig, { rehearsal: true });
+  const { published } = await publish(workspace, url, userconfig, { rehearsal: true });
   const want = `${SCOPE}work-queue@${versionsAfter[`${SCOPE}work-queue`]}`;
   if (published.join() !== want)
     throw new Error(`changeset publish published ${published.join(', ') || 'nothing'}, want only ${want}`);
-  run('npm', ['update', '--registry', url, '--prefer-online', '--no-audit', '--no-fund', '--loglevel=error'], {
+  await run('npm', ['update', '--registry', url, '--prefer-online', '--no-audit', '--no-fund', '--loglevel=error'], {
     cwd: consumer,
     path,
     env: { npm_config_userconfig: join(consumer, '.npmrc-none') },
@@ -548,7 +619,7 @@ const faults = {
   },
 };
 async function faultCase(workspace, work, url, userconfig, fault, index) {
-  const path = nodePath(env.NODE_PRIMARY);
+  const path = await nodePath(env.NODE_PRIMARY);
   const pkg = join(work, `fault-${index}`);
   cpSync(join(workspace, 'packages', 'work-queue'), pkg, { recursive: true });
   const file = join(pkg, 'package.json');
@@ -560,7 +631,7 @@ async function faultCase(workspace, work, url, userconfig, fault, index) {
   const inWorkspace = join(workspace, 'packages', `fault-${index}`);
   cpSync(pkg, inWorkspace, { recursive: true });
   try {
-    run('pnpm', ['publish', '--no-git-checks', '--tag', `fault-${index}`, '--registry', url], {
+    await run('pnpm', ['publish', '--no-git-checks', '--tag', `fault-${index}`, '--registry', url], {
       cwd: inWorkspace,
       path,
       env: { npm_config_userconfig: userconfig },
@@ -573,11 +644,11 @@ async function faultCase(workspace, work, url, userconfig, fault, index) {
   }
   const consumer = newProject(join(work, `consumer-fault-${index}`), `consumer-fault-${index}`);
   try {
-    npmInstall(consumer, path, url, [`${SCOPE}work-queue@fault-${index}`]);
+    await npmInstall(consumer, path, url, [`${SCOPE}work-queue@fault-${index}`]);
     writeFileSync(join(consumer, 'use.mjs'), `import { WorkQueue } from '${SCOPE}work-queue';\nnew WorkQueue().add('a');\n`);
     writeFileSync(join(consumer, 'use.cjs'), `const { WorkQueue } = require('${SCOPE}work-queue');\nnew WorkQueue().add('a');\n`);
-    run('node', ['use.mjs'], { cwd: consumer, path, timeoutMs: EXAMPLE_MS });
-    run('node', ['use.cjs'], { cwd: consumer, path, timeoutMs: EXAMPLE_MS });
+    await run('node', ['use.mjs'], { cwd: consumer, path, timeoutMs: EXAMPLE_MS });
+    await run('node', ['use.cjs'], { cwd: consumer, path, timeoutMs: EXAMPLE_MS });
   } catch (error) {
     const line = error.message.split('\n').find((l) => /E404|ERR_|Cannot find|not found|ENOENT|EUNSUPPORTEDPROTOCOL/i.test(l));
     return `caught: ${(line ?? error.message.split('\n')[0]).trim().slice(0, 160)}`;
@@ -595,10 +666,10 @@ try {
   let token = process.env.NODE_AUTH_TOKEN ?? process.env.NPM_TOKEN;
   const names = Object.values(publishedPackages(root)).map((m) => m.name);
   if (opts.rehearse) {
-    workspace = copyWorkspace(join(work, 'workspace'));
-    await check('[release: rehearsal] changeset version cuts every package to a real version', () => {
+    workspace = await copyWorkspace(join(work, 'workspace'));
+    await check('[release: rehearsal] changeset version cuts every package to a real version', async () => {
       const before = allVersions(workspace);
-      changeset(workspace, ['version']);
+      await changeset(workspace, ['version']);
       const after = publishedPackages(workspace);
       const bad = Object.values(after).filter((m) => !/^\d+\.\d+\.\d+$/.test(m.version) || m.version === '0.0.0');
       if (bad.length) throw new Error(`no release version: ${bad.map((m) => `${m.name}@${m.version}`).join(', ')}`);
@@ -617,12 +688,21 @@ try {
   }
   if (!url) throw new Error('no registry');
   const userconfig = npmrc(work, url, token);
-  await check('[release: rehearsal] changeset publish publishes every package', () => {
-    const { published } = publish(workspace, url, userconfig, { rehearsal: opts.rehearse });
+  const pre = join(workspace, '.changeset', 'pre.json');
+  distTag = opts.tag ?? (existsSync(pre) && readJson(pre).mode === 'pre' ? readJson(pre).tag : 'latest');
+  let publishedCount = 0;
+  await check('[release: rehearsal] changeset publish publishes every package', async () => {
+    const { published } = await publish(workspace, url, userconfig, { rehearsal: opts.rehearse });
     if (opts.rehearse && published.length !== names.length)
       throw new Error(`published ${published.join(', ')}, want all ${names.length}`);
-    return `${published.length} published`;
+    publishedCount = published.length;
+    return `${published.length} published under dist-tag ${distTag}${published.length ? `: ${published.join(' ')}` : ''}`;
   });
+  if (!opts.rehearse && publishedCount === 0) {
+    // Nothing new on the registry: what is there was verified when it was published.
+    console.log('release: every version is on the registry already; nothing to publish or verify');
+    throw Object.assign(new Error('nothing to publish'), { nothingToDo: true });
+  }
   const rows = await served(url, names);
   console.log('\npackage                              version     tarball');
   for (const r of rows) console.log(`${r.name.padEnd(36)} ${r.version.padEnd(11)} ${(r.bytes / 1024).toFixed(1).padStart(7)} kB`);
@@ -636,7 +716,14 @@ try {
   await check('[release: rehearsal] the loop, reflector, kube-client, testing and k8s-types install by name with pnpm', () =>
     pnpmConsumer(work, url, env.NODE_PRIMARY),
   );
-  if (opts.rehearse) {
+  // The Install lines name no tag: they install latest, which a prerelease leaves alone.
+  if (distTag === 'latest') {
+    await check('[release: install] the README Install commands work as printed against the registry', () =>
+      installCommands(work, url),
+    );
+  }
+  // In pre mode every version is a prerelease: the single-package and fault cases assume latest.
+  if (opts.rehearse && distTag === 'latest') {
     await check(
       '[release: single package] a patch changeset for work-queue publishes only work-queue; a loop consumer gets it on npm update',
       () => singlePackage(workspace, work, url, userconfig),
@@ -647,10 +734,14 @@ try {
       );
     }
   }
+  if (opts.rehearse && opts.serve) {
+    console.log(`\nregistry: serving ${url}/ until Ctrl-C (try the README Install commands with --registry ${url}/)`);
+    await new Promise(() => {}); // the signal handlers stop the registry and exit
+  }
 } catch (error) {
-  failed = true;
+  failed = error.nothingToDo !== true;
   // A failure outside a case (the registry, the copy) is reported as one; a case's is reported already.
-  if (!results.some((r) => r.status === 'failed')) {
+  if (failed && !results.some((r) => r.status === 'failed')) {
     console.error(`release: ${error.stack ?? error}`);
     results.push({ title: 'release: setup', status: 'failed', message: String(error.message) });
   }
