@@ -228,7 +228,12 @@ async function copyWorkspace(dest) {
     cpSync(dist, join(dest, 'packages', name, 'dist'), { recursive: true });
   }
   // pnpm publish rewrites `workspace:` ranges from the installed workspace links: install the copy
-  // from the lockfile, out of the store this checkout already filled (no network, no scripts).
+  // from the lockfile, out of the store this checkout already filled (no network, no scripts). The
+  // store is named explicitly: pnpm picks one per filesystem, and the temp dir may be on another.
+  const store = (await run('pnpm', ['store', 'path'], { timeoutMs: 30_000 }))
+    .split('\n')
+    .filter((l) => l.startsWith('/'))
+    .pop();
   await run(
     'pnpm',
     [
@@ -240,6 +245,7 @@ async function copyWorkspace(dest) {
       './packages/**',
       '--filter',
       './tools/test-support',
+      ...(store ? ['--store-dir', store] : []),
     ],
     {
       cwd: dest,
