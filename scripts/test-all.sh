@@ -66,7 +66,7 @@ P="$NODE_PRIMARY"
 n26=26.12.1 n24=24.22.3 n22=22.19.0
 for v in $n26 $n24 $n22; do [[ " $NODE_MATRIX " == *" $v "* ]] || rl_die "test-all.sh names Node $v, which runtimes.env does not pin"; done
 
-cell build      "$P"   2 "format+lint+typecheck+build+api+layers+one-home+pack" ""      "pnpm format:check && pnpm lint:code && pnpm exec turbo run typecheck build lint --output-logs=errors-only && node scripts/api-report.mjs --check && node scripts/layering-check.mjs && node scripts/one-home.mjs && node scripts/pack-smoke.mjs --pack $TARBALLS"
+cell build      "$P"   2 "format+lint+typecheck+build+api+semver+layers+one-home+pack" ""      "pnpm format:check && pnpm lint:code && pnpm exec turbo run typecheck build lint --output-logs=errors-only && node scripts/api-report.mjs --check && node scripts/semver-check.mjs && node scripts/layering-check.mjs && node scripts/one-home.mjs && node scripts/pack-smoke.mjs --pack $TARBALLS"
 cell e2e-n26-c2 "$n26" 2 "e2e"                       ""      "$(vitest_cmd e2e-n26-c2 --project e2e --project runtime-check)"
 cell ui-n26-c2  "$n26" 2 "unit+integration"          ""      "$(vitest_cmd ui-n26-c2 --project "'!e2e'")"
 cell ui-n24-c2  "$n24" 2 "unit+integration"          ""      "$(vitest_cmd ui-n24-c2 --project "'!e2e'")"
@@ -80,6 +80,11 @@ cell pack-n26   "$n26" 2 "pack-smoke"                build   "node scripts/pack-
 cell pack-n24   "$n24" 2 "pack-smoke"                build   "node scripts/pack-smoke.mjs --tarballs $TARBALLS"
 cell pack-n22   "$n22" 2 "pack-smoke"                build   "node scripts/pack-smoke.mjs --tarballs $TARBALLS"
 cell types-n26  "$n26" 2 "consumer-types"            build   "node scripts/consumer-types.mjs --tarballs $TARBALLS"
+# The release rehearsal (issue 25): a loopback Verdaccio, `changeset version` + `changeset publish` of a
+# throwaway copy of the built workspace, every package installed by name on Node 22/24/26 with its
+# README examples run, the single-package case and the fault cases. It packs from the versioned copy
+# (pnpm publish), not from $TARBALLS: those are 0.0.0 with workspace ranges of the unversioned tree.
+cell release-n26 "$n26" 2 "release-rehearsal"        build   "node scripts/release.mjs --rehearse --report $OUT/release-n26.json"
 if [ -f bench/package.json ]; then
   # The memory gate (issue 15): retained heap per cached pod and the initial-sync peaks against
   # bench/memory-baseline.json, failing above 110 %; timing is never pass/fail.
