@@ -211,7 +211,7 @@ kubeConfig.loadFromString(server.kubeconfig());
 const client = new KubeClient({ kubeConfig });
 const configMaps = client.resource({ group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' }).inNamespace('default');
 const loop = new ReconcileLoop({
-  name: 'pools',
+  controller: { name: 'pools' },
   source: podReflector({ kubeConfig, namespace: 'default', labelSelector: 'pool' }),
   keyMap: (pod) => pod.metadata.labels?.pool,
   reconcile: async (pool, ctx) => {

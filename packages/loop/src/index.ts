@@ -5,7 +5,7 @@
  */
 // The loop, its options and what a reconcile sees.
 export { ReconcileLoop, type StopOptions, type StopReport } from './loop.js';
-export type { ReconcileLoopOptions, SecondarySource, RetryOptions, HealthLimits } from './options.js';
+export type { ReconcileLoopOptions, SecondarySource } from './options.js';
 export type { ReconcileContext, Reconcile, ReconcileResult, SecondaryReaders, QuarantinedVersion } from './context.js';
 export type { SecondaryStoreReader } from './secondary-store.js';
 export type { ExpectationRecorder } from './expectations.js';

@@ -18,7 +18,7 @@ import { bindObserver } from './snapshot.js';
 
 /** Options of one `stop()` call. */
 export interface StopOptions {
-  /** Overrides `gracefulShutdownTimeoutMs` for this stop (only the first stop's value counts). */
+  /** Overrides the `shutdown.timeoutMs` option for this stop (only the first stop's value counts). */
   graceMs?: number | undefined;
 }
 
@@ -35,7 +35,7 @@ const noop = (): void => {};
 /**
  * The controller: keeps one store per source synced (the primary source, the parent kind, plus any
  * secondary sources mapped to parent keys by owner reference or a key map), and reconciles each
- * affected parent key on up to `concurrency` workers (default 1), never twice at once for one key,
+ * affected parent key on up to `controller.concurrency` workers (default 1), never twice at once for one key,
  * retrying failures with per-key backoff (or a retry budget that parks a key), running requested
  * requeues, and re-driving every parent once per resync period. `health()` reports what a probe
  * needs; `start()` always settles.
@@ -59,7 +59,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   readonly #scheduler: RetryScheduler<P>;
   readonly #expectations: Expectations<P>;
   readonly #runner: ReconcileRunner<T, P, S>;
-  /** With `leaderGate`: the terms in which workers may dispatch. */
+  /** With `leadership.gate`: the terms in which workers may dispatch. */
   readonly #leadership: Leadership | undefined;
   /** Aborted by `stop()`: ends the drivers, waiting `get`s, the sync wait and in-flight reconciles. */
   readonly #controller = new AbortController();
@@ -130,9 +130,9 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       observer: runnerHooks(options.observer, controllerName(options), this.#logger),
     });
     this.#leadership =
-      options.leaderGate &&
+      options.leadership &&
       new Leadership({
-        gate: options.leaderGate,
+        gate: options.leadership.gate,
         clock: this.#clock,
         logger: this.#logger,
         concurrency: this.#settings.concurrency,
@@ -147,7 +147,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       scheduler: this.#scheduler,
       runner: this.#runner,
       wiring: this.#wiring,
-      fingerprint: options.fingerprint,
+      fingerprint: options.retry?.fingerprint,
       logger: this.#logger,
       expectations: this.#expectations,
     });
@@ -187,13 +187,13 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
    * starts the workers and the resync timer. Parent keys affected by the listings are already
    * queued, so every parent is reconciled once after start, against complete stores.
    *
-   * Always settles: after `syncTimeoutMs` (default 2 min) at the latest. A start that fails tears
+   * Always settles: after `sources.syncTimeoutMs` (default 2 min) at the latest. A start that fails tears
    * everything down itself — no stream, timer or pending promise is left and the state is
    * `stopped` — so nobody has to call `stop()` after it (a later `stop()` returns quietly).
    *
    * @throws {LoopAlreadyStartedError} on a second call (a loop runs once).
    * @throws a source's permanent error (e.g. a reflector's 400 with its `Status`) at once.
-   * @throws {SyncTimeoutError} when `syncTimeoutMs` passes before every source synced; it names the
+   * @throws {SyncTimeoutError} when `sources.syncTimeoutMs` passes before every source synced; it names the
    * first unsynced source, and `cause` is that source's last error.
    * @throws {LoopStoppedError} when `stop()` is called before the start completes.
    */
@@ -235,7 +235,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   /**
    * Cancels everything, then waits for it to end: aborts the in-flight reconciles' signals, stops the
    * work queue (queued keys are dropped: no drain), shuts down the retry scheduler and the resync
-   * timer, and closes every source stream. Waits at most `graceMs` (default `gracefulShutdownTimeoutMs`,
+   * timer, and closes every source stream. Waits at most `graceMs` (default `shutdown.timeoutMs`,
    * 30 s): then it resolves anyway, logs a warning, and reports the reconciles and sources it
    * abandoned. Idempotent; concurrent calls share one teardown (and the first call's grace).
    *

@@ -183,7 +183,7 @@ describe('loop.health()', () => {
     const { clock, loop } = make(registry, {
       reconcile: () => new Promise(() => {}),
       health: { reconcileStuckMs: 30_000 },
-      gracefulShutdownTimeoutMs: 1,
+      shutdown: { timeoutMs: 1 },
     });
     await loop.start();
     await clock.advanceAsync(30_000);
