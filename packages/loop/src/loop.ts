@@ -1,7 +1,15 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setMaxListeners } from 'node:events';
 import type { ObjectStoreReader } from '@reconcile-loop/object-store';
-import { OptionsError, silentLogger, systemClock, type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
+import {
+  OptionsError,
+  linkSignals,
+  silentLogger,
+  systemClock,
+  type Clock,
+  type Logger,
+  type Key,
+} from '@reconcile-loop/primitives';
 import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import type { Reconcile, SecondaryReaders } from './context.js';
@@ -405,24 +413,22 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   /** Waits until every source has synced; a permanent error of any source rejects at once. */
   async #waitForSync(signal: AbortSignal): Promise<void> {
     const timeoutMs = this.#settings.syncTimeoutMs;
-    const local = new AbortController();
-    const onStop = (): void => local.abort(signal.reason);
-    signal.addEventListener('abort', onStop, { once: true });
-    const handle =
-      timeoutMs === Infinity
-        ? undefined
-        : this.#clock.setTimeout(() => {
-            // The first source still unsynced names the timeout; its own last error (a 403 retried
-            // inside a reflector) is why it never synced.
-            const late = this.#sources.find((s) => !s.driver.synced) ?? this.#sources[0]!;
-            local.abort(new SyncTimeoutError(late.name, timeoutMs, late.driver.health().lastError));
-          }, timeoutMs);
+    const done = new AbortController();
+    const link = linkSignals([signal, done.signal], {
+      clock: this.#clock,
+      timeoutMs: timeoutMs === Infinity ? undefined : timeoutMs,
+      // The first source still unsynced names the timeout; its own last error (a 403 retried
+      // inside a reflector) is why it never synced.
+      timeoutReason: () => {
+        const late = this.#sources.find((s) => !s.driver.synced) ?? this.#sources[0]!;
+        return new SyncTimeoutError(late.name, timeoutMs, late.driver.health().lastError);
+      },
+    });
     try {
-      await Promise.all(this.#sources.map((s) => s.driver.waitForSync(local.signal)));
+      await Promise.all(this.#sources.map((s) => s.driver.waitForSync(link.signal)));
     } finally {
-      if (handle !== undefined) this.#clock.clearTimeout(handle);
-      signal.removeEventListener('abort', onStop);
-      local.abort(); // releases the other sources' waits after a rejection
+      done.abort(); // releases the other sources' waits after a rejection; the link then detaches itself
+      link.dispose();
     }
   }
 
