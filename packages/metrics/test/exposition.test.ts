@@ -2,7 +2,8 @@ import { InProcessSource, ReconcileLoop } from '@reconcile-loop/loop';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { OptionsError } from '@reconcile-loop/primitives';
-import { controllerMetrics, LOOP_METRICS } from '../src/index.js';
+import { controllerMetrics } from '../src/index.js';
+import { LOOP_METRICS } from '../src/definitions.js';
 import { UPSTREAM } from './upstream.js';
 
 async function exposed() {
