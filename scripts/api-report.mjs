@@ -7,7 +7,8 @@
 //   node scripts/api-report.mjs [--check]   regenerate in memory; exit 1 naming each package whose
 //                                           checked-in report differs (default; CI's build cell)
 //   node scripts/api-report.mjs --write     regenerate the reports (`pnpm api:report`)
-//   node scripts/api-report.mjs --summary   markdown table: package | runtime values | types | total
+//   node scripts/api-report.mjs --summary   markdown table: package | runtime values | types | total |
+//                                           re-exported | own names (a re-export is counted once, at its home)
 //   --root <dir> (or API_REPORT_ROOT)       the repository to read (default: this script's repo)
 //
 // A "runtime value" is an export that exists at run time (class, function, const, enum, namespace)
@@ -300,7 +301,10 @@ function reportEntry(pkg, entry, program, checker) {
     }
   }
   lines.push('');
-  return { text: lines.join('\n'), values, total: items.length };
+  // Names declared in another workspace package (a facade's documented re-exports): counted once,
+  // at their home, in the summary's last column.
+  const reexported = items.filter((i) => i.from.length > 0).length;
+  return { text: lines.join('\n'), values, total: items.length, reexported };
 }
 
 // --- diff ------------------------------------------------------------------------------------------
@@ -399,14 +403,15 @@ function main() {
     const rows = results.map(({ pkg, reports }) => {
       const values = reports.reduce((s, r) => s + r.values, 0);
       const total = reports.reduce((s, r) => s + r.total, 0);
+      const reexported = reports.reduce((s, r) => s + r.reexported, 0);
       const entries = reports.length > 1 ? ` (${reports.map((r) => r.entry.key).join(', ')})` : '';
-      return [`${pkg.name}${entries}`, values, total - values, total];
+      return [`${pkg.name}${entries}`, values, total - values, total, reexported, total - reexported];
     });
     const sum = (k) => rows.reduce((s, r) => s + r[k], 0);
-    console.log('| package | runtime values | types | total |');
-    console.log('| --- | ---: | ---: | ---: |');
+    console.log('| package | runtime values | types | total | re-exported | own names (re-exports counted once) |');
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
     for (const r of rows) console.log(`| ${r.join(' | ')} |`);
-    console.log(`| **total** | **${sum(1)}** | **${sum(2)}** | **${sum(3)}** |`);
+    console.log(`| **total** | **${sum(1)}** | **${sum(2)}** | **${sum(3)}** | **${sum(4)}** | **${sum(5)}** |`);
     return;
   }
 

@@ -35,11 +35,12 @@ async function once(withMetrics: boolean): Promise<{ ms: number; cpuMs: number; 
   const registry = new Registry();
   let reconciles = 0;
   const loop = new ReconcileLoop<Obj, string>({
-    name: 'bench',
+    controller: { name: 'bench' },
+    sources: { resyncPeriodMs: 0 },
     source,
     keyMap: (_, key) => key,
     reconcile: () => void (reconciles += 1),
-    resyncPeriodMs: 0,
+
     ...(withMetrics && { observer: controllerMetrics<string>({ registry }) }),
   });
   await loop.start();

@@ -50,7 +50,7 @@ function recordingLoop<T extends KubernetesObjectView & { metadata: { labels: Re
     source,
     keyMap: (object) => object.metadata.labels['pool'],
     reconcile: async (pool, { members }) => void reconciles.push({ pool, members }),
-    ...(syncTimeoutMs === undefined ? {} : { syncTimeoutMs }),
+    sources: { syncTimeoutMs },
     health: { sourceFailingMs: 1 }, // a failing source is red at once
   });
   cleanups.push(async () => void (await loop.stop()));

@@ -150,7 +150,7 @@ class Tracker {
     this.loop = new ReconcileLoop<Pod, string>({
       source: this.reflector,
       keyMap: (pod) => pod.metadata.labels[POOL],
-      syncTimeoutMs: 60_000,
+      sources: { syncTimeoutMs: 60_000 },
       reconcile: (pool, { members }) => {
         this.calls.push({
           seq: ++this.#seq,

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -106,6 +106,21 @@ describe('api-report', () => {
     const summary = run(root, '--summary');
     expect(summary.out).toContain('| @fixture/beta (., ./internal) | 1 | 1 | 2 |');
     expect(summary.out).toContain('| **total** | **4** | **3** | **7** |');
+  });
+
+  it('[api report: summary] counts a name re-exported from another workspace package once, at its home', () => {
+    mkdirSync(join(root, 'node_modules/@fixture'), { recursive: true });
+    symlinkSync(join(root, 'packages/alpha'), join(root, 'node_modules/@fixture/alpha'), 'dir');
+    writePackage(
+      root,
+      'gamma',
+      "export { start, type Options } from '@fixture/alpha';\ndeclare const own: 1;\nexport { own };\n",
+    );
+    const summary = run(root, '--summary');
+    expect(summary.code, summary.out).toBe(0);
+    // gamma: 3 names at its door, 2 of them alpha's: 1 own name.
+    expect(summary.out).toContain('| @fixture/gamma | 2 | 1 | 3 | 2 | 1 |');
+    expect(summary.out).toContain('| **total** | **6** | **3** | **9** | **2** | **7** |');
   });
 
   it('[api report: check] fails when a declaration file is missing (packages not built)', () => {

@@ -101,8 +101,9 @@ async function runOnce(workers: number, parents: number, owned: number, reconcil
     source: sets,
     keyMap: (_, key) => key,
     secondary: { pods: { source: pods, owner: { kind: 'Set' } } },
-    concurrency: workers,
-    resyncPeriodMs: 0,
+    controller: { concurrency: workers },
+    sources: { resyncPeriodMs: 0 },
+
     reconcile: async (_key, ctx) => {
       const startedAt = performance.now();
       if (measuring) {

@@ -136,7 +136,9 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
     creates: 0,
   };
   const loop = new ReconcileLoop<CellSet, string, { pods: Pod }>({
-    name: CONTROLLER_NAME,
+    controller: { name: CONTROLLER_NAME, concurrency: 2 },
+    leadership: options.leaderGate && { gate: options.leaderGate },
+    sources: { syncTimeoutMs: options.syncTimeoutMs },
     source: kubeReflector({
       name: 'cellsets',
       kubeClient: client,
@@ -162,13 +164,12 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
         owner: { kind: KIND, apiVersion: API_VERSION }, // by controller reference
       },
     },
-    concurrency: 2,
+
     reconcile: (key, ctx) => reconcileCellSet(key, ctx, deps),
     observer: controllerMetrics({ registry, controller: CONTROLLER_NAME }),
     logger,
     clock: options.clock,
-    leaderGate: options.leaderGate,
-    syncTimeoutMs: options.syncTimeoutMs,
+
     onError: options.onError,
   });
   return {

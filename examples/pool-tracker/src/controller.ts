@@ -93,8 +93,9 @@ export async function runController(options: ControllerOptions): Promise<number>
       await options.beforeReconcile?.(pool, context);
       print(describePool(poolView(pool, context.members.values())));
     },
-    syncTimeoutMs: options.syncTimeoutMs,
-    gracefulShutdownTimeoutMs: options.graceMs,
+    sources: { syncTimeoutMs: options.syncTimeoutMs },
+    shutdown: { timeoutMs: options.graceMs },
+
     logger: options.logger,
     onError: (error) => {
       fatal = error;

@@ -160,8 +160,9 @@ export async function runReplicas(options: ReplicasOptions): Promise<ReplicasRep
           const pool = pod.metadata.labels[poolLabel];
           return pool ? `${pod.metadata.namespace ?? ''}/${pool}` : undefined;
         },
-        leaderGate: replica.elector,
-        name: 'pool-tracker',
+        leadership: { gate: replica.elector },
+        controller: { name: 'pool-tracker' },
+
         observer: controllerMetrics({ registry: replica.registry, controller: 'pool-tracker' }),
         logger,
         reconcile: (pool, context) => {

@@ -74,7 +74,7 @@ export function createPoolTracker(options: PoolTrackerOptions): PoolTracker {
     },
     clock: options.clock,
     logger: options.logger,
-    syncTimeoutMs: options.syncTimeoutMs,
+    sources: { syncTimeoutMs: options.syncTimeoutMs },
   });
   return { loop, views, reports };
 }

@@ -5,16 +5,9 @@
  */
 
 // The elector and its options (client-go's defaults and checks).
-export { LeaderElector, DEFAULT_HEALTH_TOLERANCE_MS, type LeaderHealth } from './elector.js';
-export {
-  DEFAULT_LEASE_DURATION_MS,
-  DEFAULT_RENEW_DEADLINE_MS,
-  DEFAULT_RETRY_PERIOD_MS,
-  JITTER_FACTOR,
-  type LeaderCallbacks,
-  type LeaderElectorOptions,
-  type ResolvedTimings,
-} from './options.js';
+// The defaults are the numbers in the README's option table; they are not exported.
+export { LeaderElector, type LeaderHealth } from './elector.js';
+export type { LeaderCallbacks, LeaderElectorOptions } from './options.js';
 
 // The lock: a Lease through kube-client, or any ResourceLock.
 export { LeaseLock, type LeaseLockOptions, type LockCallOptions, type ResourceLock } from './lease-lock.js';

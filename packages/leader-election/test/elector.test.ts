@@ -1,15 +1,8 @@
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { ManualClock, type Clock } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
-import {
-  DEFAULT_LEASE_DURATION_MS,
-  DEFAULT_RENEW_DEADLINE_MS,
-  DEFAULT_RETRY_PERIOD_MS,
-  JITTER_FACTOR,
-  LeaderElector,
-  LeaseLock,
-  type LeadershipLostError,
-} from '../src/index.js';
+import { LeaderElector, LeaseLock, type LeadershipLostError } from '../src/index.js';
+import { DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, JITTER_FACTOR } from '../src/options.js';
 import { resolveTimings } from '../src/options.js';
 import { formatMicroTime } from '../src/record.js';
 import { FakeLeaseServer, replica, start, type Replica } from './fakes.js';

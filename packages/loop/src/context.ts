@@ -61,7 +61,7 @@ export interface ReconcileContext<T, P extends Key, S = Record<never, never>> {
   expect<K extends keyof S & string>(name: K): ExpectationRecorder;
   /**
    * Aborts when the loop stops (reason `LoopStoppedError`) or the reconcile exceeds
-   * `reconcileTimeoutMs` (reason `ReconcileTimeoutError`). Pass it to every I/O call.
+   * `controller.reconcileTimeoutMs` (reason `ReconcileTimeoutError`). Pass it to every I/O call.
    */
   readonly signal: AbortSignal;
 }

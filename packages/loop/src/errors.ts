@@ -38,7 +38,7 @@ export function isLeadershipEnded(error: unknown): error is LeadershipEndedError
 
 /**
  * `start()` gave up: the source did not deliver its first replace (the listing) within
- * `syncTimeoutMs`. `cause` is the source's last error at that moment (for a reflector, the
+ * `sources.syncTimeoutMs`. `cause` is the source's last error at that moment (for a reflector, the
  * kube-client's `KubeApiError` carrying the apiserver's `Status`, e.g. a 403), or undefined when it reported none.
  */
 export class SyncTimeoutError extends ReconcileLoopError {
@@ -84,7 +84,7 @@ export function describeError(error: unknown): string {
 }
 
 /**
- * A reconcile ran longer than `reconcileTimeoutMs`. It is the abort reason of that reconcile's
+ * A reconcile ran longer than `controller.reconcileTimeoutMs`. It is the abort reason of that reconcile's
  * signal, and the failure the retry scheduler backs off from.
  */
 export class ReconcileTimeoutError extends ReconcileLoopError {

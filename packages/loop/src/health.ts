@@ -61,7 +61,7 @@ export interface LoopHealth<P extends Key> {
   /** The failure that ended (or is ending) the loop: a failed start or a permanent source error. */
   readonly error: unknown;
   /**
-   * In a leadership term and the gate's `isLeader()` agrees now; always true without `leaderGate`.
+   * In a leadership term and the gate's `isLeader()` agrees now; always true without `leadership.gate`.
    * A synced standby (`false`) is still ready (controller-runtime's manager: a standby passes `/readyz`).
    */
   readonly leader: boolean;

@@ -5,36 +5,21 @@
  */
 // The loop, its options and what a reconcile sees.
 export { ReconcileLoop, type StopOptions, type StopReport } from './loop.js';
-export type { ReconcileLoopOptions, SecondarySource, RetryOptions, HealthLimits } from './options.js';
-export type { ReconcileContext, Reconcile, ReconcileResult, SecondaryReaders, QuarantinedVersion } from './context.js';
+export type { ReconcileLoopOptions, SecondarySource } from './options.js';
+export type { ReconcileContext, Reconcile, ReconcileResult } from './context.js';
 export type { SecondaryStoreReader } from './secondary-store.js';
 export type { ExpectationRecorder } from './expectations.js';
 export type { LeaderGate } from './leadership.js';
 export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
 // Mapping secondary objects to parents, and skipping updates that change nothing.
-export { ownerKeyMap, type OwnerSelector, type OwnedObjectView, type SecondaryKeyMap } from './owners.js';
+export { ownerKeyMap, type OwnerSelector, type SecondaryKeyMap } from './owners.js';
 export { resourceVersionChanged, generationChanged, type UpdateFilter } from './filters.js';
 // Health, probes and observation.
 export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
-export {
-  verdicts,
-  type LoopHealth,
-  type SourceStatus,
-  type HealthCheck,
-  type HealthVerdict,
-  type HealthInputs,
-  type ReconcileLoopState,
-} from './health.js';
-export type { InFlightReconcile, ReconcileCounters } from './runner.js';
-export type {
-  ReconcileLoopObserver,
-  ReconcileOutcome,
-  ReconcileStartEvent,
-  ReconcileEndEvent,
-  LoopBinding,
-  LoopSnapshot,
-  SourceSnapshot,
-} from './observer.js';
+// The parts of a health report and of an observer's events are named by the types that hold them
+// (`LoopHealth['sources'][number]`, `Parameters<ReconcileLoopObserver<P>['onReconcileStart']>`).
+export type { LoopHealth } from './health.js';
+export type { ReconcileLoopObserver, ReconcileEndEvent, LoopBinding, LoopSnapshot } from './observer.js';
 // Errors (all extend primitives' ReconcileLoopError) and their guards.
 export {
   LoopAlreadyStartedError,

@@ -48,10 +48,11 @@ export function validateLeaderGate(gate: unknown): void {
   if (gate === undefined) return;
   const g = gate as Partial<LeaderGate> | null;
   for (const method of ['isLeader', 'waitForLeadership', 'onLost'] as const) {
-    if (typeof g?.[method] !== 'function') throw new OptionsError('ReconcileLoop', `leaderGate.${method} must be a function`);
+    if (typeof g?.[method] !== 'function')
+      throw new OptionsError('ReconcileLoop', `leadership.gate.${method} must be a function`);
   }
   if (g!.track !== undefined && typeof g!.track !== 'function')
-    throw new OptionsError('ReconcileLoop', 'leaderGate.track must be a function');
+    throw new OptionsError('ReconcileLoop', 'leadership.gate.track must be a function');
 }
 
 export interface LeadershipOptions {
@@ -144,7 +145,7 @@ export class Leadership {
     try {
       this.#o.gate.track?.(work);
     } catch (error) {
-      this.#o.logger.error({ err: error }, 'leaderGate.track threw; ignored');
+      this.#o.logger.error({ err: error }, 'leadership.gate.track threw; ignored');
     }
   }
 
@@ -178,7 +179,7 @@ export class Leadership {
       try {
         unsubscribe();
       } catch (error) {
-        this.#o.logger.error({ err: error }, 'leaderGate.onLost unsubscribe threw; ignored');
+        this.#o.logger.error({ err: error }, 'leadership.gate.onLost unsubscribe threw; ignored');
       }
     };
     this.#term = { controller, dispose };
@@ -186,7 +187,7 @@ export class Leadership {
     try {
       unsubscribe = this.#o.gate.onLost((reason) => this.end(reason));
     } catch (error) {
-      this.#o.logger.error({ err: error }, 'leaderGate.onLost threw; the term ends on isLeader() or the term signal only');
+      this.#o.logger.error({ err: error }, 'leadership.gate.onLost threw; the term ends on isLeader() or the term signal only');
     }
     this.#o.logger.info({ term: this.#terms }, 'leading: re-driving every parent');
     try {
@@ -204,7 +205,7 @@ export class Leadership {
     try {
       return this.#o.gate.isLeader() === true;
     } catch (error) {
-      this.#o.logger.error({ err: error }, 'leaderGate.isLeader threw; treated as not leading');
+      this.#o.logger.error({ err: error }, 'leadership.gate.isLeader threw; treated as not leading');
       return false;
     }
   }

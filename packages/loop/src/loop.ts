@@ -1,7 +1,15 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setMaxListeners } from 'node:events';
 import type { ObjectStoreReader } from '@reconcile-loop/object-store';
-import { OptionsError, silentLogger, systemClock, type Clock, type Logger, type Key } from '@reconcile-loop/primitives';
+import {
+  OptionsError,
+  linkSignals,
+  silentLogger,
+  systemClock,
+  type Clock,
+  type Logger,
+  type Key,
+} from '@reconcile-loop/primitives';
 import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
 import { WorkQueue } from '@reconcile-loop/work-queue';
 import type { Reconcile, SecondaryReaders } from './context.js';
@@ -18,7 +26,7 @@ import { bindObserver } from './snapshot.js';
 
 /** Options of one `stop()` call. */
 export interface StopOptions {
-  /** Overrides `gracefulShutdownTimeoutMs` for this stop (only the first stop's value counts). */
+  /** Overrides the `shutdown.timeoutMs` option for this stop (only the first stop's value counts). */
   graceMs?: number | undefined;
 }
 
@@ -35,7 +43,7 @@ const noop = (): void => {};
 /**
  * The controller: keeps one store per source synced (the primary source, the parent kind, plus any
  * secondary sources mapped to parent keys by owner reference or a key map), and reconciles each
- * affected parent key on up to `concurrency` workers (default 1), never twice at once for one key,
+ * affected parent key on up to `controller.concurrency` workers (default 1), never twice at once for one key,
  * retrying failures with per-key backoff (or a retry budget that parks a key), running requested
  * requeues, and re-driving every parent once per resync period. `health()` reports what a probe
  * needs; `start()` always settles.
@@ -59,7 +67,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   readonly #scheduler: RetryScheduler<P>;
   readonly #expectations: Expectations<P>;
   readonly #runner: ReconcileRunner<T, P, S>;
-  /** With `leaderGate`: the terms in which workers may dispatch. */
+  /** With `leadership.gate`: the terms in which workers may dispatch. */
   readonly #leadership: Leadership | undefined;
   /** Aborted by `stop()`: ends the drivers, waiting `get`s, the sync wait and in-flight reconciles. */
   readonly #controller = new AbortController();
@@ -130,9 +138,9 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       observer: runnerHooks(options.observer, controllerName(options), this.#logger),
     });
     this.#leadership =
-      options.leaderGate &&
+      options.leadership &&
       new Leadership({
-        gate: options.leaderGate,
+        gate: options.leadership.gate,
         clock: this.#clock,
         logger: this.#logger,
         concurrency: this.#settings.concurrency,
@@ -147,7 +155,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       scheduler: this.#scheduler,
       runner: this.#runner,
       wiring: this.#wiring,
-      fingerprint: options.fingerprint,
+      fingerprint: options.retry?.fingerprint,
       logger: this.#logger,
       expectations: this.#expectations,
     });
@@ -187,13 +195,13 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
    * starts the workers and the resync timer. Parent keys affected by the listings are already
    * queued, so every parent is reconciled once after start, against complete stores.
    *
-   * Always settles: after `syncTimeoutMs` (default 2 min) at the latest. A start that fails tears
+   * Always settles: after `sources.syncTimeoutMs` (default 2 min) at the latest. A start that fails tears
    * everything down itself — no stream, timer or pending promise is left and the state is
    * `stopped` — so nobody has to call `stop()` after it (a later `stop()` returns quietly).
    *
    * @throws {LoopAlreadyStartedError} on a second call (a loop runs once).
    * @throws a source's permanent error (e.g. a reflector's 400 with its `Status`) at once.
-   * @throws {SyncTimeoutError} when `syncTimeoutMs` passes before every source synced; it names the
+   * @throws {SyncTimeoutError} when `sources.syncTimeoutMs` passes before every source synced; it names the
    * first unsynced source, and `cause` is that source's last error.
    * @throws {LoopStoppedError} when `stop()` is called before the start completes.
    */
@@ -235,7 +243,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   /**
    * Cancels everything, then waits for it to end: aborts the in-flight reconciles' signals, stops the
    * work queue (queued keys are dropped: no drain), shuts down the retry scheduler and the resync
-   * timer, and closes every source stream. Waits at most `graceMs` (default `gracefulShutdownTimeoutMs`,
+   * timer, and closes every source stream. Waits at most `graceMs` (default `shutdown.timeoutMs`,
    * 30 s): then it resolves anyway, logs a warning, and reports the reconciles and sources it
    * abandoned. Idempotent; concurrent calls share one teardown (and the first call's grace).
    *
@@ -405,24 +413,22 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   /** Waits until every source has synced; a permanent error of any source rejects at once. */
   async #waitForSync(signal: AbortSignal): Promise<void> {
     const timeoutMs = this.#settings.syncTimeoutMs;
-    const local = new AbortController();
-    const onStop = (): void => local.abort(signal.reason);
-    signal.addEventListener('abort', onStop, { once: true });
-    const handle =
-      timeoutMs === Infinity
-        ? undefined
-        : this.#clock.setTimeout(() => {
-            // The first source still unsynced names the timeout; its own last error (a 403 retried
-            // inside a reflector) is why it never synced.
-            const late = this.#sources.find((s) => !s.driver.synced) ?? this.#sources[0]!;
-            local.abort(new SyncTimeoutError(late.name, timeoutMs, late.driver.health().lastError));
-          }, timeoutMs);
+    const done = new AbortController();
+    const link = linkSignals([signal, done.signal], {
+      clock: this.#clock,
+      timeoutMs: timeoutMs === Infinity ? undefined : timeoutMs,
+      // The first source still unsynced names the timeout; its own last error (a 403 retried
+      // inside a reflector) is why it never synced.
+      timeoutReason: () => {
+        const late = this.#sources.find((s) => !s.driver.synced) ?? this.#sources[0]!;
+        return new SyncTimeoutError(late.name, timeoutMs, late.driver.health().lastError);
+      },
+    });
     try {
-      await Promise.all(this.#sources.map((s) => s.driver.waitForSync(local.signal)));
+      await Promise.all(this.#sources.map((s) => s.driver.waitForSync(link.signal)));
     } finally {
-      if (handle !== undefined) this.#clock.clearTimeout(handle);
-      signal.removeEventListener('abort', onStop);
-      local.abort(); // releases the other sources' waits after a rejection
+      done.abort(); // releases the other sources' waits after a rejection; the link then detaches itself
+      link.dispose();
     }
   }
 

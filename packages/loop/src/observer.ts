@@ -42,7 +42,7 @@ export interface ReconcileEndEvent<P extends Key> {
   readonly result: ReconcileOutcome;
   /** The error was a `TerminalError` (not retried). Implies `result: 'error'`. */
   readonly terminal: boolean;
-  /** The call outlived `reconcileTimeoutMs` (controller-runtime's reconcile timeout). Implies `result: 'error'`. */
+  /** The call outlived `controller.reconcileTimeoutMs` (controller-runtime's reconcile timeout). Implies `result: 'error'`. */
   readonly timedOut: boolean;
   /** This failure exhausted the retry budget and parked (dead-lettered) the key. */
   readonly parked: boolean;
@@ -76,7 +76,7 @@ export interface LoopSnapshot {
   readonly controller: string;
   /** Workers running a reconcile now (a timed-out call still running in the background is not counted: its worker moved on). */
   readonly activeWorkers: number;
-  /** The `concurrency` option (controller-runtime's `MaxConcurrentReconciles`). */
+  /** The `controller.concurrency` option (controller-runtime's `MaxConcurrentReconciles`). */
   readonly maxConcurrentReconciles: number;
   /** Parent keys queued and not yet handed to a worker. */
   readonly queueDepth: number;
@@ -121,9 +121,12 @@ export interface RunnerHooks<P extends Key> {
   end(event: Omit<ReconcileEndEvent<P>, 'controller'>): void;
 }
 
-/** The controller name: the `name` option, else the primary source's name. */
-export function controllerName(options: { name?: string | undefined; source: { name: string } }): string {
-  return options.name ?? options.source.name;
+/** The controller name: the `controller.name` option, else the primary source's name. */
+export function controllerName(options: {
+  controller?: { name?: string | undefined } | undefined;
+  source: { name: string };
+}): string {
+  return options.controller?.name ?? options.source.name;
 }
 
 /** The runner hooks for `observer`, or undefined without start/end hooks (the runner then skips the bookkeeping). */

@@ -27,22 +27,6 @@ export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 30 * 1000;
 /** Upper bound of `concurrency`: more workers than this only add contention on one event loop. */
 export const MAX_CONCURRENCY = 1024;
 
-/** Per-parent-key exponential backoff after a failed reconcile, or an opt-in finite retry budget. */
-export interface RetryOptions {
-  /**
-   * The backoff of a key's consecutive failed reconciles (primitives' `BackoffPolicy`). Default: the
-   * retry scheduler's `DEFAULT_RETRY_BACKOFF` (100 ms doubling to 1000 s). Excludes `budget`.
-   */
-  backoff?: BackoffPolicy | undefined;
-  /**
-   * Opt-in retry budget with dead-letter: the delays of the retries after the 1st, 2nd, …
-   * failure, e.g. `[0, 1000, 5000, 30000]`. The failure after the last step parks the parent key:
-   * no backoff, resync, requeue or event runs it again until its fingerprint (see `fingerprint`)
-   * changes or `loop.release(key)` is called. Excludes `backoff`.
-   */
-  budget?: RetryBudget | undefined;
-}
-
 /**
  * A secondary source (controller-runtime's `Owns` / `Watches`): its own stream, store and sync; each
  * of its objects is mapped to parent keys either by owner reference or by a key map.
@@ -62,7 +46,7 @@ export interface SecondarySource<U, P extends Key> {
 }
 
 /** When `health()` calls the loop not ready or not alive. Every limit is in clock ms. */
-export interface HealthLimits {
+interface HealthLimits {
   /** A source failing (consecutive failures, not healed) longer than this makes the loop not ready. Default 60 000. */
   sourceFailingMs?: number | undefined;
   /** A source failing longer than this makes the loop not alive (restart it). Default 600 000 (10 min). */
@@ -78,7 +62,7 @@ export interface HealthLimits {
   reconcileStuckMs?: number | undefined;
 }
 
-/** {@link HealthLimits} with every limit set. */
+/** The `health` limits with every limit set. */
 export type ResolvedHealthLimits = { readonly [K in keyof HealthLimits]-?: number };
 
 /** Defaults of {@link HealthLimits}. */
@@ -89,7 +73,14 @@ export const DEFAULT_HEALTH_LIMITS: ResolvedHealthLimits = Object.freeze({
   reconcileStuckMs: 600_000,
 });
 
-/** Options for {@link ReconcileLoop}. */
+/**
+ * Options for {@link ReconcileLoop}, grouped by concern as controller-runtime splits controller
+ * options from manager options. The three every loop needs (`source`, `keyMap`, `reconcile`) and the
+ * per-source ones (`secondary`, `updateFilter`) stay flat, so the 5-line example stays flat; the
+ * cross-cutting dependencies (`clock`, `logger`, `observer`, `onError`) stay flat because every
+ * group's work uses them. Every other option sits in the group of the concern it tunes. An unknown
+ * field, including a pre-grouping name, is an `OptionsError` naming its path.
+ */
 export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>> {
   /**
    * The primary source (controller-runtime's `For`): the parent kind, or in the pod-tracker form the
@@ -111,51 +102,95 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
   secondary?: { [K in keyof S]: SecondarySource<S[K], P> } | undefined;
   /** Skip updates of primary objects that change nothing the reconcile reads (e.g. `generationChanged`). Default: none. */
   updateFilter?: UpdateFilter<T> | undefined;
-  /**
-   * How many reconciles may run at once (controller-runtime's `MaxConcurrentReconciles`); never two
-   * for the same parent key. Default 1 (a single worker).
-   */
-  concurrency?: number | undefined;
-  /**
-   * The fingerprint a parked key is parked at (only used with `retry.budget`): a key is released when
-   * it changes. Gets the parent object (`ctx.parent`, undefined once deleted) and the parent key.
-   * Default: the parent's `metadata.uid` with its `metadata.generation`, or for
-   * a kind without `generation` (ConfigMap, Secret, Service) with a hash of every top-level field but
-   * `metadata` and `status` — a spec or data change and a delete + re-create release it, a status,
-   * label, annotation or member change does not; no parent (deleted) is `undefined`, so a deletion
-   * always reaches reconcile. Must return a primitive, `null` or `undefined`.
-   */
-  fingerprint?: ((parent: T | undefined, parentKey: P) => Fingerprint) | undefined;
-  /**
-   * Re-enqueue every parent that still has members this often (level-triggered backstop).
-   * Default {@link DEFAULT_RESYNC_PERIOD_MS} (10 h), no jitter; `0` disables it.
-   */
-  resyncPeriodMs?: number | undefined;
-  /** Backoff for failed reconciles. */
-  retry?: RetryOptions | undefined;
-  /**
-   * `start()` rejects with `SyncTimeoutError` (its `cause` the source's last error) when the first
-   * replace takes longer. Default {@link DEFAULT_SYNC_TIMEOUT_MS} (2 min, controller-runtime's
-   * `CacheSyncTimeout`); `Infinity` waits forever.
-   */
-  syncTimeoutMs?: number | undefined;
-  /**
-   * Abort a reconcile that runs longer (its signal aborts with `ReconcileTimeoutError`) and count it
-   * as a failure, so one hung parent key cannot stall the loop. Default: no limit.
-   */
-  reconcileTimeoutMs?: number | undefined;
-  /**
-   * How long recorded expectations (`ctx.expect(...)`) may stay unobserved before they expire and
-   * the parent is reconciled anyway, with a warning. Default {@link DEFAULT_EXPECTATIONS_TTL_MS}
-   * (5 min, kube-controller-manager's `ExpectationsTimeout`).
-   */
-  expectationsTtlMs?: number | undefined;
-  /**
-   * How long `stop()` waits for running reconciles and the source to end before it resolves anyway
-   * and reports what it abandoned. Default {@link DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS} (30 s,
-   * controller-runtime's `GracefulShutdownTimeout`); `Infinity` waits forever.
-   */
-  gracefulShutdownTimeoutMs?: number | undefined;
+  /** The controller: its name, its workers and the limits of one reconcile (controller-runtime's `controller.Options`). */
+  controller?:
+    | {
+        /** The controller's name (controller-runtime's `controller` metrics label). Default: the primary source's name. */
+        name?: string | undefined;
+        /**
+         * How many reconciles may run at once (controller-runtime's `MaxConcurrentReconciles`); never two
+         * for the same parent key. Default 1 (a single worker).
+         */
+        concurrency?: number | undefined;
+        /**
+         * Abort a reconcile that runs longer (its signal aborts with `ReconcileTimeoutError`) and count it
+         * as a failure, so one hung parent key cannot stall the loop. Default: no limit.
+         */
+        reconcileTimeoutMs?: number | undefined;
+        /**
+         * How long recorded expectations (`ctx.expect(...)`) may stay unobserved before they expire and
+         * the parent is reconciled anyway, with a warning. Default {@link DEFAULT_EXPECTATIONS_TTL_MS}
+         * (5 min, kube-controller-manager's `ExpectationsTimeout`).
+         */
+        expectationsTtlMs?: number | undefined;
+      }
+    | undefined;
+  /** Every source's sync and resync (controller-runtime's `CacheSyncTimeout` and the cache's `SyncPeriod`). */
+  sources?:
+    | {
+        /**
+         * `start()` rejects with `SyncTimeoutError` (its `cause` the source's last error) when the first
+         * replace takes longer. Default {@link DEFAULT_SYNC_TIMEOUT_MS} (2 min, controller-runtime's
+         * `CacheSyncTimeout`); `Infinity` waits forever.
+         */
+        syncTimeoutMs?: number | undefined;
+        /**
+         * Re-enqueue every parent that still has members this often (level-triggered backstop).
+         * Default {@link DEFAULT_RESYNC_PERIOD_MS} (10 h), no jitter; `0` disables it.
+         */
+        resyncPeriodMs?: number | undefined;
+      }
+    | undefined;
+  /** Per-parent-key exponential backoff after a failed reconcile, or an opt-in finite retry budget. */
+  retry?:
+    | {
+        /**
+         * The backoff of a key's consecutive failed reconciles (primitives' `BackoffPolicy`). Default: the
+         * retry scheduler's `DEFAULT_RETRY_BACKOFF` (100 ms doubling to 1000 s). Excludes `budget`.
+         */
+        backoff?: BackoffPolicy | undefined;
+        /**
+         * Opt-in retry budget with dead-letter: the delays of the retries after the 1st, 2nd, …
+         * failure, e.g. `[0, 1000, 5000, 30000]`. The failure after the last step parks the parent key:
+         * no backoff, resync, requeue or event runs it again until its fingerprint (see `fingerprint`)
+         * changes or `loop.release(key)` is called. Excludes `backoff`.
+         */
+        budget?: RetryBudget | undefined;
+        /**
+         * The fingerprint a parked key is parked at (only used with `budget`): a key is released when
+         * it changes. Gets the parent object (`ctx.parent`, undefined once deleted) and the parent key.
+         * Default: the parent's `metadata.uid` with its `metadata.generation`, or for
+         * a kind without `generation` (ConfigMap, Secret, Service) with a hash of every top-level field but
+         * `metadata` and `status` — a spec or data change and a delete + re-create release it, a status,
+         * label, annotation or member change does not; no parent (deleted) is `undefined`, so a deletion
+         * always reaches reconcile. Must return a primitive, `null` or `undefined`.
+         */
+        fingerprint?: ((parent: T | undefined, parentKey: P) => Fingerprint) | undefined;
+      }
+    | undefined;
+  /** How `stop()` ends the loop (controller-runtime's manager `GracefulShutdownTimeout`). */
+  shutdown?:
+    | {
+        /**
+         * How long `stop()` waits for running reconciles and the source to end before it resolves anyway
+         * and reports what it abandoned. Default {@link DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS} (30 s,
+         * controller-runtime's `GracefulShutdownTimeout`); `Infinity` waits forever.
+         */
+        timeoutMs?: number | undefined;
+      }
+    | undefined;
+  /** Warm standby (controller-runtime's manager `LeaderElection`). Default: none (the loop always leads). */
+  leadership?:
+    | {
+        /**
+         * Sources open and sync on every replica (`start()` resolves once synced, leader or not),
+         * reconciles run only inside a leadership term of this gate — e.g. a `LeaderElector` of
+         * `@reconcile-loop/leader-election`. `isLeader()` is checked right before each reconcile; the end
+         * of a term aborts in-flight reconciles; every new term re-drives every parent once.
+         */
+        gate: LeaderGate;
+      }
+    | undefined;
   /** When `health()` reports the loop not ready / not alive. */
   health?: HealthLimits | undefined;
   /**
@@ -164,22 +199,71 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
    * during `start()` rejects `start()` instead. A throw from `onError` is logged and ignored.
    */
   onError?: ((error: unknown) => void) | undefined;
-  /** The controller's name (controller-runtime's `controller` metrics label). Default: the primary source's name. */
-  name?: string | undefined;
   /** Metrics hooks (e.g. `controllerMetrics()` of `@reconcile-loop/metrics`); see `ReconcileLoopObserver`. Default: none. */
   observer?: ReconcileLoopObserver<P> | undefined;
-  /**
-   * Warm standby: sources open and sync on every replica (`start()` resolves once synced, leader or
-   * not), reconciles run only inside a leadership term of this gate — e.g. a `LeaderElector` of
-   * `@reconcile-loop/leader-election`. `isLeader()` is checked right before each reconcile; the end
-   * of a term aborts in-flight reconciles; every new term re-drives every parent once. Default: none
-   * (the loop always leads).
-   */
-  leaderGate?: LeaderGate | undefined;
   /** Time source for every timer. Default `systemClock` (timers are `unref`'d). */
   clock?: Clock | undefined;
   /** Default: silent. Every failure that ends the loop also reaches the caller (`start()`, `onError`, `health()`). */
   logger?: Logger | undefined;
+}
+
+/** Where each field of the flat options before the grouping went, for the error a stale field gets. */
+const MOVED: Readonly<Record<string, string>> = {
+  name: 'controller.name',
+  concurrency: 'controller.concurrency',
+  reconcileTimeoutMs: 'controller.reconcileTimeoutMs',
+  expectationsTtlMs: 'controller.expectationsTtlMs',
+  syncTimeoutMs: 'sources.syncTimeoutMs',
+  resyncPeriodMs: 'sources.resyncPeriodMs',
+  fingerprint: 'retry.fingerprint',
+  gracefulShutdownTimeoutMs: 'shutdown.timeoutMs',
+  leaderGate: 'leadership.gate',
+};
+
+const TOP_LEVEL = [
+  'source',
+  'keyMap',
+  'reconcile',
+  'secondary',
+  'updateFilter',
+  'controller',
+  'sources',
+  'retry',
+  'shutdown',
+  'leadership',
+  'health',
+  'onError',
+  'observer',
+  'clock',
+  'logger',
+] as const;
+
+/**
+ * A group is absent, or a plain object holding only its known fields: a typo or a stale name would
+ * otherwise be ignored silently and the default used.
+ * @returns the group, `{}` when absent.
+ */
+function group(
+  path: string,
+  value: unknown,
+  known: readonly string[],
+  moved: Readonly<Record<string, string>> = {},
+): Record<string, unknown> {
+  if (value === undefined) return {};
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new OptionsError('ReconcileLoop', `${path} must be an object, got ${value === null ? 'null' : typeof value}`);
+  for (const field of Object.keys(value)) {
+    if (known.includes(field)) continue;
+    const where = path === '' ? field : `${path}.${field}`;
+    const to = moved[field];
+    throw new OptionsError(
+      'ReconcileLoop',
+      to === undefined
+        ? `unknown option ${where} (known: ${known.join(', ')})`
+        : `unknown option ${where}: it is ${to} since the options were grouped by concern`,
+    );
+  }
+  return value as Record<string, unknown>;
 }
 
 /** The validated numbers. */
@@ -193,64 +277,82 @@ export interface LoopSettings {
   readonly health: ResolvedHealthLimits;
 }
 
-/** @throws {OptionsError} */
+/** @throws {OptionsError} naming the field path of the first unusable or unknown option. */
 export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopOptions<T, P, S>): LoopSettings {
-  const { source, keyMap, reconcile } = options ?? ({} as Partial<ReconcileLoopOptions<T, P, S>>);
+  if (options === null || typeof options !== 'object') throw new OptionsError('ReconcileLoop', 'options must be an object');
+  group('', options, TOP_LEVEL, MOVED);
+  const { source, keyMap, reconcile } = options;
   if (typeof source?.open !== 'function') throw new OptionsError('ReconcileLoop', 'source must have an open(signal) method');
   if (typeof keyMap !== 'function') throw new OptionsError('ReconcileLoop', 'keyMap must be a function');
   if (typeof reconcile !== 'function') throw new OptionsError('ReconcileLoop', 'reconcile must be a function');
   if (options.onError !== undefined && typeof options.onError !== 'function')
     throw new OptionsError('ReconcileLoop', 'onError must be a function');
-  if (options.name !== undefined && (typeof options.name !== 'string' || options.name === ''))
-    throw new OptionsError('ReconcileLoop', 'name must be a non-empty string');
   if (options.observer !== undefined && (options.observer === null || typeof options.observer !== 'object'))
     throw new OptionsError('ReconcileLoop', 'observer must be an object');
+  if (options.updateFilter !== undefined && typeof options.updateFilter !== 'function')
+    throw new OptionsError('ReconcileLoop', 'updateFilter must be a function');
   validateSecondaries(source, options.secondary as Record<string, SecondarySource<unknown, P>> | undefined);
-  for (const name of ['updateFilter', 'fingerprint'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function')
-      throw new OptionsError('ReconcileLoop', `${name} must be a function`);
-  }
-  validateLeaderGate(options.leaderGate);
-  const concurrency = options.concurrency ?? 1;
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
+
+  const controller = group('controller', options.controller, ['name', 'concurrency', 'reconcileTimeoutMs', 'expectationsTtlMs']);
+  if (controller.name !== undefined && (typeof controller.name !== 'string' || controller.name === ''))
+    throw new OptionsError('ReconcileLoop', 'controller.name must be a non-empty string');
+  const concurrency = controller.concurrency ?? 1;
+  if (!Number.isInteger(concurrency) || (concurrency as number) < 1 || (concurrency as number) > MAX_CONCURRENCY) {
     throw new OptionsError(
       'ReconcileLoop',
-      `concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, got ${String(options.concurrency)}`,
+      `controller.concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, got ${String(controller.concurrency)}`,
     );
   }
-  const { backoff, budget } = options.retry ?? {};
+  const sources = group('sources', options.sources, ['syncTimeoutMs', 'resyncPeriodMs']);
+  const shutdown = group('shutdown', options.shutdown, ['timeoutMs']);
+  const leadership = group('leadership', options.leadership, ['gate']);
+  if (options.leadership !== undefined) {
+    if (leadership.gate === undefined) throw new OptionsError('ReconcileLoop', 'leadership.gate is required with leadership');
+    validateLeaderGate(leadership.gate as LeaderGate);
+  }
+
+  const retry = group('retry', options.retry, ['backoff', 'budget', 'fingerprint']);
+  const { backoff, budget, fingerprint } = retry;
+  if (fingerprint !== undefined && typeof fingerprint !== 'function')
+    throw new OptionsError('ReconcileLoop', 'retry.fingerprint must be a function');
   if (budget !== undefined) {
     if (backoff !== undefined) {
       throw new OptionsError('ReconcileLoop', 'retry.budget replaces retry.backoff; give one or the other');
     }
-    const delays: unknown = budget?.delaysMs;
+    const delays: unknown = (budget as RetryBudget | null)?.delaysMs;
     if (!Array.isArray(delays)) throw new OptionsError('ReconcileLoop', 'retry.budget.delaysMs must be an array of delays in ms');
     for (const [i, d] of (delays as unknown[]).entries()) duration(`retry.budget.delaysMs[${i}]`, d, true);
   }
   if (backoff !== undefined) {
     if (backoff === null || typeof backoff !== 'object')
       throw new OptionsError('ReconcileLoop', 'retry.backoff must be a BackoffPolicy');
-    checkBackoffPolicy(backoff, 'ReconcileLoop', 'retry.backoff');
+    checkBackoffPolicy(backoff as BackoffPolicy, 'ReconcileLoop', 'retry.backoff');
   }
-  const limits = options.health ?? {};
+  const limits = group('health', options.health, Object.keys(DEFAULT_HEALTH_LIMITS));
   const health: { -readonly [K in keyof ResolvedHealthLimits]: number } = { ...DEFAULT_HEALTH_LIMITS };
   for (const name of Object.keys(DEFAULT_HEALTH_LIMITS) as Array<keyof HealthLimits>) {
     if (limits[name] !== undefined) health[name] = duration(`health.${name}`, limits[name], false, true);
   }
   return {
-    resyncPeriodMs: duration('resyncPeriodMs', options.resyncPeriodMs ?? DEFAULT_RESYNC_PERIOD_MS, true),
-    syncTimeoutMs: duration('syncTimeoutMs', options.syncTimeoutMs ?? DEFAULT_SYNC_TIMEOUT_MS, false, true),
+    resyncPeriodMs: duration('sources.resyncPeriodMs', sources.resyncPeriodMs ?? DEFAULT_RESYNC_PERIOD_MS, true),
+    syncTimeoutMs: duration('sources.syncTimeoutMs', sources.syncTimeoutMs ?? DEFAULT_SYNC_TIMEOUT_MS, false, true),
     reconcileTimeoutMs:
-      options.reconcileTimeoutMs === undefined ? undefined : duration('reconcileTimeoutMs', options.reconcileTimeoutMs, false),
-    expectationsTtlMs: duration('expectationsTtlMs', options.expectationsTtlMs ?? DEFAULT_EXPECTATIONS_TTL_MS, false),
+      controller.reconcileTimeoutMs === undefined
+        ? undefined
+        : duration('controller.reconcileTimeoutMs', controller.reconcileTimeoutMs, false),
+    expectationsTtlMs: duration(
+      'controller.expectationsTtlMs',
+      controller.expectationsTtlMs ?? DEFAULT_EXPECTATIONS_TTL_MS,
+      false,
+    ),
     gracefulShutdownTimeoutMs: duration(
-      'gracefulShutdownTimeoutMs',
-      options.gracefulShutdownTimeoutMs ?? DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
+      'shutdown.timeoutMs',
+      shutdown.timeoutMs ?? DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
       true,
       true,
     ),
     health: Object.freeze(health),
-    concurrency,
+    concurrency: concurrency as number,
   };
 }
 
@@ -265,6 +367,7 @@ function validateSecondaries<P extends Key>(
   const names = new Set<unknown>([primary.name]);
   for (const [name, spec] of Object.entries(secondary)) {
     const where = `secondary.${name}`;
+    group(where, spec, ['source', 'owner', 'keyMap', 'updateFilter']);
     if (typeof spec?.source?.open !== 'function')
       throw new OptionsError('ReconcileLoop', `${where}.source must have an open(signal) method`);
     if (names.has(spec.source.name)) {

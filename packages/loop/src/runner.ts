@@ -31,7 +31,7 @@ export interface InFlightReconcile<P extends Key> {
   readonly startedAt: number;
   /** How long it has been running. */
   readonly ageMs: number;
-  /** It outlived `reconcileTimeoutMs`: the worker moved on, the call still runs in the background (its key stays held). */
+  /** It outlived `controller.reconcileTimeoutMs`: the worker moved on, the call still runs in the background (its key stays held). */
   readonly timedOut: boolean;
 }
 

@@ -11,13 +11,13 @@ async function parkedHarness(extra: Parameters<typeof controllerHarness>[0] = {}
   const h = controllerHarness({
     sets: [setOf('a', 1, 3), setOf('b', 1)],
     pods: [podOf('a-0', 'a')],
-    retry: { budget: { delaysMs: BUDGET } },
-    resyncPeriodMs: 100_000,
+    sources: { resyncPeriodMs: 100_000 },
     body: (key, ctx) => {
       if (key === 'ns/a' && ctx.parent?.spec.replicas !== 9) throw new Error('a webhook rewrites every pod');
       return undefined;
     },
     ...extra,
+    retry: { budget: { delaysMs: BUDGET }, ...extra.retry },
   });
   await h.loop.start();
   await settle();
@@ -97,9 +97,11 @@ describe('retry budget and dead-letter', () => {
 
   it('[loop: Retry budget] a user fingerprint decides what releases (here: replicas), and a throwing one is logged, never loses the key', async () => {
     const { loop, seen, sets, logger } = await parkedHarness({
-      fingerprint: (parent) => {
-        if (parent?.spec.replicas === 7) throw new Error('bad fingerprint');
-        return parent?.spec.replicas;
+      retry: {
+        fingerprint: (parent) => {
+          if (parent?.spec.replicas === 7) throw new Error('bad fingerprint');
+          return parent?.spec.replicas;
+        },
       },
     });
     expect(loop.parked()).toMatchObject([{ key: 'ns/a', fingerprint: 1 }]);
@@ -124,7 +126,7 @@ describe('retry budget and dead-letter', () => {
           const h = controllerHarness({
             sets: [setOf('a', 1, generation)],
             retry: { budget: { delaysMs: delays } },
-            resyncPeriodMs: 1_000_000,
+            sources: { resyncPeriodMs: 1_000_000 },
             body: () => {
               throw new Error('always');
             },

@@ -59,7 +59,7 @@ export function cocoonSetController(kubeConfig: KubeConfigAuth, namespace: strin
         owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' }, // by controller reference
       },
     },
-    concurrency: 4,
+    controller: { concurrency: 4 },
     retry: { budget: { delaysMs: [0, 1_000, 5_000, 30_000] } }, // then dead-letter until the spec changes
     reconcile: async (key, { parent, owned, expect, signal }) => {
       const mine = [...owned('pods').values()];

@@ -20,7 +20,7 @@ function blockingHarness(concurrency: number, initial: Array<[string, Item]>) {
   const loop = new ReconcileLoop<Item, string>({
     source,
     keyMap: (item) => item.parent,
-    concurrency,
+    controller: { concurrency },
     clock,
     reconcile: async (key, ctx) => {
       if (running.has(key)) overlaps.push(key);

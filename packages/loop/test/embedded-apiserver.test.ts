@@ -95,8 +95,8 @@ async function setup(extra: { hangPool?: string; syncTimeoutMs?: number; beforeS
         [...members].every(([key, pod]) => store.get(key) === pod) && store.hasMembers(pool) === members.size > 0;
       reconciles.record({ pool, members, storeAgrees });
     },
-    syncTimeoutMs: extra.syncTimeoutMs ?? WAIT_MS,
-    gracefulShutdownTimeoutMs: 200,
+    sources: { syncTimeoutMs: extra.syncTimeoutMs ?? WAIT_MS },
+    shutdown: { timeoutMs: 200 },
   });
   extra.beforeStart?.(server);
   cleanups.push(async () => void (await loop.stop()));

@@ -23,7 +23,7 @@ function harness(
   options: {
     expect?: boolean;
     replicas?: number;
-    expectationsTtlMs?: number;
+    expectationsTtlMs?: number | undefined;
     probe?: (ctx: ReconcileContext<CocoonSet, string, { pods: Pod }>) => void;
   } = {},
 ) {
@@ -43,7 +43,7 @@ function harness(
     secondary: { pods: { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' } } },
     clock,
     logger,
-    ...(options.expectationsTtlMs !== undefined && { expectationsTtlMs: options.expectationsTtlMs }),
+    controller: { expectationsTtlMs: options.expectationsTtlMs },
     reconcile: (key, ctx) => {
       options.probe?.(ctx);
       const owned = ctx.owned('pods');

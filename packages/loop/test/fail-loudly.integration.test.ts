@@ -122,8 +122,9 @@ async function loopOver<T extends KubernetesObjectView & { metadata: { labels: R
       reconciles.record(pool, members);
       if (hang?.(pool) === true) await new Promise(() => {}); // ignores its signal: never settles
     },
-    syncTimeoutMs: WAIT_MS,
-    gracefulShutdownTimeoutMs: 200,
+    sources: { syncTimeoutMs: WAIT_MS },
+    shutdown: { timeoutMs: 200 },
+
     ...rest,
     health: { sourceFailingMs: 1, ...rest.health },
   });
@@ -244,7 +245,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
       loop,
       probe,
       logger,
-    } = await podSetup({ reflector: { labelSelector: 'pool in (' }, loop: { syncTimeoutMs: 60_000 } });
+    } = await podSetup({ reflector: { labelSelector: 'pool in (' }, loop: { sources: { syncTimeoutMs: 60_000 } } });
     // Bounded by WAIT_MS, far below the 60 s sync timeout: the rejection does not wait for it.
     const error = await within(
       loop.start().then(
@@ -559,7 +560,7 @@ describe('fail loudly, never stall: ReconcileLoop + reflector + embedded apiserv
     } = await podSetup({
       loop: {
         hang: (pool) => pool === 'engines',
-        reconcileTimeoutMs: 300,
+        controller: { reconcileTimeoutMs: 300 },
         retry: { backoff: { initialMs: 60_000, maxMs: 1_000_000 } },
         health: { reconcileStuckMs: 100 },
       },

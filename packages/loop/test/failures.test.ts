@@ -99,7 +99,7 @@ describe('start() always settles', () => {
 
   it('[loop: start always settles] without a source report the cause is the last stream failure; Infinity waits forever', async () => {
     const source = new ControlledSource<Cell>();
-    const { clock, loop } = make(source, { syncTimeoutMs: 10_000 });
+    const { clock, loop } = make(source, { sources: { syncTimeoutMs: 10_000 } });
     const starting = outcome(loop.start());
     await settle();
     const dropped = new Error('connection reset');
@@ -107,7 +107,7 @@ describe('start() always settles', () => {
     await clock.advanceAsync(10_000);
     expect(((await starting) as Error).cause).toBe(dropped);
 
-    const forever = make(new ControlledSource<Cell>(), { syncTimeoutMs: Infinity });
+    const forever = make(new ControlledSource<Cell>(), { sources: { syncTimeoutMs: Infinity } });
     let settled = false;
     void forever.loop
       .start()
@@ -147,7 +147,7 @@ describe('start() always settles', () => {
       const source = new ControlledSource<Cell>();
       let reconciled = false;
       const { clock, loop } = make(source, {
-        syncTimeoutMs: 5_000,
+        sources: { syncTimeoutMs: 5_000 },
         reconcile: () => {
           reconciled = true;
         },
@@ -254,7 +254,7 @@ describe('stop() grace period', () => {
       keyMap: (c) => c.pool,
       reconcile: (_key, { signal }) =>
         new Promise((resolve) => signal.addEventListener('abort', () => clock.setTimeout(resolve, 50))),
-      gracefulShutdownTimeoutMs: Infinity,
+      shutdown: { timeoutMs: Infinity },
       clock,
     });
     await loop.start();
@@ -271,7 +271,7 @@ describe('stop() grace period', () => {
       stream.push(replaceEvent([]));
       stream.return = () => new Promise(() => {}); // a close that never settles
     };
-    const { clock, loop } = make(source, { gracefulShutdownTimeoutMs: 1_000 });
+    const { clock, loop } = make(source, { shutdown: { timeoutMs: 1_000 } });
     await loop.start();
     source.last.fail(new Error('dropped')); // the driver now awaits the hung close (bounded at 5 s)
     await settle();
@@ -296,7 +296,7 @@ describe('stop() grace period', () => {
           entered = true;
           return new Promise(() => {});
         },
-        gracefulShutdownTimeoutMs: 1_000,
+        shutdown: { timeoutMs: 1_000 },
         clock,
       });
       await loop.start();
@@ -342,7 +342,7 @@ describe('silence is never the failure mode', () => {
         reconcile: () => {
           throw new Error('reconcile fails');
         },
-        reconcileTimeoutMs: 10,
+        controller: { reconcileTimeoutMs: 10 },
         clock,
       });
       const starting = loop.start();
@@ -356,7 +356,7 @@ describe('silence is never the failure mode', () => {
         source: new ControlledSource<Cell>(),
         keyMap: (c) => c.pool,
         reconcile: () => {},
-        syncTimeoutMs: 5,
+        sources: { syncTimeoutMs: 5 },
         clock,
       });
       const failed = outcome(timeout.start());

@@ -3,15 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { SourceHealth } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, settle } from '@reconcile-loop/test-support';
-import {
-  InProcessSource,
-  ReconcileLoop,
-  replaceEvent,
-  upsertEvent,
-  verdicts,
-  type ReconcileLoopOptions,
-  type SourceStatus,
-} from '../src/index.js';
+import { InProcessSource, ReconcileLoop, replaceEvent, upsertEvent, type ReconcileLoopOptions } from '../src/index.js';
+import { verdicts, type SourceStatus } from '../src/health.js';
 import { DEFAULT_HEALTH_LIMITS } from '../src/options.js';
 
 interface Cell {
@@ -183,7 +176,7 @@ describe('loop.health()', () => {
     const { clock, loop } = make(registry, {
       reconcile: () => new Promise(() => {}),
       health: { reconcileStuckMs: 30_000 },
-      gracefulShutdownTimeoutMs: 1,
+      shutdown: { timeoutMs: 1 },
     });
     await loop.start();
     await clock.advanceAsync(30_000);

@@ -67,7 +67,7 @@ function cluster(options: { releaseOnCancel: boolean }) {
     const loop = new ReconcileLoop<Item, string>({
       source,
       keyMap: (item) => item.parent,
-      leaderGate: elector,
+      leadership: { gate: elector },
       clock,
       reconcile: (key, ctx) => {
         starts.push({ replica: name, key, leaders: replicas.filter((r) => r.elector.isLeader()).map((r) => r.name) });

@@ -71,9 +71,10 @@ function harness(items: Array<[string, Item]>, gate = new FakeGate(), concurrenc
   const loop = new ReconcileLoop<Item, string>({
     source,
     keyMap: (item) => item.parent,
-    leaderGate: gate,
+    leadership: { gate },
+    controller: { concurrency },
     clock,
-    concurrency,
+
     reconcile: async (key, ctx) => {
       starts.push({ key, leader: gate.isLeader(), saw: Math.max(0, ...[...ctx.members.values()].map((i) => i.version)) });
       await new Promise<void>((resolve) => {
@@ -210,7 +211,7 @@ describe('warm standby behind a leader gate', () => {
           source: new InProcessSource('x'),
           keyMap: () => 'p',
           reconcile: () => undefined,
-          leaderGate: { isLeader: () => true } as never,
+          leadership: { gate: { isLeader: () => true } as never },
         }),
     ).toThrow(OptionsError);
   });
@@ -227,7 +228,7 @@ describe('warm standby behind a leader gate', () => {
       source: new InProcessSource<Item>('items', items(['a'])),
       keyMap: (i) => i.parent,
       reconcile: () => undefined,
-      leaderGate: gate,
+      leadership: { gate },
       clock,
     });
     await loop.start();
@@ -308,7 +309,7 @@ describe('dead-letter state per leadership term', () => {
     const loop = new ReconcileLoop<Item, string>({
       source,
       keyMap: (item) => item.parent,
-      leaderGate: gate,
+      leadership: { gate },
       clock,
       retry: { budget: { delaysMs: [0] } },
       reconcile: (key) => {

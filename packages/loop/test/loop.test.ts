@@ -140,7 +140,7 @@ describe('ReconcileLoop', () => {
 
   it('[loop: Resync period] resync re-enqueues only parents that still have members, every period, without jitter', async () => {
     const { clock, registry, calls, loop, keys } = harness({
-      resyncPeriodMs: 1_000,
+      sources: { resyncPeriodMs: 1_000 },
       initial: [
         ['a', cell('p1')],
         ['b', cell('p2')],
@@ -173,7 +173,7 @@ describe('ReconcileLoop', () => {
     expect(on.keys()).toEqual(['p1', 'p1']);
     await on.loop.stop();
 
-    const off = harness({ resyncPeriodMs: 0, initial: [['a', cell('p1')]] });
+    const off = harness({ sources: { resyncPeriodMs: 0 }, initial: [['a', cell('p1')]] });
     await off.loop.start();
     await settle();
     expect(off.clock.pending).toBe(0);
@@ -242,7 +242,7 @@ describe('ReconcileLoop', () => {
 
   it('[retry_scheduler: Result{RequeueAfter}] only requeueAfterMs schedules: a returned object without it (a misspelt requeueAfter) schedules nothing', async () => {
     const { clock, loop, keys } = harness({
-      resyncPeriodMs: 0,
+      sources: { resyncPeriodMs: 0 },
       initial: [['a', cell('p1')]],
       body: () => ({ requeueAfter: 10 }) as unknown as void,
     });
@@ -395,7 +395,7 @@ describe('ReconcileLoop', () => {
       reconcile: () => {
         reconciled = true;
       },
-      syncTimeoutMs: 5_000,
+      sources: { syncTimeoutMs: 5_000 },
       clock,
     });
     const owner = async (): Promise<void> => {
@@ -428,7 +428,7 @@ describe('ReconcileLoop', () => {
       source,
       keyMap: (c) => c.pool,
       reconcile: () => {},
-      syncTimeoutMs: 30_000,
+      sources: { syncTimeoutMs: 30_000 },
       clock,
     });
     let settled = false;
@@ -468,7 +468,7 @@ describe('ReconcileLoop', () => {
     let hangs = 1;
     let unhang: (() => void) | undefined;
     const { clock, calls, loop, logger } = harness({
-      reconcileTimeoutMs: 1_000,
+      controller: { reconcileTimeoutMs: 1_000 },
       retry: { backoff: { initialMs: 500, maxMs: 1_000_000 } },
       initial: [
         ['a', cell('p1')],
@@ -513,7 +513,7 @@ describe('ReconcileLoop', () => {
 
   it('[loop deviation: reconcileTimeoutMs] stop() waits for a hung call only as long as the grace and names it abandoned', async () => {
     const { clock, loop } = harness({
-      reconcileTimeoutMs: 1_000,
+      controller: { reconcileTimeoutMs: 1_000 },
       initial: [['a', cell('p1')]],
       body: async () => {
         await new Promise(() => {});
@@ -561,7 +561,7 @@ describe('ReconcileLoop', () => {
         source,
         keyMap: (c) => c.pool,
         reconcile: () => {},
-        syncTimeoutMs: 10,
+        sources: { syncTimeoutMs: 10 },
         clock,
       });
       await loop.start();
@@ -610,11 +610,11 @@ describe('ReconcileLoop', () => {
   it('rejects unusable options with RL_INVALID_OPTIONS', () => {
     const base = { source: new InProcessSource<Cell>('s'), keyMap: (c: Cell) => c.pool, reconcile: () => {} };
     const bad: Array<Partial<ReconcileLoopOptions<Cell, string>>> = [
-      { resyncPeriodMs: -1 },
-      { resyncPeriodMs: 2 ** 31 },
-      { resyncPeriodMs: Number.NaN },
-      { syncTimeoutMs: 0 },
-      { reconcileTimeoutMs: Infinity },
+      { sources: { resyncPeriodMs: -1 } },
+      { sources: { resyncPeriodMs: 2 ** 31 } },
+      { sources: { resyncPeriodMs: Number.NaN } },
+      { sources: { syncTimeoutMs: 0 } },
+      { controller: { reconcileTimeoutMs: Infinity } },
       { retry: { backoff: { initialMs: -5, maxMs: 10 } } },
       { retry: { backoff: { initialMs: 100, maxMs: 10 } } },
       { reconcile: undefined as never },

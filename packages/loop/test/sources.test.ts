@@ -190,7 +190,7 @@ describe('several sources per loop', () => {
     const { loop, sets, seen, clock } = controllerHarness({
       sets: [setOf('a', 1)],
       pods: [podOf('a-0', 'a'), podOf('gone-0', 'gone')],
-      resyncPeriodMs: 1_000,
+      sources: { resyncPeriodMs: 1_000 },
     });
     await loop.start();
     await settle();
@@ -215,7 +215,7 @@ describe('failures of a secondary source', () => {
       secondary: { pods: { source: pods, owner: { kind: 'CocoonSet' } } },
       reconcile: () => {},
       onError: (error) => errors.push(error),
-      syncTimeoutMs,
+      sources: { syncTimeoutMs },
       clock,
     });
     return { clock, sets, pods, loop, errors };
@@ -373,16 +373,72 @@ describe('options of several sources', () => {
       'owner.kind must be a non-empty string',
     ],
     [{ secondary: { pods: { source: {} } } }, 'secondary.pods.source must have an open'],
-    [{ concurrency: 0 }, 'concurrency must be an integer from 1 to 1024'],
-    [{ concurrency: 2.5 }, 'concurrency must be an integer'],
+    [{ controller: { concurrency: 0 } }, 'controller.concurrency must be an integer from 1 to 1024'],
+    [{ controller: { concurrency: 2.5 } }, 'controller.concurrency must be an integer'],
     [{ retry: { budget: { delaysMs: [0, -1] } } }, 'retry.budget.delaysMs[1]'],
     [{ retry: { budget: { delaysMs: [0] }, backoff: { initialMs: 5, maxMs: 5 } } }, 'retry.budget replaces'],
     [{ updateFilter: 'yes' }, 'updateFilter must be a function'],
-    [{ fingerprint: 3 }, 'fingerprint must be a function'],
+    [{ retry: { fingerprint: 3 } }, 'retry.fingerprint must be a function'],
   ])('[loop: Owns] bad options throw OptionsError: %j', (extra, message) => {
     expect(() => new ReconcileLoop({ ...base, ...(extra as object) } as never)).toThrow(
       expect.objectContaining({ code: 'RL_INVALID_OPTIONS', message: expect.stringContaining(message) }),
     );
+  });
+
+  it.each([
+    // Each flat name of before the grouping names where it went.
+    [{ concurrency: 2 }, 'unknown option concurrency: it is controller.concurrency'],
+    [{ name: 'c' }, 'unknown option name: it is controller.name'],
+    [{ reconcileTimeoutMs: 1 }, 'unknown option reconcileTimeoutMs: it is controller.reconcileTimeoutMs'],
+    [{ expectationsTtlMs: 1 }, 'unknown option expectationsTtlMs: it is controller.expectationsTtlMs'],
+    [{ syncTimeoutMs: 1 }, 'unknown option syncTimeoutMs: it is sources.syncTimeoutMs'],
+    [{ resyncPeriodMs: 1 }, 'unknown option resyncPeriodMs: it is sources.resyncPeriodMs'],
+    [{ fingerprint: () => 1 }, 'unknown option fingerprint: it is retry.fingerprint'],
+    [{ gracefulShutdownTimeoutMs: 1 }, 'unknown option gracefulShutdownTimeoutMs: it is shutdown.timeoutMs'],
+    [{ leaderGate: {} }, 'unknown option leaderGate: it is leadership.gate'],
+    // A typo anywhere is refused with its path, never ignored for the default.
+    [{ controler: {} }, 'unknown option controler (known: source,'],
+    [{ controller: { workers: 2 } }, 'unknown option controller.workers (known: name, concurrency,'],
+    [{ sources: { syncTimeout: 1 } }, 'unknown option sources.syncTimeout'],
+    [{ retry: { backof: {} } }, 'unknown option retry.backof'],
+    [{ shutdown: { graceMs: 1 } }, 'unknown option shutdown.graceMs'],
+    [{ health: { sourceFailing: 1 } }, 'unknown option health.sourceFailing'],
+    [
+      { secondary: { pods: { source: new InProcessSource<Pod>('pods'), owner: { kind: 'X' }, filter: () => true } } },
+      'unknown option secondary.pods.filter',
+    ],
+    // Groups must be objects; leadership needs its gate.
+    [{ controller: 3 }, 'controller must be an object, got number'],
+    [{ shutdown: null }, 'shutdown must be an object, got null'],
+    [{ leadership: {} }, 'leadership.gate is required'],
+    [{ leadership: { gate: { isLeader: () => true } } }, 'leadership.gate.waitForLeadership must be a function'],
+    [{ controller: { name: '' } }, 'controller.name must be a non-empty string'],
+    [{ sources: { syncTimeoutMs: 0 } }, 'sources.syncTimeoutMs must be a number'],
+    [{ shutdown: { timeoutMs: -1 } }, 'shutdown.timeoutMs must be a number'],
+  ])(
+    '[loop: Options by concern] an unknown, moved or unusable option is an OptionsError naming its path: %j',
+    (extra, message) => {
+      expect(() => new ReconcileLoop({ ...base, ...(extra as object) } as never)).toThrow(
+        expect.objectContaining({ code: 'RL_INVALID_OPTIONS', message: expect.stringContaining(message) }),
+      );
+    },
+  );
+
+  it('[loop: Options by concern] every group set at once is accepted and applied', async () => {
+    const clock = new ManualClock();
+    const loop = new ReconcileLoop({
+      ...base,
+      clock,
+      controller: { name: 'sets-controller', concurrency: 3, reconcileTimeoutMs: 1_000, expectationsTtlMs: 2_000 },
+      sources: { syncTimeoutMs: 3_000, resyncPeriodMs: 0 },
+      retry: { budget: { delaysMs: [0] }, fingerprint: () => 1 },
+      shutdown: { timeoutMs: 4_000 },
+      health: { sourceFailingMs: 5_000 },
+    });
+    expect(loop.health().concurrency).toBe(3);
+    await loop.start();
+    expect(clock.pending).toBe(0); // resync disabled: no timer
+    await loop.stop();
   });
 });
 

@@ -59,7 +59,7 @@ const RESULTS = ['success', 'error', 'requeue', 'requeue_after'] as const;
  *
  * ```ts
  * const registry = new Registry();
- * const loop = new ReconcileLoop({ name: 'cocoonset', source, keyMap, reconcile, observer: controllerMetrics({ registry }) });
+ * const loop = new ReconcileLoop({ controller: { name: 'cocoonset' }, source, keyMap, reconcile, observer: controllerMetrics({ registry }) });
  * ```
  *
  * The loop binds it in its constructor; that throws {@link DuplicateControllerError} when another

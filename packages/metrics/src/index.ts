@@ -5,23 +5,9 @@
  * `/metrics` handler that composes with the loop's `healthHandler`.
  */
 // The observer a loop takes.
-export { controllerMetrics, type ControllerMetricsObserver, type ControllerMetricsOptions } from './controller-metrics.js';
-// The /metrics handler.
-export {
-  metricsHandler,
-  type MetricsHandlerOptions,
-  type MetricsRequest,
-  type MetricsResponse,
-  type RequestHandler,
-} from './handler.js';
-// The series' definitions (names, labels, buckets).
-export {
-  CONTROLLER_METRICS,
-  WORKQUEUE_METRICS,
-  LOOP_METRICS,
-  RECONCILE_TIME_BUCKETS,
-  WORKQUEUE_DURATION_BUCKETS,
-  type MetricDefinition,
-} from './definitions.js';
+export { controllerMetrics, type ControllerMetricsOptions } from './controller-metrics.js';
+// The /metrics handler (it takes and returns node:http's (request, response) shape).
+export { metricsHandler, type MetricsHandlerOptions } from './handler.js';
+// The series (names, labels, buckets) are the README's table; their definitions are not exported.
 // Errors (all extend primitives' ReconcileLoopError).
 export { DuplicateControllerError, ObserverReusedError } from './errors.js';

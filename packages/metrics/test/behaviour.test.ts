@@ -96,7 +96,7 @@ describe('reconcile metrics from a running loop', () => {
   it('[metrics: Reconcile time] a timed-out reconcile counts as an error and a controller_runtime_reconcile_timeouts_total', async () => {
     const { loop, clock, registry } = metricsHarness({
       body: () => new Promise<void>(() => {}),
-      reconcileTimeoutMs: 1_000,
+      controller: { reconcileTimeoutMs: 1_000 },
       retry: { backoff: { initialMs: 60_000, maxMs: 1_000_000 } },
     });
     await loop.start();

@@ -2,13 +2,14 @@ import { InProcessSource, ReconcileLoop } from '@reconcile-loop/loop';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { OptionsError } from '@reconcile-loop/primitives';
-import { controllerMetrics, LOOP_METRICS } from '../src/index.js';
+import { controllerMetrics } from '../src/index.js';
+import { LOOP_METRICS } from '../src/definitions.js';
 import { UPSTREAM } from './upstream.js';
 
 async function exposed() {
   const registry = new Registry();
   new ReconcileLoop<{ id: string }, string>({
-    name: 'pods',
+    controller: { name: 'pods' },
     source: new InProcessSource('src', [['k', { id: 'k' }]]),
     keyMap: (_, key) => key,
     reconcile: () => undefined,
@@ -70,7 +71,7 @@ describe('exposition', () => {
     const registry = new Registry();
     const make = (observer: ReturnType<typeof controllerMetrics<string>>, name = 'same') =>
       new ReconcileLoop<{ id: string }, string>({
-        name,
+        controller: { name },
         source: new InProcessSource('s'),
         keyMap: (_, k) => k,
         reconcile: () => undefined,
@@ -94,7 +95,9 @@ describe('exposition', () => {
 describe('loop options', () => {
   it('[metrics: Loop observer option] the loop rejects an empty name and a non-object observer with its typed options error', () => {
     const base = { source: new InProcessSource('s'), keyMap: (_: unknown, k: string) => k, reconcile: () => undefined };
-    expect(() => new ReconcileLoop({ ...base, name: '' })).toThrow(expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }));
+    expect(() => new ReconcileLoop({ ...base, controller: { name: '' } })).toThrow(
+      expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
+    );
     expect(() => new ReconcileLoop({ ...base, observer: 'x' as never })).toThrow(
       expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );

@@ -33,14 +33,14 @@ export function metricsHarness(
   const source = new InProcessSource<Thing>('things', things);
   const observer = controllerMetrics<string>({ registry });
   const loop = new ReconcileLoop<Thing, string>({
-    name: 'thing-controller',
     source,
     keyMap: (_, key) => key,
     reconcile: (key, ctx) => body(key, ctx),
     clock,
-    resyncPeriodMs: 0,
     observer,
     ...rest,
+    controller: { name: 'thing-controller', ...rest.controller },
+    sources: { resyncPeriodMs: 0, ...rest.sources },
   });
   return { loop, clock, registry, source, observer };
 }

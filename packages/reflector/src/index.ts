@@ -8,15 +8,11 @@
 export { Reflector } from './reflector.js';
 export { kubeReflector, podReflector, type KubeReflectorOptions } from './pods.js';
 export {
-  DEFAULT_IDLE_GRACE_MS,
   DEFAULT_LIST_PAGE_SIZE,
   DEFAULT_LIST_TIMEOUT_MS,
-  DEFAULT_WATCH_TIMEOUT_SECONDS,
-  WATCH_LIST_GIVE_UP_AFTER,
   type InitialListMode,
   type ReflectorOptions,
 } from './options.js';
-export type { ReflectorStats } from './core.js';
 
 // Where LIST and WATCH go: kube-client's KubeClient, or any ListWatchClient (a fake in tests).
 export { KubeApiClient, reflectorKubeClient, type KubeApiClientOptions } from './kube-api.js';
@@ -30,7 +26,7 @@ export type {
 } from './client.js';
 
 // How a failed WATCH is read: relist (expired, too large, rejected resourceVersion) or retry.
-export { watchVerdict, type WatchVerdict } from './classify.js';
+export { watchVerdict } from './classify.js';
 
 // The reflector's own errors (kube-client's pass through as they are); all extend ReconcileLoopError.
 export { KubeClientConfigError, ListRejectedError, ListTimeoutError } from './errors.js';

@@ -2,7 +2,7 @@ import { isInvalidObjectError, objectKey, type InvalidObjectError, type Kubernet
 import { parseObject, type ListItem } from '@reconcile-loop/k8s-types/internal';
 import { isCursorExpired } from './classify.js';
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
-import { abortReason, raceAbort } from '@reconcile-loop/primitives';
+import { linkSignals, raceAbort } from '@reconcile-loop/primitives';
 import type { ReflectorCore } from './core.js';
 import { isKubeApiError, KubeProtocolError } from '@reconcile-loop/kube-client';
 import { ListRejectedError, ListTimeoutError } from './errors.js';
@@ -192,28 +192,30 @@ async function listOnce<T extends KubernetesObjectView>(
   signal: AbortSignal,
 ): Promise<Gathered<T> | { failure: unknown } | typeof ABORTED> {
   if (signal.aborted) return ABORTED;
-  const controller = new AbortController();
-  const onAbort = (): void => controller.abort(abortReason(signal));
-  signal.addEventListener('abort', onAbort, { once: true });
+  const done = new AbortController();
   const timeout = new ListTimeoutError(core.options.listTimeoutMs);
-  const timer = core.clock.setTimeout(() => controller.abort(timeout), core.options.listTimeoutMs);
+  const link = linkSignals([signal, done.signal], {
+    clock: core.clock,
+    timeoutMs: core.options.listTimeoutMs,
+    timeoutReason: () => timeout,
+  });
   let objects = new Map<ObjectKey, T>();
   let poison = new Map<ObjectKey, InvalidObjectError>();
   let resourceVersion: string | undefined;
   let pageSize = core.options.listPageSize;
   let token: string | undefined;
-  // Its requests are sent with `controller`'s signal or linked to it: the `finally` below aborts a request still ahead.
-  const pager = new ListPager(core, controller.signal);
+  // Its requests are sent with `link`'s signal or linked to it: the `finally` below aborts a request still ahead.
+  const pager = new ListPager(core, link.signal);
   try {
     for (;;) {
       let page: Page<T>;
       try {
-        page = await raceAbort(pager.page(pageSize > 0 ? pageSize : undefined, token), controller.signal);
+        page = await raceAbort(pager.page(pageSize > 0 ? pageSize : undefined, token), link.signal);
       } catch (error) {
         if (
           token === undefined ||
           signal.aborted ||
-          controller.signal.aborted ||
+          link.signal.aborted ||
           !isKubeApiError(error) ||
           !isCursorExpired(error.status, error.statusCode)
         )
@@ -239,10 +241,9 @@ async function listOnce<T extends KubernetesObjectView>(
     }
   } catch (error) {
     if (signal.aborted) return ABORTED;
-    return { failure: controller.signal.aborted && controller.signal.reason === timeout ? timeout : error };
+    return { failure: link.signal.aborted && link.signal.reason === timeout ? timeout : error };
   } finally {
-    signal.removeEventListener('abort', onAbort);
-    core.clock.clearTimeout(timer);
-    controller.abort();
+    done.abort(); // ends a page read still running; the link then detaches itself
+    link.dispose();
   }
 }

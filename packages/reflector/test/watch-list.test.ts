@@ -2,7 +2,8 @@ import type { Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore, type SourceEvent } from '@reconcile-loop/object-store';
 import { settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { WATCH_LIST_GIVE_UP_AFTER, type ReflectorOptions } from '../src/index.js';
+import type { ReflectorOptions } from '../src/index.js';
+import { WATCH_LIST_GIVE_UP_AFTER } from '../src/options.js';
 import { advance, bookmark, errorFrame, line, openReflector, pod, type FakeClient, apiError } from './helpers.js';
 
 /** The bookmark that ends a watch-list's initial events. */

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
-import { RetryScheduler, type FailureOutcome } from '../src/index.js';
+import { RetryScheduler } from '../src/index.js';
+import type { FailureOutcome } from '../src/scheduler.js';
 
 const KEYS = ['a', 'b', 'c'] as const;
 type Key = (typeof KEYS)[number];

@@ -1,13 +1,8 @@
 import { OptionsError, type Key } from '@reconcile-loop/primitives';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
-import {
-  DEFAULT_RETRY_BACKOFF,
-  RetryScheduler,
-  RetrySchedulerKeyError,
-  type FailureOutcome,
-  type RetrySchedulerOptions,
-} from '../src/index.js';
+import { DEFAULT_RETRY_BACKOFF, RetryScheduler, RetrySchedulerKeyError, type RetrySchedulerOptions } from '../src/index.js';
+import type { FailureOutcome } from '../src/scheduler.js';
 import { systemClock } from '@reconcile-loop/primitives';
 
 /** The retry delay `fail(key)` scheduled, or -1 when it scheduled none (parked, or after shutdown). */

@@ -1,12 +1,7 @@
 /** @reconcile-loop/stream-driver: pumps a source's stream into a store, reopening it after the source's own retry. */
 // The driver, its options and its health.
 export { StreamDriver } from './driver.js';
-export {
-  DEFAULT_CLOSE_TIMEOUT_MS,
-  DEFAULT_HEALTHY_STREAM_MS,
-  type StreamDriverOptions,
-  type StoreWriter,
-} from './options.js';
+export type { StreamDriverOptions, StoreWriter } from './options.js';
 export type { StreamDriverHealth } from './driver-health.js';
 // The in-process source.
 export { InProcessSource, type InProcessSourceOptions } from './in-process-source.js';

@@ -10,11 +10,4 @@ export {
   isQueueStopped,
 } from './errors.js';
 // Metrics hooks.
-export type {
-  UnfinishedWork,
-  WorkQueueAddEvent,
-  WorkQueueDoneEvent,
-  WorkQueueGetEvent,
-  WorkQueueHook,
-  WorkQueueObserver,
-} from './observer.js';
+export type { UnfinishedWork, WorkQueueObserver } from './observer.js';
