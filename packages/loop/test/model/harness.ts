@@ -9,6 +9,7 @@ import {
   generationChanged,
   InProcessSource,
   ReconcileLoop,
+  resourceVersionChanged,
   TerminalError,
   type LeaderGate,
   type ReconcileContext,
@@ -96,7 +97,11 @@ export function buildLoop(deps: LoopDeps): ReconcileLoop<ParentObject, string, S
     keyMap: (_parent, key) => key,
     reconcile: deps.reconcile,
     secondary: {
-      pods: { source: deps.pods, owner: { kind: 'Parent' } },
+      pods: {
+        source: deps.pods,
+        owner: { kind: 'Parent' },
+        updateFilter: config.podFilter ? resourceVersionChanged : undefined,
+      },
       configs: { source: deps.configs, keyMap: (c) => [...c.targets] },
     },
     updateFilter: config.generationFilter ? generationChanged : undefined,

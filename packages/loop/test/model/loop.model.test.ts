@@ -59,7 +59,7 @@ const parentOf = (h: Harness, name: string, generation = 1, v = 0, s = 0, uid = 
   status: { s },
 });
 const podOf = (name: string, owner: string, v: number): PodObject => ({
-  metadata: { name, ownerReferences: [{ kind: 'Parent', name: owner, controller: true }] },
+  metadata: { name, resourceVersion: String(v), ownerReferences: [{ kind: 'Parent', name: owner, controller: true }] },
   v,
 });
 
@@ -121,6 +121,14 @@ const commands = [
         ),
     ),
   fc.constantFrom(...PODS).map((pod) => new Command(`deletePod(${pod})`, (h) => h.change('pods', pod, undefined))),
+  // The same version again (a repeated frame): what `resourceVersionChanged` drops.
+  fc.constantFrom(...PODS).map(
+    (pod) =>
+      new Command(`touchPod(${pod})`, async (h) => {
+        const current = h.model.pods.get(pod);
+        if (current !== undefined) await h.change('pods', pod, current);
+      }),
+  ),
   fc
     .tuple(fc.constantFrom(...CONFIGS), fc.subarray([...KEYS]))
     .map(
@@ -229,6 +237,7 @@ const commands = [
 const configArb: fc.Arbitrary<ModelConfig> = fc.record({
   concurrency: fc.integer({ min: 1, max: 3 }),
   generationFilter: fc.boolean(),
+  podFilter: fc.boolean(),
   budget: fc.option(fc.constantFrom([0], [0, 10, 100], [20, 20]), { nil: undefined }),
   backoff: fc.constant({ initialMs: 10, maxMs: 1_000 }),
   resyncPeriodMs: fc.constantFrom(0, 700, 5_000),

@@ -23,6 +23,7 @@ export interface ParentObject {
 export interface PodObject {
   readonly metadata: {
     readonly name: string;
+    readonly resourceVersion: string;
     readonly ownerReferences: ReadonlyArray<{ readonly kind: string; readonly name: string; readonly controller: boolean }>;
   };
   readonly v: number;
@@ -51,6 +52,8 @@ export interface ModelConfig {
   readonly concurrency: number;
   /** `generationChanged` on the primary source. */
   readonly generationFilter: boolean;
+  /** `resourceVersionChanged` on the pods. */
+  readonly podFilter: boolean;
   /** A retry budget (exact delays, then dead-letter), or exponential backoff. */
   readonly budget: readonly number[] | undefined;
   readonly backoff: { readonly initialMs: number; readonly maxMs: number };
@@ -238,7 +241,14 @@ export class ReferenceModel {
       const previous = this.pods.get(key);
       if (next === undefined) this.pods.delete(key);
       else this.pods.set(key, next as PodObject);
-      if (previous !== undefined || next !== undefined) {
+      // `ResourceVersionChangedPredicate`: an update at the same resourceVersion that keeps its owners is dropped.
+      const filtered =
+        this.config.podFilter &&
+        previous !== undefined &&
+        next !== undefined &&
+        previous.metadata.resourceVersion === (next as PodObject).metadata.resourceVersion &&
+        ReferenceModel.ownersOf(previous).join() === ReferenceModel.ownersOf(next as PodObject).join();
+      if (!filtered && (previous !== undefined || next !== undefined)) {
         for (const owner of ReferenceModel.ownersOf(previous)) affected.add(owner);
         for (const owner of ReferenceModel.ownersOf(next as PodObject | undefined)) affected.add(owner);
       }
