@@ -116,6 +116,9 @@ export function buildLoop(deps: LoopDeps): ReconcileLoop<ParentObject, string, S
 
 const OK: Outcome = { kind: 'ok' };
 
+/** Every source reopens an ended stream after 50 ms, always (a constant backoff). */
+const REOPEN = { initialMs: 50, maxMs: 50, factor: 1 };
+
 /** A planted fault, to show the check can fail: a source whose streams lose every delete event. */
 export class DeleteLosingSource<T> extends InProcessSource<T> {
   override open(signal: AbortSignal): AsyncIterable<SourceEvent<T>> {
@@ -149,9 +152,9 @@ function viewOfContext(ctx: Ctx): { parent: string | undefined; pods: string; co
 export class Harness {
   readonly model: ReferenceModel;
   readonly clock = new ManualClock();
-  readonly parents = new InProcessSource<ParentObject>('parents');
+  readonly parents = new InProcessSource<ParentObject>('parents', [], { retry: REOPEN });
   readonly pods: InProcessSource<PodObject>;
-  readonly configs = new InProcessSource<ConfigObject>('configs');
+  readonly configs = new InProcessSource<ConfigObject>('configs', [], { retry: REOPEN });
   readonly gate: FakeGate | undefined;
   readonly loop: ReconcileLoop<ParentObject, string, Secondaries>;
   /** The outcome each key's next reconcile returns (sticky until a command changes it). */
@@ -162,7 +165,9 @@ export class Harness {
   /** @param faults `losePodDeletes`: the pods source drops delete events (a planted bug the check must find). */
   constructor(config: ModelConfig, faults: { losePodDeletes?: boolean } = {}) {
     this.model = new ReferenceModel(config);
-    this.pods = faults.losePodDeletes ? new DeleteLosingSource<PodObject>('pods') : new InProcessSource<PodObject>('pods');
+    this.pods = faults.losePodDeletes
+      ? new DeleteLosingSource<PodObject>('pods', [], { retry: REOPEN })
+      : new InProcessSource<PodObject>('pods', [], { retry: REOPEN });
     this.gate = config.gated ? new FakeGate() : undefined;
     this.loop = buildLoop({
       config,
@@ -269,6 +274,13 @@ export class Harness {
   async relist(name: SourceName, world: Map<string, ParentObject | PodObject | ConfigObject>): Promise<void> {
     (this.source(name) as InProcessSource<unknown>).replace(world);
     this.model.relist(name, world);
+    await this.settle();
+  }
+
+  /** Ends the open stream of `name`: the driver reopens it after {@link REOPEN} with a listing. */
+  async disconnect(name: SourceName): Promise<void> {
+    this.source(name).disconnect();
+    this.model.disconnect(name, this.clock.now(), REOPEN.initialMs);
     await this.settle();
   }
 

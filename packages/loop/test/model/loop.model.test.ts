@@ -6,8 +6,8 @@
  * owed a reconcile must have run against the latest cache.
  *
  * Bounded for CI: `RL_MODEL_RUNS` runs (default 300, about 2 s) of at most 30 commands. A failure prints
- * fast-check's seed and path with the shrunk command list; replay it with `RL_MODEL_SEED` and
- * `RL_MODEL_PATH`.
+ * fast-check's seed and path with the shrunk command list; replay it with `RL_MODEL_SEED`,
+ * `RL_MODEL_PATH` and `RL_MODEL_REPLAY` (the `replayPath` in the counterexample).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -19,6 +19,7 @@ import {
   type Outcome,
   type ParentObject,
   type PodObject,
+  type SourceName,
 } from './reference.js';
 
 const NAMES = ['a', 'b', 'c'] as const;
@@ -65,7 +66,7 @@ const podOf = (name: string, owner: string, v: number): PodObject => ({
 
 /** A parent's next version: created (new uid) if absent, else its spec (generation + 1) or its status changed. */
 function nextParent(h: Harness, name: string, what: 'spec' | 'status'): ParentObject {
-  const p = h.model.parents.get(name);
+  const p = h.model.world.parents.get(name);
   if (p === undefined) return parentOf(h, name);
   return what === 'spec'
     ? parentOf(h, name, p.metadata.generation + 1, p.spec.v + 1, p.status.s, p.metadata.uid)
@@ -93,8 +94,15 @@ const advanceCommand = fc.constantFrom(1, 5, 10, 40, 100, 400, 1_000, 5_000).map
     }),
 );
 
-/** Up to 40 commands a run; `size: 'max'` draws lengths up to that bound, not only short ones. */
-const COMMANDS = { maxCommands: 40, size: 'max' } as const;
+/**
+ * Up to 40 commands a run; `size: 'max'` draws lengths up to that bound, not only short ones.
+ * `RL_MODEL_REPLAY` is the counterexample's `replayPath` comment, needed with seed and path to replay commands.
+ */
+const COMMANDS = {
+  maxCommands: 40,
+  size: 'max',
+  ...(process.env.RL_MODEL_REPLAY ? { replayPath: process.env.RL_MODEL_REPLAY } : {}),
+} as const;
 
 const commands = [
   fc
@@ -117,7 +125,7 @@ const commands = [
     .map(
       ([pod, owner]) =>
         new Command(`upsertPod(${pod} → ${owner})`, (h) =>
-          h.change('pods', pod, podOf(pod, owner, (h.model.pods.get(pod)?.v ?? 0) + 1)),
+          h.change('pods', pod, podOf(pod, owner, (h.model.world.pods.get(pod)?.v ?? 0) + 1)),
         ),
     ),
   fc.constantFrom(...PODS).map((pod) => new Command(`deletePod(${pod})`, (h) => h.change('pods', pod, undefined))),
@@ -125,7 +133,7 @@ const commands = [
   fc.constantFrom(...PODS).map(
     (pod) =>
       new Command(`touchPod(${pod})`, async (h) => {
-        const current = h.model.pods.get(pod);
+        const current = h.model.world.pods.get(pod);
         if (current !== undefined) await h.change('pods', pod, current);
       }),
   ),
@@ -134,7 +142,7 @@ const commands = [
     .map(
       ([config, targets]) =>
         new Command(`upsertConfig(${config} → [${targets}])`, (h) =>
-          h.change('configs', config, { targets, v: (h.model.configs.get(config)?.v ?? 0) + 1 } satisfies ConfigObject),
+          h.change('configs', config, { targets, v: (h.model.world.configs.get(config)?.v ?? 0) + 1 } satisfies ConfigObject),
         ),
     ),
   fc
@@ -148,7 +156,7 @@ const commands = [
         const world = new Map<string, ParentObject>();
         NAMES.forEach((name, i) => {
           const edit = edits[i];
-          const current = h.model.parents.get(name);
+          const current = h.model.world.parents.get(name);
           if (edit === 'drop') return;
           if (edit === 'recreate') world.set(name, parentOf(h, name));
           else if (edit === 'keep') {
@@ -166,7 +174,7 @@ const commands = [
           const world = new Map<string, PodObject>();
           PODS.forEach((pod, i) => {
             const edit = edits[i]!;
-            const current = h.model.pods.get(pod);
+            const current = h.model.world.pods.get(pod);
             if (edit === 'drop') return;
             if (edit === 'keep') {
               if (current !== undefined) world.set(pod, current);
@@ -179,6 +187,10 @@ const commands = [
         }),
     ),
   outcomeCommand,
+  // The watch of one source ends; the stream reopens after the source's backoff (50 ms) with a listing.
+  fc
+    .constantFrom<SourceName>('parents', 'pods', 'configs')
+    .map((name) => new Command(`disconnect(${name})`, (h) => h.disconnect(name))),
   outcomeCommand,
   advanceCommand,
   fc

@@ -97,6 +97,8 @@ interface KeyState {
   fingerprint: string | undefined;
   /** Parked (dead-letter) at this fingerprint; `null` = not parked. */
   parkedAt: string | undefined | null;
+  /** When it last started (-1: never). */
+  lastStartAt: number;
   /** Consecutive `{ requeueAfterMs: 0 }` results. */
   requeues: number;
   running: boolean;
@@ -109,9 +111,18 @@ interface KeyState {
 
 export class ReferenceModel {
   readonly config: ModelConfig;
+  /** What each source holds: changes land here at once, in the caches below only while its watch is open. */
+  readonly world = {
+    parents: new Map<string, ParentObject>(),
+    pods: new Map<string, PodObject>(),
+    configs: new Map<string, ConfigObject>(),
+  };
+  /** The loop's caches (its stores, once the events are applied): what a reconcile sees. */
   readonly parents = new Map<string, ParentObject>();
   readonly pods = new Map<string, PodObject>();
   readonly configs = new Map<string, ConfigObject>();
+  /** Sources whose watch is down, with the time their stream reopens (with a listing of the world). */
+  readonly #down = new Map<SourceName, number>();
   readonly #keys = new Map<string, KeyState>();
   readonly violations: string[] = [];
   /** Counters a fixed-seed sample reads to show the runs are not vacuous. */
@@ -155,6 +166,7 @@ export class ReferenceModel {
         triggered: false,
         due: false,
         credits: { at: -1, n: 0 },
+        lastStartAt: -1,
         deadline: undefined,
         deadlineKind: undefined,
         failures: 0,
@@ -220,12 +232,36 @@ export class ReferenceModel {
 
   // ---- changes (each applied to the model the moment the command applies it to the source) ----
 
-  /**
-   * An upsert, delete or relist of one object: the informer's event handler enqueues the parents it
-   * affects — old and new ones for a moved object. `generationChanged` (a predicate) drops a primary
-   * update that keeps the generation and the parent; creates and deletes always pass.
-   */
+  /** An upsert or delete at the source: reaches the cache as an event unless the watch is down. */
   change(source: SourceName, key: string, next: ParentObject | PodObject | ConfigObject | undefined): void {
+    const world = this.world[source] as Map<string, unknown>;
+    if (next === undefined) world.delete(key);
+    else world.set(key, next);
+    if (!this.#down.has(source)) for (const parent of this.#apply(source, key, next)) this.offer(parent);
+  }
+
+  /** The source's world is replaced; an open watch delivers it as one listing (a relist). */
+  relist(source: SourceName, world: ReadonlyMap<string, ParentObject | PodObject | ConfigObject>): void {
+    const mine = this.world[source] as Map<string, unknown>;
+    mine.clear();
+    for (const [key, object] of world) mine.set(key, object);
+    if (!this.#down.has(source)) this.#relistCache(source, world);
+  }
+
+  /**
+   * The watch of `source` ends: the reflector relists after its backoff (`reopenMs` here), and what
+   * changed meanwhile — a delete, a re-create under the same name — arrives in that listing.
+   */
+  disconnect(source: SourceName, now: number, reopenMs: number): void {
+    if (!this.#down.has(source)) this.#down.set(source, now + reopenMs);
+  }
+
+  /**
+   * One event applied to the cache: the informer's event handler enqueues the parents it affects —
+   * old and new ones for a moved object. `generationChanged` (a predicate) drops a primary update
+   * that keeps the generation and the parent; creates and deletes always pass.
+   */
+  #apply(source: SourceName, key: string, next: ParentObject | PodObject | ConfigObject | undefined): Set<string> {
     const affected = new Set<string>();
     if (source === 'parents') {
       const previous = this.parents.get(key);
@@ -270,18 +306,27 @@ export class ReferenceModel {
         for (const target of ReferenceModel.targetsOf(next as ConfigObject | undefined)) affected.add(target);
       }
     }
-    for (const parent of affected) this.offer(parent);
+    return affected;
   }
 
   /**
-   * A relist: the informer's `Replace()` — an update for every listed object (unchanged ones too,
-   * subject to predicates) and a delete for every cached object missing from the listing.
+   * A listing reaches the cache: the informer's `Replace()` — an update for every listed object
+   * (unchanged ones too, subject to predicates) and a delete for every cached object missing from it.
    */
-  relist(source: SourceName, world: ReadonlyMap<string, ParentObject | PodObject | ConfigObject>): void {
+  #relistCache(source: SourceName, world: ReadonlyMap<string, ParentObject | PodObject | ConfigObject>, timerAt?: number): void {
     const current: ReadonlyMap<string, unknown> =
       source === 'parents' ? this.parents : source === 'pods' ? this.pods : this.configs;
     const keys = new Set<string>([...current.keys(), ...world.keys()]);
-    for (const key of [...keys].sort()) this.change(source, key, world.get(key));
+    // One event: each affected parent is offered once.
+    const affected = new Set<string>();
+    for (const key of [...keys].sort()) for (const parent of this.#apply(source, key, world.get(key))) affected.add(parent);
+    for (const parent of affected) this.offer(parent, timerAt);
+  }
+
+  #nextReopen(): number | undefined {
+    let next: number | undefined;
+    for (const at of this.#down.values()) if (next === undefined || at < next) next = at;
+    return next;
   }
 
   /**
@@ -333,8 +378,16 @@ export class ReferenceModel {
       for (const state of this.#keys.values()) if (state.deadline !== undefined && state.deadline < next) next = state.deadline;
       const expiry = this.#nextExpiry();
       if (expiry !== undefined && expiry < next) next = expiry;
-      if (next > now || (next === now && !settled && next !== this.#nextResync && next !== expiry)) break;
+      const reopen = this.#nextReopen();
+      if (reopen !== undefined && reopen < next) next = reopen;
+      if (next > now || (next === now && !settled && next !== this.#nextResync && next !== expiry && next !== reopen)) break;
       this.#now = next;
+      // The reflector's relist after the watch was down: one listing of the source's world.
+      for (const [source, at] of [...this.#down]) {
+        if (at > next) continue;
+        this.#down.delete(source);
+        this.#relistCache(source, this.world[source], next);
+      }
       // `ExpectationsTimeout`: unobserved writes expire and the parent is re-queued anyway.
       for (const [key, state] of this.#keys) {
         if (state.expecting !== undefined && state.expectingSince + this.config.expectationsTtlMs <= next) {
@@ -371,9 +424,11 @@ export class ReferenceModel {
     return next;
   }
 
-  /** The earliest pending retry/requeue deadline or expectations expiry, if any. */
+  /** The earliest pending retry/requeue deadline, expectations expiry or reopen, if any. */
   nextDeadline(): number | undefined {
-    let next: number | undefined = this.#nextExpiry();
+    const expiry = this.#nextExpiry();
+    const reopen = this.#nextReopen();
+    let next: number | undefined = expiry === undefined || (reopen !== undefined && reopen < expiry) ? reopen : expiry;
     for (const state of this.#keys.values()) {
       if (state.deadline !== undefined && (next === undefined || state.deadline < next)) next = state.deadline;
     }
@@ -423,6 +478,18 @@ export class ReferenceModel {
 
   // ---- reconcile calls ----
 
+  /**
+   * Whether a reconcile that saw `seen` saw everything the predicates let through. With
+   * `generationChanged` only the parent's existence and generation count: an update that keeps the
+   * generation — a status write, and also a delete + re-create at the same generation that only a
+   * relist shows (a new uid) — is dropped upstream as here, so a call that saw the old object owes nothing.
+   */
+  #sameView(seen: View, current: View): boolean {
+    const parent = (p: string | undefined): string | undefined =>
+      p === undefined || !this.config.generationFilter ? p : p.split(':')[1];
+    return parent(seen.parent) === parent(current.parent) && seen.pods === current.pods && seen.configs === current.configs;
+  }
+
   /** A reconcile of `key` began at `now`, seeing `view`. */
   started(key: string, now: number, view: View, leaderNow: boolean): void {
     this.advanceTo(now, false);
@@ -443,8 +510,10 @@ export class ReferenceModel {
       state.expecting = undefined;
     }
     // Nothing reconciles a key on its own: an event, resync, term, release, or a deadline that passed.
-    const credits = state.credits.at === now ? state.credits.n : 0;
-    if (!state.triggered && !state.due && credits === 0 && state.deadline !== undefined && state.deadline <= now) {
+    // A timer of this instant, or of the instant of its last start (it may have fired after that
+    // start and marked the running key dirty, so it runs once more when that call ends).
+    const credits = state.credits.at === now || state.credits.at === state.lastStartAt ? state.credits.n : 0;
+    if (!state.triggered && !state.due && state.deadline !== undefined && state.deadline <= now) {
       state.deadline = undefined; // its timer fired just now
       state.deadlineKind = undefined;
       state.due = true;
@@ -454,18 +523,18 @@ export class ReferenceModel {
         `${where}: started with no event and no deadline passed (pending ${state.deadlineKind ?? 'none'} at ${String(state.deadline)})`,
       );
     }
-    // One start takes every offer made before it (the queue deduplicates), and one timer of this instant.
+    // One start takes every offer made before it (the queue deduplicates), and one timer's offer.
     state.triggered = false;
     state.due = false;
-    if (credits > 0) state.credits = { at: now, n: credits - 1 };
+    if (credits > 0) state.credits = { at: state.credits.at, n: credits - 1 };
+    state.lastStartAt = now;
     state.running = true;
     state.lastView = view;
     state.starts += 1;
     this.stats.starts += 1;
     if (view.parent === undefined && state.starts > 1) this.stats.deletedParentRuns += 1;
     // The cache is current at a start (cache before notify), so a start that saw the current view discharges what was owed.
-    const current = this.viewOf(key);
-    if (view.parent === current.parent && view.pods === current.pods && view.configs === current.configs) state.owed = false;
+    if (this.#sameView(view, this.viewOf(key))) state.owed = false;
   }
 
   /**
