@@ -57,13 +57,20 @@ export class FakeGate implements LeaderGate {
   }
   grant(): void {
     if (this.leader) return;
+    // A term still open here was frozen: an elector that leads again has lost the lease in between,
+    // so the old term ends (its signal, `onLost`) before the new one begins.
+    if (this.#term !== undefined) this.revoke();
     this.leader = true;
     this.#term = new AbortController();
     for (const waiter of [...this.#waiters]) waiter(this.#term.signal);
     this.#waiters.clear();
   }
+  /** `isLeader()` turns false and nothing else happens: a frozen-then-resumed ex-leader before any of its callbacks ran. */
+  freeze(): void {
+    this.leader = false;
+  }
   revoke(): void {
-    if (!this.leader) return;
+    if (!this.leader && this.#term === undefined) return;
     this.leader = false;
     const term = this.#term;
     this.#term = undefined;
@@ -116,9 +123,6 @@ export function buildLoop(deps: LoopDeps): ReconcileLoop<ParentObject, string, S
 
 const OK: Outcome = { kind: 'ok' };
 
-/** Every source reopens an ended stream after 50 ms, always (a constant backoff). */
-const REOPEN = { initialMs: 50, maxMs: 50, factor: 1 };
-
 /** A planted fault, to show the check can fail: a source whose streams lose every delete event. */
 export class DeleteLosingSource<T> extends InProcessSource<T> {
   override open(signal: AbortSignal): AsyncIterable<SourceEvent<T>> {
@@ -152,9 +156,9 @@ function viewOfContext(ctx: Ctx): { parent: string | undefined; pods: string; co
 export class Harness {
   readonly model: ReferenceModel;
   readonly clock = new ManualClock();
-  readonly parents = new InProcessSource<ParentObject>('parents', [], { retry: REOPEN });
+  readonly parents = new InProcessSource<ParentObject>('parents');
   readonly pods: InProcessSource<PodObject>;
-  readonly configs = new InProcessSource<ConfigObject>('configs', [], { retry: REOPEN });
+  readonly configs = new InProcessSource<ConfigObject>('configs');
   readonly gate: FakeGate | undefined;
   readonly loop: ReconcileLoop<ParentObject, string, Secondaries>;
   /** The outcome each key's next reconcile returns (sticky until a command changes it). */
@@ -165,9 +169,7 @@ export class Harness {
   /** @param faults `losePodDeletes`: the pods source drops delete events (a planted bug the check must find). */
   constructor(config: ModelConfig, faults: { losePodDeletes?: boolean } = {}) {
     this.model = new ReferenceModel(config);
-    this.pods = faults.losePodDeletes
-      ? new DeleteLosingSource<PodObject>('pods', [], { retry: REOPEN })
-      : new InProcessSource<PodObject>('pods', [], { retry: REOPEN });
+    this.pods = faults.losePodDeletes ? new DeleteLosingSource<PodObject>('pods') : new InProcessSource<PodObject>('pods');
     this.gate = config.gated ? new FakeGate() : undefined;
     this.loop = buildLoop({
       config,
@@ -211,8 +213,9 @@ export class Harness {
       }
     }
     if (outcome.kind === 'expect') {
+      const cached = ctx.stores.pods.has(outcome.pod);
       ctx.expect('pods').creations(outcome.pod);
-      this.model.expectCreation(key, outcome.pod, this.clock.now());
+      this.model.expectCreation(key, outcome.pod, this.clock.now(), cached);
     }
     this.model.ended(key, this.clock.now(), outcome, fingerprint);
     switch (outcome.kind) {
@@ -264,7 +267,9 @@ export class Harness {
    */
   async change(name: SourceName, key: string, next: ParentObject | PodObject | ConfigObject | undefined): Promise<void> {
     const source = this.source(name) as InProcessSource<unknown>;
-    if (next === undefined) source.delete(key);
+    if (this.model.isDown(name)) {
+      // held back until the reconnect's listing
+    } else if (next === undefined) source.delete(key);
     else source.upsert(key, next);
     this.model.change(name, key, next);
     await this.settle();
@@ -272,15 +277,24 @@ export class Harness {
 
   /** A relist: the source's next listing is `world` (changes made while no watch was open arrive together). */
   async relist(name: SourceName, world: Map<string, ParentObject | PodObject | ConfigObject>): Promise<void> {
-    (this.source(name) as InProcessSource<unknown>).replace(world);
+    if (!this.model.isDown(name)) (this.source(name) as InProcessSource<unknown>).replace(world);
     this.model.relist(name, world);
     await this.settle();
   }
 
-  /** Ends the open stream of `name`: the driver reopens it after {@link REOPEN} with a listing. */
-  async disconnect(name: SourceName): Promise<void> {
-    this.source(name).disconnect();
-    this.model.disconnect(name, this.clock.now(), REOPEN.initialMs);
+  /**
+   * The watch of `name` goes down: changes are held back from the source until {@link reconnect},
+   * which hands it the whole world as one listing (a relist after a gap). No timer is involved, so
+   * the relist's instant is the command's, never tied with another timer's.
+   */
+  disconnect(name: SourceName): void {
+    this.model.disconnect(name);
+  }
+
+  async reconnect(name: SourceName): Promise<void> {
+    if (!this.model.isDown(name)) return;
+    this.model.reconnect(name);
+    (this.source(name) as InProcessSource<unknown>).replace(this.model.world[name]);
     await this.settle();
   }
 
@@ -308,6 +322,7 @@ export class Harness {
    */
   async quiesce(): Promise<void> {
     for (const key of [...this.outcomes.keys()]) this.outcomes.set(key, OK);
+    for (const name of ['parents', 'pods', 'configs'] as const) await this.reconnect(name);
     if (this.gate !== undefined && !this.gate.leader) {
       this.gate.grant();
       this.model.gain();

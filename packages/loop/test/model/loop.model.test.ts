@@ -187,10 +187,13 @@ const commands = [
         }),
     ),
   outcomeCommand,
-  // The watch of one source ends; the stream reopens after the source's backoff (50 ms) with a listing.
+  // The watch of one source goes down; what changes meanwhile arrives in the listing of its reconnect.
   fc
     .constantFrom<SourceName>('parents', 'pods', 'configs')
     .map((name) => new Command(`disconnect(${name})`, (h) => h.disconnect(name))),
+  fc
+    .constantFrom<SourceName>('parents', 'pods', 'configs')
+    .map((name) => new Command(`reconnect(${name})`, (h) => h.reconnect(name))),
   outcomeCommand,
   advanceCommand,
   fc
@@ -211,8 +214,19 @@ const commands = [
     new Command(
       'revoke leadership',
       (h) => {
+        if (h.gate === undefined) return;
+        h.gate.revoke(); // also ends a frozen term
+        h.model.lose();
+      },
+      (m) => m.config.gated,
+    ),
+  ),
+  fc.constant(
+    new Command(
+      'freeze leadership',
+      (h) => {
         if (!h.gate?.leader) return;
-        h.gate.revoke();
+        h.gate.freeze();
         h.model.lose();
       },
       (m) => m.config.gated,

@@ -121,8 +121,8 @@ export class ReferenceModel {
   readonly parents = new Map<string, ParentObject>();
   readonly pods = new Map<string, PodObject>();
   readonly configs = new Map<string, ConfigObject>();
-  /** Sources whose watch is down, with the time their stream reopens (with a listing of the world). */
-  readonly #down = new Map<SourceName, number>();
+  /** Sources whose watch is down: changes reach their cache only with the listing of the reconnect. */
+  readonly #down = new Set<SourceName>();
   readonly #keys = new Map<string, KeyState>();
   readonly violations: string[] = [];
   /** Counters a fixed-seed sample reads to show the runs are not vacuous. */
@@ -248,12 +248,19 @@ export class ReferenceModel {
     if (!this.#down.has(source)) this.#relistCache(source, world);
   }
 
-  /**
-   * The watch of `source` ends: the reflector relists after its backoff (`reopenMs` here), and what
-   * changed meanwhile — a delete, a re-create under the same name — arrives in that listing.
-   */
-  disconnect(source: SourceName, now: number, reopenMs: number): void {
-    if (!this.#down.has(source)) this.#down.set(source, now + reopenMs);
+  /** The watch of `source` is down: what changes meanwhile — a delete, a re-create under the same name — waits for the relist. */
+  disconnect(source: SourceName): void {
+    this.#down.add(source);
+  }
+
+  /** The watch is back: the reflector's relist brings the source's world in one listing. */
+  reconnect(source: SourceName): void {
+    if (!this.#down.delete(source)) return;
+    this.#relistCache(source, this.world[source]);
+  }
+
+  isDown(source: SourceName): boolean {
+    return this.#down.has(source);
   }
 
   /**
@@ -313,20 +320,14 @@ export class ReferenceModel {
    * A listing reaches the cache: the informer's `Replace()` — an update for every listed object
    * (unchanged ones too, subject to predicates) and a delete for every cached object missing from it.
    */
-  #relistCache(source: SourceName, world: ReadonlyMap<string, ParentObject | PodObject | ConfigObject>, timerAt?: number): void {
+  #relistCache(source: SourceName, world: ReadonlyMap<string, ParentObject | PodObject | ConfigObject>): void {
     const current: ReadonlyMap<string, unknown> =
       source === 'parents' ? this.parents : source === 'pods' ? this.pods : this.configs;
     const keys = new Set<string>([...current.keys(), ...world.keys()]);
     // One event: each affected parent is offered once.
     const affected = new Set<string>();
     for (const key of [...keys].sort()) for (const parent of this.#apply(source, key, world.get(key))) affected.add(parent);
-    for (const parent of affected) this.offer(parent, timerAt);
-  }
-
-  #nextReopen(): number | undefined {
-    let next: number | undefined;
-    for (const at of this.#down.values()) if (next === undefined || at < next) next = at;
-    return next;
+    for (const parent of affected) this.offer(parent);
   }
 
   /**
@@ -378,16 +379,8 @@ export class ReferenceModel {
       for (const state of this.#keys.values()) if (state.deadline !== undefined && state.deadline < next) next = state.deadline;
       const expiry = this.#nextExpiry();
       if (expiry !== undefined && expiry < next) next = expiry;
-      const reopen = this.#nextReopen();
-      if (reopen !== undefined && reopen < next) next = reopen;
-      if (next > now || (next === now && !settled && next !== this.#nextResync && next !== expiry && next !== reopen)) break;
+      if (next > now || (next === now && !settled && next !== this.#nextResync && next !== expiry)) break;
       this.#now = next;
-      // The reflector's relist after the watch was down: one listing of the source's world.
-      for (const [source, at] of [...this.#down]) {
-        if (at > next) continue;
-        this.#down.delete(source);
-        this.#relistCache(source, this.world[source], next);
-      }
       // `ExpectationsTimeout`: unobserved writes expire and the parent is re-queued anyway.
       for (const [key, state] of this.#keys) {
         if (state.expecting !== undefined && state.expectingSince + this.config.expectationsTtlMs <= next) {
@@ -424,11 +417,9 @@ export class ReferenceModel {
     return next;
   }
 
-  /** The earliest pending retry/requeue deadline, expectations expiry or reopen, if any. */
+  /** The earliest pending retry/requeue deadline or expectations expiry, if any. */
   nextDeadline(): number | undefined {
-    const expiry = this.#nextExpiry();
-    const reopen = this.#nextReopen();
-    let next: number | undefined = expiry === undefined || (reopen !== undefined && reopen < expiry) ? reopen : expiry;
+    let next: number | undefined = this.#nextExpiry();
     for (const state of this.#keys.values()) {
       if (state.deadline !== undefined && (next === undefined || state.deadline < next)) next = state.deadline;
     }
@@ -606,9 +597,13 @@ export class ReferenceModel {
     }
   }
 
-  /** `ctx.expect('pods').creations(pod)` in a reconcile of `key`: nothing to wait for if the cache already holds it. */
-  expectCreation(key: string, pod: string, now: number): void {
-    if (this.pods.has(pod)) return;
+  /**
+   * `ctx.expect('pods').creations(pod)` in a reconcile of `key`: nothing to wait for if the cache
+   * already holds it. `cached` is what the loop's store held at that moment (a listing due at the
+   * same instant may already be in the model's cache and not yet in the loop's).
+   */
+  expectCreation(key: string, pod: string, now: number, cached: boolean): void {
+    if (cached) return;
     this.stats.expectations += 1;
     const state = this.#state(key);
     if (state.expecting === undefined) {
