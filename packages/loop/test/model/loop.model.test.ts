@@ -5,7 +5,7 @@
  * loop's parked keys and pending deadlines must equal the model's, and after quiescence every key
  * owed a reconcile must have run against the latest cache.
  *
- * Bounded for CI: `RL_MODEL_RUNS` runs (default 300, about 2 s) of at most 30 commands. A failure prints
+ * Bounded for CI: `RL_MODEL_RUNS` runs (default 1,000, about 3 s on one core) of at most 40 commands. A failure prints
  * fast-check's seed and path with the shrunk command list; replay it with `RL_MODEL_SEED`,
  * `RL_MODEL_PATH` and `RL_MODEL_REPLAY` (the `replayPath` in the counterexample).
  */
@@ -28,7 +28,7 @@ const KEYS = ['a', 'b', 'c', 'd'] as const;
 const PODS = ['p0', 'p1', 'p2'] as const;
 const CONFIGS = ['c0', 'c1'] as const;
 
-const runs = Number(process.env.RL_MODEL_RUNS ?? 300);
+const runs = Number(process.env.RL_MODEL_RUNS ?? 1_000);
 const replay =
   process.env.RL_MODEL_SEED === undefined
     ? {}
