@@ -1,15 +1,19 @@
 /**
  * A small reference model of what controller-runtime's controller (over client-go's informers and
  * workqueue) lets a user observe, plus the loop's documented extensions (retry budget with
- * dead-letter, per-term parks). It holds the world of each source (what the loop's stores hold once
- * events are applied) and, per parent key, what is owed and what is pending, and it judges every
- * reconcile call the harness reports: when it starts and how it ends.
+ * dead-letter, per-term parks, read-your-writes expectations). It holds each source's world and the
+ * caches built from it (equal unless a watch is down) and, per parent key, what is owed and what is
+ * pending, and it judges every reconcile call the harness reports: when it starts and how it ends.
  *
- * It never predicts an exact schedule (queue order and worker count are free); it states bounds:
- * - safety, at every start: one call per key at a time, only while leading, never while parked,
- *   never without a reason (an event, resync, new term, release, or a due retry/requeue deadline);
+ * It never predicts an exact schedule (queue order, coalescing and worker count are free); it states bounds:
+ * - safety, at every start: one call per key at a time, only while leading, never while parked or
+ *   waiting for an expected create, never without a reason (an event, resync, new term, release,
+ *   expectations satisfied or expired, or a due retry/requeue deadline);
  * - liveness, at quiescence: every key owed a reconcile ran after its last change, and its last
  *   call saw the latest cached objects (a deleted parent: `parent` undefined).
+ *
+ * Timers due at one instant fire in scheduling order with reconciles in between, an order the model
+ * does not track: there it is lenient (see `credits`), never stricter than the loop may be.
  */
 
 /** The primary kind (`For`): its own parent, keyed by name. */
@@ -153,11 +157,6 @@ export class ReferenceModel {
     return `uid-${this.#uids}`;
   }
 
-  /** Keys that hold some state, sorted. */
-  keys(): string[] {
-    return [...this.#keys.keys()].sort();
-  }
-
   #state(key: string): KeyState {
     let state = this.#keys.get(key);
     if (state === undefined) {
@@ -207,7 +206,7 @@ export class ReferenceModel {
       : `${parent.metadata.uid}:${parent.metadata.generation}:v${parent.spec.v}:s${parent.status.s}`;
   }
 
-  /** What a reconcile of `key` must see once the stores hold the world. */
+  /** What a reconcile of `key` sees in the caches now. */
   viewOf(key: string): View {
     const pods = [...this.pods]
       .filter(([, pod]) => ReferenceModel.ownersOf(pod).includes(key))
