@@ -45,6 +45,10 @@ export class Dispatcher<T, P extends Key, S> {
    * anyway (nothing is lost).
    */
   offer(key: P): void {
+    // A parent gone from the primary store has nothing left to create for: its expectations go now
+    // (upstream's delete handler calls DeleteExpectations), not when a worker next dequeues it —
+    // a parent re-created under the same name before that would wait out the TTL for the old one's writes.
+    if (!this.#o.wiring.primary.hasMembers(key)) this.#o.expectations.forget(key);
     let admitted = true;
     try {
       // A key with no failures counted and no park is admitted at any fingerprint: skip computing one.
