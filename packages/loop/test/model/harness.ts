@@ -112,11 +112,10 @@ export function buildLoop(deps: LoopDeps): ReconcileLoop<ParentObject, string, S
       configs: { source: deps.configs, keyMap: (c) => [...c.targets] },
     },
     updateFilter: config.generationFilter ? generationChanged : undefined,
-    concurrency: config.concurrency,
+    controller: { concurrency: config.concurrency, expectationsTtlMs: config.expectationsTtlMs },
+    sources: { resyncPeriodMs: config.resyncPeriodMs },
     retry: config.budget !== undefined ? { budget: { delaysMs: [...config.budget] } } : { backoff: { ...config.backoff } },
-    resyncPeriodMs: config.resyncPeriodMs,
-    expectationsTtlMs: config.expectationsTtlMs,
-    leaderGate: deps.gate,
+    leadership: deps.gate === undefined ? undefined : { gate: deps.gate },
     clock: deps.clock,
   });
 }

@@ -62,7 +62,7 @@ describe('divergences found by the model-based check', () => {
       keyMap: (_, key) => key,
       updateFilter: generationChanged,
       retry: { budget: { delaysMs: [0] } },
-      resyncPeriodMs: 1_000,
+      sources: { resyncPeriodMs: 1_000 },
       clock,
       reconcile: (_key, ctx) => {
         seen.push(ctx.parent?.metadata.uid);
