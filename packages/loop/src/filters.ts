@@ -9,12 +9,34 @@ import type { StoreWriter } from '@reconcile-loop/stream-driver';
 /**
  * `true` when the change from `previous` to `next` (two versions of the same cached object) should
  * reach reconcile. Creates and deletes always do, and so does an update that moves the object to
- * other parents: a filter can skip a no-op, never hide a change of membership. A throw counts as `true`.
+ * other parents: a filter can skip a no-op, never hide a change of membership. Nor is a filter asked
+ * when `next` has another `metadata.uid` than `previous`: that is a delete and a create under one name
+ * that a relist shows as one update. A throw counts as `true`.
  */
 export type UpdateFilter<U> = (previous: U, next: U) => boolean;
 
 interface MetaView {
-  readonly metadata?: { readonly resourceVersion?: string | undefined; readonly generation?: number | undefined } | undefined;
+  readonly metadata?:
+    | {
+        readonly uid?: string | undefined;
+        readonly resourceVersion?: string | undefined;
+        readonly generation?: number | undefined;
+      }
+    | undefined;
+}
+
+/**
+ * Whether `next` replaced `previous` under the same name (both carry a uid, and they differ). A live
+ * watch shows this as a delete then a create, which no update filter sees (controller-runtime's
+ * predicates filter updates only); a relist after a watch gap shows it as one update. Treating it as
+ * a create in both cases keeps what reaches reconcile independent of watch gaps: a parent deleted
+ * and re-created at generation 1 while the watch was down is reconciled (and a dead-lettered one
+ * released, its fingerprint holding the uid) at the relist, not at the next resync.
+ */
+function replaced(previous: unknown, next: unknown): boolean {
+  const before = (previous as MetaView | undefined)?.metadata?.uid;
+  const after = (next as MetaView | undefined)?.metadata?.uid;
+  return before !== undefined && after !== undefined && before !== after;
 }
 
 /**
@@ -46,6 +68,7 @@ export function passes<U>(
   source: string,
   logger: Logger,
 ): boolean {
+  if (replaced(previous, next)) return true;
   try {
     return filter(previous, next) !== false;
   } catch (error) {

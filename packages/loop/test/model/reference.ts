@@ -265,7 +265,9 @@ export class ReferenceModel {
   /**
    * One event applied to the cache: the informer's event handler enqueues the parents it affects —
    * old and new ones for a moved object. `generationChanged` (a predicate) drops a primary update
-   * that keeps the generation and the parent; creates and deletes always pass.
+   * that keeps the generation and the parent; creates and deletes always pass, and so does a
+   * replacement under the same name (a new uid) that a relist shows as one update — a live watch
+   * shows it as a delete and a create, which no predicate filters.
    */
   #apply(source: SourceName, key: string, next: ParentObject | PodObject | ConfigObject | undefined): Set<string> {
     const affected = new Set<string>();
@@ -277,6 +279,7 @@ export class ReferenceModel {
         this.config.generationFilter &&
         previous !== undefined &&
         next !== undefined &&
+        previous.metadata.uid === (next as ParentObject).metadata.uid &&
         previous.metadata.generation === (next as ParentObject).metadata.generation;
       if (!filtered && (previous !== undefined || next !== undefined)) affected.add(key);
     } else if (source === 'pods') {
@@ -470,13 +473,13 @@ export class ReferenceModel {
 
   /**
    * Whether a reconcile that saw `seen` saw everything the predicates let through. With
-   * `generationChanged` only the parent's existence and generation count: an update that keeps the
-   * generation — a status write, and also a delete + re-create at the same generation that only a
-   * relist shows (a new uid) — is dropped upstream as here, so a call that saw the old object owes nothing.
+   * `generationChanged` only the parent's existence, identity and generation count: an update that
+   * keeps the uid and the generation (a status write) is dropped, so a call that saw the old version
+   * owes nothing; a re-created parent (a new uid), even at the same generation, is owed a call.
    */
   #sameView(seen: View, current: View): boolean {
     const parent = (p: string | undefined): string | undefined =>
-      p === undefined || !this.config.generationFilter ? p : p.split(':')[1];
+      p === undefined || !this.config.generationFilter ? p : p.split(':').slice(0, 2).join(':');
     return parent(seen.parent) === parent(current.parent) && seen.pods === current.pods && seen.configs === current.configs;
   }
 
