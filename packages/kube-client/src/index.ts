@@ -48,7 +48,13 @@ export { apply, applyStatus, type ApplyWith } from './write/apply.js';
 export { updateStatus, patchStatus, type StatusWriteOptions, type StatusWriteResult } from './write/status.js';
 export { createIfAbsent, deleteIfPresent, type CreateIfAbsentResult, type DeleteIfPresentResult } from './write/create-delete.js';
 export { addFinalizer, removeFinalizer, finalizersOf, type FinalizerOptions, type FinalizerResult } from './write/finalizers.js';
-export { retryOnConflict, DEFAULT_RETRY, DEFAULT_BACKOFF, type ConflictRetry, type RetryOptions } from './write/retry-on-conflict.js';
+export {
+  retryOnConflict,
+  DEFAULT_RETRY,
+  DEFAULT_BACKOFF,
+  type ConflictRetry,
+  type RetryOptions,
+} from './write/retry-on-conflict.js';
 
 // Events (events.k8s.io/v1), aggregated and rate limited as client-go's recorder does.
 export { EventRecorder, type EventRecorderOptions, type EventRecorderStats } from './events/recorder.js';
