@@ -2,7 +2,10 @@
 // The layering ARCHITECTURE.md declares, checked against the packages as they are: each package's
 // runtime dependencies and peers (package.json) and the bare imports in its src/ must stay within its
 // line of the ```layers block, and no source file may import its own package's index (a cycle through
-// the front door). Usage: node scripts/layering-check.mjs [--root DIR]. Exits 1 listing every breach.
+// the front door). Inside a package, the optional ```folders block declares which files a folder's
+// files may import at run time besides their own folder's (`import type` is erased, so it is free:
+// a decoder may name the view type it builds). Usage: node scripts/layering-check.mjs [--root DIR].
+// Exits 1 listing every breach.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -28,6 +31,31 @@ function declaredLayers() {
   return layers;
 }
 
+/**
+ * `package/folder` → Set of the paths under that package's src/ (a folder, or a file without its
+ * extension) its files may import at run time besides their own folder.
+ */
+function declaredFolders() {
+  const text = readFileSync(join(root, 'ARCHITECTURE.md'), 'utf8');
+  const block = /```folders\n([\s\S]*?)```/.exec(text);
+  const folders = new Map();
+  for (const line of block ? block[1].split('\n') : []) {
+    if (line.trim() === '') continue;
+    const m = /^([\w-]+\/[\w/-]+):\s*(.*)$/.exec(line.trim());
+    if (!m) throw new Error(`ARCHITECTURE.md folders: cannot read "${line}"`);
+    folders.set(
+      m[1],
+      new Set(
+        m[2]
+          .split(/\s+/)
+          .filter(Boolean)
+          .map((p) => p.replace(/\.(ts|js)$/, '')),
+      ),
+    );
+  }
+  return folders;
+}
+
 function sourceFiles(dir) {
   const out = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -42,6 +70,7 @@ const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 const packageOf = (spec) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
 
 const layers = declaredLayers();
+const folders = declaredFolders();
 const breaches = [];
 const packagesDir = join(root, 'packages');
 const names = readdirSync(packagesDir).filter((n) => existsSync(join(packagesDir, n, 'package.json')));
@@ -60,14 +89,33 @@ for (const name of names) {
     }
   }
   const src = join(packagesDir, name, 'src');
+  const ownFolders = [...folders]
+    .filter(([key]) => key.startsWith(`${name}/`))
+    .map(([key, may]) => [key.slice(name.length + 1), may]);
+  for (const folder of ownFolders) {
+    if (!existsSync(join(src, folder[0])))
+      breaches.push(`ARCHITECTURE.md folders: ${name}/${folder[0]} is not a folder of ${name}/src`);
+  }
   for (const file of existsSync(src) ? sourceFiles(src) : []) {
     const text = readFileSync(file, 'utf8');
     const where = relative(root, file);
-    for (const m of text.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
-      const spec = m[1] ?? m[2];
+    const home = ownFolders.find(([folder]) => relative(join(src, folder), file).split('/')[0] !== '..');
+    for (const m of text.matchAll(/(?:import|export)\s([^'"]*?)from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+      const spec = m[2] ?? m[3];
       if (spec.startsWith('.')) {
         const target = resolve(dirname(file), spec).replace(/\.(js|ts)$/, '');
         if (target === join(src, 'index')) breaches.push(`${where}: imports its own package's index (${spec})`);
+        const typeOnly = m[1] !== undefined && /^type\s/.test(m[1]);
+        if (home !== undefined && !typeOnly) {
+          const [folder, may] = home;
+          const path = relative(src, target);
+          const inside = (dir) => path === dir || path.startsWith(`${dir}/`);
+          if (!inside(folder) && ![...may].some(inside)) {
+            breaches.push(
+              `${where}: imports ${path} at run time, which ARCHITECTURE.md's folders do not allow ${name}/${folder}`,
+            );
+          }
+        }
         continue;
       }
       const dep = packageOf(spec);

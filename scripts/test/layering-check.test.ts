@@ -59,6 +59,31 @@ describe('layering check', () => {
     expect(r.out).toContain("packages/loop/src/health.ts: imports its own package's index");
   });
 
+  it('[layering: folders] fails on a run-time import a folder may not make, and lets type-only imports and declared paths through', () => {
+    write(
+      'ARCHITECTURE.md',
+      '# A\n\n```layers\nprimitives:\nloop: primitives\nkube: primitives | zod\n```\n\n```folders\nkube/decode:\nkube/http: errors\n```\n',
+    );
+    write('packages/kube/src/view.ts', 'export interface View { name: string }\nexport const view = 1;\n');
+    write('packages/kube/src/errors.ts', 'export class E extends Error {}\n');
+    write('packages/kube/src/write/retry.ts', 'export const retry = 1;\n');
+    write('packages/kube/src/decode/scan.ts', 'export const scan = 1;\n');
+    write(
+      'packages/kube/src/decode/cursor.ts',
+      "import type { View } from '../view.js';\nimport { scan } from './scan.js';\nexport const c: View | number = scan;\n",
+    );
+    write('packages/kube/src/http/body.ts', "import { E } from '../errors.js';\nexport const b = E;\n");
+    expect(run(root).code).toBe(0);
+    write('packages/kube/src/decode/frames.ts', "import { view } from '../view.js';\nexport const f = view;\n");
+    write('packages/kube/src/http/lines.ts', "import { retry } from '../write/retry.js';\nexport const l = retry;\n");
+    const r = run(root);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('packages/kube/src/decode/frames.ts: imports view at run time');
+    expect(r.out).toContain('packages/kube/src/http/lines.ts: imports write/retry at run time');
+    expect(r.out).not.toContain('cursor.ts');
+    expect(r.out).not.toContain('body.ts');
+  });
+
   it('[layering: check] fails on a package missing from the layers block', () => {
     manifest('metrics');
     const r = run(root);

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Compiles wasm/scan.ts (AssemblyScript) and writes src/bytes/scan-wasm.generated.ts, the module as
+// Compiles wasm/scan.ts (AssemblyScript) and writes src/decode/scan-wasm.generated.ts, the module as
 // base64, so the package ships it inside its JavaScript (no file to locate at run time, no runtime
 // dependency). `--check` compiles and fails when the committed file differs (the test suite runs it).
 import { execFileSync } from 'node:child_process';
@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const target = join(root, 'src', 'bytes', 'scan-wasm.generated.ts');
+const target = join(root, 'src', 'decode', 'scan-wasm.generated.ts');
 const work = mkdtempSync(join(tmpdir(), 'rl-wasm-'));
 try {
   const out = join(work, 'scan.wasm');

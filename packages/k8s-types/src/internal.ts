@@ -13,9 +13,9 @@ export {
   readWatchFrame,
   type ParseWatchLineOptions,
 } from './watch.js';
-export type { ListItem, ListPage } from './bytes/frames.js';
-export { listContinueToken } from './bytes/list-continue.js';
+export type { ListItem, ListPage } from './decode/frames.js';
+export { listContinueToken } from './decode/list-continue.js';
 // Cutting what a view does not read out of a watch line before it is parsed.
-export { cutWatchLine, metadataKeysRead, type CutLine } from './frame-cut.js';
+export { cutWatchLine, metadataKeysRead, type CutLine } from './decode/frame-cut.js';
 // The WASM byte scanner: on by default where it loads.
-export { useWasmScan, wasmScanAvailable } from './bytes/wasm-scan.js';
+export { useWasmScan, wasmScanAvailable } from './decode/wasm-scan.js';

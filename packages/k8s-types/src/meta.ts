@@ -1,32 +1,13 @@
 import { z } from 'zod';
-import { byteReaderOf, withByteReader } from './bytes/readers.js';
-import { compactOutput, isCompactOutput } from './compact.js';
-import { shareList, shareStringMap } from './share.js';
-import { EMPTY_LIST, EMPTY_STRING_MAP, ownerReferenceKey, parseRfc3339 } from './view-parts.js';
+import { byteReaderOf, withByteReader } from './decode/readers.js';
+import { compactOutput, isCompactOutput } from './decode/compact.js';
+import { intern, shareList, shareStringMap } from './decode/share.js';
+import { EMPTY_LIST, EMPTY_STRING_MAP, ownerReferenceKey, parseRfc3339 } from './decode/view-parts.js';
 
 /**
  * Shared building blocks for object views: timestamps, empty-by-default maps and lists, the
  * standard metadata view, and {@link objectKey}.
  */
-
-/** Bound on the intern table, so a stream of distinct values cannot grow it without limit. */
-const INTERN_CAPACITY = 16_384;
-const internTable = new Map<string, string>();
-
-/**
- * Returns one shared instance of `value`. JSON.parse allocates a fresh string for every value, so
- * without this every cached pod holds its own copy of `"kube-controller-manager"`-like values that
- * thousands of pods share. The table is bounded: when full it starts over, which only loses sharing.
- */
-export function intern(value: string): string {
-  // V8's JSON.parse already shares string values of up to 10 characters; hashing them again buys nothing.
-  if (value.length <= 10) return value;
-  const shared = internTable.get(value);
-  if (shared !== undefined) return shared;
-  if (internTable.size >= INTERN_CAPACITY) internTable.clear();
-  internTable.set(value, value);
-  return value;
-}
 
 /**
  * A string field whose values repeat across objects (namespace, node name, phase, condition type,

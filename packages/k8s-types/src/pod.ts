@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { compileSchema, listOf, objectSchema, sharedString, timestamp } from './meta.js';
-import { compactOutput } from './compact.js';
-import { readPodObject } from './bytes/pod-reader.js';
-import { withByteReader } from './bytes/readers.js';
-import { shareList } from './share.js';
-import { conditionKey, reuseRecentIP, sharedCondition } from './view-parts.js';
+import { compactOutput } from './decode/compact.js';
+import { readPodObject } from './decode/pod-reader.js';
+import { withByteReader } from './decode/readers.js';
+import { shareList } from './decode/share.js';
+import { conditionKey, reuseRecentIP, sharedCondition } from './decode/view-parts.js';
 
 /** The container state fields a pool tracker reads (at most one of the three is set). */
 export const containerStateSchema = z.object({

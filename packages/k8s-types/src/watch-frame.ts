@@ -1,7 +1,7 @@
 /**
  * The types of what a watch reader returns: one frame (an object, a bookmark or an in-band error)
  * and the Kubernetes `Status` an `ERROR` frame carries. Types only: the schemas and readers that
- * produce them are in `watch.ts`; the byte readers (`bytes/frames.ts`) name them from here.
+ * produce them are in `watch.ts`; the byte readers (`decode/frames.ts`) name them from here.
  */
 
 /** One `details.causes[]` entry of a {@link Status}. `reason` is the wire name of Go's `StatusCause.Type`. */

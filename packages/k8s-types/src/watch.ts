@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { describeIssue, InvalidObjectError, MalformedWatchFrameError, type ValidationIssue } from './errors.js';
-import { readFrame, readListPage, type ListPage } from './bytes/frames.js';
-import { utf8 } from './bytes/cursor.js';
-import { byteReaderOf, type ObjectReader } from './bytes/readers.js';
-import { compactFresh, isCompactOutput } from './compact.js';
-import { cutWatchLine, metadataKeysRead } from './frame-cut.js';
+import { readFrame, readListPage, type ListPage } from './decode/frames.js';
+import { utf8 } from './decode/cursor.js';
+import { byteReaderOf, type ObjectReader } from './decode/readers.js';
+import { compactFresh, isCompactOutput } from './decode/compact.js';
+import { cutWatchLine, metadataKeysRead } from './decode/frame-cut.js';
 import { compileSchema, listOf, objectKey, type KubernetesObjectView } from './meta.js';
 import type { WatchFrame } from './watch-frame.js';
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { cutWatchLine, metadataKeysRead } from '../src/frame-cut.js';
-import { scanValue } from '../src/json-scan.js';
+import { cutWatchLine, metadataKeysRead } from '../src/decode/frame-cut.js';
+import { scanValue } from '../src/decode/json-scan.js';
 import {
   compileSchema,
   objectMetaSchema,

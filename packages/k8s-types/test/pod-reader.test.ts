@@ -3,11 +3,11 @@ import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { readFrame } from '../src/bytes/frames.js';
-import { readPodObject } from '../src/bytes/pod-reader.js';
-import type { ObjectReader } from '../src/bytes/readers.js';
-import { skipValue } from '../src/bytes/scan.js';
-import { useWasmScan, WASM_FRAME_LIMIT, wasmWindow } from '../src/bytes/wasm-scan.js';
+import { readFrame } from '../src/decode/frames.js';
+import { readPodObject } from '../src/decode/pod-reader.js';
+import type { ObjectReader } from '../src/decode/readers.js';
+import { skipValue } from '../src/decode/scan.js';
+import { useWasmScan, WASM_FRAME_LIMIT, wasmWindow } from '../src/decode/wasm-scan.js';
 
 // The reader builds podSchema's view (what these tests hold it to); it is typed as the least view.
 const readPodFrame = (bytes: Uint8Array) => readFrame(bytes, readPodObject as ObjectReader<Pod>);

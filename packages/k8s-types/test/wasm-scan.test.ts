@@ -3,8 +3,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FAIL, MAX_DEPTH, skipValue } from '../src/bytes/scan.js';
-import { at, begin, end, firstKept, KeySet, nextKept, NOT_PROVEN, skip } from '../src/bytes/cursor.js';
+import { FAIL, MAX_DEPTH, skipValue } from '../src/decode/scan.js';
+import { begin, end, firstKept, KeySet, nextKept, NOT_PROVEN, position, skip } from '../src/decode/cursor.js';
 import {
   keyTable,
   loadFrame,
@@ -14,7 +14,7 @@ import {
   WASM_FRAME_LIMIT,
   wasmScanAvailable,
   wasmWindow,
-} from '../src/bytes/wasm-scan.js';
+} from '../src/decode/wasm-scan.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -148,10 +148,10 @@ describe('the WebAssembly scanner (wasm/scan.ts)', () => {
       begin(bytes);
       try {
         for (let index = firstKept(keys); index >= 0; index = nextKept(keys)) {
-          seen.push(index, at);
+          seen.push(index, position());
           skip();
         }
-        return [...seen, at];
+        return [...seen, position()];
       } catch (error) {
         if (error === NOT_PROVEN) return 'not proven';
         throw error;
@@ -221,14 +221,14 @@ describe('the WebAssembly scanner (wasm/scan.ts)', () => {
         skip();
       }
       expect(found).toEqual([1, 0]);
-      expect(at).toBe(bytes.length);
+      expect(position()).toBe(bytes.length);
     } finally {
       end();
     }
   });
 
   it('[k8s_types: wasm skip built from source] the committed module is what wasm/skip.ts compiles to', () => {
-    // Exits non-zero (and the call throws) when src/bytes/scan-wasm.generated.ts is stale.
+    // Exits non-zero (and the call throws) when src/decode/scan-wasm.generated.ts is stale.
     execFileSync(process.execPath, [join(root, 'scripts', 'build-wasm.mjs'), '--check'], { stdio: 'pipe' });
   }, 60_000);
 });

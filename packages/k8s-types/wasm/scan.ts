@@ -1,6 +1,6 @@
-// AssemblyScript, compiled by scripts/build-wasm.mjs into src/bytes/scan-wasm.generated.ts.
+// AssemblyScript, compiled by scripts/build-wasm.mjs into src/decode/scan-wasm.generated.ts.
 //
-// Two steps of a byte reader (src/bytes/cursor.ts), moved here because they touch most of a frame's
+// Two steps of a byte reader (src/decode/cursor.ts), moved here because they touch most of a frame's
 // bytes and build nothing: stepping over a value the view drops (`skip`, scan.ts's strict
 // `skipValue` with strings read 16 bytes at a time by WebAssembly SIMD), and finding the next
 // member of an object that the view reads (`member`, the cursor's key matching and skipping loop).

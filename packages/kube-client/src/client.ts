@@ -1,14 +1,14 @@
 import type { ApiResource, ObjectSchema, Status } from '@reconcile-loop/k8s-types';
-import { decodeJsonBody } from './body.js';
+import { decodeJsonBody } from './http/body.js';
 import { abortReason, OptionsError, sleep, systemClock, type Clock } from '@reconcile-loop/primitives';
 import { isKubeClientError, KubeApiError, KubeRequestTimeoutError, KubeTransportError, type Verb } from './errors.js';
-import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLines } from './lines.js';
+import { DEFAULT_MAX_FRAME_BYTES, splitFrameBatches, splitLines } from './http/lines.js';
 import { DEFAULT_BURST, DEFAULT_QPS, TokenBucketRateLimiter, type RateLimiter } from './rate-limiter.js';
 import type { KubeRequest, ResourceHost } from './request.js';
 import { ResourceClient, type KubeObject, type ResourceRef } from './resource.js';
-import { readStatus } from './status-body.js';
-import { httpTransport, staticAuth, type KubeConfigAuth } from './transport.js';
-import type { Transport, TransportResponse } from './transport-types.js';
+import { readStatus } from './http/status-body.js';
+import { httpTransport, staticAuth, type KubeConfigAuth } from './http/transport.js';
+import type { Transport, TransportResponse } from './http/transport-types.js';
 
 /** Client-side rate limiting: client-go's token bucket (`rest.Config.QPS` / `Burst`). */
 export interface RateLimitOptions {

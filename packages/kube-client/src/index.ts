@@ -15,10 +15,10 @@ export {
   type HttpTransportOptions,
   type KubeConfigAuth,
   type StaticAuthOptions,
-} from './transport.js';
-export type { Transport, TransportRequest, TransportResponse } from './transport-types.js';
+} from './http/transport.js';
+export type { Transport, TransportRequest, TransportResponse } from './http/transport-types.js';
 export type { RateLimiter } from './rate-limiter.js';
-export { DEFAULT_MAX_FRAME_BYTES } from './lines.js';
+export { DEFAULT_MAX_FRAME_BYTES } from './http/lines.js';
 
 // Objects and request options.
 export type {
@@ -44,11 +44,17 @@ export type {
 } from './types.js';
 
 // The writes a reconciler needs: apply, status, create/delete idempotently, finalizers, conflict retry.
-export { apply, applyStatus, type ApplyWith } from './apply.js';
-export { updateStatus, patchStatus, type StatusWriteOptions, type StatusWriteResult } from './status.js';
-export { createIfAbsent, deleteIfPresent, type CreateIfAbsentResult, type DeleteIfPresentResult } from './create-delete.js';
-export { addFinalizer, removeFinalizer, finalizersOf, type FinalizerOptions, type FinalizerResult } from './finalizers.js';
-export { retryOnConflict, DEFAULT_RETRY, DEFAULT_BACKOFF, type ConflictRetry, type RetryOptions } from './retry-on-conflict.js';
+export { apply, applyStatus, type ApplyWith } from './write/apply.js';
+export { updateStatus, patchStatus, type StatusWriteOptions, type StatusWriteResult } from './write/status.js';
+export { createIfAbsent, deleteIfPresent, type CreateIfAbsentResult, type DeleteIfPresentResult } from './write/create-delete.js';
+export { addFinalizer, removeFinalizer, finalizersOf, type FinalizerOptions, type FinalizerResult } from './write/finalizers.js';
+export {
+  retryOnConflict,
+  DEFAULT_RETRY,
+  DEFAULT_BACKOFF,
+  type ConflictRetry,
+  type RetryOptions,
+} from './write/retry-on-conflict.js';
 
 // Events (events.k8s.io/v1), aggregated and rate limited as client-go's recorder does.
 export { EventRecorder, type EventRecorderOptions, type EventRecorderStats } from './events/recorder.js';

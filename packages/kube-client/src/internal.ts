@@ -6,4 +6,4 @@
 // Request paths, as the client builds them.
 export { collectionPath, objectPath } from './paths.js';
 // The one watch-body line splitter (a frame over `maxFrameBytes` ends it).
-export { splitLines } from './lines.js';
+export { splitLines } from './http/lines.js';

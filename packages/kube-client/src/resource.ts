@@ -1,11 +1,11 @@
 import { OptionsError } from '@reconcile-loop/primitives';
 import type { ObjectSchema, WatchFrame } from '@reconcile-loop/k8s-types';
 import { parseObject, readWatchFrame } from '@reconcile-loop/k8s-types/internal';
-import { decodeJsonBody, readListBody } from './body.js';
+import { decodeJsonBody, readListBody } from './http/body.js';
 import type { KubeRequest, ResourceHost } from './request.js';
 import { isExpired, KubeProtocolError } from './errors.js';
 import { apiVersionOf, collectionPath, objectPath } from './paths.js';
-import { toStatus } from './status-body.js';
+import { toStatus } from './http/status-body.js';
 import type {
   ApplyOptions,
   DeleteCollectionOptions,

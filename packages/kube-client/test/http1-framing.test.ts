@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bodyFramer, headEnd, HttpFramingError, parseHead, type ResponseHead } from '../src/http1-framing.js';
+import { bodyFramer, headEnd, HttpFramingError, parseHead, type ResponseHead } from '../src/http/http1-framing.js';
 
 const head = (status: number, headers: Record<string, string> = {}): ResponseHead => ({
   status,

@@ -5,7 +5,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport, KubeClient, staticAuth, type TransportRequest, type TransportResponse } from './all.js';
-import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, READ_BUFFER_BYTES } from '../src/watch-stream.js';
+import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, READ_BUFFER_BYTES } from '../src/http/watch-stream.js';
 
 /** A self-signed certificate for localhost and 127.0.0.1, valid until 2126: test material only. */
 const CERT = readFileSync(new URL('./fixtures/localhost-cert.pem', import.meta.url), 'utf8');

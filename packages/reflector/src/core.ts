@@ -1,10 +1,11 @@
-import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
+import type { InvalidObjectError, KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
 import type { SourceHealth } from '@reconcile-loop/object-store';
 import { Backoff, type Clock, type Logger } from '@reconcile-loop/primitives';
 import { failureSignature, retryAfterMs } from './classify.js';
 import type { ListWatchClient, ListWatchScope } from './client.js';
 import { isKubeApiError } from '@reconcile-loop/kube-client';
 import type { ResolvedOptions } from './options.js';
+import { ListTimeoutError } from './errors.js';
 import { Quarantine } from './quarantine.js';
 
 /** Counters for tests and metrics; cumulative over every stream this reflector opened. */
@@ -54,10 +55,30 @@ function levelOf(error: unknown): 'info' | 'warn' | 'error' {
   return 'warn';
 }
 
+/** Why a listing runs: the stream's first, a resourceVersion rejection, or the heal after a skipped frame. */
+export type ListReason = 'initial' | 'relist' | 'heal';
+
+/** How a listing is fetched. */
+export type ListingVia = 'watch-list' | 'list';
+
 /**
- * The state a reflector keeps across its streams, shared by the list and watch phases. Lives on
- * the reflector, not on a stream, so a reopened stream continues the backoff, the quarantine and
- * the failure count of the previous one.
+ * What happens to the stream after a watch failed: retry the WATCH from its resourceVersion, relist
+ * (the resourceVersion is dead), relist and drop the resourceVersion (the server refused it as
+ * unparseable: never send it again), or retry after the watch went silent.
+ */
+export type WatchFailure = 'retry' | 'relist' | 'relist-rejected' | 'idle';
+
+/**
+ * What a reflector knows about itself across its streams: the collaborators every phase uses, and
+ * the health, counters and retry state they report into. Lives on the reflector, not on a stream,
+ * so a reopened stream continues the backoff, the quarantine and the failure count of the previous one.
+ *
+ * Invariant: every field below is private and written only by this class's methods, each named for
+ * the fact a phase reports (`listed`, `advanced`, `watchFailed`, ...). The phases own the stream's
+ * state themselves: the `Step` the driver holds and the phases' outcomes carry the resourceVersion a
+ * watch resumes from (`reflector.ts`); the copy here ({@link resourceVersion}) is the last one
+ * reported, for `Reflector.resourceVersion` and the logs. Health and the counters are derived from
+ * the facts reported, never set by a phase.
  */
 export class ReflectorCore<T extends KubernetesObjectView> {
   readonly options: ResolvedOptions;
@@ -69,10 +90,10 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   readonly random: () => number;
   readonly quarantine = new Quarantine();
   /** Retry delay for failures. Reset only by a healthy watch (a frame applied, or ended on time). */
-  readonly backoff: Backoff;
+  readonly #backoff: Backoff;
   /** Delay before a heal relist after a skipped frame. Reset by a watch that ended on time with nothing skipped. */
-  readonly healBackoff: Backoff;
-  readonly stats: MutableStats = {
+  readonly #healBackoff: Backoff;
+  readonly #stats: MutableStats = {
     lists: 0,
     listPages: 0,
     listRestarts: 0,
@@ -89,22 +110,22 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     listTimeouts: 0,
     watchFailures: 0,
   };
-  /** The cursor: the `resourceVersion` of the last listing, applied frame or bookmark. */
-  cursor: string | undefined;
+  /** The `resourceVersion` of the last listing, applied frame or bookmark reported. */
+  #resourceVersion: string | undefined;
   /** True once any stream of this reflector completed a listing: a 400/422 is permanent only before. */
-  everListed = false;
+  #everListed = false;
   /** When a heal relist is due (a frame was skipped); cleared by every listing. */
-  healDueAt: number | undefined;
-  listed = false;
-  streaming = false;
-  lastListAt: number | undefined;
-  lastEventAt: number | undefined;
-  lastError: unknown;
-  consecutiveFailures = 0;
+  #healDueAt: number | undefined;
+  #listed = false;
+  #streaming = false;
+  #lastListAt: number | undefined;
+  #lastEventAt: number | undefined;
+  #lastError: unknown;
+  #consecutiveFailures = 0;
   /** Watch-lists in a row that ended before their initial-events-end bookmark; reset by a completed one. */
-  watchListIncomplete = 0;
+  #watchListIncomplete = 0;
   /** Why this reflector no longer tries watch-list (the server refused it, or too many incomplete streams); undefined while it may. */
-  watchListOff: string | undefined;
+  #watchListOff: string | undefined;
   /** Signature of the failure last logged at warn/error, so a repeat is logged at debug only. */
   #loggedFailure: string | undefined;
 
@@ -126,14 +147,49 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     this.clock = parts.clock;
     this.logger = parts.logger;
     this.random = parts.random;
-    // Only proof of health resets these (`reset()`); a policy's `resetAfterMs` measures on the reflector's clock.
-    this.backoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
-    this.healBackoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
+    // Only proof of health resets these; a policy's `resetAfterMs` measures on the reflector's clock.
+    this.#backoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
+    this.#healBackoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
+  }
+
+  /** The `resourceVersion` last reported (a listing, an applied frame, a bookmark); undefined before a listing or once refused. */
+  get resourceVersion(): string | undefined {
+    return this.#resourceVersion;
+  }
+
+  /** True once any stream of this reflector completed a listing. */
+  get everListed(): boolean {
+    return this.#everListed;
+  }
+
+  /** When the heal relist a skipped frame asked for is due, if one is. */
+  get healDueAt(): number | undefined {
+    return this.#healDueAt;
+  }
+
+  /** Why this reflector no longer tries watch-list; undefined while it may. */
+  get watchListOff(): string | undefined {
+    return this.#watchListOff;
+  }
+
+  /** Watch-lists in a row that ended before their initial-events-end bookmark. */
+  get watchListIncompleteInARow(): number {
+    return this.#watchListIncomplete;
+  }
+
+  /** The delay the next failure would wait. */
+  get nextRetryDelayMs(): number {
+    return this.#backoff.nextMs;
+  }
+
+  /** A snapshot of the counters. */
+  get stats(): ReflectorStats {
+    return { ...this.#stats };
   }
 
   /** How the next listing is fetched: `initialList`, the client's support for watch-list, and whether it was given up. */
-  listingVia(): 'watch-list' | 'list' {
-    if (this.watchListOff !== undefined) return 'list';
+  listingVia(): ListingVia {
+    if (this.#watchListOff !== undefined) return 'list';
     const mode = this.options.initialList;
     if (mode === 'list') return 'list';
     if (mode === 'watch-list') return 'watch-list';
@@ -142,18 +198,184 @@ export class ReflectorCore<T extends KubernetesObjectView> {
 
   /** Base log fields. */
   fields(extra: Record<string, unknown> = {}): Record<string, unknown> {
-    return { reflector: this.options.name, cursor: this.cursor, ...extra };
+    return { reflector: this.options.name, cursor: this.#resourceVersion, ...extra };
   }
+
+  // ---- A stream ----
+
+  /** A stream opened: it starts with a listing (its consumer expects a replace first) and keeps the backoff level. */
+  streamOpened(): void {
+    this.#resourceVersion = undefined;
+    this.#listed = false;
+  }
+
+  /** A stream ended (aborted, or thrown a permanent failure). */
+  streamEnded(): void {
+    this.#listed = false;
+    this.#streaming = false;
+  }
+
+  // ---- Listings ----
+
+  /** A listing started, by LIST or watch-list; a watch-list's LIST `fallback` is the same listing, counted once. */
+  listingStarted(via: ListingVia, why: ListReason, fallback: boolean): void {
+    if (via === 'list') this.#stats.lists++;
+    else this.#stats.watchLists++;
+    if (!fallback) {
+      if (why !== 'initial') this.#stats.relists++;
+      if (why === 'heal') this.#stats.healRelists++;
+    }
+    // A watch-list replaces the state a skipped frame may have hidden; a frame skipped during it schedules its own heal.
+    if (via === 'watch-list') this.#healDueAt = undefined;
+  }
+
+  /** A LIST page was read. */
+  listPageRead(): void {
+    this.#stats.listPages++;
+  }
+
+  /** A paginated LIST's continue token expired; it restarts unpaged. */
+  listRestarted(): void {
+    this.#stats.listRestarts++;
+  }
+
+  /** A LIST failed: counted, and the delay before the retry returned. */
+  listFailed(error: unknown, why: ListReason): number {
+    this.#stats.listFailures++;
+    if (error instanceof ListTimeoutError) this.#stats.listTimeouts++;
+    return this.#fail(error, why === 'initial' ? 'LIST failed' : 'relist failed');
+  }
+
+  /** A watch-list's initial events did not end within `listTimeoutMs`. */
+  watchListTimedOut(): void {
+    this.#stats.listTimeouts++;
+  }
+
+  /** An object of a listing or a frame failed the view (held in the quarantine, or skipped without a key). */
+  invalidObject(): void {
+    this.#stats.invalidObjects++;
+  }
+
+  /**
+   * A listing completed at `resourceVersion` with `poison` held back: the quarantine is rebuilt
+   * from it, the reflector is listed, and the failure streak ends. A watch-list's sync is a frame on
+   * the watch too, so it also proves the path (the backoff resets) and ends the incomplete streak;
+   * a heal a frame skipped during it asked for stays due.
+   */
+  listed(
+    via: ListingVia,
+    why: ListReason,
+    resourceVersion: string,
+    poison: ReadonlyMap<string, InvalidObjectError>,
+    now: number,
+  ): void {
+    for (const entry of this.quarantine.rebuild(poison, now)) {
+      this.logger.error(
+        this.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }),
+        'object failed the schema; quarantined (its last good version, if any, stays in the store)',
+      );
+    }
+    this.#resourceVersion = resourceVersion;
+    this.#everListed = true;
+    this.#listed = true;
+    this.#lastListAt = now;
+    if (via === 'list') {
+      this.#healDueAt = undefined;
+      this.#lastEventAt = now;
+      this.#succeed(why === 'initial' ? 'listed' : 'relisted');
+    } else {
+      this.#watchListIncomplete = 0;
+      this.#backoff.reset();
+      this.#succeed(why === 'initial' ? 'listed (watch-list)' : 'relisted (watch-list)');
+    }
+  }
+
+  /**
+   * A watch-list ended before its initial-events-end bookmark: the listing falls back to a LIST,
+   * and watch-list is turned off for good when the server refused it (`refusedWith`, its HTTP
+   * status) or after `giveUpAfter` incomplete streams in a row.
+   */
+  watchListIncomplete(refusedWith: number | undefined, refused: boolean, giveUpAfter: number): void {
+    this.#stats.watchListFallbacks++;
+    this.#listed = false;
+    this.#watchListIncomplete++;
+    if (refused) this.#watchListOff = `refused by the server (${String(refusedWith)})`;
+    else if (this.#watchListIncomplete >= giveUpAfter)
+      this.#watchListOff = `${this.#watchListIncomplete} incomplete watch-list streams in a row`;
+  }
+
+  // ---- Watches ----
+
+  /** A WATCH request was opened. */
+  watchOpened(): void {
+    this.#stats.watches++;
+    this.#streaming = true;
+  }
+
+  /** The open WATCH was closed. */
+  watchClosed(): void {
+    this.#streaming = false;
+  }
+
+  /** A frame arrived at `now` (whatever it holds). */
+  heard(now: number): void {
+    this.#lastEventAt = now;
+  }
+
+  /** The watch moved on to `resourceVersion` (an applied frame, a bookmark, a skipped or poison frame that named one). */
+  advanced(resourceVersion: string): void {
+    this.#resourceVersion = resourceVersion;
+  }
+
+  /** A bookmark moved the resourceVersion. */
+  bookmarked(): void {
+    this.#stats.bookmarks++;
+  }
+
+  /** A frame whose envelope could not be read was skipped. */
+  frameSkipped(): void {
+    this.#stats.skippedFrames++;
+  }
+
+  /** A heal relist is due (a frame was skipped), unless one is due already: when it is due. */
+  healScheduled(): number {
+    this.#healDueAt ??= this.clock.now() + this.#healBackoff.next();
+    return this.#healDueAt;
+  }
+
+  /** The first frame after a listing was applied: the whole path works, so the backoff and the failure streak reset. */
+  pathProven(what: string): void {
+    this.#backoff.reset();
+    this.#succeed(what);
+  }
+
+  /** A watch ended on the server's timeout; `clean` when it skipped no frame (then the heal backoff resets too). */
+  watchEndedOnTime(clean: boolean): void {
+    this.#backoff.reset();
+    this.#succeed('watch ended on its timeout');
+    if (clean) this.#healBackoff.reset();
+  }
+
+  /** A watch failed and the stream goes on as `then` says: counted, logged, and the delay before the next step returned. */
+  watchFailed(error: unknown, what: string, then: WatchFailure, extra: Record<string, unknown> = {}): number {
+    if (then === 'idle') this.#stats.idleTimeouts++;
+    this.#stats.watchFailures++;
+    if (then === 'relist' || then === 'relist-rejected') this.#listed = false;
+    if (then === 'relist-rejected') this.#resourceVersion = undefined;
+    return this.#fail(error, what, extra);
+  }
+
+  // ---- Failures ----
 
   /**
    * Records a failure (health, count) and returns the delay before the retry (the backoff, or the
    * server's `Retry-After`). Logged at warn/error when the failure starts or changes, at debug when
    * it repeats: a 403 retried for an hour is one error line, not 200.
    */
-  fail(error: unknown, what: string, extra: Record<string, unknown> = {}): number {
-    this.consecutiveFailures++;
-    this.lastError = error;
-    const delay = this.backoff.next(retryAfterMs(error));
+  #fail(error: unknown, what: string, extra: Record<string, unknown> = {}): number {
+    this.#consecutiveFailures++;
+    this.#lastError = error;
+    const delay = this.#backoff.next(retryAfterMs(error));
     const signature = `${what}|${failureSignature(error)}`;
     const level = signature === this.#loggedFailure ? 'debug' : levelOf(error);
     if (level !== 'debug' && level !== 'info') this.#loggedFailure = signature;
@@ -167,7 +389,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
         reason: status?.reason,
         message: status?.message,
         request: isKubeApiError(error) ? `${error.verb.toUpperCase()} ${error.path}` : undefined,
-        consecutiveFailures: this.consecutiveFailures,
+        consecutiveFailures: this.#consecutiveFailures,
         retryDelayMs: delay,
         ...extra,
       }),
@@ -177,21 +399,21 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   }
 
   /** Records a success (a listing, or a frame applied): clears the last error, logs a recovery once. */
-  succeed(what: string): void {
+  #succeed(what: string): void {
     if (this.#loggedFailure !== undefined) {
-      this.logger.info(this.fields({ after: this.consecutiveFailures }), `recovered: ${what}`);
+      this.logger.info(this.fields({ after: this.#consecutiveFailures }), `recovered: ${what}`);
       this.#loggedFailure = undefined;
     }
-    this.consecutiveFailures = 0;
-    this.lastError = undefined;
+    this.#consecutiveFailures = 0;
+    this.#lastError = undefined;
   }
 
   /** Records a failure no retry heals (the stream is about to throw it), logs it at error, and returns it. */
   failPermanently<E>(error: E): E {
-    this.consecutiveFailures++;
-    this.lastError = error;
-    this.listed = false;
-    this.streaming = false;
+    this.#consecutiveFailures++;
+    this.#lastError = error;
+    this.#listed = false;
+    this.#streaming = false;
     const message = error instanceof Error ? error.message : String(error);
     this.logger.error(
       this.fields({ err: error, code: (error as { code?: unknown } | null)?.code }),
@@ -200,15 +422,15 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     return error;
   }
 
-  /** The health snapshot (`SourceHealth`). */
+  /** The health snapshot (`SourceHealth`), derived from the facts reported. */
   health(): SourceHealth {
     return {
-      listed: this.listed,
-      streaming: this.streaming,
-      lastListAt: this.lastListAt,
-      lastEventAt: this.lastEventAt,
-      lastError: this.lastError,
-      consecutiveFailures: this.consecutiveFailures,
+      listed: this.#listed,
+      streaming: this.#streaming,
+      lastListAt: this.#lastListAt,
+      lastEventAt: this.#lastEventAt,
+      lastError: this.#lastError,
+      consecutiveFailures: this.#consecutiveFailures,
       quarantined: this.quarantine.list(),
     };
   }

@@ -3,29 +3,22 @@ import { parseObject, type ListItem } from '@reconcile-loop/k8s-types/internal';
 import { isCursorExpired } from './classify.js';
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import { linkSignals, raceAbort } from '@reconcile-loop/primitives';
-import type { ReflectorCore } from './core.js';
+import type { ListReason, ReflectorCore } from './core.js';
 import { isKubeApiError, KubeProtocolError } from '@reconcile-loop/kube-client';
 import { ListRejectedError, ListTimeoutError } from './errors.js';
 import { ListPager, type Page } from './list-pager.js';
 
-/** Why a LIST runs: the stream's first, a cursor rejection, or the heal after a skipped frame. */
-export type ListReason = 'initial' | 'relist' | 'heal';
-
-/** How a LIST phase ended: the replace was yielded, the LIST failed (retry after `delayMs`), or the signal aborted. */
+/**
+ * How a LIST phase ended: the replace was yielded and the listing is current at `resourceVersion`
+ * (the watch starts there), the LIST failed (retry after `delayMs`), or the signal aborted.
+ */
 export type ListOutcome =
-  | { readonly kind: 'listed' }
+  | { readonly kind: 'listed'; readonly resourceVersion: string }
   | { readonly kind: 'failed'; readonly delayMs: number }
   | { readonly kind: 'stopped' };
 
-const LISTED: ListOutcome = { kind: 'listed' };
 const STOPPED: ListOutcome = { kind: 'stopped' };
 const ABORTED: unique symbol = Symbol('aborted');
-
-/** Counts a listing (LIST or watch-list) by why it runs. */
-export function countListing<T extends KubernetesObjectView>(core: ReflectorCore<T>, why: ListReason): void {
-  if (why !== 'initial') core.stats.relists++;
-  if (why === 'heal') core.stats.healRelists++;
-}
 
 /**
  * One LIST, yielded as a replace. A generator of its own on purpose: a suspended generator keeps
@@ -42,9 +35,8 @@ export async function* listPhase<T extends KubernetesObjectView>(
   why: ListReason,
   fallback = false,
 ): AsyncGenerator<SourceEvent<T>, ListOutcome, undefined> {
-  core.stats.lists++;
-  // A watch-list's fallback is the same listing, already counted.
-  if (!fallback) countListing(core, why);
+  // A watch-list's fallback is the same listing, already counted as a relist or not.
+  core.listingStarted('list', why, fallback);
   const result = await listOnce(core, signal);
   if (result === ABORTED) return STOPPED;
   if ('failure' in result) {
@@ -54,28 +46,13 @@ export async function* listPhase<T extends KubernetesObjectView>(
     if (!core.everListed && isKubeApiError(error) && (error.statusCode === 400 || error.statusCode === 422)) {
       throw core.failPermanently(new ListRejectedError(error, core.options.name));
     }
-    core.stats.listFailures++;
-    if (error instanceof ListTimeoutError) core.stats.listTimeouts++;
-    return { kind: 'failed', delayMs: core.fail(error, why === 'initial' ? 'LIST failed' : 'relist failed') };
+    return { kind: 'failed', delayMs: core.listFailed(error, why) };
   }
   const { objects, poison, resourceVersion } = result;
-  const now = core.clock.now();
-  for (const entry of core.quarantine.rebuild(poison, now)) {
-    core.logger.error(
-      core.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }),
-      'object failed the schema; quarantined (its last good version, if any, stays in the store)',
-    );
-  }
-  core.cursor = resourceVersion;
-  core.everListed = true;
-  core.listed = true;
-  core.healDueAt = undefined;
-  core.lastListAt = now;
-  core.lastEventAt = now;
-  core.succeed(why === 'initial' ? 'listed' : 'relisted');
+  core.listed('list', why, resourceVersion, poison, core.clock.now());
   core.logger.debug(core.fields({ objects: objects.size, quarantined: core.quarantine.size, why }), 'listed');
   yield replaceEvent(objects, core.quarantine.keys());
-  return LISTED;
+  return { kind: 'listed', resourceVersion };
 }
 
 /** What a LIST gathered: the valid objects by key, the poison ones, and the cursor the listing is current at. */
@@ -151,7 +128,7 @@ export function holdInvalid<T extends KubernetesObjectView>(
   poison: Map<ObjectKey, InvalidObjectError>,
   what: string,
 ): void {
-  core.stats.invalidObjects++;
+  core.invalidObject();
   if (error.objectKey === undefined) {
     core.logger.error(
       core.fields({ resourceVersion: error.resourceVersion, issues: error.issues, err: error }),
@@ -221,7 +198,7 @@ async function listOnce<T extends KubernetesObjectView>(
         )
           throw error;
         // The continue token expired between pages: the pages read so far are not one snapshot.
-        core.stats.listRestarts++;
+        core.listRestarted();
         core.logger.info(core.fields({ pageSize }), 'LIST continue token expired (410); restarting as one unpaged LIST');
         objects = new Map();
         poison = new Map();
@@ -231,7 +208,7 @@ async function listOnce<T extends KubernetesObjectView>(
         continue;
       }
       const cursor = pageCursor(page);
-      core.stats.listPages++;
+      core.listPageRead();
       // Every page of one LIST is consistent with the first, whose resourceVersion is the cursor.
       resourceVersion ??= cursor.resourceVersion;
       if (page.kind === 'read') gatherRead(core, page.page.items, objects, poison);

@@ -1,27 +1,31 @@
 import { compileSchema, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
 import type { Source, SourceEvent, SourceHealth } from '@reconcile-loop/object-store';
 import { silentLogger, sleep, systemClock, type BackoffPolicy } from '@reconcile-loop/primitives';
-import { ReflectorCore, type ReflectorStats } from './core.js';
-import { listPhase, type ListOutcome, type ListReason } from './list-phase.js';
+import { ReflectorCore, type ListReason, type ReflectorStats } from './core.js';
+import { listPhase, type ListOutcome } from './list-phase.js';
 import { resolveOptions, type ReflectorOptions } from './options.js';
 import { watchListPhase, type WatchListOutcome } from './watch-list-phase.js';
 import { watchPhase, type WatchOutcome } from './watch-phase.js';
 import type { WatchSession } from './watch-session.js';
 
 /**
- * The stream's state machine (kube-rs `watcher` style): what the stream does next. A failure never
- * sets a flag; it moves the machine to `backoff` with the step to resume at.
+ * The stream's state machine (kube-rs `watcher` style): what the stream does next, with the data it
+ * needs. A failure never sets a flag; it moves the machine to `backoff` with the step to resume at.
+ * A watch always resumes from a resourceVersion: the `watch` step carries it (kube-rs's
+ * `InitListed { resource_version }` / `Watching { resource_version, stream }`), taken from the
+ * outcome of the listing or watch before it, so no step reads it from shared state.
  */
 type Step<T extends KubernetesObjectView> =
   /** A LIST (paginated) from which the watch starts; `fallback` when a watch-list for the same listing did not complete. */
   | { readonly kind: 'list'; readonly why: ListReason; readonly fallback?: true }
   /** A watch-list's initial phase: initial events into a temporary map until the initial-events-end bookmark. */
   | { readonly kind: 'watch-list'; readonly why: ListReason }
-  /** Watching: on the stream a watch-list synced on (`session`), or a WATCH opened from the cursor. */
-  | { readonly kind: 'watch'; readonly session?: WatchSession<T> }
+  /** Watching from `resourceVersion`: on the stream a watch-list synced on (`session`), or a WATCH opened from it. */
+  | { readonly kind: 'watch'; readonly resourceVersion: string; readonly session?: WatchSession<T> }
   | { readonly kind: 'backoff'; readonly delayMs: number; readonly next: Step<T> };
 
-const WATCH = { kind: 'watch' } as const;
+/** The watching step from `resourceVersion`. */
+const watching = <T extends KubernetesObjectView>(resourceVersion: string): Step<T> => ({ kind: 'watch', resourceVersion });
 
 /**
  * Keeps a local view of one kind in step with the apiserver: LIST, emit a replace, WATCH from the
@@ -59,12 +63,12 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
 
   /** The `resourceVersion` the next WATCH starts from: that of the last listing, applied frame or bookmark. */
   get resourceVersion(): string | undefined {
-    return this.#core.cursor;
+    return this.#core.resourceVersion;
   }
 
   /** A snapshot of the counters. */
   get stats(): ReflectorStats {
-    return { ...this.#core.stats };
+    return this.#core.stats;
   }
 
   /**
@@ -83,7 +87,7 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
 
   /** The delay the next failure would wait (the `retry` policy's; a `Retry-After` replaces it). */
   get nextRetryDelayMs(): number {
-    return this.#core.backoff.nextMs;
+    return this.#core.nextRetryDelayMs;
   }
 
   /**
@@ -111,8 +115,7 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     const core = this.#core;
     // A new stream starts with a listing (its consumer expects a replace first), but keeps the
     // backoff level: if the previous stream failed, this one does not get a fresh first delay.
-    core.cursor = undefined;
-    core.listed = false;
+    core.streamOpened();
     /** The listing step for `why`: a watch-list or a LIST, decided when the listing is due. */
     const listing = (why: ListReason): Step<T> => ({ kind: core.listingVia(), why });
     let step: Step<T> = listing('initial');
@@ -122,7 +125,10 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
           case 'list': {
             const outcome: ListOutcome = yield* listPhase(core, signal, step.why, step.fallback === true);
             if (outcome.kind === 'stopped') return;
-            step = outcome.kind === 'failed' ? { kind: 'backoff', delayMs: outcome.delayMs, next: listing(step.why) } : WATCH;
+            step =
+              outcome.kind === 'failed'
+                ? { kind: 'backoff', delayMs: outcome.delayMs, next: listing(step.why) }
+                : watching(outcome.resourceVersion);
             break;
           }
           case 'watch-list': {
@@ -131,20 +137,20 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
             // Incomplete: this listing falls back to a LIST at once (no wait: the LIST is another request).
             step =
               outcome.kind === 'synced'
-                ? { kind: 'watch', session: outcome.session }
+                ? { kind: 'watch', resourceVersion: outcome.resourceVersion, session: outcome.session }
                 : { kind: 'list', why: step.why, fallback: true };
             break;
           }
           case 'watch': {
-            const outcome: WatchOutcome = yield* watchPhase(core, signal, step.session);
+            const outcome: WatchOutcome = yield* watchPhase(core, signal, step.resourceVersion, step.session);
             switch (outcome.kind) {
               case 'aborted':
                 return;
               case 'ended':
-                step = WATCH; // reopen from the cursor, no LIST
+                step = watching(outcome.resourceVersion); // reopen where it ended, no LIST
                 break;
               case 'retry':
-                step = { kind: 'backoff', delayMs: outcome.delayMs, next: WATCH };
+                step = { kind: 'backoff', delayMs: outcome.delayMs, next: watching(outcome.resourceVersion) };
                 break;
               case 'relist':
                 step = { kind: 'backoff', delayMs: outcome.delayMs, next: listing('relist') };
@@ -167,8 +173,7 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
         }
       }
     } finally {
-      core.listed = false;
-      core.streaming = false;
+      core.streamEnded();
     }
   }
 }

@@ -8,10 +8,10 @@ import {
   type WatchFrame,
 } from '@reconcile-loop/k8s-types';
 import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
-import type { ReflectorCore } from './core.js';
+import type { ListReason, ReflectorCore } from './core.js';
 import { isKubeApiError, WatchFrameTooLargeError } from '@reconcile-loop/kube-client';
 import { ListTimeoutError } from './errors.js';
-import { countListing, holdInvalid, type ListReason } from './list-phase.js';
+import { holdInvalid } from './list-phase.js';
 import { WATCH_LIST_GIVE_UP_AFTER } from './options.js';
 import { errorFrameError, frameOverCap, readFrame } from './watch-phase.js';
 import { STOP, WatchSession } from './watch-session.js';
@@ -21,10 +21,11 @@ export const INITIAL_EVENTS_END_ANNOTATION = 'k8s.io/initial-events-end';
 
 /**
  * How a watch-list's initial phase ended: synced (the replace was yielded; the watch goes on on
- * `session`), fell back (LIST now), or stopped (the signal aborted).
+ * `session`, from the initial-events-end bookmark's `resourceVersion`), fell back (LIST now), or
+ * stopped (the signal aborted).
  */
 export type WatchListOutcome<T extends KubernetesObjectView> =
-  | { readonly kind: 'synced'; readonly session: WatchSession<T> }
+  | { readonly kind: 'synced'; readonly resourceVersion: string; readonly session: WatchSession<T> }
   | { readonly kind: 'fallback' }
   | { readonly kind: 'stopped' };
 
@@ -85,10 +86,7 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
   why: ListReason,
 ): AsyncGenerator<SourceEvent<T>, WatchListOutcome<T>, undefined> {
   if (signal.aborted) return STOPPED;
-  core.stats.watchLists++;
-  countListing(core, why);
-  // This listing replaces the state a skipped frame may have hidden; a frame skipped during it schedules its own heal.
-  core.healDueAt = undefined;
+  core.listingStarted('watch-list', why, false);
   const objects = new Map<ObjectKey, T>();
   const poison = new Map<ObjectKey, InvalidObjectError>();
   let session: WatchSession<T> | undefined;
@@ -104,7 +102,7 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
       if (next === STOP) {
         if (session.stopped === 'aborted' || signal.aborted) return STOPPED;
         if (session.stopped === 'deadline') {
-          core.stats.listTimeouts++;
+          core.watchListTimedOut();
           incomplete = {
             why: `no initial-events-end bookmark within listTimeoutMs (${core.options.listTimeoutMs} ms)`,
             error: new ListTimeoutError(core.options.listTimeoutMs),
@@ -113,7 +111,7 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         break;
       }
       if (next.done) break;
-      core.lastEventAt = core.clock.now();
+      core.heard(core.clock.now());
       const value = next.value;
       if (frameOverCap(value, core.options.maxFrameBytes)) {
         incomplete = {
@@ -133,9 +131,9 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
           continue;
         }
         if (!isMalformedWatchFrameError(error)) throw error;
-        core.stats.skippedFrames++;
+        core.frameSkipped();
         // Due after the swap: the watching state arms it (a heal timer here would cut the initial phase).
-        core.healDueAt ??= core.clock.now() + core.healBackoff.next();
+        core.healScheduled();
         core.logger.warn(
           core.fields({ frameType: error.frameType, err: error }),
           'watch-list: skipped an initial frame with an unreadable envelope; a heal relist is scheduled',
@@ -150,27 +148,14 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         if (!isInitialEventsEnd(value)) continue;
         session.clearDeadline();
         synced = true;
-        const now = core.clock.now();
-        for (const entry of core.quarantine.rebuild(poison, now)) {
-          core.logger.error(
-            core.fields({ key: entry.key, resourceVersion: entry.resourceVersion, issues: entry.issues }),
-            'object failed the schema; quarantined (its last good version, if any, stays in the store)',
-          );
-        }
-        core.cursor = frame.resourceVersion;
-        core.everListed = true;
-        core.listed = true;
-        core.lastListAt = now;
-        core.watchListIncomplete = 0;
         // A frame on the watch proves the whole path, as the first applied frame after a LIST does.
-        core.backoff.reset();
-        core.succeed(why === 'initial' ? 'listed (watch-list)' : 'relisted (watch-list)');
+        core.listed('watch-list', why, frame.resourceVersion, poison, core.clock.now());
         core.logger.debug(
           core.fields({ objects: objects.size, quarantined: core.quarantine.size, why }),
           'watch-list: initial events complete',
         );
         yield replaceEvent(objects, core.quarantine.keys());
-        return { kind: 'synced', session };
+        return { kind: 'synced', resourceVersion: frame.resourceVersion, session };
       }
       // One object at a time into the temporary map, as a LIST page's items are gathered.
       const key = objectKey(frame.object);
@@ -211,20 +196,18 @@ export function isWatchListRefusal(status: Status | undefined, httpStatus?: numb
 
 /** Records an incomplete watch-list, turns watch-list off when the server refused it or after too many, and falls back to a LIST. */
 function fallBack<T extends KubernetesObjectView>(core: ReflectorCore<T>, incomplete: Incomplete): WatchListOutcome<T> {
-  core.stats.watchListFallbacks++;
-  core.listed = false;
-  core.watchListIncomplete++;
-  if (incomplete.refused)
-    core.watchListOff = `refused by the server (${String((incomplete.error as { statusCode?: number }).statusCode)})`;
-  else if (core.watchListIncomplete >= WATCH_LIST_GIVE_UP_AFTER)
-    core.watchListOff = `${core.watchListIncomplete} incomplete watch-list streams in a row`;
+  core.watchListIncomplete(
+    (incomplete.error as { statusCode?: number } | undefined)?.statusCode,
+    incomplete.refused === true,
+    WATCH_LIST_GIVE_UP_AFTER,
+  );
   const status = isKubeApiError(incomplete.error) ? incomplete.error.status : undefined;
   core.logger.warn(
     core.fields({
       err: incomplete.error,
       code: isKubeApiError(incomplete.error) ? incomplete.error.statusCode : undefined,
       message: status?.message,
-      incompleteInARow: core.watchListIncomplete,
+      incompleteInARow: core.watchListIncompleteInARow,
       watchListOff: core.watchListOff,
     }),
     `watch-list incomplete: ${incomplete.why}; falling back to a LIST${core.watchListOff === undefined ? '' : ` (watch-list is off for this reflector: ${core.watchListOff})`}`,

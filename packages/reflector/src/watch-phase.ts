@@ -20,31 +20,34 @@ import { STOP, WatchSession } from './watch-session.js';
 const VERY_SHORT_WATCH_MS = 1_000;
 
 /**
- * How a watch ended: aborted (the stream ends); ended on the server's timeout (reopen from the
- * cursor, no wait); failed (retry the WATCH, or relist, after `delayMs`); or a heal relist is due
- * (relist now: its delay already passed while the watch ran).
+ * How a watch ended: aborted (the stream ends); ended on the server's timeout (reopen from
+ * `resourceVersion`, no wait); failed (retry the WATCH from `resourceVersion`, or relist, after
+ * `delayMs`); or a heal relist is due (relist now: its delay already passed while the watch ran).
+ * The outcomes that go on watching carry the resourceVersion the watch reached.
  */
 export type WatchOutcome =
   | { readonly kind: 'aborted' }
-  | { readonly kind: 'ended' }
-  | { readonly kind: 'retry'; readonly delayMs: number }
+  | { readonly kind: 'ended'; readonly resourceVersion: string }
+  | { readonly kind: 'retry'; readonly resourceVersion: string; readonly delayMs: number }
   | { readonly kind: 'relist'; readonly delayMs: number }
   | { readonly kind: 'heal' };
 
 const ABORTED: WatchOutcome = { kind: 'aborted' };
-const ENDED: WatchOutcome = { kind: 'ended' };
 const HEAL: WatchOutcome = { kind: 'heal' };
 
 /**
  * The watching state: an upsert or delete per object frame, quarantine for a poison object,
  * skip-and-advance (plus a scheduled heal relist) for an unreadable frame. Reads `session` when
  * given (the stream a watch-list just synced on: its initial events already proved the path), else
- * opens a WATCH from the cursor. Two timers: the idle deadline (silence past the sent timeout plus
- * the grace), and the heal deadline when one is due. Closes the session whatever the outcome.
+ * opens a WATCH from `from`, the resourceVersion the listing or the previous watch reached. The
+ * phase owns the resourceVersion while it runs (each frame, bookmark or skipped frame that names
+ * one moves it) and returns it in the outcome. Two timers: the idle deadline (silence past the sent
+ * timeout plus the grace), and the heal deadline when one is due. Closes the session whatever the outcome.
  */
 export async function* watchPhase<T extends KubernetesObjectView>(
   core: ReflectorCore<T>,
   signal: AbortSignal,
+  from: string,
   continued?: WatchSession<T>,
 ): AsyncGenerator<SourceEvent<T>, WatchOutcome, undefined> {
   const { clock } = core;
@@ -52,15 +55,17 @@ export async function* watchPhase<T extends KubernetesObjectView>(
   // A continued watch-list stream already applied its initial events (and reset the backoff there).
   let applied = continued === undefined ? 0 : 1;
   let skipped = 0;
+  let resourceVersion = from;
+  const advance = (to: string): void => {
+    resourceVersion = to;
+    core.advanced(to);
+  };
   const appliedOne = (): void => {
     // The first frame after a listing proves the whole path: the backoff and the failure count reset.
-    if (++applied === 1) {
-      core.backoff.reset();
-      core.succeed('watching');
-    }
+    if (++applied === 1) core.pathProven('watching');
   };
   try {
-    session ??= new WatchSession(core, signal);
+    session ??= new WatchSession(core, signal, { resourceVersion });
     const open = session;
     if (continued === undefined) core.logger.debug(core.fields({ timeoutSeconds: open.timeoutSeconds }), 'watching');
     open.armHeal(); // a heal still due from an earlier watch
@@ -70,19 +75,14 @@ export async function* watchPhase<T extends KubernetesObjectView>(
       if (next === STOP) break;
       if (next.done) {
         if (applied > 0 || clock.now() - open.startedAt >= VERY_SHORT_WATCH_MS) {
-          core.backoff.reset();
-          core.succeed('watch ended on its timeout');
-          if (skipped === 0) core.healBackoff.reset();
-          return ENDED;
+          core.watchEndedOnTime(skipped === 0);
+          return { kind: 'ended', resourceVersion };
         }
-        core.stats.watchFailures++;
-        return {
-          kind: 'retry',
-          delayMs: core.fail(new KubeProtocolError('watch closed within a second without a frame'), 'watch closed at once'),
-        };
+        const error = new KubeProtocolError('watch closed within a second without a frame');
+        return { kind: 'retry', resourceVersion, delayMs: core.watchFailed(error, 'watch closed at once', 'retry') };
       }
       const now = clock.now();
-      core.lastEventAt = now;
+      core.heard(now);
       const value = next.value;
       if (frameOverCap(value, core.options.maxFrameBytes))
         return tooLarge(core, new WatchFrameTooLargeError(core.options.maxFrameBytes));
@@ -93,9 +93,9 @@ export async function* watchPhase<T extends KubernetesObjectView>(
         if (isMalformedWatchFrameError(error)) {
           // Tearing the watch down would reopen at the same cursor and replay this frame: skip it,
           // and heal whatever state it carried with a relist once the heal delay passes.
-          core.stats.skippedFrames++;
+          core.frameSkipped();
           skipped++;
-          if (error.resourceVersion !== undefined) core.cursor = error.resourceVersion;
+          if (error.resourceVersion !== undefined) advance(error.resourceVersion);
           open.scheduleHeal();
           core.logger.warn(
             core.fields({ frameType: error.frameType, err: error, healInMs: (core.healDueAt ?? now) - now }),
@@ -105,16 +105,17 @@ export async function* watchPhase<T extends KubernetesObjectView>(
         }
         if (!isInvalidObjectError(error)) throw error;
         appliedOne();
+        if (error.resourceVersion !== undefined) advance(error.resourceVersion);
         const held = quarantineFrame(core, error, now, () => open.scheduleHeal());
         if (held !== undefined) yield deleteEvent(held);
         continue;
       }
       if (frame.type === 'ERROR')
-        return failedWatch(core, frame.status, undefined, 'watch ERROR frame', errorFrameError(frame.status));
-      core.cursor = frame.resourceVersion;
+        return failedWatch(core, resourceVersion, frame.status, undefined, 'watch ERROR frame', errorFrameError(frame.status));
+      advance(frame.resourceVersion);
       appliedOne();
       if (frame.type === 'BOOKMARK') {
-        core.stats.bookmarks++;
+        core.bookmarked();
         continue;
       }
       const key = objectKey(frame.object);
@@ -130,10 +131,14 @@ export async function* watchPhase<T extends KubernetesObjectView>(
     if (signal.aborted) return ABORTED;
     if (!session?.stopped) {
       if (isPermanentSourceError(error)) throw core.failPermanently(error);
-      if (isKubeApiError(error)) return failedWatch(core, error.status, error.statusCode, 'watch request failed', error);
+      if (isKubeApiError(error))
+        return failedWatch(core, resourceVersion, error.status, error.statusCode, 'watch request failed', error);
       if (error instanceof WatchFrameTooLargeError) return tooLarge(core, error);
-      core.stats.watchFailures++;
-      return { kind: 'retry', delayMs: core.fail(error, 'watch dropped; retrying from the cursor') };
+      return {
+        kind: 'retry',
+        resourceVersion,
+        delayMs: core.watchFailed(error, 'watch dropped; retrying from the cursor', 'retry'),
+      };
     }
   } finally {
     session?.close();
@@ -141,14 +146,13 @@ export async function* watchPhase<T extends KubernetesObjectView>(
   const stopped = session.stopped;
   if (stopped === 'aborted' || signal.aborted) return ABORTED;
   if (stopped === 'heal') return HEAL;
-  core.stats.idleTimeouts++;
-  core.stats.watchFailures++;
-  const delayMs = core.fail(
+  const delayMs = core.watchFailed(
     new KubeProtocolError(`watch silent for ${session.idleMs} ms, past its timeout`),
     'watch silent past its timeout; reopening from the cursor',
+    'idle',
     { idleMs: session.idleMs },
   );
-  return { kind: 'retry', delayMs };
+  return { kind: 'retry', resourceVersion, delayMs };
 }
 
 /** The error an in-band ERROR frame stands for: kube-client's, so the same `is*` helpers classify it. */
@@ -158,6 +162,7 @@ export function errorFrameError(status: Status): KubeApiError {
 
 /**
  * A poison object in a frame: held in the quarantine (or, for a DELETED, released), never emitted.
+ * The caller has moved the resourceVersion to the frame's, when it names one.
  * Returns the key to emit a delete for only for a DELETED frame: an ADDED or MODIFIED one leaves
  * the last good version in the consumer's store, as client-go's informer keeps it — the object
  * still exists, and a delete would show a live object to reconcile as deleted.
@@ -168,8 +173,7 @@ export function quarantineFrame<T extends KubernetesObjectView>(
   now: number,
   scheduleHeal: () => void,
 ): string | undefined {
-  core.stats.invalidObjects++;
-  if (error.resourceVersion !== undefined) core.cursor = error.resourceVersion;
+  core.invalidObject();
   const key = error.objectKey;
   if (key === undefined) {
     // Nothing to hold it by: skip it like an unreadable frame, and heal.
@@ -225,29 +229,36 @@ export function overCap(line: string, maxFrameBytes: number): boolean {
 
 /** A frame over the cap: a protocol error; the watch is torn down and the reflector relists (the same cursor would replay it). */
 export function tooLarge<T extends KubernetesObjectView>(core: ReflectorCore<T>, error: unknown): WatchOutcome {
-  core.stats.watchFailures++;
-  core.listed = false;
-  return { kind: 'relist', delayMs: core.fail(error, 'watch frame over maxFrameBytes; relisting') };
+  return { kind: 'relist', delayMs: core.watchFailed(error, 'watch frame over maxFrameBytes; relisting', 'relist') };
 }
 
-/** A WATCH that failed with a `Status` (HTTP or in-band): relist on a dead or rejected cursor, else retry from it. */
+/**
+ * A WATCH from `resourceVersion` that failed with a `Status` (HTTP or in-band): relist on a dead or
+ * rejected resourceVersion, else retry from it.
+ */
 export function failedWatch<T extends KubernetesObjectView>(
   core: ReflectorCore<T>,
+  resourceVersion: string,
   status: Status | undefined,
   httpStatus: number | undefined,
   what: string,
   error: unknown,
 ): WatchOutcome {
-  core.stats.watchFailures++;
   const verdict = watchVerdict(status, httpStatus);
   const extra = { code: httpStatus ?? status?.code, reason: status?.reason, message: status?.message };
-  if (verdict === 'retry') return { kind: 'retry', delayMs: core.fail(error, `${what}; retrying from the cursor`, extra) };
-  core.listed = false;
+  if (verdict === 'retry')
+    return {
+      kind: 'retry',
+      resourceVersion,
+      delayMs: core.watchFailed(error, `${what}; retrying from the cursor`, 'retry', extra),
+    };
   if (verdict === 'relist-rejected') {
-    // The cursor itself is refused (unparseable): never send it again.
-    core.cursor = undefined;
-    return { kind: 'relist', delayMs: core.fail(error, `${what}: cursor rejected; dropping it and relisting`, extra) };
+    // The resourceVersion itself is refused (unparseable): never send it again (the relist outcome carries none).
+    return {
+      kind: 'relist',
+      delayMs: core.watchFailed(error, `${what}: cursor rejected; dropping it and relisting`, 'relist-rejected', extra),
+    };
   }
   const why = verdict === 'relist-expired' ? 'cursor expired' : 'cursor too large or gateway timeout';
-  return { kind: 'relist', delayMs: core.fail(error, `${what}: ${why}; relisting`, extra) };
+  return { kind: 'relist', delayMs: core.watchFailed(error, `${what}: ${why}; relisting`, 'relist', extra) };
 }

@@ -13,10 +13,12 @@ export const STOP: unique symbol = Symbol('stop');
  */
 export type SessionStop = 'aborted' | 'idle' | 'heal' | 'deadline';
 
-/** Extra parameters of the WATCH a session opens: a watch-list asks for its initial events. */
-export interface SessionRequest {
-  readonly sendInitialEvents?: true;
-}
+/**
+ * Where the WATCH a session opens starts: from a `resourceVersion` (the watching state: it always
+ * has one, from the listing or the frames since), or with its initial events (a watch-list, from
+ * the newest state).
+ */
+export type SessionRequest = { readonly resourceVersion: string } | { readonly sendInitialEvents: true };
 
 /**
  * One open WATCH request and the timers around it, shared by the two states that read a watch:
@@ -48,8 +50,8 @@ export class WatchSession<T extends KubernetesObjectView> {
   #deadlineTimer: unknown;
   #closed = false;
 
-  /** Opens the WATCH from the core's cursor (`""` for none); throws what the client throws synchronously (after releasing everything). */
-  constructor(core: ReflectorCore<T>, signal: AbortSignal, extra: SessionRequest = {}) {
+  /** Opens the WATCH `from` says; throws what the client throws synchronously (after releasing everything). */
+  constructor(core: ReflectorCore<T>, signal: AbortSignal, from: SessionRequest) {
     this.#core = core;
     this.#signal = signal;
     const { clock } = core;
@@ -59,16 +61,16 @@ export class WatchSession<T extends KubernetesObjectView> {
     this.#lastFrameAt = this.startedAt;
     signal.addEventListener('abort', this.#onAbort, { once: true });
     this.#armIdle(this.idleMs);
-    core.stats.watches++;
-    core.streaming = true;
+    core.watchOpened();
     try {
+      const initial = 'sendInitialEvents' in from;
       const request = {
         ...core.scope,
         // A watch-list always asks for a consistent read of the newest state, as the LIST does.
-        resourceVersion: extra.sendInitialEvents ? '' : (core.cursor ?? ''),
+        resourceVersion: initial ? '' : from.resourceVersion,
         timeoutSeconds: this.timeoutSeconds,
         allowWatchBookmarks: true,
-        ...(extra.sendInitialEvents ? { sendInitialEvents: true as const, resourceVersionMatch: 'NotOlderThan' as const } : {}),
+        ...(initial ? { sendInitialEvents: true as const, resourceVersionMatch: 'NotOlderThan' as const } : {}),
         signal: this.#controller.signal,
       };
       // A client that hands over the frames of one socket read together is read a batch at a time.
@@ -136,14 +138,14 @@ export class WatchSession<T extends KubernetesObjectView> {
   /** Arms the heal timer for the core's due heal, if any and not armed yet. */
   armHeal(): void {
     const core = this.#core;
-    if (this.#healTimer !== undefined || core.healDueAt === undefined) return;
-    this.#healTimer = core.clock.setTimeout(() => this.stop('heal'), Math.max(0, core.healDueAt - core.clock.now()));
+    const dueAt = core.healDueAt;
+    if (this.#healTimer !== undefined || dueAt === undefined) return;
+    this.#healTimer = core.clock.setTimeout(() => this.stop('heal'), Math.max(0, dueAt - core.clock.now()));
   }
 
   /** Schedules a heal relist (a frame was skipped) unless one is due already. */
   scheduleHeal(): void {
-    const core = this.#core;
-    core.healDueAt ??= core.clock.now() + core.healBackoff.next();
+    this.#core.healScheduled();
     this.armHeal();
   }
 
@@ -163,7 +165,7 @@ export class WatchSession<T extends KubernetesObjectView> {
     if (this.#closed) return;
     this.#closed = true;
     const { clock } = this.#core;
-    this.#core.streaming = false;
+    this.#core.watchClosed();
     this.#signal.removeEventListener('abort', this.#onAbort);
     clock.clearTimeout(this.#idleTimer);
     if (this.#healTimer !== undefined) clock.clearTimeout(this.#healTimer);

@@ -1,18 +1,17 @@
 import type { KubernetesObjectView } from '../meta.js';
 import type { ObjectFrame } from '../watch-frame.js';
 import {
-  at,
   atEnd,
   begin,
-  bytes as frame,
   end,
   isNull,
-  utf8,
   KeySet,
   nextItem,
   NOT_PROVEN,
   notProven,
   openArray,
+  position,
+  readSince,
   restart,
   skip,
   str,
@@ -103,7 +102,7 @@ function listItems<T>(read: ObjectReader<T>): ListItem<T>[] {
   const items: ListItem<T>[] = [];
   if (!openArray()) return items;
   do {
-    const start = at;
+    const start = position();
     try {
       items.push({ view: read() });
     } catch (error) {
@@ -111,7 +110,7 @@ function listItems<T>(read: ObjectReader<T>): ListItem<T>[] {
       // Not provable by the reader: valid JSON or not, the scan decides; parsed for the exact path.
       restart(start);
       skip();
-      items.push({ raw: JSON.parse(utf8.decode(frame.subarray(start, at))) as unknown });
+      items.push({ raw: readSince(start) });
     }
   } while (nextItem());
   return items;

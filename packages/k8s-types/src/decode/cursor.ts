@@ -1,8 +1,7 @@
-import { intern } from '../meta.js';
-import { compactView } from '../compact.js';
+import { compactView } from './compact.js';
 import { mix, PartsCache } from './parts-cache.js';
-import { isShareableStringMap } from '../share.js';
-import { EMPTY_STRING_MAP, parseRfc3339, utcMs } from '../view-parts.js';
+import { intern, isShareableStringMap } from './share.js';
+import { EMPTY_STRING_MAP, parseRfc3339, utcMs } from './view-parts.js';
 import {
   foundHash,
   keyTable,
@@ -44,7 +43,9 @@ import {
  * integer, a duplicate member) ends the read with {@link NOT_PROVEN}: the caller then reads the
  * frame the exact way (`JSON.parse` and zod), whose verdict is the one reported.
  *
- * One frame is read at a time, synchronously, so the cursor is module state.
+ * One frame is read at a time, synchronously, so the cursor is module state: private to this module
+ * (no other module can move it), read outside it only through {@link position}, {@link readSince}
+ * and {@link lastSharedHash}, which V8 inlines like the variables they return.
  */
 
 /** Thrown (never escapes a byte reader) when the bytes are not provably what the view reads. */
@@ -62,9 +63,9 @@ type Bytes = Buffer & { latin1Slice(start: number, end: number): string };
 const NOTHING = Buffer.alloc(0) as Bytes;
 
 /** The frame being read, as a Buffer (for its native string slicing: the cheapest way to a string). */
-export let bytes = NOTHING;
+let bytes = NOTHING;
 /** Index of the next unread byte. */
-export let at = 0;
+let at = 0;
 /** Whether the frame is also in the WebAssembly scanner's memory (see `wasm-scan.ts`). */
 let loaded = false;
 
@@ -90,6 +91,16 @@ export function end(): void {
   at = 0;
   loaded = false;
   unloadFrame();
+}
+
+/** Index of the next unread byte of the frame being read (to {@link restart} at, or to {@link readSince}). */
+export function position(): number {
+  return at;
+}
+
+/** The frame's bytes from `start` (a {@link position}) to the cursor, decoded and parsed as `JSON.parse` would. */
+export function readSince(start: number): unknown {
+  return JSON.parse(utf8.decode(bytes.subarray(start, at)));
 }
 
 /** Moves the cursor back to `index` (the start of a value read before). */
@@ -221,7 +232,12 @@ function sharedDecoded(start: number, end: number): string {
 }
 
 /** A hash of the string {@link sharedStr} last returned (equal strings, equal hashes). */
-export let sharedHash = 0;
+let sharedHash = 0;
+
+/** A hash of the string {@link sharedStr} last returned (equal strings, equal hashes). */
+export function lastSharedHash(): number {
+  return sharedHash;
+}
 
 /** Reads a boolean. */
 export function bool(): boolean {

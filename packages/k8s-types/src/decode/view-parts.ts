@@ -1,7 +1,7 @@
 /**
  * The pieces of the bundled views that more than one reader of them must share: the shared empty
  * values, timestamp parsing, and the keys and tables that decide sharing. The zod views (`meta.ts`,
- * `pod.ts`) and the byte reader (`bytes/pod-reader.ts`) both use these, so a view read either way
+ * `pod.ts`) and the byte reader (`decode/pod-reader.ts`) both use these, so a view read either way
  * is the same value, down to which instances are shared. Not part of the package's public API.
  */
 
@@ -63,7 +63,7 @@ export function utcMs(year: number, month: number, day: number, hour: number, mi
 
 /**
  * The fields of an owner reference {@link ownerReferenceKey} reads: what both readers of the view
- * build (`OwnerReference` in `meta.ts`, read by zod or by `bytes/pod-reader.ts`).
+ * build (`OwnerReference` in `meta.ts`, read by zod or by `pod-reader.ts`).
  */
 interface OwnerReferenceFields {
   readonly apiVersion: string;

@@ -1,5 +1,5 @@
-import { KubeProtocolError } from './errors.js';
-import type { ObjectList } from './types.js';
+import { KubeProtocolError } from '../errors.js';
+import type { ObjectList } from '../types.js';
 
 /**
  * How a response body is read the exact way: the body's bytes decoded as UTF-8 (a malformed

@@ -7,7 +7,7 @@ import {
   type BackoffPolicy,
   type Clock,
 } from '@reconcile-loop/primitives';
-import { isConflict } from './errors.js';
+import { isConflict } from '../errors.js';
 
 /** How often and how fast {@link retryOnConflict} retries: apimachinery's `wait.Backoff`, as a policy plus a count. */
 export interface ConflictRetry {

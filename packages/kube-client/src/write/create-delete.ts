@@ -1,8 +1,8 @@
 import { OptionsError } from '@reconcile-loop/primitives';
-import { isAlreadyExists, isConflict, isNotFound, type KubeApiError } from './errors.js';
+import { isAlreadyExists, isConflict, isNotFound, type KubeApiError } from '../errors.js';
 import type { Status } from '@reconcile-loop/k8s-types';
-import type { ResourceClient } from './resource.js';
-import type { DeleteOptions, WriteObject, WriteOptions } from './types.js';
+import type { ResourceClient } from '../resource.js';
+import type { DeleteOptions, WriteObject, WriteOptions } from '../types.js';
 
 /** What {@link createIfAbsent} did. */
 export interface CreateIfAbsentResult<T> {

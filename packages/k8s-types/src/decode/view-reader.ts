@@ -1,6 +1,6 @@
-import { freezeList, isShareableList } from '../share.js';
-import { EMPTY_LIST } from '../view-parts.js';
-import { firstKept, isNull, KeySet, nextItem, nextKept, notProven, openArray, sharedHash, sharedStr } from './cursor.js';
+import { freezeList, isShareableList } from './share.js';
+import { EMPTY_LIST } from './view-parts.js';
+import { firstKept, isNull, KeySet, nextItem, nextKept, lastSharedHash, notProven, openArray, sharedStr } from './cursor.js';
 import { mix, type PartsCache } from './parts-cache.js';
 
 /**
@@ -119,7 +119,7 @@ export const memberHashes: number[] = [];
 /** Reads a shared string member, keeping its hash for {@link part}. */
 export function hashedStr(index: number): string {
   const text = sharedStr();
-  memberHashes[index] = sharedHash;
+  memberHashes[index] = lastSharedHash();
   return text;
 }
 

@@ -2,7 +2,7 @@ import { OptionsError } from '@reconcile-loop/primitives';
 import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
-import {} from './errors.js';
+import {} from '../errors.js';
 import { HttpFramingError } from './http1-framing.js';
 import type { Transport } from './transport-types.js';
 import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream } from './watch-stream.js';

@@ -1,7 +1,7 @@
-import { isNotFound } from './errors.js';
-import type { ResourceClient } from './resource.js';
+import { isNotFound } from '../errors.js';
+import type { ResourceClient } from '../resource.js';
 import { retryOnConflict, type RetryOptions } from './retry-on-conflict.js';
-import type { KubeObject } from './types.js';
+import type { KubeObject } from '../types.js';
 
 /** What a finalizer change did. `object` is `undefined` when the object is gone. */
 export interface FinalizerResult<T> {

@@ -1,5 +1,5 @@
 import type { KubernetesObjectView, OwnerReference } from '../meta.js';
-import { conditionKey, EMPTY_LIST, EMPTY_STRING_MAP, ownerReferenceKey, reuseRecentIP, sharedCondition } from '../view-parts.js';
+import { conditionKey, EMPTY_LIST, EMPTY_STRING_MAP, ownerReferenceKey, reuseRecentIP, sharedCondition } from './view-parts.js';
 import { bool, int, nextItem, openArray, sharedStr, str, stringMap, time } from './cursor.js';
 import { PartsCache } from './parts-cache.js';
 import { hashedStr, level, list, memberHashes, members, object, part, required, sharedList, type Draft } from './view-reader.js';

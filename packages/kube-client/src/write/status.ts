@@ -1,7 +1,7 @@
 import type { Status } from '@reconcile-loop/k8s-types';
-import type { ResourceClient } from './resource.js';
+import type { ResourceClient } from '../resource.js';
 import { retryOnConflict, type RetryOptions } from './retry-on-conflict.js';
-import type { JsonObject, KubeObject } from './types.js';
+import type { JsonObject, KubeObject } from '../types.js';
 
 /** Options of the status writes: the retry's, plus the write's field manager. */
 export interface StatusWriteOptions extends RetryOptions {

@@ -1,7 +1,7 @@
 import { OptionsError } from '@reconcile-loop/primitives';
-import {} from './errors.js';
-import type { ResourceClient } from './resource.js';
-import type { ApplyOptions, JsonObject, WriteObject } from './types.js';
+import {} from '../errors.js';
+import type { ResourceClient } from '../resource.js';
+import type { ApplyOptions, JsonObject, WriteObject } from '../types.js';
 
 /** Options of {@link apply} and {@link applyStatus}: a field manager, and `force` as an explicit choice. */
 export type ApplyWith = Omit<ApplyOptions, 'subresource'>;

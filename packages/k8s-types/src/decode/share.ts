@@ -12,6 +12,25 @@
  *   over, which loses sharing, never correctness.
  */
 
+/** Bound on the intern table, so a stream of distinct values cannot grow it without limit. */
+const INTERN_CAPACITY = 16_384;
+const internTable = new Map<string, string>();
+
+/**
+ * Returns one shared instance of `value`. JSON.parse allocates a fresh string for every value, so
+ * without this every cached pod holds its own copy of `"kube-controller-manager"`-like values that
+ * thousands of pods share. The table is bounded: when full it starts over, which only loses sharing.
+ */
+export function intern(value: string): string {
+  // V8's JSON.parse already shares string values of up to 10 characters; hashing them again buys nothing.
+  if (value.length <= 10) return value;
+  const shared = internTable.get(value);
+  if (shared !== undefined) return shared;
+  if (internTable.size >= INTERN_CAPACITY) internTable.clear();
+  internTable.set(value, value);
+  return value;
+}
+
 /** Entries past which a value is kept as built (its key would cost more than sharing saves). */
 const MAX_ENTRIES = 16;
 /** Characters of key past which a value is kept as built. */

@@ -14,7 +14,7 @@
  * exact path's UTF-8 decoder does (it reads a malformed sequence as U+FFFD, which JSON accepts).
  */
 
-import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE } from '../json-chars.js';
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, OPEN_BRACE, OPEN_BRACKET, QUOTE } from './json-chars.js';
 
 /** What a scan step returns when the bytes there are not (provably) valid JSON. */
 export const FAIL = -1;

@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import { KubeProtocolError, WatchFrameTooLargeError } from './errors.js';
+import { KubeProtocolError, WatchFrameTooLargeError } from '../errors.js';
 
 /**
  * The default cap on one watch frame: apimachinery's streaming decoder refuses objects over 16 MiB,

@@ -1,0 +1,161 @@
+/**
+ * This checkout's decode path against another checkout's, both loaded into one process and measured
+ * in interleaved rounds (the order swapped every round), so a loaded machine's drift falls on both
+ * alike: main-thread CPU per frame (`process.threadCpuUsage`). For a change that moves or reshapes
+ * the decoder or the reflector without meaning to change their speed (BENCHMARKS.md (24)).
+ *   - k8s-types: `parseWatchFrame` of 5,000 MODIFIED pod frames (bench/src/hot-path.ts's case) and
+ *     `parseListPage` of one unpaged LIST (bench/src/list-read.ts's), each with the WebAssembly
+ *     scanner and with the JavaScript one only;
+ *   - reflector: a `Reflector` over a client that hands the same frames over as bytes in batches of
+ *     64 (as kube-client hands a socket read over), one upsert yielded per frame.
+ *
+ *   git worktree add --detach ../base <commit> && (cd ../base && pnpm install --frozen-lockfile)
+ *   node --conditions=@reconcile-loop/source --import tsx bench/src/checkout-ab.ts --base=../base [--rounds=11] [--repeat=4]
+ *
+ * Run it from both sides too (this checkout as `--base` from the other): a bias of the harness
+ * (which side loads first) then shows as a difference of the same sign both ways.
+ *
+ * The other checkout must have the same `packages/*` entry points (`src/index.ts`, `src/internal.ts`).
+ */
+import { resolve } from 'node:path';
+import { makePod, modifyPod } from './lib/pods.js';
+
+const args = process.argv.slice(2).filter((a) => a !== '--');
+const arg = (name: string, fallback: string): string =>
+  args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
+const base = resolve(arg('base', ''));
+if (arg('base', '') === '') throw new Error('--base=<path of the other checkout> is required');
+const here = resolve(import.meta.dirname, '..', '..');
+const pods = Number(arg('pods', '5000'));
+const listPods = Number(arg('list-pods', '2000'));
+const rounds = Number(arg('rounds', '11'));
+// Passes per sample: the thread CPU clock ticks in milliseconds (4 ms here), so a sample must be long.
+const repeat = Number(arg('repeat', '4'));
+
+interface Decoder {
+  readonly podSchema: object;
+  parseWatchFrame(bytes: Uint8Array, view: object): { type: string };
+  parseListPage(bytes: Uint8Array, view: object): { items: readonly { view?: unknown }[] };
+  useWasmScan(on: boolean): void;
+}
+interface Stream {
+  next(): Promise<IteratorResult<{ type: string }>>;
+}
+
+const frames = Array.from({ length: pods }, (_, i) =>
+  Buffer.from(JSON.stringify({ type: 'MODIFIED', object: modifyPod(makePod(i), i + 1) })),
+);
+const body = Buffer.from(
+  JSON.stringify({
+    kind: 'PodList',
+    apiVersion: 'v1',
+    metadata: { resourceVersion: '999999' },
+    items: Array.from({ length: listPods }, (_, i) => makePod(i)),
+  }),
+);
+const batches: Buffer[][] = [];
+for (let i = 0; i < frames.length; i += 64) batches.push(frames.slice(i, i + 64));
+const client = {
+  list: async () => ({ items: [], resourceVersion: '1' }),
+  watch: (): never => {
+    throw new Error('read in batches only');
+  },
+  async *watchBatches() {
+    for (const batch of batches) yield batch;
+  },
+};
+
+async function load(root: string): Promise<{ decoder: Decoder; stream: Stream }> {
+  const types = await import(`${root}/packages/k8s-types/src/index.ts`);
+  const internal = await import(`${root}/packages/k8s-types/src/internal.ts`);
+  const { Reflector } = await import(`${root}/packages/reflector/src/index.ts`);
+  const reflector = new Reflector({ client, schema: types.podSchema, initialList: 'list', watchTimeoutSeconds: 3600 });
+  const stream = reflector.open(new AbortController().signal)[Symbol.asyncIterator]() as Stream;
+  if ((await stream.next()).value?.type !== 'replace') throw new Error(`${root}: the stream did not start with a replace`);
+  return { decoder: { podSchema: types.podSchema, ...internal } as Decoder, stream };
+}
+const sides = { base: await load(base), here: await load(here) };
+type Side = keyof typeof sides;
+
+let sink = 0;
+const cpu = (): number => {
+  const usage = process.threadCpuUsage();
+  return usage.user + usage.system;
+};
+const readList = (d: Decoder): void => {
+  const page = d.parseListPage(body, d.podSchema);
+  if (page.items.some((item) => item.view === undefined)) throw new Error('an item was not read by the byte reader');
+  sink += page.items.length;
+};
+const cases: { name: string; wasm: boolean; per: number; run: (side: Side) => Promise<void> | void }[] = [
+  {
+    name: 'k8s-types parseWatchFrame, WebAssembly',
+    wasm: true,
+    per: pods,
+    run: (side) => {
+      const d = sides[side].decoder;
+      for (const frame of frames) sink += d.parseWatchFrame(frame, d.podSchema).type.length;
+    },
+  },
+  {
+    name: 'k8s-types parseWatchFrame, JavaScript',
+    wasm: false,
+    per: pods,
+    run: (side) => {
+      const d = sides[side].decoder;
+      for (const frame of frames) sink += d.parseWatchFrame(frame, d.podSchema).type.length;
+    },
+  },
+  { name: `k8s-types parseListPage, WebAssembly`, wasm: true, per: listPods, run: (side) => readList(sides[side].decoder) },
+  { name: `k8s-types parseListPage, JavaScript`, wasm: false, per: listPods, run: (side) => readList(sides[side].decoder) },
+  {
+    name: 'reflector watch, frames as bytes',
+    wasm: true,
+    per: pods,
+    run: async (side) => {
+      const { stream } = sides[side];
+      for (let i = 0; i < pods; i++) {
+        const next = await stream.next();
+        if (next.value?.type !== 'upsert') throw new Error(`${side}: ${String(next.value?.type)} where an upsert was due`);
+      }
+    },
+  },
+];
+
+const samples = new Map<string, number[]>();
+for (const c of cases)
+  for (const side of ['base', 'here'] as const) {
+    sides[side].decoder.useWasmScan(c.wasm);
+    await c.run(side); // warm-up, not measured
+  }
+for (let r = 0; r < rounds; r++) {
+  const order: Side[] = r % 2 === 0 ? ['base', 'here'] : ['here', 'base'];
+  for (const c of cases) {
+    for (const side of order) {
+      sides[side].decoder.useWasmScan(c.wasm);
+      const start = cpu();
+      for (let k = 0; k < repeat; k++) await c.run(side);
+      const key = `${c.name}|${side}`;
+      samples.set(key, [...(samples.get(key) ?? []), (cpu() - start) / (c.per * repeat)]);
+    }
+  }
+}
+const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const pct = (after: number, before: number): string => `${(((after - before) / before) * 100).toFixed(1)} %`.padStart(7);
+console.log(
+  `node ${process.version}; base ${base}; ${pods} frames of ${Math.round(frames.reduce((n, f) => n + f.length, 0) / pods)} B, a LIST of ${listPods} pods (${(body.length / 1e6).toFixed(1)} MB); ${rounds} interleaved rounds of ${repeat} passes; CPU µs per frame or item`,
+);
+for (const c of cases) {
+  const before = samples.get(`${c.name}|base`)!;
+  const after = samples.get(`${c.name}|here`)!;
+  console.log(
+    `  ${c.name.padEnd(40)} median base ${median(before).toFixed(2).padStart(6)} here ${median(after).toFixed(2).padStart(6)} ${pct(median(after), median(before))}` +
+      ` | fastest base ${Math.min(...before)
+        .toFixed(2)
+        .padStart(6)} here ${Math.min(...after)
+        .toFixed(2)
+        .padStart(6)} ${pct(Math.min(...after), Math.min(...before))}`,
+  );
+}
+if (sink === 0) console.log('');
+process.exit(0);
