@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { setMaxListeners } from 'node:events';
 import type { ObjectStoreReader } from '@reconcile-loop/object-store';
 import {
@@ -19,7 +18,7 @@ import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOpt
 import { Dispatcher } from './dispatch.js';
 import { Expectations } from './expectations.js';
 import { Leadership } from './leadership.js';
-import { ReconcileRunner, type ReconcileScope } from './runner.js';
+import { ReconcileRunner, reconcileScopes } from './runner.js';
 import { wireSources, type WiredSource, type Wiring } from './sources.js';
 import { controllerName, retryObserver, runnerHooks } from './observer.js';
 import { bindObserver } from './snapshot.js';
@@ -71,7 +70,6 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   readonly #leadership: Leadership | undefined;
   /** Aborted by `stop()`: ends the drivers, waiting `get`s, the sync wait and in-flight reconciles. */
   readonly #controller = new AbortController();
-  readonly #scopes = new AsyncLocalStorage<ReconcileScope>();
   #state: ReconcileLoopState = 'idle';
   #startedAt: number | undefined;
   /** The failure that ended the loop (never a plain stop). */
@@ -131,7 +129,6 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#runner = new ReconcileRunner<T, P, S>({
       reconcile: options.reconcile as Reconcile<T, P, S>,
       scheduler: this.#scheduler,
-      scopes: this.#scopes,
       reconcileTimeoutMs: this.#settings.reconcileTimeoutMs,
       clock: this.#clock,
       logger: this.#logger,
@@ -254,9 +251,9 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   stop(options: StopOptions = {}): Promise<StopReport<P>> {
     const graceMs =
       options.graceMs === undefined ? this.#settings.gracefulShutdownTimeoutMs : duration('graceMs', options.graceMs, true, true);
-    const scope = this.#scopes.getStore();
+    const scope = reconcileScopes.getStore();
     const stopping = this.#beginStop(graceMs);
-    if (scope?.active) {
+    if (scope?.owner === this.#runner && scope.active) {
       const refused = Promise.reject(new StopInsideReconcileError());
       refused.catch(noop);
       return refused;

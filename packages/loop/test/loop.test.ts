@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, type BackoffPolicy } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
@@ -383,6 +384,45 @@ describe('ReconcileLoop', () => {
     await expect(loop.stop()).resolves.toEqual(CLEAN_STOP);
     // Not retried: the loop is stopping, so the failure is not scheduled.
     expect(logger.entries.some((e) => e.message.includes('retrying'))).toBe(false);
+  });
+
+  it("[loop: One reconcile scope store] inside one loop's reconcile, another loop's stop() goes ahead (only a loop's own stop is refused)", async () => {
+    const other = harness({ initial: [] });
+    await other.loop.start();
+    let result: unknown;
+    const { loop } = harness({
+      initial: [['a', cell('p1')]],
+      body: async () => {
+        result = await other.loop.stop().catch((error: unknown) => error);
+      },
+    });
+    await loop.start();
+    await settle();
+    expect(result).toEqual(CLEAN_STOP);
+    expect(other.loop.state).toBe('stopped');
+    await loop.stop();
+  });
+
+  it('[loop: One reconcile scope store] every loop of the process runs its reconciles in one AsyncLocalStorage, so loops created and stopped leave no store that later promises pay for (Node 22)', async () => {
+    const stores = new Set<unknown>();
+    const run = AsyncLocalStorage.prototype.run;
+    AsyncLocalStorage.prototype.run = function (this: AsyncLocalStorage<unknown>, ...args: Parameters<typeof run>) {
+      stores.add(this);
+      return run.apply(this, args);
+    } as typeof run;
+    try {
+      for (let i = 0; i < 3; i++) {
+        let ran = false;
+        const { loop } = harness({ initial: [['a', cell('p1')]], body: () => void (ran = true) });
+        await loop.start();
+        await settle();
+        expect(ran).toBe(true);
+        await loop.stop();
+      }
+    } finally {
+      AsyncLocalStorage.prototype.run = run;
+    }
+    expect(stores.size).toBe(1);
   });
 
   it('[work_queue: ShutDown vs ShutDownWithDrain] stop() after a failed start returns quietly and leaves nothing running', async () => {
