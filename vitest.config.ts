@@ -65,7 +65,12 @@ export default defineConfig({
           ]
         : []),
       // The repository's own tooling (scripts/*.mjs), each run against a fixture tree in a temp dir.
-      { extends: true as const, test: { name: 'scripts', root: join(here, 'scripts'), include: ['test/**/*.test.ts'] } },
+      // A test spawns the script several times, each loading the TypeScript compiler (2-5 s apiece
+      // with every cell of the matrix running beside it), so the deadline is the e2e layer's.
+      {
+        extends: true as const,
+        test: { name: 'scripts', root: join(here, 'scripts'), include: ['test/**/*.test.ts'], testTimeout: 120_000 },
+      },
       {
         extends: true as const,
         test: { name: 'runtime-check', root: join(here, 'tools/runtime-check'), include: ['test/**/*.test.ts'] },

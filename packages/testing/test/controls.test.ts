@@ -102,11 +102,16 @@ describe('stallWatches', () => {
 
   it('[testing: stallWatches] a stalled watch outlives its deadline and ends once unstalled', async () => {
     await start({ timeoutSecondsScaleMs: 10 });
-    const w = await watch(server, `${PODS}?watch=true&timeoutSeconds=1`);
-    await server.waitForWatches(1);
-    server.stallWatches();
-    // The sentinel's deadline is three times later; once it has ended, the stalled one's has passed.
-    const sentinel = await watch(server, `${PODS}?watch=true&timeoutSeconds=3`);
+    // Stall a watch whose 0.5 s deadline has not passed yet (on a loaded machine it may have by the
+    // time the stall comes: then try again with a new one; stallWatches() says how many it caught).
+    let w = await watch(server, `${PODS}?watch=true&timeoutSeconds=50`);
+    for (let attempt = 1; server.stallWatches() === 0; attempt++) {
+      expect(attempt, 'no watch stayed open long enough to be stalled').toBeLessThan(5);
+      w = await watch(server, `${PODS}?watch=true&timeoutSeconds=50`);
+    }
+    // The sentinel opens after the stall with a longer deadline: once it has ended, the stalled
+    // watch's deadline has passed.
+    const sentinel = await watch(server, `${PODS}?watch=true&timeoutSeconds=100`);
     expect(await sentinel.ended).toBe('eof');
     expect(server.openWatchCount).toBe(1);
     server.unstallWatches();

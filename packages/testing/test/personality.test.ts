@@ -23,10 +23,10 @@ describe("personality: 'cached' (default) vs 'uncached' (--watch-cache=false)", 
   });
 
   it('[testing: personality] a future-version LIST: cached waits then 504 with retryAfterSeconds; uncached 504 at once without it', async () => {
-    await start({ personality: 'uncached' });
-    const t0 = Date.now();
+    // Uncached: configured to wait a minute, it answers anyway — so it did not wait (the test's own
+    // 5 s deadline is the failure if it did), and no Retry-After.
+    await start({ personality: 'uncached', tooLargeResourceVersionWaitMs: 60_000 });
     const a = await call(server, 'GET', `${PODS}?resourceVersion=${server.revision + 5}`);
-    expect(Date.now() - t0).toBeLessThan(150);
     expect(a.status).toBe(504);
     expect(a.json.details).toEqual({ causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }] });
     expect(a.headers.get('retry-after')).toBeNull();
@@ -35,6 +35,17 @@ describe("personality: 'cached' (default) vs 'uncached' (--watch-cache=false)", 
     const b = await call(server, 'GET', `${PODS}?resourceVersion=${server.revision + 5}`);
     expect(b.status).toBe(504);
     expect(b.json.details.retryAfterSeconds).toBe(1);
+    await server.close();
+    // Cached: it waits for the revision — once writes reach it, the same LIST is answered 200.
+    await start({ tooLargeResourceVersionWaitMs: 60_000 });
+    const target = server.revision + 2;
+    const pending = call(server, 'GET', `${PODS}?resourceVersion=${target}`);
+    await server.waitForRequests('list', 1); // the LIST arrived (and waits: the revision is not there yet)
+    server.createPod({ metadata: { name: 'a', namespace: 'default' } });
+    server.createPod({ metadata: { name: 'b', namespace: 'default' } });
+    const c = await pending;
+    expect(c.status).toBe(200);
+    expect(Number(c.json.metadata.resourceVersion)).toBeGreaterThanOrEqual(target);
   });
 
   it('[testing: personality] after an etcd compaction the cached server replays a cursor from its window; the uncached one sends the etcd 410', async () => {
