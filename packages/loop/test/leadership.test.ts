@@ -2,7 +2,7 @@ import { OptionsError } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
-import { settle } from '@reconcile-loop/test-support';
+import { FakeLeaderGate, settle } from '@reconcile-loop/test-support';
 import { InProcessSource, ReconcileLoop, type LeaderGate } from '../src/index.js';
 
 interface Item {
@@ -10,59 +10,7 @@ interface Item {
   version: number;
 }
 
-/**
- * A gate the test drives: `grant()` starts a term, `revoke()` ends it the way an elector does (the
- * flag, then the term signal, then `onLost`), `freeze()` only turns `isLeader()` false — a
- * frozen-then-resumed ex-leader before any of its callbacks ran.
- */
-class FakeGate implements LeaderGate {
-  leader = false;
-  #term: AbortController | undefined;
-  readonly #waiters = new Set<(signal: AbortSignal) => void>();
-  readonly #lost = new Set<(reason: unknown) => void>();
-  readonly tracked: Promise<unknown>[] = [];
-
-  isLeader(): boolean {
-    return this.leader;
-  }
-  waitForLeadership(signal?: AbortSignal): Promise<AbortSignal> {
-    if (this.leader && this.#term) return Promise.resolve(this.#term.signal);
-    return new Promise((resolve, reject) => {
-      const waiter = (s: AbortSignal): void => resolve(s);
-      this.#waiters.add(waiter);
-      signal?.addEventListener('abort', () => (this.#waiters.delete(waiter), reject(signal.reason)), { once: true });
-    });
-  }
-  onLost(listener: (reason: unknown) => void): () => void {
-    this.#lost.add(listener);
-    return () => this.#lost.delete(listener);
-  }
-  track(work: Promise<unknown>): void {
-    this.tracked.push(work);
-  }
-  get listeners(): number {
-    return this.#lost.size;
-  }
-  grant(): void {
-    if (this.leader) return;
-    this.leader = true;
-    this.#term = new AbortController();
-    for (const waiter of [...this.#waiters]) waiter(this.#term.signal);
-    this.#waiters.clear();
-  }
-  freeze(): void {
-    this.leader = false;
-  }
-  revoke(): void {
-    this.leader = false;
-    const term = this.#term;
-    this.#term = undefined;
-    term?.abort(new Error('lost'));
-    for (const listener of [...this.#lost]) listener(new Error('lost'));
-  }
-}
-
-function harness(items: Array<[string, Item]>, gate = new FakeGate(), concurrency = 2) {
+function harness(items: Array<[string, Item]>, gate = new FakeLeaderGate(), concurrency = 2) {
   const clock = new ManualClock();
   const source = new InProcessSource<Item>('items', items);
   /** Per reconcile start: the key, and whether the gate said leader at that instant. */
@@ -301,7 +249,7 @@ describe('warm standby behind a leader gate', () => {
 
 describe('dead-letter state per leadership term', () => {
   it('[loop: Dead-letter per term] a replica that regains leadership releases its old parks and re-derives them: a key fixed meanwhile reconciles', async () => {
-    const gate = new FakeGate();
+    const gate = new FakeLeaderGate();
     const clock = new ManualClock();
     const source = new InProcessSource<Item>('items', items(['a', 'b']));
     let broken = true;

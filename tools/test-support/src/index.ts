@@ -3,3 +3,4 @@ export { recordingLogger, type LogEntry } from './recording-logger.js';
 export { settle } from './settle.js';
 export { scaledClock, within } from './real-time.js';
 export { httpGet, serveOnLoopback, type HttpGetResult, type LoopbackServer } from './http-get.js';
+export { FakeLeaderGate } from './fake-leader-gate.js';

@@ -4,7 +4,7 @@
  * clock moves only when a command says so, and `settle()` lets promise chains run.
  */
 import { ManualClock } from '@reconcile-loop/primitives';
-import { settle } from '@reconcile-loop/test-support';
+import { FakeLeaderGate, settle } from '@reconcile-loop/test-support';
 import {
   generationChanged,
   InProcessSource,
@@ -26,59 +26,6 @@ import {
   type SourceName,
 } from './reference.js';
 
-/**
- * A leader gate the commands drive: `grant()` starts a term; `revoke()` ends it as an elector does
- * (the flag, then the term signal, then `onLost`).
- */
-export class FakeGate implements LeaderGate {
-  leader = false;
-  #term: AbortController | undefined;
-  readonly #waiters = new Set<(signal: AbortSignal) => void>();
-  readonly #lost = new Set<(reason: unknown) => void>();
-
-  isLeader(): boolean {
-    return this.leader;
-  }
-  waitForLeadership(signal?: AbortSignal): Promise<AbortSignal> {
-    if (this.leader && this.#term) return Promise.resolve(this.#term.signal);
-    return new Promise((resolve, reject) => {
-      const waiter = (s: AbortSignal): void => resolve(s);
-      this.#waiters.add(waiter);
-      const abort = (): void => {
-        this.#waiters.delete(waiter);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', abort, { once: true });
-    });
-  }
-  onLost(listener: (reason: unknown) => void): () => void {
-    this.#lost.add(listener);
-    return () => this.#lost.delete(listener);
-  }
-  grant(): void {
-    if (this.leader) return;
-    // A term still open here was frozen: an elector that leads again has lost the lease in between,
-    // so the old term ends (its signal, `onLost`) before the new one begins.
-    if (this.#term !== undefined) this.revoke();
-    this.leader = true;
-    this.#term = new AbortController();
-    for (const waiter of [...this.#waiters]) waiter(this.#term.signal);
-    this.#waiters.clear();
-  }
-  /** `isLeader()` turns false and nothing else happens: a frozen-then-resumed ex-leader before any of its callbacks ran. */
-  freeze(): void {
-    this.leader = false;
-  }
-  revoke(): void {
-    if (!this.leader && this.#term === undefined) return;
-    this.leader = false;
-    const term = this.#term;
-    this.#term = undefined;
-    term?.abort(new Error('lost'));
-    for (const listener of [...this.#lost]) listener(new Error('lost'));
-  }
-}
-
 type Secondaries = { pods: PodObject; configs: ConfigObject };
 type Ctx = ReconcileContext<ParentObject, string, Secondaries>;
 
@@ -89,7 +36,7 @@ export interface LoopDeps {
   readonly parents: InProcessSource<ParentObject>;
   readonly pods: InProcessSource<PodObject>;
   readonly configs: InProcessSource<ConfigObject>;
-  readonly gate: FakeGate | undefined;
+  readonly gate: FakeLeaderGate | undefined;
   readonly reconcile: (key: string, ctx: Ctx) => Promise<ReconcileResult | undefined>;
 }
 
@@ -158,7 +105,7 @@ export class Harness {
   readonly parents = new InProcessSource<ParentObject>('parents');
   readonly pods: InProcessSource<PodObject>;
   readonly configs = new InProcessSource<ConfigObject>('configs');
-  readonly gate: FakeGate | undefined;
+  readonly gate: FakeLeaderGate | undefined;
   readonly loop: ReconcileLoop<ParentObject, string, Secondaries>;
   /** The outcome each key's next reconcile returns (sticky until a command changes it). */
   readonly outcomes = new Map<string, Outcome>();
@@ -169,7 +116,7 @@ export class Harness {
   constructor(config: ModelConfig, faults: { losePodDeletes?: boolean } = {}) {
     this.model = new ReferenceModel(config);
     this.pods = faults.losePodDeletes ? new DeleteLosingSource<PodObject>('pods') : new InProcessSource<PodObject>('pods');
-    this.gate = config.gated ? new FakeGate() : undefined;
+    this.gate = config.gated ? new FakeLeaderGate() : undefined;
     this.loop = buildLoop({
       config,
       clock: this.clock,
