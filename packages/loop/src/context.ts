@@ -8,6 +8,17 @@ import type { Key } from '@reconcile-loop/primitives';
 export type SecondaryReaders<S, P extends Key> = { readonly [K in keyof S]: SecondaryStoreReader<S[K], P> };
 
 /**
+ * What a secondary `keyMap` reads besides its object: every source's cache, read-only and current
+ * at the event being mapped (the event's own store already holds it). Views, not copies.
+ */
+export interface MapCaches<T, P extends Key, S> {
+  /** The primary source's store (the parents, for a controller). */
+  readonly store: ObjectStoreReader<T, P>;
+  /** The secondary sources' stores, by name. */
+  readonly stores: SecondaryReaders<S, P>;
+}
+
+/**
  * An object of this reconcile (the parent, a member or an owned object) whose newest version failed
  * its source's view: the caches hold its last good version (what `parent`, `members` and `owned`
  * show), not the version the apiserver has now.

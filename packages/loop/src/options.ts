@@ -10,7 +10,7 @@ import {
   type Logger,
 } from '@reconcile-loop/primitives';
 import type { Fingerprint, RetryBudget } from '@reconcile-loop/retry-scheduler';
-import type { Reconcile } from './context.js';
+import type { MapCaches, Reconcile } from './context.js';
 import type { UpdateFilter } from './filters.js';
 import { validateLeaderGate, type LeaderGate } from './leadership.js';
 import type { OwnerSelector, SecondaryKeyMap } from './owners.js';
@@ -31,7 +31,7 @@ export const MAX_CONCURRENCY = 1024;
  * A secondary source (controller-runtime's `Owns` / `Watches`): its own stream, store and sync; each
  * of its objects is mapped to parent keys either by owner reference or by a key map.
  */
-export interface SecondarySource<U, P extends Key> {
+export interface SecondarySource<U, P extends Key, C = unknown> {
   /** The stream of this kind (e.g. a pod reflector). Its `name` must differ from every other source's. */
   source: Source<U>;
   /**
@@ -39,8 +39,13 @@ export interface SecondarySource<U, P extends Key> {
    * `clusterScoped: true`. Exclusive with `keyMap`.
    */
   owner?: OwnerSelector | undefined;
-  /** Map by a function (`Watches` + a map): none, one or several parent keys per object. Exclusive with `owner`. */
-  keyMap?: SecondaryKeyMap<U, P> | undefined;
+  /**
+   * Map by a function (`Watches` + `EnqueueRequestsFromMapFunc`): none, one or several parent keys
+   * per object. Run at event time on the new and the old object of an update (the union is
+   * enqueued) and on the last known object of a delete, with read access to every store (`caches`,
+   * a {@link MapCaches}), so a map that reads another cache sees its changes. Exclusive with `owner`.
+   */
+  keyMap?: SecondaryKeyMap<U, P, C> | undefined;
   /** Skip updates of this kind that change nothing the reconcile reads; see `UpdateFilter`. */
   updateFilter?: UpdateFilter<U> | undefined;
 }
@@ -99,7 +104,7 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
    * — a relist of one never touches another's store. The loop is synced when every source is.
    * Default: none (one source).
    */
-  secondary?: { [K in keyof S]: SecondarySource<S[K], P> } | undefined;
+  secondary?: { [K in keyof S]: SecondarySource<S[K], P, MapCaches<T, P, S>> } | undefined;
   /** Skip updates of primary objects that change nothing the reconcile reads (e.g. `generationChanged`). Default: none. */
   updateFilter?: UpdateFilter<T> | undefined;
   /** The controller: its name, its workers and the limits of one reconcile (controller-runtime's `controller.Options`). */

@@ -7,7 +7,6 @@ import type { Logger, Key } from '@reconcile-loop/primitives';
 import { InvalidSourceEventError } from '@reconcile-loop/object-store';
 import type { StoreWriter } from '@reconcile-loop/stream-driver';
 import { passes, type UpdateFilter } from './filters.js';
-import type { SecondaryKeyMap } from './owners.js';
 
 /** Read access to a secondary source's cache. Collections are snapshots; objects are shared, never mutate them. */
 export interface SecondaryStoreReader<U, P extends Key> {
@@ -31,7 +30,15 @@ export interface SecondaryStoreReader<U, P extends Key> {
 
 export interface SecondaryStoreOptions<U, P> {
   name: string;
-  keyMap: SecondaryKeyMap<U, P>;
+  /** Bound to the caches already (the loop passes `(o, k) => keyMap(o, k, caches)`). */
+  keyMap: (object: U, key: ObjectKey) => P | readonly P[] | undefined;
+  /**
+   * `true` for a `keyMap` source (controller-runtime's `EnqueueRequestsFromMapFunc`): the map is
+   * run again at each event on the cached (old) object, because its answer may depend on other
+   * caches that changed since the object's last event. `false` for an `owner:` source, whose map
+   * reads the object alone, so the stored parents are already its answer on the old object.
+   */
+  remap: boolean;
   updateFilter: UpdateFilter<U> | undefined;
   logger: Logger;
 }
@@ -42,10 +49,17 @@ const isParentKey = (value: unknown): value is Key =>
   typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean';
 
 /**
- * Invariants, kept by #put and #remove (the only writers): `#objects.has(k)` ⇔ `#parentsOf.has(k)`;
+ * Invariants, kept by #upsert and #remove (the only writers): `#objects.has(k)` ⇔ `#parentsOf.has(k)`;
  * `p ∈ #parentsOf.get(k)` ⇔ `#members.get(p).has(k)`; no member map is empty. The index is the key
- * map's result at upsert time, so a delete reaches the parents the object was mapped to even when
- * the parent object itself is gone (a deleted parent's owned objects still map to it).
+ * map's result at the object's last upsert, so a delete reaches the parents the object was mapped to
+ * even when the parent object itself is gone (a deleted parent's owned objects still map to it).
+ *
+ * With `remap` (a `keyMap` source) the parents an event affects are, as in controller-runtime's
+ * `EnqueueRequestsFromMapFunc`, the map's answer at event time on the old object and on the new one
+ * (update), or on the last known object (delete, a relist's synthesised delete too) — plus the stored
+ * parents, so a parent whose `owned()` set changes is always reconciled. The stored index alone is
+ * not enough: a map that reads another cache (pods → the Services selecting them) can answer
+ * differently for the same cached object once that cache changed.
  */
 export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, SecondaryStoreReader<U, P> {
   readonly #objects = new Map<ObjectKey, U>();
@@ -73,7 +87,7 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
       this.#upsert(event.key, event.object, affected);
     } else if (type === 'delete' && event.type === 'delete') {
       assertKey(event, event.key);
-      this.#remove(event.key, affected);
+      this.#delete(event.key, affected);
     } else if (type === 'replace' && event.type === 'replace') {
       const world = event.objects as ReadonlyMap<ObjectKey, U> | undefined;
       if (
@@ -87,7 +101,7 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
       for (const key of world.keys()) assertKey(event, key);
       for (const [key, object] of world) this.#upsert(key, object, affected);
       const keep = event.keep;
-      for (const key of this.#objects.keys()) if (!world.has(key) && keep?.has(key) !== true) this.#remove(key, affected);
+      for (const key of this.#objects.keys()) if (!world.has(key) && keep?.has(key) !== true) this.#delete(key, affected);
     } else {
       throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete' or 'replace'`);
     }
@@ -130,9 +144,12 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
   #upsert(key: ObjectKey, object: U, affected: Set<P>): void {
     const previous = this.#objects.get(key);
     const before = this.#parentsOf.get(key) ?? NONE;
-    const after = this.#map(object, key);
     this.#remove(key, undefined);
+    // The map runs once the store holds the event (as upstream's handlers run after the indexer
+    // update), on the new object and, with `remap`, on the old one: both against the caches now.
     this.#objects.set(key, object);
+    const after = this.#map(object, key);
+    const oldNow = this.#o.remap && previous !== undefined ? this.#map(previous, key) : before;
     this.#parentsOf.set(key, after);
     for (const parent of after) {
       let members = this.#members.get(parent);
@@ -140,7 +157,7 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
       members.set(key, object);
     }
     const { updateFilter, name, logger } = this.#o;
-    const sameParents = before.length === after.length && before.every((p) => after.includes(p));
+    const sameParents = sameSet(before, after) && sameSet(oldNow, after);
     if (
       previous !== undefined &&
       sameParents &&
@@ -149,7 +166,16 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
     )
       return;
     for (const parent of before) affected.add(parent);
+    for (const parent of oldNow) affected.add(parent);
     for (const parent of after) affected.add(parent);
+  }
+
+  /** A delete (or a relist's synthesised one): the stored parents, plus with `remap` the map's answer on the last known object now. */
+  #delete(key: ObjectKey, affected: Set<P>): void {
+    const last = this.#objects.get(key);
+    if (last === undefined && !this.#objects.has(key)) return;
+    this.#remove(key, affected);
+    if (this.#o.remap) for (const parent of this.#map(last as U, key)) affected.add(parent);
   }
 
   #remove(key: ObjectKey, affected: Set<P> | undefined): void {
@@ -188,6 +214,10 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
     }
     return parents.length === 0 ? NONE : parents;
   }
+}
+
+function sameSet<P>(a: readonly P[], b: readonly P[]): boolean {
+  return a.length === b.length && a.every((p) => b.includes(p));
 }
 
 function assertKey(event: unknown, key: unknown): asserts key is ObjectKey {
