@@ -56,9 +56,12 @@ export interface ReconcileContext<T, P extends Key, S = Record<never, never>> {
    * A reconcile that counts or acts on them can tell that what it sees is not current.
    */
   readonly quarantined: readonly QuarantinedVersion[];
-  /** Read-only view of the whole primary store (current state, not a snapshot). */
+  /**
+   * Read-only view of the whole primary store (current state, not a snapshot), with its indexes
+   * (`byIndex`, `indexKeys`, `indexValues`) and `list(filter)`.
+   */
   readonly store: ObjectStoreReader<T, P>;
-  /** Read-only views of the secondary stores (current state), by name. */
+  /** Read-only views of the secondary stores (current state), by name, with their indexes and `list(filter)`. */
   readonly stores: SecondaryReaders<S, P>;
   /**
    * Records this reconcile's writes to secondary source `name` (kube-controller-manager's
@@ -120,6 +123,10 @@ export function readOnlyView<T, P extends Key>(store: ObjectStore<T, P>): Object
     hasMembers: (parent: P) => store.hasMembers(parent),
     keys: () => store.keys(),
     snapshot: () => store.snapshot(),
+    byIndex: (name: string, value: string) => store.byIndex(name, value),
+    indexKeys: (name: string, value: string) => store.indexKeys(name, value),
+    indexValues: (name: string) => store.indexValues(name),
+    list: (filter: (object: T, key: ObjectKey) => boolean) => store.list(filter),
   });
 }
 
@@ -136,5 +143,9 @@ export function readOnlySecondary<U, P extends Key>(store: SecondaryStoreReader<
     parents: () => store.parents(),
     keys: () => store.keys(),
     snapshot: () => store.snapshot(),
+    byIndex: (name: string, value: string) => store.byIndex(name, value),
+    indexKeys: (name: string, value: string) => store.indexKeys(name, value),
+    indexValues: (name: string) => store.indexValues(name),
+    list: (filter: (object: U, key: ObjectKey) => boolean) => store.list(filter),
   });
 }

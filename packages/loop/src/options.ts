@@ -1,5 +1,5 @@
 /** The loop's options, their defaults, and their validation (every bad value is a typed error). */
-import type { KeyMap, Source } from '@reconcile-loop/object-store';
+import type { Indexers, KeyMap, Source } from '@reconcile-loop/object-store';
 import {
   MAX_TIMER_MS,
   OptionsError,
@@ -48,6 +48,12 @@ export interface SecondarySource<U, P extends Key, C = unknown> {
   keyMap?: SecondaryKeyMap<U, P, C> | undefined;
   /** Skip updates of this kind that change nothing the reconcile reads; see `UpdateFilter`. */
   updateFilter?: UpdateFilter<U> | undefined;
+  /**
+   * User-defined indexes of this source's store (client-go's `Indexers`, controller-runtime's
+   * `IndexField`): index functions by name, kept on every event, queried with
+   * `ctx.stores.<name>.byIndex(index, value)` and from key maps. Default: none.
+   */
+  indexers?: Indexers<U> | undefined;
 }
 
 /** When `health()` calls the loop not ready or not alive. Every limit is in clock ms. */
@@ -107,6 +113,11 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
   secondary?: { [K in keyof S]: SecondarySource<S[K], P, MapCaches<T, P, S>> } | undefined;
   /** Skip updates of primary objects that change nothing the reconcile reads (e.g. `generationChanged`). Default: none. */
   updateFilter?: UpdateFilter<T> | undefined;
+  /**
+   * User-defined indexes of the primary store (client-go's `Indexers`): index functions by name,
+   * kept on every event, queried with `ctx.store.byIndex(index, value)`. Default: none.
+   */
+  indexers?: Indexers<T> | undefined;
   /** The controller: its name, its workers and the limits of one reconcile (controller-runtime's `controller.Options`). */
   controller?:
     | {
@@ -231,6 +242,7 @@ const TOP_LEVEL = [
   'reconcile',
   'secondary',
   'updateFilter',
+  'indexers',
   'controller',
   'sources',
   'retry',
@@ -372,7 +384,7 @@ function validateSecondaries<P extends Key>(
   const names = new Set<unknown>([primary.name]);
   for (const [name, spec] of Object.entries(secondary)) {
     const where = `secondary.${name}`;
-    group(where, spec, ['source', 'owner', 'keyMap', 'updateFilter']);
+    group(where, spec, ['source', 'owner', 'keyMap', 'updateFilter', 'indexers']);
     if (typeof spec?.source?.open !== 'function')
       throw new OptionsError('ReconcileLoop', `${where}.source must have an open(signal) method`);
     if (names.has(spec.source.name)) {

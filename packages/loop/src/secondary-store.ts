@@ -4,12 +4,18 @@
  */
 import type { ObjectKey, SourceEvent } from '@reconcile-loop/object-store';
 import type { Logger, Key } from '@reconcile-loop/primitives';
-import { InvalidSourceEventError } from '@reconcile-loop/object-store';
+import {
+  InvalidSourceEventError,
+  StoreIndexes,
+  listMatching,
+  type IndexReader,
+  type Indexers,
+} from '@reconcile-loop/object-store';
 import type { StoreWriter } from '@reconcile-loop/stream-driver';
 import { passes, type UpdateFilter } from './filters.js';
 
 /** Read access to a secondary source's cache. Collections are snapshots; objects are shared, never mutate them. */
-export interface SecondaryStoreReader<U, P extends Key> {
+export interface SecondaryStoreReader<U, P extends Key> extends IndexReader<U> {
   /** The cached object under `key`, or `undefined`. */
   get(key: ObjectKey): U | undefined;
   /** Whether an object is cached under `key`. */
@@ -40,6 +46,9 @@ export interface SecondaryStoreOptions<U, P> {
    */
   remap: boolean;
   updateFilter: UpdateFilter<U> | undefined;
+  /** The source's `indexers` option, and its path for an options error. */
+  indexers?: Indexers<U> | undefined;
+  indexersPath?: string | undefined;
   logger: Logger;
 }
 
@@ -66,9 +75,13 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
   readonly #parentsOf = new Map<ObjectKey, readonly P[]>();
   readonly #members = new Map<P, Map<ObjectKey, U>>();
   readonly #o: SecondaryStoreOptions<U, P>;
+  /** Kept by #upsert and #remove with the object each replaced; skipped when none is declared. */
+  readonly #indexes: StoreIndexes<U>;
 
+  /** @throws {OptionsError} for `indexers` that are not an object of functions. */
   constructor(options: SecondaryStoreOptions<U, P>) {
     this.#o = options;
+    this.#indexes = new StoreIndexes<U>('ReconcileLoop', options.indexers ?? {}, options.logger, options.indexersPath);
   }
 
   /**
@@ -141,10 +154,27 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
     return new Map(this.#objects);
   }
 
+  byIndex(name: string, value: string): ReadonlyMap<ObjectKey, U> {
+    return this.#indexes.byIndex(name, value);
+  }
+
+  indexKeys(name: string, value: string): ObjectKey[] {
+    return this.#indexes.indexKeys(name, value);
+  }
+
+  indexValues(name: string): string[] {
+    return this.#indexes.indexValues(name);
+  }
+
+  list(filter: (object: U, key: ObjectKey) => boolean): ReadonlyMap<ObjectKey, U> {
+    return listMatching(this.#objects, filter);
+  }
+
   #upsert(key: ObjectKey, object: U, affected: Set<P>): void {
     const previous = this.#objects.get(key);
     const before = this.#parentsOf.get(key) ?? NONE;
-    this.#remove(key, undefined);
+    this.#remove(key, undefined, false);
+    if (this.#indexes.size > 0) this.#indexes.update(key, previous, object);
     // The map runs once the store holds the event (as upstream's handlers run after the indexer
     // update), on the new object and, with `remap`, on the old one: both against the caches now.
     this.#objects.set(key, object);
@@ -174,13 +204,15 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
   #delete(key: ObjectKey, affected: Set<P>): void {
     const last = this.#objects.get(key);
     if (last === undefined && !this.#objects.has(key)) return;
-    this.#remove(key, affected);
+    this.#remove(key, affected, true);
     if (this.#o.remap) for (const parent of this.#map(last as U, key)) affected.add(parent);
   }
 
-  #remove(key: ObjectKey, affected: Set<P> | undefined): void {
+  /** Drops `key` from the maps; `unindex` also from the indexes (an upsert re-indexes in one step instead). */
+  #remove(key: ObjectKey, affected: Set<P> | undefined, unindex: boolean): void {
     const parents = this.#parentsOf.get(key);
     if (parents === undefined) return;
+    if (unindex && this.#indexes.size > 0) this.#indexes.update(key, this.#objects.get(key), undefined);
     for (const parent of parents) {
       const members = this.#members.get(parent);
       members?.delete(key);

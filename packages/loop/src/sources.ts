@@ -63,7 +63,7 @@ export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T
     return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, run: undefined, done: false };
   };
 
-  const primary = new ObjectStore<T, P>({ keyMap: options.keyMap, logger });
+  const primary = new ObjectStore<T, P>({ keyMap: options.keyMap, logger, indexers: options.indexers });
   const writer =
     options.updateFilter === undefined ? primary : filteredWriter(primary, options.updateFilter, options.source.name, logger);
   const sources: WiredSource<P>[] = [wire(options.source, writer, () => primary.parents())];
@@ -85,6 +85,8 @@ export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T
       keyMap,
       remap: userMap !== undefined,
       updateFilter: spec.updateFilter,
+      indexers: spec.indexers,
+      indexersPath: `secondary.${name}.indexers`,
       logger,
     });
     const observed: StoreWriter<unknown, P> = {

@@ -7,7 +7,8 @@
  * events across both sources (pods created, relabelled, deleted; Services created, re-selected,
  * deleted; relists of either, with their synthesised deletions), every Service's last reconcile saw
  * exactly the pods it selects now — so every parent whose map answer could have changed was
- * reconciled. No real time passes (ManualClock, in-process sources).
+ * reconciled. The map and the reconcile read through indexes (issue 23 item 2), so a stale index
+ * fails the same check. No real time passes (ManualClock, in-process sources).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -87,23 +88,18 @@ async function run(commands: readonly Command[], faults: { mapNewOnly?: boolean 
   let version = 0;
   const podMap = (pod: Pod, key: string, caches: Caches): string[] => {
     if (faults.mapNewOnly && world.pods.get(key) !== pod) return [];
-    const parents: string[] = [];
-    for (const serviceKey of caches.store.keys()) if (caches.store.get(serviceKey)?.app === pod.app) parents.push(serviceKey);
-    return parents;
+    // The Services selecting this pod, through the primary store's index (no scan).
+    return caches.store.indexKeys('app', pod.app);
   };
   const loop = new ReconcileLoop<Service, string, Secondaries>({
     source: services,
     keyMap: (_service, key) => key,
-    secondary: { pods: { source: pods, keyMap: podMap } },
+    indexers: { app: (service) => service.app ?? undefined },
+    secondary: { pods: { source: pods, keyMap: podMap, indexers: { app: (pod) => pod.app } } },
     reconcile: (key, ctx) => {
-      const podCache = ctx.stores.pods;
-      seen.set(
-        key,
-        selected(
-          ctx.parent,
-          podCache.keys().map((k) => [k, podCache.get(k)!] as const),
-        ),
-      );
+      // The selected pods through the pods store's index: a query, not a scan of a snapshot.
+      const app = ctx.parent?.app;
+      seen.set(key, app == null ? '' : selected(ctx.parent, ctx.stores.pods.byIndex('app', app)));
     },
     sources: { resyncPeriodMs: 0 },
     clock,

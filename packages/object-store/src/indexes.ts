@@ -79,13 +79,16 @@ export class StoreIndexes<T> {
   readonly #values = new Map<string, Map<string, Map<ObjectKey, T>>>();
   readonly #logger: Logger;
 
-  /** @throws {OptionsError} when `indexers` is not an object of functions. */
-  constructor(owner: string, indexers: Indexers<T>, logger: Logger = silentLogger) {
+  /**
+   * @param owner the class named by an {@link OptionsError}; `path` the option's path in its options.
+   * @throws {OptionsError} when `indexers` is not an object of functions.
+   */
+  constructor(owner: string, indexers: Indexers<T>, logger: Logger = silentLogger, path = 'indexers') {
     if (indexers === null || typeof indexers !== 'object' || Array.isArray(indexers))
-      throw new OptionsError(owner, 'indexers must be an object of index functions by name');
+      throw new OptionsError(owner, `${path} must be an object of index functions by name`);
     const funcs: Array<readonly [string, IndexFunc<T>]> = [];
     for (const [name, func] of Object.entries(indexers)) {
-      if (typeof func !== 'function') throw new OptionsError(owner, `indexers.${name} must be a function`);
+      if (typeof func !== 'function') throw new OptionsError(owner, `${path}.${name} must be a function`);
       funcs.push([name, func]);
       this.#values.set(name, new Map());
     }
