@@ -1,5 +1,5 @@
 import type { ObjectKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent } from './events.js';
-import { StoreIndexes, listMatching, type IndexReader, type Indexers } from './indexes.js';
+import { StoreIndexes, type IndexReader, type Indexers } from './indexes.js';
 import { OptionsError, ReconcileLoopError, silentLogger, type Logger, type Key } from '@reconcile-loop/primitives';
 
 /**
@@ -220,12 +220,14 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
     return this.#indexes.indexValues(name);
   }
 
+  /** The cached objects `filter` accepts, in key order: one pass, no copy of the rest. O(size). */
   list(filter: (object: T, key: ObjectKey) => boolean): ReadonlyMap<ObjectKey, T> {
-    return listMatching(this.#entries(), filter);
-  }
-
-  *#entries(): Generator<readonly [ObjectKey, T]> {
-    for (const [key, parent] of this.#parentOf) yield [key, this.#members.get(parent)!.get(key)!];
+    const out = new Map<ObjectKey, T>();
+    for (const [key, parent] of this.#parentOf) {
+      const object = this.#members.get(parent)!.get(key)!;
+      if (filter(object, key)) out.set(key, object);
+    }
+    return out;
   }
 
   #replace(event: ReplaceEvent<T>, affected: Set<P>, failures: UnmappableObjectError[]): void {
