@@ -81,7 +81,13 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
   /** @throws {OptionsError} for `indexers` that are not an object of functions. */
   constructor(options: SecondaryStoreOptions<U, P>) {
     this.#o = options;
-    this.#indexes = new StoreIndexes<U>('ReconcileLoop', options.indexers ?? {}, options.logger, options.indexersPath);
+    this.#indexes = new StoreIndexes<U>({
+      owner: 'ReconcileLoop',
+      indexers: options.indexers ?? {},
+      objectOf: (key) => this.#objects.get(key),
+      logger: options.logger,
+      path: options.indexersPath,
+    });
   }
 
   /**

@@ -13,6 +13,7 @@ export {
 // User-defined indexes (client-go's Indexers): declared per store, queried through its reader.
 export {
   StoreIndexes,
+  type StoreIndexesOptions,
   UnknownIndexError,
   listMatching,
   type IndexFunc,

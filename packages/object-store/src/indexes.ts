@@ -64,26 +64,39 @@ export class UnknownIndexError extends ReconcileLoopError {
 }
 
 const NONE: readonly string[] = Object.freeze([]);
-const EMPTY = new Map<never, never>();
+const NO_KEYS: ReadonlySet<never> = new Set();
+
+/** Options of {@link StoreIndexes}. */
+export interface StoreIndexesOptions<T> {
+  /** The class an {@link OptionsError} names (the store being built). */
+  owner: string;
+  indexers: Indexers<T>;
+  /** The store's current object under a key it indexes: what `byIndex` answers with. */
+  objectOf: (key: ObjectKey) => T | undefined;
+  /** Receives the failures of index functions. Default: silent. */
+  logger?: Logger | undefined;
+  /** The option's path in its owner's options, for an {@link OptionsError}. Default `indexers`. */
+  path?: string | undefined;
+}
 
 /**
  * The indexes of one store. The store calls {@link StoreIndexes.update} once per write with the
- * object it replaced (or `undefined`) and the new one (or `undefined` for a delete), after its own
- * maps hold the write.
+ * object it replaced (or `undefined`) and the new one (or `undefined` for a delete).
  *
  * Invariant (per index): `#values.get(name).get(v).has(k)` ⇔ k is cached and `v ∈ func(object(k))`;
- * no value map is empty, so `indexValues` is exactly the values with objects.
+ * no key set is empty, so `indexValues` is exactly the values with objects. The sets hold keys, not
+ * objects, and `byIndex` reads each match from the store: an update that keeps an object's values
+ * (a kubelet status write under the same labels) writes nothing to the index.
  */
 export class StoreIndexes<T> {
   readonly #funcs: ReadonlyArray<readonly [string, IndexFunc<T>]>;
-  readonly #values = new Map<string, Map<string, Map<ObjectKey, T>>>();
+  readonly #values = new Map<string, Map<string, Set<ObjectKey>>>();
+  readonly #objectOf: (key: ObjectKey) => T | undefined;
   readonly #logger: Logger;
 
-  /**
-   * @param owner the class named by an {@link OptionsError}; `path` the option's path in its options.
-   * @throws {OptionsError} when `indexers` is not an object of functions.
-   */
-  constructor(owner: string, indexers: Indexers<T>, logger: Logger = silentLogger, path = 'indexers') {
+  /** @throws {OptionsError} when `indexers` is not an object of functions. */
+  constructor(options: StoreIndexesOptions<T>) {
+    const { owner, indexers, path = 'indexers' } = options;
     if (indexers === null || typeof indexers !== 'object' || Array.isArray(indexers))
       throw new OptionsError(owner, `${path} must be an object of index functions by name`);
     const funcs: Array<readonly [string, IndexFunc<T>]> = [];
@@ -93,10 +106,11 @@ export class StoreIndexes<T> {
       this.#values.set(name, new Map());
     }
     this.#funcs = funcs;
-    this.#logger = logger;
+    this.#objectOf = options.objectOf;
+    this.#logger = options.logger ?? silentLogger;
   }
 
-  /** Whether any index is declared (the store skips {@link update} when not). */
+  /** How many indexes are declared (the stores skip {@link update} when none is). */
   get size(): number {
     return this.#funcs.length;
   }
@@ -108,35 +122,36 @@ export class StoreIndexes<T> {
       const before = previous === undefined ? NONE : this.#run(name, func, previous, key);
       const after = next === undefined ? NONE : this.#run(name, func, next, key);
       for (const value of before) {
-        if (next !== undefined && after.includes(value)) continue;
-        const objects = byValue.get(value);
-        if (objects === undefined) continue;
-        objects.delete(key);
-        if (objects.size === 0) byValue.delete(value);
+        if (after.includes(value)) continue;
+        const keys = byValue.get(value);
+        if (keys === undefined) continue;
+        keys.delete(key);
+        if (keys.size === 0) byValue.delete(value);
       }
       for (const value of after) {
-        let objects = byValue.get(value);
-        if (objects === undefined) byValue.set(value, (objects = new Map()));
-        // Re-set also when the value is unchanged: the entry must hold the new object.
-        objects.set(key, next as T);
+        if (before.includes(value)) continue;
+        let keys = byValue.get(value);
+        if (keys === undefined) byValue.set(value, (keys = new Set()));
+        keys.add(key);
       }
     }
   }
 
   byIndex(name: string, value: string): ReadonlyMap<ObjectKey, T> {
-    const objects = this.#index(name).get(value);
-    return objects === undefined ? new Map() : new Map(objects);
+    const out = new Map<ObjectKey, T>();
+    for (const key of this.#index(name).get(value) ?? NO_KEYS) out.set(key, this.#objectOf(key) as T);
+    return out;
   }
 
   indexKeys(name: string, value: string): ObjectKey[] {
-    return [...(this.#index(name).get(value) ?? EMPTY).keys()];
+    return [...(this.#index(name).get(value) ?? NO_KEYS)];
   }
 
   indexValues(name: string): string[] {
     return [...this.#index(name).keys()];
   }
 
-  #index(name: string): Map<string, Map<ObjectKey, T>> {
+  #index(name: string): Map<string, Set<ObjectKey>> {
     const index = this.#values.get(name);
     if (index === undefined)
       throw new UnknownIndexError(
@@ -146,6 +161,7 @@ export class StoreIndexes<T> {
     return index;
   }
 
+  /** The function's values: its own array when it is clean (strings, no repeats), else a cleaned copy. */
   #run(name: string, func: IndexFunc<T>, object: T, key: ObjectKey): readonly string[] {
     let result: unknown;
     try {
@@ -163,8 +179,12 @@ export class StoreIndexes<T> {
       );
       return NONE;
     }
+    const list = result as unknown[];
+    let clean = true;
+    for (let i = 0; i < list.length && clean; i++) clean = typeof list[i] === 'string' && list.indexOf(list[i]) === i;
+    if (clean) return list as string[];
     const values: string[] = [];
-    for (const value of result as unknown[]) if (typeof value === 'string' && !values.includes(value)) values.push(value);
+    for (const value of list) if (typeof value === 'string' && !values.includes(value)) values.push(value);
     return values;
   }
 }

@@ -116,7 +116,12 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
     if (typeof options?.keyMap !== 'function') throw new OptionsError('ObjectStore', 'keyMap must be a function');
     this.#keyMap = options.keyMap;
     this.#logger = options.logger ?? silentLogger;
-    this.#indexes = new StoreIndexes<T>('ObjectStore', options.indexers ?? {}, this.#logger);
+    this.#indexes = new StoreIndexes<T>({
+      owner: 'ObjectStore',
+      indexers: options.indexers ?? {},
+      objectOf: (key) => this.get(key),
+      logger: this.#logger,
+    });
   }
 
   /**

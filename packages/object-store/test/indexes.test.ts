@@ -138,6 +138,8 @@ describe('user-defined indexes', () => {
     expect(
       () => new ObjectStore<Obj, string>({ keyMap, indexers: { node: 'spec.nodeName' as unknown as IndexFunc<Obj> } }),
     ).toThrow(/indexers.node must be a function/);
-    expect(() => new StoreIndexes<Obj>('X', null as never)).toThrow(/indexers must be an object/);
+    expect(() => new StoreIndexes<Obj>({ owner: 'X', indexers: null as never, objectOf: () => undefined })).toThrow(
+      /indexers must be an object/,
+    );
   });
 });
