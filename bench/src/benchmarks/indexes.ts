@@ -33,6 +33,7 @@ const byLabel = (pod: PodJson): string[] => labelIndexValues(pod.metadata.labels
 const CASES: ReadonlyArray<readonly [string, Indexers<PodJson>]> = [
   ['none', {}],
   ['field (spec.nodeName)', { node: byNode }],
+  ['one label (cell)', { cell: (pod) => pod.metadata.labels[PARENT_LABEL] }],
   ['labels (4 key=value)', { label: byLabel }],
   ['field + labels', { node: byNode, label: byLabel }],
 ];
