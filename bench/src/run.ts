@@ -2,7 +2,8 @@
  * `pnpm bench` (full sizes, several runs) and `pnpm bench:smoke` (tiny sizes, one run: proves every
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
- * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync),
+ * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync,
+ * indexes),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -10,6 +11,7 @@ import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runConcurrency, type ConcurrencyResult } from './benchmarks/concurrency.js';
+import { runIndexes } from './benchmarks/indexes.js';
 import { runInitialSync } from './benchmarks/initial-sync.js';
 import { runLatency, type LatencyResult } from './benchmarks/latency.js';
 import { runPoison } from './benchmarks/poison.js';
@@ -46,6 +48,7 @@ const benchmarks = {
   queue: runQueue,
   concurrency: runConcurrency,
   'initial-sync': runInitialSync,
+  indexes: runIndexes,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -153,6 +156,7 @@ const summary = {
   ...(results['relist'] !== undefined && { relist: results['relist'] }),
   ...(results['queue'] !== undefined && { queue: results['queue'] }),
   ...(results['initial-sync'] !== undefined && { initialSync: results['initial-sync'] }),
+  ...(results['indexes'] !== undefined && { indexes: results['indexes'] }),
   ...(results['concurrency'] !== undefined && {
     concurrency: (results['concurrency'] as ConcurrencyResult).rows,
     concurrencyDetail: results['concurrency'],

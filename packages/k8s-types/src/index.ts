@@ -31,6 +31,17 @@ export {
   type PodStatus,
 } from './pod.js';
 
+// Label selectors: a matcher for `metav1.LabelSelector`, and the values of a label index.
+export {
+  labelSelectorMatcher,
+  matchesLabelSelector,
+  labelIndexValues,
+  InvalidLabelSelectorError,
+  type LabelSelector,
+  type LabelSelectorRequirement,
+  type Labels,
+} from './label-selector.js';
+
 // The Kubernetes Status object, and the watch frames that carry objects or a Status.
 export { statusSchema, type WatchEventType } from './watch.js';
 export type { BookmarkFrame, ErrorFrame, ObjectFrame, Status, StatusCause, WatchFrame } from './watch-frame.js';

@@ -8,6 +8,17 @@ import type { Key } from '@reconcile-loop/primitives';
 export type SecondaryReaders<S, P extends Key> = { readonly [K in keyof S]: SecondaryStoreReader<S[K], P> };
 
 /**
+ * What a secondary `keyMap` reads besides its object: every source's cache, read-only and current
+ * at the event being mapped (the event's own store already holds it). Views, not copies.
+ */
+export interface MapCaches<T, P extends Key, S> {
+  /** The primary source's store (the parents, for a controller). */
+  readonly store: ObjectStoreReader<T, P>;
+  /** The secondary sources' stores, by name. */
+  readonly stores: SecondaryReaders<S, P>;
+}
+
+/**
  * An object of this reconcile (the parent, a member or an owned object) whose newest version failed
  * its source's view: the caches hold its last good version (what `parent`, `members` and `owned`
  * show), not the version the apiserver has now.
@@ -45,9 +56,12 @@ export interface ReconcileContext<T, P extends Key, S = Record<never, never>> {
    * A reconcile that counts or acts on them can tell that what it sees is not current.
    */
   readonly quarantined: readonly QuarantinedVersion[];
-  /** Read-only view of the whole primary store (current state, not a snapshot). */
+  /**
+   * Read-only view of the whole primary store (current state, not a snapshot), with its indexes
+   * (`byIndex`, `indexKeys`, `indexValues`) and `list(filter)`.
+   */
   readonly store: ObjectStoreReader<T, P>;
-  /** Read-only views of the secondary stores (current state), by name. */
+  /** Read-only views of the secondary stores (current state), by name, with their indexes and `list(filter)`. */
   readonly stores: SecondaryReaders<S, P>;
   /**
    * Records this reconcile's writes to secondary source `name` (kube-controller-manager's
@@ -109,6 +123,10 @@ export function readOnlyView<T, P extends Key>(store: ObjectStore<T, P>): Object
     hasMembers: (parent: P) => store.hasMembers(parent),
     keys: () => store.keys(),
     snapshot: () => store.snapshot(),
+    byIndex: (name: string, value: string) => store.byIndex(name, value),
+    indexKeys: (name: string, value: string) => store.indexKeys(name, value),
+    indexValues: (name: string) => store.indexValues(name),
+    list: (filter: (object: T, key: ObjectKey) => boolean) => store.list(filter),
   });
 }
 
@@ -125,5 +143,9 @@ export function readOnlySecondary<U, P extends Key>(store: SecondaryStoreReader<
     parents: () => store.parents(),
     keys: () => store.keys(),
     snapshot: () => store.snapshot(),
+    byIndex: (name: string, value: string) => store.byIndex(name, value),
+    indexKeys: (name: string, value: string) => store.indexKeys(name, value),
+    indexValues: (name: string) => store.indexValues(name),
+    list: (filter: (object: U, key: ObjectKey) => boolean) => store.list(filter),
   });
 }

@@ -6,7 +6,7 @@
 // The loop, its options and what a reconcile sees.
 export { ReconcileLoop, type StopOptions, type StopReport } from './loop.js';
 export type { ReconcileLoopOptions, SecondarySource } from './options.js';
-export type { ReconcileContext, Reconcile, ReconcileResult } from './context.js';
+export type { ReconcileContext, Reconcile, ReconcileResult, MapCaches } from './context.js';
 export type { SecondaryStoreReader } from './secondary-store.js';
 export type { ExpectationRecorder } from './expectations.js';
 export type { LeaderGate } from './leadership.js';
@@ -53,6 +53,9 @@ export {
   type ObjectKey,
   type KeyMap,
   type ObjectStoreReader,
+  type IndexReader,
+  type Indexers,
+  type IndexFunc,
   type SourceHealth,
   type QuarantinedObject,
   type PermanentSourceError,

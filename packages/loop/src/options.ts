@@ -1,5 +1,5 @@
 /** The loop's options, their defaults, and their validation (every bad value is a typed error). */
-import type { KeyMap, Source } from '@reconcile-loop/object-store';
+import type { Indexers, KeyMap, Source } from '@reconcile-loop/object-store';
 import {
   MAX_TIMER_MS,
   OptionsError,
@@ -10,7 +10,7 @@ import {
   type Logger,
 } from '@reconcile-loop/primitives';
 import type { Fingerprint, RetryBudget } from '@reconcile-loop/retry-scheduler';
-import type { Reconcile } from './context.js';
+import type { MapCaches, Reconcile } from './context.js';
 import type { UpdateFilter } from './filters.js';
 import { validateLeaderGate, type LeaderGate } from './leadership.js';
 import type { OwnerSelector, SecondaryKeyMap } from './owners.js';
@@ -31,7 +31,7 @@ export const MAX_CONCURRENCY = 1024;
  * A secondary source (controller-runtime's `Owns` / `Watches`): its own stream, store and sync; each
  * of its objects is mapped to parent keys either by owner reference or by a key map.
  */
-export interface SecondarySource<U, P extends Key> {
+export interface SecondarySource<U, P extends Key, C = unknown> {
   /** The stream of this kind (e.g. a pod reflector). Its `name` must differ from every other source's. */
   source: Source<U>;
   /**
@@ -39,10 +39,21 @@ export interface SecondarySource<U, P extends Key> {
    * `clusterScoped: true`. Exclusive with `keyMap`.
    */
   owner?: OwnerSelector | undefined;
-  /** Map by a function (`Watches` + a map): none, one or several parent keys per object. Exclusive with `owner`. */
-  keyMap?: SecondaryKeyMap<U, P> | undefined;
+  /**
+   * Map by a function (`Watches` + `EnqueueRequestsFromMapFunc`): none, one or several parent keys
+   * per object. Run at event time on the new and the old object of an update (the union is
+   * enqueued) and on the last known object of a delete, with read access to every store (`caches`,
+   * a {@link MapCaches}), so a map that reads another cache sees its changes. Exclusive with `owner`.
+   */
+  keyMap?: SecondaryKeyMap<U, P, C> | undefined;
   /** Skip updates of this kind that change nothing the reconcile reads; see `UpdateFilter`. */
   updateFilter?: UpdateFilter<U> | undefined;
+  /**
+   * User-defined indexes of this source's store (client-go's `Indexers`, controller-runtime's
+   * `IndexField`): index functions by name, kept on every event, queried with
+   * `ctx.stores.<name>.byIndex(index, value)` and from key maps. Default: none.
+   */
+  indexers?: Indexers<U> | undefined;
 }
 
 /** When `health()` calls the loop not ready or not alive. Every limit is in clock ms. */
@@ -99,9 +110,14 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
    * — a relist of one never touches another's store. The loop is synced when every source is.
    * Default: none (one source).
    */
-  secondary?: { [K in keyof S]: SecondarySource<S[K], P> } | undefined;
+  secondary?: { [K in keyof S]: SecondarySource<S[K], P, MapCaches<T, P, S>> } | undefined;
   /** Skip updates of primary objects that change nothing the reconcile reads (e.g. `generationChanged`). Default: none. */
   updateFilter?: UpdateFilter<T> | undefined;
+  /**
+   * User-defined indexes of the primary store (client-go's `Indexers`): index functions by name,
+   * kept on every event, queried with `ctx.store.byIndex(index, value)`. Default: none.
+   */
+  indexers?: Indexers<T> | undefined;
   /** The controller: its name, its workers and the limits of one reconcile (controller-runtime's `controller.Options`). */
   controller?:
     | {
@@ -226,6 +242,7 @@ const TOP_LEVEL = [
   'reconcile',
   'secondary',
   'updateFilter',
+  'indexers',
   'controller',
   'sources',
   'retry',
@@ -367,7 +384,7 @@ function validateSecondaries<P extends Key>(
   const names = new Set<unknown>([primary.name]);
   for (const [name, spec] of Object.entries(secondary)) {
     const where = `secondary.${name}`;
-    group(where, spec, ['source', 'owner', 'keyMap', 'updateFilter']);
+    group(where, spec, ['source', 'owner', 'keyMap', 'updateFilter', 'indexers']);
     if (typeof spec?.source?.open !== 'function')
       throw new OptionsError('ReconcileLoop', `${where}.source must have an open(signal) method`);
     if (names.has(spec.source.name)) {

@@ -49,8 +49,14 @@ export interface OwnedObjectView {
     | undefined;
 }
 
-/** Maps an object of a secondary source to the parent keys it concerns (none, one, or several). */
-export type SecondaryKeyMap<U, P> = (object: U, key: ObjectKey) => P | readonly P[] | undefined;
+/**
+ * Maps an object of a secondary source to the parent keys it concerns (none, one, or several):
+ * controller-runtime's `EnqueueRequestsFromMapFunc`. The loop runs it at event time on the new and
+ * on the old (cached) object of an update, and on the last known object of a delete, so it may read
+ * other caches through `caches` (the loop's `MapCaches`: every source's store, read-only, as of the
+ * event) — e.g. the Services whose selector matches a pod. It must not mutate anything.
+ */
+export type SecondaryKeyMap<U, P, C = unknown> = (object: U, key: ObjectKey, caches: C) => P | readonly P[] | undefined;
 
 const groupOf = (apiVersion: string): string => {
   const slash = apiVersion.indexOf('/');
@@ -64,7 +70,7 @@ const groupOf = (apiVersion: string): string => {
  * cluster-scoped owner (`clusterScoped: true`) or a cluster-scoped owned object. An object without a
  * matching reference maps to nothing and is still cached.
  */
-export function ownerKeyMap(selector: OwnerSelector): SecondaryKeyMap<OwnedObjectView, string> {
+export function ownerKeyMap(selector: OwnerSelector): (object: OwnedObjectView, key?: ObjectKey) => string[] | undefined {
   const controllerOnly = selector.controllerOnly ?? true;
   const group = selector.apiVersion === undefined ? undefined : groupOf(selector.apiVersion);
   const clusterScoped = selector.clusterScoped === true;

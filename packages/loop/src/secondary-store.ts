@@ -4,13 +4,18 @@
  */
 import type { ObjectKey, SourceEvent } from '@reconcile-loop/object-store';
 import type { Logger, Key } from '@reconcile-loop/primitives';
-import { InvalidSourceEventError } from '@reconcile-loop/object-store';
+import {
+  InvalidSourceEventError,
+  StoreIndexes,
+  listMatching,
+  type IndexReader,
+  type Indexers,
+} from '@reconcile-loop/object-store';
 import type { StoreWriter } from '@reconcile-loop/stream-driver';
 import { passes, type UpdateFilter } from './filters.js';
-import type { SecondaryKeyMap } from './owners.js';
 
 /** Read access to a secondary source's cache. Collections are snapshots; objects are shared, never mutate them. */
-export interface SecondaryStoreReader<U, P extends Key> {
+export interface SecondaryStoreReader<U, P extends Key> extends IndexReader<U> {
   /** The cached object under `key`, or `undefined`. */
   get(key: ObjectKey): U | undefined;
   /** Whether an object is cached under `key`. */
@@ -31,8 +36,19 @@ export interface SecondaryStoreReader<U, P extends Key> {
 
 export interface SecondaryStoreOptions<U, P> {
   name: string;
-  keyMap: SecondaryKeyMap<U, P>;
+  /** Bound to the caches already (the loop passes `(o, k) => keyMap(o, k, caches)`). */
+  keyMap: (object: U, key: ObjectKey) => P | readonly P[] | undefined;
+  /**
+   * `true` for a `keyMap` source (controller-runtime's `EnqueueRequestsFromMapFunc`): the map is
+   * run again at each event on the cached (old) object, because its answer may depend on other
+   * caches that changed since the object's last event. `false` for an `owner:` source, whose map
+   * reads the object alone, so the stored parents are already its answer on the old object.
+   */
+  remap: boolean;
   updateFilter: UpdateFilter<U> | undefined;
+  /** The source's `indexers` option, and its path for an options error. */
+  indexers?: Indexers<U> | undefined;
+  indexersPath?: string | undefined;
   logger: Logger;
 }
 
@@ -42,19 +58,36 @@ const isParentKey = (value: unknown): value is Key =>
   typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean';
 
 /**
- * Invariants, kept by #put and #remove (the only writers): `#objects.has(k)` ⇔ `#parentsOf.has(k)`;
+ * Invariants, kept by #upsert and #remove (the only writers): `#objects.has(k)` ⇔ `#parentsOf.has(k)`;
  * `p ∈ #parentsOf.get(k)` ⇔ `#members.get(p).has(k)`; no member map is empty. The index is the key
- * map's result at upsert time, so a delete reaches the parents the object was mapped to even when
- * the parent object itself is gone (a deleted parent's owned objects still map to it).
+ * map's result at the object's last upsert, so a delete reaches the parents the object was mapped to
+ * even when the parent object itself is gone (a deleted parent's owned objects still map to it).
+ *
+ * With `remap` (a `keyMap` source) the parents an event affects are, as in controller-runtime's
+ * `EnqueueRequestsFromMapFunc`, the map's answer at event time on the old object and on the new one
+ * (update), or on the last known object (delete, a relist's synthesised delete too) — plus the stored
+ * parents, so a parent whose `owned()` set changes is always reconciled. The stored index alone is
+ * not enough: a map that reads another cache (pods → the Services selecting them) can answer
+ * differently for the same cached object once that cache changed.
  */
 export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, SecondaryStoreReader<U, P> {
   readonly #objects = new Map<ObjectKey, U>();
   readonly #parentsOf = new Map<ObjectKey, readonly P[]>();
   readonly #members = new Map<P, Map<ObjectKey, U>>();
   readonly #o: SecondaryStoreOptions<U, P>;
+  /** Kept by #upsert and #remove with the object each replaced; skipped when none is declared. */
+  readonly #indexes: StoreIndexes<U>;
 
+  /** @throws {OptionsError} for `indexers` that are not an object of functions. */
   constructor(options: SecondaryStoreOptions<U, P>) {
     this.#o = options;
+    this.#indexes = new StoreIndexes<U>({
+      owner: 'ReconcileLoop',
+      indexers: options.indexers ?? {},
+      objectOf: (key) => this.#objects.get(key),
+      logger: options.logger,
+      path: options.indexersPath,
+    });
   }
 
   /**
@@ -73,7 +106,7 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
       this.#upsert(event.key, event.object, affected);
     } else if (type === 'delete' && event.type === 'delete') {
       assertKey(event, event.key);
-      this.#remove(event.key, affected);
+      this.#delete(event.key, affected);
     } else if (type === 'replace' && event.type === 'replace') {
       const world = event.objects as ReadonlyMap<ObjectKey, U> | undefined;
       if (
@@ -87,7 +120,7 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
       for (const key of world.keys()) assertKey(event, key);
       for (const [key, object] of world) this.#upsert(key, object, affected);
       const keep = event.keep;
-      for (const key of this.#objects.keys()) if (!world.has(key) && keep?.has(key) !== true) this.#remove(key, affected);
+      for (const key of this.#objects.keys()) if (!world.has(key) && keep?.has(key) !== true) this.#delete(key, affected);
     } else {
       throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete' or 'replace'`);
     }
@@ -127,12 +160,32 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
     return new Map(this.#objects);
   }
 
+  byIndex(name: string, value: string): ReadonlyMap<ObjectKey, U> {
+    return this.#indexes.byIndex(name, value);
+  }
+
+  indexKeys(name: string, value: string): ObjectKey[] {
+    return this.#indexes.indexKeys(name, value);
+  }
+
+  indexValues(name: string): string[] {
+    return this.#indexes.indexValues(name);
+  }
+
+  list(filter: (object: U, key: ObjectKey) => boolean): ReadonlyMap<ObjectKey, U> {
+    return listMatching(this.#objects, filter);
+  }
+
   #upsert(key: ObjectKey, object: U, affected: Set<P>): void {
     const previous = this.#objects.get(key);
     const before = this.#parentsOf.get(key) ?? NONE;
-    const after = this.#map(object, key);
-    this.#remove(key, undefined);
+    this.#remove(key, undefined, false);
+    if (this.#indexes.size > 0) this.#indexes.update(key, previous, object);
+    // The map runs once the store holds the event (as upstream's handlers run after the indexer
+    // update), on the new object and, with `remap`, on the old one: both against the caches now.
     this.#objects.set(key, object);
+    const after = this.#map(object, key);
+    const oldNow = this.#o.remap && previous !== undefined ? this.#map(previous, key) : before;
     this.#parentsOf.set(key, after);
     for (const parent of after) {
       let members = this.#members.get(parent);
@@ -140,7 +193,7 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
       members.set(key, object);
     }
     const { updateFilter, name, logger } = this.#o;
-    const sameParents = before.length === after.length && before.every((p) => after.includes(p));
+    const sameParents = sameSet(before, after) && sameSet(oldNow, after);
     if (
       previous !== undefined &&
       sameParents &&
@@ -149,12 +202,23 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
     )
       return;
     for (const parent of before) affected.add(parent);
+    for (const parent of oldNow) affected.add(parent);
     for (const parent of after) affected.add(parent);
   }
 
-  #remove(key: ObjectKey, affected: Set<P> | undefined): void {
+  /** A delete (or a relist's synthesised one): the stored parents, plus with `remap` the map's answer on the last known object now. */
+  #delete(key: ObjectKey, affected: Set<P>): void {
+    const last = this.#objects.get(key);
+    if (last === undefined && !this.#objects.has(key)) return;
+    this.#remove(key, affected, true);
+    if (this.#o.remap) for (const parent of this.#map(last as U, key)) affected.add(parent);
+  }
+
+  /** Drops `key` from the maps; `unindex` also from the indexes (an upsert re-indexes in one step instead). */
+  #remove(key: ObjectKey, affected: Set<P> | undefined, unindex: boolean): void {
     const parents = this.#parentsOf.get(key);
     if (parents === undefined) return;
+    if (unindex && this.#indexes.size > 0) this.#indexes.update(key, this.#objects.get(key), undefined);
     for (const parent of parents) {
       const members = this.#members.get(parent);
       members?.delete(key);
@@ -188,6 +252,10 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
     }
     return parents.length === 0 ? NONE : parents;
   }
+}
+
+function sameSet<P>(a: readonly P[], b: readonly P[]): boolean {
+  return a.length === b.length && a.every((p) => b.includes(p));
 }
 
 function assertKey(event: unknown, key: unknown): asserts key is ObjectKey {

@@ -3,13 +3,13 @@
  * secondary ones, each a stream driver over its own store. Stores never share a driver, so a relist
  * (a replace) of one source rewrites only its own store.
  */
-import { ObjectStore, type ObjectStoreReader } from '@reconcile-loop/object-store';
+import { ObjectStore, type ObjectKey, type ObjectStoreReader } from '@reconcile-loop/object-store';
 import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 import { StreamDriver, type StoreWriter } from '@reconcile-loop/stream-driver';
-import { readOnlySecondary, readOnlyView, type SecondaryReaders } from './context.js';
+import { readOnlySecondary, readOnlyView, type MapCaches, type SecondaryReaders } from './context.js';
 import { filteredWriter } from './filters.js';
 import type { ReconcileLoopOptions, SecondarySource } from './options.js';
-import { ownerKeyMap, type SecondaryKeyMap } from './owners.js';
+import { ownerKeyMap } from './owners.js';
 import { SecondaryStore, type SecondaryStoreReader } from './secondary-store.js';
 
 /** One source as the loop drives it. */
@@ -63,15 +63,32 @@ export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T
     return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, run: undefined, done: false };
   };
 
-  const primary = new ObjectStore<T, P>({ keyMap: options.keyMap, logger });
+  const primary = new ObjectStore<T, P>({ keyMap: options.keyMap, logger, indexers: options.indexers });
   const writer =
     options.updateFilter === undefined ? primary : filteredWriter(primary, options.updateFilter, options.source.name, logger);
   const sources: WiredSource<P>[] = [wire(options.source, writer, () => primary.parents())];
   const secondaries = new Map<string, SecondaryStoreReader<unknown, P>>();
   const readers: Record<string, SecondaryStoreReader<unknown, P>> = {};
-  for (const [name, spec] of Object.entries((options.secondary ?? {}) as Record<string, SecondarySource<unknown, P>>)) {
-    const keyMap = (spec.keyMap ?? ownerKeyMap(spec.owner!)) as SecondaryKeyMap<unknown, P>;
-    const store = new SecondaryStore<unknown, P>({ name: spec.source.name, keyMap, updateFilter: spec.updateFilter, logger });
+  const reader = readOnlyView(primary);
+  // One view of every store for the key maps; `readers` is filled below and frozen with it. Maps
+  // run only on events, after construction, so they always see every store.
+  const caches: MapCaches<T, P, S> = Object.freeze({ store: reader, stores: readers as SecondaryReaders<S, P> });
+  type AnySecondary = SecondarySource<unknown, P, MapCaches<T, P, S>>;
+  for (const [name, spec] of Object.entries((options.secondary ?? {}) as Record<string, AnySecondary>)) {
+    const userMap = spec.keyMap;
+    const keyMap: (object: unknown, key: ObjectKey) => P | readonly P[] | undefined =
+      userMap === undefined
+        ? (ownerKeyMap(spec.owner!) as (object: unknown) => P[] | undefined)
+        : (object, key) => userMap(object, key, caches);
+    const store = new SecondaryStore<unknown, P>({
+      name: spec.source.name,
+      keyMap,
+      remap: userMap !== undefined,
+      updateFilter: spec.updateFilter,
+      indexers: spec.indexers,
+      indexersPath: `secondary.${name}.indexers`,
+      logger,
+    });
     const observed: StoreWriter<unknown, P> = {
       apply: (event) => {
         const affected = store.apply(event);
@@ -86,7 +103,7 @@ export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T
   return {
     sources,
     primary,
-    reader: readOnlyView(primary),
+    reader,
     secondaries,
     readers: Object.freeze(readers) as SecondaryReaders<S, P>,
   };

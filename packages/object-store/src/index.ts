@@ -10,6 +10,16 @@ export {
   UnmappableObjectError,
   InvalidSourceEventError,
 } from './object-store.js';
+// User-defined indexes (client-go's Indexers): declared per store, queried through its reader.
+export {
+  StoreIndexes,
+  type StoreIndexesOptions,
+  UnknownIndexError,
+  listMatching,
+  type IndexFunc,
+  type Indexers,
+  type IndexReader,
+} from './indexes.js';
 // Source events: the wire format a source streams into a store, and their constructors.
 export {
   upsertEvent,

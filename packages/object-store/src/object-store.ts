@@ -1,4 +1,5 @@
 import type { ObjectKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent } from './events.js';
+import { StoreIndexes, type IndexReader, type Indexers } from './indexes.js';
 import { OptionsError, ReconcileLoopError, silentLogger, type Logger, type Key } from '@reconcile-loop/primitives';
 
 /**
@@ -52,6 +53,11 @@ export interface ObjectStoreOptions<T, P extends Key> {
   keyMap: KeyMap<T, P>;
   /** Receives one {@link UnmappableObjectError} per unmappable object. Defaults to {@link silentLogger}. */
   logger?: Logger | undefined;
+  /**
+   * User-defined indexes (client-go's `Indexers`): index functions by name, maintained on every
+   * write and queried with `byIndex(name, value)`. Default: none.
+   */
+  indexers?: Indexers<T> | undefined;
 }
 
 /**
@@ -59,7 +65,7 @@ export interface ObjectStoreOptions<T, P extends Key> {
  * return snapshots: they never change after they are returned, so a reconcile can hold one across
  * `await`s. Objects are shared, not copied: neither the store nor its readers may mutate them.
  */
-export interface ObjectStoreReader<T, P extends Key> {
+export interface ObjectStoreReader<T, P extends Key> extends IndexReader<T> {
   /** The cached object under `key`, or `undefined`. */
   get(key: ObjectKey): T | undefined;
   /** Whether an object is cached under `key`. */
@@ -102,12 +108,20 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
   readonly #members = new Map<P, Map<ObjectKey, T>>();
   readonly #keyMap: KeyMap<T, P>;
   readonly #logger: Logger;
+  /** Kept by #put and #remove with the object each replaced; skipped when none is declared (no cost per write). */
+  readonly #indexes: StoreIndexes<T>;
 
-  /** @throws {OptionsError} when `keyMap` is not a function. */
+  /** @throws {OptionsError} when `keyMap` is not a function or `indexers` is not an object of functions. */
   constructor(options: ObjectStoreOptions<T, P>) {
     if (typeof options?.keyMap !== 'function') throw new OptionsError('ObjectStore', 'keyMap must be a function');
     this.#keyMap = options.keyMap;
     this.#logger = options.logger ?? silentLogger;
+    this.#indexes = new StoreIndexes<T>({
+      owner: 'ObjectStore',
+      indexers: options.indexers ?? {},
+      objectOf: (key) => this.get(key),
+      logger: this.#logger,
+    });
   }
 
   /**
@@ -199,6 +213,28 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
     return snapshot;
   }
 
+  byIndex(name: string, value: string): ReadonlyMap<ObjectKey, T> {
+    return this.#indexes.byIndex(name, value);
+  }
+
+  indexKeys(name: string, value: string): ObjectKey[] {
+    return this.#indexes.indexKeys(name, value);
+  }
+
+  indexValues(name: string): string[] {
+    return this.#indexes.indexValues(name);
+  }
+
+  /** The cached objects `filter` accepts, in key order: one pass, no copy of the rest. O(size). */
+  list(filter: (object: T, key: ObjectKey) => boolean): ReadonlyMap<ObjectKey, T> {
+    const out = new Map<ObjectKey, T>();
+    for (const [key, parent] of this.#parentOf) {
+      const object = this.#members.get(parent)!.get(key)!;
+      if (filter(object, key)) out.set(key, object);
+    }
+    return out;
+  }
+
   #replace(event: ReplaceEvent<T>, affected: Set<P>, failures: UnmappableObjectError[]): void {
     const world = event.objects as ReadonlyMap<unknown, T> | undefined;
     if (
@@ -260,6 +296,7 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
   /** Caches `object` under `parent`; returns the parent it moved away from, if it moved. */
   #put(key: ObjectKey, object: T, parent: P): P | undefined {
     const previous = this.#parentOf.get(key);
+    if (this.#indexes.size > 0) this.#indexes.update(key, this.get(key), object);
     this.#parentOf.set(key, parent);
     let members = this.#members.get(parent);
     if (!members) {
@@ -277,6 +314,7 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
   #remove(key: ObjectKey, affected: Set<P>): void {
     if (!this.#parentOf.has(key)) return;
     const parent = this.#parentOf.get(key) as P;
+    if (this.#indexes.size > 0) this.#indexes.update(key, this.get(key), undefined);
     this.#parentOf.delete(key);
     this.#leave(parent, key);
     affected.add(parent);
