@@ -38,6 +38,8 @@ export interface RunOptions {
   readonly metricsPort?: number | undefined;
   readonly metricsHost?: string | undefined;
   readonly syncTimeoutMs?: number | undefined;
+  /** The stop's whole budget after SIGTERM (default 15 s): the loop, the Lease release, then the Events for the time left. */
+  readonly shutdownGraceMs?: number | undefined;
   /** Pause (forever, until the signal) right after this many pod creates: a deterministic point for a kill -9 test. */
   readonly pauseAfterCreates?: number | undefined;
   readonly signal: AbortSignal;
@@ -156,9 +158,11 @@ export async function runController(options: RunOptions): Promise<number> {
     if (!(error instanceof LoopStoppedError)) failure ??= error;
   } finally {
     signal.removeEventListener('abort', onAbort);
-    stopping.abort();
-    const report = await controller.stop();
-    await electing.catch(() => undefined);
+    stopping.abort(); // the elector releases the Lease once the aborted reconciles settled
+    const report = await controller.stop({
+      graceMs: options.shutdownGraceMs,
+      beforeFlush: () => electing.catch(() => undefined),
+    });
     server?.close();
     if (report.abandoned.length > 0)
       printError(`cellset-controller: stopped after the grace period; abandoned ${report.abandoned.join(', ')}`);

@@ -57,7 +57,14 @@ export {
 } from './write/retry-on-conflict.js';
 
 // Events (events.k8s.io/v1), aggregated and rate limited as client-go's recorder does.
-export { EventRecorder, type EventRecorderOptions, type EventRecorderStats } from './events/recorder.js';
+export {
+  EventRecorder,
+  DEFAULT_CLOSE_TIMEOUT_MS,
+  defaultReportingInstance,
+  type EventCloseOptions,
+  type EventRecorderOptions,
+  type EventRecorderStats,
+} from './events/recorder.js';
 export type { EventInput, ObjectReference } from './events/event.js';
 
 // Errors: every one extends primitives' ReconcileLoopError (codes RL_KUBE_*).
