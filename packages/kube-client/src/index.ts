@@ -6,7 +6,7 @@
  */
 
 // The client: connection, auth, transport, rate limiting, and a handle per resource.
-export { KubeClient, type KubeClientOptions, type RateLimitOptions } from './client.js';
+export { KubeClient, type KubeClientOptions, type RateLimitOptions, type RateLimitWait } from './client.js';
 export type { KubeRequest, ResourceHost } from './request.js';
 export { ResourceClient, type SubresourceClient } from './resource.js';
 export {
