@@ -9,7 +9,14 @@ function acceptingTransport(paths: string[]): Transport {
   return async (request) => {
     paths.push(`${request.method} ${request.url.pathname}`);
     const body = JSON.stringify({ metadata: { name: 'e', resourceVersion: '1' } });
-    return { status: request.method === 'POST' ? 201 : 200, header: () => undefined, body: [body], close: () => {} };
+    return {
+      status: request.method === 'POST' ? 201 : 200,
+      header: () => undefined,
+      body: (async function* () {
+        yield body;
+      })(),
+      close: () => {},
+    };
   };
 }
 
@@ -22,11 +29,14 @@ describe('[loop: Shutdown budget] the flagship stops within its grace: the loop,
     const controller = createCellSetController({ client, namespace: 'default', clock, logger, reportingInstance: 'cellset-0' });
     const recorder = controller.events!;
     for (let i = 0; i < 5_000; i++)
-      recorder.event({ apiVersion: 'v1', kind: 'Pod', name: `web-${i}`, namespace: 'default' }, {
-        type: 'Normal',
-        reason: 'SuccessfulCreate',
-        action: 'CreatePod',
-      });
+      recorder.event(
+        { apiVersion: 'v1', kind: 'Pod', name: `web-${i}`, namespace: 'default' },
+        {
+          type: 'Normal',
+          reason: 'SuccessfulCreate',
+          action: 'CreatePod',
+        },
+      );
     await settle();
     const order: string[] = [];
     const close = recorder.close.bind(recorder);

@@ -150,7 +150,8 @@ export class KubeClient implements ResourceHost {
   constructor(options: KubeClientOptions) {
     this.#options = options;
     this.lane = options.lane ?? 'default';
-    if (typeof this.lane !== 'string' || this.lane === '') throw new OptionsError('KubeClient', 'lane must be a non-empty string');
+    if (typeof this.lane !== 'string' || this.lane === '')
+      throw new OptionsError('KubeClient', 'lane must be a non-empty string');
     if (options.kubeConfig !== undefined && options.server !== undefined)
       throw new OptionsError('KubeClient', 'give either kubeConfig or server, not both');
     if (options.kubeConfig === undefined) {

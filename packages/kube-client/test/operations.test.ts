@@ -21,7 +21,13 @@ describe('[kube_client: Shutdown budget] close() writes what it can within its d
   it('5,000 pending Events behind the default 5 writes/s limiter: close returns at its deadline on the clock, the rest counted and named in ONE warning', async () => {
     const { fake, clock, client } = server(); // client-go's 5 QPS / burst 10 on the writes
     const logger = recordingLogger();
-    const recorder = new EventRecorder({ client, reportingController: 'example.io/c', reportingInstance: 'c-0', logger, maxQueued: 10_000 });
+    const recorder = new EventRecorder({
+      client,
+      reportingController: 'example.io/c',
+      reportingInstance: 'c-0',
+      logger,
+      maxQueued: 10_000,
+    });
     for (let i = 0; i < 5_000; i++) recorder.event(objectRef(i), { type: 'Normal', reason: 'Created', action: 'Create' });
     await settle();
     expect(fake.requests).toHaveLength(10); // the burst; 4,990 wait their turn
@@ -109,7 +115,12 @@ describe('[kube_client: Event identity] the reporting instance names the replica
       const { client, counts, total } = eventsServer();
       const recorder = new EventRecorder({ client, reportingController: 'example.io/c', reportingInstance: 'c-0' });
       for (let i = 0; i < n; i++)
-        recorder.event(cellSet, { type: 'Normal', reason: 'SuccessfulCreate', action: 'CreatePod', note: `created pod web-${i}` });
+        recorder.event(cellSet, {
+          type: 'Normal',
+          reason: 'SuccessfulCreate',
+          action: 'CreatePod',
+          note: `created pod web-${i}`,
+        });
       await recorder.close();
       expect(counts.size).toBe(Math.min(n, 10));
       expect(total()).toBe(n);

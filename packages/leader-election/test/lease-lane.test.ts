@@ -16,7 +16,14 @@ function setup(rateLimit?: 'shared') {
     sent.push(`${request.method} ${lease ? 'lease' : 'pod'}`);
     if (lease) return leases(request);
     const body = JSON.stringify({ metadata: { name: 'p', resourceVersion: '1' } });
-    return Promise.resolve({ status: 201, header: () => undefined, body: [body], close: () => {} });
+    return Promise.resolve({
+      status: 201,
+      header: () => undefined,
+      body: (async function* () {
+        yield body;
+      })(),
+      close: () => {},
+    });
   };
   const waits: (RateLimitWait & { ms: number })[] = [];
   // client-go's default limiter (5 writes/s, burst 10); no request deadline, so all 1,000 writes stay queued.

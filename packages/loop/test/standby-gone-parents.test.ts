@@ -24,7 +24,11 @@ class Gate implements LeaderGate {
     return new Promise((resolve, reject) => {
       const waiter = (s: AbortSignal): void => resolve(s);
       this.#waiters.add(waiter);
-      signal?.addEventListener('abort', () => (this.#waiters.delete(waiter), reject(signal.reason)), { once: true });
+      const onAbort = (): void => {
+        this.#waiters.delete(waiter);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
   onLost(listener: (reason: unknown) => void): () => void {
