@@ -3,6 +3,7 @@
  * 0; with `KUBECONFIG` (or `--kubeconfig`, or `--controller`) it runs the CellSet controller against
  * that cluster until SIGTERM/SIGINT.
  *
+ *   node dist/main.js --controller --namespace cells   # production: the built entry (`pnpm --filter @reconcile-loop/example-cellset build`)
  *   pnpm demo                                   # the story, about 15 s
  *   pnpm demo --budget-scale 1                  # the same with the real 0/1/5/30 s budget (about 45 s)
  *   KUBECONFIG=~/.kube/config pnpm demo --namespace cells --metrics-port 8080   # the controller
