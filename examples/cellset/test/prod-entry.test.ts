@@ -18,26 +18,42 @@ const EXAMPLE = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ROOT = join(EXAMPLE, '..', '..');
 const WAIT_MS = 60_000;
 
-/** Runs `node dist/main.js args…`; resolves with its exit and output. `until` kills it with SIGTERM once a stdout line matches. */
-function runEntry(args: string[], until?: RegExp) {
+/** Runs `node dist/main.js args…`; resolves with its exit and output. SIGTERM once every `until` pattern matched a stdout line. */
+function runEntry(args: string[], until: readonly RegExp[] = []) {
   const child = spawn(process.execPath, ['dist/main.js', ...args], { cwd: EXAMPLE, stdio: ['ignore', 'pipe', 'pipe'] });
   const out: string[] = [];
   const err: string[] = [];
   let signalled = false;
-  child.stdout.on('data', (chunk: Buffer) => {
-    out.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-    if (until !== undefined && !signalled && out.some((line) => until.test(line))) {
-      signalled = true;
-      child.kill('SIGTERM');
-    }
-  });
-  child.stderr.on('data', (chunk: Buffer) => err.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
+  // Whole lines only: a chunk may end inside one.
+  const lines = (into: string[], onLine: () => void = () => {}) => {
+    let rest = '';
+    return (chunk: Buffer) => {
+      const parts = (rest + chunk.toString('utf8')).split('\n');
+      rest = parts.pop()!;
+      into.push(...parts.filter(Boolean));
+      onLine();
+    };
+  };
+  child.stdout.on(
+    'data',
+    lines(out, () => {
+      if (until.length > 0 && !signalled && until.every((pattern) => out.some((line) => pattern.test(line)))) {
+        signalled = true;
+        child.kill('SIGTERM');
+      }
+    }),
+  );
+  child.stderr.on('data', lines(err));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
-  const done = within(exited, `node dist/main.js ${args.join(' ')}`, WAIT_MS).finally(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+  const done = within(exited, `node dist/main.js ${args.join(' ')}`, WAIT_MS - 10_000)
+    .catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}; output: ${JSON.stringify({ out: out.slice(-20), err: err.slice(-20) })}`);
+    })
+    .finally(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
   return { done, out, err, signalled: () => signalled };
 }
 
@@ -66,7 +82,8 @@ describe('[cellset: Production start path] node dist/main.js: the built entry a 
     async () => {
       const run = runEntry(
         ['--controller', '--kubeconfig', kubeconfig, '--namespace', 'default', '--shutdown-grace', '5'],
-        /synced CellSets and pods/,
+        // Synced, and the Lease acquired (not merely being acquired: a stop then has nothing to release).
+        [/synced CellSets and pods/, /leading as /],
       );
       const { code, signal } = await run.done;
       expect(run.signalled(), JSON.stringify({ out: run.out, err: run.err })).toBe(true);
