@@ -10,15 +10,15 @@
  * const controller = createCellSetController({ client, namespace: 'default' });
  * await controller.loop.start();          // both caches synced; reconciles run
  * // ...
- * await controller.stop();                // loop stopped, pending Events written
+ * await controller.stop();                // loop stopped, pending Events written (15 s in all at most)
  * ```
  */
-import { hostname } from 'node:os';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { EventRecorder, type KubeClient } from '@reconcile-loop/kube-client';
 import {
   ReconcileLoop,
   silentLogger,
+  systemClock,
   type Clock,
   type LeaderGate,
   type Logger,
@@ -65,7 +65,7 @@ export interface CellSetControllerOptions {
   readonly eventsClient?: KubeClient | undefined;
   /** Record Events (default true). */
   readonly events?: boolean | undefined;
-  /** `reportingInstance` of the Events. Default `<controller>-<hostname>`. */
+  /** `reportingInstance` of the Events. Default kube-client's `defaultReportingInstance()`: `POD_NAME` (or the hostname) and the pid. */
   readonly reportingInstance?: string | undefined;
   readonly hooks?: ReconcileHooks | undefined;
   /** How the reflectors retry a failed LIST or watch (default 1 s doubling to 30 s; the demo and tests shrink it). */
@@ -83,9 +83,28 @@ export interface CellSetController {
   readonly metrics: CellSetMetrics;
   /** `undefined` when `events: false`. */
   readonly events: EventRecorder | undefined;
-  /** Stops the loop, then writes the Events still queued. */
-  stop(options?: { graceMs?: number }): Promise<StopReport<string>>;
+  /**
+   * Stops within `graceMs` in all (default {@link DEFAULT_SHUTDOWN_GRACE_MS}): the loop first (its
+   * reconciles aborted), then `beforeFlush` (the Lease release: the next leader should not wait on
+   * this replica's Events), then the Events still pending for the time left; what the deadline
+   * leaves unwritten is dropped with one log line.
+   */
+  stop(options?: CellSetStopOptions): Promise<StopReport<string>>;
 }
+
+/** Options of {@link CellSetController.stop}. */
+export interface CellSetStopOptions {
+  /** The whole stop's budget. Default {@link DEFAULT_SHUTDOWN_GRACE_MS}. */
+  readonly graceMs?: number | undefined;
+  /** Runs after the loop stopped and before the Events are flushed, within the budget (the Lease release). */
+  readonly beforeFlush?: (() => Promise<unknown>) | undefined;
+}
+
+/**
+ * The flagship's shutdown budget: half a Deployment's default 30 s termination grace, so the
+ * process exits by itself before the kubelet's SIGKILL even with a slow apiserver.
+ */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 15_000;
 
 /**
  * Primary updates that matter: a spec change (generation) or the start of deletion. Status, label
@@ -113,7 +132,7 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
       : new EventRecorder({
           client: options.eventsClient ?? client,
           reportingController: REPORTING_CONTROLLER,
-          reportingInstance: options.reportingInstance ?? `${CONTROLLER_NAME}-${hostname()}`,
+          reportingInstance: options.reportingInstance,
           logger,
           wallClock: options.wallClock,
         });
@@ -177,9 +196,20 @@ export function createCellSetController(options: CellSetControllerOptions): Cell
     registry,
     metrics,
     events,
-    async stop(stopOptions) {
-      const report = await loop.stop(stopOptions);
-      await events?.close();
+    async stop(stopOptions = {}) {
+      const clock = options.clock ?? systemClock;
+      const graceMs = stopOptions.graceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+      const deadline = clock.now() + graceMs;
+      const left = (): number => Math.max(0, deadline - clock.now());
+      const report = await loop.stop({ graceMs });
+      if (stopOptions.beforeFlush !== undefined) {
+        // Bounded too: a release that hangs costs the Events' time, never the budget.
+        let timer: unknown;
+        const over = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, left())));
+        await Promise.race([stopOptions.beforeFlush().catch(() => undefined), over]);
+        clock.clearTimeout(timer);
+      }
+      await events?.close({ timeoutMs: left() });
       return report;
     },
   };

@@ -3,6 +3,7 @@
  * 0; with `KUBECONFIG` (or `--kubeconfig`, or `--controller`) it runs the CellSet controller against
  * that cluster until SIGTERM/SIGINT.
  *
+ *   node dist/main.js --controller --namespace cells   # production: the built entry (`pnpm --filter @reconcile-loop/example-cellset build`)
  *   pnpm demo                                   # the story, about 15 s
  *   pnpm demo --budget-scale 1                  # the same with the real 0/1/5/30 s budget (about 45 s)
  *   KUBECONFIG=~/.kube/config pnpm demo --namespace cells --metrics-port 8080   # the controller
@@ -15,6 +16,7 @@ import { runController } from './run.js';
 const usage = `usage: pnpm demo [--budget-scale <x>] [--verbose]
        pnpm demo --controller [--kubeconfig <path>] [--namespace <ns>] [--metrics-port <port>] [--metrics-host <addr>]
                  [--rebuild-delays <s,s,...>] [--lease-duration <s>] [--renew-deadline <s>] [--retry-period <s>] [--sync-timeout <s>]
+                 [--shutdown-grace <s>]
   no kubeconfig: the CellSet story on an embedded apiserver (exit 0 at the end)
   KUBECONFIG, --kubeconfig or --controller: the CellSet controller on that cluster, until SIGTERM/SIGINT
     (installs the CRD when its identity may; the least-privilege Role is examples/cellset/deploy/rbac.yaml)
@@ -58,6 +60,7 @@ async function main(): Promise<number> {
         'renew-deadline': { type: 'string' },
         'retry-period': { type: 'string' },
         'sync-timeout': { type: 'string' },
+        'shutdown-grace': { type: 'string' },
         'budget-scale': { type: 'string' },
         verbose: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
@@ -105,6 +108,7 @@ async function main(): Promise<number> {
           renewDeadlineMs: ms(seconds('renew-deadline')),
           retryPeriodMs: ms(seconds('retry-period')),
           syncTimeoutMs: ms(seconds('sync-timeout')),
+          shutdownGraceMs: ms(seconds('shutdown-grace')),
           pauseAfterCreates: pause,
           signal: abort.signal,
           print: (line) => console.log(line),

@@ -14,7 +14,8 @@ import { hostname } from 'node:os';
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { LeaderElector, LeaseLock } from '@reconcile-loop/leader-election';
 import { LoopStoppedError, describeError, healthHandler, type Logger } from '@reconcile-loop/loop';
-import { metricsHandler } from '@reconcile-loop/metrics';
+import { metricsHandler, rateLimiterMetrics } from '@reconcile-loop/metrics';
+import { Registry } from 'prom-client';
 import { createCellSetController } from './controller.js';
 import type { Decision } from './decisions.js';
 import { CrdUnavailableError, ensureCellSetCrd } from './install.js';
@@ -38,6 +39,8 @@ export interface RunOptions {
   readonly metricsPort?: number | undefined;
   readonly metricsHost?: string | undefined;
   readonly syncTimeoutMs?: number | undefined;
+  /** The stop's whole budget after SIGTERM (default 15 s): the loop, the Lease release, then the Events for the time left. */
+  readonly shutdownGraceMs?: number | undefined;
   /** Pause (forever, until the signal) right after this many pod creates: a deterministic point for a kill -9 test. */
   readonly pauseAfterCreates?: number | undefined;
   readonly signal: AbortSignal;
@@ -77,7 +80,9 @@ export async function runController(options: RunOptions): Promise<number> {
     printError(`cellset-controller: cannot load the kubeconfig: ${describeError(error)}`);
     return 1;
   }
-  const client = new KubeClient({ kubeConfig });
+  const registry = new Registry();
+  // The limiter's queue wait on /metrics, per lane: the reconcile writes', the Events' and the Lease's.
+  const client = new KubeClient({ kubeConfig, onRateLimitWait: rateLimiterMetrics({ registry }) });
   print(
     `cellset-controller: node ${process.version}, pid ${process.pid}, namespace ${namespace}, cluster ${client.currentServer() ?? '(none)'}`,
   );
@@ -107,7 +112,10 @@ export async function runController(options: RunOptions): Promise<number> {
   const stopping = new AbortController();
   const controller = createCellSetController({
     client,
-    eventsClient: new KubeClient({ kubeConfig }),
+    registry,
+    // A lane of its own: Events do not spend the reconcile writes' rate limit (controller-runtime's
+    // recorder has its own clientset too); the Lease has its own lane inside LeaseLock.
+    eventsClient: client.withLane('events'),
     namespace,
     logger,
     leaderGate: elector,
@@ -156,9 +164,11 @@ export async function runController(options: RunOptions): Promise<number> {
     if (!(error instanceof LoopStoppedError)) failure ??= error;
   } finally {
     signal.removeEventListener('abort', onAbort);
-    stopping.abort();
-    const report = await controller.stop();
-    await electing.catch(() => undefined);
+    stopping.abort(); // the elector releases the Lease once the aborted reconciles settled
+    const report = await controller.stop({
+      graceMs: options.shutdownGraceMs,
+      beforeFlush: () => electing.catch(() => undefined),
+    });
     server?.close();
     if (report.abandoned.length > 0)
       printError(`cellset-controller: stopped after the grace period; abandoned ${report.abandoned.join(', ')}`);

@@ -48,6 +48,21 @@ export interface KubeClientOptions {
   readonly userAgent?: string | undefined;
   /** Called with each `Warning` header the server sends (deprecations, unknown fields). */
   readonly onWarning?: ((warning: string, request: { readonly verb: Verb; readonly path: string }) => void) | undefined;
+  /**
+   * Called once per rate-limited attempt with the time it waited for the limiter (0 when a token was
+   * there): client-go's `rest_client_rate_limiter_duration_seconds`. `@reconcile-loop/metrics`'
+   * `rateLimiterMetrics` gives one. Lanes made by {@link KubeClient.withLane} report here too.
+   */
+  readonly onRateLimitWait?: ((waitMs: number, request: RateLimitWait) => void) | undefined;
+  /** The limiter's name in `onRateLimitWait`. Default `'default'`; see {@link KubeClient.withLane}. */
+  readonly lane?: string | undefined;
+}
+
+/** What {@link KubeClientOptions.onRateLimitWait} is told about a wait. */
+export interface RateLimitWait {
+  readonly verb: Verb;
+  /** The client's lane: `'default'`, or the name given to {@link KubeClient.withLane} (`'leader-election'`). */
+  readonly lane: string;
 }
 
 /** The default per-request deadline. */
@@ -127,8 +142,16 @@ export class KubeClient implements ResourceHost {
   readonly #maxFrameBytes: number;
   readonly #userAgent: string | undefined;
   readonly #onWarning: KubeClientOptions['onWarning'];
+  readonly #onRateLimitWait: KubeClientOptions['onRateLimitWait'];
+  readonly #options: KubeClientOptions;
+  /** This client's limiter's name (`onRateLimitWait`). */
+  readonly lane: string;
 
   constructor(options: KubeClientOptions) {
+    this.#options = options;
+    this.lane = options.lane ?? 'default';
+    if (typeof this.lane !== 'string' || this.lane === '')
+      throw new OptionsError('KubeClient', 'lane must be a non-empty string');
     if (options.kubeConfig !== undefined && options.server !== undefined)
       throw new OptionsError('KubeClient', 'give either kubeConfig or server, not both');
     if (options.kubeConfig === undefined) {
@@ -169,6 +192,18 @@ export class KubeClient implements ResourceHost {
     this.#maxFrameBytes = positiveInt('maxFrameBytes', options.maxFrameBytes, DEFAULT_MAX_FRAME_BYTES, false);
     this.#userAgent = options.userAgent;
     this.#onWarning = options.onWarning;
+    this.#onRateLimitWait = options.onRateLimitWait;
+  }
+
+  /**
+   * A client for one kind of traffic that must not queue behind the rest: the same server, auth,
+   * transport (its connections), clock, deadlines and hooks, with a rate limiter of its own
+   * (default client-go's 5 QPS / burst 10 on the writes, `false` for none). Leader election takes
+   * one (`LeaseLock` does by default), so a burst of reconcile writes cannot delay a Lease renewal
+   * toward its renew deadline — as controller-runtime gives leader election a clientset of its own.
+   */
+  withLane(lane: string, rateLimit?: RateLimitOptions | RateLimiter | false | undefined): KubeClient {
+    return new KubeClient({ ...this.#options, transport: this.#transport, clock: this.#clock, rateLimit, lane });
   }
 
   /**
@@ -324,10 +359,13 @@ export class KubeClient implements ResourceHost {
     try {
       for (let attempt = 0; ; attempt++) {
         // Every attempt takes a token, as client-go's retry path throttles before each try.
-        if (limited)
+        if (limited) {
+          const waitStarted = this.#clock.now();
           await this.#limiter!.wait(controller.signal, remaining(), () =>
             timeoutError('waiting for the client-side rate limiter'),
           );
+          this.#reportWait(this.#clock.now() - waitStarted, verb);
+        }
         let response: TransportResponse;
         try {
           response = await this.#transport({
@@ -358,6 +396,14 @@ export class KubeClient implements ResourceHost {
     } catch (error) {
       release();
       throw error;
+    }
+  }
+
+  #reportWait(waitMs: number, verb: Verb): void {
+    try {
+      this.#onRateLimitWait?.(waitMs, { verb, lane: this.lane });
+    } catch {
+      // An observer's failure must not fail the request it observes.
     }
   }
 

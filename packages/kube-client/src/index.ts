@@ -6,7 +6,7 @@
  */
 
 // The client: connection, auth, transport, rate limiting, and a handle per resource.
-export { KubeClient, type KubeClientOptions, type RateLimitOptions } from './client.js';
+export { KubeClient, type KubeClientOptions, type RateLimitOptions, type RateLimitWait } from './client.js';
 export type { KubeRequest, ResourceHost } from './request.js';
 export { ResourceClient, type SubresourceClient } from './resource.js';
 export {
@@ -57,7 +57,14 @@ export {
 } from './write/retry-on-conflict.js';
 
 // Events (events.k8s.io/v1), aggregated and rate limited as client-go's recorder does.
-export { EventRecorder, type EventRecorderOptions, type EventRecorderStats } from './events/recorder.js';
+export {
+  EventRecorder,
+  DEFAULT_CLOSE_TIMEOUT_MS,
+  defaultReportingInstance,
+  type EventCloseOptions,
+  type EventRecorderOptions,
+  type EventRecorderStats,
+} from './events/recorder.js';
 export type { EventInput, ObjectReference } from './events/event.js';
 
 // Errors: every one extends primitives' ReconcileLoopError (codes RL_KUBE_*).

@@ -1,4 +1,4 @@
-import type { KubeClient, KubeObject, ResourceClient } from '@reconcile-loop/kube-client';
+import type { KubeClient, KubeObject, RateLimiter, RateLimitOptions, ResourceClient } from '@reconcile-loop/kube-client';
 import { isNotFound } from '@reconcile-loop/kube-client/errors';
 import { OptionsError } from '@reconcile-loop/primitives';
 import { leaseSpecFromRecord, recordFromLeaseSpec, type LeaderElectionRecord } from './record.js';
@@ -34,7 +34,16 @@ export interface LeaseLockOptions {
   readonly name: string;
   /** Unique per process instance, e.g. `${hostname}_${randomUUID()}`. */
   readonly identity: string;
+  /**
+   * The Lease's own rate limiter (`client.withLane('leader-election', rateLimit)`): default a bucket
+   * of its own at client-go's 5 QPS / burst 10, so reconcile writes queued on `client` never delay
+   * a renewal; `'shared'` sends the Lease traffic through `client`'s limiter, behind everything else.
+   */
+  readonly rateLimit?: RateLimitOptions | RateLimiter | false | 'shared' | undefined;
 }
+
+/** The lane name the Lease traffic's limiter reports under (`KubeClientOptions.onRateLimitWait`). */
+export const LEASE_LANE = 'leader-election';
 
 /** `coordination.k8s.io/v1` `leases`. */
 export const leaseResource = Object.freeze({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease' });
@@ -62,7 +71,10 @@ export class LeaseLock implements ResourceLock {
     this.namespace = nonEmpty('namespace', options.namespace);
     this.name = nonEmpty('name', options.name);
     this.identity = nonEmpty('identity', options.identity);
-    this.#leases = options.client.resource(leaseResource).inNamespace(this.namespace);
+    // Its own lane: an elector does at most a write per retry period (2 s), so its own bucket never
+    // makes it wait, while the shared one can hold hundreds of reconcile writes ahead of it.
+    const client = options.rateLimit === 'shared' ? options.client : options.client.withLane(LEASE_LANE, options.rateLimit);
+    this.#leases = client.resource(leaseResource).inNamespace(this.namespace);
   }
 
   describe(): string {

@@ -67,6 +67,25 @@ export class Dispatcher<T, P extends Key, S> {
   }
 
   /**
+   * Removes every queued key `drop` answers true for (keys held by a worker are left alone);
+   * returns how many. The others are queued again in their order, each counted as an add again.
+   * Only between terms (no worker is taking keys), so nothing is handed out meanwhile.
+   */
+  dropQueued(drop: (key: P) => boolean): number {
+    const { queue } = this.#o;
+    if (queue.size === 0) return 0;
+    const kept: P[] = [];
+    let dropped = 0;
+    for (let key = queue.tryGet(); key !== undefined; key = queue.tryGet()) {
+      if (drop(key)) dropped += 1;
+      else kept.push(key);
+      this.#done(key);
+    }
+    for (const key of kept) queue.add(key);
+    return dropped;
+  }
+
+  /**
    * One worker: takes a key (held by this worker alone until `done`), runs it, repeats until the
    * queue stops. The key is released only when the reconcile call settles — after a timeout too —
    * so a retry of a hung call waits as a dirty key instead of overlapping it.

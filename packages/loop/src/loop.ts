@@ -142,8 +142,10 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         logger: this.#logger,
         concurrency: this.#settings.concurrency,
         onTerm: () => {
+          const parents = this.#parentsWithObjects();
+          this.#dropGoneParents(parents);
           this.#releaseParked();
-          this.#redrive('new leadership term');
+          this.#redrive('new leadership term', parents);
         },
       });
     this.#dispatcher = new Dispatcher<T, P, S>({
@@ -453,12 +455,30 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       this.#logger.info({ parked: parked.length }, 'new leadership term: parked keys released to be re-derived');
   }
 
-  /** Enqueues every parent once (resync, a new leadership term). */
-  #redrive(why: string): void {
-    // Go's limit: only parents with an object in some store; one that lost its last object (and
-    // its parent object) is not re-driven. Parked keys stay parked: the gate turns them away.
+  /** Parent keys with an object in some store: the primary object or its members, or an owned/mapped secondary object. */
+  #parentsWithObjects(): Set<P> {
     const parents = new Set<P>();
     for (const source of this.#sources) for (const parent of source.parents()) parents.add(parent);
+    return parents;
+  }
+
+  /**
+   * At the start of a term, queued keys whose parent has no object in any store are dropped: what
+   * a controller-runtime replica would hold when it starts leading, since it starts its event
+   * handlers only then and the initial replay enqueues only live objects (plus, through owner
+   * handlers, the owners of objects still cached). Keys queued while standby for parents deleted
+   * meanwhile — or left from an earlier term — would otherwise each run a reconcile of nothing.
+   */
+  #dropGoneParents(parents: ReadonlySet<P>): void {
+    const dropped = this.#dispatcher.dropQueued((key) => !parents.has(key));
+    if (dropped > 0)
+      this.#logger.info({ dropped }, 'new leadership term: dropped queued keys whose parents are gone from every store');
+  }
+
+  /** Enqueues every parent once (resync, a new leadership term). */
+  #redrive(why: string, parents: ReadonlySet<P> = this.#parentsWithObjects()): void {
+    // Go's limit: only parents with an object in some store; one that lost its last object (and
+    // its parent object) is not re-driven. Parked keys stay parked: the gate turns them away.
     for (const parent of parents) this.#dispatcher.offer(parent);
     this.#logger.debug({ parents: parents.size, why }, 're-driving every parent');
   }

@@ -27,7 +27,10 @@ export interface EventRecorderOptions {
   readonly client: KubeClient;
   /** e.g. `example.io/cellset-controller`. */
   readonly reportingController: string;
-  /** Default `{reportingController}-{hostname}` (client-go's). */
+  /**
+   * Names this replica. Default {@link defaultReportingInstance}: `POD_NAME` (or the hostname)
+   * plus the process id, so two replicas differ even on one host.
+   */
   readonly reportingInstance?: string | undefined;
   /** Drives the windows, the sweep and retries. Default the client's clock. */
   readonly clock?: Clock | undefined;
@@ -53,6 +56,35 @@ export interface EventRecorderOptions {
   /** The wait between tries (primitives' `BackoffPolicy`). Default client-go's: 10 s, constant, jittered by up to 25%. */
   readonly retry?: BackoffPolicy | undefined;
   readonly random?: (() => number) | undefined;
+  /**
+   * How long `close()` may spend writing what is still pending before it drops the rest (with one
+   * log line naming how many). Default {@link DEFAULT_CLOSE_TIMEOUT_MS}; `Infinity` waits for all.
+   */
+  readonly closeTimeoutMs?: number | undefined;
+}
+
+/** Options of one {@link EventRecorder.close} call. */
+export interface EventCloseOptions {
+  /** Overrides `closeTimeoutMs` for this close (only the first close's value counts). */
+  readonly timeoutMs?: number | undefined;
+}
+
+/**
+ * `close()`'s default budget. A pod's default termination grace is 30 s and the loop's stop may
+ * take part of it first, so the flush gets 5 s: at client-go's 5 writes/s that is 25 to 35
+ * writes, and what is left is dropped (controller-runtime's broadcaster drops what it cannot send).
+ */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
+
+/**
+ * `{POD_NAME or hostname}_{pid}` (at most 128 characters): the pod name tells replicas on
+ * different pods apart (every container's main process may be pid 1), the pid two processes on one
+ * host (a laptop running two replicas). A restarted process on the same pod reuses it, as it is
+ * the same replica.
+ */
+export function defaultReportingInstance(env: NodeJS.ProcessEnv = process.env, pid: number = process.pid): string {
+  const podName = env['POD_NAME'];
+  return `${podName !== undefined && podName !== '' ? podName : hostname()}_${pid}`.slice(0, 128);
 }
 
 /** What happened to recorded events, for tests and metrics. */
@@ -71,6 +103,8 @@ export interface EventRecorderStats {
   droppedRejected: number;
   droppedRetriesExhausted: number;
   droppedClosed: number;
+  /** Pending when `close()` reached its deadline: never written. */
+  droppedAtDeadline: number;
 }
 
 interface Cached {
@@ -93,6 +127,11 @@ interface Job {
 const DEFAULT_EVENT_RETRY: BackoffPolicy = Object.freeze({ initialMs: 10_000, maxMs: 10_000, factor: 1, jitter: 0.25 });
 
 const eventsResource = { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event' };
+
+function closeTimeout(name: string, value: number): number {
+  if (!(value >= 0)) throw new OptionsError('EventRecorder', `${name} must be a number >= 0 or Infinity, got ${String(value)}`);
+  return value;
+}
 
 function transient(error: unknown): boolean {
   // No answer, or a 5xx/429: worth another try. A 4xx means the event itself is wrong (client-go
@@ -127,6 +166,7 @@ export class EventRecorder {
     droppedRejected: 0,
     droppedRetriesExhausted: 0,
     droppedClosed: 0,
+    droppedAtDeadline: 0,
   };
   readonly #events: ResourceClient<KubeObject>;
   readonly #clock: Clock;
@@ -150,6 +190,10 @@ export class EventRecorder {
   #sweep: unknown;
   #pumping: Promise<void> | undefined;
   #closed = false;
+  readonly #closeTimeoutMs: number;
+  /** Aborted when `close()` reaches its deadline: the write in flight is cancelled, the queue dropped. */
+  readonly #deadline = new AbortController();
+  #closing: Promise<void> | undefined;
 
   constructor(options: EventRecorderOptions) {
     if (
@@ -164,7 +208,8 @@ export class EventRecorder {
     this.#wall = options.wallClock ?? Date.now;
     this.#logger = options.logger;
     this.#controller = options.reportingController;
-    this.#instance = (options.reportingInstance ?? `${options.reportingController}-${hostname()}`).slice(0, 128);
+    this.#instance = (options.reportingInstance ?? defaultReportingInstance()).slice(0, 128);
+    this.#closeTimeoutMs = closeTimeout('closeTimeoutMs', options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS);
     this.#finishMs = options.finishMs ?? 6 * 60_000;
     this.#refreshMs = options.refreshMs ?? 30 * 60_000;
     this.#spamBurst = options.spamBurst ?? 25;
@@ -248,18 +293,41 @@ export class EventRecorder {
 
   /**
    * Stops recording: live series get their final count written, queued writes are sent, timers and
-   * pending retries are dropped. Later `event()` calls are counted as `droppedClosed`.
+   * pending retries are dropped. Later `event()` calls are counted as `droppedClosed`. Bounded by
+   * `timeoutMs` (default the `closeTimeoutMs` option): at the deadline the write in flight is
+   * aborted, everything still pending is dropped and counted in `droppedAtDeadline`, and one warning
+   * says how many. Concurrent and later calls share the first call's close.
    */
-  async close(): Promise<void> {
-    if (this.#closed) return this.flush();
+  close(options: EventCloseOptions = {}): Promise<void> {
+    const timeoutMs = options.timeoutMs === undefined ? this.#closeTimeoutMs : closeTimeout('timeoutMs', options.timeoutMs);
+    this.#closing ??= this.#close(timeoutMs);
+    return this.#closing;
+  }
+
+  async #close(timeoutMs: number): Promise<void> {
     this.#closed = true;
     for (const cached of this.#cache.values()) if (cached.dirty) this.#enqueue({ event: cached.event, series: true, tries: 0 });
     this.#cache.clear();
     if (this.#sweep !== undefined) this.#clock.clearTimeout(this.#sweep);
     this.#sweep = undefined;
-    await this.flush();
     for (const handle of this.#retries) this.#clock.clearTimeout(handle);
     this.#retries.clear();
+    let timer: unknown;
+    if (timeoutMs !== Infinity && this.#pumping !== undefined)
+      timer = this.#clock.setTimeout(() => this.#dropPending(timeoutMs), timeoutMs);
+    await this.flush();
+    if (timer !== undefined) this.#clock.clearTimeout(timer);
+  }
+
+  /** The deadline: cancel the write in flight and drop the queue, with ONE log line for all of it. */
+  #dropPending(timeoutMs: number): void {
+    // The write in flight is counted by #write when its abort lands; the queued ones here.
+    const dropped = this.#queue.length + (this.#pumping === undefined ? 0 : 1);
+    this.stats.droppedAtDeadline += this.#queue.length;
+    this.#queue.length = 0;
+    this.#deadline.abort(new Error(`event recorder closed after ${timeoutMs} ms`));
+    if (dropped > 0)
+      this.#logger?.warn({ dropped, timeoutMs }, `event recorder closed at its deadline: ${dropped} pending events dropped`);
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -311,13 +379,18 @@ export class EventRecorder {
 
   async #write(job: Job): Promise<void> {
     const events = this.#events.inNamespace(job.event.metadata.namespace);
+    const signal = this.#deadline.signal;
+    if (signal.aborted) {
+      this.stats.droppedAtDeadline += 1;
+      return;
+    }
     // Taken when the write starts, so it carries every repeat counted until now.
     const snapshot = structuredClone(job.event);
     if (job.cached) job.cached.dirty = false;
     try {
       if (job.series) {
         try {
-          await events.patch(snapshot.metadata.name, { type: 'merge', body: { series: snapshot.series } });
+          await events.patch(snapshot.metadata.name, { type: 'merge', body: { series: snapshot.series } }, { signal });
           this.stats.patched += 1;
           return;
         } catch (error) {
@@ -325,11 +398,15 @@ export class EventRecorder {
           if (!isNotFound(error)) throw error;
         }
       }
-      await events.create(snapshot as unknown as WriteObject);
+      await events.create(snapshot as unknown as WriteObject, { signal });
       this.stats.created += 1;
     } catch (error) {
       // Already there: a series write created it first (client-go logs this at V(5) and moves on).
       if (isAlreadyExists(error)) return;
+      if (signal.aborted) {
+        this.stats.droppedAtDeadline += 1;
+        return;
+      }
       job.tries += 1;
       if (!transient(error)) {
         this.stats.droppedRejected += 1;

@@ -136,6 +136,8 @@ export class ReferenceModel {
     releases: 0,
     deletedParentRuns: 0,
     terms: 0,
+    /** Queued keys a new term dropped because their parent was gone from every store. */
+    goneParentsDropped: 0,
     requeueZero: 0,
     failures: 0,
     expectations: 0,
@@ -449,6 +451,19 @@ export class ReferenceModel {
   gain(): void {
     this.leading = true;
     this.stats.terms += 1;
+    // controller-runtime starts a controller's event handlers only when leading, and its initial
+    // replay enqueues only live objects (plus, through EnqueueRequestForOwner, owners of objects
+    // still cached): a key queued earlier whose parent has no object in any store is dropped, so
+    // nothing is owed for it. A key still held by a call keeps its re-add (dirty); a retry or
+    // requeue deadline not yet passed still fires later (its timer is not the queue).
+    const live = this.parentsWithObjects();
+    for (const [key, state] of this.#keys) {
+      if (live.has(key) || state.running) continue;
+      if (state.triggered || state.due) this.stats.goneParentsDropped += 1;
+      state.owed = false;
+      state.triggered = false;
+      state.due = false;
+    }
     for (const state of this.#keys.values()) {
       if (state.parkedAt !== null) {
         this.#unpark(state);
