@@ -6,7 +6,7 @@
 
 // Building a reflector.
 export { Reflector } from './reflector.js';
-export { kubeReflector, podReflector, type KubeReflectorOptions } from './pods.js';
+export { kubeReflector, metadataReflector, podReflector, type KubeReflectorOptions } from './pods.js';
 export {
   DEFAULT_LIST_PAGE_SIZE,
   DEFAULT_LIST_TIMEOUT_MS,
