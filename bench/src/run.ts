@@ -2,7 +2,8 @@
  * `pnpm bench` (full sizes, several runs) and `pnpm bench:smoke` (tiny sizes, one run: proves every
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
- * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync),
+ * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync,
+ * owned-metadata),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { runConcurrency, type ConcurrencyResult } from './benchmarks/concurrency.js';
 import { runInitialSync } from './benchmarks/initial-sync.js';
 import { runLatency, type LatencyResult } from './benchmarks/latency.js';
+import { runOwnedMetadata } from './benchmarks/owned-metadata.js';
 import { runPoison } from './benchmarks/poison.js';
 import { runQueue } from './benchmarks/queue.js';
 import { runRelist } from './benchmarks/relist.js';
@@ -46,6 +48,7 @@ const benchmarks = {
   queue: runQueue,
   concurrency: runConcurrency,
   'initial-sync': runInitialSync,
+  'owned-metadata': runOwnedMetadata,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -153,6 +156,7 @@ const summary = {
   ...(results['relist'] !== undefined && { relist: results['relist'] }),
   ...(results['queue'] !== undefined && { queue: results['queue'] }),
   ...(results['initial-sync'] !== undefined && { initialSync: results['initial-sync'] }),
+  ...(results['owned-metadata'] !== undefined && { ownedMetadata: results['owned-metadata'] }),
   ...(results['concurrency'] !== undefined && {
     concurrency: (results['concurrency'] as ConcurrencyResult).rows,
     concurrencyDetail: results['concurrency'],
@@ -174,6 +178,8 @@ const required: Array<[string, boolean]> = [
   ['idleWakeupsPerSec', selectedSet.has('retry')],
   ['concurrency.2.reconcilesPerSec', selectedSet.has('concurrency')],
   ['concurrency.2.p99Ms', selectedSet.has('concurrency')],
+  ['ownedMetadata.fullBytesPerPod', selectedSet.has('owned-metadata')],
+  ['ownedMetadata.metadataBytesPerPod', selectedSet.has('owned-metadata')],
   ...(['list', 'watchList'] as const).flatMap((path) =>
     (['peakBytes', 'storeBytes', 'peakToStoreRatio'] as const).map((key): [string, boolean] => [
       `initialSync.${path}.${key}`,

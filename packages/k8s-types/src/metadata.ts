@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { compactOutput } from './decode/compact.js';
 import { compileSchema, objectMetaSchema, typeMetaShape } from './meta.js';
 
 /**
@@ -12,8 +13,13 @@ import { compileSchema, objectMetaSchema, typeMetaShape } from './meta.js';
  * `apiVersion` and `kind` are kept as sent; they name the representation
  * (`meta.k8s.io/v1` / `PartialObjectMetadata`), not the object's own kind, which the resource you
  * watch already says.
+ *
+ * Marked `compactOutput`, as `podSchema` is: the cached copy of each object is rebuilt at its exact
+ * size (zod builds objects one property at a time, which leaves V8 slack in every one).
  */
-export const partialObjectMetadataSchema = compileSchema(z.object({ ...typeMetaShape, metadata: objectMetaSchema }));
+export const partialObjectMetadataSchema = compactOutput(
+  compileSchema(z.object({ ...typeMetaShape, metadata: objectMetaSchema })),
+);
 
 /** A metadata-only object (output of {@link partialObjectMetadataSchema}). */
 export type PartialObjectMetadata = z.output<typeof partialObjectMetadataSchema>;
