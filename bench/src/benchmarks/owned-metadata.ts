@@ -41,7 +41,11 @@ async function measure(server: ApiServerProcess, mode: Mode, pods: number): Prom
   const reflector: Reflector<KubernetesObjectView> =
     mode === 'full'
       ? (podReflector({ kubeConfig, namespace: NAMESPACE }) as unknown as Reflector<KubernetesObjectView>)
-      : (metadataReflector({ kubeConfig, namespace: NAMESPACE, resource: podResource }) as unknown as Reflector<KubernetesObjectView>);
+      : (metadataReflector({
+          kubeConfig,
+          namespace: NAMESPACE,
+          resource: podResource,
+        }) as unknown as Reflector<KubernetesObjectView>);
   const store = new ObjectStore<KubernetesObjectView, string>({ keyMap: () => 'all' });
   const controller = new AbortController();
   for await (const event of reflector.open(controller.signal)) {

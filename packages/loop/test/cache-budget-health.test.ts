@@ -49,7 +49,10 @@ describe('loop.health() with a source over its memory budget', () => {
     expect(red.alive.ok).toBe(true);
     expect(red.sources[source.name]?.sourceHealth?.cache?.refused).toBe(3);
 
-    source.report = { ...source.report, cache: { objects: 2, bytesEstimate: 900, budgetBytes: 1_000, refused: 0, reason: undefined } };
+    source.report = {
+      ...source.report,
+      cache: { objects: 2, bytesEstimate: 900, budgetBytes: 1_000, refused: 0, reason: undefined },
+    };
     expect(loop.health().ready.ok).toBe(true);
     await loop.stop();
   });

@@ -8,15 +8,7 @@ import { podResource, type PartialObjectMetadata } from '@reconcile-loop/k8s-typ
 import type { SourceEvent } from '@reconcile-loop/object-store';
 import { afterEach, describe, expect, it } from 'vitest';
 import { metadataReflector } from '../src/index.js';
-import {
-  expectStoreEqualsFreshList,
-  fastClock,
-  kubeConfigFor,
-  runCleanups,
-  server,
-  tapOf,
-  WAIT_MS,
-} from './embedded-helpers.js';
+import { expectStoreEqualsFreshList, fastClock, kubeConfigFor, runCleanups, server, tapOf, WAIT_MS } from './embedded-helpers.js';
 
 const NS = 'pool-a';
 const SCOPE = { namespace: NS, labelSelector: 'pool' };
@@ -89,7 +81,13 @@ describe('metadata-only reflector over real HTTP (embedded apiserver)', () => {
 
   it('[k8s_reflector: Metadata-only] a WATCH answered 410 after a compaction relists as metadata; the missed delete is synthesised; bookmarks advance the cursor', async () => {
     const s = await seeded({ bookmarkIntervalMs: 100 });
-    const reflector = metadataReflector({ kubeConfig: kubeConfigFor(s), resource: podResource, ...SCOPE, clock: fastClock, random: () => 0 });
+    const reflector = metadataReflector({
+      kubeConfig: kubeConfigFor(s),
+      resource: podResource,
+      ...SCOPE,
+      clock: fastClock,
+      random: () => 0,
+    });
     const { tap } = tapOf<PartialObjectMetadata>(reflector);
     await tap.next('the listing');
     await s.waitForWatches(1, WAIT_MS);

@@ -93,7 +93,8 @@ export const METADATA_CASES: ConformanceCase[] = [
   },
   {
     id: 'metadata-watch-list',
-    title: 'a watch-list with as=PartialObjectMetadata streams PartialObjectMetadata and ends with a PartialObjectMetadata bookmark',
+    title:
+      'a watch-list with as=PartialObjectMetadata streams PartialObjectMetadata and ends with a PartialObjectMetadata bookmark',
     run: async (t, ns) => {
       await twoConfigMaps(t, ns);
       const frames = await t.frames(

@@ -109,11 +109,7 @@ export class Target {
   }
 
   /** Watch frames (parsed lines) that arrive until EOF or `maxMs`. */
-  async frames(
-    path: string,
-    maxMs: number,
-    accept?: string,
-  ): Promise<Array<{ type: string; object: Record<string, unknown> }>> {
+  async frames(path: string, maxMs: number, accept?: string): Promise<Array<{ type: string; object: Record<string, unknown> }>> {
     const a = await this.request('GET', path, accept === undefined ? { maxMs } : { maxMs, accept });
     return a.text
       .split('\n')
