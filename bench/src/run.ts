@@ -3,7 +3,7 @@
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
  * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync,
- * indexes),
+ * indexes, owned-metadata),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -14,6 +14,7 @@ import { runConcurrency, type ConcurrencyResult } from './benchmarks/concurrency
 import { runIndexes } from './benchmarks/indexes.js';
 import { runInitialSync } from './benchmarks/initial-sync.js';
 import { runLatency, type LatencyResult } from './benchmarks/latency.js';
+import { runOwnedMetadata } from './benchmarks/owned-metadata.js';
 import { runPoison } from './benchmarks/poison.js';
 import { runQueue } from './benchmarks/queue.js';
 import { runRelist } from './benchmarks/relist.js';
@@ -49,6 +50,7 @@ const benchmarks = {
   concurrency: runConcurrency,
   'initial-sync': runInitialSync,
   indexes: runIndexes,
+  'owned-metadata': runOwnedMetadata,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -157,6 +159,7 @@ const summary = {
   ...(results['queue'] !== undefined && { queue: results['queue'] }),
   ...(results['initial-sync'] !== undefined && { initialSync: results['initial-sync'] }),
   ...(results['indexes'] !== undefined && { indexes: results['indexes'] }),
+  ...(results['owned-metadata'] !== undefined && { ownedMetadata: results['owned-metadata'] }),
   ...(results['concurrency'] !== undefined && {
     concurrency: (results['concurrency'] as ConcurrencyResult).rows,
     concurrencyDetail: results['concurrency'],
@@ -178,6 +181,8 @@ const required: Array<[string, boolean]> = [
   ['idleWakeupsPerSec', selectedSet.has('retry')],
   ['concurrency.2.reconcilesPerSec', selectedSet.has('concurrency')],
   ['concurrency.2.p99Ms', selectedSet.has('concurrency')],
+  ['ownedMetadata.fullBytesPerPod', selectedSet.has('owned-metadata')],
+  ['ownedMetadata.metadataBytesPerPod', selectedSet.has('owned-metadata')],
   ...(['list', 'watchList'] as const).flatMap((path) =>
     (['peakBytes', 'storeBytes', 'peakToStoreRatio'] as const).map((key): [string, boolean] => [
       `initialSync.${path}.${key}`,

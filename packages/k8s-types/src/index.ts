@@ -19,6 +19,9 @@ export {
   type OwnerReference,
 } from './meta.js';
 
+// Metadata only: the view of a kind a controller only owns or watches (PartialObjectMetadata).
+export { partialObjectMetadataSchema, type PartialObjectMetadata } from './metadata.js';
+
 // Pods: the view a pool tracker reads, and the core/v1 resource.
 export {
   podResource,

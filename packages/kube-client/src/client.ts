@@ -348,7 +348,7 @@ export class KubeClient implements ResourceHost {
       user?.removeEventListener('abort', onUserAbort);
     };
     const remaining = (): number => (timeoutMs > 0 ? timeoutMs - (this.#clock.now() - started) : Number.POSITIVE_INFINITY);
-    const headers: Record<string, string> = { Accept: 'application/json' };
+    const headers: Record<string, string> = { Accept: request.accept ?? 'application/json' };
     if (this.#userAgent !== undefined) headers['User-Agent'] = this.#userAgent;
     let body: string | undefined;
     if (request.body !== undefined) {

@@ -7,7 +7,12 @@
 
 // The client: connection, auth, transport, rate limiting, and a handle per resource.
 export { KubeClient, type KubeClientOptions, type RateLimitOptions, type RateLimitWait } from './client.js';
-export type { KubeRequest, ResourceHost } from './request.js';
+export {
+  PARTIAL_OBJECT_METADATA_ACCEPT,
+  PARTIAL_OBJECT_METADATA_LIST_ACCEPT,
+  type KubeRequest,
+  type ResourceHost,
+} from './request.js';
 export { ResourceClient, type SubresourceClient } from './resource.js';
 export {
   httpTransport,
@@ -31,6 +36,7 @@ export type {
   KubeObject,
   KubeObjectMeta,
   ListOptions,
+  MetadataOnlyOption,
   ObjectList,
   Patch,
   PatchOptions,

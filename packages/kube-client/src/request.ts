@@ -22,7 +22,23 @@ export interface KubeRequest {
   readonly timeoutMs?: number | undefined;
   /** Watch only: overrides the client's `maxFrameBytes`. */
   readonly maxFrameBytes?: number | undefined;
+  /**
+   * The `Accept` header; default `application/json`. A metadata-only read sends
+   * {@link PARTIAL_OBJECT_METADATA_ACCEPT} (GET, WATCH) or {@link PARTIAL_OBJECT_METADATA_LIST_ACCEPT} (LIST).
+   */
+  readonly accept?: string | undefined;
 }
+
+/**
+ * The media type that asks the apiserver for an object (GET) or a watch's objects as
+ * `meta.k8s.io/v1` `PartialObjectMetadata`: `apiVersion`, `kind` and `metadata` only, converted
+ * on the server (kube-rs `JSON_METADATA_MIME`, client-go's metadata client). No fallback type is
+ * offered: a server that cannot convert answers 406, which is a clear failure, where a full
+ * object read as metadata would silently cost what the option exists to save.
+ */
+export const PARTIAL_OBJECT_METADATA_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+/** {@link PARTIAL_OBJECT_METADATA_ACCEPT} for a LIST: the answer is a `PartialObjectMetadataList` (kube-rs `JSON_METADATA_LIST_MIME`). */
+export const PARTIAL_OBJECT_METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 /** What a resource handle needs of its client; `KubeClient` is one. */
 export interface ResourceHost {

@@ -2,7 +2,12 @@ import { OptionsError } from '@reconcile-loop/primitives';
 import type { ObjectSchema, WatchFrame } from '@reconcile-loop/k8s-types';
 import { parseObject, readWatchFrame } from '@reconcile-loop/k8s-types/internal';
 import { decodeJsonBody, readListBody } from './http/body.js';
-import type { KubeRequest, ResourceHost } from './request.js';
+import {
+  PARTIAL_OBJECT_METADATA_ACCEPT,
+  PARTIAL_OBJECT_METADATA_LIST_ACCEPT,
+  type KubeRequest,
+  type ResourceHost,
+} from './request.js';
 import { isExpired, KubeProtocolError } from './errors.js';
 import { apiVersionOf, collectionPath, objectPath } from './paths.js';
 import { toStatus } from './http/status-body.js';
@@ -13,6 +18,7 @@ import type {
   DeleteResult,
   KubeObject,
   ListOptions,
+  MetadataOnlyOption,
   ObjectList,
   Patch,
   PatchOptions,
@@ -145,14 +151,15 @@ export class ResourceClient<T> {
     return this.parse(await this.#client.request(request), request.verb.toUpperCase());
   }
 
-  /** GET one object. */
-  async get(name: string, options?: RequestOptions): Promise<T> {
+  /** GET one object (its `PartialObjectMetadata` with `metadataOnly`). */
+  async get(name: string, options?: RequestOptions & MetadataOnlyOption): Promise<T> {
     return this.#object({
       verb: 'get',
       method: 'GET',
       path: objectPath(this.resource, name, this.namespace),
       signal: options?.signal,
       timeoutMs: options?.timeoutMs,
+      accept: options?.metadataOnly === true ? PARTIAL_OBJECT_METADATA_ACCEPT : undefined,
     });
   }
 
@@ -171,6 +178,7 @@ export class ResourceClient<T> {
       },
       signal: options?.signal,
       timeoutMs: options?.timeoutMs,
+      accept: options?.metadataOnly === true ? PARTIAL_OBJECT_METADATA_LIST_ACCEPT : undefined,
     };
   }
 
@@ -252,6 +260,7 @@ export class ResourceClient<T> {
       signal: options.signal,
       timeoutMs: options.timeoutMs,
       maxFrameBytes: options.maxFrameBytes,
+      accept: options.metadataOnly === true ? PARTIAL_OBJECT_METADATA_ACCEPT : undefined,
     };
   }
 

@@ -59,6 +59,17 @@ export interface WriteOptions extends RequestOptions {
   readonly fieldValidation?: 'Strict' | 'Warn' | 'Ignore' | undefined;
 }
 
+/** How a read's objects come back. */
+export interface MetadataOnlyOption {
+  /**
+   * `true` asks the apiserver for `meta.k8s.io/v1` `PartialObjectMetadata` instead of the whole
+   * object (a LIST answers a `PartialObjectMetadataList`; a WATCH's frames carry
+   * `PartialObjectMetadata`): `apiVersion`, `kind` and `metadata` only. Read it with a
+   * metadata view (k8s-types' `partialObjectMetadataSchema`). Default `false`.
+   */
+  readonly metadataOnly?: boolean | undefined;
+}
+
 /** Which objects a LIST, WATCH or DELETECOLLECTION covers. */
 export interface SelectorOptions {
   /** e.g. `app=web,tier!=cache`. */
@@ -68,7 +79,7 @@ export interface SelectorOptions {
 }
 
 /** Options of one LIST call. */
-export interface ListOptions extends RequestOptions, SelectorOptions {
+export interface ListOptions extends RequestOptions, SelectorOptions, MetadataOnlyOption {
   /** Page size; the answer carries `continue` when more remain. */
   readonly limit?: number | undefined;
   /** The `continue` token of the previous page. */
@@ -89,7 +100,7 @@ export interface ObjectList<T> {
 }
 
 /** Options of a WATCH. */
-export interface WatchOptions extends RequestOptions, SelectorOptions {
+export interface WatchOptions extends RequestOptions, SelectorOptions, MetadataOnlyOption {
   /** The cursor to resume from. Omit (or `"0"`) to start with synthetic ADDED events for the current state. */
   readonly resourceVersion?: string | undefined;
   /** Server-side lifetime of the watch, in seconds; the stream ends cleanly after it. */

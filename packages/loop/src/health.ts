@@ -121,9 +121,12 @@ export function verdicts<P extends Key>(input: HealthInputs<P>): { ready: Health
       alive.push({ name, ok: false, reason });
       continue;
     }
+    const overBudget = source.sourceHealth?.cache?.refused ? source.sourceHealth.cache.reason : undefined;
     if (!source.synced)
       ready.push({ name, ok: false, reason: `not synced yet${source.consecutiveFailures > 0 ? `; ${failing}` : ''}` });
     else if (failingMs > limits.sourceFailingMs) ready.push({ name, ok: false, reason: failing });
+    // A cache its memory budget holds incomplete is not a true view of the kind: not ready, still alive.
+    else if (overBudget !== undefined) ready.push({ name, ok: false, reason: overBudget });
     else ready.push({ name, ok: true });
 
     const silentMs = source.msSinceLastEvent;

@@ -56,6 +56,7 @@ export function snapshotOf<T, P extends Key, S>(parts: SnapshotParts<T, P, S>): 
       msSinceLastFrame: health.lastEventAt === undefined ? undefined : now - health.lastEventAt,
       opens: health.opens,
       stats: numericStats(parts.sources[i]),
+      cache: health.sourceHealth?.cache,
     };
   });
   return {

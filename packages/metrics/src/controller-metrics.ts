@@ -255,6 +255,21 @@ function instrumentsFor(registry: Registry): Instruments {
       if (src.msSinceLastFrame !== undefined) set(l, src.msSinceLastFrame / 1000);
     }),
   );
+  gauge(LOOP_METRICS.cacheBytes, (set, s) =>
+    perSource(s, (l, src) => {
+      if (src.cache !== undefined) set(l, src.cache.bytesEstimate);
+    }),
+  );
+  gauge(LOOP_METRICS.cacheBudget, (set, s) =>
+    perSource(s, (l, src) => {
+      if (src.cache?.budgetBytes !== undefined) set(l, src.cache.budgetBytes);
+    }),
+  );
+  gauge(LOOP_METRICS.cacheRefused, (set, s) =>
+    perSource(s, (l, src) => {
+      if (src.cache !== undefined) set(l, src.cache.refused);
+    }),
+  );
   readCounter(LOOP_METRICS.relists, (set, s) =>
     perSource(s, (l, src) => {
       const relists = src.stats?.relists;

@@ -163,4 +163,22 @@ export const LOOP_METRICS = Object.freeze({
     SRC,
     'Seconds since the last event or frame (bookmarks included) of each source',
   ),
+  cacheBytes: def(
+    'gauge',
+    'reconcile_loop_source_bytes_estimate',
+    SRC,
+    'Estimated heap bytes held by the objects of each source (a walk over each view as it arrives, kept as a running sum)',
+  ),
+  cacheBudget: def(
+    'gauge',
+    'reconcile_loop_source_memory_budget_bytes',
+    SRC,
+    'The memory budget of each source that has one, in estimated bytes',
+  ),
+  cacheRefused: def(
+    'gauge',
+    'reconcile_loop_source_refused_objects',
+    SRC,
+    'Objects of each source not cached because its memory budget was full (above 0 the cache is incomplete)',
+  ),
 });

@@ -37,6 +37,7 @@ export {
   reportsHealth,
   isPermanentSourceError,
   type SourceHealth,
+  type SourceCacheCost,
   type HealthReportingSource,
   type QuarantinedObject,
   type PermanentSourceError,

@@ -34,6 +34,22 @@ export interface SourceHealth {
   readonly consecutiveFailures: number;
   /** Objects whose newest version failed validation: the store holds their last good version, if they had one. */
   readonly quarantined: readonly QuarantinedObject[];
+  /** Optional: what the source's objects cost the store, and its memory budget (a reflector reports it). */
+  readonly cache?: SourceCacheCost | undefined;
+}
+
+/** What a source's objects cost the store it feeds (see the reflector's `memoryBudgetBytes`). */
+export interface SourceCacheCost {
+  /** Objects handed on and not deleted since. */
+  readonly objects: number;
+  /** Estimated heap bytes those objects hold (the source says how it estimates). */
+  readonly bytesEstimate: number;
+  /** The source's memory budget in bytes; undefined without one. */
+  readonly budgetBytes: number | undefined;
+  /** Objects that exist but were not handed on because the budget was full; above 0 the cache is incomplete. */
+  readonly refused: number;
+  /** Why the cache is incomplete (set while `refused > 0`), one line. */
+  readonly reason: string | undefined;
 }
 
 /** A source that can report its health. Optional: in-process sources need not. */

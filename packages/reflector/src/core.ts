@@ -7,6 +7,7 @@ import { isKubeApiError } from '@reconcile-loop/kube-client';
 import type { ResolvedOptions } from './options.js';
 import { ListTimeoutError } from './errors.js';
 import { Quarantine } from './quarantine.js';
+import { CacheLedger } from './cache-cost.js';
 
 /** Counters for tests and metrics; cumulative over every stream this reflector opened. */
 export interface ReflectorStats {
@@ -89,6 +90,8 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   readonly logger: Logger;
   readonly random: () => number;
   readonly quarantine = new Quarantine();
+  /** What the objects handed on cost, and the memory budget; written where a phase hands an event on. */
+  readonly cache: CacheLedger;
   /** Retry delay for failures. Reset only by a healthy watch (a frame applied, or ended on time). */
   readonly #backoff: Backoff;
   /** Delay before a heal relist after a skipped frame. Reset by a watch that ended on time with nothing skipped. */
@@ -147,6 +150,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     this.clock = parts.clock;
     this.logger = parts.logger;
     this.random = parts.random;
+    this.cache = new CacheLedger(options.memoryBudgetBytes, parts.logger, (extra) => this.fields(extra));
     // Only proof of health resets these; a policy's `resetAfterMs` measures on the reflector's clock.
     this.#backoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
     this.#healBackoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
@@ -432,6 +436,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
       lastError: this.#lastError,
       consecutiveFailures: this.#consecutiveFailures,
       quarantined: this.quarantine.list(),
+      cache: this.cache.cost(),
     };
   }
 }

@@ -6,7 +6,7 @@
 
 // Building a reflector.
 export { Reflector } from './reflector.js';
-export { kubeReflector, podReflector, type KubeReflectorOptions } from './pods.js';
+export { kubeReflector, metadataReflector, podReflector, type KubeReflectorOptions } from './pods.js';
 export {
   DEFAULT_LIST_PAGE_SIZE,
   DEFAULT_LIST_TIMEOUT_MS,
@@ -24,6 +24,9 @@ export type {
   ListWatchScope,
   WatchRequest,
 } from './client.js';
+
+// What the cached objects cost (health().cache) and the memory budget's warning threshold.
+export { estimateBytes, MEMORY_BUDGET_WARN_FRACTION, type CacheCost } from './cache-cost.js';
 
 // How a failed WATCH is read: relist (expired, too large, rejected resourceVersion) or retry.
 export { watchVerdict } from './classify.js';

@@ -21,6 +21,12 @@ export interface KubeApiClientOptions {
    * kube-client's `DEFAULT_MAX_FRAME_BYTES` (16 MiB: client-go's streaming decoder's cap; etcd refuses an object over 1.5 MiB by default, so no real frame comes near it).
    */
   maxFrameBytes?: number | undefined;
+  /**
+   * `true`: every LIST and WATCH asks for `PartialObjectMetadata` (kube-client's `metadataOnly`):
+   * the apiserver sends `apiVersion`, `kind` and `metadata` only. Read the answers with k8s-types'
+   * `partialObjectMetadataSchema` ({@link metadataReflector} sets both). Default `false`.
+   */
+  metadataOnly?: boolean | undefined;
 }
 
 /**
@@ -92,6 +98,7 @@ export class KubeApiClient implements ListWatchClient {
   readonly kubeClient: KubeClient;
   readonly #handle: ResourceClient<unknown>;
   readonly #maxFrameBytes: number;
+  readonly #metadataOnly: boolean;
   /** kube-client sends `sendInitialEvents` and `resourceVersionMatch` on a WATCH: watch-list is available. */
   readonly supportsWatchList = true;
 
@@ -101,6 +108,7 @@ export class KubeApiClient implements ListWatchClient {
       throw new OptionsError('KubeApiClient', `maxFrameBytes must be a positive integer, got ${String(maxFrameBytes)}`);
     }
     this.#maxFrameBytes = maxFrameBytes;
+    this.#metadataOnly = options.metadataOnly === true;
     this.kubeClient = isKubeClient(source) ? source : reflectorKubeClient(source, { maxFrameBytes });
     this.#handle = this.kubeClient.resource(resource, passThrough);
   }
@@ -157,6 +165,7 @@ export class KubeApiClient implements ListWatchClient {
       continue: request.continue,
       signal: request.signal,
       timeoutMs: 0,
+      metadataOnly: this.#metadataOnly,
     };
   }
 
@@ -193,6 +202,7 @@ export class KubeApiClient implements ListWatchClient {
       fieldSelector: request.fieldSelector,
       signal: request.signal,
       maxFrameBytes: this.#maxFrameBytes,
+      metadataOnly: this.#metadataOnly,
     };
   }
 }

@@ -86,6 +86,14 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
    * Default 16 MiB.
    */
   maxFrameBytes?: number | undefined;
+  /**
+   * Estimated heap bytes this reflector's objects may hold in the consumer's store (see
+   * `health().cache`). At 80% a warning is logged; past it, new objects are not handed on (a cached
+   * object's newer version always is), `health().cache.refused` counts them and the loop's
+   * readiness goes red with the reason, instead of the process growing until it is OOM-killed. A
+   * refused object enters once it fits again and it changes, or at the next relist. Default none.
+   */
+  memoryBudgetBytes?: number | undefined;
   /** Time source for every timer. Default the system clock. */
   clock?: Clock | undefined;
   /** Where failures, quarantines and recoveries are reported. Default silent (failures still reach `health()`). */
@@ -104,6 +112,7 @@ export interface ResolvedOptions {
   readonly maxFrameBytes: number;
   readonly initialList: InitialListMode;
   readonly listPageSize: number;
+  readonly memoryBudgetBytes: number | undefined;
 }
 
 function positive(name: string, value: number, allowZero: boolean): number {
@@ -128,6 +137,8 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
     maxFrameBytes: positive('maxFrameBytes', options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, false),
     initialList: options.initialList ?? 'list',
     listPageSize: positive('listPageSize', options.listPageSize ?? DEFAULT_LIST_PAGE_SIZE, true),
+    memoryBudgetBytes:
+      options.memoryBudgetBytes === undefined ? undefined : positive('memoryBudgetBytes', options.memoryBudgetBytes, false),
   };
   if (!['auto', 'watch-list', 'list'].includes(resolved.initialList)) {
     throw new OptionsError(

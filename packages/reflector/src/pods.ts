@@ -1,4 +1,12 @@
-import { podResource, podSchema, type ApiResource, type KubernetesObjectView, type Pod } from '@reconcile-loop/k8s-types';
+import {
+  partialObjectMetadataSchema,
+  podResource,
+  podSchema,
+  type ApiResource,
+  type KubernetesObjectView,
+  type PartialObjectMetadata,
+  type Pod,
+} from '@reconcile-loop/k8s-types';
 import type { KubeClient, KubeConfigAuth } from '@reconcile-loop/kube-client';
 import { OptionsError } from '@reconcile-loop/primitives';
 import { KubeApiClient } from './kube-api.js';
@@ -20,13 +28,32 @@ export interface KubeReflectorOptions<T extends KubernetesObjectView> extends Om
 
 /** A reflector for any kind (a custom resource included): its schema and API path, over a `KubeClient` (given, or built from a `KubeConfig`). */
 export function kubeReflector<T extends KubernetesObjectView>(options: KubeReflectorOptions<T>): Reflector<T> {
+  return reflectorOver(options, false);
+}
+
+function reflectorOver<T extends KubernetesObjectView>(options: KubeReflectorOptions<T>, metadataOnly: boolean): Reflector<T> {
   const { kubeConfig, kubeClient, resource, ...rest } = options;
   if ((kubeConfig === undefined) === (kubeClient === undefined))
     throw new OptionsError('podReflector', 'give exactly one of kubeConfig and kubeClient');
   return new Reflector<T>({
     ...rest,
-    client: new KubeApiClient((kubeClient ?? kubeConfig)!, resource, { maxFrameBytes: rest.maxFrameBytes }),
+    client: new KubeApiClient((kubeClient ?? kubeConfig)!, resource, { maxFrameBytes: rest.maxFrameBytes, metadataOnly }),
   });
+}
+
+/**
+ * A metadata-only reflector for a kind a controller only owns or watches (controller-runtime's
+ * `OnlyMetadata`, kube-rs's `metadata_watcher`): every LIST and WATCH asks the apiserver for
+ * `PartialObjectMetadata`, so the wire and the cache carry `apiVersion`, `kind` and `metadata` only
+ * (k8s-types' {@link PartialObjectMetadata}: name, namespace, uid, resourceVersion, generation,
+ * labels, annotations, ownerReferences, finalizers, creation and deletion timestamps). Everything
+ * else is a reflector's: paged LIST, watch-list, 410 relist, bookmarks. Use it as a loop's
+ * secondary source for owned objects; `ownerReferences` map them to their parent.
+ */
+export function metadataReflector(
+  options: Omit<KubeReflectorOptions<PartialObjectMetadata>, 'schema'>,
+): Reflector<PartialObjectMetadata> {
+  return reflectorOver<PartialObjectMetadata>({ ...options, schema: partialObjectMetadataSchema }, true);
 }
 
 /** A reflector for pods (the bundled kind), scoped by namespace and label / field selector. */

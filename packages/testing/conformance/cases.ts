@@ -5,6 +5,7 @@
  */
 import type { ConformanceCase } from './case.js';
 import type { Target } from './target.js';
+import { METADATA_CASES } from './metadata-cases.js';
 import { WATCH_LIST_CASES } from './watch-list-cases.js';
 
 /** A pod body with one container. */
@@ -543,4 +544,5 @@ export const CASES: ConformanceCase[] = [
     },
   },
   ...WATCH_LIST_CASES,
+  ...METADATA_CASES,
 ];

@@ -43,6 +43,8 @@ export interface RequestOptions {
   token?: string | false;
   /** For watches: stop reading after this many ms (the answer holds what arrived). */
   maxMs?: number;
+  /** The `Accept` header; default `application/json`. */
+  accept?: string;
 }
 
 /** A server the cases run against. */
@@ -57,7 +59,7 @@ export class Target {
   /** One request; the body is JSON-encoded unless a string. */
   request(method: string, path: string, o: RequestOptions = {}): Promise<Answer> {
     const url = new URL(path, this.access.server);
-    const headers: Record<string, string> = { Accept: 'application/json' };
+    const headers: Record<string, string> = { Accept: o.accept ?? 'application/json' };
     const token = o.token ?? this.access.token;
     if (token !== false) headers['Authorization'] = `Bearer ${token}`;
     let body: string | undefined;
@@ -107,8 +109,8 @@ export class Target {
   }
 
   /** Watch frames (parsed lines) that arrive until EOF or `maxMs`. */
-  async frames(path: string, maxMs: number): Promise<Array<{ type: string; object: Record<string, unknown> }>> {
-    const a = await this.request('GET', path, { maxMs });
+  async frames(path: string, maxMs: number, accept?: string): Promise<Array<{ type: string; object: Record<string, unknown> }>> {
+    const a = await this.request('GET', path, accept === undefined ? { maxMs } : { maxMs, accept });
     return a.text
       .split('\n')
       .filter((l) => l.trim() !== '')

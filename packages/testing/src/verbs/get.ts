@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sendJson } from '../http/io.js';
+import { acceptsPartialObject, toPartialObject } from '../partial-metadata.js';
 import { acceptsTable, toTable } from '../table.js';
 import type { Route, ServerContext } from './context.js';
 import { includeObject } from './query.js';
@@ -10,7 +11,7 @@ export function serveGet(ctx: ServerContext, req: IncomingMessage, res: ServerRe
   const obj = ctx.engine.get(r, route.namespace ?? '', route.name!);
   const table = acceptsTable(req.headers.accept);
   if (table === undefined) {
-    sendJson(res, 200, obj);
+    sendJson(res, 200, acceptsPartialObject(req.headers.accept) ? toPartialObject(obj) : obj);
     return;
   }
   sendJson(

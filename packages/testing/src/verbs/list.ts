@@ -13,6 +13,7 @@ import {
   notSupported,
   type FieldError,
 } from '../status.js';
+import { acceptsPartialList, toPartialList } from '../partial-metadata.js';
 import { acceptsTable, toTable } from '../table.js';
 import type { ServerContext } from './context.js';
 import { awaitRevision, includeObject, listInvalid, listJson, parseRv, selected, selectors } from './query.js';
@@ -129,6 +130,10 @@ export async function serveList(
     if (next !== undefined) opts.continueToken = next;
     if (remaining !== undefined) opts.remainingItemCount = remaining;
     sendJson(res, 200, toTable(r, page, opts));
+    return;
+  }
+  if (acceptsPartialList(req.headers.accept)) {
+    sendJson(res, 200, toPartialList(page, String(at), next, remaining));
     return;
   }
   sendJsonParts(res, 200, listJson(r, page, String(at), next, remaining));

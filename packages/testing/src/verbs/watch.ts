@@ -4,6 +4,7 @@ import { ApiServerStatusError } from '../errors.js';
 import { JSON_HEADERS, parseBool } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { EXPIRED_WATCH_MESSAGE, badRequest, expired, forbidden, notSupported, tooOldWatch, type FieldError } from '../status.js';
+import { acceptsPartialObject } from '../partial-metadata.js';
 import { acceptsTable } from '../table.js';
 import { WatchConnection } from '../watch/connection.js';
 import type { ServerContext } from './context.js';
@@ -76,6 +77,7 @@ export async function serveWatch(
         fields,
         bookmarks: bookmarks === true,
         table: tableVersion === undefined ? undefined : { version: tableVersion, include },
+        metadataOnly: tableVersion === undefined && acceptsPartialObject(req.headers.accept),
         afterRevision,
         maxBufferBytes: ctx.opts.maxWatchBufferBytes,
       },

@@ -4,6 +4,7 @@ import { matchesFields, matchesLabels, type FieldRequirement, type LabelRequirem
 import type { KubeStatus } from '../status.js';
 import { watchFrameBytes } from '../engine/serialized.js';
 import type { StoredEvent } from '../engine/store.js';
+import { partialBookmark, toPartialObject } from '../partial-metadata.js';
 import { toTable, type IncludeObject, type TableVersion } from '../table.js';
 import type { ApiServerObject } from '../types.js';
 import { FrameWriter } from './frame-writer.js';
@@ -16,6 +17,8 @@ export interface WatchSpec {
   fields: FieldRequirement[];
   bookmarks: boolean;
   table: { version: TableVersion; include: IncludeObject } | undefined;
+  /** Objects (bookmarks included) are sent as `PartialObjectMetadata` (see partial-metadata.ts). */
+  metadataOnly?: boolean | undefined;
   /** Writes at or below this revision are already reflected in what the watch sent. */
   afterRevision: number;
   /** Bytes a live event may find unsent in this watch's buffer before the watch is terminated; 0: no bound. */
@@ -145,6 +148,10 @@ export class WatchConnection {
       this.#write(JSON.stringify({ type, object: table }));
       return;
     }
+    if (this.spec.metadataOnly === true) {
+      this.#write(JSON.stringify({ type, object: toPartialObject(o) }));
+      return;
+    }
     // Each stored object is encoded once for every watcher and every frame type (engine/serialized.ts).
     this.#writeFrame(watchFrameBytes(type, o));
   }
@@ -158,6 +165,10 @@ export class WatchConnection {
     const metadata: Record<string, unknown> = { resourceVersion: String(this.#currentRevision()) };
     if (annotations !== undefined) metadata['annotations'] = annotations;
     const r = this.spec.resource;
+    if (this.spec.metadataOnly === true) {
+      this.#write(JSON.stringify({ type: 'BOOKMARK', object: partialBookmark(metadata) }));
+      return;
+    }
     this.#write(
       JSON.stringify({ type: 'BOOKMARK', object: { kind: r.kind, apiVersion: r.apiVersion, metadata, ...r.bookmarkStub } }),
     );

@@ -1,0 +1,106 @@
+/**
+ * owned-metadata: heap per owned pod when a controller caches owned pods as full views (podSchema)
+ * versus metadata only (`metadataReflector`: PartialObjectMetadata over the wire), and how close
+ * the reflector's running `health().cache.bytesEstimate` comes to that heap. The apiserver runs in
+ * a child process, so only the client's heap is measured: a settled heap before the listing, the
+ * store filled by one listing, the stream closed (the reflector's buffers gone), a settled heap
+ * with the store alone held. Modes alternate round by round so drift hits both alike.
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import { podResource, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
+import { ObjectStore } from '@reconcile-loop/object-store';
+import { metadataReflector, podReflector, type Reflector } from '@reconcile-loop/reflector';
+import { ApiServerProcess } from '../lib/apiserver-process.js';
+import type { BenchContext } from '../lib/context.js';
+import { heapAfterGc } from '../lib/heap.js';
+import { NAMESPACE } from '../lib/pods.js';
+import { fmt, summarize, type Summary } from '../lib/stats.js';
+
+type Mode = 'full' | 'metadata';
+
+export interface OwnedMetadataResult {
+  readonly pods: number;
+  /** Heap per owned pod held as the full pod view (median over rounds), bytes. */
+  readonly fullBytesPerPod: number;
+  /** Heap per owned pod held as PartialObjectMetadata (median over rounds), bytes. */
+  readonly metadataBytesPerPod: number;
+  /** The reflector's `health().cache.bytesEstimate` per pod, and its ratio to the measured heap. */
+  readonly estimate: {
+    readonly fullBytesPerPod: number;
+    readonly metadataBytesPerPod: number;
+    readonly fullToHeap: number;
+    readonly metadataToHeap: number;
+  };
+  readonly rounds: { readonly full: Summary; readonly metadata: Summary };
+}
+
+async function measure(server: ApiServerProcess, mode: Mode, pods: number): Promise<{ heap: number; estimate: number }> {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(server.kubeconfig);
+  const before = await heapAfterGc();
+  const reflector: Reflector<KubernetesObjectView> =
+    mode === 'full'
+      ? (podReflector({ kubeConfig, namespace: NAMESPACE }) as unknown as Reflector<KubernetesObjectView>)
+      : (metadataReflector({
+          kubeConfig,
+          namespace: NAMESPACE,
+          resource: podResource,
+        }) as unknown as Reflector<KubernetesObjectView>);
+  const store = new ObjectStore<KubernetesObjectView, string>({ keyMap: () => 'all' });
+  const controller = new AbortController();
+  for await (const event of reflector.open(controller.signal)) {
+    store.apply(event);
+    if (event.type === 'replace') break; // ends the stream: the WATCH is never opened
+  }
+  controller.abort();
+  if (store.size !== pods) throw new Error(`owned-metadata: ${mode} listing held ${store.size} of ${pods} pods`);
+  const estimate = reflector.health().cache?.bytesEstimate ?? Number.NaN;
+  const after = await heapAfterGc();
+  // Keep the store alive across the second measurement.
+  if (store.size === 0) throw new Error('unreachable');
+  return { heap: (after - before) / pods, estimate: estimate / pods };
+}
+
+export async function runOwnedMetadata(ctx: BenchContext): Promise<OwnedMetadataResult> {
+  const pods = ctx.smoke ? 500 : 20_000;
+  const server = await ApiServerProcess.start(pods + 100);
+  try {
+    await server.seed(pods);
+    const heaps: Record<Mode, number[]> = { full: [], metadata: [] };
+    const estimates: Record<Mode, number[]> = { full: [], metadata: [] };
+    // One unmeasured round each: module loading and the decoder's tables are not a pod's cost.
+    await measure(server, 'full', pods);
+    await measure(server, 'metadata', pods);
+    for (let round = 0; round < ctx.runs; round++) {
+      for (const mode of round % 2 === 0 ? (['full', 'metadata'] as const) : (['metadata', 'full'] as const)) {
+        const m = await measure(server, mode, pods);
+        heaps[mode].push(m.heap);
+        estimates[mode].push(m.estimate);
+      }
+    }
+    const full = summarize(heaps.full);
+    const metadata = summarize(heaps.metadata);
+    const fullEstimate = summarize(estimates.full).median;
+    const metadataEstimate = summarize(estimates.metadata).median;
+    console.log(
+      `\nowned-metadata (${pods} owned pods, ${ctx.runs} rounds): heap per pod full ${fmt(full.median, ' B')} ` +
+        `(${fmt(full.min)}–${fmt(full.max)}), metadata only ${fmt(metadata.median, ' B')} (${fmt(metadata.min)}–${fmt(metadata.max)}); ` +
+        `estimate per pod full ${fmt(fullEstimate, ' B')} (${(fullEstimate / full.median).toFixed(2)}× heap), ` +
+        `metadata ${fmt(metadataEstimate, ' B')} (${(metadataEstimate / metadata.median).toFixed(2)}× heap)`,
+    );
+    return {
+      pods,
+      fullBytesPerPod: full.median,
+      metadataBytesPerPod: metadata.median,
+      estimate: {
+        fullBytesPerPod: fullEstimate,
+        metadataBytesPerPod: metadataEstimate,
+        fullToHeap: fullEstimate / full.median,
+        metadataToHeap: metadataEstimate / metadata.median,
+      },
+      rounds: { full, metadata },
+    };
+  } finally {
+    await server.close();
+  }
+}
