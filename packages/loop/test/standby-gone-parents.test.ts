@@ -1,7 +1,7 @@
 import { ManualClock } from '@reconcile-loop/primitives';
-import { recordingLogger, settle } from '@reconcile-loop/test-support';
+import { FakeLeaderGate, recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { InProcessSource, ReconcileLoop, type LeaderGate } from '../src/index.js';
+import { InProcessSource, ReconcileLoop } from '../src/index.js';
 
 interface Item {
   parent: string;
@@ -10,48 +10,9 @@ interface Child {
   owner: string;
 }
 
-/** A gate the test drives: `grant()` starts a term, `revoke()` ends it as an elector does. */
-class Gate implements LeaderGate {
-  leader = false;
-  #term: AbortController | undefined;
-  readonly #waiters = new Set<(signal: AbortSignal) => void>();
-  readonly #lost = new Set<(reason: unknown) => void>();
-  isLeader(): boolean {
-    return this.leader;
-  }
-  waitForLeadership(signal?: AbortSignal): Promise<AbortSignal> {
-    if (this.leader && this.#term) return Promise.resolve(this.#term.signal);
-    return new Promise((resolve, reject) => {
-      const waiter = (s: AbortSignal): void => resolve(s);
-      this.#waiters.add(waiter);
-      const onAbort = (): void => {
-        this.#waiters.delete(waiter);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-  onLost(listener: (reason: unknown) => void): () => void {
-    this.#lost.add(listener);
-    return () => this.#lost.delete(listener);
-  }
-  grant(): void {
-    this.leader = true;
-    this.#term = new AbortController();
-    for (const waiter of [...this.#waiters]) waiter(this.#term.signal);
-    this.#waiters.clear();
-  }
-  revoke(): void {
-    this.leader = false;
-    this.#term?.abort(new Error('lost'));
-    this.#term = undefined;
-    for (const listener of [...this.#lost]) listener(new Error('lost'));
-  }
-}
-
 function harness() {
   const clock = new ManualClock();
-  const gate = new Gate();
+  const gate = new FakeLeaderGate();
   const logger = recordingLogger();
   const parents = new InProcessSource<Item>('sets', [
     ['a', { parent: 'a' }],

@@ -7,25 +7,14 @@
  * `PartialObjectMetadataList` whose items carry that type, a watch's frames carry the converted
  * objects (bookmarks too); an ERROR frame's `Status` is sent as it is.
  */
+import { negotiateConversion } from './http/accept.js';
 import type { ApiServerObject } from './types.js';
 
 const GROUP_VERSION = 'meta.k8s.io/v1';
 
 /** The `as=` kind the Accept header prefers for JSON, or undefined when it asks for plain objects. */
 function acceptedAs(accept: string | undefined): string | undefined {
-  if (accept === undefined) return undefined;
-  for (const part of accept.split(',')) {
-    const [type, ...params] = part.split(';').map((s) => s.trim());
-    if (type !== 'application/json' && type !== '*/*') continue;
-    const p: Record<string, string> = {};
-    for (const kv of params) {
-      const i = kv.indexOf('=');
-      if (i > 0) p[kv.slice(0, i).trim()] = kv.slice(i + 1).trim();
-    }
-    if (p['as'] === undefined) return undefined;
-    if (p['g'] === 'meta.k8s.io' && p['v'] === 'v1') return p['as'];
-  }
-  return undefined;
+  return negotiateConversion(accept, (c) => (c.g === 'meta.k8s.io' && c.v === 'v1' ? c.as : undefined));
 }
 
 /** True when a GET or WATCH asks for `PartialObjectMetadata`. */

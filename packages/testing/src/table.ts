@@ -1,3 +1,4 @@
+import { negotiateConversion } from './http/accept.js';
 import type { ApiServerObject } from './types.js';
 
 /** What a row carries besides cells (`includeObject` query parameter; default Metadata). */
@@ -116,17 +117,7 @@ export function toTable(r: TablePrinter, objects: readonly ApiServerObject[], o:
 
 /** Reads the Accept header: the Table version when the client prefers a Table, else undefined. */
 export function acceptsTable(accept: string | undefined): TableVersion | undefined {
-  if (accept === undefined) return undefined;
-  for (const part of accept.split(',')) {
-    const [type, ...params] = part.split(';').map((s) => s.trim());
-    if (type !== 'application/json' && type !== '*/*') continue;
-    const p: Record<string, string> = {};
-    for (const kv of params) {
-      const i = kv.indexOf('=');
-      if (i > 0) p[kv.slice(0, i).trim()] = kv.slice(i + 1).trim();
-    }
-    if (p['as'] === undefined) return undefined;
-    if (p['as'] === 'Table' && p['g'] === 'meta.k8s.io' && (p['v'] === 'v1' || p['v'] === 'v1beta1')) return p['v'];
-  }
-  return undefined;
+  return negotiateConversion(accept, (c) =>
+    c.as === 'Table' && c.g === 'meta.k8s.io' && (c.v === 'v1' || c.v === 'v1beta1') ? c.v : undefined,
+  );
 }
