@@ -81,7 +81,7 @@ const esm = await import('${pkgName}');
 const cjs = require('${pkgName}');
 const baseEsm = (await import('@reconcile-loop/primitives')).ReconcileLoopError;
 const baseCjs = require('@reconcile-loop/primitives').ReconcileLoopError;
-const argSets = [[], ['x'], ['x', 'x'], [{}], ['x', {}], [{}, {}], ['x', 'x', 'x'], [1], [1, 1]];
+const argSets = [[], ['x'], ['x', 'x'], [{}], ['x', {}], [{}, {}], ['x', 'x', 'x'], [1], [1, 1], ['x', []]];
 // Classes whose constructors need real arguments, by name; the rest take one of argSets.
 const known = {
   ApiServerUsageError: ['RL_APISERVER_CLOSED', 'closed'],
