@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SourceHealth } from '@reconcile-loop/object-store';
 import { ManualClock } from '@reconcile-loop/primitives';
-import { ControlledSource, settle } from '@reconcile-loop/test-support';
+import { healthySource, ControlledSource, settle } from '@reconcile-loop/test-support';
 import { ReconcileLoop, replaceEvent } from '../src/index.js';
 
 interface Cell {
@@ -10,16 +10,9 @@ interface Cell {
 
 /** A source that reports its health, cache cost included, as a reflector with `memoryBudgetBytes` does. */
 class BudgetedSource extends ControlledSource<Cell> {
-  report: SourceHealth = {
-    listed: true,
-    streaming: true,
-    lastListAt: 0,
-    lastEventAt: 0,
-    lastError: undefined,
-    consecutiveFailures: 0,
-    quarantined: [],
+  report: SourceHealth = healthySource({
     cache: { objects: 2, bytesEstimate: 900, budgetBytes: 1_000, refused: 0, reason: undefined },
-  };
+  });
   health(): SourceHealth {
     return this.report;
   }

@@ -1,6 +1,6 @@
 import { OptionsError } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
-import { settle } from '@reconcile-loop/test-support';
+import { healthySource, settle } from '@reconcile-loop/test-support';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource } from '@reconcile-loop/test-support';
 import {
@@ -503,15 +503,7 @@ describe('quarantined versions in the context', () => {
     const pods = {
       name: 'pods',
       open: (signal: AbortSignal) => inner.open(signal),
-      health: () => ({
-        listed: true,
-        streaming: true,
-        lastListAt: 0,
-        lastEventAt: 0,
-        lastError: undefined,
-        consecutiveFailures: 0,
-        quarantined: held,
-      }),
+      health: () => healthySource({ quarantined: held }),
     };
     const seen: Array<{ pods: string[]; quarantined: unknown[] }> = [];
     const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({

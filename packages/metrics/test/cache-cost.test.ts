@@ -1,5 +1,5 @@
 import { InProcessSource, type SourceEvent, type SourceHealth } from '@reconcile-loop/loop';
-import { settle } from '@reconcile-loop/test-support';
+import { healthySource, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { metricsHarness, metricValue, thing, type Thing } from './harness.js';
 
@@ -20,13 +20,7 @@ describe('cache cost metrics', () => {
       name: 'things',
       open: (signal: AbortSignal): AsyncIterable<SourceEvent<Thing>> => inner.open(signal),
       health: (): SourceHealth => ({
-        listed: true,
-        streaming: true,
-        lastListAt: 0,
-        lastEventAt: 0,
-        lastError: undefined,
-        consecutiveFailures: 0,
-        quarantined: [],
+        ...healthySource(),
         cache,
       }),
     };

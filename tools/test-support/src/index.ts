@@ -4,3 +4,4 @@ export { settle } from './settle.js';
 export { scaledClock, within } from './real-time.js';
 export { httpGet, serveOnLoopback, type HttpGetResult, type LoopbackServer } from './http-get.js';
 export { FakeLeaderGate } from './fake-leader-gate.js';
+export { healthySource } from './source-health.js';
