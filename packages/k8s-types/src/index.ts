@@ -8,7 +8,6 @@
 // Views: build a schema for the fields a controller reads; key objects.
 export {
   compileSchema,
-  objectKey,
   objectMetaSchema,
   objectSchema,
   typeMetaShape,
@@ -21,6 +20,9 @@ export {
 
 // Metadata only: the view of a kind a controller only owns or watches (PartialObjectMetadata).
 export { partialObjectMetadataSchema, type PartialObjectMetadata } from './metadata.js';
+
+// The object key (`namespace/name`) has one home, primitives; re-exported beside the views that carry it.
+export { objectKey } from '@reconcile-loop/primitives';
 
 // Pods: the view a pool tracker reads, and the core/v1 resource.
 export {
