@@ -47,6 +47,15 @@ export {
   type Labels,
 } from './label-selector.js';
 
+// Controller references: set, test and read an object's controller (controllerutil, metav1).
+export {
+  setControllerReference,
+  isControlledBy,
+  controllerOf,
+  AlreadyOwnedError,
+  InvalidOwnerError,
+} from './owner-references.js';
+
 // The Kubernetes Status object, and the watch frames that carry objects or a Status.
 export { statusSchema, type WatchEventType } from './watch.js';
 export type { BookmarkFrame, ErrorFrame, ObjectFrame, Status, StatusCause, WatchFrame } from './watch-frame.js';
