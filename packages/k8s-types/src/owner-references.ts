@@ -22,16 +22,33 @@ interface OwnerObject {
   readonly metadata: { readonly name: string; readonly namespace?: string | undefined; readonly uid?: string | undefined };
 }
 
+/**
+ * The metadata read here; any other field may be there (the index signature lets a metadata with
+ * none of these fields yet, `{}`, pass as well).
+ */
+interface OwnedMeta {
+  readonly name?: string | undefined;
+  readonly namespace?: string | undefined;
+  readonly ownerReferences?: readonly OwnerReferenceLike[] | null | undefined;
+  readonly [field: string]: unknown;
+}
+
 /** The object to be controlled: a view, a plain object about to be created or applied. */
 interface ControlledObject {
-  readonly metadata?:
-    | {
-        readonly name?: string | undefined;
-        readonly namespace?: string | undefined;
-        readonly ownerReferences?: readonly OwnerReferenceLike[] | null | undefined;
-      }
-    | undefined;
+  readonly metadata?: OwnedMeta | undefined;
 }
+
+/** The element type of `T`'s owner references. */
+type OwnerReferenceOf<T> = T extends { readonly metadata?: { readonly ownerReferences?: readonly (infer R)[] | null | undefined } | undefined }
+  ? R
+  : never;
+
+/** `T` with its owner references set: every field of `T` kept, `metadata.ownerReferences` holding the controller reference. */
+type WithControllerReference<T extends ControlledObject> = Omit<T, 'metadata'> & {
+  readonly metadata: Omit<NonNullable<T['metadata']>, 'ownerReferences'> & {
+    readonly ownerReferences: readonly (OwnerReferenceOf<T> | ControllerReference)[];
+  };
+};
 
 /** A controller reference as {@link setControllerReference} writes it. */
 interface ControllerReference {
@@ -108,7 +125,7 @@ const keyOf = (meta: ControlledObject['metadata']): string =>
  * (apimachinery's `metav1.GetControllerOf`), or `undefined`. The apiserver admits at most one.
  */
 export function controllerOf<R extends OwnerReferenceLike>(object: {
-  readonly metadata?: { readonly ownerReferences?: readonly R[] | null | undefined } | undefined;
+  readonly metadata?: { readonly ownerReferences?: readonly R[] | null | undefined; readonly [field: string]: unknown } | undefined;
 }): R | undefined {
   const refs = object?.metadata?.ownerReferences;
   if (!Array.isArray(refs)) return undefined;
@@ -122,7 +139,7 @@ export function controllerOf<R extends OwnerReferenceLike>(object: {
  * same name does not control what its predecessor did.
  */
 export function isControlledBy(
-  object: { readonly metadata?: { readonly ownerReferences?: readonly OwnerReferenceLike[] | null | undefined } | undefined },
+  object: ControlledObject,
   owner: { readonly metadata: { readonly uid?: string | undefined } },
 ): boolean {
   const uid = owner?.metadata?.uid;
@@ -149,7 +166,7 @@ export function setControllerReference<T extends ControlledObject>(
   owner: OwnerObject,
   object: T,
   options: ControllerReferenceOptions = {},
-): T {
+): WithControllerReference<T> {
   const meta = object?.metadata;
   const ownerNamespace = owner?.metadata?.namespace;
   if (ownerNamespace) {
@@ -194,5 +211,5 @@ export function setControllerReference<T extends ControlledObject>(
   const at = refs.findIndex((r) => sameObject(r, ref));
   if (at === -1) refs.push(ref);
   else refs[at] = ref;
-  return { ...object, metadata: { ...meta, ownerReferences: refs } } as T;
+  return { ...object, metadata: { ...meta, ownerReferences: refs } } as unknown as WithControllerReference<T>;
 }

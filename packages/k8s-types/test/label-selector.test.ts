@@ -90,9 +90,9 @@ describe('label selectors', () => {
           Object.entries(sel.matchLabels ?? {}).every(([k, v]) => has(k) && l[k] === v) &&
           (sel.matchExpressions ?? []).every((r) =>
             r.operator === 'In'
-              ? has(r.key) && r.values.includes(l[r.key]!)
+              ? has(r.key) && (r.values as readonly string[]).includes(l[r.key]!)
               : r.operator === 'NotIn'
-                ? !has(r.key) || !r.values.includes(l[r.key]!)
+                ? !has(r.key) || !(r.values as readonly string[]).includes(l[r.key]!)
                 : r.operator === 'Exists'
                   ? has(r.key)
                   : !has(r.key),

@@ -118,8 +118,8 @@ describe('owner references', () => {
       // At most one reference per group, kind and name, as on objects the apiserver holds.
       fc.property(fc.uniqueArray(ref, { maxLength: 4, selector: (r) => `${r.apiVersion.split('/')[0]}|${r.kind}|${r.name}` }), (refs) => {
         // The apiserver admits at most one controller reference.
-        let seen = false;
-        const admitted = refs.map((r) => (r.controller === true && (seen || (seen = true) === false) ? { ...r, controller: false } : r));
+        const first = refs.findIndex((r) => r.controller === true);
+        const admitted = refs.map((r, i) => (r.controller === true && i !== first ? { ...r, controller: false } : r));
         const object = { metadata: { name: 'p', namespace: 'ml', ownerReferences: admitted } };
         const same = (r: (typeof admitted)[number]): boolean =>
           r.kind === 'CellSet' && r.name === 'web' && r.apiVersion.startsWith('cells.example.dev/');
