@@ -36,6 +36,9 @@ export {
   type PodStatus,
 } from './pod.js';
 
+// The built-in kinds controllers read most: `kinds.Service` is `{ resource, schema }`; `KindView<'Service'>` its view.
+export { kinds, type KindView } from './kinds.js';
+
 // Label selectors: a matcher for `metav1.LabelSelector`, and the values of a label index.
 export {
   labelSelectorMatcher,
