@@ -171,7 +171,10 @@ function kind<const K extends string, S extends z.ZodType>(
   version: string,
   plural: string,
   schema: S,
-): { readonly resource: { readonly group: string; readonly version: string; readonly plural: string; readonly kind: K }; readonly schema: S } {
+): {
+  readonly resource: { readonly group: string; readonly version: string; readonly plural: string; readonly kind: K };
+  readonly schema: S;
+} {
   return Object.freeze({ resource: Object.freeze({ group, version, plural, kind: name }), schema });
 }
 

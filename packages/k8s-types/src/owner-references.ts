@@ -39,7 +39,9 @@ interface ControlledObject {
 }
 
 /** The element type of `T`'s owner references. */
-type OwnerReferenceOf<T> = T extends { readonly metadata?: { readonly ownerReferences?: readonly (infer R)[] | null | undefined } | undefined }
+type OwnerReferenceOf<T> = T extends {
+  readonly metadata?: { readonly ownerReferences?: readonly (infer R)[] | null | undefined } | undefined;
+}
   ? R
   : never;
 
@@ -125,7 +127,9 @@ const keyOf = (meta: ControlledObject['metadata']): string =>
  * (apimachinery's `metav1.GetControllerOf`), or `undefined`. The apiserver admits at most one.
  */
 export function controllerOf<R extends OwnerReferenceLike>(object: {
-  readonly metadata?: { readonly ownerReferences?: readonly R[] | null | undefined; readonly [field: string]: unknown } | undefined;
+  readonly metadata?:
+    | { readonly ownerReferences?: readonly R[] | null | undefined; readonly [field: string]: unknown }
+    | undefined;
 }): R | undefined {
   const refs = object?.metadata?.ownerReferences;
   if (!Array.isArray(refs)) return undefined;

@@ -11,7 +11,7 @@ const meta = (name: string, namespace?: string) => ({
 });
 
 describe('built-in kinds', () => {
-  it('[k8s_types: Built-in kinds] one table: each entry is the kind\'s resource ref (group, version, plural, kind) and its view; Pod is the bundled podSchema', () => {
+  it("[k8s_types: Built-in kinds] one table: each entry is the kind's resource ref (group, version, plural, kind) and its view; Pod is the bundled podSchema", () => {
     const refs = Object.fromEntries(Object.entries(kinds).map(([k, { resource }]) => [k, resource]));
     expect(refs).toEqual({
       Pod: { group: '', version: 'v1', plural: 'pods', kind: 'Pod' },
@@ -35,7 +35,13 @@ describe('built-in kinds', () => {
       apiVersion: 'v1',
       kind: 'Service',
       metadata: meta('web', 'ml'),
-      spec: { type: 'ClusterIP', selector: { app: 'web' }, clusterIP: '10.0.0.1', ports: [{ port: 80, targetPort: 'http' }], sessionAffinity: 'None' },
+      spec: {
+        type: 'ClusterIP',
+        selector: { app: 'web' },
+        clusterIP: '10.0.0.1',
+        ports: [{ port: 80, targetPort: 'http' }],
+        sessionAffinity: 'None',
+      },
       status: { loadBalancer: {} },
     });
     expect(svc).toEqual({
@@ -54,10 +60,19 @@ describe('built-in kinds', () => {
   });
 
   it('[k8s_types: Built-in kinds] ConfigMap and Secret keep data (absent reads {}), Secret its type; binaryData and stringData are dropped', () => {
-    const cm = kinds.ConfigMap.schema.parse({ metadata: meta('cfg', 'ml'), data: { 'a.conf': 'x=1' }, binaryData: { b: 'AAE=' } });
+    const cm = kinds.ConfigMap.schema.parse({
+      metadata: meta('cfg', 'ml'),
+      data: { 'a.conf': 'x=1' },
+      binaryData: { b: 'AAE=' },
+    });
     expect(cm).toEqual({ metadata: expect.anything(), data: { 'a.conf': 'x=1' } });
     expect(kinds.ConfigMap.schema.parse({ metadata: meta('empty', 'ml') }).data).toEqual({});
-    const secret = kinds.Secret.schema.parse({ metadata: meta('s', 'ml'), type: 'Opaque', data: { password: 'cGFzcw==' }, immutable: true });
+    const secret = kinds.Secret.schema.parse({
+      metadata: meta('s', 'ml'),
+      type: 'Opaque',
+      data: { password: 'cGFzcw==' },
+      immutable: true,
+    });
     expect(secret).toEqual({ metadata: expect.anything(), type: 'Opaque', data: { password: 'cGFzcw==' }, immutable: true });
   });
 
@@ -73,7 +88,15 @@ describe('built-in kinds', () => {
         observedGeneration: 3,
         replicas: 3,
         readyReplicas: 2,
-        conditions: [{ type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'ok', lastUpdateTime: '2024-05-01T10:11:12Z' }],
+        conditions: [
+          {
+            type: 'Available',
+            status: 'True',
+            reason: 'MinimumReplicasAvailable',
+            message: 'ok',
+            lastUpdateTime: '2024-05-01T10:11:12Z',
+          },
+        ],
       },
     });
     expect(d.spec).toEqual({
@@ -87,16 +110,31 @@ describe('built-in kinds', () => {
       conditions: [{ type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable' }],
     });
     expect(labelSelectorMatcher(d.spec.selector)({ app: 'web', tier: 'front' })).toBe(true);
-    expect(kinds.Deployment.schema.parse({ metadata: meta('new', 'ml') })).toMatchObject({ spec: {}, status: { conditions: [] } });
+    expect(kinds.Deployment.schema.parse({ metadata: meta('new', 'ml') })).toMatchObject({
+      spec: {},
+      status: { conditions: [] },
+    });
   });
 
   it('[k8s_types: Built-in kinds] Lease, Event, Namespace and Node read what a controller reads (MicroTime as epoch ms, cluster-scoped kinds without namespace)', () => {
     const lease = kinds.Lease.schema.parse({
       metadata: meta('ctrl', 'ml'),
-      spec: { holderIdentity: 'pod-a_1', leaseDurationSeconds: 15, renewTime: '2024-05-01T10:11:12.123456Z', leaseTransitions: 2 },
+      spec: {
+        holderIdentity: 'pod-a_1',
+        leaseDurationSeconds: 15,
+        renewTime: '2024-05-01T10:11:12.123456Z',
+        leaseTransitions: 2,
+      },
     });
-    expect(lease.spec).toEqual({ holderIdentity: 'pod-a_1', leaseDurationSeconds: 15, renewTime: 1714558272123, leaseTransitions: 2 });
-    expect(kinds.Lease.schema.parse({ metadata: meta('free', 'ml'), spec: { holderIdentity: null } }).spec.holderIdentity).toBeUndefined();
+    expect(lease.spec).toEqual({
+      holderIdentity: 'pod-a_1',
+      leaseDurationSeconds: 15,
+      renewTime: 1714558272123,
+      leaseTransitions: 2,
+    });
+    expect(
+      kinds.Lease.schema.parse({ metadata: meta('free', 'ml'), spec: { holderIdentity: null } }).spec.holderIdentity,
+    ).toBeUndefined();
 
     const event = kinds.Event.schema.parse({
       metadata: meta('web.1', 'ml'),
@@ -122,8 +160,15 @@ describe('built-in kinds', () => {
       series: { count: 3, lastObservedTime: 1714558272000 },
     });
 
-    const ns = kinds.Namespace.schema.parse({ metadata: meta('ml'), spec: { finalizers: ['kubernetes'] }, status: { phase: 'Terminating' } });
-    expect(ns).toEqual({ metadata: expect.not.objectContaining({ namespace: expect.anything() }), status: { phase: 'Terminating' } });
+    const ns = kinds.Namespace.schema.parse({
+      metadata: meta('ml'),
+      spec: { finalizers: ['kubernetes'] },
+      status: { phase: 'Terminating' },
+    });
+    expect(ns).toEqual({
+      metadata: expect.not.objectContaining({ namespace: expect.anything() }),
+      status: { phase: 'Terminating' },
+    });
 
     const node = kinds.Node.schema.parse({
       metadata: { ...meta('node-1'), labels: { 'kubernetes.io/hostname': 'node-1' } },
@@ -145,7 +190,9 @@ describe('built-in kinds', () => {
 
   it('[k8s_types: Built-in kinds] a field of the wrong type is a validation error at the edge, as for the Pod view', () => {
     expect(kinds.Deployment.schema.safeParse({ metadata: meta('d', 'ml'), spec: { replicas: 'three' } }).success).toBe(false);
-    expect(kinds.Service.schema.safeParse({ metadata: meta('s', 'ml'), spec: { ports: [{ name: 'http' }] } }).success).toBe(false);
+    expect(kinds.Service.schema.safeParse({ metadata: meta('s', 'ml'), spec: { ports: [{ name: 'http' }] } }).success).toBe(
+      false,
+    );
     expect(kinds.Node.schema.safeParse({ metadata: {} }).success).toBe(false);
   });
 });

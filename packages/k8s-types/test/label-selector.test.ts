@@ -62,7 +62,11 @@ describe('label selectors', () => {
 
   it('[k8s_types: Label selectors] empty vs absent: {} and empty matchLabels/matchExpressions (null too) match everything; null/undefined match nothing; valid keys and values pass', () => {
     for (const everything of [{}, { matchLabels: {}, matchExpressions: [] }, { matchLabels: null, matchExpressions: null }])
-      expect([everything, matchesLabelSelector(everything, undefined), matchesLabelSelector(everything, { a: 'b' })]).toEqual([everything, true, true]);
+      expect([everything, matchesLabelSelector(everything, undefined), matchesLabelSelector(everything, { a: 'b' })]).toEqual([
+        everything,
+        true,
+        true,
+      ]);
     for (const nothing of [null, undefined]) expect(matchesLabelSelector(nothing, {})).toBe(false);
     const ok: LabelSelector = {
       matchLabels: { 'app.kubernetes.io/name': 'web', tier: '' },
@@ -75,7 +79,11 @@ describe('label selectors', () => {
     const key = fc.constantFrom('a', 'b', 'c');
     const value = fc.constantFrom('x', 'y', 'z');
     const requirement = fc.oneof(
-      fc.record({ key, operator: fc.constantFrom('In' as const, 'NotIn' as const), values: fc.uniqueArray(value, { minLength: 1 }) }),
+      fc.record({
+        key,
+        operator: fc.constantFrom('In' as const, 'NotIn' as const),
+        values: fc.uniqueArray(value, { minLength: 1 }),
+      }),
       fc.record({ key, operator: fc.constantFrom('Exists' as const, 'DoesNotExist' as const) }),
     );
     const selector = fc.record(

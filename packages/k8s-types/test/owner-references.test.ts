@@ -16,11 +16,21 @@ const child = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web-0', namesp
 describe('owner references', () => {
   it("[k8s_types: Owner references] setControllerReference writes controller-runtime's reference (controller, blockOwnerDeletion) on a copy, keeping every other reference", () => {
     const other = { apiVersion: 'v1', kind: 'ConfigMap', name: 'cfg', uid: 'c-1' };
-    const input = Object.freeze({ ...child, metadata: Object.freeze({ ...child.metadata, ownerReferences: Object.freeze([other]) }) });
+    const input = Object.freeze({
+      ...child,
+      metadata: Object.freeze({ ...child.metadata, ownerReferences: Object.freeze([other]) }),
+    });
     const out = setControllerReference(owner, input);
     expect(out.metadata.ownerReferences).toEqual([
       other,
-      { apiVersion: 'cells.example.dev/v1', kind: 'CellSet', name: 'web', uid: 'u-1', controller: true, blockOwnerDeletion: true },
+      {
+        apiVersion: 'cells.example.dev/v1',
+        kind: 'CellSet',
+        name: 'web',
+        uid: 'u-1',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
     ]);
     expect(out.spec).toBe(input.spec);
     expect(input.metadata.ownerReferences).toEqual([other]); // the frozen input is untouched
@@ -35,10 +45,19 @@ describe('owner references', () => {
     const old = { apiVersion: 'cells.example.dev/v1beta1', kind: 'CellSet', name: 'web', uid: 'u-0', controller: true };
     const out = setControllerReference(owner, { metadata: { name: 'p', namespace: 'ml', ownerReferences: [old] } });
     expect(out.metadata.ownerReferences).toEqual([
-      { apiVersion: 'cells.example.dev/v1', kind: 'CellSet', name: 'web', uid: 'u-1', controller: true, blockOwnerDeletion: true },
+      {
+        apiVersion: 'cells.example.dev/v1',
+        kind: 'CellSet',
+        name: 'web',
+        uid: 'u-1',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
     ]);
     const plain = { apiVersion: 'cells.example.dev/v1', kind: 'CellSet', name: 'web', uid: 'u-1' };
-    expect(setControllerReference(owner, { metadata: { namespace: 'ml', ownerReferences: [plain] } }).metadata.ownerReferences).toHaveLength(1);
+    expect(
+      setControllerReference(owner, { metadata: { namespace: 'ml', ownerReferences: [plain] } }).metadata.ownerReferences,
+    ).toHaveLength(1);
   });
 
   it('[k8s_types: Owner references] an object controlled by another owner throws AlreadyOwnedError (RL_TYPES_ALREADY_OWNED) naming that controller', () => {
@@ -82,7 +101,9 @@ describe('owner references', () => {
     expect(() => setControllerReference(deployment, child)).toThrow(/apiVersion and kind/);
     const out = setControllerReference(deployment, child, { apiVersion: 'apps/v1', kind: 'Deployment' });
     expect(controllerOf(out)).toMatchObject({ apiVersion: 'apps/v1', kind: 'Deployment', uid: 'd-1' });
-    expect(() => setControllerReference({ ...owner, metadata: { name: 'web', namespace: 'ml' } }, child)).toThrow(InvalidOwnerError);
+    expect(() => setControllerReference({ ...owner, metadata: { name: 'web', namespace: 'ml' } }, child)).toThrow(
+      InvalidOwnerError,
+    );
     expect(() => setControllerReference(owner, child, { apiVersion: 'a/b/c' })).toThrow(InvalidOwnerError);
   });
 
@@ -116,23 +137,26 @@ describe('owner references', () => {
     });
     fc.assert(
       // At most one reference per group, kind and name, as on objects the apiserver holds.
-      fc.property(fc.uniqueArray(ref, { maxLength: 4, selector: (r) => `${r.apiVersion.split('/')[0]}|${r.kind}|${r.name}` }), (refs) => {
-        // The apiserver admits at most one controller reference.
-        const first = refs.findIndex((r) => r.controller === true);
-        const admitted = refs.map((r, i) => (r.controller === true && i !== first ? { ...r, controller: false } : r));
-        const object = { metadata: { name: 'p', namespace: 'ml', ownerReferences: admitted } };
-        const same = (r: (typeof admitted)[number]): boolean =>
-          r.kind === 'CellSet' && r.name === 'web' && r.apiVersion.startsWith('cells.example.dev/');
-        const current = controllerOf(object);
-        if (current !== undefined && !same(current)) {
-          expect(() => setControllerReference(owner, object)).toThrow(AlreadyOwnedError);
-          return;
-        }
-        const out = setControllerReference(owner, object).metadata.ownerReferences;
-        expect(isControlledBy({ metadata: { ownerReferences: out } }, owner)).toBe(true);
-        expect(out.filter((r) => r.controller === true)).toHaveLength(1);
-        expect(out.filter((r) => !same(r as (typeof admitted)[number]))).toEqual(admitted.filter((r) => !same(r)));
-      }),
+      fc.property(
+        fc.uniqueArray(ref, { maxLength: 4, selector: (r) => `${r.apiVersion.split('/')[0]}|${r.kind}|${r.name}` }),
+        (refs) => {
+          // The apiserver admits at most one controller reference.
+          const first = refs.findIndex((r) => r.controller === true);
+          const admitted = refs.map((r, i) => (r.controller === true && i !== first ? { ...r, controller: false } : r));
+          const object = { metadata: { name: 'p', namespace: 'ml', ownerReferences: admitted } };
+          const same = (r: (typeof admitted)[number]): boolean =>
+            r.kind === 'CellSet' && r.name === 'web' && r.apiVersion.startsWith('cells.example.dev/');
+          const current = controllerOf(object);
+          if (current !== undefined && !same(current)) {
+            expect(() => setControllerReference(owner, object)).toThrow(AlreadyOwnedError);
+            return;
+          }
+          const out = setControllerReference(owner, object).metadata.ownerReferences;
+          expect(isControlledBy({ metadata: { ownerReferences: out } }, owner)).toBe(true);
+          expect(out.filter((r) => r.controller === true)).toHaveLength(1);
+          expect(out.filter((r) => !same(r as (typeof admitted)[number]))).toEqual(admitted.filter((r) => !same(r)));
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -97,10 +97,14 @@ describe('create and delete filters', () => {
     pods.upsert(...podOf('a-0', 'a'));
     await settle();
     expect(keys()).toEqual(['ns/a']);
-    expect(logger.entries.find((e) => e.message.startsWith('create filter threw'))?.fields).toMatchObject({ objectKey: 'ns/a-0' });
+    expect(logger.entries.find((e) => e.message.startsWith('create filter threw'))?.fields).toMatchObject({
+      objectKey: 'ns/a-0',
+    });
     await loop.stop();
     expect(() => controllerHarness({ deleteFilter: 'no' as never })).toThrow(/deleteFilter must be a function/);
-    expect(() => controllerHarness({ podOptions: { createFilter: 1 as never } })).toThrow(/secondary\.pods\.createFilter must be a function/);
+    expect(() => controllerHarness({ podOptions: { createFilter: 1 as never } })).toThrow(
+      /secondary\.pods\.createFilter must be a function/,
+    );
   });
 
   it("[loop: Predicates] labelsChanged and annotationsChanged pass only a change of their map (controller-runtime's LabelChangedPredicate, AnnotationChangedPredicate); absent is empty", () => {
@@ -224,7 +228,14 @@ describe('create, update and delete filters: property', () => {
     // The same stores with no filters: the model still refuses, the writers do not.
     const ignoring = [
       () => new ObjectStore<Obj, string>({ keyMap: (o) => o.owner }),
-      () => new SecondaryStore<Obj, string>({ name: 'objs', keyMap: (o) => o.owner, remap: false, filters: {}, logger: silentLogger }),
+      () =>
+        new SecondaryStore<Obj, string>({
+          name: 'objs',
+          keyMap: (o) => o.owner,
+          remap: false,
+          filters: {},
+          logger: silentLogger,
+        }),
     ];
     for (const make of ignoring) {
       expect(() =>

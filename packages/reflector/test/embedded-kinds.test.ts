@@ -48,7 +48,13 @@ describe('built-in kinds through the reflector', () => {
     const added = await tap.next('the selector-less Service');
     expect(added.type === 'upsert' && [added.key, added.object.spec.selector]).toEqual([`${NS}/external`, undefined]);
 
-    const configMaps = kubeReflector({ name: 'configmaps', kubeClient: client, ...kinds.ConfigMap, namespace: NS, clock: fastClock });
+    const configMaps = kubeReflector({
+      name: 'configmaps',
+      kubeClient: client,
+      ...kinds.ConfigMap,
+      namespace: NS,
+      clock: fastClock,
+    });
     const cms = tapOf<KindView<'ConfigMap'>>(configMaps).tap;
     const cmListing = await cms.next('the ConfigMap listing');
     expect(cmListing.type === 'replace' && cmListing.objects.get(`${NS}/web-endpoints`)?.data).toEqual({ 'web-0': '10.1.0.7' });
