@@ -8,7 +8,6 @@
 // Views: build a schema for the fields a controller reads; key objects.
 export {
   compileSchema,
-  objectKey,
   objectMetaSchema,
   objectSchema,
   typeMetaShape,
@@ -22,6 +21,9 @@ export {
 // Metadata only: the view of a kind a controller only owns or watches (PartialObjectMetadata).
 export { partialObjectMetadataSchema, type PartialObjectMetadata } from './metadata.js';
 
+// The object key (`namespace/name`) has one home, primitives; re-exported beside the views that carry it.
+export { objectKey } from '@reconcile-loop/primitives';
+
 // Pods: the view a pool tracker reads, and the core/v1 resource.
 export {
   podResource,
@@ -34,6 +36,9 @@ export {
   type PodStatus,
 } from './pod.js';
 
+// The built-in kinds controllers read most: `kinds.Service` is `{ resource, schema }`; `KindView<'Service'>` its view.
+export { kinds, type KindView } from './kinds.js';
+
 // Label selectors: a matcher for `metav1.LabelSelector`, and the values of a label index.
 export {
   labelSelectorMatcher,
@@ -44,6 +49,15 @@ export {
   type LabelSelectorRequirement,
   type Labels,
 } from './label-selector.js';
+
+// Controller references: set, test and read an object's controller (controllerutil, metav1).
+export {
+  setControllerReference,
+  isControlledBy,
+  controllerOf,
+  AlreadyOwnedError,
+  InvalidOwnerError,
+} from './owner-references.js';
 
 // The Kubernetes Status object, and the watch frames that carry objects or a Status.
 export { statusSchema, type WatchEventType } from './watch.js';

@@ -6,7 +6,7 @@ import { EMPTY_LIST, EMPTY_STRING_MAP, ownerReferenceKey, parseRfc3339 } from '.
 
 /**
  * Shared building blocks for object views: timestamps, empty-by-default maps and lists, the
- * standard metadata view, and {@link objectKey}.
+ * standard metadata view (object keys are primitives' `objectKey`).
  */
 
 /**
@@ -147,17 +147,11 @@ export function compileSchema<T extends z.ZodType>(schema: T): T {
 /** Any zod schema producing `T`: what the reflector validates objects with. */
 export type ObjectSchema<T> = z.ZodType<T>;
 
-/** The least an object view must carry for the reflector and {@link objectKey}. */
+/** The least an object view must carry for the reflector and primitives' `objectKey`. */
 export interface KubernetesObjectView {
   readonly metadata: {
     readonly name: string;
     readonly namespace?: string | undefined;
     readonly resourceVersion?: string | undefined;
   };
-}
-
-/** The object key: `namespace/name`, or `name` for a cluster-scoped object (client-go's `MetaNamespaceKeyFunc`). */
-export function objectKey(object: KubernetesObjectView): string {
-  const { namespace, name } = object.metadata;
-  return namespace ? `${namespace}/${name}` : name;
 }

@@ -5,7 +5,8 @@ import { utf8 } from './decode/cursor.js';
 import { byteReaderOf, type ObjectReader } from './decode/readers.js';
 import { compactFresh, isCompactOutput } from './decode/compact.js';
 import { cutWatchLine, metadataKeysRead } from './decode/frame-cut.js';
-import { compileSchema, listOf, objectKey, type KubernetesObjectView } from './meta.js';
+import { objectKey } from '@reconcile-loop/primitives';
+import { compileSchema, listOf, type KubernetesObjectView } from './meta.js';
 import type { WatchFrame } from './watch-frame.js';
 
 /** One `details.causes[]` entry of a `Status`. `reason` is the wire name of Go's `StatusCause.Type`. */

@@ -1,6 +1,7 @@
 // Every module of the package, for tests that reach past the public entries (a test-only barrel).
 export * from '../src/errors.js';
 export * from '../src/meta.js';
+export { objectKey } from '@reconcile-loop/primitives';
 export { intern } from '../src/decode/share.js';
 export * from '../src/pod.js';
 export * from '../src/watch.js';

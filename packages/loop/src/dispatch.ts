@@ -206,9 +206,9 @@ export class Dispatcher<T, P extends Key, S> {
 
   /** The primary object cached under the parent key itself (the controller form), if any. */
   parentObject(key: P): T | undefined {
-    const objectKey: ObjectKey = String(key);
+    const own: ObjectKey = String(key);
     const primary = this.#o.wiring.primary;
-    return primary.parentOf(objectKey) === key ? primary.get(objectKey) : undefined;
+    return primary.parentOf(own) === key ? primary.get(own) : undefined;
   }
 
   /** Snapshots taken now, before the call: the parent's members and its owned objects in every secondary store. */

@@ -1,6 +1,8 @@
 /**
- * Update filters (controller-runtime's predicates, for updates only): decide whether an update of a
- * cached object is worth a reconcile. The store is always updated; only the enqueue is skipped.
+ * Event filters (controller-runtime's predicates): decide whether a create, an update or a delete of
+ * a source's object is worth a reconcile. The store always applies the event; only the enqueue is
+ * skipped. There is no generic filter: every event a source yields is a create, an update or a
+ * delete (a relist's too), and resync re-drives parents, not objects.
  */
 import type { ObjectKey, ObjectStore, SourceEvent } from '@reconcile-loop/object-store';
 import type { Logger, Key } from '@reconcile-loop/primitives';
@@ -15,12 +17,36 @@ import type { StoreWriter } from '@reconcile-loop/stream-driver';
  */
 export type UpdateFilter<U> = (previous: U, next: U) => boolean;
 
+/**
+ * `true` when a create or a delete of `object` should reach reconcile (controller-runtime's
+ * `CreateFunc` / `DeleteFunc`): the `createFilter` and `deleteFilter` of a source. A create is an
+ * object the store did not hold (a relist's new objects too); a delete is one it held (a relist's
+ * synthesised deletions too), judged on the last known object. A throw counts as `true`.
+ */
+export type ObjectFilter<U> = (object: U) => boolean;
+
+/** A source's filters, as the options give them. */
+export interface EventFilters<U> {
+  readonly create?: ObjectFilter<U> | undefined;
+  readonly update?: UpdateFilter<U> | undefined;
+  readonly delete?: ObjectFilter<U> | undefined;
+}
+
+/** Whether any filter is set (no filter: the store is used as is, nothing to judge). */
+export function anyFilter<U>(filters: EventFilters<U>): boolean {
+  return filters.create !== undefined || filters.update !== undefined || filters.delete !== undefined;
+}
+
+type StringMap = Readonly<Record<string, string>> | null | undefined;
+
 interface MetaView {
   readonly metadata?:
     | {
         readonly uid?: string | undefined;
         readonly resourceVersion?: string | undefined;
         readonly generation?: number | undefined;
+        readonly labels?: StringMap;
+        readonly annotations?: StringMap;
       }
     | undefined;
 }
@@ -59,34 +85,73 @@ export const resourceVersionChanged: UpdateFilter<MetaView> = (previous, next) =
 export const generationChanged: UpdateFilter<MetaView> = (previous, next) =>
   previous?.metadata?.generation !== next?.metadata?.generation;
 
-/** Runs a user filter; a throw is logged and lets the update through (never lose a change). */
-export function passes<U>(
-  filter: UpdateFilter<U>,
-  previous: U,
-  next: U,
+/** Same keys, same values; absent reads as empty, as the views read it. */
+function sameMap(a: StringMap, b: StringMap): boolean {
+  if (a === b) return true;
+  const before = Object.keys(a ?? {});
+  if (before.length !== Object.keys(b ?? {}).length) return false;
+  for (const key of before) if (!Object.hasOwn(b ?? {}, key) || b![key] !== a![key]) return false;
+  return true;
+}
+
+/**
+ * Passes only updates that change `metadata.labels` (any key added, removed or given another value).
+ * controller-runtime's `LabelChangedPredicate`; absent and empty labels are one (the views read both as
+ * `{}`). For a source whose key map reads labels (pods selected by a Service) beside a
+ * status-ignoring reconcile.
+ */
+export const labelsChanged: UpdateFilter<MetaView> = (previous, next) =>
+  !sameMap(previous?.metadata?.labels, next?.metadata?.labels);
+
+/** Passes only updates that change `metadata.annotations`. controller-runtime's `AnnotationChangedPredicate`; see {@link labelsChanged}. */
+export const annotationsChanged: UpdateFilter<MetaView> = (previous, next) =>
+  !sameMap(previous?.metadata?.annotations, next?.metadata?.annotations);
+
+/** Runs one user filter; a throw is logged and lets the event through (never lose a change). */
+function run(what: 'create' | 'update' | 'delete', call: () => boolean, key: ObjectKey, source: string, logger: Logger): boolean {
+  try {
+    return call() !== false;
+  } catch (error) {
+    logger.error({ source, objectKey: key, err: error }, `${what} filter threw; the ${what} is not filtered`);
+    return true;
+  }
+}
+
+/**
+ * Whether an event passes the source's filters: a create (`previous` undefined) asks `create`, a
+ * delete (`next` undefined) asks `delete`, an update `update`, and an update that is a replacement
+ * under one name (another uid) asks `delete` on the old object and `create` on the new one and
+ * passes if either does, as a live watch would show it. An absent filter passes.
+ */
+export function admits<U>(
+  filters: EventFilters<U>,
+  previous: U | undefined,
+  next: U | undefined,
   key: ObjectKey,
   source: string,
   logger: Logger,
 ): boolean {
-  if (replaced(previous, next)) return true;
-  try {
-    return filter(previous, next) !== false;
-  } catch (error) {
-    logger.error({ source, objectKey: key, err: error }, 'update filter threw; the update is not filtered');
-    return true;
-  }
+  const { create, update, delete: del } = filters;
+  const created = (object: U): boolean => create === undefined || run('create', () => create(object), key, source, logger);
+  const deleted = (object: U): boolean => del === undefined || run('delete', () => del(object), key, source, logger);
+  if (previous === undefined) return next === undefined || created(next);
+  if (next === undefined) return deleted(previous);
+  if (replaced(previous, next)) return deleted(previous) || created(next);
+  return update === undefined || run('update', () => update(previous, next), key, source, logger);
 }
 
 const EMPTY: ReadonlySet<never> = new Set();
 
 /**
- * Wraps the primary `ObjectStore` so filtered updates still land in the cache but affect no parent.
- * A relist is judged object by object: unchanged objects are skipped, new, moved and deleted ones
- * (the store's synthesised deletes) still affect their parents.
+ * Wraps the primary `ObjectStore` so filtered events still land in the cache but affect no parent.
+ * An update that moves the object to another parent is never filtered (a filter skips a no-op, never
+ * a change of membership); a create or delete the source's `createFilter` / `deleteFilter` refuses
+ * is. A relist is judged object by object: unchanged objects as updates, new ones as creates, the
+ * store's synthesised deletions as deletes.
  */
 export function filteredWriter<T, P extends Key>(
   store: ObjectStore<T, P>,
-  filter: UpdateFilter<T>,
+  filters: EventFilters<T>,
   source: string,
   logger: Logger,
 ): StoreWriter<T, P> {
@@ -97,8 +162,14 @@ export function filteredWriter<T, P extends Key>(
         const previous = store.get(event.key);
         const parentBefore = store.parentOf(event.key);
         const affected = store.apply(event);
-        const unmoved = parentBefore !== undefined && store.parentOf(event.key) === parentBefore;
-        if (previous !== undefined && unmoved && !passes(filter, previous, event.object, event.key, source, logger)) return EMPTY;
+        const unmoved = previous === undefined || (parentBefore !== undefined && store.parentOf(event.key) === parentBefore);
+        if (unmoved && !admits(filters, previous, event.object, event.key, source, logger)) return EMPTY;
+        return affected;
+      }
+      if (type === 'delete' && event.type === 'delete') {
+        const previous = store.get(event.key);
+        const affected = store.apply(event);
+        if (previous !== undefined && !admits(filters, previous, undefined, event.key, source, logger)) return EMPTY;
         return affected;
       }
       if (type !== 'replace' || event.type !== 'replace') return store.apply(event);
@@ -112,12 +183,17 @@ export function filteredWriter<T, P extends Key>(
         const previous = before.get(key);
         const was = parentsBefore.get(key);
         const now = store.parentOf(key);
-        if (previous !== undefined && was === now && was !== undefined && !passes(filter, previous, object, key, source, logger))
-          continue;
+        const judged = previous === undefined || (was === now && was !== undefined);
+        if (judged && !admits(filters, previous, object, key, source, logger)) continue;
         if (was !== undefined) out.add(was);
         if (now !== undefined) out.add(now);
       }
-      for (const [key, parent] of parentsBefore) if (!world.has(key) && parent !== undefined) out.add(parent);
+      for (const [key, parent] of parentsBefore) {
+        if (world.has(key) || parent === undefined) continue;
+        // Gone from the store: a synthesised deletion, judged on the last object it held.
+        if (!store.has(key) && !admits(filters, before.get(key), undefined, key, source, logger)) continue;
+        out.add(parent);
+      }
       // Only parents the store itself reported: the filter narrows, it never adds.
       for (const parent of out) if (!affected.has(parent)) out.delete(parent);
       return out;

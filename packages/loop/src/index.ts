@@ -11,9 +11,16 @@ export type { SecondaryStoreReader } from './secondary-store.js';
 export type { ExpectationRecorder } from './expectations.js';
 export type { LeaderGate } from './leadership.js';
 export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
-// Mapping secondary objects to parents, and skipping updates that change nothing.
+// Mapping secondary objects to parents, and skipping events no reconcile needs (predicates).
 export { ownerKeyMap, type OwnerSelector, type SecondaryKeyMap } from './owners.js';
-export { resourceVersionChanged, generationChanged, type UpdateFilter } from './filters.js';
+export {
+  resourceVersionChanged,
+  generationChanged,
+  labelsChanged,
+  annotationsChanged,
+  type UpdateFilter,
+  type ObjectFilter,
+} from './filters.js';
 // Health, probes and observation.
 export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
 // The parts of a health report and of an observer's events are named by the types that hold them

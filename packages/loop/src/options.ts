@@ -11,7 +11,7 @@ import {
 } from '@reconcile-loop/primitives';
 import type { Fingerprint, RetryBudget } from '@reconcile-loop/retry-scheduler';
 import type { MapCaches, Reconcile } from './context.js';
-import type { UpdateFilter } from './filters.js';
+import type { ObjectFilter, UpdateFilter } from './filters.js';
 import { validateLeaderGate, type LeaderGate } from './leadership.js';
 import type { OwnerSelector, SecondaryKeyMap } from './owners.js';
 import type { ReconcileLoopObserver } from './observer.js';
@@ -48,6 +48,10 @@ export interface SecondarySource<U, P extends Key, C = unknown> {
   keyMap?: SecondaryKeyMap<U, P, C> | undefined;
   /** Skip updates of this kind that change nothing the reconcile reads; see `UpdateFilter`. */
   updateFilter?: UpdateFilter<U> | undefined;
+  /** Skip creates of this kind that no reconcile needs (controller-runtime's `CreateFunc`); see `ObjectFilter`. The store still holds them. */
+  createFilter?: ObjectFilter<U> | undefined;
+  /** Skip deletes of this kind that no reconcile needs (controller-runtime's `DeleteFunc`), judged on the last known object; see `ObjectFilter`. */
+  deleteFilter?: ObjectFilter<U> | undefined;
   /**
    * User-defined indexes of this source's store (client-go's `Indexers`, controller-runtime's
    * `IndexField`): index functions by name, kept on every event, queried with
@@ -87,7 +91,7 @@ export const DEFAULT_HEALTH_LIMITS: ResolvedHealthLimits = Object.freeze({
 /**
  * Options for {@link ReconcileLoop}, grouped by concern as controller-runtime splits controller
  * options from manager options. The three every loop needs (`source`, `keyMap`, `reconcile`) and the
- * per-source ones (`secondary`, `updateFilter`) stay flat, so the 5-line example stays flat; the
+ * per-source ones (`secondary`, `updateFilter`, `createFilter`, `deleteFilter`) stay flat, so the 5-line example stays flat; the
  * cross-cutting dependencies (`clock`, `logger`, `observer`, `onError`) stay flat because every
  * group's work uses them. Every other option sits in the group of the concern it tunes. An unknown
  * field, including a pre-grouping name, is an `OptionsError` naming its path.
@@ -113,6 +117,10 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
   secondary?: { [K in keyof S]: SecondarySource<S[K], P, MapCaches<T, P, S>> } | undefined;
   /** Skip updates of primary objects that change nothing the reconcile reads (e.g. `generationChanged`). Default: none. */
   updateFilter?: UpdateFilter<T> | undefined;
+  /** Skip creates of primary objects (controller-runtime's `CreateFunc`); the store still holds them. Default: none. */
+  createFilter?: ObjectFilter<T> | undefined;
+  /** Skip deletes of primary objects, judged on the last known object (controller-runtime's `DeleteFunc`). Default: none. */
+  deleteFilter?: ObjectFilter<T> | undefined;
   /**
    * User-defined indexes of the primary store (client-go's `Indexers`): index functions by name,
    * kept on every event, queried with `ctx.store.byIndex(index, value)`. Default: none.
@@ -242,6 +250,8 @@ const TOP_LEVEL = [
   'reconcile',
   'secondary',
   'updateFilter',
+  'createFilter',
+  'deleteFilter',
   'indexers',
   'controller',
   'sources',
@@ -306,8 +316,10 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
     throw new OptionsError('ReconcileLoop', 'onError must be a function');
   if (options.observer !== undefined && (options.observer === null || typeof options.observer !== 'object'))
     throw new OptionsError('ReconcileLoop', 'observer must be an object');
-  if (options.updateFilter !== undefined && typeof options.updateFilter !== 'function')
-    throw new OptionsError('ReconcileLoop', 'updateFilter must be a function');
+  for (const filter of ['updateFilter', 'createFilter', 'deleteFilter'] as const) {
+    if (options[filter] !== undefined && typeof options[filter] !== 'function')
+      throw new OptionsError('ReconcileLoop', `${filter} must be a function`);
+  }
   validateSecondaries(source, options.secondary as Record<string, SecondarySource<unknown, P>> | undefined);
 
   const controller = group('controller', options.controller, ['name', 'concurrency', 'reconcileTimeoutMs', 'expectationsTtlMs']);
@@ -384,7 +396,7 @@ function validateSecondaries<P extends Key>(
   const names = new Set<unknown>([primary.name]);
   for (const [name, spec] of Object.entries(secondary)) {
     const where = `secondary.${name}`;
-    group(where, spec, ['source', 'owner', 'keyMap', 'updateFilter', 'indexers']);
+    group(where, spec, ['source', 'owner', 'keyMap', 'updateFilter', 'createFilter', 'deleteFilter', 'indexers']);
     if (typeof spec?.source?.open !== 'function')
       throw new OptionsError('ReconcileLoop', `${where}.source must have an open(signal) method`);
     if (names.has(spec.source.name)) {
@@ -404,8 +416,10 @@ function validateSecondaries<P extends Key>(
     if (spec.owner?.clusterScoped !== undefined && typeof spec.owner.clusterScoped !== 'boolean') {
       throw new OptionsError('ReconcileLoop', `${where}.owner.clusterScoped must be a boolean when given`);
     }
-    if (spec.updateFilter !== undefined && typeof spec.updateFilter !== 'function')
-      throw new OptionsError('ReconcileLoop', `${where}.updateFilter must be a function`);
+    for (const filter of ['updateFilter', 'createFilter', 'deleteFilter'] as const) {
+      if (spec[filter] !== undefined && typeof spec[filter] !== 'function')
+        throw new OptionsError('ReconcileLoop', `${where}.${filter} must be a function`);
+    }
   }
 }
 

@@ -12,7 +12,7 @@ import {
   type Indexers,
 } from '@reconcile-loop/object-store';
 import type { StoreWriter } from '@reconcile-loop/stream-driver';
-import { passes, type UpdateFilter } from './filters.js';
+import { admits, type EventFilters } from './filters.js';
 
 /** Read access to a secondary source's cache. Collections are snapshots; objects are shared, never mutate them. */
 export interface SecondaryStoreReader<U, P extends Key> extends IndexReader<U> {
@@ -45,7 +45,8 @@ export interface SecondaryStoreOptions<U, P> {
    * reads the object alone, so the stored parents are already its answer on the old object.
    */
   remap: boolean;
-  updateFilter: UpdateFilter<U> | undefined;
+  /** The source's `createFilter`, `updateFilter` and `deleteFilter`. */
+  filters: EventFilters<U>;
   /** The source's `indexers` option, and its path for an options error. */
   indexers?: Indexers<U> | undefined;
   indexersPath?: string | undefined;
@@ -192,24 +193,28 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
       if (members === undefined) this.#members.set(parent, (members = new Map()));
       members.set(key, object);
     }
-    const { updateFilter, name, logger } = this.#o;
-    const sameParents = sameSet(before, after) && sameSet(oldNow, after);
-    if (
-      previous !== undefined &&
-      sameParents &&
-      updateFilter !== undefined &&
-      !passes(updateFilter, previous, object, key, name, logger)
-    )
-      return;
+    const { filters, name, logger } = this.#o;
+    // A create is judged by the create filter; an update only while its parents stay the same (a
+    // filter skips a no-op, never a change of membership).
+    const judged = previous === undefined || (sameSet(before, after) && sameSet(oldNow, after));
+    if (judged && !admits(filters, previous, object, key, name, logger)) return;
     for (const parent of before) affected.add(parent);
     for (const parent of oldNow) affected.add(parent);
     for (const parent of after) affected.add(parent);
   }
 
-  /** A delete (or a relist's synthesised one): the stored parents, plus with `remap` the map's answer on the last known object now. */
+  /**
+   * A delete (or a relist's synthesised one): the stored parents, plus with `remap` the map's answer
+   * on the last known object now; none when the delete filter refuses the last known object.
+   */
   #delete(key: ObjectKey, affected: Set<P>): void {
     const last = this.#objects.get(key);
     if (last === undefined && !this.#objects.has(key)) return;
+    const { filters, name, logger } = this.#o;
+    if (filters.delete !== undefined && !admits(filters, last, undefined, key, name, logger)) {
+      this.#remove(key, undefined, true);
+      return;
+    }
     this.#remove(key, affected, true);
     if (this.#o.remap) for (const parent of this.#map(last as U, key)) affected.add(parent);
   }

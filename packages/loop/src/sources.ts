@@ -7,7 +7,7 @@ import { ObjectStore, type ObjectKey, type ObjectStoreReader } from '@reconcile-
 import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 import { StreamDriver, type StoreWriter } from '@reconcile-loop/stream-driver';
 import { readOnlySecondary, readOnlyView, type MapCaches, type SecondaryReaders } from './context.js';
-import { filteredWriter } from './filters.js';
+import { anyFilter, filteredWriter, type EventFilters } from './filters.js';
 import type { ReconcileLoopOptions, SecondarySource } from './options.js';
 import { ownerKeyMap } from './owners.js';
 import { SecondaryStore, type SecondaryStoreReader } from './secondary-store.js';
@@ -64,8 +64,8 @@ export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T
   };
 
   const primary = new ObjectStore<T, P>({ keyMap: options.keyMap, logger, indexers: options.indexers });
-  const writer =
-    options.updateFilter === undefined ? primary : filteredWriter(primary, options.updateFilter, options.source.name, logger);
+  const filters: EventFilters<T> = { create: options.createFilter, update: options.updateFilter, delete: options.deleteFilter };
+  const writer = anyFilter(filters) ? filteredWriter(primary, filters, options.source.name, logger) : primary;
   const sources: WiredSource<P>[] = [wire(options.source, writer, () => primary.parents())];
   const secondaries = new Map<string, SecondaryStoreReader<unknown, P>>();
   const readers: Record<string, SecondaryStoreReader<unknown, P>> = {};
@@ -84,7 +84,7 @@ export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T
       name: spec.source.name,
       keyMap,
       remap: userMap !== undefined,
-      updateFilter: spec.updateFilter,
+      filters: { create: spec.createFilter, update: spec.updateFilter, delete: spec.deleteFilter },
       indexers: spec.indexers,
       indexersPath: `secondary.${name}.indexers`,
       logger,

@@ -14,6 +14,6 @@ export {
   type LinkedSignal,
 } from './abort.js';
 export { silentLogger, type Logger } from './logger.js';
-export { isKey, type Key } from './key.js';
+export { isKey, objectKey, parseKey, InvalidKeyError, type Key, type NamespacedName } from './key.js';
 export { Backoff, backoffDelay, checkBackoffPolicy, type BackoffPolicy, type BackoffOptions } from './backoff.js';
 export { ReconcileLoopError, OptionsError, isReconcileLoopError } from './errors.js';
