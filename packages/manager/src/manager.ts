@@ -141,7 +141,8 @@ export class Manager {
     if (options === null || typeof options !== 'object' || options.resource === undefined || options.schema === undefined)
       throw new OptionsError('Manager', 'source() needs a resource and a schema');
     const { resource, schema } = options;
-    const describe = `${resource.group === '' ? '' : `${resource.group}/`}${resource.version}/${resource.plural}` +
+    const describe =
+      `${resource.group === '' ? '' : `${resource.group}/`}${resource.version}/${resource.plural}` +
       `${options.namespace === undefined ? '' : ` in ${options.namespace}`}` +
       `${options.labelSelector ? ` (${options.labelSelector})` : ''}${options.fieldSelector ? ` [${options.fieldSelector}]` : ''}`;
     const key = JSON.stringify([
@@ -235,7 +236,8 @@ export class Manager {
     for (const { name, loop } of this.#controllers) {
       const health = loop.health();
       // The elector's state is one check of the manager's, not one per controller.
-      for (const check of health.ready.checks) if (check.name !== 'leader') ready.push({ ...check, name: `${name}/${check.name}` });
+      for (const check of health.ready.checks)
+        if (check.name !== 'leader') ready.push({ ...check, name: `${name}/${check.name}` });
       for (const check of health.alive.checks) alive.push({ ...check, name: `${name}/${check.name}` });
     }
     const elector = this.elector;
@@ -280,7 +282,8 @@ export class Manager {
     const electing = new AbortController();
     let election: Promise<void> | undefined;
     try {
-      if (this.#options.probes !== undefined) await this.#listen(this.#options.probes.port, this.#options.probes.host ?? '0.0.0.0');
+      if (this.#options.probes !== undefined)
+        await this.#listen(this.#options.probes.port, this.#options.probes.host ?? '0.0.0.0');
       if (!this.#stopping.signal.aborted) {
         election = this.elector?.run(electing.signal).catch((error: unknown) => this.#fail(error, undefined));
         for (const { name, loop } of this.#controllers) {
@@ -364,7 +367,9 @@ export class Manager {
     if (!(await this.#within(Promise.all(closing), left()))) pending.push('events');
     // Every controller stopped, so every shared reflector was aborted; wait for each to close.
     const watches = await Promise.all(
-      [...this.#sources.values()].map(async ({ shared, describe }) => ((await this.#within(shared.closed(), left())) ? [] : [describe])),
+      [...this.#sources.values()].map(async ({ shared, describe }) =>
+        (await this.#within(shared.closed(), left())) ? [] : [describe],
+      ),
     );
     for (const describe of watches.flat()) pending.push(`watch of ${describe}`);
     const server = this.#server;

@@ -72,17 +72,7 @@ export interface ManagerOptions {
 /** A shared source: a reflector's options without the client (the manager's) — `resource` and `schema` required. */
 export type ManagerSourceOptions<T extends KubernetesObjectView> = Omit<KubeReflectorOptions<T>, 'kubeConfig' | 'kubeClient'>;
 
-const KNOWN = new Set([
-  'kubeConfig',
-  'client',
-  'leaderElection',
-  'probes',
-  'metrics',
-  'shutdown',
-  'signals',
-  'logger',
-  'clock',
-]);
+const KNOWN = new Set(['kubeConfig', 'client', 'leaderElection', 'probes', 'metrics', 'shutdown', 'signals', 'logger', 'clock']);
 
 function group(name: string, value: unknown, known: readonly string[]): Record<string, unknown> {
   if (value === undefined) return {};

@@ -31,7 +31,12 @@ describe('[manager: Shared source] one upstream stream for every loop over the s
     await settle();
     expect(upstream.streams).toHaveLength(1);
     expect(shared.subscribers).toBe(2);
-    upstream.last.push(replaceEvent([['a', cell('engines', 'red')], ['b', cell('trainers', 'red')]]));
+    upstream.last.push(
+      replaceEvent([
+        ['a', cell('engines', 'red')],
+        ['b', cell('trainers', 'red')],
+      ]),
+    );
     await starting;
     upstream.last.push(upsertEvent('c', cell('engines', 'blue')), deleteEvent('b'));
     await settle();
@@ -73,7 +78,8 @@ describe('[manager: Shared source] one upstream stream for every loop over the s
     const shared = shareSource(upstream);
     const clock = new ManualClock();
     const loops = ['x', 'y'].map(
-      (name) => new ReconcileLoop<Cell, string>({ source: shared.subscribe(name), keyMap: (c) => c.pool, reconcile: () => {}, clock }),
+      (name) =>
+        new ReconcileLoop<Cell, string>({ source: shared.subscribe(name), keyMap: (c) => c.pool, reconcile: () => {}, clock }),
     );
     const starting = Promise.all(loops.map((l) => l.start()));
     await settle();
@@ -104,7 +110,11 @@ describe('[manager: Shared source] one upstream stream for every loop over the s
       | { op: 'join' }
       | { op: 'leave'; which: number };
     const opArb: fc.Arbitrary<Op> = fc.oneof(
-      fc.record({ op: fc.constant('upsert' as const), key: fc.integer({ min: 0, max: 5 }), value: fc.integer({ min: 0, max: 9 }) }),
+      fc.record({
+        op: fc.constant('upsert' as const),
+        key: fc.integer({ min: 0, max: 5 }),
+        value: fc.integer({ min: 0, max: 9 }),
+      }),
       fc.record({ op: fc.constant('delete' as const), key: fc.integer({ min: 0, max: 5 }) }),
       fc.record({
         op: fc.constant('replace' as const),
@@ -174,7 +184,10 @@ describe('[manager: Shared source] one upstream stream for every loop over the s
       expect(upstream.last.signal.aborted).toBe(true);
       return { joinedLate };
     };
-    await fc.assert(fc.asyncProperty(fc.array(opArb, { maxLength: 25 }), async (ops) => void (await check(ops))), { numRuns: 60 });
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { maxLength: 25 }), async (ops) => void (await check(ops))),
+      { numRuns: 60 },
+    );
     // Not vacuous: on a fixed sample, readers joined after the listing (the synthesised replace) in most runs.
     const sample = fc.sample(fc.array(opArb, { minLength: 10, maxLength: 25 }), { seed: 23, numRuns: 20 });
     let late = 0;
