@@ -125,14 +125,13 @@ class Hub<T> implements SharedSource<T> {
 
   subscribe(name = this.#upstream.name): Source<T> {
     // A plain object with getters, so `retry`, `stats` and `health()` are the upstream's, read live.
-    const hub = this;
     const upstream = this.#upstream;
     const source: Source<T> & { readonly stats?: unknown } = {
       name,
       get retry(): BackoffPolicy | undefined {
         return upstream.retry;
       },
-      open: (signal) => ({ [Symbol.asyncIterator]: () => hub.#open(signal) }),
+      open: (signal) => ({ [Symbol.asyncIterator]: () => this.#open(signal) }),
       // Structural reads of the loop and the metrics: the upstream's counters (relists, watches).
       get stats(): unknown {
         return (upstream as { stats?: unknown }).stats;
