@@ -70,7 +70,13 @@ async function waitFor(condition: () => boolean, what: string, ms: number): Prom
   }
 }
 
-async function oneRun(server: ApiServerProcess, wiring: Wiring, run: number, writes: number, windowMs: number): Promise<RunStats> {
+async function oneRun(
+  server: ApiServerProcess,
+  wiring: Wiring,
+  run: number,
+  writes: number,
+  windowMs: number,
+): Promise<RunStats> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(server.kubeconfig);
   const base = httpTransport(kubeConfig);
@@ -114,7 +120,9 @@ async function oneRun(server: ApiServerProcess, wiring: Wiring, run: number, wri
   });
   const running = manager.run();
   await waitFor(() => elector.isLeader(), 'leadership', 20_000);
-  const configMaps = client.resource({ group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' }).inNamespace(NAMESPACE);
+  const configMaps = client
+    .resource({ group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' })
+    .inNamespace(NAMESPACE);
   const burst = new AbortController();
   let writesDone = 0;
   const startedAt = performance.now();

@@ -41,11 +41,15 @@ async function runScript(server: ApiServer, serverUrl: string) {
   cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, 'long-running.ts'), await readmeScript());
   writeFileSync(join(dir, 'kubeconfig'), server.kubeconfig().replaceAll(server.url, serverUrl));
-  const child = spawn(process.execPath, ['--conditions=@reconcile-loop/source', '--import', 'tsx', join(dir, 'long-running.ts')], {
-    cwd: ROOT,
-    env: { ...process.env, KUBECONFIG: join(dir, 'kubeconfig'), PROBE_PORT: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--conditions=@reconcile-loop/source', '--import', 'tsx', join(dir, 'long-running.ts')],
+    {
+      cwd: ROOT,
+      env: { ...process.env, KUBECONFIG: join(dir, 'kubeconfig'), PROBE_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   cleanup.push(() => void (child.exitCode === null && child.kill('SIGKILL')));
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
@@ -55,7 +59,9 @@ async function runScript(server: ApiServer, serverUrl: string) {
 }
 
 /** A loopback proxy to the apiserver that holds every pod LIST until `release()`. */
-async function slowListProxy(target: string): Promise<{ url: string; held: Promise<void>; release: () => void; close: () => Promise<void> }> {
+async function slowListProxy(
+  target: string,
+): Promise<{ url: string; held: Promise<void>; release: () => void; close: () => Promise<void> }> {
   let releaseAll!: () => void;
   const released = new Promise<void>((resolve) => (releaseAll = resolve));
   let heldOne!: () => void;

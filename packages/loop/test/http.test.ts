@@ -1,7 +1,14 @@
 /** The probe handler over real HTTP on loopback. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
-import { ControlledSource, FakeLeaderGate, httpGet, serveOnLoopback, settle, type LoopbackServer } from '@reconcile-loop/test-support';
+import {
+  ControlledSource,
+  FakeLeaderGate,
+  httpGet,
+  serveOnLoopback,
+  settle,
+  type LoopbackServer,
+} from '@reconcile-loop/test-support';
 import { ReconcileLoop, healthHandler, replaceEvent, type HealthReporter } from '../src/index.js';
 
 interface Cell {
@@ -22,7 +29,7 @@ async function serve(reporter: HealthReporter, options?: Parameters<typeof healt
 const get = httpGet;
 
 describe('healthHandler', () => {
-  it('[loop: probes] ?verbose shows a passing check\'s detail: [+]leader ok: leading / standby; a plain probe answers ok', async () => {
+  it("[loop: probes] ?verbose shows a passing check's detail: [+]leader ok: leading / standby; a plain probe answers ok", async () => {
     const gate = new FakeLeaderGate();
     const source = new ControlledSource<Cell>();
     const loop = new ReconcileLoop<Cell, string>({
