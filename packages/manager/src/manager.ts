@@ -288,9 +288,9 @@ export class Manager {
         election = this.elector?.run(electing.signal).catch((error: unknown) => this.#fail(error, undefined));
         for (const { name, loop } of this.#controllers) {
           loop.start().catch((error: unknown) => {
-            // A stop before this controller synced: nothing was reconciled, so the run did not do its job.
-            if (isLoopStopped(error) && this.#stopping.signal.aborted && this.#failure === undefined)
-              this.#failure = { error, controller: name };
+            // Stopped before it synced (a signal, or another controller's failure): the run did not
+            // do its job, but this is not a failure of its own; the first cause is kept.
+            if (isLoopStopped(error) && this.#stopping.signal.aborted) this.#failure ??= { error, controller: name };
             else this.#fail(error, name);
           });
         }
