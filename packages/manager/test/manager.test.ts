@@ -1,6 +1,7 @@
 /** The manager over the embedded apiserver (real HTTP on loopback): sharing, health, shutdown, exit codes. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { z } from 'zod';
+import { objectSchema, podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { KubeClient, type RateLimiter } from '@reconcile-loop/kube-client';
 import { LoopStoppedError } from '@reconcile-loop/loop';
 import { OptionsError } from '@reconcile-loop/primitives';
@@ -71,6 +72,60 @@ describe('[manager: One watch per kind] two controllers watching pods open ONE L
     manager.stop();
     expect(await within(running, 'run() to resolve', 10_000)).toEqual({ code: 0, error: undefined, controller: undefined });
     await server.waitForWatches((open) => open === 0);
+  });
+
+  it("one pod watch serves one controller's primary source and another's secondary (Services selecting pods)", async () => {
+    const { server, kubeConfig } = await setup();
+    const manager = new Manager({ kubeConfig, signals: false });
+    const serviceResource = { group: '', version: 'v1', plural: 'services', kind: 'Service' };
+    const serviceSchema = objectSchema({ spec: z.object({ selector: z.record(z.string(), z.string()).optional() }).optional() });
+    const pods = () => manager.source({ resource: podResource, schema: podSchema, namespace: 'ml', labelSelector: 'pool' });
+    const endpoints = new Map<string, number>();
+    const counted = manager.controller<Pod, string>({
+      controller: { name: 'pools' },
+      source: pods(),
+      keyMap: (pod) => pod.metadata.labels['pool'],
+      reconcile: () => {},
+    });
+    const services = manager.controller({
+      controller: { name: 'endpoints' },
+      source: manager.source({ resource: serviceResource, schema: serviceSchema, namespace: 'ml' }),
+      keyMap: (_service, key) => key,
+      secondary: {
+        pods: {
+          source: pods(),
+          // A Service's key is its parent key: the Services whose selector matches the pod.
+          keyMap: (pod: Pod, _key: string, caches) => [
+            ...caches.store
+              .list((service) => {
+                const selector = service.spec?.selector;
+                return selector !== undefined && Object.entries(selector).every(([k, v]) => pod.metadata.labels[k] === v);
+              })
+              .keys(),
+          ],
+        },
+      },
+      reconcile: (key, { parent, stores }) => {
+        const selector = parent?.spec?.selector;
+        if (selector === undefined) return;
+        const selected = stores.pods.list((pod) => Object.entries(selector).every(([k, v]) => pod.metadata.labels[k] === v));
+        endpoints.set(key, selected.size);
+      },
+    });
+    server.resetRequestCounts();
+    const running = start(manager);
+    await until(() => counted.synced && services.synced, 'both controllers to sync');
+    await manager.client
+      .resource(serviceResource)
+      .inNamespace('ml')
+      .create({ metadata: { name: 'web' }, spec: { selector: { pool: 'engines' }, ports: [{ port: 80 }] } });
+    await until(() => endpoints.get('ml/web') === 3, 'the Service to see its three pods');
+    server.createPod({ metadata: { name: 'engine-y', namespace: 'ml', labels: { pool: 'engines' } } });
+    await until(() => endpoints.get('ml/web') === 4, 'the Service to see the new pod');
+    expect(server.requestCounts().list).toBe(2); // the Services and the pods, once each
+    expect(server.requestCounts().watch).toBe(2);
+    manager.stop();
+    expect((await within(running, 'run() to resolve', 10_000)).code).toBe(0);
   });
 
   it('another selector or another view is another watch; options that differ for one shared watch are refused', async () => {
