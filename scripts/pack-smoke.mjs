@@ -35,6 +35,7 @@ const uses = {
   'kube-client': `const c = new m.KubeClient({ server: 'https://k8s.invalid', rateLimit: false, transport: async () => ({ status: 404, header: () => undefined, body: [JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound' })], close() {} }) }); const e = await c.resource({ group: '', version: 'v1', plural: 'pods' }).inNamespace('d').get('x').catch((x) => x); if (!(e instanceof m.KubeApiError) || e.statusCode !== 404 || e.code !== 'RL_KUBE_API_ERROR') throw new Error('kube-client');`,
   'leader-election': `const lock = { identity: 'a', describe: () => 'ns/l', get: async () => undefined, create: async () => {}, update: async () => {} }; const e = new m.LeaderElector({ lock }); if (e.isLeader() || e.timings.leaseDurationMs !== 15000) throw new Error('elector'); let code; try { new m.LeaderElector({ lock, leaseDurationMs: 1000 }); } catch (x) { code = x.code; } if (code !== 'RL_INVALID_OPTIONS') throw new Error('validation');`,
   metrics: `const { Registry } = await import('prom-client'); const l = await import('@reconcile-loop/loop'); const registry = new Registry(); const loop = new l.ReconcileLoop({ controller: { name: 'c' }, source: new l.InProcessSource('s', [['k', {}]]), keyMap: (_, k) => k, reconcile: () => undefined, observer: m.controllerMetrics({ registry }) }); await loop.start(); const want = 'controller_runtime_reconcile_total{controller="c",result="success"} 1'; let text = ''; for (let i = 0; i < 200 && !text.includes(want); i++) { await new Promise((r) => setTimeout(r, 10)); text = await registry.metrics(); } await loop.stop(); if (!text.includes(want) || !text.includes('workqueue_depth{name="c",controller="c",priority=""} 0')) throw new Error('metrics: ' + text.slice(0, 400));`,
+  manager: `const up = { name: 'u', open: async function* () { yield { type: 'replace', objects: new Map([['k', 1]]) }; } }; const sh = m.shareSource(up); const c = new AbortController(); const first = await sh.subscribe('a').open(c.signal)[Symbol.asyncIterator]().next(); c.abort(); if (first.value?.type !== 'replace' || first.value.objects.get('k') !== 1 || sh.upstreamOpens !== 1) throw new Error('shareSource'); let code; try { new m.Manager({}); } catch (x) { code = x.code; } if (code !== 'RL_INVALID_OPTIONS') throw new Error('options');`,
   testing: `const s = await m.startApiServer(); try { const r = await fetch(s.url + '/api/v1/pods'); if (r.status !== 200) throw new Error('apiserver ' + r.status); } finally { await s.close(); }`,
 };
 /** Packages that must install without @kubernetes/client-node. */
@@ -51,6 +52,7 @@ const noKubernetesClient = new Set([
   'leader-election',
   'metrics',
   'reflector',
+  'manager',
 ]);
 /** Packages with zero runtime dependencies. */
 const zeroDeps = new Set(['primitives']);
@@ -66,6 +68,8 @@ const peers = {
   'kube-client': { '@kubernetes/client-node': '^1.4.0 || ^2.0.0', zod: '^4.5.0' },
   // prom-client 15 is the current major; the metrics package's tests run the locked 15.x.
   metrics: { 'prom-client': '^15.0.0' },
+  // zod through the kinds' views the shared reflectors validate with, as the reflector's.
+  manager: { zod: '^4.5.0' },
 };
 const rootEngines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node;
 

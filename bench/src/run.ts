@@ -3,7 +3,7 @@
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
  * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync,
- * indexes, owned-metadata),
+ * indexes, owned-metadata, lease-cadence),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -14,6 +14,7 @@ import { runConcurrency, type ConcurrencyResult } from './benchmarks/concurrency
 import { runIndexes } from './benchmarks/indexes.js';
 import { runInitialSync } from './benchmarks/initial-sync.js';
 import { runLatency, type LatencyResult } from './benchmarks/latency.js';
+import { runLeaseCadence } from './benchmarks/lease-cadence.js';
 import { runOwnedMetadata } from './benchmarks/owned-metadata.js';
 import { runPoison } from './benchmarks/poison.js';
 import { runQueue } from './benchmarks/queue.js';
@@ -51,6 +52,7 @@ const benchmarks = {
   'initial-sync': runInitialSync,
   indexes: runIndexes,
   'owned-metadata': runOwnedMetadata,
+  'lease-cadence': runLeaseCadence,
 } as const;
 type Name = keyof typeof benchmarks;
 

@@ -2,7 +2,7 @@
  * A `node:http` request handler for a Deployment's probes, with controller-runtime's healthz
  * format: `/healthz` (liveness) and `/readyz` (readiness) answer 200 `ok`, or 500 with one
  * `[+]name ok` / `[-]name failed: …` line per check and `<endpoint> check failed`. `?verbose` lists
- * every check (with the failure reasons); `?exclude=name` skips a check; `/readyz/<check>` asks one
+ * every check (with the failure reasons, and a passing check's detail: `[+]leader ok: leading`); `?exclude=name` skips a check; `/readyz/<check>` asks one
  * check; `?format=json` (or `Accept: application/json`) answers `{ "status", "checks" }`.
  * No dependency and no `node:http` import: it only needs the request's `url`/`method`/`headers`
  * and the response's `statusCode`/`setHeader`/`end`, so `http.createServer(healthHandler(loop))` works.
@@ -85,8 +85,12 @@ export function healthHandler(
     const verbose = url.searchParams.has('verbose');
     if (ok && !verbose) return send(res, 200, 'text/plain; charset=utf-8', 'ok');
     const reveal = verbose || options.revealReasons === true;
+    // A passing check's detail (the `leader` check's `leading` / `standby: …`) shows where reasons
+    // do: `?verbose` is where an operator asks which replica leads.
     const lines = checks.map((c) =>
-      c.ok ? `[+]${c.name} ok` : `[-]${c.name} failed: ${reveal ? (c.reason ?? 'failed') : 'reason withheld'}`,
+      c.ok
+        ? `[+]${c.name} ok${reveal && c.reason !== undefined ? `: ${c.reason}` : ''}`
+        : `[-]${c.name} failed: ${reveal ? (c.reason ?? 'failed') : 'reason withheld'}`,
     );
     for (const skipped of excluded) lines.push(`[+]${skipped} excluded: ok`);
     lines.push(ok ? `${name} check passed` : `${name} check failed`);

@@ -1,7 +1,14 @@
 /** The probe handler over real HTTP on loopback. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
-import { ControlledSource, httpGet, serveOnLoopback, settle, type LoopbackServer } from '@reconcile-loop/test-support';
+import {
+  ControlledSource,
+  FakeLeaderGate,
+  httpGet,
+  serveOnLoopback,
+  settle,
+  type LoopbackServer,
+} from '@reconcile-loop/test-support';
 import { ReconcileLoop, healthHandler, replaceEvent, type HealthReporter } from '../src/index.js';
 
 interface Cell {
@@ -22,6 +29,33 @@ async function serve(reporter: HealthReporter, options?: Parameters<typeof healt
 const get = httpGet;
 
 describe('healthHandler', () => {
+  it("[loop: probes] ?verbose shows a passing check's detail: [+]leader ok: leading / standby; a plain probe answers ok", async () => {
+    const gate = new FakeLeaderGate();
+    const source = new ControlledSource<Cell>();
+    const loop = new ReconcileLoop<Cell, string>({
+      source,
+      keyMap: (c) => c.pool,
+      reconcile: () => {},
+      leadership: { gate },
+      clock: new ManualClock(),
+    });
+    const base = await serve(loop);
+    const starting = loop.start();
+    await settle();
+    source.last.push(replaceEvent([]));
+    await starting;
+    let res = await get(`${base}/readyz?verbose`);
+    expect(res.status).toBe(200);
+    expect(res.body).toContain('[+]leader ok: standby: caches warm, waiting for leadership\n');
+    gate.grant();
+    await settle();
+    res = await get(`${base}/readyz?verbose`);
+    expect(res.body).toContain('[+]leader ok: leading\n');
+    expect(res.body).toContain('[+]reconcile ok\n'); // no detail, no colon
+    expect((await get(`${base}/readyz`)).body).toBe('ok');
+    await loop.stop();
+  });
+
   it('[loop: probes] /readyz is 500 until the source syncs, then 200 ok; /healthz is 200 ok; failures list [+]/[-] lines with reasons withheld', async () => {
     const source = new ControlledSource<Cell>();
     const loop = new ReconcileLoop<Cell, string>({

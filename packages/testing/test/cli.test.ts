@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startApiServer } from '../src/index.js';
 
 const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.ts');
 
@@ -76,6 +77,24 @@ describe('reconcile-loop-apiserver bin', () => {
     p.proc.kill('SIGINT');
     expect(await p.exit).toBe(0);
   }, 30_000);
+
+  it('[testing: bin] --help names every kind the server serves (discovery is the list), not "pods, plus discovery"', async () => {
+    const p = launch(['--help']);
+    let out = '';
+    p.proc.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    expect(await p.exit).toBe(0);
+    const server = await startApiServer();
+    try {
+      const core = (await (await fetch(`${server.url}/api/v1`)).json()) as { resources: { name: string }[] };
+      const served = core.resources.map((r) => r.name).filter((name) => !name.includes('/'));
+      expect(served.length).toBeGreaterThan(3);
+      const help = out.toLowerCase().replace(/\s+/g, ' ');
+      for (const name of [...served, 'leases', 'customresourcedefinitions']) expect(help).toContain(name);
+      expect(help).not.toContain('pods, plus discovery');
+    } finally {
+      await server.close();
+    }
+  });
 
   it('[testing: bin] a bad argument exits 2 with the usage', async () => {
     const p = launch(['--labels', 'no-equals-sign']);

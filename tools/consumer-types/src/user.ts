@@ -12,6 +12,7 @@ import {
   type Pod,
 } from '@reconcile-loop/k8s-types';
 import { InProcessSource, ManualClock, ReconcileLoop } from '@reconcile-loop/loop';
+import { Manager, type ManagerExit } from '@reconcile-loop/manager';
 import { ObjectStore, replaceEvent } from '@reconcile-loop/object-store';
 import { kubeReflector, podReflector } from '@reconcile-loop/reflector';
 import { RetryScheduler } from '@reconcile-loop/retry-scheduler';
@@ -68,6 +69,21 @@ export async function run(): Promise<string[]> {
     });
     void widgets;
     void loop;
+    // A manager: shared sources are typed by their schema, controllers by their options.
+    const manager = new Manager({ kubeConfig, signals: false });
+    const managed = manager.controller({
+      controller: { name: 'widgets' },
+      source: manager.source({ resource: { group: 'example.com', version: 'v1', plural: 'widgets' }, schema: widgetSchema }),
+      keyMap: (_widget, key) => key,
+      reconcile: async (_key, { parent }) => {
+        // @ts-expect-error spec.size is a number
+        const wrong: string | undefined = parent?.spec.size;
+        void wrong;
+      },
+    });
+    seen.push(managed.state);
+    const exit: Promise<ManagerExit> = Promise.resolve({ code: 0, error: undefined, controller: undefined });
+    void exit;
   } finally {
     await server.close();
   }
