@@ -178,4 +178,3 @@ describe("this repository's public surface", () => {
     expect(reportCounts(fixture)).toEqual({ names: 3, values: 1, reexported: 1 });
   });
 });
-

@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  InvalidLabelSelectorError,
-  labelIndexValues,
-  labelSelectorMatcher,
-  type LabelSelector,
-} from '../src/index.js';
+import { InvalidLabelSelectorError, labelIndexValues, labelSelectorMatcher, type LabelSelector } from '../src/index.js';
 
 describe('label selectors', () => {
   it("[k8s_types: Label selectors] match as apimachinery's LabelSelectorAsSelector: matchLabels AND every expression; In, NotIn, Exists, DoesNotExist", () => {
