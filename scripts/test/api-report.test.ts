@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -128,5 +128,53 @@ describe('api-report', () => {
     const r = run(root, '--check');
     expect(r.code).toBe(1);
     expect(r.out).toContain('pnpm exec turbo run build');
+  });
+});
+
+/**
+ * The names one checked-in report exports (`### \`Name\` (kind…)` headings above "Referenced, not
+ * exported"): how many, how many of them exist at run time, and how many are declared in another
+ * workspace package (`; from @scope/pkg`), which the summary counts at their home only.
+ */
+function reportCounts(report: string) {
+  const exported = report.split('\n## Referenced, not exported')[0] ?? '';
+  const headings = [...exported.matchAll(/^### `[^`]+` \(([^)]*)\)$/gm)].map((m) => m[1] ?? '');
+  return {
+    names: headings.length,
+    values: headings.filter((h) => h.includes('runtime value')).length,
+    reexported: headings.filter((h) => /; from @/.test(h)).length,
+  };
+}
+
+describe("this repository's public surface", () => {
+  it('[api report: budget] the checked-in reports hold at most 316 own names (a third below the 474 issue 22 started from) and at most 30 runtime values per front door', () => {
+    const packages = join(import.meta.dirname, '..', '..', 'packages');
+    let own = 0;
+    const doors: string[] = [];
+    for (const pkg of readdirSync(packages)) {
+      let reports: string[];
+      try {
+        reports = readdirSync(join(packages, pkg, 'api')).filter((f) => f.endsWith('.api.md'));
+      } catch {
+        continue; // a folder without reports (none today: --check fails on a missing one)
+      }
+      for (const file of reports) {
+        const counts = reportCounts(readFileSync(join(packages, pkg, 'api', file), 'utf8'));
+        own += counts.names - counts.reexported;
+        if (file === 'index.api.md' && counts.values > 30) doors.push(`${pkg}: ${counts.values} runtime values`);
+      }
+    }
+    expect(doors).toEqual([]);
+    expect(own).toBeGreaterThan(100); // the reports were found and read
+    expect(own).toBeLessThanOrEqual(316);
+    // The counter itself: a re-export is not an own name; only runtime values count as values.
+    const fixture = [
+      '### `a` (function; runtime value)',
+      '### `B` (interface; type only; from @reconcile-loop/primitives)',
+      '### `C` (interface; type only)',
+      '## Referenced, not exported',
+      '### `D` (interface)',
+    ].join('\n');
+    expect(reportCounts(fixture)).toEqual({ names: 3, values: 1, reexported: 1 });
   });
 });

@@ -14,7 +14,6 @@ export {
   type KubernetesObjectView,
   type ObjectMeta,
   type ObjectSchema,
-  type ObjectShape,
   type OwnerReference,
 } from './meta.js';
 
@@ -42,11 +41,9 @@ export { kinds, type KindView } from './kinds.js';
 // Label selectors: a matcher for `metav1.LabelSelector`, and the values of a label index.
 export {
   labelSelectorMatcher,
-  matchesLabelSelector,
   labelIndexValues,
   InvalidLabelSelectorError,
   type LabelSelector,
-  type LabelSelectorRequirement,
   type Labels,
 } from './label-selector.js';
 
@@ -60,8 +57,8 @@ export {
 } from './owner-references.js';
 
 // The Kubernetes Status object, and the watch frames that carry objects or a Status.
-export { statusSchema, type WatchEventType } from './watch.js';
-export type { BookmarkFrame, ErrorFrame, ObjectFrame, Status, StatusCause, WatchFrame } from './watch-frame.js';
+export { statusSchema } from './watch.js';
+export type { Status, StatusCause, WatchFrame } from './watch-frame.js';
 
 // Errors: every one extends primitives' ReconcileLoopError (codes RL_TYPES_*).
 export {
@@ -70,5 +67,4 @@ export {
   isInvalidObjectError,
   isMalformedWatchFrameError,
   MalformedWatchFrameError,
-  type ValidationIssue,
 } from './errors.js';

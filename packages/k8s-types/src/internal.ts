@@ -11,11 +11,10 @@ export {
   parseWatchFrame,
   parseWatchLine,
   readWatchFrame,
-  type ParseWatchLineOptions,
 } from './watch.js';
 export type { ListItem, ListPage } from './decode/frames.js';
 export { listContinueToken } from './decode/list-continue.js';
 // Cutting what a view does not read out of a watch line before it is parsed.
-export { cutWatchLine, metadataKeysRead, type CutLine } from './decode/frame-cut.js';
+export { cutWatchLine, metadataKeysRead } from './decode/frame-cut.js';
 // The WASM byte scanner: on by default where it loads.
-export { useWasmScan, wasmScanAvailable } from './decode/wasm-scan.js';
+export { useWasmScan } from './decode/wasm-scan.js';

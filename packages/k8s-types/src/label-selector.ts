@@ -112,11 +112,6 @@ export function labelSelectorMatcher(selector: LabelSelector | null | undefined)
   };
 }
 
-/** Whether `labels` match `selector`; see {@link labelSelectorMatcher} (compile once when matching many objects). */
-export function matchesLabelSelector(selector: LabelSelector | null | undefined, labels: Labels): boolean {
-  return labelSelectorMatcher(selector)(labels);
-}
-
 /**
  * The values of a label index: one `key=value` per label, e.g. for
  * `indexers: { label: (pod) => labelIndexValues(pod.metadata.labels) }`. A selector's `matchLabels`

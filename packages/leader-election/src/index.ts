@@ -6,8 +6,8 @@
 
 // The elector and its options (client-go's defaults and checks).
 // The defaults are the numbers in the README's option table; they are not exported.
-export { LeaderElector, type LeaderHealth } from './elector.js';
-export type { LeaderCallbacks, LeaderElectorOptions } from './options.js';
+export { LeaderElector } from './elector.js';
+export type { LeaderElectorOptions } from './options.js';
 
 // The lock: a Lease through kube-client, or any ResourceLock.
 export { LeaseLock, type LeaseLockOptions, type LockCallOptions, type ResourceLock } from './lease-lock.js';

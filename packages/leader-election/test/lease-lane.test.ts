@@ -1,4 +1,6 @@
-import { KubeClient, type RateLimitWait, type Transport } from '@reconcile-loop/kube-client';
+import { KubeClient, type KubeClientOptions, type Transport } from '@reconcile-loop/kube-client';
+
+type RateLimitWait = Parameters<NonNullable<KubeClientOptions['onRateLimitWait']>>[1];
 import { ManualClock } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { LeaderElector, LeaseLock } from '../src/index.js';

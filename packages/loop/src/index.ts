@@ -4,7 +4,7 @@
  * ("Which door holds what"), so an in-process controller needs this one package.
  */
 // The loop, its options and what a reconcile sees.
-export { ReconcileLoop, type StopOptions, type StopReport } from './loop.js';
+export { ReconcileLoop, type StopReport } from './loop.js';
 export type { ReconcileLoopOptions, SecondarySource } from './options.js';
 export type { ReconcileContext, Reconcile, ReconcileResult, MapCaches } from './context.js';
 export type { SecondaryStoreReader } from './secondary-store.js';
@@ -22,7 +22,7 @@ export {
   type ObjectFilter,
 } from './filters.js';
 // Health, probes and observation.
-export { healthHandler, type HealthHandlerOptions, type HealthReporter } from './http.js';
+export { healthHandler, type HealthReporter } from './http.js';
 // The parts of a health report and of an observer's events are named by the types that hold them
 // (`LoopHealth['sources'][number]`, `Parameters<ReconcileLoopObserver<P>['onReconcileStart']>`).
 export type { LoopHealth } from './health.js';

@@ -7,7 +7,7 @@
 // The observer a loop takes.
 export { controllerMetrics, type ControllerMetricsOptions } from './controller-metrics.js';
 // The client-side rate limiter's queue wait (kube-client's `onRateLimitWait`).
-export { rateLimiterMetrics, type RateLimiterMetricsOptions, type RateLimitWaitObserver } from './rate-limiter-metrics.js';
+export { rateLimiterMetrics, type RateLimiterMetricsOptions } from './rate-limiter-metrics.js';
 // The /metrics handler (it takes and returns node:http's (request, response) shape).
 export { metricsHandler, type MetricsHandlerOptions } from './handler.js';
 // The series (names, labels, buckets) are the README's table; their definitions are not exported.

@@ -13,7 +13,6 @@ export {
 // User-defined indexes (client-go's Indexers): declared per store, queried through its reader.
 export {
   StoreIndexes,
-  type StoreIndexesOptions,
   UnknownIndexError,
   listMatching,
   type IndexFunc,
@@ -38,7 +37,6 @@ export {
   isPermanentSourceError,
   type SourceHealth,
   type SourceCacheCost,
-  type HealthReportingSource,
   type QuarantinedObject,
   type PermanentSourceError,
 } from './source-health.js';

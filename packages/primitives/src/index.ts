@@ -4,16 +4,9 @@
  */
 export { systemClock, timerDelay, MAX_TIMER_MS, type Clock, type TimerOptions } from './clock.js';
 export { ManualClock, InvalidClockStepError } from './manual-clock.js';
-export {
-  abortReason,
-  raceAbort,
-  sleep,
-  linkSignals,
-  type SleepOptions,
-  type LinkSignalsOptions,
-  type LinkedSignal,
-} from './abort.js';
+// Optional option bags and the shape linkSignals returns are not exported: a call spells them inline.
+export { abortReason, raceAbort, sleep, linkSignals } from './abort.js';
 export { silentLogger, type Logger } from './logger.js';
 export { isKey, objectKey, parseKey, InvalidKeyError, type Key, type NamespacedName } from './key.js';
-export { Backoff, backoffDelay, checkBackoffPolicy, type BackoffPolicy, type BackoffOptions } from './backoff.js';
+export { Backoff, backoffDelay, checkBackoffPolicy, type BackoffPolicy } from './backoff.js';
 export { ReconcileLoopError, OptionsError, isReconcileLoopError } from './errors.js';

@@ -26,8 +26,6 @@ export type {
 } from './client.js';
 
 // What the cached objects cost (health().cache) and the memory budget's warning threshold.
-export { estimateBytes, MEMORY_BUDGET_WARN_FRACTION, type CacheCost } from './cache-cost.js';
-
 // How a failed WATCH is read: relist (expired, too large, rejected resourceVersion) or retry.
 export { watchVerdict } from './classify.js';
 

@@ -7,7 +7,8 @@
 import type { Pod } from '@reconcile-loop/k8s-types';
 import { recordingLogger } from '@reconcile-loop/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
-import { estimateBytes, podReflector, type Reflector } from '../src/index.js';
+import { estimateBytes } from '../src/cache-cost.js';
+import { podReflector, type Reflector } from '../src/index.js';
 import { fastClock, kubeConfigFor, runCleanups, server, tapOf, WAIT_MS, type Tap } from './embedded-helpers.js';
 
 const NS = 'pool-a';

@@ -4,25 +4,14 @@
  */
 
 // The server: start it, drive it through its typed controls, close it.
-export {
-  ApiServer,
-  startApiServer,
-  type ApiServerOptions,
-  type FutureWatchBehavior,
-  type ApiServerResourceRef,
-  type PodInput,
-  type SeedPodsOptions,
-} from './server.js';
+// The per-call option bags of ApiServer's methods (seedPods, kubeconfig, deletePod, failNext, ...)
+// and the literal unions inside its options are not exported: a call spells them inline.
+export { ApiServer, startApiServer, type ApiServerOptions } from './server.js';
 export type { ResourceDefinition } from './kinds/resource.js';
-export type { KubeconfigOptions } from './kubeconfig.js';
-export type { ApiServerDeleteOptions } from './engine/engine.js';
 export type { ApiServerObject, ApiServerPod } from './types.js';
 
-// Fault injection and request accounting.
-export type { ApiServerVerb, FailNextOptions, InjectedStatus } from './options.js';
-
 // Kubelet and scheduler emulation (`ApiServer.kubelet`).
-export type { KubeletEmulator, RunningReadyOptions } from './kubelet.js';
+export type { KubeletEmulator } from './kubelet.js';
 
 // Errors of the typed controls (the HTTP API answers with Status bodies instead).
 export { ApiServerStatusError, ApiServerUsageError } from './errors.js';
