@@ -3,7 +3,7 @@
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
  * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync,
- * indexes, owned-metadata),
+ * indexes, owned-metadata, priority),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -16,6 +16,7 @@ import { runInitialSync } from './benchmarks/initial-sync.js';
 import { runLatency, type LatencyResult } from './benchmarks/latency.js';
 import { runOwnedMetadata } from './benchmarks/owned-metadata.js';
 import { runPoison } from './benchmarks/poison.js';
+import { runPriority } from './benchmarks/priority.js';
 import { runQueue } from './benchmarks/queue.js';
 import { runRelist } from './benchmarks/relist.js';
 import { runRetry, type RetryResult } from './benchmarks/retry.js';
@@ -51,6 +52,7 @@ const benchmarks = {
   'initial-sync': runInitialSync,
   indexes: runIndexes,
   'owned-metadata': runOwnedMetadata,
+  priority: runPriority,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -160,6 +162,7 @@ const summary = {
   ...(results['initial-sync'] !== undefined && { initialSync: results['initial-sync'] }),
   ...(results['indexes'] !== undefined && { indexes: results['indexes'] }),
   ...(results['owned-metadata'] !== undefined && { ownedMetadata: results['owned-metadata'] }),
+  ...(results['priority'] !== undefined && { priority: results['priority'] }),
   ...(results['concurrency'] !== undefined && {
     concurrency: (results['concurrency'] as ConcurrencyResult).rows,
     concurrencyDetail: results['concurrency'],
@@ -183,6 +186,9 @@ const required: Array<[string, boolean]> = [
   ['concurrency.2.p99Ms', selectedSet.has('concurrency')],
   ['ownedMetadata.fullBytesPerPod', selectedSet.has('owned-metadata')],
   ['ownedMetadata.metadataBytesPerPod', selectedSet.has('owned-metadata')],
+  ['priority.p99UserWaitMs', selectedSet.has('priority')],
+  ['priority.fifoP99UserWaitMs', selectedSet.has('priority')],
+  ['priority.maxInitialWaitMs', selectedSet.has('priority')],
   ...(['list', 'watchList'] as const).flatMap((path) =>
     (['peakBytes', 'storeBytes', 'peakToStoreRatio'] as const).map((key): [string, boolean] => [
       `initialSync.${path}.${key}`,
