@@ -48,7 +48,10 @@ export interface PriorityResult {
   boundMs: number;
   agedP99UserWaitMs: number;
   agedMaxInitialWaitMs: number;
-  detail: Record<Mode, { p99UserWaitMs: Summary; maxUserWaitMs: Summary; maxInitialWaitMs: Summary; drainMs: Summary; userChanges: number }>;
+  detail: Record<
+    Mode,
+    { p99UserWaitMs: Summary; maxUserWaitMs: Summary; maxInitialWaitMs: Summary; drainMs: Summary; userChanges: number }
+  >;
 }
 
 async function oneRun(mode: Mode, parents: number): Promise<Run> {
@@ -67,7 +70,9 @@ async function oneRun(mode: Mode, parents: number): Promise<Run> {
     keyMap: (_, key) => key,
     controller: { concurrency: CONCURRENCY },
     queue:
-      mode === 'fifo' ? { priority: false } : { priority: true, agingMs: mode === 'priority' ? DEFAULT_AGING_MS : SHORT_AGING_MS },
+      mode === 'fifo'
+        ? { priority: false }
+        : { priority: true, agingMs: mode === 'priority' ? DEFAULT_AGING_MS : SHORT_AGING_MS },
     sources: { resyncPeriodMs: 0 },
     reconcile: async (key) => {
       const now = performance.now();
@@ -145,7 +150,9 @@ export async function runPriority(ctx: BenchContext): Promise<PriorityResult> {
       String(detail[mode].userChanges),
     ]),
   );
-  console.log(`bound for the last initial-list parent (agingMs ${DEFAULT_AGING_MS} + 2·(L+1) hand-outs at ${fmt(rate)}/ms): ${fmt(boundMs)} ms`);
+  console.log(
+    `bound for the last initial-list parent (agingMs ${DEFAULT_AGING_MS} + 2·(L+1) hand-outs at ${fmt(rate)}/ms): ${fmt(boundMs)} ms`,
+  );
   return {
     parents,
     reconcileMs: RECONCILE_MS,
