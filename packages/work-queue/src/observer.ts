@@ -1,5 +1,3 @@
-import type { WorkQueuePriority } from './work-queue.js';
-
 /**
  * Hooks a metrics package attaches to a {@link WorkQueue} — the events behind client-go's
  * workqueue metrics, without depending on any metrics library. Every timestamp (`at`) and
@@ -67,6 +65,13 @@ export interface WorkQueueDoneEvent<K> {
   /** True when the key was re-added while held and is now pending again. */
   readonly requeued: boolean;
 }
+
+/**
+ * The two priorities a key is added at: `normal` (a change), or `low` (work a listing, a relist or a
+ * resync produced: controller-runtime's `LowPriority`). Only a queue built with `priority: true`
+ * tells them apart; otherwise every key is `normal`.
+ */
+export type WorkQueuePriority = 'normal' | 'low';
 
 /** Which hook threw, as passed to the queue's `onError`. */
 export type WorkQueueHook = keyof WorkQueueObserver<unknown>;

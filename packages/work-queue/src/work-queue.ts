@@ -1,14 +1,7 @@
 import { MAX_TIMER_MS, OptionsError, abortReason, isKey, systemClock, type Clock, type Key } from '@reconcile-loop/primitives';
 import { WorkQueueDrainTimeoutError, WorkQueueKeyError, WorkQueueNotProcessingError, WorkQueueStoppedError } from './errors.js';
 import { KeyFifo } from './fifo.js';
-import type { UnfinishedWork, WorkQueueHook, WorkQueueObserver } from './observer.js';
-
-/**
- * The two priorities a key is added at: `normal` (a change), or `low` (work a listing, a relist or a
- * resync produced: controller-runtime's `LowPriority`). Only a queue built with `priority: true`
- * tells them apart; otherwise every key is `normal`.
- */
-export type WorkQueuePriority = 'normal' | 'low';
+import type { UnfinishedWork, WorkQueueHook, WorkQueueObserver, WorkQueuePriority } from './observer.js';
 
 /** Default of {@link WorkQueueOptions.agingMs}: a low-priority key ranks with normal ones after 10 s. */
 const DEFAULT_AGING_MS = 10_000;
