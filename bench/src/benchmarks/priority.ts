@@ -48,6 +48,13 @@ export interface PriorityResult {
   boundMs: number;
   agedP99UserWaitMs: number;
   agedMaxInitialWaitMs: number;
+  /**
+   * Per run, priority's longest initial wait over FIFO's in the same run (modes alternate within a
+   * run, so both saw the same machine): summarized over the runs. Above 1, priority lost.
+   */
+  initialWaitPriorityOverFifo: Summary;
+  /** The same for the time until the backlog drained. */
+  drainPriorityOverFifo: Summary;
   detail: Record<
     Mode,
     { p99UserWaitMs: Summary; maxUserWaitMs: Summary; maxInitialWaitMs: Summary; drainMs: Summary; userChanges: number }
@@ -135,6 +142,10 @@ export async function runPriority(ctx: BenchContext): Promise<PriorityResult> {
       ];
     }),
   ) as PriorityResult['detail'];
+  const paired = (value: (run: Run) => number): Summary =>
+    summarize(of('priority').map((run, r) => value(run) / value(of('fifo')[r]!)));
+  const initialWaitPriorityOverFifo = paired((run) => run.maxInitialWaitMs);
+  const drainPriorityOverFifo = paired((run) => run.drainMs);
   // The bound for the last of `parents` low keys: agingMs + 2·(L+1) hand-outs at the measured rate.
   const rate = summarize(of('priority').map((run) => run.handOutsPerMs)).median;
   const boundMs = DEFAULT_AGING_MS + (2 * (parents + 1)) / rate;
@@ -165,6 +176,8 @@ export async function runPriority(ctx: BenchContext): Promise<PriorityResult> {
     boundMs,
     agedP99UserWaitMs: detail['priority-aging-1s'].p99UserWaitMs.median,
     agedMaxInitialWaitMs: detail['priority-aging-1s'].maxInitialWaitMs.median,
+    initialWaitPriorityOverFifo,
+    drainPriorityOverFifo,
     detail,
   };
 }
