@@ -90,8 +90,8 @@ function hooksNsPerEvent(n: number): number {
   const cpu0 = process.cpuUsage();
   for (let i = 0; i < n; i++) {
     const key = `k${i & 1023}`;
-    onAdd!({ key, at: i, depth: 1, dirty: false });
-    onGet!({ key, at: i, depth: 0, queuedMs: 0.05 });
+    onAdd!({ key, at: i, depth: 1, dirty: false, priority: 'normal' });
+    onGet!({ key, at: i, depth: 0, queuedMs: 0.05, priority: 'normal' });
     observer.onReconcileEnd!({
       controller: 'bench',
       parentKey: key,

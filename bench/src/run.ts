@@ -3,7 +3,7 @@
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
  * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync,
- * indexes, owned-metadata, lease-cadence),
+ * indexes, owned-metadata, lease-cadence, priority),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -17,6 +17,7 @@ import { runLatency, type LatencyResult } from './benchmarks/latency.js';
 import { runLeaseCadence } from './benchmarks/lease-cadence.js';
 import { runOwnedMetadata } from './benchmarks/owned-metadata.js';
 import { runPoison } from './benchmarks/poison.js';
+import { runPriority } from './benchmarks/priority.js';
 import { runQueue } from './benchmarks/queue.js';
 import { runRelist } from './benchmarks/relist.js';
 import { runRetry, type RetryResult } from './benchmarks/retry.js';
@@ -53,6 +54,7 @@ const benchmarks = {
   indexes: runIndexes,
   'owned-metadata': runOwnedMetadata,
   'lease-cadence': runLeaseCadence,
+  priority: runPriority,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -162,6 +164,7 @@ const summary = {
   ...(results['initial-sync'] !== undefined && { initialSync: results['initial-sync'] }),
   ...(results['indexes'] !== undefined && { indexes: results['indexes'] }),
   ...(results['owned-metadata'] !== undefined && { ownedMetadata: results['owned-metadata'] }),
+  ...(results['priority'] !== undefined && { priority: results['priority'] }),
   ...(results['concurrency'] !== undefined && {
     concurrency: (results['concurrency'] as ConcurrencyResult).rows,
     concurrencyDetail: results['concurrency'],
@@ -185,6 +188,9 @@ const required: Array<[string, boolean]> = [
   ['concurrency.2.p99Ms', selectedSet.has('concurrency')],
   ['ownedMetadata.fullBytesPerPod', selectedSet.has('owned-metadata')],
   ['ownedMetadata.metadataBytesPerPod', selectedSet.has('owned-metadata')],
+  ['priority.p99UserWaitMs', selectedSet.has('priority')],
+  ['priority.fifoP99UserWaitMs', selectedSet.has('priority')],
+  ['priority.maxInitialWaitMs', selectedSet.has('priority')],
   ...(['list', 'watchList'] as const).flatMap((path) =>
     (['peakBytes', 'storeBytes', 'peakToStoreRatio'] as const).map((key): [string, boolean] => [
       `initialSync.${path}.${key}`,

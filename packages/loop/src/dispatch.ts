@@ -9,7 +9,7 @@ import type { Logger, Key } from '@reconcile-loop/primitives';
 import { createHash } from 'node:crypto';
 
 import { RetrySchedulerKeyError, type Fingerprint, type RetryScheduler } from '@reconcile-loop/retry-scheduler';
-import { isQueueStopped, type WorkQueue } from '@reconcile-loop/work-queue';
+import { isQueueStopped, type WorkQueue, type WorkQueuePriority } from '@reconcile-loop/work-queue';
 import type { QuarantinedVersion, ReconcileContext } from './context.js';
 import type { Expectations } from './expectations.js';
 import type { Leadership } from './leadership.js';
@@ -42,9 +42,9 @@ export class Dispatcher<T, P extends Key, S> {
    * The gate every enqueue path passes except a retry (source events, resync, `enqueue`): a key
    * parked at the parent's current fingerprint is turned away; a new fingerprint releases it. A
    * fingerprint function that throws or returns a non-primitive is logged and the key is enqueued
-   * anyway (nothing is lost).
+   * anyway (nothing is lost). `priority` is the queue's: `low` for listings, resyncs and new terms.
    */
-  offer(key: P): void {
+  offer(key: P, priority: WorkQueuePriority = 'normal'): void {
     // A parent gone from the primary store has nothing left to create for: its expectations go now
     // (upstream's delete handler calls DeleteExpectations), not when a worker next dequeues it —
     // a parent re-created under the same name before that would wait out the TTL for the old one's writes.
@@ -63,25 +63,30 @@ export class Dispatcher<T, P extends Key, S> {
         );
       }
     }
-    if (admitted) this.#o.queue.add(key);
+    if (admitted) this.#o.queue.add(key, priority);
   }
 
   /**
    * Removes every queued key `drop` answers true for (keys held by a worker are left alone);
-   * returns how many. The others are queued again in their order, each counted as an add again.
-   * Only between terms (no worker is taking keys), so nothing is handed out meanwhile.
+   * returns how many. The others are queued again in their order and at their priority, each
+   * counted as an add again. Only between terms (no worker is taking keys), so nothing is handed
+   * out meanwhile.
    */
   dropQueued(drop: (key: P) => boolean): number {
     const { queue } = this.#o;
     if (queue.size === 0) return 0;
-    const kept: P[] = [];
+    const kept: Array<[P, WorkQueuePriority]> = [];
     let dropped = 0;
-    for (let key = queue.tryGet(); key !== undefined; key = queue.tryGet()) {
+    for (;;) {
+      // A hand-out that shrank the low depth came from the low priority.
+      const low = queue.byPriority().low.depth;
+      const key = queue.tryGet();
+      if (key === undefined) break;
       if (drop(key)) dropped += 1;
-      else kept.push(key);
+      else kept.push([key, queue.byPriority().low.depth < low ? 'low' : 'normal']);
       this.#done(key);
     }
-    for (const key of kept) queue.add(key);
+    for (const [key, priority] of kept) queue.add(key, priority);
     return dropped;
   }
 

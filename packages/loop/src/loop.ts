@@ -10,11 +10,12 @@ import {
   type Key,
 } from '@reconcile-loop/primitives';
 import { RetryScheduler, type ParkedKey } from '@reconcile-loop/retry-scheduler';
-import { WorkQueue } from '@reconcile-loop/work-queue';
+import { WorkQueue, type WorkQueuePriority } from '@reconcile-loop/work-queue';
 import type { Reconcile, SecondaryReaders } from './context.js';
 import { LoopAlreadyStartedError, LoopStoppedError, StopInsideReconcileError, SyncTimeoutError } from './errors.js';
 import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
 import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
+import { Debouncer } from './debounce.js';
 import { Dispatcher } from './dispatch.js';
 import { Expectations } from './expectations.js';
 import { Leadership } from './leadership.js';
@@ -61,8 +62,13 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   readonly #sources: readonly WiredSource<P>[];
   readonly #name: string;
   readonly #dispatcher: Dispatcher<T, P, S>;
-  /** Exclusive: a key is held by one worker from `get` to `done`; an add meanwhile marks it dirty. */
+  /**
+   * Exclusive: a key is held by one worker from `get` to `done`; an add meanwhile marks it dirty.
+   * With `queue.priority`, listings, resyncs and new terms add at `low`, everything else at `normal`.
+   */
   readonly #queue: WorkQueue<P>;
+  /** Per source name, for the sources with a `debounce` option. */
+  readonly #debouncers = new Map<string, Debouncer<P>>();
   readonly #scheduler: RetryScheduler<P>;
   readonly #expectations: Expectations<P>;
   readonly #runner: ReconcileRunner<T, P, S>;
@@ -89,7 +95,26 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       observer: options.observer?.queue,
       clock: this.#clock,
       onError: (error) => this.#logger.error({ err: error }, 'work queue hook failed'),
+      priority: this.#settings.queue.priority,
+      agingMs: this.#settings.queue.agingMs,
     });
+    const debounced: Array<[string, ReconcileLoopOptions<T, P, S>['debounce']]> = [
+      [options.source.name, options.debounce],
+      ...Object.values(
+        (options.secondary ?? {}) as Record<
+          string,
+          { source: { name: string }; debounce?: ReconcileLoopOptions<T, P, S>['debounce'] }
+        >,
+      ).map((spec): [string, ReconcileLoopOptions<T, P, S>['debounce']] => [spec.source.name, spec.debounce]),
+    ];
+    for (const [name, debounce] of debounced) {
+      if (debounce === undefined) continue;
+      const { delayMs, maxWaitMs } = debounce;
+      this.#debouncers.set(
+        name,
+        new Debouncer<P>({ delayMs, maxWaitMs, clock: this.#clock, offer: (key) => this.#dispatcher.offer(key) }),
+      );
+    }
     const { backoff, budget } = options.retry ?? {};
     try {
       this.#scheduler = new RetryScheduler<P>({
@@ -109,9 +134,14 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       throw new OptionsError('ReconcileLoop', `retry: ${(error as Error).message}`, { cause: error });
     }
     this.#wiring = wireSources(options, {
-      // Called after the store holds the event (cache before notify).
-      onAffected: (parents) => {
-        for (const parent of parents) this.#dispatcher.offer(parent);
+      // Called after the store holds the event (cache before notify). A listing is queued at once at
+      // low priority (it is already one coalesced event per object); a change at normal priority,
+      // through the source's debouncer when it has one.
+      onAffected: (parents, source, listing) => {
+        const debouncer = listing ? undefined : this.#debouncers.get(source);
+        const priority: WorkQueuePriority = listing ? 'low' : 'normal';
+        if (debouncer === undefined) for (const parent of parents) this.#dispatcher.offer(parent, priority);
+        else for (const parent of parents) debouncer.push(parent);
       },
       onApplied: (name) => this.#expectations.observe(name),
       clock: this.#clock,
@@ -158,6 +188,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       logger: this.#logger,
       expectations: this.#expectations,
     });
+    const prioritized = this.#settings.queue.priority;
     const [queue, scheduler, runner, wiring, clock, concurrency] = [
       this.#queue,
       this.#scheduler,
@@ -166,7 +197,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       this.#clock,
       this.#settings.concurrency,
     ];
-    bindObserver(options, { concurrency, queue, scheduler, runner, wiring, now: () => clock.now() });
+    bindObserver(options, { concurrency, queue, prioritized, scheduler, runner, wiring, now: () => clock.now() });
   }
 
   /** Read-only view of the primary source's cache. Valid from construction; filled once the source syncs. */
@@ -350,6 +381,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         this.#state = 'stopped';
         this.#controller.abort(new LoopStoppedError('the reconcile loop was stopped before it started'));
         this.#queue.stop();
+        for (const debouncer of this.#debouncers.values()) debouncer.clear();
         this.#scheduler.shutdown();
         return Promise.resolve(cleanStop<P>());
       case 'stopped':
@@ -371,6 +403,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     if (this.#resyncHandle !== undefined) this.#clock.clearTimeout(this.#resyncHandle);
     this.#resyncHandle = undefined;
     this.#queue.stop();
+    for (const debouncer of this.#debouncers.values()) debouncer.clear();
     this.#scheduler.shutdown();
     this.#expectations.clear();
     const everything = Promise.allSettled([...this.#sources.map((s) => s.run), ...this.#workers, this.#runner.settled()]);
@@ -475,11 +508,15 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       this.#logger.info({ dropped }, 'new leadership term: dropped queued keys whose parents are gone from every store');
   }
 
-  /** Enqueues every parent once (resync, a new leadership term). */
+  /**
+   * Enqueues every parent once (resync, a new leadership term), at low priority: controller-runtime
+   * queues resync and the initial replay a new leader's handlers see at `LowPriority`, so a change
+   * made meanwhile is not held behind every parent.
+   */
   #redrive(why: string, parents: ReadonlySet<P> = this.#parentsWithObjects()): void {
     // Go's limit: only parents with an object in some store; one that lost its last object (and
     // its parent object) is not re-driven. Parked keys stay parked: the gate turns them away.
-    for (const parent of parents) this.#dispatcher.offer(parent);
+    for (const parent of parents) this.#dispatcher.offer(parent, 'low');
     this.#logger.debug({ parents: parents.size, why }, 're-driving every parent');
   }
 }

@@ -83,6 +83,16 @@ export interface LoopSnapshot {
   readonly maxConcurrentReconciles: number;
   /** Parent keys queued and not yet handed to a worker. */
   readonly queueDepth: number;
+  /**
+   * How long queued keys have waited, per priority: `depth` keys queued, the oldest for `oldestMs`.
+   * `low` only with `queue.priority` (the default); a FIFO queue reports every key as `normal`.
+   */
+  readonly queuePriorities?:
+    | {
+        readonly normal: { readonly depth: number; readonly oldestMs: number };
+        readonly low?: { readonly depth: number; readonly oldestMs: number } | undefined;
+      }
+    | undefined;
   /** Keys held by workers and for how long (client-go's unfinished work and longest running processor). */
   readonly unfinishedWork: UnfinishedWork;
   /** Parent keys waiting for a retry or requeue deadline. */

@@ -24,6 +24,12 @@ export const DEFAULT_SYNC_TIMEOUT_MS = 2 * 60 * 1000;
 /** controller-runtime's `GracefulShutdownTimeout` default: `stop()` waits at most 30 s for running work. */
 export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 30 * 1000;
 
+/**
+ * Whether `queue.priority` is on by default: on, because the `priority` benchmark (BENCHMARKS.md)
+ * shows it never loses to FIFO — see ALIGNMENT.md's work-queue rows.
+ */
+export const DEFAULT_QUEUE_PRIORITY = true;
+
 /** Upper bound of `concurrency`: more workers than this only add contention on one event loop. */
 export const MAX_CONCURRENCY = 1024;
 
@@ -58,6 +64,22 @@ export interface SecondarySource<U, P extends Key, C = unknown> {
    * `ctx.stores.<name>.byIndex(index, value)` and from key maps. Default: none.
    */
   indexers?: Indexers<U> | undefined;
+  /** Coalesce this source's bursts per parent key, never delaying one longer than `maxWaitMs`. Default: none. */
+  debounce?: Debounce | undefined;
+}
+
+/**
+ * Per-source debounce (kube-rs's `Config::debounce`, with the maximum wait it lacks): the events of
+ * one parent key from this source are coalesced, and the key is queued once no event for it came
+ * for `delayMs` — but never later than `maxWaitMs` after the first event of the burst, so a key whose
+ * objects never stop changing is still reconciled. A listing (the first sync, a relist) is never
+ * delayed. Default: none (every event queues its parents at once).
+ */
+interface Debounce {
+  /** Quiet time that ends a burst, > 0. */
+  delayMs: number;
+  /** The longest a key's first event of a burst waits, ≥ `delayMs`. */
+  maxWaitMs: number;
 }
 
 /** When `health()` calls the loop not ready or not alive. Every limit is in clock ms. */
@@ -126,6 +148,8 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
    * kept on every event, queried with `ctx.store.byIndex(index, value)`. Default: none.
    */
   indexers?: Indexers<T> | undefined;
+  /** Coalesce the primary source's bursts per parent key, never delaying one longer than `maxWaitMs`. Default: none. */
+  debounce?: Debounce | undefined;
   /** The controller: its name, its workers and the limits of one reconcile (controller-runtime's `controller.Options`). */
   controller?:
     | {
@@ -147,6 +171,23 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
          * (5 min, kube-controller-manager's `ExpectationsTimeout`).
          */
         expectationsTtlMs?: number | undefined;
+      }
+    | undefined;
+  /** The work queue's order (controller-runtime's `UsePriorityQueue`). */
+  queue?:
+    | {
+        /**
+         * Two priorities with aging: parents queued by a listing (the first sync, a relist), a resync or
+         * a new leadership term wait behind those queued by a change, a retry, a requeue or
+         * `enqueue()` — so a change made during a cold start's backlog is reconciled next, not after
+         * the backlog. Default {@link DEFAULT_QUEUE_PRIORITY}. `false` is one FIFO.
+         */
+        priority?: boolean | undefined;
+        /**
+         * With `priority`: once the oldest low-priority key has waited this long, the two priorities take
+         * turns, so no key starves (see the work-queue README's bound). Default 10 000 ms.
+         */
+        agingMs?: number | undefined;
       }
     | undefined;
   /** Every source's sync and resync (controller-runtime's `CacheSyncTimeout` and the cache's `SyncPeriod`). */
@@ -253,7 +294,9 @@ const TOP_LEVEL = [
   'createFilter',
   'deleteFilter',
   'indexers',
+  'debounce',
   'controller',
+  'queue',
   'sources',
   'retry',
   'shutdown',
@@ -302,6 +345,7 @@ export interface LoopSettings {
   readonly gracefulShutdownTimeoutMs: number;
   readonly concurrency: number;
   readonly health: ResolvedHealthLimits;
+  readonly queue: { readonly priority: boolean; readonly agingMs: number | undefined };
 }
 
 /** @throws {OptionsError} naming the field path of the first unusable or unknown option. */
@@ -321,6 +365,10 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
       throw new OptionsError('ReconcileLoop', `${filter} must be a function`);
   }
   validateSecondaries(source, options.secondary as Record<string, SecondarySource<unknown, P>> | undefined);
+  validateDebounce('debounce', options.debounce);
+  const queue = group('queue', options.queue, ['priority', 'agingMs']);
+  if (queue.priority !== undefined && typeof queue.priority !== 'boolean')
+    throw new OptionsError('ReconcileLoop', 'queue.priority must be a boolean');
 
   const controller = group('controller', options.controller, ['name', 'concurrency', 'reconcileTimeoutMs', 'expectationsTtlMs']);
   if (controller.name !== undefined && (typeof controller.name !== 'string' || controller.name === ''))
@@ -382,6 +430,10 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
     ),
     health: Object.freeze(health),
     concurrency: concurrency as number,
+    queue: {
+      priority: (queue.priority as boolean | undefined) ?? DEFAULT_QUEUE_PRIORITY,
+      agingMs: queue.agingMs === undefined ? undefined : duration('queue.agingMs', queue.agingMs, true),
+    },
   };
 }
 
@@ -396,7 +448,8 @@ function validateSecondaries<P extends Key>(
   const names = new Set<unknown>([primary.name]);
   for (const [name, spec] of Object.entries(secondary)) {
     const where = `secondary.${name}`;
-    group(where, spec, ['source', 'owner', 'keyMap', 'updateFilter', 'createFilter', 'deleteFilter', 'indexers']);
+    group(where, spec, ['source', 'owner', 'keyMap', 'updateFilter', 'createFilter', 'deleteFilter', 'indexers', 'debounce']);
+    validateDebounce(`${where}.debounce`, spec.debounce);
     if (typeof spec?.source?.open !== 'function')
       throw new OptionsError('ReconcileLoop', `${where}.source must have an open(signal) method`);
     if (names.has(spec.source.name)) {
@@ -421,6 +474,16 @@ function validateSecondaries<P extends Key>(
         throw new OptionsError('ReconcileLoop', `${where}.${filter} must be a function`);
     }
   }
+}
+
+/** `delayMs` > 0 and `maxWaitMs` ≥ `delayMs`, both timer-sized; nothing else in the group. */
+function validateDebounce(path: string, value: unknown): void {
+  if (value === undefined) return;
+  const { delayMs, maxWaitMs } = group(path, value, ['delayMs', 'maxWaitMs']);
+  const delay = duration(`${path}.delayMs`, delayMs, false);
+  const maxWait = duration(`${path}.maxWaitMs`, maxWaitMs, false);
+  if (maxWait < delay)
+    throw new OptionsError('ReconcileLoop', `${path}.maxWaitMs (${maxWait}) must be >= ${path}.delayMs (${delay})`);
 }
 
 /** A delay in ms: finite, at most primitives' `MAX_TIMER_MS`; `Infinity` only where it means "no limit". */

@@ -17,6 +17,8 @@ export interface SnapshotParts<T, P extends Key, S> {
   readonly controller: string;
   readonly concurrency: number;
   readonly queue: WorkQueue<P>;
+  /** The `queue.priority` setting: the snapshot then reports each priority's depth and oldest wait. */
+  readonly prioritized: boolean;
   readonly scheduler: RetryScheduler<P>;
   readonly runner: ReconcileRunner<T, P, S>;
   readonly wiring: Wiring<T, P, S>;
@@ -64,11 +66,18 @@ export function snapshotOf<T, P extends Key, S>(parts: SnapshotParts<T, P, S>): 
     activeWorkers: parts.runner.inFlight().filter((c) => !c.timedOut).length,
     maxConcurrentReconciles: parts.concurrency,
     queueDepth: parts.queue.size,
+    queuePriorities: queuePriorities(parts.queue, parts.prioritized),
     unfinishedWork: parts.queue.unfinishedWork(),
     retriesPending: parts.scheduler.pending,
     parked: parts.scheduler.parkedCount,
     sources,
   };
+}
+
+/** Each priority's depth and oldest wait; a FIFO queue has only `normal`. */
+function queuePriorities<P extends Key>(queue: WorkQueue<P>, prioritized: boolean): LoopSnapshot['queuePriorities'] {
+  const { normal, low } = queue.byPriority();
+  return prioritized ? { normal, low } : { normal };
 }
 
 /** A source's `stats` (a reflector's counters), read structurally: only finite numeric fields. */

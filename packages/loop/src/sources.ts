@@ -33,8 +33,11 @@ export interface Wiring<T, P extends Key, S> {
 }
 
 export interface WiringContext<P extends Key> {
-  /** Called after a store holds an event, with the parents it affected (cache before notify). */
-  onAffected(parents: ReadonlySet<P>, source: string): void;
+  /**
+   * Called after a store holds an event, with the parents it affected (cache before notify) and
+   * whether the event was a listing (`replace`: the first sync or a relist).
+   */
+  onAffected(parents: ReadonlySet<P>, source: string, listing: boolean): void;
   /**
    * Called after secondary store `name` applied an event; the parents it returns (their
    * expectations just became satisfied) join the event's affected parents, so each is offered once.
@@ -58,7 +61,7 @@ export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T
       ...driverOptions,
       source,
       store,
-      onAffected: (affected) => ctx.onAffected(affected, source.name),
+      onAffected: (affected, type) => ctx.onAffected(affected, source.name, type === 'replace'),
     });
     return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, run: undefined, done: false };
   };

@@ -10,7 +10,7 @@ interface Item {
 }
 
 /** A loop over items grouped by `parent`, whose reconciles block until the test lets them finish. */
-function blockingHarness(concurrency: number, initial: Array<[string, Item]>) {
+function blockingHarness(concurrency: number, initial: Array<[string, Item]>, queue?: { priority: boolean }) {
   const clock = new ManualClock();
   const source = new InProcessSource<Item>('items', initial);
   const running = new Map<string, () => void>();
@@ -21,6 +21,7 @@ function blockingHarness(concurrency: number, initial: Array<[string, Item]>) {
     source,
     keyMap: (item) => item.parent,
     controller: { concurrency },
+    ...(queue !== undefined && { queue }),
     clock,
     reconcile: async (key, ctx) => {
       if (running.has(key)) overlaps.push(key);
@@ -87,21 +88,40 @@ describe('bounded concurrency with per-key exclusion', () => {
       ['hot', { parent: 'hot', version: 0 }],
       ...['a', 'b', 'c'].map((p): [string, Item] => [p, { parent: p, version: 0 }]),
     ];
-    const h = blockingHarness(1, initial);
-    await h.loop.start();
+    // FIFO: every cold key ran within the first pass; the hot key waits its turn at the back each time.
+    const fifo = blockingHarness(1, initial, { priority: false });
+    await fifo.loop.start();
     await settle();
     for (let i = 1; i <= 8; i++) {
-      h.source.upsert('hot', { parent: 'hot', version: i });
+      fifo.source.upsert('hot', { parent: 'hot', version: i });
       await settle();
-      for (const key of [...h.running.keys()]) h.finish(key);
+      for (const key of [...fifo.running.keys()]) fifo.finish(key);
       await settle();
     }
-    const order = h.started.map((s) => s.key);
-    // Every cold key ran within the first pass; the hot key waits its turn at the back each time.
+    const order = fifo.started.map((s) => s.key);
     expect(order.slice(0, 4)).toEqual(['hot', 'a', 'b', 'c']);
     expect(order.filter((k) => k === 'hot').length).toBeGreaterThan(2);
-    await h.finishAll();
-    await h.loop.stop();
+    await fifo.finishAll();
+    await fifo.loop.stop();
+
+    // Priority (the default): the listed keys are low and the hot key's changes normal, so the hot
+    // key goes first — until the listed keys have waited queue.agingMs (10 s); then they take turns.
+    const prioritized = blockingHarness(1, initial);
+    await prioritized.loop.start();
+    await settle();
+    for (let i = 1; i <= 12; i++) {
+      prioritized.source.upsert('hot', { parent: 'hot', version: i });
+      await settle();
+      for (const key of [...prioritized.running.keys()]) prioritized.finish(key);
+      await settle();
+      await prioritized.clock.advanceAsync(2_500);
+    }
+    const turns = prioritized.started.map((s) => s.key);
+    expect(turns.slice(0, 4)).toEqual(['hot', 'hot', 'hot', 'hot']); // 0 to 7.5 s: younger than 10 s
+    // Aged at 10 s: one hot turn, then one listed key, one hot, … (at most one hot between two listed keys).
+    expect(turns.slice(4, 11)).toEqual(['hot', 'hot', 'a', 'hot', 'b', 'hot', 'c']);
+    await prioritized.finishAll();
+    await prioritized.loop.stop();
   });
 
   it('[loop: MaxConcurrentReconciles] property: never two workers on one key, and every change after a reconcile starts is seen by a later one', async () => {

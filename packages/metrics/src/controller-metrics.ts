@@ -53,6 +53,11 @@ interface Instruments {
 const byRegistry = new WeakMap<Registry, Instruments>();
 
 const RESULTS = ['success', 'error', 'requeue', 'requeue_after'] as const;
+/** The work queue's priorities and the `priority` label values controller-runtime gives them. */
+const PRIORITY_LABELS = [
+  ['normal', '0'],
+  ['low', '-100'],
+] as const;
 
 /**
  * An observer for one `ReconcileLoop` that exports its metrics to a prom-client registry:
@@ -240,7 +245,21 @@ function instrumentsFor(registry: Registry): Instruments {
   const wq = (s: LoopSnapshot): Labels => ({ name: s.controller, controller: s.controller });
   gauge(CONTROLLER_METRICS.workerCount, (set, s) => set(c(s), s.maxConcurrentReconciles));
   gauge(CONTROLLER_METRICS.activeWorkers, (set, s) => set(c(s), s.activeWorkers));
-  gauge(WORKQUEUE_METRICS.depth, (set, s) => set({ ...wq(s), priority: '' }, s.queueDepth));
+  // controller-runtime's priority label: "0" for normal, "-100" (its LowPriority) for low; "" for a
+  // FIFO queue (`queue.priority: false`, which reports no `low`).
+  const byPriority = (s: LoopSnapshot, each: (label: string, level: { depth: number; oldestMs: number }) => void): void => {
+    const priorities = s.queuePriorities;
+    if (priorities === undefined) return;
+    if (priorities.low === undefined) each('', priorities.normal);
+    else for (const [level, label] of PRIORITY_LABELS) each(label, priorities[level] as { depth: number; oldestMs: number });
+  };
+  gauge(WORKQUEUE_METRICS.depth, (set, s) => {
+    if (s.queuePriorities === undefined) set({ ...wq(s), priority: '' }, s.queueDepth);
+    else byPriority(s, (priority, level) => set({ ...wq(s), priority }, level.depth));
+  });
+  gauge(LOOP_METRICS.queueOldest, (set, s) =>
+    byPriority(s, (priority, level) => set({ ...c(s), priority }, level.oldestMs / 1000)),
+  );
   gauge(WORKQUEUE_METRICS.unfinished, (set, s) => set(wq(s), s.unfinishedWork.totalMs / 1000));
   gauge(WORKQUEUE_METRICS.longestRunningProcessor, (set, s) => set(wq(s), s.unfinishedWork.longestMs / 1000));
 

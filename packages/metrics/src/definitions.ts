@@ -175,6 +175,12 @@ export const LOOP_METRICS = Object.freeze({
     SRC,
     'The memory budget of each source that has one, in estimated bytes',
   ),
+  queueOldest: def(
+    'gauge',
+    'reconcile_loop_queue_oldest_item_seconds',
+    ['controller', 'priority'],
+    'Seconds the oldest queued key of each priority has waited (0 when none is queued); priority as in workqueue_depth',
+  ),
   cacheRefused: def(
     'gauge',
     'reconcile_loop_source_refused_objects',

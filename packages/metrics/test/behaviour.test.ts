@@ -62,6 +62,23 @@ describe('reconcile metrics from a running loop', () => {
     await loop.stop();
   });
 
+  it('[metrics: Queue priorities] a FIFO queue (queue.priority false) reports its depth and oldest wait under priority ""', async () => {
+    const { loop, clock, registry } = metricsHarness({
+      body: () => new Promise<void>((resolve) => clock.setTimeout(resolve, 300)),
+      things: [thing('a'), thing('b')],
+      queue: { priority: false },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(100);
+    expect(await metricValue(registry, 'workqueue_depth', { ...WQ, priority: '' })).toBe(1);
+    expect(await metricValue(registry, 'workqueue_depth', { ...WQ, priority: '-100' })).toBeUndefined();
+    expect(await metricValue(registry, 'reconcile_loop_queue_oldest_item_seconds', { ...C, priority: '' })).toBeCloseTo(0.1);
+    await clock.advanceAsync(1_000);
+    await settle();
+    await loop.stop();
+  });
+
   it('[metrics: Reconcile time] durations come from the loop clock: a 300 ms reconcile lands in the 0.3 bucket, queue time in the workqueue histogram', async () => {
     const { loop, clock, registry } = metricsHarness({
       body: () => new Promise<void>((resolve) => clock.setTimeout(resolve, 300)),
@@ -72,8 +89,12 @@ describe('reconcile metrics from a running loop', () => {
     // a runs; b waits in the queue (one worker): the gauges see it mid-flight.
     expect(await metricValue(registry, 'controller_runtime_active_workers', C)).toBe(1);
     expect(await metricValue(registry, 'controller_runtime_max_concurrent_reconciles', C)).toBe(1);
-    expect(await metricValue(registry, 'workqueue_depth', { ...WQ, priority: '' })).toBe(1);
+    // b was queued by the listing: controller-runtime's LowPriority (-100); it has waited 0 s so far.
+    expect(await metricValue(registry, 'workqueue_depth', { ...WQ, priority: '-100' })).toBe(1);
+    expect(await metricValue(registry, 'workqueue_depth', { ...WQ, priority: '0' })).toBe(0);
     await clock.advanceAsync(200);
+    expect(await metricValue(registry, 'reconcile_loop_queue_oldest_item_seconds', { ...C, priority: '-100' })).toBeCloseTo(0.2);
+    expect(await metricValue(registry, 'reconcile_loop_queue_oldest_item_seconds', { ...C, priority: '0' })).toBe(0);
     expect(await metricValue(registry, 'workqueue_unfinished_work_seconds', WQ)).toBeCloseTo(0.2);
     expect(await metricValue(registry, 'workqueue_longest_running_processor_seconds', WQ)).toBeCloseTo(0.2);
     await clock.advanceAsync(100);

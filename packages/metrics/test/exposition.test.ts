@@ -43,14 +43,17 @@ describe('exposition', () => {
     }
   });
 
-  it('[metrics: Upstream names] label values: controller and workqueue name are the loop name, result has the four upstream values, priority is empty', async () => {
+  it("[metrics: Upstream names] label values: controller and workqueue name are the loop name, result has the four upstream values, priority is controller-runtime's 0 and -100", async () => {
     const { json } = await exposed();
     const results = (
       json.find((m) => m.name === 'controller_runtime_reconcile_total')!.values as Array<{ labels: Record<string, string> }>
     ).map((v) => v.labels);
     expect(results).toEqual(['success', 'error', 'requeue', 'requeue_after'].map((result) => ({ controller: 'pods', result })));
     const depth = json.find((m) => m.name === 'workqueue_depth')!.values as Array<{ labels: Record<string, string> }>;
-    expect(depth.map((v) => v.labels)).toEqual([{ name: 'pods', controller: 'pods', priority: '' }]);
+    expect(depth.map((v) => v.labels)).toEqual([
+      { name: 'pods', controller: 'pods', priority: '0' },
+      { name: 'pods', controller: 'pods', priority: '-100' },
+    ]);
   });
 
   it('[metrics: No panics] controller_runtime_reconcile_panics_total is not exported; everything else we add is under reconcile_loop_', async () => {

@@ -35,10 +35,12 @@ export interface StreamDriverOptions<T, P extends Key> {
   /** The cache every event is applied to, before anyone is notified. */
   store: StoreWriter<T, P>;
   /**
-   * Called with the parent keys an event affected, only after the store holds the event
-   * (cache before notify). Not called for an empty set. Must not throw; a throw is logged.
+   * Called with the parent keys an event affected and the event's type, only after the store holds
+   * the event (cache before notify). Not called for an empty set. A `replace` is a listing (the
+   * first sync or a relist): a loop may queue what it affected at a lower priority than a change.
+   * Must not throw; a throw is logged.
    */
-  onAffected: (parents: ReadonlySet<P>) => void;
+  onAffected: (parents: ReadonlySet<P>, type: SourceEvent<T>['type']) => void;
   /** Random source for the jitter of the source's `retry` policy, in [0, 1). Default `Math.random`. */
   random?: (() => number) | undefined;
   /** Bound on awaiting a stream's close; a close still pending after it is logged and abandoned. Default 5000 ms. */

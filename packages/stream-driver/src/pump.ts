@@ -31,7 +31,7 @@ export interface PumpStatus {
 export interface StreamPumpOptions<T, P extends Key> {
   source: Source<T>;
   store: StoreWriter<T, P>;
-  onAffected: (parents: ReadonlySet<P>) => void;
+  onAffected: (parents: ReadonlySet<P>, type: SourceEvent<T>['type']) => void;
   /** Called after each replace has been applied to the store. */
   onListed: () => void;
   closeTimeoutMs: number;
@@ -124,12 +124,12 @@ export class StreamPump<T, P extends Key> {
       this.#listedAt ??= now;
       this.#o.onListed();
     }
-    if (affected.size > 0) this.#notify(affected);
+    if (affected.size > 0) this.#notify(affected, event.type);
   }
 
-  #notify(affected: ReadonlySet<P>): void {
+  #notify(affected: ReadonlySet<P>, type: SourceEvent<T>['type']): void {
     try {
-      this.#o.onAffected(affected);
+      this.#o.onAffected(affected, type);
     } catch (error) {
       // The store is already current; resync re-drives whatever this notification lost.
       this.#o.logger.error({ source: this.#o.source.name, err: error }, 'onAffected threw; continuing');

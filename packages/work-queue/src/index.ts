@@ -10,4 +10,4 @@ export {
   isQueueStopped,
 } from './errors.js';
 // Metrics hooks.
-export type { UnfinishedWork, WorkQueueObserver } from './observer.js';
+export type { UnfinishedWork, WorkQueueObserver, WorkQueuePriority } from './observer.js';

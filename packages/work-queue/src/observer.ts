@@ -5,7 +5,7 @@
  *
  * | client-go metric | From |
  * | --- | --- |
- * | `depth` | `depth` on every event (or `WorkQueue.size`) |
+ * | `depth` | `depth` on every event (or `WorkQueue.size`); per priority, poll `WorkQueue.byPriority()` |
  * | `adds_total` | one `onAdd` per key that became pending (a no-op `add` of a pending key emits nothing) |
  * | `queue_duration_seconds` | `onGet`'s `queuedMs` (add that made the key pending → handed out) |
  * | `work_duration_seconds` | `onDone`'s `workMs` (handed out → `done`) |
@@ -36,6 +36,8 @@ export interface WorkQueueAddEvent<K> {
   readonly depth: number;
   /** True when the key is held by a consumer and will be queued again at its `done`. */
   readonly dirty: boolean;
+  /** The priority it became pending at (always `normal` without the queue's `priority` option). */
+  readonly priority: WorkQueuePriority;
 }
 
 /** Payload of {@link WorkQueueObserver.onGet}. */
@@ -48,6 +50,8 @@ export interface WorkQueueGetEvent<K> {
   readonly depth: number;
   /** Time since the `add` that made the key pending (client-go's queue duration). */
   readonly queuedMs: number;
+  /** The priority it was handed out from (a key promoted from `low` counts as `normal`). */
+  readonly priority: WorkQueuePriority;
 }
 
 /** Payload of {@link WorkQueueObserver.onDone}. */
@@ -61,6 +65,13 @@ export interface WorkQueueDoneEvent<K> {
   /** True when the key was re-added while held and is now pending again. */
   readonly requeued: boolean;
 }
+
+/**
+ * The two priorities a key is added at: `normal` (a change), or `low` (work a listing, a relist or a
+ * resync produced: controller-runtime's `LowPriority`). Only a queue built with `priority: true`
+ * tells them apart; otherwise every key is `normal`.
+ */
+export type WorkQueuePriority = 'normal' | 'low';
 
 /** Which hook threw, as passed to the queue's `onError`. */
 export type WorkQueueHook = keyof WorkQueueObserver<unknown>;

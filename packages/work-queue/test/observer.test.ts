@@ -34,16 +34,16 @@ describe('WorkQueue metrics hooks', () => {
     clock.advance(10);
     q.tryGet();
     expect(events).toEqual([
-      ['add', { key: 'a', at: 1000, depth: 1, dirty: false }],
-      ['add', { key: 'b', at: 1000, depth: 2, dirty: false }],
-      ['get', { key: 'a', at: 1030, depth: 1, queuedMs: 30 }],
-      ['add', { key: 'a', at: 1100, depth: 1, dirty: true }],
+      ['add', { key: 'a', at: 1000, depth: 1, dirty: false, priority: 'normal' }],
+      ['add', { key: 'b', at: 1000, depth: 2, dirty: false, priority: 'normal' }],
+      ['get', { key: 'a', at: 1030, depth: 1, queuedMs: 30, priority: 'normal' }],
+      ['add', { key: 'a', at: 1100, depth: 1, dirty: true, priority: 'normal' }],
       ['done', { key: 'a', at: 1105, workMs: 75, requeued: true }],
-      ['get', { key: 'b', at: 1115, depth: 1, queuedMs: 115 }],
+      ['get', { key: 'b', at: 1115, depth: 1, queuedMs: 115, priority: 'normal' }],
     ]);
     clock.advance(1);
     q.tryGet();
-    expect(events.at(-1)).toEqual(['get', { key: 'a', at: 1116, depth: 0, queuedMs: 16 }]);
+    expect(events.at(-1)).toEqual(['get', { key: 'a', at: 1116, depth: 0, queuedMs: 16, priority: 'normal' }]);
   });
 
   it('[work_queue: metrics hooks] a key handed straight to a waiting consumer reports add then get with zero queue time', async () => {
@@ -55,8 +55,8 @@ describe('WorkQueue metrics hooks', () => {
     q.add('x');
     await expect(waiting).resolves.toBe('x');
     expect(events).toEqual([
-      ['add', { key: 'x', at: 50, depth: 0, dirty: false }],
-      ['get', { key: 'x', at: 50, depth: 0, queuedMs: 0 }],
+      ['add', { key: 'x', at: 50, depth: 0, dirty: false, priority: 'normal' }],
+      ['get', { key: 'x', at: 50, depth: 0, queuedMs: 0, priority: 'normal' }],
     ]);
   });
 

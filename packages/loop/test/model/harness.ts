@@ -61,6 +61,7 @@ export function buildLoop(deps: LoopDeps): ReconcileLoop<ParentObject, string, S
     updateFilter: config.generationFilter ? generationChanged : undefined,
     controller: { concurrency: config.concurrency, expectationsTtlMs: config.expectationsTtlMs },
     sources: { resyncPeriodMs: config.resyncPeriodMs },
+    ...(config.queue !== undefined && { queue: { ...config.queue } }),
     retry: config.budget !== undefined ? { budget: { delaysMs: [...config.budget] } } : { backoff: { ...config.backoff } },
     leadership: deps.gate === undefined ? undefined : { gate: deps.gate },
     clock: deps.clock,

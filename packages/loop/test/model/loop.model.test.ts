@@ -269,6 +269,8 @@ const configArb: fc.Arbitrary<ModelConfig> = fc.record({
   resyncPeriodMs: fc.constantFrom(0, 700, 5_000),
   gated: fc.boolean(),
   expectationsTtlMs: fc.constant(2_000),
+  // FIFO, priority with turns from 0 / 300 ms of waiting, and the default (10 s, rarely reached here).
+  queue: fc.option(fc.record({ priority: fc.boolean(), agingMs: fc.constantFrom(0, 300, 10_000) }), { nil: undefined }),
 });
 
 const [configArbSample] = fc.sample(configArb, { seed: 29, numRuns: 1 }) as [ModelConfig];

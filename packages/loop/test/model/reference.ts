@@ -67,6 +67,12 @@ export interface ModelConfig {
   readonly gated: boolean;
   /** How long recorded expectations wait for the cache before the parent runs anyway. */
   readonly expectationsTtlMs: number;
+  /**
+   * The loop's `queue` option (default: priority on, 10 s aging). The model needs no priorities: it
+   * never predicts the queue's order, and its bounds hold for either queue — the aging bound itself
+   * is the work queue's property test.
+   */
+  readonly queue?: { readonly priority: boolean; readonly agingMs: number } | undefined;
 }
 
 /** What one reconcile call saw: the parent's identity and content, and its owned / watched objects. */
