@@ -2,6 +2,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidLabelSelectorError, labelIndexValues, labelSelectorMatcher, type LabelSelector } from '../src/index.js';
 
+// The one-shot form the package no longer exports: compile, then match.
+const matchesLabelSelector = (
+  selector: Parameters<typeof labelSelectorMatcher>[0],
+  labels: Parameters<ReturnType<typeof labelSelectorMatcher>>[0],
+): boolean => labelSelectorMatcher(selector)(labels);
+
 describe('label selectors', () => {
   it("[k8s_types: Label selectors] match as apimachinery's LabelSelectorAsSelector: matchLabels AND every expression; In, NotIn, Exists, DoesNotExist", () => {
     const web = { app: 'web', tier: 'front' };
