@@ -106,7 +106,11 @@ describe.skipIf(!availability.run)('[endpoints: e2e] the endpoints example again
     const controlPlane = env().controlPlane;
     const proxied = controlPlane === undefined ? undefined : await controlPlane.proxy();
     const one = replica(proxied?.kubeconfig ?? env().endpoint.kubeconfig, 'replica-1');
-    await eventually('replica-1 leads', () => one.elector!.isLeader(), () => one.health());
+    await eventually(
+      'replica-1 leads',
+      () => one.elector!.isLeader(),
+      () => one.health(),
+    );
     const two = replica(env().endpoint.kubeconfig, 'replica-2');
 
     await pod('web-0', { app: 'web' }, '10.1.0.10');
@@ -135,7 +139,11 @@ describe.skipIf(!availability.run)('[endpoints: e2e] the endpoints example again
     await converges('web', { 'web-0': '10.1.0.10', 'web-1': '10.1.0.11', 'web-2': '10.1.0.122' }, 'gains web-2');
 
     // A selector change on the Service.
-    await core.patchNamespacedService({ namespace: ns, name: 'web', body: [{ op: 'replace', path: '/spec/selector', value: { track: 'canary' } }] });
+    await core.patchNamespacedService({
+      namespace: ns,
+      name: 'web',
+      body: [{ op: 'replace', path: '/spec/selector', value: { track: 'canary' } }],
+    });
     await converges('web', { 'web-1': '10.1.0.11' }, 'follows the narrowed selector');
 
     if (proxied !== undefined) {
@@ -150,7 +158,11 @@ describe.skipIf(!availability.run)('[endpoints: e2e] the endpoints example again
     }
 
     // A pod delete.
-    await core.patchNamespacedService({ namespace: ns, name: 'web', body: [{ op: 'replace', path: '/spec/selector', value: { app: 'db' } }] });
+    await core.patchNamespacedService({
+      namespace: ns,
+      name: 'web',
+      body: [{ op: 'replace', path: '/spec/selector', value: { app: 'db' } }],
+    });
     await converges('web', { 'db-0': '10.1.0.20' }, 'selects db-0');
     await core.deleteNamespacedPod({ namespace: ns, name: 'db-0' });
     await converges('web', {}, 'is {} after db-0 was deleted');
@@ -159,7 +171,11 @@ describe.skipIf(!availability.run)('[endpoints: e2e] the endpoints example again
     // Leader handover: replica one stops (its Lease is released), replica two takes over and converges.
     one.stop();
     expect((await replicas[0]!.exit).code).toBe(0);
-    await eventually('replica-2 leads', () => two.elector!.isLeader(), () => two.health());
+    await eventually(
+      'replica-2 leads',
+      () => two.elector!.isLeader(),
+      () => two.health(),
+    );
     await pod('db-1', { app: 'db' }, '10.1.0.21');
     await converges('web', { 'db-1': '10.1.0.21' }, 'converges under replica-2');
 

@@ -48,7 +48,9 @@ export function endpointsController(manager: Manager, { namespace, observer }: E
         source: manager.source({ ...kinds.Pod, namespace }),
         // Run at event time on the new and the old pod against the Services' cache as it is then.
         keyMap: (pod, _key, { store }) => {
-          const candidates = new Set(namespacedPairs(pod.metadata.namespace, pod.metadata.labels).flatMap((p) => store.indexKeys('selects', p)));
+          const candidates = new Set(
+            namespacedPairs(pod.metadata.namespace, pod.metadata.labels).flatMap((p) => store.indexKeys('selects', p)),
+          );
           return [...candidates].filter((k) => selects(store.get(k), pod));
         },
         indexers: { label: (pod) => namespacedPairs(pod.metadata.namespace, pod.metadata.labels) },
@@ -64,13 +66,14 @@ export function endpointsController(manager: Manager, { namespace, observer }: E
     reconcile: async (_key, ctx) => {
       const service = ctx.parent;
       if (service === undefined) return; // deleted: its ConfigMap goes with it (owner reference, garbage collector)
-      const ns = service.metadata.namespace ?? "";
+      const ns = service.metadata.namespace ?? '';
       const [pair] = namespacedPairs(ns, service.spec.selector);
       const ours = [...ctx.owned('configmaps').values()].find((cm) => cm.metadata.name === configMapName(service));
       const handle = configMaps.inNamespace(ns);
       if (pair === undefined) {
         // The selector was removed: the Service selects nothing and wants no ConfigMap.
-        if (ours !== undefined) await deleteIfPresent(handle, ours.metadata.name, { preconditions: { uid: ours.metadata.uid }, signal: ctx.signal });
+        if (ours !== undefined)
+          await deleteIfPresent(handle, ours.metadata.name, { preconditions: { uid: ours.metadata.uid }, signal: ctx.signal });
         return;
       }
       const data = endpointsData(service, ctx.stores.pods.byIndex('label', pair).values())!;

@@ -3,7 +3,13 @@
  * A Service with a selector gets a ConfigMap `<service>-endpoints` whose data is its Ready pods'
  * name → IP; a Service without one gets none (it selects nothing, as in Kubernetes).
  */
-import { labelIndexValues, labelSelectorMatcher, setControllerReference, type KindView, type Pod } from '@reconcile-loop/k8s-types';
+import {
+  labelIndexValues,
+  labelSelectorMatcher,
+  setControllerReference,
+  type KindView,
+  type Pod,
+} from '@reconcile-loop/k8s-types';
 
 export type Service = KindView<'Service'>;
 export type ConfigMap = KindView<'ConfigMap'>;

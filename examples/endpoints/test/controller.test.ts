@@ -32,7 +32,12 @@ async function setup() {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(server.kubeconfig());
   const registry = new Registry();
-  const manager = new Manager({ kubeConfig, signals: false, probes: { port: 0, host: '127.0.0.1' }, metrics: metricsHandler(registry) });
+  const manager = new Manager({
+    kubeConfig,
+    signals: false,
+    probes: { port: 0, host: '127.0.0.1' },
+    metrics: metricsHandler(registry),
+  });
   const loop = endpointsController(manager, { namespace: NS, observer: controllerMetrics({ registry }) });
   const start = () => {
     running.push({ manager, exit: manager.run(), server });
@@ -48,16 +53,27 @@ function readyPod(server: ApiServer, name: string, labels: Record<string, string
 }
 
 const createService = (server: ApiServer, name: string, selector: Record<string, string> | undefined) =>
-  server.createObject(services, { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: NS }, spec: { selector, ports: [{ port: 80 }] } });
+  server.createObject(services, {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace: NS },
+    spec: { selector, ports: [{ port: 80 }] },
+  });
 
 const dataOf = (server: ApiServer, name: string) =>
   server.getObject(configMaps, NS, `${name}-endpoints`)?.['data'] as Record<string, string> | undefined;
 
 /** Polls until the ConfigMap of `service` holds `want` (undefined: no ConfigMap); fails naming what it holds. */
-async function converges(server: ApiServer, service: string, want: Record<string, string> | undefined, ms = 5_000): Promise<void> {
+async function converges(
+  server: ApiServer,
+  service: string,
+  want: Record<string, string> | undefined,
+  ms = 5_000,
+): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const data = server.getObject(configMaps, NS, `${service}-endpoints`) === undefined ? undefined : (dataOf(server, service) ?? {});
+    const data =
+      server.getObject(configMaps, NS, `${service}-endpoints`) === undefined ? undefined : (dataOf(server, service) ?? {});
     if (isDeepStrictEqual(data, want)) return;
     if (Date.now() > deadline) throw new Error(`${service}-endpoints is ${JSON.stringify(data)}, wanted ${JSON.stringify(want)}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -92,7 +108,12 @@ describe('[endpoints: embedded converge] the ConfigMap follows Ready toggles, a 
     await converges(server, 'web', { 'web-0': '10.1.0.10', 'web-1': '10.1.0.11' });
 
     // A selector change on the Service: narrowed to the canary, then moved to another app.
-    server.updateObject(services, NS, 'web', (s) => void ((s['spec'] as { selector: unknown }).selector = { app: 'web', track: 'canary' }));
+    server.updateObject(
+      services,
+      NS,
+      'web',
+      (s) => void ((s['spec'] as { selector: unknown }).selector = { app: 'web', track: 'canary' }),
+    );
     await converges(server, 'web', { 'web-1': '10.1.0.11' });
     server.updateObject(services, NS, 'web', (s) => void ((s['spec'] as { selector: unknown }).selector = { app: 'db' }));
     await converges(server, 'web', { 'db-0': '10.1.0.20' });
@@ -139,7 +160,7 @@ describe('[endpoints: relabel after a later Service] a pod relabelled away from 
   });
 });
 
-describe('[endpoints: Service delete] the ConfigMap is the garbage collector\'s: owner reference, no write after the Service is gone', () => {
+describe("[endpoints: Service delete] the ConfigMap is the garbage collector's: owner reference, no write after the Service is gone", () => {
   it('the embedded apiserver has no garbage collector: the ConfigMap stays until it is deleted, and is not recreated', async () => {
     const { server, loop, start } = await setup();
     readyPod(server, 'web-0', { app: 'web' }, '10.1.0.10');

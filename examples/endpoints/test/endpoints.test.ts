@@ -6,7 +6,11 @@ import { configMapName, desiredConfigMap, endpointsData, podEndpoint, type Servi
 const service = (selector: Record<string, string> | undefined, namespace = 'shop'): Service =>
   kinds.Service.schema.parse({ metadata: { name: 'web', namespace, uid: 'svc-1' }, spec: { selector } });
 
-function pod(name: string, labels: Record<string, string>, options: { ready?: boolean; ip?: string; namespace?: string; terminating?: boolean } = {}): Pod {
+function pod(
+  name: string,
+  labels: Record<string, string>,
+  options: { ready?: boolean; ip?: string; namespace?: string; terminating?: boolean } = {},
+): Pod {
   const { ready = true, ip = `10.1.0.${name.length}`, namespace = 'shop', terminating = false } = options;
   return kinds.Pod.schema.parse({
     metadata: { name, namespace, labels, ...(terminating && { deletionTimestamp: '2026-01-01T00:00:00Z' }) },
@@ -19,8 +23,17 @@ describe('[endpoints: Ready addresses] a pod contributes its IP while Ready, add
     expect(podEndpoint(pod('a', {}, { ip: '10.1.0.7' }))).toBe('10.1.0.7');
     expect(podEndpoint(pod('a', {}, { ready: false }))).toBeUndefined();
     expect(podEndpoint(pod('a', {}, { terminating: true }))).toBeUndefined();
-    expect(podEndpoint(kinds.Pod.schema.parse({ metadata: { name: 'a', namespace: 'shop' }, status: { conditions: [{ type: 'Ready', status: 'True' }] } }))).toBeUndefined();
-    expect(podEndpoint(kinds.Pod.schema.parse({ metadata: { name: 'a', namespace: 'shop' }, status: { podIP: '10.1.0.7' } }))).toBeUndefined();
+    expect(
+      podEndpoint(
+        kinds.Pod.schema.parse({
+          metadata: { name: 'a', namespace: 'shop' },
+          status: { conditions: [{ type: 'Ready', status: 'True' }] },
+        }),
+      ),
+    ).toBeUndefined();
+    expect(
+      podEndpoint(kinds.Pod.schema.parse({ metadata: { name: 'a', namespace: 'shop' }, status: { podIP: '10.1.0.7' } })),
+    ).toBeUndefined();
   });
 });
 
@@ -56,7 +69,9 @@ describe('[endpoints: desired data] a Service wants its selected Ready pods, nam
         name: 'web-endpoints',
         namespace: 'shop',
         labels: { 'app.kubernetes.io/managed-by': 'endpoints-example', 'endpoints.example.dev/service': 'web' },
-        ownerReferences: [{ apiVersion: 'v1', kind: 'Service', name: 'web', uid: 'svc-1', controller: true, blockOwnerDeletion: true }],
+        ownerReferences: [
+          { apiVersion: 'v1', kind: 'Service', name: 'web', uid: 'svc-1', controller: true, blockOwnerDeletion: true },
+        ],
       },
       data: { 'web-0': '10.1.0.5' },
     });

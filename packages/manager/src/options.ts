@@ -8,10 +8,7 @@ import type { KubeReflectorOptions } from '@reconcile-loop/reflector';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
 /** A `/metrics` handler over node:http; its result is ignored (a promise is awaited), so `metricsHandler(registry)`, typed `=> unknown`, fits. */
-export type MetricsHandler = (
-  req: import('node:http').IncomingMessage,
-  res: import('node:http').ServerResponse,
-) => unknown;
+export type MetricsHandler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => unknown;
 
 /** How to build a {@link Manager}. */
 export interface ManagerOptions {
