@@ -107,6 +107,16 @@ describe('[endpoints: embedded converge] the ConfigMap follows Ready toggles, a 
     server.kubelet.setRunningReady(NS, 'web-0', { ready: true });
     await converges(server, 'web', { 'web-0': '10.1.0.10', 'web-1': '10.1.0.11' });
 
+    // Nothing to write, nothing written: a Service update that changes no endpoint (reconciled, the
+    // cached ConfigMap already equal) and a container restart that keeps the address (filtered).
+    server.resetRequestCounts();
+    server.updateObject(services, NS, 'web', (s) => void (s.metadata.annotations = { note: 'unrelated' }));
+    server.kubelet.bumpRestartCount(NS, 'web-1');
+    // The fence: a Service event after the annotation's on the same watch, queued behind it: one write, its own.
+    createService(server, 'fence', { app: 'web' });
+    await converges(server, 'fence', { 'web-0': '10.1.0.10', 'web-1': '10.1.0.11' });
+    expect(server.requestCounts().patch).toBe(1);
+
     // A selector change on the Service: narrowed to the canary, then moved to another app.
     server.updateObject(
       services,
