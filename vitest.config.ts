@@ -64,6 +64,14 @@ export default defineConfig({
             },
           ]
         : []),
+      ...(existsSync(join(here, 'examples/endpoints/test'))
+        ? [
+            {
+              extends: true as const,
+              test: { name: 'example-endpoints', root: join(here, 'examples/endpoints'), include: ['test/**/*.test.ts'] },
+            },
+          ]
+        : []),
       // The repository's own tooling (scripts/*.mjs), each run against a fixture tree in a temp dir.
       // A test spawns the script several times, each loading the TypeScript compiler (2-5 s apiece
       // with every cell of the matrix running beside it), so the deadline is the e2e layer's.

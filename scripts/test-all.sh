@@ -64,6 +64,8 @@ CN_PROJECTS="--project reflector --project loop --project testing --project k8s-
 [ ! -f examples/cellset/package.json ] || CN_PROJECTS+=" --project example-cellset"
 # The manager builds its one client from a client-node KubeConfig.
 [ ! -f packages/manager/package.json ] || CN_PROJECTS+=" --project manager"
+# The endpoints example (the selector shape) loads its kubeconfig with client-node, through the manager.
+[ ! -f examples/endpoints/package.json ] || CN_PROJECTS+=" --project example-endpoints"
 P="$NODE_PRIMARY"
 n26=26.12.1 n24=24.22.3 n22=22.19.0
 for v in $n26 $n24 $n22; do [[ " $NODE_MATRIX " == *" $v "* ]] || rl_die "test-all.sh names Node $v, which runtimes.env does not pin"; done

@@ -7,11 +7,8 @@ import type { KubeReflectorOptions } from '@reconcile-loop/reflector';
 /** controller-runtime's `GracefulShutdownTimeout` default: the whole shutdown gets 30 s. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
-/** The parts of `http.IncomingMessage` and `http.ServerResponse` a `/metrics` handler is given. */
-export type MetricsHandler = (
-  req: import('node:http').IncomingMessage,
-  res: import('node:http').ServerResponse,
-) => void | Promise<void>;
+/** A `/metrics` handler over node:http; its result is ignored (a promise is awaited), so `metricsHandler(registry)`, typed `=> unknown`, fits. */
+export type MetricsHandler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => unknown;
 
 /** How to build a {@link Manager}. */
 export interface ManagerOptions {
