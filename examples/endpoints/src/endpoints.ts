@@ -60,7 +60,5 @@ export function desiredConfigMap(service: Service, data: Record<string, string>)
   const { name, namespace } = service.metadata;
   const labels = { [MANAGED_BY]: MANAGER_NAME, 'endpoints.example.dev/service': name };
   const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: configMapName(service), namespace, labels }, data };
-  const { metadata } = setControllerReference(service, body, { apiVersion: 'v1', kind: 'Service' });
-  // Copied into plain objects: kube-client's write body takes JSON objects, not the ControllerReference interface.
-  return { ...body, metadata: { ...metadata, ownerReferences: metadata.ownerReferences.map((ref) => ({ ...ref })) } };
+  return setControllerReference(service, body, { apiVersion: 'v1', kind: 'Service' });
 }

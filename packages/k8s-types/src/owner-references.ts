@@ -48,19 +48,20 @@ type OwnerReferenceOf<T> = T extends {
 /** `T` with its owner references set: every field of `T` kept, `metadata.ownerReferences` holding the controller reference. */
 type WithControllerReference<T extends ControlledObject> = Omit<T, 'metadata'> & {
   readonly metadata: Omit<NonNullable<T['metadata']>, 'ownerReferences'> & {
-    readonly ownerReferences: readonly (OwnerReferenceOf<T> | ControllerReference)[];
+    // A fresh array of plain objects: it goes straight into a write body (kube-client's `apply`).
+    readonly ownerReferences: (OwnerReferenceOf<T> | ControllerReference)[];
   };
 };
 
-/** A controller reference as {@link setControllerReference} writes it. */
-interface ControllerReference {
+/** A controller reference as {@link setControllerReference} writes it (a type, not an interface, so it is a JSON object to a write body). */
+type ControllerReference = {
   readonly apiVersion: string;
   readonly kind: string;
   readonly name: string;
   readonly uid: string;
   readonly controller: true;
   readonly blockOwnerDeletion: boolean;
-}
+};
 
 /** Options of {@link setControllerReference}. */
 interface ControllerReferenceOptions {
