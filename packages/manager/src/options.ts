@@ -1,4 +1,5 @@
 /** The manager's options, their defaults and their validation (every bad value is an `OptionsError`). */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KubernetesObjectView } from '@reconcile-loop/k8s-types';
 import type { KubeClient, KubeConfigAuth } from '@reconcile-loop/kube-client';
 import { OptionsError, type Clock, type Logger } from '@reconcile-loop/primitives';
@@ -8,7 +9,7 @@ import type { KubeReflectorOptions } from '@reconcile-loop/reflector';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
 /** A `/metrics` handler over node:http; its result is ignored (a promise is awaited), so `metricsHandler(registry)`, typed `=> unknown`, fits. */
-export type MetricsHandler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => unknown;
+export type MetricsHandler = (req: IncomingMessage, res: ServerResponse) => unknown;
 
 /** How to build a {@link Manager}. */
 export interface ManagerOptions {
