@@ -17,7 +17,7 @@ const availability = e2eAvailability();
 const env = useE2eEnvironment(availability);
 const versions = readVersions();
 const HALF = 0x8000000000000000n;
-const lower = "shardRange(object.metadata.uid, '0x0', '0x8000000000000000')";
+const lower = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
 const upper = "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')";
 
 /** FNV-1a 64 over the UTF-8 bytes, as Go's hash/fnv New64a. */
