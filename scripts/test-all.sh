@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test, as a matrix of cells (Node version x @kubernetes/client-node major x Kubernetes line of
-# the e2e layer x layer), two at a time on CI's two cores. Called by `./dev test` (and so by .ci/run). Each cell's output goes to
-# .turbo/matrix/<cell>.log; the run prints one line per cell as it finishes
+# the e2e layer x layer), two at a time on CI's two cores. Called by `./dev test` (and so by
+# .ci/run). Each cell's output goes to .turbo/matrix/<cell>.log; the run prints one line per cell as it finishes
 #   cell node=26.12.1 client-node=2 layer=unit+integration: passed (48 s)
 # then a summary in the cells' fixed order, the test counts of every vitest cell, and last
 #   cells: N passed, N failed
