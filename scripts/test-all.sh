@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Every test, as a matrix of cells (Node version x @kubernetes/client-node major x layer), two at a
-# time on CI's two cores. Called by `./dev test` (and so by .ci/run). Each cell's output goes to
-# .turbo/matrix/<cell>.log; the run prints one line per cell as it finishes
+# Every test, as a matrix of cells (Node version x @kubernetes/client-node major x Kubernetes line of
+# the e2e layer x layer), two at a time on CI's two cores. Called by `./dev test` (and so by
+# .ci/run). Each cell's output goes to .turbo/matrix/<cell>.log; the run prints one line per cell as it finishes
 #   cell node=26.12.1 client-node=2 layer=unit+integration: passed (48 s)
 # then a summary in the cells' fixed order, the test counts of every vitest cell, and last
 #   cells: N passed, N failed
@@ -41,18 +41,27 @@ if [ -f packages/testing/scripts/ensure-kubectl.sh ]; then
   step "kubectl (Debian's kubernetes-client) for the embedded-apiserver tests"
   bash packages/testing/scripts/ensure-kubectl.sh
 fi
+# kube-apiserver + etcd of each Kubernetes line are built by cells of their own (k8s-<line>, below), so
+# a fresh machine's Go builds overlap the other cells instead of delaying all of them.
+K8S_LINES=()
 if [ -f e2e/provision/build.sh ]; then
-  step "kube-apiserver + etcd for the e2e layer (cached by version; minutes on first run)"
-  bash e2e/provision/build.sh
+  read -r -a K8S_LINES <<<"$(bash e2e/provision/build.sh --lines)"
+  step "Kubernetes lines for the e2e layer: ${K8S_LINES[*]} (newest first; each built once, cached by version)"
+  for line in "${K8S_LINES[@]}"; do echo "$line: $(bash e2e/provision/build.sh --print-dir "$line")"; done
 fi
 
 # --- the cells ---------------------------------------------------------------------------------
-# id | node | client-node major | layer | cell it waits for | command (run by bash in the repo root)
+# id | node | client-node major | layer | cells it waits for (space-separated) | command (run by bash in
+# the repo root) | Kubernetes line of the e2e layer (optional; exported as RECONCILE_LOOP_K8S)
 IDS=()
-declare -A C_NODE C_CN C_LAYER C_AFTER C_CMD
+declare -A C_NODE C_CN C_LAYER C_AFTER C_CMD C_K8S C_GROUP
 cell() {
-  IDS+=("$1"); C_NODE[$1]="$2"; C_CN[$1]="$3"; C_LAYER[$1]="$4"; C_AFTER[$1]="$5"; C_CMD[$1]="$6"
+  IDS+=("$1"); C_NODE[$1]="$2"; C_CN[$1]="$3"; C_LAYER[$1]="$4"; C_AFTER[$1]="$5"; C_CMD[$1]="$6"; C_K8S[$1]="${7:-}"
 }
+# exclusive <group> <id>...: at most one cell of the group runs at a time (the first ready one in the
+# listed order). Unlike waiting for a cell, a subset run (RECONCILE_LOOP_CELLS) does not pull the
+# others of the group in.
+exclusive() { local g="$1" id; shift; for id in "$@"; do C_GROUP[$id]="$g"; done; }
 vitest_cmd() { echo "pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=$OUT/$1.json ${*:2}"; }
 # Which projects exercise @kubernetes/client-node: the reflector (its only runtime user), the loop and
 # the testing package (their embedded-apiserver integration and client-node's own informer), the
@@ -70,13 +79,37 @@ P="$NODE_PRIMARY"
 n26=26.12.1 n24=24.22.3 n22=22.19.0
 for v in $n26 $n24 $n22; do [[ " $NODE_MATRIX " == *" $v "* ]] || rl_die "test-all.sh names Node $v, which runtimes.env does not pin"; done
 
+# The Kubernetes lines (e2e/provision/versions.env, newest first). Each line's kube-apiserver + etcd is
+# a Go build of ~2,600 packages (minutes on two cores, see e2e/README.md), one line at a time: the
+# lines share almost no compiled package (different k8s.io/* and etcd versions), so two at once would
+# only split the cores. They come first in the list, so the newest line's build (which gates the full
+# e2e layer) starts at once and the older lines' builds overlap the unit, integration and pack cells.
+NEWEST="${K8S_LINES[0]:-}"
+for line in "${K8S_LINES[@]}"; do
+  cell "k8s-$line" "$P" 2 "kube-apiserver+etcd-build" "" "bash e2e/provision/build.sh $line" "$line"
+  exclusive go-build "k8s-$line"
+done
 cell build      "$P"   2 "format+lint+typecheck+build+api+semver+layers+one-home+pack" ""      "pnpm format:check && pnpm lint:code && pnpm exec turbo run typecheck build lint --output-logs=errors-only && node scripts/api-report.mjs --check && node scripts/semver-check.mjs && node scripts/layering-check.mjs && node scripts/one-home.mjs && node scripts/pack-smoke.mjs --pack $TARBALLS"
-cell e2e-n26-c2 "$n26" 2 "e2e"                       ""      "$(vitest_cmd e2e-n26-c2 --project e2e --project runtime-check)"
+# The heavy e2e cells (etcd + two kube-apiservers each) never overlap (exclusive group control-plane);
+# each waits for its line's build. The newest line runs the whole e2e layer (and, on Node 22 with
+# client-node 1.x, the shared scenarios).
+if [ -n "$NEWEST" ]; then
+  cell e2e-n26-c2 "$n26" 2 "e2e"                     "k8s-$NEWEST" "$(vitest_cmd e2e-n26-c2 --project e2e --project runtime-check)" "$NEWEST"
+fi
 cell ui-n26-c2  "$n26" 2 "unit+integration"          ""      "$(vitest_cmd ui-n26-c2 --project "'!e2e'")"
 cell ui-n24-c2  "$n24" 2 "unit+integration"          ""      "$(vitest_cmd ui-n24-c2 --project "'!e2e'")"
 cell ui-n22-c2  "$n22" 2 "unit+integration"          ""      "$(vitest_cmd ui-n22-c2 --project "'!e2e'")"
-# The heavy e2e cells (etcd + two kube-apiservers each) never overlap.
-cell e2e-n22-c1 "$n22" 1 "e2e-reflector-scenarios"   e2e-n26-c2 "$(vitest_cmd e2e-n22-c1 --project e2e --project runtime-check scenarios.test runtime.test)"
+if [ -n "$NEWEST" ]; then
+  cell e2e-n22-c1 "$n22" 1 "e2e-reflector-scenarios" "k8s-$NEWEST" "$(vitest_cmd e2e-n22-c1 --project e2e --project runtime-check scenarios.test runtime.test)" "$NEWEST"
+  exclusive control-plane e2e-n26-c2 e2e-n22-c1
+fi
+# The older lines run what a version changes: the reflector scenarios, the conformance suite (embedded
+# apiserver vs that kube-apiserver), the CellSet kill -9 test and the sharded-LIST gate facts.
+for line in "${K8S_LINES[@]:1}"; do
+  id="e2e-k${line//./}-n26-c2"
+  cell "$id" "$n26" 2 "e2e-older-line" "k8s-$line" "$(vitest_cmd "$id" --project e2e --project runtime-check scenarios.test conformance.test cellset.test sharded-list.test runtime.test)" "$line"
+  exclusive control-plane "$id"
+done
 cell int-n22-c1 "$n22" 1 "client-node-projects"      ""      "$(vitest_cmd int-n22-c1 $CN_PROJECTS)"
 cell int-n24-c1 "$n24" 1 "client-node-projects"      ""      "$(vitest_cmd int-n24-c1 $CN_PROJECTS)"
 cell int-n26-c1 "$n26" 1 "client-node-projects"      ""      "$(vitest_cmd int-n26-c1 $CN_PROJECTS)"
@@ -100,15 +133,21 @@ fi
 # RECONCILE_LOOP_CELLS: keep matching cells and what they wait for.
 if [ -n "$ONLY" ]; then
   declare -A KEEP
+  keep() { # a cell and, transitively, what it waits for
+    [ -z "${KEEP[$1]:-}" ] || return 0
+    KEEP[$1]=1
+    local dep
+    for dep in ${C_AFTER[$1]}; do keep "$dep"; done
+  }
   for id in "${IDS[@]}"; do
-    if [[ "$id" =~ $ONLY ]]; then KEEP[$id]=1; [ -z "${C_AFTER[$id]}" ] || KEEP[${C_AFTER[$id]}]=1; fi
+    if [[ "$id" =~ $ONLY ]]; then keep "$id"; fi
   done
   kept=()
   for id in "${IDS[@]}"; do [ -z "${KEEP[$id]:-}" ] || kept+=("$id"); done
   IDS=("${kept[@]}")
 fi
 
-label() { echo "cell node=$(major "${C_NODE[$1]}") client-node=${C_CN[$1]} layer=${C_LAYER[$1]}"; }
+label() { echo "cell node=$(major "${C_NODE[$1]}") client-node=${C_CN[$1]}${C_K8S[$1]:+ k8s=${C_K8S[$1]}} layer=${C_LAYER[$1]}"; }
 
 # --- the scheduler -----------------------------------------------------------------------------
 declare -A STATE   # pending | running | passed | failed
@@ -121,6 +160,7 @@ start_cell() {
   (
     export PATH="${PATH_FOR[${C_NODE[$id]}]}"
     export RECONCILE_LOOP_CLIENT_NODE="${C_CN[$id]}" RECONCILE_LOOP_EXPECT_NODE="${C_NODE[$id]}"
+    if [ -n "${C_K8S[$id]}" ]; then export RECONCILE_LOOP_K8S="${C_K8S[$id]}"; fi
     t0=$(date +%s)
     rc=0
     { echo "# $(label "$id") (node ${C_NODE[$id]})"; echo "# ${C_CMD[$id]}"; bash -c "${C_CMD[$id]}"; } >"$OUT/$id.log" 2>&1 || rc=$?
@@ -151,13 +191,25 @@ while :; do
   for id in "${IDS[@]}"; do
     [ "$running" -lt "$JOBS" ] || break
     [ "${STATE[$id]}" = pending ] || continue
-    dep="${C_AFTER[$id]}"
-    if [ -n "$dep" ] && [ -n "${STATE[$dep]:-}" ]; then
+    ready=1 blocked=""
+    for dep in ${C_AFTER[$id]}; do
+      [ -n "${STATE[$dep]:-}" ] || continue # filtered out by RECONCILE_LOOP_CELLS
       case "${STATE[$dep]}" in
-        failed) STATE[$id]=failed; SECS[$id]=0; echo "$(label "$id"): failed (not run: $dep failed)"; continue ;;
+        failed) blocked="$dep" ;;
         passed) ;;
-        *) continue ;;
+        *) ready=0 ;;
       esac
+    done
+    if [ -n "$blocked" ]; then
+      STATE[$id]=failed; SECS[$id]=0; echo "$(label "$id"): failed (not run: $blocked failed)"; continue
+    fi
+    [ "$ready" = 1 ] || continue
+    if [ -n "${C_GROUP[$id]:-}" ]; then
+      busy=0
+      for other in "${IDS[@]}"; do
+        if [ "${STATE[$other]}" = running ] && [ "${C_GROUP[$other]:-}" = "${C_GROUP[$id]}" ]; then busy=1; fi
+      done
+      [ "$busy" = 0 ] || continue
     fi
     start_cell "$id"
     running=$((running + 1))

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd for the e2e layer from the Go module proxy, into a cache
-# outside the work tree keyed by version. Idempotent: a binary that exists and reports the
-# pinned version is not rebuilt. Prints the directory holding both binaries on its last line.
+# Builds kube-apiserver and etcd of one Kubernetes line for the e2e layer from the Go module
+# proxy, into a cache outside the work tree keyed by version. Idempotent: a binary that exists
+# and reports the pinned version is not rebuilt. Prints the directory holding both binaries on
+# its last line.
 #
-#   bash e2e/provision/build.sh            build what is missing
-#   bash e2e/provision/build.sh --print-dir  only print the cache directory
-#   bash e2e/provision/build.sh --force    rebuild both
+#   bash e2e/provision/build.sh [LINE]             build what is missing
+#   bash e2e/provision/build.sh --print-dir [LINE]  only print the cache directory
+#   bash e2e/provision/build.sh --force [LINE]     rebuild both
+#   bash e2e/provision/build.sh --lines            print the pinned lines, newest first
 #
-# Env: RECONCILE_LOOP_E2E_CACHE (default ~/.cache/reconcile-loop/e2e).
+# LINE is a line of versions.env (`1.36`) or its pinned version (`v1.36.3`); without it,
+# RECONCILE_LOOP_K8S, and without that the newest line.
+# Env: RECONCILE_LOOP_E2E_CACHE (default ~/.cache/reconcile-loop/e2e), RECONCILE_LOOP_K8S.
 set -euo pipefail
 
 # Checked first, with builtins only, so the message is clear even on a bare PATH.
-if ! command -v go >/dev/null 2>&1 && [[ "${1:-}" != "--print-dir" ]]; then
+if ! command -v go >/dev/null 2>&1 && [[ "${1:-}" != "--print-dir" && "${1:-}" != "--lines" ]]; then
   echo "e2e/provision/build.sh: 'go' is not on PATH; the e2e layer builds kube-apiserver and etcd" >&2
   echo "from the Go module proxy and needs a Go toolchain (>= 1.25). Install Go, or set" >&2
   echo "RECONCILE_LOOP_E2E_KUBECONFIG to run against an existing cluster." >&2
@@ -21,19 +25,22 @@ fi
 src="${BASH_SOURCE[0]}"
 [[ "$src" == */* ]] || src="./$src"
 here="$(cd "${src%/*}" && pwd)"
-# shellcheck source=versions.env
-source "$here/versions.env"
+# shellcheck source=lines.sh
+source "$here/lines.sh"
+
+force=0 print_dir=0
+case "${1:-}" in
+  --print-dir) print_dir=1; shift ;;
+  --force) force=1; shift ;;
+  --lines) echo "${K8S_LINES[*]}"; exit 0 ;;
+  -*) echo "usage: $0 [--print-dir|--force|--lines] [LINE]" >&2; exit 2 ;;
+esac
+(( $# <= 1 )) || { echo "usage: $0 [--print-dir|--force|--lines] [LINE]" >&2; exit 2; }
+resolve_line "${1:-}" || exit 2
 
 cache_root="${RECONCILE_LOOP_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reconcile-loop/e2e}"
 out_dir="$cache_root/k8s-$KUBERNETES_VERSION-etcd-$ETCD_VERSION"
-
-force=0
-case "${1:-}" in
-  --print-dir) echo "$out_dir"; exit 0 ;;
-  --force) force=1 ;;
-  "") ;;
-  *) echo "usage: $0 [--print-dir|--force]" >&2; exit 2 ;;
-esac
+if (( print_dir )); then echo "$out_dir"; exit 0; fi
 
 log() { printf '[e2e-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -91,12 +98,12 @@ total_start=$(date +%s)
 if (( force == 0 )) && is_current "$out_dir/etcd" "etcd Version: ${ETCD_VERSION#v}"; then
   log "etcd $ETCD_VERSION: cached at $out_dir/etcd"
 else
-  build_one "etcd $ETCD_VERSION" "$here/etcd" "$out_dir/etcd" "-s -w"
+  build_one "etcd $ETCD_VERSION" "$LINE_DIR/etcd" "$out_dir/etcd" "-s -w"
 fi
 if (( force == 0 )) && is_current "$out_dir/kube-apiserver" "Kubernetes $KUBERNETES_VERSION"; then
   log "kube-apiserver $KUBERNETES_VERSION: cached at $out_dir/kube-apiserver"
 else
-  build_one "kube-apiserver $KUBERNETES_VERSION" "$here/kube-apiserver" "$out_dir/kube-apiserver" "$k8s_ldflags"
+  build_one "kube-apiserver $KUBERNETES_VERSION" "$LINE_DIR/kube-apiserver" "$out_dir/kube-apiserver" "$k8s_ldflags"
 fi
 is_current "$out_dir/etcd" "etcd Version: ${ETCD_VERSION#v}" || { log "etcd does not report $ETCD_VERSION"; exit 1; }
 is_current "$out_dir/kube-apiserver" "Kubernetes $KUBERNETES_VERSION" || { log "kube-apiserver does not report $KUBERNETES_VERSION"; exit 1; }

@@ -1,12 +1,39 @@
 #!/usr/bin/env bash
-# Regenerates the wrapper modules after KUBERNETES_VERSION changes in versions.env: the
-# staging replace block (from k8s.io/kubernetes' own go.mod), STAGING_VERSION, and
-# ETCD_VERSION (the go.etcd.io/etcd/server/v3 version Kubernetes pins); then go mod tidy.
-#   1. edit KUBERNETES_VERSION in versions.env   2. bash e2e/provision/bump.sh   3. commit
+# Regenerates one line's wrapper modules (k8s-<line>/kube-apiserver, k8s-<line>/etcd) for the
+# Kubernetes version versions.env pins for it: the staging replace block (from k8s.io/kubernetes'
+# own go.mod), STAGING_VERSION_<line>, and ETCD_VERSION_<line> (the go.etcd.io/etcd/server/v3
+# version Kubernetes pins); then go mod tidy.
+#
+#   bash e2e/provision/bump.sh 1.36 v1.36.4   move line 1.36 to v1.36.4 (or add line 1.38: it is
+#                                             inserted into KUBERNETES_LINES, newest first)
+#   bash e2e/provision/bump.sh 1.36           regenerate line 1.36 at its pinned version
+# then: bash e2e/provision/build.sh 1.36, run the e2e layer, commit. Dropping a line: remove it
+# from KUBERNETES_LINES, its three variables and its k8s-<line>/ directory.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-source "$here/versions.env"
 command -v go >/dev/null || { echo "bump.sh: go is not on PATH" >&2; exit 127; }
+line="${1:-}" version="${2:-}"
+[[ "$line" =~ ^1\.[0-9]+$ ]] || { echo "usage: $0 <line, e.g. 1.36> [<version, e.g. v1.36.4>]" >&2; exit 2; }
+key="${line//./_}"
+env_file="$here/versions.env"
+
+if [[ -n "$version" ]]; then
+  [[ "$version" == "v$line."* ]] || { echo "bump.sh: $version is not on line $line" >&2; exit 2; }
+  if grep -q "^KUBERNETES_VERSION_$key=" "$env_file"; then
+    sed -i "s/^KUBERNETES_VERSION_$key=.*/KUBERNETES_VERSION_$key=$version/" "$env_file"
+  else
+    printf '\nKUBERNETES_VERSION_%s=%s\nSTAGING_VERSION_%s=\nETCD_VERSION_%s=\n' "$key" "$version" "$key" "$key" >>"$env_file"
+    lines="$(sed -n 's/^KUBERNETES_LINES=//p' "$env_file" | tr ',' '\n' | { cat; echo "$line"; } | sort -t. -k1,1nr -k2,2nr | paste -sd, -)"
+    sed -i "s/^KUBERNETES_LINES=.*/KUBERNETES_LINES=$lines/" "$env_file"
+  fi
+fi
+
+# shellcheck source=lines.sh
+source "$here/lines.sh"
+v="KUBERNETES_VERSION_$key"
+KUBERNETES_VERSION="${!v:-}"
+[[ -n "$KUBERNETES_VERSION" ]] || { echo "bump.sh: no KUBERNETES_VERSION_$key in versions.env" >&2; exit 2; }
+dir="$here/k8s-$line"
 
 k8s_mod="$(cd "$here" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')"
 [[ -f "$k8s_mod" ]] || { echo "bump.sh: k8s.io/kubernetes@$KUBERNETES_VERSION is not served by the module proxy" >&2; exit 1; }
@@ -14,6 +41,16 @@ staging="v0.${KUBERNETES_VERSION#v1.}"
 etcd="$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2; exit }' "$k8s_mod")"
 [[ -n "$etcd" ]] || { echo "bump.sh: no go.etcd.io/etcd/server/v3 pin in $k8s_mod" >&2; exit 1; }
 go_version="$(awk '$1 == "go" { print $2; exit }' "$k8s_mod")"
+
+mkdir -p "$dir/kube-apiserver" "$dir/etcd"
+# A new line starts from the main.go files of an existing one (they only call the upstream entry points).
+for m in kube-apiserver etcd; do
+  if [[ ! -f "$dir/$m/main.go" ]]; then
+    for l in "${K8S_LINES[@]}"; do
+      if [[ -f "$here/k8s-$l/$m/main.go" ]]; then cp "$here/k8s-$l/$m/main.go" "$dir/$m/main.go"; break; fi
+    done
+  fi
+done
 
 {
   echo 'module reconcile-loop.local/e2e/provision/kube-apiserver'
@@ -27,10 +64,10 @@ go_version="$(awk '$1 == "go" { print $2; exit }' "$k8s_mod")"
   echo 'replace ('
   sed -n '/^replace (/,/^)/p' "$k8s_mod" | awk '$2 == "=>" && $1 ~ /^k8s\.io\// { printf "\t%s => %s %s\n", $1, $1, v }' v="$staging"
   echo ')'
-} > "$here/kube-apiserver/go.mod"
-printf 'module reconcile-loop.local/e2e/provision/etcd\n\ngo %s\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$go_version" "$etcd" > "$here/etcd/go.mod"
-rm -f "$here/kube-apiserver/go.sum" "$here/etcd/go.sum"
-(cd "$here/kube-apiserver" && go mod tidy)
-(cd "$here/etcd" && go mod tidy)
-sed -i -e "s/^STAGING_VERSION=.*/STAGING_VERSION=$staging/" -e "s/^ETCD_VERSION=.*/ETCD_VERSION=$etcd/" "$here/versions.env"
-echo "kube-apiserver $KUBERNETES_VERSION (staging $staging), etcd $etcd: go.mod/go.sum regenerated; run build.sh"
+} > "$dir/kube-apiserver/go.mod"
+printf 'module reconcile-loop.local/e2e/provision/etcd\n\ngo %s\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$go_version" "$etcd" > "$dir/etcd/go.mod"
+rm -f "$dir/kube-apiserver/go.sum" "$dir/etcd/go.sum"
+(cd "$dir/kube-apiserver" && go mod tidy)
+(cd "$dir/etcd" && go mod tidy)
+sed -i -e "s/^STAGING_VERSION_$key=.*/STAGING_VERSION_$key=$staging/" -e "s/^ETCD_VERSION_$key=.*/ETCD_VERSION_$key=$etcd/" "$env_file"
+echo "line $line: kube-apiserver $KUBERNETES_VERSION (staging $staging), etcd $etcd: go.mod/go.sum regenerated; run build.sh $line"

@@ -3,7 +3,7 @@
  * loopback, and gives tests typed control over them. Imports nothing from packages/*.
  * Vitest hooks live in ./environment.js (not re-exported: importing vitest outside a run fails).
  */
-export { ENV, binaryDir, cacheRoot, readVersions, type Versions } from './config.js';
+export { ENV, binaryDir, cacheRoot, readAllVersions, readVersions, type Versions } from './config.js';
 export { ensureBinaries, probeToolchain, ProvisionError, which, type Binaries, type ToolchainStatus } from './toolchain.js';
 export { freePort } from './ports.js';
 export { ManagedProcess, ManagedService, ProcessExitedError, type ProcessSpec } from './managed-process.js';

@@ -36,12 +36,15 @@ export interface KubeApiserverOptions {
 
 /**
  * The arguments with every `--feature-gates=` merged into one flag, plus `APIServerIdentity=false`
- * when this apiserver does not keep the identity Lease.
+ * when this apiserver does not keep the identity Lease. `UnknownVersionInteroperabilityProxy` goes
+ * off with it: the proxy routes by identity Leases, and from 1.36 (beta, default on) an apiserver
+ * with it on and `APIServerIdentity` off refuses to start ("depends on features that are
+ * disabled"); the gate exists since 1.28, so naming it is valid on every pinned line.
  */
 export function featureGateArgs(extraArgs: readonly string[], identity: boolean): string[] {
   const prefix = '--feature-gates=';
   const gates = extraArgs.filter((a) => a.startsWith(prefix)).flatMap((a) => a.slice(prefix.length).split(',').filter(Boolean));
-  if (!identity) gates.push('APIServerIdentity=false');
+  if (!identity) gates.push('APIServerIdentity=false', 'UnknownVersionInteroperabilityProxy=false');
   const rest = extraArgs.filter((a) => !a.startsWith(prefix));
   return gates.length === 0 ? rest : [...rest, prefix + gates.join(',')];
 }

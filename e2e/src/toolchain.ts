@@ -62,7 +62,7 @@ function binariesFor(versions: Versions, env: NodeJS.ProcessEnv): Binaries {
  * built (Go on PATH), or cannot be had — the last is a skip, or a failure under REQUIRE.
  */
 export function probeToolchain(env: NodeJS.ProcessEnv = process.env): ToolchainStatus {
-  const versions = readVersions();
+  const versions = readVersions(env);
   const binaries = binariesFor(versions, env);
   // Same checks as build.sh's is_current, so a cached hit here is a cached hit there.
   if (
@@ -91,7 +91,9 @@ export async function ensureBinaries(
   const status = probeToolchain(env);
   if (status.kind === 'cached') return status.binaries;
   if (status.kind === 'missing') throw new ProvisionError(status.reason);
-  const child = spawn('bash', [join(provisionDir, 'build.sh')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The line is passed explicitly so build.sh cannot resolve another one than this process did.
+  const versions = readVersions(env);
+  const child = spawn('bash', [join(provisionDir, 'build.sh'), versions.line], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let pending = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -109,7 +111,7 @@ export async function ensureBinaries(
   });
   if (pending !== '') onProgress(pending);
   if (code !== 0) throw new ProvisionError(`e2e/provision/build.sh exited with ${String(code)}; see the lines above`);
-  const binaries = binariesFor(readVersions(), env);
+  const binaries = binariesFor(versions, env);
   if (stdout.trim().split('\n').at(-1) !== binaries.dir) {
     throw new ProvisionError(`build.sh built into ${stdout.trim()} but the harness expects ${binaries.dir}`);
   }

@@ -10,20 +10,23 @@ import {
 } from '../../packages/testing/conformance/runner.js';
 import { accessFromKubeconfig } from '../../packages/testing/conformance/target.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
+import { readVersions } from '../src/index.js';
 
 // The raw-API conformance suite of @reconcile-loop/testing: the same requests against the embedded
 // apiserver and kube-apiserver (watch cache on, and --watch-cache=false when this layer provisioned
 // both), SAME or DIFF per case; a DIFF must be a marked known difference with its reason. The
-// report is printed whatever the outcome, so the known differences stay visible.
+// report is printed whatever the outcome, so the known differences stay visible. It runs against the
+// Kubernetes line RECONCILE_LOOP_K8S picks (CI: each pinned line) and says which in its report.
 
 const availability = e2eAvailability();
+const versions = readVersions();
 const env = useE2eEnvironment(availability);
 const started: ApiServer[] = [];
 afterAll(async () => {
   await Promise.allSettled(started.map((s) => s.close()));
 });
 
-describe.skipIf(!availability.run)('conformance: embedded apiserver vs kube-apiserver (raw API)', () => {
+describe.skipIf(!availability.run)(`conformance: embedded apiserver vs kube-apiserver ${versions.kubernetes} (raw API)`, () => {
   it('[testing: conformance] every case is SAME on both personalities except the marked known differences', async () => {
     const e = env();
     const real =
@@ -44,7 +47,8 @@ describe.skipIf(!availability.run)('conformance: embedded apiserver vs kube-apis
       });
     }
     const results = await runConformance(pairs);
-    process.stdout.write(`\n[conformance]\n${report(results)}\n`);
+    const against = e.mode === 'external' ? 'an external cluster' : `kube-apiserver ${versions.kubernetes}`;
+    process.stdout.write(`\n[conformance against ${against}]\n${report(results)}\n`);
     expect(results.length).toBeGreaterThanOrEqual(27 * pairs.length);
     expect(conforms(results), report(results)).toBe(true);
   }, 300_000);

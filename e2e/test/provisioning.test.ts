@@ -140,7 +140,7 @@ describe.skipIf(!availability.run)('provisioning smoke test (client-node only)',
     expect(featureGateArgs(['--v=2'], true)).toEqual(['--v=2']);
     expect(featureGateArgs(['--feature-gates=WatchList=false', '--v=2'], false)).toEqual([
       '--v=2',
-      '--feature-gates=WatchList=false,APIServerIdentity=false',
+      '--feature-gates=WatchList=false,APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false',
     ]);
     expect(featureGateArgs(['--feature-gates=A=true,B=false'], true)).toEqual(['--feature-gates=A=true,B=false']);
   });

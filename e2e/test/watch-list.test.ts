@@ -3,10 +3,10 @@ import { podResource, type Pod } from '@reconcile-loop/k8s-types';
 import { ObjectStore } from '@reconcile-loop/object-store';
 import { KubeApiClient, podReflector, type Reflector } from '@reconcile-loop/reflector';
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, podManifest, storeMatchesFreshList, uniqueNamespace, type Endpoint } from '../src/index.js';
+import { eventually, podManifest, readVersions, storeMatchesFreshList, uniqueNamespace, type Endpoint } from '../src/index.js';
 import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/environment.js';
 
-// The streaming initial list (watch-list) against kube-apiserver 1.35.4: a reflector in 'auto'
+// The streaming initial list (watch-list) against the pinned kube-apiserver (first checked on 1.35.4): a reflector in 'auto'
 // syncs by watch-list on the watch-cached and the --watch-cache=false apiserver alike (both serve
 // it), and falls back to a LIST against an apiserver started with --feature-gates=WatchList=false,
 // which answers 422. Each ends with the store equal to a fresh LIST.
@@ -67,7 +67,7 @@ async function expectStoreEqualsList(store: ObjectStore<Pod, string>, client: Ku
   expect(seen.cached).toEqual(seen.listed);
 }
 
-describe.skipIf(!availability.run)('watch-list against kube-apiserver 1.35.4', () => {
+describe.skipIf(!availability.run)(`watch-list against kube-apiserver ${readVersions().kubernetes}`, () => {
   for (const personality of ['cached', 'uncached'] as const) {
     it(`[k8s_reflector: Streaming initial list] a reflector with initialList 'auto' syncs by watch-list (no LIST) from the ${personality} apiserver, keeps watching on the same stream, and its store equals a fresh LIST`, async (context) => {
       const e = env();
