@@ -3,7 +3,7 @@
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
  * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync,
- * indexes, owned-metadata),
+ * indexes, owned-metadata, reaction),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -17,6 +17,7 @@ import { runLatency, type LatencyResult } from './benchmarks/latency.js';
 import { runOwnedMetadata } from './benchmarks/owned-metadata.js';
 import { runPoison } from './benchmarks/poison.js';
 import { runQueue } from './benchmarks/queue.js';
+import { runReaction } from './benchmarks/reaction.js';
 import { runRelist } from './benchmarks/relist.js';
 import { runRetry, type RetryResult } from './benchmarks/retry.js';
 import { runWatch, type WatchResult } from './benchmarks/watch.js';
@@ -51,6 +52,7 @@ const benchmarks = {
   'initial-sync': runInitialSync,
   indexes: runIndexes,
   'owned-metadata': runOwnedMetadata,
+  reaction: runReaction,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -160,6 +162,7 @@ const summary = {
   ...(results['initial-sync'] !== undefined && { initialSync: results['initial-sync'] }),
   ...(results['indexes'] !== undefined && { indexes: results['indexes'] }),
   ...(results['owned-metadata'] !== undefined && { ownedMetadata: results['owned-metadata'] }),
+  ...(results['reaction'] !== undefined && { reaction: results['reaction'] }),
   ...(results['concurrency'] !== undefined && {
     concurrency: (results['concurrency'] as ConcurrencyResult).rows,
     concurrencyDetail: results['concurrency'],
@@ -182,6 +185,9 @@ const required: Array<[string, boolean]> = [
   ['concurrency.2.reconcilesPerSec', selectedSet.has('concurrency')],
   ['concurrency.2.p99Ms', selectedSet.has('concurrency')],
   ['ownedMetadata.fullBytesPerPod', selectedSet.has('owned-metadata')],
+  ['reaction.defaults.steady.p99Ms', selectedSet.has('reaction')],
+  ['reaction.defaults.handover.p99Ms', selectedSet.has('reaction')],
+  ['reaction.defaults.kill.p99Ms', selectedSet.has('reaction')],
   ['ownedMetadata.metadataBytesPerPod', selectedSet.has('owned-metadata')],
   ...(['list', 'watchList'] as const).flatMap((path) =>
     (['peakBytes', 'storeBytes', 'peakToStoreRatio'] as const).map((key): [string, boolean] => [
