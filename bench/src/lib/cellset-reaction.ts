@@ -33,6 +33,8 @@ export interface ControllerKnobs {
   readonly leaseDurationS: number;
   readonly renewDeadlineS: number;
   readonly retryPeriodS: number;
+  /** `--rebuild-delays` (seconds, comma-separated, 0 first). Default the controller's 0,1,5,30. */
+  readonly rebuildDelays?: string | undefined;
 }
 
 /** p50 / p99 / max of one phase, ms, and how many failures it measured. */
@@ -75,6 +77,7 @@ export class Replica {
       ...(knobs.workers === undefined ? [] : ['--workers', String(knobs.workers)]),
       ...(knobs.writeQps === undefined ? [] : ['--write-qps', String(knobs.writeQps)]),
       ...(knobs.writeBurst === undefined ? [] : ['--write-burst', String(knobs.writeBurst)]),
+      ...(knobs.rebuildDelays === undefined ? [] : ['--rebuild-delays', knobs.rebuildDelays]),
     ];
     this.#child = spawn(process.execPath, args, {
       cwd: EXAMPLE,
@@ -100,6 +103,10 @@ export class Replica {
     return this.#child.pid;
   }
 
+  get alive(): boolean {
+    return this.#child.exitCode === null && this.#child.signalCode === null;
+  }
+
   has(pattern: RegExp): boolean {
     return this.lines.some((l) => pattern.test(l));
   }
@@ -107,7 +114,7 @@ export class Replica {
   leading(): boolean {
     const started = this.lines.findLastIndex((l) => / out cellset-controller: leading as /.test(l));
     const stopped = this.lines.findLastIndex((l) => / out cellset-controller: stopped leading/.test(l));
-    return started >= 0 && started > stopped && this.#child.exitCode === null && this.#child.signalCode === null;
+    return started >= 0 && started > stopped && this.alive;
   }
 
   signal(signal: NodeJS.Signals): void {
@@ -283,8 +290,7 @@ export async function measureReaction(options: ReactionOptions): Promise<Reactio
     replicas.push(r);
     return r;
   };
-  const detail = (): string =>
-    replicas.map((r) => `--- ${r.name}\n${r.lines.slice(-15).join('\n')}`).join('\n');
+  const detail = (): string => replicas.map((r) => `--- ${r.name}\n${r.lines.slice(-15).join('\n')}`).join('\n');
   const leader = (): Replica | undefined => replicas.find((r) => r.leading());
   let watch: PodWatch | undefined;
   const result: ReactionResult = {
