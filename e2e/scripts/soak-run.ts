@@ -175,6 +175,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     for (let i = 0; i < options.actions && performance.now() - started < options.durationMs; i++) {
       if (i > 0 && i % chaosEvery === 0 && chaos.length > 0) {
         const what = chaos.shift()!;
+        // After a takeover a leader comes within a lease duration and a retry period.
+        await until('a leader to stop or kill', () => leader() !== undefined, 30_000, detail);
         const victim = leader();
         if (victim !== undefined) {
           if (what === 'kill') {
