@@ -56,10 +56,11 @@ export interface RunOptions {
 }
 
 /**
- * The reconcile writes' rate limit: controller-runtime's 20 QPS / burst 30 (`config.GetConfig`)
- * instead of client-go's 5 / 10, under which the creates of a replaced set landed exactly 200 ms
- * apart and a new leader's backlog took seconds (BENCHMARKS.md (30)). Events and the Lease have
- * lanes of their own, so this budget is the reconciles' alone.
+ * The reconcile writes' rate limit: 20 QPS / burst 30 (controller-runtime's `config.GetConfig` up to
+ * v0.20) instead of client-go's 5 / 10. A replaced pod costs about 4 writes (delete, status, create,
+ * status): at 5/s, 30 pods failing at once waited 16 s (p50) in the limiter's queue, at 20/s 3 s
+ * (BENCHMARKS.md (30)). Events and the Lease have lanes of their own, so this budget is the
+ * reconciles' alone.
  */
 export const DEFAULT_WRITE_QPS = 20;
 export const DEFAULT_WRITE_BURST = 30;
