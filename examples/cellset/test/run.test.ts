@@ -53,7 +53,7 @@ describe('the controller mode', () => {
     expect(errors).toEqual([]);
   });
 
-  it('[cellset: workers and write limits] --workers sets the reconciles at once and --write-qps/--write-burst the writes\' token bucket', async () => {
+  it("[cellset: workers and write limits] --workers sets the reconciles at once and --write-qps/--write-burst the writes' token bucket", async () => {
     const server = await startApiServer();
     onCleanup(() => server.close());
     const out: string[] = [];
@@ -84,9 +84,10 @@ describe('the controller mode', () => {
       // least two waited 250 ms or more for a token (a token bucket never serves earlier).
       const waits = (le: string) =>
         Number(
-          new RegExp(`^rest_client_rate_limiter_duration_seconds_bucket\\{[^}]*lane="default"[^}]*le="${le}"[^}]*\\} (\\d+)$`, 'm').exec(
-            metrics,
-          )?.[1] ?? Number.NaN,
+          new RegExp(
+            `^rest_client_rate_limiter_duration_seconds_bucket\\{[^}]*lane="default"[^}]*le="${le}"[^}]*\\} (\\d+)$`,
+            'm',
+          ).exec(metrics)?.[1] ?? Number.NaN,
         );
       const all = waits('\\+Inf');
       expect(all).toBeGreaterThanOrEqual(4);
