@@ -33,7 +33,9 @@ async function onEmbedded(
     return await measureReaction({
       kubeconfig: server.kubeconfig(),
       namespace: 'reaction',
-      createNamespace: async () => server.createNamespace('reaction'),
+      createNamespace: async () => {
+        server.createNamespace('reaction');
+      },
       knobs,
       sets: ctx.smoke ? 4 : 20,
       replicasPerSet: ctx.smoke ? 5 : 10,

@@ -173,7 +173,7 @@ export class PodWatch {
 
   #see(pod: Pod, now: number): void {
     const { name, uid } = pod.metadata;
-    if (pod.metadata.deletionTimestamp !== undefined) return;
+    if (pod.metadata.deletionTimestamp !== undefined || uid === undefined) return;
     this.uids.set(name, uid);
     const waiting = this.#waiting.get(name);
     if (waiting !== undefined && waiting.uid !== uid) {
