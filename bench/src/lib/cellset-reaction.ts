@@ -325,6 +325,18 @@ export async function measureReaction(options: ReactionOptions): Promise<Reactio
     }
     const w = watch;
     await until(`${result.pods} pods created`, () => w.uids.size >= result.pods, 120_000, detail);
+    // Start from a settled controller: the creates' status writes still queued in the write limiter
+    // would otherwise be the first failures' latency (a 1.3 s tail in the steady phase).
+    const settled = async (): Promise<boolean> => {
+      const items = (await sets.list()).items as Array<{ status?: { replicas?: number } }>;
+      return items.length === options.sets && items.every((s) => s.status?.replicas === options.replicasPerSet);
+    };
+    const settleBy = performance.now() + 60_000;
+    while (!(await settled())) {
+      if (performance.now() > settleBy) throw new Error(`the sets' status did not settle within 60 s\n${detail()}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
     log(`reaction: ${options.sets} sets × ${options.replicasPerSet} pods created; ${first.name} leads, ${second.name} stands by`);
 
     const failSeries = async (onThird?: () => void): Promise<void> => {
