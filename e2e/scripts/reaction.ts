@@ -11,7 +11,10 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { measureReaction } from '../../bench/src/lib/cellset-reaction.js';
 import { ControlPlane } from '../src/index.js';
 
-const { values } = parseArgs({ options: { out: { type: 'string' }, small: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  args: process.argv.slice(2).filter((a) => a !== '--'),
+  options: { out: { type: 'string' }, small: { type: 'boolean', default: false } },
+});
 const out =
   values.out ?? join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench', 'results', 'reaction-kube-apiserver.json');
 const cp = await ControlPlane.start({ onProgress: (line) => process.stderr.write(`${line}\n`) });

@@ -8,6 +8,7 @@ import { ControlPlane } from '../src/index.js';
 import { runSoak } from './soak-run.js';
 
 const { values } = parseArgs({
+  args: process.argv.slice(2).filter((a) => a !== '--'), // `pnpm soak -- --actions 50` passes the `--` on
   options: {
     start: { type: 'string', default: '30' },
     actions: { type: 'string', default: '300' },
