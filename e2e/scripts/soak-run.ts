@@ -309,14 +309,12 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     // lies in a term (after "leading as", before "stopped leading"); a resumed replica's first line
     // of either kind after SIGCONT is the step-down.
     const DECISION = / out (event|Warning) /;
-    let decisions = 0;
     for (const r of replicas) {
       let leading = false;
       for (const line of r.lines) {
         if (/ out cellset-controller: leading as /.test(line)) leading = true;
         else if (/ out cellset-controller: stopped leading/.test(line)) leading = false;
         else if (DECISION.test(line)) {
-          decisions++;
           if (!leading) violations.push(`${r.name} decided while not leading: ${line}`);
         }
       }
@@ -344,7 +342,6 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       violations.push(`kube-apiserver answered ${podCreateConflictsSeen} pod creates with 409 (a duplicate create)`);
     const finalSets = (await sets.list()).items.length;
     const finalPods = (await rawPods.list()).items.length;
-    void decisions;
     return {
       actions: counts,
       kills,
