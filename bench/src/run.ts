@@ -3,7 +3,7 @@
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
  * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync,
- * indexes, owned-metadata, lease-cadence, priority),
+ * indexes, owned-metadata, lease-cadence, priority, reaction),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -19,6 +19,7 @@ import { runOwnedMetadata } from './benchmarks/owned-metadata.js';
 import { runPoison } from './benchmarks/poison.js';
 import { runPriority } from './benchmarks/priority.js';
 import { runQueue } from './benchmarks/queue.js';
+import { runReaction } from './benchmarks/reaction.js';
 import { runRelist } from './benchmarks/relist.js';
 import { runRetry, type RetryResult } from './benchmarks/retry.js';
 import { runWatch, type WatchResult } from './benchmarks/watch.js';
@@ -55,6 +56,7 @@ const benchmarks = {
   'owned-metadata': runOwnedMetadata,
   'lease-cadence': runLeaseCadence,
   priority: runPriority,
+  reaction: runReaction,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -165,6 +167,7 @@ const summary = {
   ...(results['indexes'] !== undefined && { indexes: results['indexes'] }),
   ...(results['owned-metadata'] !== undefined && { ownedMetadata: results['owned-metadata'] }),
   ...(results['priority'] !== undefined && { priority: results['priority'] }),
+  ...(results['reaction'] !== undefined && { reaction: results['reaction'] }),
   ...(results['concurrency'] !== undefined && {
     concurrency: (results['concurrency'] as ConcurrencyResult).rows,
     concurrencyDetail: results['concurrency'],
@@ -187,6 +190,9 @@ const required: Array<[string, boolean]> = [
   ['concurrency.2.reconcilesPerSec', selectedSet.has('concurrency')],
   ['concurrency.2.p99Ms', selectedSet.has('concurrency')],
   ['ownedMetadata.fullBytesPerPod', selectedSet.has('owned-metadata')],
+  ['reaction.defaults.steady.p99Ms', selectedSet.has('reaction')],
+  ['reaction.defaults.handover.p99Ms', selectedSet.has('reaction')],
+  ['reaction.defaults.kill.p99Ms', selectedSet.has('reaction')],
   ['ownedMetadata.metadataBytesPerPod', selectedSet.has('owned-metadata')],
   ['priority.p99UserWaitMs', selectedSet.has('priority')],
   ['priority.fifoP99UserWaitMs', selectedSet.has('priority')],

@@ -16,7 +16,9 @@ import { runController } from './run.js';
 const usage = `usage: pnpm demo [--budget-scale <x>] [--verbose]
        pnpm demo --controller [--kubeconfig <path>] [--namespace <ns>] [--metrics-port <port>] [--metrics-host <addr>]
                  [--rebuild-delays <s,s,...>] [--lease-duration <s>] [--renew-deadline <s>] [--retry-period <s>] [--sync-timeout <s>]
-                 [--shutdown-grace <s>]
+                 [--shutdown-grace <s>] [--workers <n>] [--write-qps <n>] [--write-burst <n>]
+  --workers: reconciles at once (default 4); --write-qps/--write-burst: the reconcile writes' client-side
+    token bucket (default 20/30; Events and the Lease have their own)
   no kubeconfig: the CellSet story on an embedded apiserver (exit 0 at the end)
   KUBECONFIG, --kubeconfig or --controller: the CellSet controller on that cluster, until SIGTERM/SIGINT
     (installs the CRD when its identity may; the least-privilege Role is examples/cellset/deploy/rbac.yaml)
@@ -61,6 +63,9 @@ async function main(): Promise<number> {
         'retry-period': { type: 'string' },
         'sync-timeout': { type: 'string' },
         'shutdown-grace': { type: 'string' },
+        workers: { type: 'string' },
+        'write-qps': { type: 'string' },
+        'write-burst': { type: 'string' },
         'budget-scale': { type: 'string' },
         verbose: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
@@ -109,6 +114,9 @@ async function main(): Promise<number> {
           retryPeriodMs: ms(seconds('retry-period')),
           syncTimeoutMs: ms(seconds('sync-timeout')),
           shutdownGraceMs: ms(seconds('shutdown-grace')),
+          workers: number('workers', values.workers, (n) => Number.isInteger(n) && n >= 1 && n <= 64),
+          writeQps: number('write-qps', values['write-qps'], (n) => n > 0),
+          writeBurst: number('write-burst', values['write-burst'], (n) => Number.isInteger(n) && n >= 1),
           pauseAfterCreates: pause,
           signal: abort.signal,
           print: (line) => console.log(line),

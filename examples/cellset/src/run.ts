@@ -16,7 +16,7 @@ import { LeaderElector, LeaseLock } from '@reconcile-loop/leader-election';
 import { LoopStoppedError, describeError, healthHandler, type Logger } from '@reconcile-loop/loop';
 import { metricsHandler, rateLimiterMetrics } from '@reconcile-loop/metrics';
 import { Registry } from 'prom-client';
-import { createCellSetController } from './controller.js';
+import { createCellSetController, DEFAULT_WORKERS } from './controller.js';
 import type { Decision } from './decisions.js';
 import { CrdUnavailableError, ensureCellSetCrd } from './install.js';
 
@@ -41,6 +41,11 @@ export interface RunOptions {
   readonly syncTimeoutMs?: number | undefined;
   /** The stop's whole budget after SIGTERM (default 15 s): the loop, the Lease release, then the Events for the time left. */
   readonly shutdownGraceMs?: number | undefined;
+  /** Reconciles running at once (default {@link DEFAULT_WORKERS}). */
+  readonly workers?: number | undefined;
+  /** The reconcile writes' client-side limit: token bucket rate and size (default {@link DEFAULT_WRITE_QPS} / {@link DEFAULT_WRITE_BURST}). */
+  readonly writeQps?: number | undefined;
+  readonly writeBurst?: number | undefined;
   /** Pause (forever, until the signal) right after this many pod creates: a deterministic point for a kill -9 test. */
   readonly pauseAfterCreates?: number | undefined;
   readonly signal: AbortSignal;
@@ -49,6 +54,16 @@ export interface RunOptions {
   readonly logger?: Logger | undefined;
   readonly onListening?: ((url: string) => void) | undefined;
 }
+
+/**
+ * The reconcile writes' rate limit: 20 QPS / burst 30 (controller-runtime's `config.GetConfig` up to
+ * v0.20) instead of client-go's 5 / 10. A replaced pod costs about 4 writes (delete, status, create,
+ * status): at 5/s, 30 pods failing at once waited 16 s (p50) in the limiter's queue, at 20/s 3 s
+ * (BENCHMARKS.md (30)). Events and the Lease have lanes of their own, so this budget is the
+ * reconciles' alone.
+ */
+export const DEFAULT_WRITE_QPS = 20;
+export const DEFAULT_WRITE_BURST = 30;
 
 /** A decision as one line of output. */
 export function describeDecision(d: Decision): string {
@@ -82,7 +97,11 @@ export async function runController(options: RunOptions): Promise<number> {
   }
   const registry = new Registry();
   // The limiter's queue wait on /metrics, per lane: the reconcile writes', the Events' and the Lease's.
-  const client = new KubeClient({ kubeConfig, onRateLimitWait: rateLimiterMetrics({ registry }) });
+  const client = new KubeClient({
+    kubeConfig,
+    rateLimit: { qps: options.writeQps ?? DEFAULT_WRITE_QPS, burst: options.writeBurst ?? DEFAULT_WRITE_BURST },
+    onRateLimitWait: rateLimiterMetrics({ registry }),
+  });
   print(
     `cellset-controller: node ${process.version}, pid ${process.pid}, namespace ${namespace}, cluster ${client.currentServer() ?? '(none)'}`,
   );
@@ -115,6 +134,7 @@ export async function runController(options: RunOptions): Promise<number> {
     registry,
     // A lane of its own: Events do not spend the reconcile writes' rate limit (controller-runtime's
     // recorder has its own clientset too); the Lease has its own lane inside LeaseLock.
+    // Its limiter is client-go's default 5 / 10, not the writes': Events may wait, decisions may not.
     eventsClient: client.withLane('events'),
     namespace,
     logger,
@@ -122,6 +142,7 @@ export async function runController(options: RunOptions): Promise<number> {
     onDecision: (d) => print(describeDecision(d)),
     rebuildDelaysMs: options.rebuildDelaysMs,
     syncTimeoutMs: options.syncTimeoutMs,
+    workers: options.workers,
     onError: (error) => {
       failure = error;
       stopping.abort();

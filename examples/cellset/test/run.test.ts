@@ -53,6 +53,51 @@ describe('the controller mode', () => {
     expect(errors).toEqual([]);
   });
 
+  it("[cellset: workers and write limits] --workers sets the reconciles at once and --write-qps/--write-burst the writes' token bucket", async () => {
+    const server = await startApiServer();
+    onCleanup(() => server.close());
+    const out: string[] = [];
+    let url = '';
+    const stop = new AbortController();
+    const running = runController({
+      kubeconfigYaml: server.kubeconfig(),
+      namespace: NS,
+      metricsPort: 0,
+      leaseDurationMs: 3_000,
+      renewDeadlineMs: 2_000,
+      retryPeriodMs: 500,
+      workers: 3,
+      writeQps: 4,
+      writeBurst: 1,
+      signal: stop.signal,
+      print: (l) => out.push(l),
+      printError: () => {},
+      onListening: (u) => (url = u),
+    });
+    try {
+      await until('synced and leading', () => out.some((l) => l.includes('leading as')) && out.some((l) => l.includes('synced')));
+      server.createObject(ref, cellSet('web', 3));
+      await until('three pods', () => out.filter((l) => l.startsWith('event CreatedPod default/web')).length === 3);
+      const metrics = (await get(`${url}/metrics`)).body;
+      expect(metrics).toMatch(/^controller_runtime_max_concurrent_reconciles\{controller="cellset"\} 3$/m);
+      // A bucket of one token refilled 4 times a second: of the finalizer write and three creates at
+      // least two waited 250 ms or more for a token (a token bucket never serves earlier).
+      const waits = (le: string) =>
+        Number(
+          new RegExp(
+            `^rest_client_rate_limiter_duration_seconds_bucket\\{[^}]*lane="default"[^}]*le="${le}"[^}]*\\} (\\d+)$`,
+            'm',
+          ).exec(metrics)?.[1] ?? Number.NaN,
+        );
+      const all = waits('\\+Inf');
+      expect(all).toBeGreaterThanOrEqual(4);
+      expect(all - waits('0.1')).toBeGreaterThanOrEqual(2);
+    } finally {
+      stop.abort();
+    }
+    expect(await running).toBe(0);
+  });
+
   it('[cellset: controller mode] a missing CRD this identity may not install is a clear error and exit 1, before any loop starts', async () => {
     const server = await startApiServer();
     onCleanup(() => server.close());

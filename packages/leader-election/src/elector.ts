@@ -193,8 +193,13 @@ export class LeaderElector {
   async #acquire(signal: AbortSignal): Promise<boolean> {
     this.#logger?.info({ lock: this.#lock.describe(), identity: this.identity }, 'attempting to acquire leader lease');
     for (;;) {
-      const attempt = await this.#tryAcquireOrRenew(signal, this.#clock.now() + this.timings.renewDeadlineMs);
+      const attempt = await this.#tryAcquireOrRenew(signal, this.#clock.now() + this.timings.renewDeadlineMs, undefined);
       this.#reportTransition();
+      if (attempt.ok && signal.aborted) {
+        // Stopped while the winning write was in flight: no term starts, and what it took is handed back.
+        if (this.#releaseOnCancel) await this.#release();
+        return false;
+      }
       if (attempt.ok) {
         // An answer later than the renew deadline after sending gives a term already over: try again.
         if (this.#clock.now() < attempt.sentAt + this.timings.renewDeadlineMs) {
@@ -226,7 +231,7 @@ export class LeaderElector {
         break;
       }
       const deadlineAt = term.renewSentAt + this.timings.renewDeadlineMs;
-      const attempt = await this.#tryAcquireOrRenew(both, deadlineAt);
+      const attempt = await this.#tryAcquireOrRenew(both, deadlineAt, term.controller.signal);
       this.#reportTransition();
       if (this.#term !== term) break;
       if (attempt.ok && this.#clock.now() < deadlineAt) {
@@ -290,13 +295,30 @@ export class LeaderElector {
     }
   }
 
-  /** client-go's `tryAcquireOrRenew`, with one deadline (`deadlineAt`) for all of its requests. */
-  async #tryAcquireOrRenew(signal: AbortSignal, deadlineAt: number): Promise<{ ok: boolean; sentAt: number }> {
+  /**
+   * client-go's `tryAcquireOrRenew`, with one deadline (`deadlineAt`) for all of its requests.
+   * `signal` aborts the reads; a write is aborted only by `writeSignal` (the term's end) and its
+   * deadline, never by the stop: the apiserver commits a write whether or not its answer is still
+   * awaited, so a write cut off by a SIGTERM could take the Lease (or move its resourceVersion)
+   * without this replica knowing, and the release would be skipped or refused with a 409 — the
+   * Lease then held for a whole lease duration by a process that has exited.
+   */
+  async #tryAcquireOrRenew(
+    signal: AbortSignal,
+    deadlineAt: number,
+    writeSignal: AbortSignal | undefined,
+  ): Promise<{ ok: boolean; sentAt: number }> {
     const sentAt = this.#clock.now();
     const fail = { ok: false, sentAt };
     const call = (): { signal: AbortSignal; timeoutMs: number } | undefined => {
       const timeoutMs = deadlineAt - this.#clock.now();
       return timeoutMs > 0 ? { signal, timeoutMs } : undefined;
+    };
+    const write = (): { signal?: AbortSignal; timeoutMs: number } | undefined => {
+      if (signal.aborted && writeSignal === undefined) return undefined; // not sent: nothing to hand back
+      const timeoutMs = deadlineAt - this.#clock.now();
+      if (timeoutMs <= 0) return undefined;
+      return writeSignal === undefined ? { timeoutMs } : { signal: writeSignal, timeoutMs };
     };
     const now = formatMicroTime(this.#wallClock());
     const desired = {
@@ -311,7 +333,7 @@ export class LeaderElector {
     const observed = this.#observed;
     if (this.#term !== undefined && observed?.holderIdentity === this.identity && this.#leaseValid()) {
       const record = { ...desired, acquireTime: observed.acquireTime, leaseTransitions: observed.leaseTransitions };
-      const options = call();
+      const options = write();
       if (options === undefined) return fail;
       try {
         await this.#lock.update(record, options);
@@ -339,7 +361,7 @@ export class LeaderElector {
     }
     if (current === undefined) {
       try {
-        const options = call();
+        const options = write();
         if (options === undefined) return fail;
         await this.#lock.create(desired, options);
         this.#setObserved(desired);
@@ -365,7 +387,7 @@ export class LeaderElector {
       ? { ...desired, acquireTime: current.acquireTime, leaseTransitions: current.leaseTransitions }
       : { ...desired, leaseTransitions: current.leaseTransitions + 1 };
     try {
-      const options = call();
+      const options = write();
       if (options === undefined) return fail;
       await this.#lock.update(record, options);
       this.#setObserved(record);

@@ -392,6 +392,39 @@ describe('[leader_election: ReleaseOnCancel] a graceful stop releases the Lease 
   });
 });
 
+describe('[leader_election: stop mid-write] a stop while a Lease write is in flight still releases what that write took', () => {
+  // The apiserver commits a write whether or not its client still waits for the answer: aborting
+  // the request on the stop would forget a Lease the server gave us (held until it expires), or
+  // keep a stale resourceVersion that makes the release a 409.
+  const slowAnswers = () => ({ responseDelayMs: 500 });
+
+  it('an acquire committed on the server when the stop came: the answer is awaited and the Lease released at once', async () => {
+    const { server, advance } = setup();
+    const a = start(replica(server, 'a', { faults: slowAnswers }));
+    await until(server.clock, () => server.spec('default', 'lock')?.['holderIdentity'] === 'a', 5_000); // committed; the answer 500 ms away
+    expect(a.elector.isLeader()).toBe(false);
+    a.controller.abort();
+    await until(server.clock, () => (server.spec('default', 'lock')?.['holderIdentity'] ?? '') === '', 10_000);
+    await advance(1_000); // the release's answer
+    await a.run;
+    expect(a.elector.isLeader()).toBe(false);
+    expect(server.writes.map((w) => w.holder)).toEqual(['a', '']);
+  });
+
+  it('a renewal committed on the server when the stop came: the release carries its resourceVersion (no 409), the Lease is free', async () => {
+    const { server, advance } = setup();
+    const a = start(replica(server, 'a', { faults: slowAnswers }));
+    await until(server.clock, () => a.elector.isLeader(), 5_000);
+    await until(server.clock, () => server.writes.length === 2, 5_000); // the first renewal committed, its answer 500 ms away
+    expect(server.writes.map((w) => w.holder)).toEqual(['a', 'a']);
+    a.controller.abort();
+    await until(server.clock, () => (server.spec('default', 'lock')?.['holderIdentity'] ?? '') === '', 10_000);
+    await advance(1_000);
+    await a.run;
+    expect(a.logger.lines.some((l) => /failed to release/.test(l.message))).toBe(false);
+  });
+});
+
 describe('[leader_election: health] client-go HealthzAdaptor', () => {
   it('a leader whose step-down cannot run (blocked event loop) is unhealthy past leaseDuration + tolerance; a standby is healthy', async () => {
     const { server, clock, advance } = setup();
