@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { measureReaction } from '../../bench/src/lib/cellset-reaction.js';
+import { readVersions } from '../src/config.js';
 import { ControlPlane } from '../src/index.js';
 
 const { values } = parseArgs({
@@ -41,7 +42,7 @@ try {
     log: (line) => console.log(line),
   });
   const written = {
-    server: 'kube-apiserver v1.35.4 + etcd v3.6.5 (e2e layer, loopback)',
+    server: `kube-apiserver ${readVersions().kubernetes} + etcd ${readVersions().etcd} (e2e layer, loopback)`,
     date: new Date().toISOString(),
     ...result,
   };
