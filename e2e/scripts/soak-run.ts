@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema } from '@reconcile-loop/k8s-types';
 import { KubeClient } from '@reconcile-loop/kube-client';
-import { Replica, rng, until } from '../../bench/src/lib/cellset-reaction.js';
+import { Replica, rng, stopReplicas, until } from '../../bench/src/lib/cellset-reaction.js';
 
 const CELLSETS = { group: 'cells.reconcile-loop.dev', version: 'v1', plural: 'cellsets', kind: 'CellSet' } as const;
 const SET_LABEL = 'cells.reconcile-loop.dev/cellset';
@@ -357,20 +357,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     };
   } finally {
     for (const r of replicas) r.signal('SIGCONT');
-    for (const r of replicas) r.signal('SIGTERM');
-    await Promise.all(
-      replicas.map((r) =>
-        Promise.race([
-          r.exited,
-          new Promise((resolve) =>
-            setTimeout(() => {
-              r.signal('SIGKILL');
-              resolve(undefined);
-            }, 20_000).unref(),
-          ),
-        ]),
-      ),
-    );
+    await stopReplicas(replicas);
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -123,6 +123,24 @@ export class Replica {
 }
 
 /** Polls `ok` every 20 ms until it holds; throws naming `what` after `timeoutMs`. */
+/** SIGTERM every replica; one still running after `graceMs` (default 20 s) is SIGKILLed, so the caller's cleanup always ends. */
+export async function stopReplicas(replicas: readonly Replica[], graceMs = 20_000): Promise<void> {
+  for (const r of replicas) r.signal('SIGTERM');
+  await Promise.all(
+    replicas.map((r) =>
+      Promise.race([
+        r.exited,
+        new Promise((resolve) =>
+          setTimeout(() => {
+            r.signal('SIGKILL');
+            resolve(undefined);
+          }, graceMs).unref(),
+        ),
+      ]),
+    ),
+  );
+}
+
 export async function until(what: string, ok: () => boolean, timeoutMs: number, detail?: () => string): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (!ok()) {
@@ -405,20 +423,7 @@ export async function measureReaction(options: ReactionOptions): Promise<Reactio
     return result;
   } finally {
     await watch?.close();
-    for (const r of replicas) r.signal('SIGTERM');
-    await Promise.all(
-      replicas.map((r) =>
-        Promise.race([
-          r.exited,
-          new Promise((resolve) =>
-            setTimeout(() => {
-              r.signal('SIGKILL');
-              resolve(undefined);
-            }, 20_000).unref(),
-          ),
-        ]),
-      ),
-    );
+    await stopReplicas(replicas);
     await rm(dir, { recursive: true, force: true });
   }
 }
