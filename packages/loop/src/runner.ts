@@ -68,8 +68,22 @@ interface Call<P extends Key> {
   timedOut: boolean;
 }
 
+/**
+ * The outcome counters, as a plain record built before the runner and the retry scheduler: the
+ * runner counts each call's outcome, the scheduler's release hook counts releases, and neither has
+ * to reach the other to do it.
+ */
+export type OutcomeCounts = { -readonly [K in keyof ReconcileCounters]: ReconcileCounters[K] };
+
+/** Every counter at zero. */
+export function outcomeCounts(): OutcomeCounts {
+  return { succeeded: 0, requeued: 0, failed: 0, terminal: 0, parked: 0, released: 0 };
+}
+
 export interface RunnerOptions<T, P extends Key, S> {
   reconcile: Reconcile<T, P, S>;
+  /** Where outcomes are counted (`released` is counted by the scheduler's release hook). */
+  counts: OutcomeCounts;
   scheduler: RetryScheduler<P>;
   reconcileTimeoutMs: number | undefined;
   clock: Clock;
@@ -93,12 +107,13 @@ export class ReconcileRunner<T, P extends Key, S> {
   readonly #o: RunnerOptions<T, P, S>;
   /** Every call not yet settled, by its promise (settled calls are removed as they settle). */
   readonly #calls = new Map<Promise<unknown>, Call<P>>();
-  readonly #counts = { succeeded: 0, requeued: 0, failed: 0, terminal: 0, parked: 0, released: 0 };
+  readonly #counts: OutcomeCounts;
   /** Consecutive immediate requeues per key; any other outcome of the key's reconcile drops its entry. */
   readonly #requeues = new Map<P, number>();
 
   constructor(options: RunnerOptions<T, P, S>) {
     this.#o = options;
+    this.#counts = options.counts;
   }
 
   /** Calls still running, oldest first. */
@@ -115,11 +130,6 @@ export class ReconcileRunner<T, P extends Key, S> {
   /** A snapshot of the outcome counters. */
   counters(): ReconcileCounters {
     return { ...this.#counts };
-  }
-
-  /** Counts a release of a parked key (the loop's gate or `release()` did it). */
-  countRelease(): void {
-    this.#counts.released += 1;
   }
 
   /** Resolves once every call running now has settled. */
