@@ -220,30 +220,11 @@ export class Workers<T, P extends Key, S> {
    * so a replica that stopped leading (frozen past its deadline, onLost not yet run) starts none.
    */
   #admit({ key, term }: Taken<P>): Admitted<T, P, S> | undefined {
-    const { scheduler, expectations, gate, leadership, queue } = this.#o;
+    const { scheduler, leadership, queue } = this.#o;
     // Parked while it waited as a dirty re-add: run it only if its fingerprint moved on.
-    if (
-      scheduler.isParked(key) &&
-      !scheduler.offer(
-        key,
-        safeFingerprint(() => gate.fingerprintOf(key)),
-      )
-    )
-      return undefined;
-    // Its own writes not yet in the cache: running now could act on a stale view (a second create).
-    // Dropped, not lost: satisfaction or the TTL re-offers it. A parent gone from the primary store
-    // has nothing left to create for; its expectations are dropped (upstream's DeleteExpectations).
-    if (!expectations.satisfied(key)) {
-      if (this.#o.wiring.primary.hasMembers(key)) {
-        this.#o.logger.debug(
-          { parentKey: String(key) },
-          'expectations unsatisfied; reconcile deferred until the cache observes its writes',
-        );
-        return undefined;
-      }
-      expectations.forget(key);
-    }
-    const fingerprint = safeFingerprint(() => gate.fingerprintOf(key));
+    if (scheduler.isParked(key) && !scheduler.offer(key, this.#fingerprint(key))) return undefined;
+    if (this.#awaitsWrites(key)) return undefined;
+    const fingerprint = this.#fingerprint(key);
     const controller = new AbortController();
     const context = this.#contextFor(key, controller.signal);
     if (term !== undefined && !leadership!.confirm(term)) {
@@ -251,6 +232,27 @@ export class Workers<T, P extends Key, S> {
       return undefined;
     }
     return { fingerprint, controller, context };
+  }
+
+  /**
+   * Its own writes not yet in the cache: running now could act on a stale view (a second create).
+   * Deferred, not lost: satisfaction or the TTL re-offers it. A parent gone from the primary store
+   * has nothing left to create for: its expectations are dropped (upstream's DeleteExpectations).
+   */
+  #awaitsWrites(key: P): boolean {
+    const { expectations, wiring, logger } = this.#o;
+    if (expectations.satisfied(key)) return false;
+    if (!wiring.primary.hasMembers(key)) {
+      expectations.forget(key);
+      return false;
+    }
+    logger.debug({ parentKey: String(key) }, 'expectations unsatisfied; reconcile deferred until the cache observes its writes');
+    return true;
+  }
+
+  /** The parent's fingerprint now, as the scheduler accepts it. */
+  #fingerprint(key: P): Fingerprint {
+    return safeFingerprint(() => this.#o.gate.fingerprintOf(key));
   }
 
   /**
