@@ -1,10 +1,11 @@
 /**
  * The dispatcher: the path from "this parent key needs a reconcile" to a reconcile call — the
- * dead-letter gate in front of the work queue, and the workers that take keys off it (each key held
- * by one worker at a time), build each call's context and hand it to the runner.
+ * dead-letter gate in front of the work queue ({@link Gate}), and the workers that take keys off it
+ * (each key held by one worker at a time), admit them, build each call's context and hand it to the
+ * runner ({@link Workers}).
  */
 import { OptionsError } from '@reconcile-loop/primitives';
-import type { ObjectKey } from '@reconcile-loop/object-store';
+import type { ObjectKey, ObjectStore } from '@reconcile-loop/object-store';
 import type { Logger, Key } from '@reconcile-loop/primitives';
 import { createHash } from 'node:crypto';
 
@@ -16,44 +17,45 @@ import type { Leadership } from './leadership.js';
 import type { ReconcileRunner } from './runner.js';
 import type { Wiring } from './sources.js';
 
-export interface DispatcherOptions<T, P extends Key, S> {
+/** Queues a parent key through the gate (see {@link Gate.offer}). */
+export type Offer<P extends Key> = (key: P, priority?: WorkQueuePriority) => void;
+
+export interface GateOptions<T, P extends Key> {
   queue: WorkQueue<P>;
   scheduler: RetryScheduler<P>;
-  runner: ReconcileRunner<T, P, S>;
-  wiring: Wiring<T, P, S>;
+  /** The primary store: the parent object a fingerprint is computed from. */
+  primary: ObjectStore<T, P>;
   fingerprint: ((parent: T | undefined, parentKey: P) => Fingerprint) | undefined;
   logger: Logger;
-  /** With a leader gate: workers take keys only inside a term and confirm `isLeader()` before each reconcile. */
-  leadership: Leadership | undefined;
-  /** Read your writes: a parent whose recorded creates/deletes the caches have not observed is not run. */
-  expectations: Expectations<P>;
 }
 
-export class Dispatcher<T, P extends Key, S> {
-  readonly #o: DispatcherOptions<T, P, S>;
+/**
+ * The dead-letter gate in front of the work queue. Needs only the queue, the scheduler and the
+ * primary store, so it is built before the parts that offer through it (expectations, debouncers,
+ * the sources' drivers, leadership).
+ */
+export class Gate<T, P extends Key> {
+  readonly #o: GateOptions<T, P>;
   readonly #fingerprint: (parent: T | undefined, parentKey: P) => Fingerprint;
 
-  constructor(options: DispatcherOptions<T, P, S>) {
+  constructor(options: GateOptions<T, P>) {
     this.#o = options;
     this.#fingerprint = options.fingerprint ?? identityFingerprint;
   }
 
   /**
-   * The gate every enqueue path passes except a retry (source events, resync, `enqueue`): a key
-   * parked at the parent's current fingerprint is turned away; a new fingerprint releases it. A
-   * fingerprint function that throws or returns a non-primitive is logged and the key is enqueued
-   * anyway (nothing is lost). `priority` is the queue's: `low` for listings, resyncs and new terms.
+   * The gate every enqueue path passes except a retry (source events, resync, `enqueue`,
+   * expectations that expired): a key parked at the parent's current fingerprint is turned away; a
+   * new fingerprint releases it. A fingerprint function that throws or returns a non-primitive is
+   * logged and the key is enqueued anyway (nothing is lost). `priority` is the queue's: `low` for
+   * listings, resyncs and new terms.
    */
   offer(key: P, priority: WorkQueuePriority = 'normal'): void {
-    // A parent gone from the primary store has nothing left to create for: its expectations go now
-    // (upstream's delete handler calls DeleteExpectations), not when a worker next dequeues it —
-    // a parent re-created under the same name before that would wait out the TTL for the old one's writes.
-    if (!this.#o.wiring.primary.hasMembers(key)) this.#o.expectations.forget(key);
     let admitted = true;
     try {
       // A key with no failures counted and no park is admitted at any fingerprint: skip computing one.
       const { scheduler } = this.#o;
-      if (scheduler.failures(key) > 0 || scheduler.isParked(key)) admitted = scheduler.offer(key, this.#fingerprintOf(key));
+      if (scheduler.failures(key) > 0 || scheduler.isParked(key)) admitted = scheduler.offer(key, this.fingerprintOf(key));
     } catch (error) {
       // A key that is not a primitive fails again in `add`, with the work queue's typed error.
       if (!(error instanceof RetrySchedulerKeyError)) {
@@ -84,93 +86,14 @@ export class Dispatcher<T, P extends Key, S> {
       if (key === undefined) break;
       if (drop(key)) dropped += 1;
       else kept.push([key, queue.byPriority().low.depth < low ? 'low' : 'normal']);
-      this.#done(key);
+      this.done(key);
     }
     for (const [key, priority] of kept) queue.add(key, priority);
     return dropped;
   }
 
-  /**
-   * One worker: takes a key (held by this worker alone until `done`), runs it, repeats until the
-   * queue stops. The key is released only when the reconcile call settles — after a timeout too —
-   * so a retry of a hung call waits as a dirty key instead of overlapping it.
-   */
-  async work(signal: AbortSignal): Promise<void> {
-    const { queue, scheduler, runner, logger, leadership } = this.#o;
-    for (;;) {
-      let key: P;
-      let term: AbortSignal | undefined;
-      try {
-        // A standby takes no key: they wait in the queue (deduplicated) for a term.
-        if (leadership !== undefined) term = await leadership.term(signal);
-        key = await queue.get(signal);
-      } catch (error) {
-        if (!signal.aborted && !isQueueStopped(error)) {
-          logger.error({ err: error }, 'work queue failed; worker exiting');
-        }
-        return;
-      }
-      let handedOver = false;
-      try {
-        // Parked while it waited as a dirty re-add: run it only if its fingerprint moved on.
-        if (
-          scheduler.isParked(key) &&
-          !scheduler.offer(
-            key,
-            safeFingerprint(() => this.#fingerprintOf(key)),
-          )
-        )
-          continue;
-        // Its own writes not yet in the cache: running now could act on a stale view (a second create).
-        // Dropped, not lost: satisfaction or the TTL re-offers it. A parent gone from the primary store
-        // has nothing left to create for; its expectations are dropped (upstream's DeleteExpectations).
-        if (!this.#o.expectations.satisfied(key)) {
-          if (this.#o.wiring.primary.hasMembers(key)) {
-            logger.debug(
-              { parentKey: String(key) },
-              'expectations unsatisfied; reconcile deferred until the cache observes its writes',
-            );
-            continue;
-          }
-          this.#o.expectations.forget(key);
-        }
-        // The failure of this call is counted at the fingerprint it started from.
-        const fingerprint = safeFingerprint(() => this.#fingerprintOf(key));
-        const controller = new AbortController();
-        const context = this.#contextFor(key, controller.signal);
-        // The gate check: synchronous, and nothing awaits between it and the reconcile call, so a
-        // replica that stopped leading (frozen past its deadline, onLost not yet run) starts none.
-        if (term !== undefined && !leadership!.confirm(term)) {
-          queue.add(key); // held: marked dirty, so the done() below puts it back; nothing is lost
-          continue;
-        }
-        const onStop = (): void => controller.abort(signal.reason);
-        const onTermEnd = (): void => controller.abort(term!.reason);
-        signal.addEventListener('abort', onStop, { once: true });
-        term?.addEventListener('abort', onTermEnd, { once: true });
-        handedOver = true;
-        let settled!: () => void;
-        if (term !== undefined) leadership!.track(new Promise<void>((resolve) => (settled = resolve)));
-        await runner.run(key, context, controller, fingerprint, () => {
-          signal.removeEventListener('abort', onStop);
-          term?.removeEventListener('abort', onTermEnd);
-          this.#done(key);
-          settled?.();
-        });
-      } catch (error) {
-        // Only a throwing logger gets here; the worker must outlive it.
-        try {
-          logger.error({ err: error, parentKey: String(key) }, 'worker error; continuing');
-        } catch {
-          // nothing left to report to
-        }
-      } finally {
-        if (!handedOver) this.#done(key);
-      }
-    }
-  }
-
-  #done(key: P): void {
+  /** Releases a key a worker (or `dropQueued`) held; a throwing queue hook is logged. */
+  done(key: P): void {
     try {
       this.#o.queue.done(key);
     } catch (error) {
@@ -178,8 +101,179 @@ export class Dispatcher<T, P extends Key, S> {
     }
   }
 
-  #fingerprintOf(key: P): Fingerprint {
+  fingerprintOf(key: P): Fingerprint {
     return this.#fingerprint(this.parentObject(key), key);
+  }
+
+  /** The primary object cached under the parent key itself (the controller form), if any. */
+  parentObject(key: P): T | undefined {
+    const own: ObjectKey = String(key);
+    const primary = this.#o.primary;
+    return primary.parentOf(own) === key ? primary.get(own) : undefined;
+  }
+}
+
+/**
+ * The full offer: {@link Gate.offer}, after dropping the expectations of a parent gone from the
+ * primary store. A parent gone has nothing left to create for: its expectations go now (upstream's
+ * delete handler calls DeleteExpectations), not when a worker next dequeues it — a parent re-created
+ * under the same name before that would wait out the TTL for the old one's writes. Expectations
+ * themselves re-offer through the gate directly: a parent they hand back has no expectations left.
+ */
+export function offerThrough<T, P extends Key>(
+  gate: Gate<T, P>,
+  expectations: Expectations<P>,
+  primary: ObjectStore<T, P>,
+): Offer<P> {
+  return (key, priority = 'normal') => {
+    if (!primary.hasMembers(key)) expectations.forget(key);
+    gate.offer(key, priority);
+  };
+}
+
+export interface WorkersOptions<T, P extends Key, S> {
+  queue: WorkQueue<P>;
+  scheduler: RetryScheduler<P>;
+  gate: Gate<T, P>;
+  runner: ReconcileRunner<T, P, S>;
+  wiring: Wiring<T, P, S>;
+  logger: Logger;
+  /** With a leader gate: workers take keys only inside a term and confirm `isLeader()` before each reconcile. */
+  leadership: Leadership | undefined;
+  /** Read your writes: a parent whose recorded creates/deletes the caches have not observed is not run. */
+  expectations: Expectations<P>;
+}
+
+/** A key a worker holds (from `take` until the queue's `done`), and the term it was taken in. */
+interface Taken<P extends Key> {
+  readonly key: P;
+  readonly term: AbortSignal | undefined;
+}
+
+/** What `admit` prepared for a key it lets through: everything the call needs, nothing awaited since. */
+interface Admitted<T, P extends Key, S> {
+  /** The parent's fingerprint when the call began: a failure is counted at it. */
+  readonly fingerprint: Fingerprint;
+  readonly controller: AbortController;
+  readonly context: ReconcileContext<T, P, S>;
+}
+
+/**
+ * The workers: each repeats take → admit → run until the queue stops (controller-runtime's
+ * `processNextWorkItem` and `reconcileHandler`).
+ *
+ * Invariant: a key taken is released (`done`) exactly once — by `run` when the reconcile call
+ * itself settles (after a timeout too, so a retry of a hung call waits as a dirty key instead of
+ * overlapping it), or by `work` when it was not handed over (not admitted, or a throw before).
+ */
+export class Workers<T, P extends Key, S> {
+  readonly #o: WorkersOptions<T, P, S>;
+
+  constructor(options: WorkersOptions<T, P, S>) {
+    this.#o = options;
+  }
+
+  /** One worker: runs until the queue stops or `signal` aborts. Never rejects. */
+  async work(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const taken = await this.#take(signal);
+      if (taken === undefined) return;
+      let handedOver = false;
+      try {
+        const admitted = this.#admit(taken);
+        if (admitted === undefined) continue;
+        handedOver = true;
+        await this.#run(taken, admitted, signal);
+      } catch (error) {
+        // Only a throwing logger gets here; the worker must outlive it.
+        try {
+          this.#o.logger.error({ err: error, parentKey: String(taken.key) }, 'worker error; continuing');
+        } catch {
+          // nothing left to report to
+        }
+      } finally {
+        if (!handedOver) this.#o.gate.done(taken.key);
+      }
+    }
+  }
+
+  /**
+   * Take: the next key no other worker holds, inside a leadership term when there is a gate (a
+   * standby takes no key: they wait in the queue, deduplicated, for a term). `undefined` once the
+   * queue stops or the loop's signal aborts.
+   */
+  async #take(signal: AbortSignal): Promise<Taken<P> | undefined> {
+    const { queue, leadership } = this.#o;
+    try {
+      const term = leadership === undefined ? undefined : await leadership.term(signal);
+      return { key: await queue.get(signal), term };
+    } catch (error) {
+      if (!signal.aborted && !isQueueStopped(error)) this.#o.logger.error({ err: error }, 'work queue failed; worker exiting');
+      return undefined;
+    }
+  }
+
+  /**
+   * Admit: whether the held key runs now, in this order — a park that still holds, unobserved
+   * writes (expectations), then the leadership check; `undefined` turns it away (released by
+   * `work`). Synchronous, and nothing awaits between its leadership check and the reconcile call,
+   * so a replica that stopped leading (frozen past its deadline, onLost not yet run) starts none.
+   */
+  #admit({ key, term }: Taken<P>): Admitted<T, P, S> | undefined {
+    const { scheduler, leadership, queue } = this.#o;
+    // Parked while it waited as a dirty re-add: run it only if its fingerprint moved on.
+    if (scheduler.isParked(key) && !scheduler.offer(key, this.#fingerprint(key))) return undefined;
+    if (this.#awaitsWrites(key)) return undefined;
+    const fingerprint = this.#fingerprint(key);
+    const controller = new AbortController();
+    const context = this.#contextFor(key, controller.signal);
+    if (term !== undefined && !leadership!.confirm(term)) {
+      queue.add(key); // held: marked dirty, so the release in `work` puts it back; nothing is lost
+      return undefined;
+    }
+    return { fingerprint, controller, context };
+  }
+
+  /**
+   * Its own writes not yet in the cache: running now could act on a stale view (a second create).
+   * Deferred, not lost: satisfaction or the TTL re-offers it. A parent gone from the primary store
+   * has nothing left to create for: its expectations are dropped (upstream's DeleteExpectations).
+   */
+  #awaitsWrites(key: P): boolean {
+    const { expectations, wiring, logger } = this.#o;
+    if (expectations.satisfied(key)) return false;
+    if (!wiring.primary.hasMembers(key)) {
+      expectations.forget(key);
+      return false;
+    }
+    logger.debug({ parentKey: String(key) }, 'expectations unsatisfied; reconcile deferred until the cache observes its writes');
+    return true;
+  }
+
+  /** The parent's fingerprint now, as the scheduler accepts it. */
+  #fingerprint(key: P): Fingerprint {
+    return safeFingerprint(() => this.#o.gate.fingerprintOf(key));
+  }
+
+  /**
+   * Run: hands the call to the runner (timeout and outcome booking are its), aborted by the loop's
+   * stop or the term's end; the key is released when the call itself settles. Returns the runner's
+   * promise as it is (no async wrapper: one promise fewer per reconcile).
+   */
+  #run({ key, term }: Taken<P>, { fingerprint, controller, context }: Admitted<T, P, S>, signal: AbortSignal): Promise<void> {
+    const { leadership, gate } = this.#o;
+    const onStop = (): void => controller.abort(signal.reason);
+    const onTermEnd = (): void => controller.abort(term!.reason);
+    signal.addEventListener('abort', onStop, { once: true });
+    term?.addEventListener('abort', onTermEnd, { once: true });
+    let settled!: () => void;
+    if (term !== undefined) leadership!.track(new Promise<void>((resolve) => (settled = resolve)));
+    return this.#o.runner.run(key, context, controller, fingerprint, () => {
+      signal.removeEventListener('abort', onStop);
+      term?.removeEventListener('abort', onTermEnd);
+      gate.done(key);
+      settled?.();
+    });
   }
 
   /**
@@ -209,16 +303,9 @@ export class Dispatcher<T, P extends Key, S> {
     return Object.freeze(found);
   }
 
-  /** The primary object cached under the parent key itself (the controller form), if any. */
-  parentObject(key: P): T | undefined {
-    const own: ObjectKey = String(key);
-    const primary = this.#o.wiring.primary;
-    return primary.parentOf(own) === key ? primary.get(own) : undefined;
-  }
-
   /** Snapshots taken now, before the call: the parent's members and its owned objects in every secondary store. */
   #contextFor(key: P, signal: AbortSignal): ReconcileContext<T, P, S> {
-    const { wiring } = this.#o;
+    const { wiring, expectations } = this.#o;
     const owned = new Map<string, ReadonlyMap<ObjectKey, unknown>>();
     for (const [name, store] of wiring.secondaries) owned.set(name, store.owned(key));
     const members = wiring.primary.members(key);
@@ -226,7 +313,7 @@ export class Dispatcher<T, P extends Key, S> {
       parentKey: key,
       members,
       quarantined: this.#quarantinedFor(key, members, owned),
-      parent: this.parentObject(key),
+      parent: this.#o.gate.parentObject(key),
       owned: <K extends keyof S & string>(name: K) => {
         const snapshot = owned.get(name);
         if (snapshot === undefined)
@@ -235,7 +322,7 @@ export class Dispatcher<T, P extends Key, S> {
       },
       store: wiring.reader,
       stores: wiring.readers,
-      expect: (name: string) => this.#o.expectations.recorder(key, name),
+      expect: (name: string) => expectations.recorder(key, name),
       signal,
     });
   }

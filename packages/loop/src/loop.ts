@@ -16,11 +16,11 @@ import { LoopAlreadyStartedError, LoopStoppedError, StopInsideReconcileError, Sy
 import { verdicts, type LoopHealth, type ReconcileLoopState, type SourceStatus } from './health.js';
 import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOptions } from './options.js';
 import { Debouncer } from './debounce.js';
-import { Dispatcher } from './dispatch.js';
+import { Gate, Workers, offerThrough, type Offer } from './dispatch.js';
 import { Expectations } from './expectations.js';
 import { Leadership } from './leadership.js';
-import { ReconcileRunner, reconcileScopes } from './runner.js';
-import { wireSources, type WiredSource, type Wiring } from './sources.js';
+import { ReconcileRunner, outcomeCounts, reconcileScopes, type OutcomeCounts } from './runner.js';
+import { buildStores, wireSources, type WiredSource, type Wiring } from './sources.js';
 import { controllerName, retryObserver, runnerHooks } from './observer.js';
 import { bindObserver } from './snapshot.js';
 
@@ -61,14 +61,16 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   readonly #wiring: Wiring<T, P, S>;
   readonly #sources: readonly WiredSource<P>[];
   readonly #name: string;
-  readonly #dispatcher: Dispatcher<T, P, S>;
+  /** The gate every enqueue path but a retry passes (expectations of a gone parent dropped first). */
+  readonly #offer: Offer<P>;
+  readonly #workers: Workers<T, P, S>;
   /**
    * Exclusive: a key is held by one worker from `get` to `done`; an add meanwhile marks it dirty.
    * With `queue.priority`, listings, resyncs and new terms add at `low`, everything else at `normal`.
    */
   readonly #queue: WorkQueue<P>;
   /** Per source name, for the sources with a `debounce` option. */
-  readonly #debouncers = new Map<string, Debouncer<P>>();
+  readonly #debouncers: ReadonlyMap<string, Debouncer<P>>;
   readonly #scheduler: RetryScheduler<P>;
   readonly #expectations: Expectations<P>;
   readonly #runner: ReconcileRunner<T, P, S>;
@@ -80,124 +82,112 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   #startedAt: number | undefined;
   /** The failure that ended the loop (never a plain stop). */
   #error: unknown;
-  #workers: Promise<void>[] = [];
+  /** The running workers and the leadership loop (after `start()`). */
+  #running: Promise<void>[] = [];
   #resyncHandle: unknown;
   #teardown: Promise<StopReport<P>> | undefined;
 
-  /** @throws {OptionsError} for unusable options; nothing is started. */
+  /**
+   * @throws {OptionsError} for unusable options; nothing is started.
+   *
+   * Assembles the parts in dependency order, each built from parts built before it and given them
+   * explicitly (controller-runtime builds its queue in `Start` for the same reason):
+   *
+   *   queue → outcome counts → retry scheduler → stores → gate → expectations → offer →
+   *   debouncers → source drivers → runner → leadership → workers
+   *
+   * Invariant: no closure created here mentions `this` or a local declared after it, so no callback
+   * a part is given can reach a part that does not exist yet (a direct read of an unassigned field
+   * is already a type error; a closure's is not). `test/assembly.test.ts` › `[loop: Assembly order]`
+   * checks this file. The cycles the parts have are cut by what each needs: the scheduler counts
+   * releases in the counts record, not through the runner; expectations re-offer through the gate,
+   * which needs no expectations; leadership's new term uses the gate and the offer, not the workers.
+   */
   constructor(options: ReconcileLoopOptions<T, P, S>) {
-    this.#settings = validateLoopOptions(options);
-    this.#name = options.source.name;
-    this.#onError = options.onError;
-    this.#clock = options.clock ?? systemClock;
-    this.#logger = options.logger ?? silentLogger;
-    this.#queue = new WorkQueue<P>({
+    const settings = validateLoopOptions(options);
+    const clock = options.clock ?? systemClock;
+    const logger = options.logger ?? silentLogger;
+    const queue = new WorkQueue<P>({
       observer: options.observer?.queue,
-      clock: this.#clock,
-      onError: (error) => this.#logger.error({ err: error }, 'work queue hook failed'),
-      priority: this.#settings.queue.priority,
-      agingMs: this.#settings.queue.agingMs,
+      clock,
+      onError: (error) => logger.error({ err: error }, 'work queue hook failed'),
+      priority: settings.queue.priority,
+      agingMs: settings.queue.agingMs,
     });
-    const debounced: Array<[string, ReconcileLoopOptions<T, P, S>['debounce']]> = [
-      [options.source.name, options.debounce],
-      ...Object.values(
-        (options.secondary ?? {}) as Record<
-          string,
-          { source: { name: string }; debounce?: ReconcileLoopOptions<T, P, S>['debounce'] }
-        >,
-      ).map((spec): [string, ReconcileLoopOptions<T, P, S>['debounce']] => [spec.source.name, spec.debounce]),
-    ];
-    for (const [name, debounce] of debounced) {
-      if (debounce === undefined) continue;
-      const { delayMs, maxWaitMs } = debounce;
-      this.#debouncers.set(
-        name,
-        new Debouncer<P>({ delayMs, maxWaitMs, clock: this.#clock, offer: (key) => this.#dispatcher.offer(key) }),
-      );
-    }
-    const { backoff, budget } = options.retry ?? {};
-    try {
-      this.#scheduler = new RetryScheduler<P>({
-        onRetry: (key) => this.#queue.add(key),
-        onError: (error, key) => this.#logger.error({ err: error, parentKey: String(key) }, 're-enqueueing a retry failed'),
-        clock: this.#clock,
-        observer: retryObserver(options.observer, {
-          onRelease: ({ key, reason }) => {
-            this.#runner.countRelease();
-            this.#logger.info({ parentKey: String(key), reason }, 'parked parent key released');
-          },
-        }),
-        backoff,
-        budget: budget === undefined ? undefined : { delaysMs: [...budget.delaysMs] },
-      });
-    } catch (error) {
-      throw new OptionsError('ReconcileLoop', `retry: ${(error as Error).message}`, { cause: error });
-    }
-    this.#wiring = wireSources(options, {
+    const counts = outcomeCounts();
+    const scheduler = retryScheduler(options, { queue, counts, clock, logger });
+    const stores = buildStores(options, logger);
+    const gate = new Gate<T, P>({ queue, scheduler, primary: stores.primary, fingerprint: options.retry?.fingerprint, logger });
+    const expectations = new Expectations<P>({
+      ...{ stores: stores.secondaries, clock, logger, ttlMs: settings.expectationsTtlMs },
+      onReady: (parent) => gate.offer(parent),
+    });
+    const offer = offerThrough(gate, expectations, stores.primary);
+    const debouncers = debouncersFor(options, clock, offer);
+    const wiring = wireSources(options, stores, {
       // Called after the store holds the event (cache before notify). A listing is queued at once at
       // low priority (it is already one coalesced event per object); a change at normal priority,
       // through the source's debouncer when it has one.
       onAffected: (parents, source, listing) => {
-        const debouncer = listing ? undefined : this.#debouncers.get(source);
+        const debouncer = listing ? undefined : debouncers.get(source);
         const priority: WorkQueuePriority = listing ? 'low' : 'normal';
-        if (debouncer === undefined) for (const parent of parents) this.#dispatcher.offer(parent, priority);
+        if (debouncer === undefined) for (const parent of parents) offer(parent, priority);
         else for (const parent of parents) debouncer.push(parent);
       },
-      onApplied: (name) => this.#expectations.observe(name),
-      clock: this.#clock,
-      logger: this.#logger,
+      onApplied: (name) => expectations.observe(name),
+      clock,
+      logger,
     });
-    this.#sources = this.#wiring.sources;
-    this.#expectations = new Expectations<P>({
-      ...{ stores: this.#wiring.secondaries, clock: this.#clock, logger: this.#logger, ttlMs: this.#settings.expectationsTtlMs },
-      onReady: (parent) => this.#dispatcher.offer(parent),
-    });
+    const sources = wiring.sources;
     // Listeners on the stop signal: one per source driver and sync wait, one per waiting worker and
     // one per running reconcile (a timed-out one included). Raise Node's leak warning above that
     // bound (not to unlimited), so a real leak still warns with `concurrency` > 10.
-    setMaxListeners(4 * this.#settings.concurrency + 2 * this.#sources.length + 10, this.#controller.signal);
-    this.#runner = new ReconcileRunner<T, P, S>({
+    setMaxListeners(4 * settings.concurrency + 2 * sources.length + 10, this.#controller.signal);
+    const runner = new ReconcileRunner<T, P, S>({
       reconcile: options.reconcile as Reconcile<T, P, S>,
-      scheduler: this.#scheduler,
-      reconcileTimeoutMs: this.#settings.reconcileTimeoutMs,
-      clock: this.#clock,
-      logger: this.#logger,
-      observer: runnerHooks(options.observer, controllerName(options), this.#logger),
+      counts,
+      scheduler,
+      reconcileTimeoutMs: settings.reconcileTimeoutMs,
+      clock,
+      logger,
+      observer: runnerHooks(options.observer, controllerName(options), logger),
     });
-    this.#leadership =
+    const leadership =
       options.leadership &&
       new Leadership({
         gate: options.leadership.gate,
-        clock: this.#clock,
-        logger: this.#logger,
-        concurrency: this.#settings.concurrency,
-        onTerm: () => {
-          const parents = this.#parentsWithObjects();
-          this.#dropGoneParents(parents);
-          this.#releaseParked();
-          this.#redrive('new leadership term', parents);
-        },
+        clock,
+        logger,
+        concurrency: settings.concurrency,
+        onTerm: () => beginTerm({ sources, gate, scheduler, queue, offer, logger }),
       });
-    this.#dispatcher = new Dispatcher<T, P, S>({
-      leadership: this.#leadership,
-      queue: this.#queue,
-      scheduler: this.#scheduler,
-      runner: this.#runner,
-      wiring: this.#wiring,
-      fingerprint: options.retry?.fingerprint,
-      logger: this.#logger,
-      expectations: this.#expectations,
+    const workers = new Workers<T, P, S>({ queue, scheduler, gate, runner, wiring, logger, leadership, expectations });
+    const { concurrency, queue: queueSettings } = settings;
+    bindObserver(options, {
+      concurrency,
+      queue,
+      prioritized: queueSettings.priority,
+      scheduler,
+      runner,
+      wiring,
+      now: () => clock.now(),
     });
-    const prioritized = this.#settings.queue.priority;
-    const [queue, scheduler, runner, wiring, clock, concurrency] = [
-      this.#queue,
-      this.#scheduler,
-      this.#runner,
-      this.#wiring,
-      this.#clock,
-      this.#settings.concurrency,
-    ];
-    bindObserver(options, { concurrency, queue, prioritized, scheduler, runner, wiring, now: () => clock.now() });
+
+    this.#settings = settings;
+    this.#name = options.source.name;
+    this.#onError = options.onError;
+    this.#clock = clock;
+    this.#logger = logger;
+    this.#queue = queue;
+    this.#scheduler = scheduler;
+    this.#expectations = expectations;
+    this.#offer = offer;
+    this.#debouncers = debouncers;
+    this.#wiring = wiring;
+    this.#sources = sources;
+    this.#runner = runner;
+    this.#leadership = leadership;
+    this.#workers = workers;
   }
 
   /** Read-only view of the primary source's cache. Valid from construction; filled once the source syncs. */
@@ -260,8 +250,8 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       throw error;
     }
     // A warm standby is started too: synced, workers waiting for a term (see Leadership).
-    if (this.#leadership !== undefined) this.#workers.push(this.#leadership.run(signal));
-    for (let i = 0; i < this.#settings.concurrency; i++) this.#workers.push(this.#dispatcher.work(signal));
+    if (this.#leadership !== undefined) this.#running.push(this.#leadership.run(signal));
+    for (let i = 0; i < this.#settings.concurrency; i++) this.#running.push(this.#workers.work(signal));
     this.#armResync();
     this.#state = 'running';
     this.#logger.info(
@@ -311,7 +301,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
    * @throws {WorkQueueKeyError} (code `RL_QUEUE_INVALID_KEY`) for a key that is not a primitive.
    */
   enqueue(parentKey: P): void {
-    this.#dispatcher.offer(parentKey);
+    this.#offer(parentKey);
   }
 
   /** Parked (dead-lettered) parent keys, oldest first: `{ key, fingerprint, failures, lastError, parkedAt }`. Empty without `retry.budget`. */
@@ -406,7 +396,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     for (const debouncer of this.#debouncers.values()) debouncer.clear();
     this.#scheduler.shutdown();
     this.#expectations.clear();
-    const everything = Promise.allSettled([...this.#sources.map((s) => s.run), ...this.#workers, this.#runner.settled()]);
+    const everything = Promise.allSettled([...this.#sources.map((s) => s.run), ...this.#running, this.#runner.settled()]);
     let timer: unknown;
     const graceOver = new Promise<'grace over'>((resolve) => {
       if (graceMs !== Infinity) timer = this.#clock.setTimeout(() => resolve('grace over'), graceMs);
@@ -469,56 +459,118 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#resyncHandle = this.#clock.setTimeout(() => {
       this.#resyncHandle = undefined;
       if (this.#state !== 'running') return;
-      this.#redrive('resync');
+      redrive(this.#offer, this.#logger, 'resync', parentsWithObjects(this.#sources));
       this.#armResync();
     }, this.#settings.resyncPeriodMs);
   }
+}
 
-  /**
-   * At each new leadership term, every parked key is released with a fresh budget and queued: the
-   * dead-letter state is per term, re-derived by the new leader. A park is in-memory state of one
-   * replica; once another replica may have led (and reconciled the key, or seen it fixed), an old
-   * park is a stale verdict, and keeping it would make whether a parent is reconciled depend on
-   * which replica wins. Costs one budget per parked key per term, as a restart does.
-   */
-  #releaseParked(): void {
-    const parked = this.#scheduler.parked();
-    for (const { key } of parked) if (this.#scheduler.release(key)) this.#queue.add(key);
-    if (parked.length > 0)
-      this.#logger.info({ parked: parked.length }, 'new leadership term: parked keys released to be re-derived');
-  }
+/** What the start of a leadership term works on. */
+interface TermParts<T, P extends Key> {
+  readonly sources: readonly WiredSource<P>[];
+  readonly gate: Gate<T, P>;
+  readonly scheduler: RetryScheduler<P>;
+  readonly queue: WorkQueue<P>;
+  readonly offer: Offer<P>;
+  readonly logger: Logger;
+}
 
-  /** Parent keys with an object in some store: the primary object or its members, or an owned/mapped secondary object. */
-  #parentsWithObjects(): Set<P> {
-    const parents = new Set<P>();
-    for (const source of this.#sources) for (const parent of source.parents()) parents.add(parent);
-    return parents;
-  }
+/** At the start of every term, before any worker is woken: drop gone parents, release parked keys, re-drive every parent. */
+function beginTerm<T, P extends Key>(parts: TermParts<T, P>): void {
+  const parents = parentsWithObjects(parts.sources);
+  dropGoneParents(parts, parents);
+  releaseParked(parts);
+  redrive(parts.offer, parts.logger, 'new leadership term', parents);
+}
 
-  /**
-   * At the start of a term, queued keys whose parent has no object in any store are dropped: what
-   * a controller-runtime replica would hold when it starts leading, since it starts its event
-   * handlers only then and the initial replay enqueues only live objects (plus, through owner
-   * handlers, the owners of objects still cached). Keys queued while standby for parents deleted
-   * meanwhile — or left from an earlier term — would otherwise each run a reconcile of nothing.
-   */
-  #dropGoneParents(parents: ReadonlySet<P>): void {
-    const dropped = this.#dispatcher.dropQueued((key) => !parents.has(key));
-    if (dropped > 0)
-      this.#logger.info({ dropped }, 'new leadership term: dropped queued keys whose parents are gone from every store');
-  }
+/**
+ * At each new leadership term, every parked key is released with a fresh budget and queued: the
+ * dead-letter state is per term, re-derived by the new leader. A park is in-memory state of one
+ * replica; once another replica may have led (and reconciled the key, or seen it fixed), an old
+ * park is a stale verdict, and keeping it would make whether a parent is reconciled depend on
+ * which replica wins. Costs one budget per parked key per term, as a restart does.
+ */
+function releaseParked<T, P extends Key>({ scheduler, queue, logger }: TermParts<T, P>): void {
+  const parked = scheduler.parked();
+  for (const { key } of parked) if (scheduler.release(key)) queue.add(key);
+  if (parked.length > 0) logger.info({ parked: parked.length }, 'new leadership term: parked keys released to be re-derived');
+}
 
-  /**
-   * Enqueues every parent once (resync, a new leadership term), at low priority: controller-runtime
-   * queues resync and the initial replay a new leader's handlers see at `LowPriority`, so a change
-   * made meanwhile is not held behind every parent.
-   */
-  #redrive(why: string, parents: ReadonlySet<P> = this.#parentsWithObjects()): void {
-    // Go's limit: only parents with an object in some store; one that lost its last object (and
-    // its parent object) is not re-driven. Parked keys stay parked: the gate turns them away.
-    for (const parent of parents) this.#dispatcher.offer(parent, 'low');
-    this.#logger.debug({ parents: parents.size, why }, 're-driving every parent');
+/** Parent keys with an object in some store: the primary object or its members, or an owned/mapped secondary object. */
+function parentsWithObjects<P extends Key>(sources: readonly WiredSource<P>[]): Set<P> {
+  const parents = new Set<P>();
+  for (const source of sources) for (const parent of source.parents()) parents.add(parent);
+  return parents;
+}
+
+/**
+ * At the start of a term, queued keys whose parent has no object in any store are dropped: what
+ * a controller-runtime replica would hold when it starts leading, since it starts its event
+ * handlers only then and the initial replay enqueues only live objects (plus, through owner
+ * handlers, the owners of objects still cached). Keys queued while standby for parents deleted
+ * meanwhile — or left from an earlier term — would otherwise each run a reconcile of nothing.
+ */
+function dropGoneParents<T, P extends Key>({ gate, logger }: TermParts<T, P>, parents: ReadonlySet<P>): void {
+  const dropped = gate.dropQueued((key) => !parents.has(key));
+  if (dropped > 0) logger.info({ dropped }, 'new leadership term: dropped queued keys whose parents are gone from every store');
+}
+
+/**
+ * Enqueues every parent once (resync, a new leadership term), at low priority: controller-runtime
+ * queues resync and the initial replay a new leader's handlers see at `LowPriority`, so a change
+ * made meanwhile is not held behind every parent.
+ */
+function redrive<P extends Key>(offer: Offer<P>, logger: Logger, why: string, parents: ReadonlySet<P>): void {
+  // Go's limit: only parents with an object in some store; one that lost its last object (and
+  // its parent object) is not re-driven. Parked keys stay parked: the gate turns them away.
+  for (const parent of parents) offer(parent, 'low');
+  logger.debug({ parents: parents.size, why }, 're-driving every parent');
+}
+
+/** The retry scheduler: retries re-enter the queue directly (past the gate); a release is counted and logged. */
+function retryScheduler<T, P extends Key, S>(
+  options: ReconcileLoopOptions<T, P, S>,
+  { queue, counts, clock, logger }: { queue: WorkQueue<P>; counts: OutcomeCounts; clock: Clock; logger: Logger },
+): RetryScheduler<P> {
+  const { backoff, budget } = options.retry ?? {};
+  try {
+    return new RetryScheduler<P>({
+      onRetry: (key) => queue.add(key),
+      onError: (error, key) => logger.error({ err: error, parentKey: String(key) }, 're-enqueueing a retry failed'),
+      clock,
+      observer: retryObserver(options.observer, {
+        onRelease: ({ key, reason }) => {
+          counts.released += 1;
+          logger.info({ parentKey: String(key), reason }, 'parked parent key released');
+        },
+      }),
+      backoff,
+      budget: budget === undefined ? undefined : { delaysMs: [...budget.delaysMs] },
+    });
+  } catch (error) {
+    throw new OptionsError('ReconcileLoop', `retry: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/** One debouncer per source with a `debounce` option, by source name; each offers through `offer`. */
+function debouncersFor<T, P extends Key, S>(
+  options: ReconcileLoopOptions<T, P, S>,
+  clock: Clock,
+  offer: Offer<P>,
+): ReadonlyMap<string, Debouncer<P>> {
+  type Debounce = ReconcileLoopOptions<T, P, S>['debounce'];
+  const secondary = Object.values((options.secondary ?? {}) as Record<string, { source: { name: string }; debounce?: Debounce }>);
+  const debounced: Array<[string, Debounce]> = [
+    [options.source.name, options.debounce],
+    ...secondary.map((spec): [string, Debounce] => [spec.source.name, spec.debounce]),
+  ];
+  const debouncers = new Map<string, Debouncer<P>>();
+  for (const [name, debounce] of debounced) {
+    if (debounce === undefined) continue;
+    const { delayMs, maxWaitMs } = debounce;
+    debouncers.set(name, new Debouncer<P>({ delayMs, maxWaitMs, clock, offer: (key) => offer(key) }));
+  }
+  return debouncers;
 }
 
 function cleanStop<P extends Key>(): StopReport<P> {

@@ -68,8 +68,22 @@ interface Call<P extends Key> {
   timedOut: boolean;
 }
 
+/**
+ * The outcome counters, as a plain record built before the runner and the retry scheduler: the
+ * runner counts each call's outcome, the scheduler's release hook counts releases, and neither has
+ * to reach the other to do it.
+ */
+export type OutcomeCounts = { -readonly [K in keyof ReconcileCounters]: ReconcileCounters[K] };
+
+/** Every counter at zero. */
+export function outcomeCounts(): OutcomeCounts {
+  return { succeeded: 0, requeued: 0, failed: 0, terminal: 0, parked: 0, released: 0 };
+}
+
 export interface RunnerOptions<T, P extends Key, S> {
   reconcile: Reconcile<T, P, S>;
+  /** Where outcomes are counted (`released` is counted by the scheduler's release hook). */
+  counts: OutcomeCounts;
   scheduler: RetryScheduler<P>;
   reconcileTimeoutMs: number | undefined;
   clock: Clock;
@@ -93,12 +107,13 @@ export class ReconcileRunner<T, P extends Key, S> {
   readonly #o: RunnerOptions<T, P, S>;
   /** Every call not yet settled, by its promise (settled calls are removed as they settle). */
   readonly #calls = new Map<Promise<unknown>, Call<P>>();
-  readonly #counts = { succeeded: 0, requeued: 0, failed: 0, terminal: 0, parked: 0, released: 0 };
+  readonly #counts: OutcomeCounts;
   /** Consecutive immediate requeues per key; any other outcome of the key's reconcile drops its entry. */
   readonly #requeues = new Map<P, number>();
 
   constructor(options: RunnerOptions<T, P, S>) {
     this.#o = options;
+    this.#counts = options.counts;
   }
 
   /** Calls still running, oldest first. */
@@ -115,11 +130,6 @@ export class ReconcileRunner<T, P extends Key, S> {
   /** A snapshot of the outcome counters. */
   counters(): ReconcileCounters {
     return { ...this.#counts };
-  }
-
-  /** Counts a release of a parked key (the loop's gate or `release()` did it). */
-  countRelease(): void {
-    this.#counts.released += 1;
   }
 
   /** Resolves once every call running now has settled. */
@@ -177,9 +187,10 @@ export class ReconcileRunner<T, P extends Key, S> {
         }, noop);
         result = await Promise.race([call, timedOut]);
       }
-      outcome = this.#succeeded(key, result, fingerprint, controller.signal);
+      outcome = this.#book(key, verdictOf(key, { result }, controller.signal), fingerprint);
     } catch (error) {
-      outcome = this.#failed(key, error, fingerprint, controller.signal);
+      // The call threw, timed out, or booking its result threw (a throwing logger): a failure.
+      outcome = this.#book(key, verdictOf(key, { error }, controller.signal), fingerprint);
     } finally {
       scope.active = false;
       if (timer !== undefined) clock.clearTimeout(timer);
@@ -191,55 +202,57 @@ export class ReconcileRunner<T, P extends Key, S> {
     }
   }
 
-  #succeeded(key: P, result: unknown, fingerprint: Fingerprint, signal: AbortSignal): Outcome {
-    const requeueAfterMs = (result as ReconcileResult | undefined)?.requeueAfterMs;
-    const valid =
-      result === undefined ||
-      (typeof result === 'object' &&
-        result !== null &&
-        (requeueAfterMs === undefined ||
-          (typeof requeueAfterMs === 'number' && Number.isFinite(requeueAfterMs) && requeueAfterMs <= MAX_TIMER_MS)));
-    if (!valid) {
-      return this.#failed(key, new InvalidReconcileResultError(String(key), result), fingerprint, signal);
-    }
-    // A negative requeueAfterMs (a computed "time until" already past) is a plain success, as
-    // controller-runtime's RequeueAfter <= 0 without Requeue is: never a failure that could spend a budget.
-    if (requeueAfterMs === undefined || requeueAfterMs < 0) {
-      this.#requeues.delete(key);
-      this.#o.scheduler.forget(key);
-      this.#counts.succeeded += 1;
-      this.#o.logger.debug({ parentKey: String(key), requeueAfterMs }, 'reconciled');
-      return settled('success');
-    }
-    let delayMs = requeueAfterMs;
-    if (requeueAfterMs === 0) {
-      const requeues = (this.#requeues.get(key) ?? 0) + 1;
-      this.#requeues.set(key, requeues);
-      delayMs = backoffDelay(REQUEUE_BACKOFF, requeues);
-    } else {
-      this.#requeues.delete(key);
-    }
-    const inMs = this.#o.scheduler.requeueAfter(key, delayMs);
-    this.#counts.requeued += 1;
-    this.#o.logger.debug({ parentKey: String(key), requeueAfterMs, requeueInMs: inMs }, 'reconciled; requeue after delay');
-    return settled(requeueAfterMs === 0 ? 'requeue' : 'requeue_after');
-  }
-
-  #failed(key: P, error: unknown, fingerprint: Fingerprint, signal: AbortSignal): Outcome {
+  /**
+   * Books one call's verdict — the one switch over how a call ended (controller-runtime's
+   * `reconcileHandler`): success forgets the key's retry state, a requeue schedules it (an
+   * immediate one with the key's own backoff), a stop or a term's end books nothing, a terminal
+   * error forgets, a failure counts towards the key's backoff or budget (and may park it).
+   */
+  #book(key: P, verdict: Verdict, fingerprint: Fingerprint): Outcome {
     const { logger, scheduler } = this.#o;
     const parentKey = String(key);
-    this.#requeues.delete(key);
-    const reason = signal.aborted ? signal.reason : undefined;
-    if (reason instanceof LoopStoppedError || reason instanceof LeadershipEndedError) {
-      logger.debug({ parentKey, err: error }, 'reconcile ended by stop or the end of the leadership term; not retried');
-      return settled('stopped', error);
+    switch (verdict.kind) {
+      case 'success':
+        this.#requeues.delete(key);
+        scheduler.forget(key);
+        this.#counts.succeeded += 1;
+        logger.debug({ parentKey, requeueAfterMs: verdict.requeueAfterMs }, 'reconciled');
+        return settled('success');
+      case 'requeue': {
+        const { requeueAfterMs } = verdict;
+        let delayMs = requeueAfterMs;
+        if (requeueAfterMs === 0) {
+          const requeues = (this.#requeues.get(key) ?? 0) + 1;
+          this.#requeues.set(key, requeues);
+          delayMs = backoffDelay(REQUEUE_BACKOFF, requeues);
+        } else {
+          this.#requeues.delete(key);
+        }
+        const inMs = scheduler.requeueAfter(key, delayMs);
+        this.#counts.requeued += 1;
+        logger.debug({ parentKey, requeueAfterMs, requeueInMs: inMs }, 'reconciled; requeue after delay');
+        return settled(requeueAfterMs === 0 ? 'requeue' : 'requeue_after');
+      }
+      case 'stopped':
+        this.#requeues.delete(key);
+        logger.debug({ parentKey, err: verdict.error }, 'reconcile ended by stop or the end of the leadership term; not retried');
+        return settled('stopped', verdict.error);
+      case 'terminal':
+        this.#requeues.delete(key);
+        scheduler.forget(key);
+        this.#counts.terminal += 1;
+        logger.error({ parentKey, err: verdict.error }, 'reconcile failed with a terminal error; not retried');
+        return { ...settled('error', verdict.error), terminal: true };
+      case 'failed':
+        this.#requeues.delete(key);
+        return this.#failed(key, verdict.error, fingerprint);
     }
-    if (isTerminalError(error)) {
-      scheduler.forget(key);
-      this.#counts.terminal += 1;
-      logger.error({ parentKey, err: error }, 'reconcile failed with a terminal error; not retried');
-      return { ...settled('error', error), terminal: true };
-    }
+  }
+
+  /** A failure that may be retried: counted towards the key's backoff or budget. */
+  #failed(key: P, error: unknown, fingerprint: Fingerprint): Outcome {
+    const { logger, scheduler } = this.#o;
+    const parentKey = String(key);
     this.#counts.failed += 1;
     const wasParked = scheduler.isParked(key);
     const outcome = scheduler.fail(key, { error, fingerprint });
@@ -259,6 +272,47 @@ export class ReconcileRunner<T, P extends Key, S> {
     }
     return { ...settled('error', error), parked: outcome.action === 'parked' && !wasParked };
   }
+}
+
+/** How the call itself ended: the value it resolved with, or what it threw (a timeout included). */
+type Ending = { readonly result: unknown; readonly error?: never } | { readonly error: unknown };
+
+/** What a call's ending means for the key. */
+type Verdict =
+  | { readonly kind: 'success'; readonly requeueAfterMs: number | undefined }
+  | { readonly kind: 'requeue'; readonly requeueAfterMs: number }
+  | { readonly kind: 'stopped' | 'terminal' | 'failed'; readonly error: unknown };
+
+/**
+ * Classifies an ending. A result that is not `undefined` or `{ requeueAfterMs? }` (a finite number
+ * up to the timer cap) fails as an invalid result. A negative `requeueAfterMs` (a computed "time
+ * until" already past) is a plain success, as controller-runtime's RequeueAfter <= 0 without Requeue
+ * is: never a failure that could spend a budget. An error while the call's signal was aborted by the
+ * loop's stop or the term's end is `stopped`, whatever was thrown.
+ */
+function verdictOf<P extends Key>(key: P, ending: Ending, signal: AbortSignal): Verdict {
+  let error: unknown;
+  if ('result' in ending) {
+    const { result } = ending;
+    const requeueAfterMs = (result as ReconcileResult | undefined)?.requeueAfterMs;
+    const valid =
+      result === undefined ||
+      (typeof result === 'object' &&
+        result !== null &&
+        (requeueAfterMs === undefined ||
+          (typeof requeueAfterMs === 'number' && Number.isFinite(requeueAfterMs) && requeueAfterMs <= MAX_TIMER_MS)));
+    if (valid) {
+      if (requeueAfterMs === undefined || requeueAfterMs < 0) return { kind: 'success', requeueAfterMs };
+      return { kind: 'requeue', requeueAfterMs };
+    }
+    error = new InvalidReconcileResultError(String(key), result);
+  } else {
+    error = ending.error;
+  }
+  const reason = signal.aborted ? signal.reason : undefined;
+  if (reason instanceof LoopStoppedError || reason instanceof LeadershipEndedError) return { kind: 'stopped', error };
+  if (isTerminalError(error)) return { kind: 'terminal', error };
+  return { kind: 'failed', error };
 }
 
 /** How a call ended, as the observer's end event reports it. */

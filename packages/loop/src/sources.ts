@@ -32,6 +32,19 @@ export interface Wiring<T, P extends Key, S> {
   readonly readers: SecondaryReaders<S, P>;
 }
 
+/**
+ * The stores, built before anything that reads them: the offer gate (the primary store's parents),
+ * the expectations (the secondary stores) and then the drivers that write them.
+ */
+export interface Stores<T, P extends Key, S> {
+  readonly primary: ObjectStore<T, P>;
+  /** What the primary's driver writes: the store itself, or a filtering writer in front of it. */
+  readonly primaryWriter: StoreWriter<T, P>;
+  readonly reader: ObjectStoreReader<T, P>;
+  readonly secondaries: ReadonlyMap<string, SecondaryStore<unknown, P>>;
+  readonly readers: SecondaryReaders<S, P>;
+}
+
 export interface WiringContext<P extends Key> {
   /**
    * Called after a store holds an event, with the parents it affected (cache before notify) and
@@ -47,30 +60,12 @@ export interface WiringContext<P extends Key> {
   logger: Logger;
 }
 
-/** Builds one stream driver and store per source. Options were validated before. */
-export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T, P, S>, ctx: WiringContext<P>): Wiring<T, P, S> {
-  const { clock, logger } = ctx;
-  // A source's reopen backoff is its own `retry` (object-store's Source.retry), read by the driver.
-  const driverOptions = { clock, logger };
-  const wire = <U>(
-    source: ReconcileLoopOptions<U, P>['source'],
-    store: StoreWriter<U, P>,
-    parents: () => P[],
-  ): WiredSource<P> => {
-    const driver = new StreamDriver<U, P>({
-      ...driverOptions,
-      source,
-      store,
-      onAffected: (affected, type) => ctx.onAffected(affected, source.name, type === 'replace'),
-    });
-    return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, run: undefined, done: false };
-  };
-
+/** Builds one store per source, primary first. Options were validated before. */
+export function buildStores<T, P extends Key, S>(options: ReconcileLoopOptions<T, P, S>, logger: Logger): Stores<T, P, S> {
   const primary = new ObjectStore<T, P>({ keyMap: options.keyMap, logger, indexers: options.indexers });
   const filters: EventFilters<T> = { create: options.createFilter, update: options.updateFilter, delete: options.deleteFilter };
-  const writer = anyFilter(filters) ? filteredWriter(primary, filters, options.source.name, logger) : primary;
-  const sources: WiredSource<P>[] = [wire(options.source, writer, () => primary.parents())];
-  const secondaries = new Map<string, SecondaryStoreReader<unknown, P>>();
+  const primaryWriter = anyFilter(filters) ? filteredWriter(primary, filters, options.source.name, logger) : primary;
+  const secondaries = new Map<string, SecondaryStore<unknown, P>>();
   const readers: Record<string, SecondaryStoreReader<unknown, P>> = {};
   const reader = readOnlyView(primary);
   // One view of every store for the key maps; `readers` is filled below and frozen with it. Maps
@@ -92,6 +87,42 @@ export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T
       indexersPath: `secondary.${name}.indexers`,
       logger,
     });
+    secondaries.set(name, store);
+    readers[name] = readOnlySecondary(store);
+  }
+  return { primary, primaryWriter, reader, secondaries, readers: Object.freeze(readers) as SecondaryReaders<S, P> };
+}
+
+/**
+ * Builds one stream driver per source over the stores built before, each telling `ctx` what its
+ * events affected. Nothing runs until the loop starts the drivers.
+ */
+export function wireSources<T, P extends Key, S>(
+  options: ReconcileLoopOptions<T, P, S>,
+  stores: Stores<T, P, S>,
+  ctx: WiringContext<P>,
+): Wiring<T, P, S> {
+  const { clock, logger } = ctx;
+  const wire = <U>(
+    source: ReconcileLoopOptions<U, P>['source'],
+    store: StoreWriter<U, P>,
+    parents: () => P[],
+  ): WiredSource<P> => {
+    // A source's reopen backoff is its own `retry` (object-store's Source.retry), read by the driver.
+    const driver = new StreamDriver<U, P>({
+      clock,
+      logger,
+      source,
+      store,
+      onAffected: (affected, type) => ctx.onAffected(affected, source.name, type === 'replace'),
+    });
+    return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, run: undefined, done: false };
+  };
+  const { primary } = stores;
+  const sources: WiredSource<P>[] = [wire(options.source, stores.primaryWriter, () => primary.parents())];
+  type AnySecondary = SecondarySource<unknown, P, MapCaches<T, P, S>>;
+  for (const [name, spec] of Object.entries((options.secondary ?? {}) as Record<string, AnySecondary>)) {
+    const store = stores.secondaries.get(name)!;
     const observed: StoreWriter<unknown, P> = {
       apply: (event) => {
         const affected = store.apply(event);
@@ -100,14 +131,6 @@ export function wireSources<T, P extends Key, S>(options: ReconcileLoopOptions<T
       },
     };
     sources.push(wire(spec.source, observed, () => store.parents()));
-    secondaries.set(name, store);
-    readers[name] = readOnlySecondary(store);
   }
-  return {
-    sources,
-    primary,
-    reader,
-    secondaries,
-    readers: Object.freeze(readers) as SecondaryReaders<S, P>,
-  };
+  return { sources, primary, reader: stores.reader, secondaries: stores.secondaries, readers: stores.readers };
 }
