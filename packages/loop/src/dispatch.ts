@@ -306,6 +306,7 @@ export class Workers<T, P extends Key, S> {
   /** Snapshots taken now, before the call: the parent's members and its owned objects in every secondary store. */
   #contextFor(key: P, signal: AbortSignal): ReconcileContext<T, P, S> {
     const { wiring, expectations } = this.#o;
+    const since = expectations.mark();
     const owned = new Map<string, ReadonlyMap<ObjectKey, unknown>>();
     for (const [name, store] of wiring.secondaries) owned.set(name, store.owned(key));
     const members = wiring.primary.members(key);
@@ -322,7 +323,7 @@ export class Workers<T, P extends Key, S> {
       },
       store: wiring.reader,
       stores: wiring.readers,
-      expect: (name: string) => expectations.recorder(key, name),
+      expect: (name: string) => expectations.recorder(key, name, since),
       signal,
     });
   }

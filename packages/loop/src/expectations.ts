@@ -9,13 +9,27 @@
  * Presence, not resourceVersion order: resourceVersions are opaque and not comparable across
  * objects, so "the cache reached RV x" is not something a client can observe; an object's presence
  * or absence in its source's store is.
+ *
+ * Recorded after the write returned, so the watch can beat the response: a create's ADDED (and even
+ * a later DELETED by someone else) may be applied before the reconcile records the key, and then
+ * presence alone would wait out the TTL for an object that already came and went. The recent-events
+ * log closes that gap: every secondary event is logged with a sequence number, each reconcile takes
+ * the number current when its context is built, and a key with an event since then counts as
+ * observed (a create: any event of the key; a delete: its delete event or a relist).
  */
 import { OptionsError } from '@reconcile-loop/primitives';
-import type { ObjectKey } from '@reconcile-loop/object-store';
+import type { ObjectKey, SourceEvent } from '@reconcile-loop/object-store';
 import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 
 /** kube-controller-manager's `ExpectationsTimeout`. */
 export const DEFAULT_EXPECTATIONS_TTL_MS = 5 * 60_000;
+
+/**
+ * Keys the recent-events log holds (oldest dropped first): about 1 MB at ~100 B an entry. A reconcile
+ * whose context is older than the oldest kept event falls back to presence alone, which is what the
+ * log refines: 10,000 events of the secondary sources during one reconcile call.
+ */
+const RECENT_EVENTS = 10_000;
 
 /** Records the writes of one reconcile call on one secondary source. */
 export interface ExpectationRecorder {
@@ -57,6 +71,14 @@ const SEP = '\u0000';
 export class Expectations<P extends Key> {
   readonly #o: ExpectationsOptions<P>;
   readonly #pending = new Map<P, Pending>();
+  /** Sequence number of the newest logged event. */
+  #seq = 0;
+  /** `source\0key` → sequence number of its newest event, negative for a delete; oldest first (re-set on each event). */
+  readonly #recent = new Map<string, number>();
+  /** The log covers events after this number (older ones were dropped). */
+  #coveredAfter = 0;
+  /** Source → sequence number of its newest listing (a first sync or a relist). */
+  readonly #listed = new Map<string, number>();
 
   constructor(options: ExpectationsOptions<P>) {
     this.#o = options;
@@ -67,8 +89,13 @@ export class Expectations<P extends Key> {
     return this.#pending.size;
   }
 
-  /** The recorder `ctx.expect(source)` hands a reconcile of `parent`. */
-  recorder(parent: P, source: string): ExpectationRecorder {
+  /** The log position a reconcile context is built at: its recorders count events after it as observed. */
+  mark(): number {
+    return this.#seq;
+  }
+
+  /** The recorder `ctx.expect(source)` hands a reconcile of `parent` whose context was built at `since` ({@link mark}). */
+  recorder(parent: P, source: string, since: number): ExpectationRecorder {
     if (!this.#o.stores.has(source))
       throw new OptionsError('ReconcileLoop', `ctx.expect("${source}"): no secondary source of that name`);
     const add = (created: boolean, keys: ObjectKey[]): void => {
@@ -76,7 +103,7 @@ export class Expectations<P extends Key> {
         if (typeof key !== 'string')
           throw new OptionsError('ReconcileLoop', `ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
         // Already observed (the watch beat the create's response): nothing to wait for.
-        if (this.#observed(source, key, created)) continue;
+        if (this.#observed(source, key, created) || this.#seenSince(source, key, created, since)) continue;
         this.#entry(parent).keys.set(source + SEP + key, created);
       }
     };
@@ -98,10 +125,11 @@ export class Expectations<P extends Key> {
   }
 
   /**
-   * After the store of `source` applied an event: sweeps the parents waiting on that source and
-   * returns those now satisfied, for the caller to offer with the event's own affected parents.
+   * After the store of `source` applied `event`: logs it, sweeps the parents waiting on that source
+   * and returns those now satisfied, for the caller to offer with the event's own affected parents.
    */
-  observe(source: string): P[] {
+  observe(source: string, event: SourceEvent<unknown>): P[] {
+    this.#log(source, event);
     const ready: P[] = [];
     if (this.#pending.size === 0) return ready;
     const prefix = source + SEP;
@@ -126,6 +154,35 @@ export class Expectations<P extends Key> {
   /** Clears every timer (the loop stopped). */
   clear(): void {
     for (const parent of [...this.#pending.keys()]) this.forget(parent);
+  }
+
+  #log(source: string, event: SourceEvent<unknown>): void {
+    const seq = ++this.#seq;
+    if (event.type === 'replace') {
+      this.#listed.set(source, seq);
+      return;
+    }
+    const id = source + SEP + event.key;
+    this.#recent.delete(id); // re-inserted last: the map stays ordered by sequence number
+    this.#recent.set(id, event.type === 'delete' ? -seq : seq);
+    if (this.#recent.size > RECENT_EVENTS) {
+      const [oldest, at] = this.#recent.entries().next().value!;
+      this.#recent.delete(oldest);
+      this.#coveredAfter = Math.abs(at);
+    }
+  }
+
+  /**
+   * Whether the log shows `key` observed after `since`: for a create any event of it, for a delete
+   * its delete; a listing after `since` settled both (the state check holds the answer). False when
+   * the log no longer reaches back to `since` (presence alone then decides).
+   */
+  #seenSince(source: string, key: ObjectKey, created: boolean, since: number): boolean {
+    if (since < this.#coveredAfter) return false;
+    if ((this.#listed.get(source) ?? 0) > since) return true;
+    const at = this.#recent.get(source + SEP + key);
+    if (at === undefined || Math.abs(at) <= since) return false;
+    return created || at < 0;
   }
 
   #entry(parent: P): Pending {

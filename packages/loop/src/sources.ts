@@ -3,7 +3,7 @@
  * secondary ones, each a stream driver over its own store. Stores never share a driver, so a relist
  * (a replace) of one source rewrites only its own store.
  */
-import { ObjectStore, type ObjectKey, type ObjectStoreReader } from '@reconcile-loop/object-store';
+import { ObjectStore, type ObjectKey, type ObjectStoreReader, type SourceEvent } from '@reconcile-loop/object-store';
 import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 import { StreamDriver, type StoreWriter } from '@reconcile-loop/stream-driver';
 import { readOnlySecondary, readOnlyView, type MapCaches, type SecondaryReaders } from './context.js';
@@ -55,7 +55,7 @@ export interface WiringContext<P extends Key> {
    * Called after secondary store `name` applied an event; the parents it returns (their
    * expectations just became satisfied) join the event's affected parents, so each is offered once.
    */
-  onApplied(name: string): readonly P[];
+  onApplied(name: string, event: SourceEvent<unknown>): readonly P[];
   clock: Clock;
   logger: Logger;
 }
@@ -126,7 +126,7 @@ export function wireSources<T, P extends Key, S>(
     const observed: StoreWriter<unknown, P> = {
       apply: (event) => {
         const affected = store.apply(event);
-        const ready = ctx.onApplied(name);
+        const ready = ctx.onApplied(name, event);
         return ready.length === 0 ? affected : new Set([...affected, ...ready]);
       },
     };

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
 import { ReconcileLoop, replaceEvent, type ObjectKey, type ReconcileContext, type SourceEvent } from '../src/index.js';
-import { DEFAULT_EXPECTATIONS_TTL_MS } from '../src/expectations.js';
+import { DEFAULT_EXPECTATIONS_TTL_MS, Expectations } from '../src/expectations.js';
 import { NS, podOf, setOf, type CocoonSet, type Pod } from './controller-fixtures.js';
 
 /** ControlledSource is always named "controlled"; a loop needs distinct source names. */
@@ -241,6 +241,69 @@ describe('read your writes (expectations)', () => {
     expect(h.calls).toHaveLength(4);
     expect(h.writes).toEqual(['create ns/a-0', 'create ns/a-1']);
     await h.loop.stop();
+  });
+
+  it('[loop: Read your writes] a create the watch reported, and then a delete of it, both before the create returned: no expectation, the delete re-drives the parent at once', async () => {
+    const clock = new ManualClock();
+    const sets = named(new ControlledSource<CocoonSet>(), 'cocoonsets');
+    const pods = named(new ControlledSource<Pod>(), 'pods');
+    const [podKey, pod] = podOf('a-0', 'a');
+    const ownedAtCall: number[] = [];
+    let respond: (() => void) | undefined;
+    const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({
+      source: sets,
+      keyMap: (_, key) => key,
+      secondary: { pods: { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' } } },
+      clock,
+      logger: recordingLogger(),
+      reconcile: async (_key, ctx) => {
+        ownedAtCall.push(ctx.owned('pods').size);
+        if (ownedAtCall.length > 1) return;
+        await new Promise<void>((resolve) => (respond = resolve)); // the create's response, late
+        ctx.expect('pods').creations(podKey);
+      },
+    });
+    const starting = loop.start();
+    await settle();
+    sets.last.push(replaceEvent([setOf('a', 1)]));
+    pods.last.push(replaceEvent([]));
+    await starting;
+    await settle();
+    expect(respond).toBeDefined();
+    // The watch beats the response: ADDED, then someone else's DELETE, both applied before the record.
+    pods.last.push({ type: 'upsert', key: podKey, object: pod });
+    pods.last.push({ type: 'delete', key: podKey });
+    await settle();
+    respond!();
+    await settle();
+    // Presence alone would wait 5 min for a pod that came and went; the events logged since the
+    // context was built show it observed, so the queued delete runs now.
+    expect(ownedAtCall).toEqual([0, 0]);
+    await loop.stop();
+  });
+
+  it('[loop: Read your writes] the recent-events log keeps 10,000 events: a reconcile older than that falls back to presence alone', () => {
+    const expectationsOver = () =>
+      new Expectations<string>({
+        stores: new Map([['pods', new Map<string, unknown>()]]),
+        clock: new ManualClock(),
+        logger: recordingLogger(),
+        ttlMs: DEFAULT_EXPECTATIONS_TTL_MS,
+        onReady: () => {},
+      });
+    for (const [others, pending] of [
+      [9_999, 0],
+      [10_000, 1],
+    ] as const) {
+      const e = expectationsOver();
+      const since = e.mark();
+      e.observe('pods', { type: 'upsert', key: 'ns/a-0', object: {} });
+      e.observe('pods', { type: 'delete', key: 'ns/a-0' });
+      for (let i = 0; i < others; i++) e.observe('pods', { type: 'delete', key: `ns/other-${i}` });
+      e.recorder('ns/a', 'pods', since).creations('ns/a-0');
+      expect(e.size, `${others} later events`).toBe(pending);
+      e.clear();
+    }
   });
 
   it('[loop: Read your writes] never a create of an existing pod nor a delete of a gone one, across arbitrary interleavings of parent events, scale changes and cache delays', async () => {
