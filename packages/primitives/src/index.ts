@@ -10,3 +10,4 @@ export { silentLogger, type Logger } from './logger.js';
 export { isKey, objectKey, parseKey, InvalidKeyError, type Key, type NamespacedName } from './key.js';
 export { Backoff, backoffDelay, checkBackoffPolicy, type BackoffPolicy } from './backoff.js';
 export { ReconcileLoopError, OptionsError, isReconcileLoopError } from './errors.js';
+export { shardHash, shardSelector, inShardRanges, type ShardRange } from './shard.js';
