@@ -23,7 +23,7 @@ const HTTP_USES: readonly [string, RegExp][] = [
   // A probe or metrics server (createServer) is fine; a request is not.
   [
     'sends an HTTP request (http.request/get, or request/get/Agent imported from node:http/https)',
-    /\bhttps?\.(?:request|get)\s*\(|import\s*\{[^}]*\b(?:request|get|Agent)\b[^}]*\}\s*from\s*['"](?:node:)?https?['"]|import\(\s*['"](?:node:)?https?['"]\s*\)/,
+    /\bhttps?\.(?:request|get)\s*\(|import\s*\{[^}]*\b(?:request|get|Agent)\b[^}]*\}\s*from\s*['"](?:node:)?https?['"]|import\(\s*['"](?:node:)?https?['"]\s*\)(?!\s*\.\s*(?!then\b|catch\b|finally\b)[A-Za-z_$])/,
   ],
   ['calls fetch', /(?<![.\w])fetch\s*\(/],
   ['uses undici', /['"]undici['"]/],
@@ -67,6 +67,9 @@ describe('[kube_client: one HTTP client] nothing else talks HTTP to the apiserve
     expect(hits("import http from 'node:http';\nhttp.get(url);")).toHaveLength(1);
     expect(hits("const https = await import('https');")).toHaveLength(1);
     expect(hits("import { createServer, type Server } from 'node:http';")).toEqual([]);
+    // `import('node:http').X` is a type (a Promise has no such member); `.then(...)` loads it at run time.
+    expect(hits("type Handler = (req: import('node:http').IncomingMessage) => void;")).toEqual([]);
+    expect(hits("import('node:http').then((http) => http.get(url));")).toHaveLength(1);
     expect(hits('const r = await fetch(url);')).toHaveLength(1);
     expect(hits('const core = kc.makeApiClient(CoreV1Api);')).toHaveLength(1);
     expect(hits('// a node:http request handler, no import\nconst prefetch = x.prefetch(1);')).toEqual([]);
