@@ -82,25 +82,42 @@ describe('create and delete filters', () => {
     await loop.stop();
   });
 
-  it('[loop: Predicates] a create filter that throws lets the create through and logs it; a non-function filter is an OptionsError', async () => {
-    const { loop, pods, keys, seen, logger } = controllerHarness({
-      sets: [setOf('a', 1)],
-      podOptions: {
-        createFilter: () => {
-          throw new Error('bad filter');
+  it.each([
+    ['create', 'createFilter', []],
+    ['update', 'updateFilter', [podOf('a-0', 'a')]],
+  ] as const)(
+    '[loop: Predicates] a %s filter that throws lets the event through and logs it with the source and object key',
+    async (event, option, pods) => {
+      const {
+        loop,
+        pods: podSource,
+        keys,
+        seen,
+        logger,
+      } = controllerHarness({
+        sets: [setOf('a', 1)],
+        pods: [...pods],
+        podOptions: {
+          [option]: () => {
+            throw new Error('bad filter');
+          },
         },
-      },
-    });
-    await loop.start();
-    await settle();
-    seen.length = 0;
-    pods.upsert(...podOf('a-0', 'a'));
-    await settle();
-    expect(keys()).toEqual(['ns/a']);
-    expect(logger.entries.find((e) => e.message.startsWith('create filter threw'))?.fields).toMatchObject({
-      objectKey: 'ns/a-0',
-    });
-    await loop.stop();
+      });
+      await loop.start();
+      await settle();
+      seen.length = 0;
+      podSource.upsert(...podOf('a-0', 'a'));
+      await settle();
+      expect(keys()).toEqual(['ns/a']);
+      expect(logger.entries.find((e) => e.message.startsWith(`${event} filter threw`))?.fields).toMatchObject({
+        source: 'pods',
+        objectKey: 'ns/a-0',
+      });
+      await loop.stop();
+    },
+  );
+
+  it('[loop: Predicates] a filter that is not a function is an OptionsError naming its option', () => {
     expect(() => controllerHarness({ deleteFilter: 'no' as never })).toThrow(/deleteFilter must be a function/);
     expect(() => controllerHarness({ podOptions: { createFilter: 1 as never } })).toThrow(
       /secondary\.pods\.createFilter must be a function/,

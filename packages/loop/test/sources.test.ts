@@ -331,29 +331,6 @@ describe('update filters', () => {
     expect(keys()).toEqual(['ns/a']);
     await loop.stop();
   });
-
-  it('[loop: Update filters] a filter that throws lets the update through and logs it', async () => {
-    const { loop, pods, keys, seen, logger } = controllerHarness({
-      sets: [setOf('a', 1)],
-      pods: [podOf('a-0', 'a')],
-      podOptions: {
-        updateFilter: () => {
-          throw new Error('bad filter');
-        },
-      },
-    });
-    await loop.start();
-    await settle();
-    seen.length = 0;
-    pods.upsert(...podOf('a-0', 'a'));
-    await settle();
-    expect(keys()).toEqual(['ns/a']);
-    expect(logger.entries.find((e) => e.message.startsWith('update filter threw'))?.fields).toMatchObject({
-      source: 'pods',
-      objectKey: 'ns/a-0',
-    });
-    await loop.stop();
-  });
 });
 
 describe('options of several sources', () => {
