@@ -60,6 +60,9 @@ build_one() { # <name> <module dir> <output> <ldflags>
   local name="$1" dir="$2" out="$3" ldflags="$4" start tmp n=0 line
   start=$(date +%s)
   tmp="$out.tmp.$$"
+  # One wrapper per binary for every line (it only calls the upstream entry point); each line's
+  # module holds just go.mod/go.sum, so a bump writes those and nothing else.
+  cp "$here/wrappers/${dir##*/}/main.go" "$dir/main.go"
   log "$name: downloading modules (go mod download)"
   (cd "$dir" && go mod download)
   local total

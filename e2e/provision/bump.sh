@@ -43,14 +43,8 @@ etcd="$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2; exit }' "$k8s_mod")"
 go_version="$(awk '$1 == "go" { print $2; exit }' "$k8s_mod")"
 
 mkdir -p "$dir/kube-apiserver" "$dir/etcd"
-# A new line starts from the main.go files of an existing one (they only call the upstream entry points).
-for m in kube-apiserver etcd; do
-  if [[ ! -f "$dir/$m/main.go" ]]; then
-    for l in "${K8S_LINES[@]}"; do
-      if [[ -f "$here/k8s-$l/$m/main.go" ]]; then cp "$here/k8s-$l/$m/main.go" "$dir/$m/main.go"; break; fi
-    done
-  fi
-done
+# go mod tidy reads the imports: the one wrapper per binary (build.sh copies it the same way).
+for m in kube-apiserver etcd; do cp "$here/wrappers/$m/main.go" "$dir/$m/main.go"; done
 
 {
   echo 'module reconcile-loop.local/e2e/provision/kube-apiserver'
