@@ -78,10 +78,14 @@ export function endpointsController(manager: Manager, { namespace, observer }: E
       }
       const data = endpointsData(service, ctx.stores.pods.byIndex('label', pair).values())!;
       if (ours !== undefined && isControlledBy(ours, service) && isDeepStrictEqual(ours.data, data)) return;
-      await apply(handle, desiredConfigMap(service, data), { fieldManager: MANAGER_NAME, force: true, signal: ctx.signal });
+      const applied = await apply(handle, desiredConfigMap(service, data), {
+        fieldManager: MANAGER_NAME,
+        force: true,
+        signal: ctx.signal,
+      });
       // A create the cache has not seen yet: hold this Service's next reconcile until it has (or the
       // expectations TTL passes), so an event in between does not apply the same ConfigMap twice.
-      if (ours === undefined) ctx.expect('configmaps').creations(`${ns}/${configMapName(service)}`);
+      if (ours === undefined) ctx.expect('configmaps').creations(applied);
     },
   });
 }

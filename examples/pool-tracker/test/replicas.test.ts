@@ -23,8 +23,10 @@ describe('--replicas: leader election on the embedded apiserver', () => {
           check();
         }),
         what,
-        10_000,
-      );
+        60_000, // from the start: three replicas list, watch and elect; a loaded CI machine took 33 s
+      ).catch((error: unknown) => {
+        throw new Error(`${String(error)}; the replicas printed:\n${out.join('\n')}`);
+      });
     const stop = new AbortController();
     let urls: string[] = [];
     const running = runReplicas({
@@ -66,28 +68,40 @@ describe('--replicas: leader election on the embedded apiserver', () => {
     const standbyMetrics = await get(`${urls[1]}/metrics`);
     expect(standbyMetrics.body).toMatch(/^controller_runtime_reconcile_total\{controller="pool-tracker",result="success"\} 0$/m);
 
+    // The first leader after the kill, whoever was killed (a loaded machine may have moved the
+    // Lease before it), and what it printed from its start: it re-drives every pool.
+    const takeover = (): { taker: string; lines: string[] } | undefined => {
+      const kill = out.findIndex((l) => l.startsWith('killing '));
+      if (kill < 0) return undefined;
+      const killed = out[kill]!.split(' ')[1];
+      const start = out.findIndex((l, i) => i > kill && / started leading /.test(l) && !l.startsWith(`[${killed}]`));
+      if (start < 0) return undefined;
+      const taker = out[start]!.slice(1, out[start]!.indexOf(']'));
+      return { taker, lines: out.slice(start).filter((l) => l.startsWith(`[${taker}] pool `)) };
+    };
     await until('a takeover re-driving every pool', () => {
-      const taker = out.find((l) => /^\[replica-[12]\] started leading/.test(l))?.slice(0, 11);
-      return (
-        taker !== undefined &&
-        ['engines', 'trainers', 'evaluators'].every((p) => out.some((l) => l.startsWith(`${taker} pool ml/${p}`)))
-      );
+      const t = takeover();
+      return t !== undefined && ['engines', 'trainers', 'evaluators'].every((p) => t.lines.some((l) => l.includes(` pool ml/${p}:`)));
     });
     stop.abort();
     const report = await within(running, 'a graceful end', 10_000);
-    expect(report.killed).toBe('replica-0');
-    // Normally two terms; a loaded machine may miss a 1.5 s renew deadline and hand over once more.
+    // Leader terms in order; a loaded machine may miss a 1.5 s renew deadline, so a replica can lose
+    // and re-take the Lease (the same identity: no transition) or hand over once more.
     const terms = report.leaders.map((id) => id.split('_')[1]!);
     expect(terms[0]).toBe('replica-0');
-    expect(terms[1]).not.toBe('replica-0');
-    expect(report.reconciles[terms[1]!]!.slice().sort()).toEqual(['ml/engines', 'ml/evaluators', 'ml/trainers']);
-    expect(report.reconciles['replica-0']!.slice().sort()).toEqual(['ml/engines', 'ml/evaluators', 'ml/trainers']);
+    expect(report.killed).toBeDefined();
+    expect(terms.at(-1)).not.toBe(report.killed); // a killed replica cannot lead again
+    // Each term re-drives every pool (a replica that led twice reconciled each pool twice).
+    const poolsOf = (replica: string): string[] => [...new Set(report.reconciles[replica])].sort();
+    expect(poolsOf(takeover()!.taker)).toEqual(['ml/engines', 'ml/evaluators', 'ml/trainers']);
+    expect(poolsOf('replica-0')).toEqual(['ml/engines', 'ml/evaluators', 'ml/trainers']);
     // A replica that never led never reconciled.
     for (const [name, pools] of Object.entries(report.reconciles)) if (!terms.includes(name)) expect(pools).toEqual([]);
+    const transitions = report.leaders.filter((id, i) => i > 0 && id !== report.leaders[i - 1]).length;
     // The graceful end released the Lease (no holder) for the next leader to take at once.
     const lease = cluster.server.getObject(leases, CONTROLLER_NAMESPACE, 'pool-tracker') as {
       spec?: { holderIdentity?: string; leaseTransitions?: number };
     };
-    expect(lease.spec).toMatchObject({ holderIdentity: '', leaseTransitions: terms.length - 1 });
-  }, 20_000);
+    expect(lease.spec).toMatchObject({ holderIdentity: '', leaseTransitions: transitions });
+  }, 90_000);
 });

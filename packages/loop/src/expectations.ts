@@ -11,13 +11,15 @@
  * or absence in its source's store is.
  *
  * Recorded after the write returned, so the watch can beat the response: a create's ADDED (and even
- * a later DELETED by someone else) may be applied before the reconcile records the key, and then
- * presence alone would wait out the TTL for an object that already came and went. The recent-events
- * log closes that gap: every secondary event is logged with a sequence number, each reconcile takes
- * the number current when its context is built, and a key with an event since then counts as
- * observed (a create: any event of the key; a delete: its delete event or a relist).
+ * a later DELETED by someone else) may be applied before the reconcile records it, and then presence
+ * alone waits out the TTL for an object that already came and went. A key cannot tell that apart
+ * from an older object of the same name deleted before the create, so the recorder also takes the
+ * object the write returned: with its `metadata.uid`, a recent-events log decides. Every secondary
+ * event is logged with a sequence number and the uid it carried; each reconcile takes the number
+ * current when its context is built, and a write whose uid has an event since then is observed (a
+ * create: any event of that uid; a delete: its delete). A bare key keeps presence alone.
  */
-import { OptionsError } from '@reconcile-loop/primitives';
+import { objectKey, OptionsError } from '@reconcile-loop/primitives';
 import type { ObjectKey, SourceEvent } from '@reconcile-loop/object-store';
 import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 
@@ -31,16 +33,34 @@ export const DEFAULT_EXPECTATIONS_TTL_MS = 5 * 60_000;
  */
 const RECENT_EVENTS = 10_000;
 
+/**
+ * What a write names: the object key, or the object the write returned (its `metadata.name`,
+ * `namespace` and `uid`), which is also observed when the watch delivered it before it was recorded.
+ * Typed as loosely as a client's response; a missing name is an `OptionsError` at the call.
+ */
+type Written =
+  | ObjectKey
+  | {
+      readonly metadata?:
+        | { readonly name?: string | undefined; readonly namespace?: string | undefined; readonly uid?: string | undefined }
+        | undefined;
+    };
+
 /** Records the writes of one reconcile call on one secondary source. */
 export interface ExpectationRecorder {
-  /** Object keys this reconcile created (after the create returned, or AlreadyExists): wait until the cache holds each. */
-  creations(...keys: ObjectKey[]): void;
   /**
-   * Object keys this reconcile deleted (after the delete returned, or NotFound): wait until the
-   * cache drops each or holds it with `metadata.deletionTimestamp` set (graceful deletion seen, as
-   * the ReplicaSet controller's `DeletionObserved` counts it).
+   * Objects this reconcile created (after the create returned, or AlreadyExists): wait until the
+   * cache holds each. Pass the object the create returned where you have it: its uid lets a create
+   * whose ADDED (and a later delete) the cache applied before this call count as observed.
    */
-  deletions(...keys: ObjectKey[]): void;
+  creations(...written: Written[]): void;
+  /**
+   * Objects this reconcile deleted (after the delete returned, or NotFound): wait until the cache
+   * drops each or holds it with `metadata.deletionTimestamp` set (graceful deletion seen, as the
+   * ReplicaSet controller's `DeletionObserved` counts it). An object with its uid is also observed
+   * by a delete event of that uid since the reconcile began.
+   */
+  deletions(...written: Written[]): void;
 }
 
 interface Pending {
@@ -73,12 +93,10 @@ export class Expectations<P extends Key> {
   readonly #pending = new Map<P, Pending>();
   /** Sequence number of the newest logged event. */
   #seq = 0;
-  /** `source\0key` → sequence number of its newest event, negative for a delete; oldest first (re-set on each event). */
-  readonly #recent = new Map<string, number>();
+  /** `source\0key` → its newest event: sequence number, the uid it carried, whether a delete. Oldest first (re-set on each event). */
+  readonly #recent = new Map<string, { seq: number; uid: string | undefined; deleted: boolean }>();
   /** The log covers events after this number (older ones were dropped). */
   #coveredAfter = 0;
-  /** Source → sequence number of its newest listing (a first sync or a relist). */
-  readonly #listed = new Map<string, number>();
 
   constructor(options: ExpectationsOptions<P>) {
     this.#o = options;
@@ -98,18 +116,17 @@ export class Expectations<P extends Key> {
   recorder(parent: P, source: string, since: number): ExpectationRecorder {
     if (!this.#o.stores.has(source))
       throw new OptionsError('ReconcileLoop', `ctx.expect("${source}"): no secondary source of that name`);
-    const add = (created: boolean, keys: ObjectKey[]): void => {
-      for (const key of keys) {
-        if (typeof key !== 'string')
-          throw new OptionsError('ReconcileLoop', `ctx.expect("${source}"): object keys are strings, got ${typeof key}`);
-        // Already observed (the watch beat the create's response): nothing to wait for.
-        if (this.#observed(source, key, created) || this.#seenSince(source, key, created, since)) continue;
+    const add = (created: boolean, written: Written[]): void => {
+      for (const item of written) {
+        const [key, uid] = this.#named(source, item);
+        // Already observed (the watch beat the write's response): nothing to wait for.
+        if (this.#observed(source, key, created) || this.#seenSince(source, key, uid, created, since)) continue;
         this.#entry(parent).keys.set(source + SEP + key, created);
       }
     };
     return Object.freeze({
-      creations: (...keys: ObjectKey[]) => add(true, keys),
-      deletions: (...keys: ObjectKey[]) => add(false, keys),
+      creations: (...written: Written[]) => add(true, written),
+      deletions: (...written: Written[]) => add(false, written),
     });
   }
 
@@ -125,11 +142,11 @@ export class Expectations<P extends Key> {
   }
 
   /**
-   * After the store of `source` applied `event`: logs it, sweeps the parents waiting on that source
+   * After the store of `source` applied `event` (`deleted`: the object a delete removed): logs it, sweeps the parents waiting on that source
    * and returns those now satisfied, for the caller to offer with the event's own affected parents.
    */
-  observe(source: string, event: SourceEvent<unknown>): P[] {
-    this.#log(source, event);
+  observe(source: string, event: SourceEvent<unknown>, deleted?: unknown): P[] {
+    this.#log(source, event, deleted);
     const ready: P[] = [];
     if (this.#pending.size === 0) return ready;
     const prefix = source + SEP;
@@ -156,33 +173,44 @@ export class Expectations<P extends Key> {
     for (const parent of [...this.#pending.keys()]) this.forget(parent);
   }
 
-  #log(source: string, event: SourceEvent<unknown>): void {
+  #log(source: string, event: SourceEvent<unknown>, deleted: unknown): void {
     const seq = ++this.#seq;
-    if (event.type === 'replace') {
-      this.#listed.set(source, seq);
-      return;
-    }
+    // A listing is no evidence: it may have been taken before the write. Presence decides.
+    if (event.type === 'replace') return;
     const id = source + SEP + event.key;
+    const uid = uidOf(event.type === 'upsert' ? event.object : (deleted ?? undefined)) ?? this.#recent.get(id)?.uid;
     this.#recent.delete(id); // re-inserted last: the map stays ordered by sequence number
-    this.#recent.set(id, event.type === 'delete' ? -seq : seq);
+    this.#recent.set(id, { seq, uid, deleted: event.type === 'delete' });
     if (this.#recent.size > RECENT_EVENTS) {
-      const [oldest, at] = this.#recent.entries().next().value!;
+      const [oldest, entry] = this.#recent.entries().next().value!;
       this.#recent.delete(oldest);
-      this.#coveredAfter = Math.abs(at);
+      this.#coveredAfter = entry.seq;
     }
   }
 
   /**
-   * Whether the log shows `key` observed after `since`: for a create any event of it, for a delete
-   * its delete; a listing after `since` settled both (the state check holds the answer). False when
-   * the log no longer reaches back to `since` (presence alone then decides).
+   * Whether the log shows the written object (by uid) observed after `since`: for a create any event
+   * of it, for a delete its delete. Without a uid, or when the log no longer reaches back to `since`,
+   * false: presence alone decides, since an event of the key could be an older object's.
    */
-  #seenSince(source: string, key: ObjectKey, created: boolean, since: number): boolean {
-    if (since < this.#coveredAfter) return false;
-    if ((this.#listed.get(source) ?? 0) > since) return true;
-    const at = this.#recent.get(source + SEP + key);
-    if (at === undefined || Math.abs(at) <= since) return false;
-    return created || at < 0;
+  #seenSince(source: string, key: ObjectKey, uid: string | undefined, created: boolean, since: number): boolean {
+    if (uid === undefined || since < this.#coveredAfter) return false;
+    const entry = this.#recent.get(source + SEP + key);
+    if (entry === undefined || entry.seq <= since || entry.uid !== uid) return false;
+    return created || entry.deleted;
+  }
+
+  /** The key and uid of a written item; a typed error for anything but a string key or an object with a name. */
+  #named(source: string, item: Written): [ObjectKey, string | undefined] {
+    if (typeof item === 'string') return [item, undefined];
+    const metadata = (item as { metadata?: { name?: unknown; namespace?: unknown; uid?: unknown } } | null)?.metadata;
+    if (typeof metadata?.name !== 'string' || metadata.name === '')
+      throw new OptionsError(
+        'ReconcileLoop',
+        `ctx.expect("${source}"): a write is an object key or an object with metadata.name, got ${item === null ? 'null' : typeof item}`,
+      );
+    const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : undefined;
+    return [objectKey({ name: metadata.name, namespace }), typeof metadata.uid === 'string' ? metadata.uid : undefined];
   }
 
   #entry(parent: P): Pending {
@@ -233,4 +261,10 @@ export class Expectations<P extends Key> {
       this.#o.logger.error({ err: error, parentKey: String(parent) }, 're-enqueueing a parent after its expectations failed');
     }
   }
+}
+
+/** `metadata.uid` of a cached object, read structurally (the stores hold any type). */
+function uidOf(object: unknown): string | undefined {
+  const uid = (object as { metadata?: { uid?: unknown } } | null | undefined)?.metadata?.uid;
+  return typeof uid === 'string' ? uid : undefined;
 }

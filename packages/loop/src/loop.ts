@@ -134,7 +134,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         if (debouncer === undefined) for (const parent of parents) offer(parent, priority);
         else for (const parent of parents) debouncer.push(parent);
       },
-      onApplied: (name, event) => expectations.observe(name, event),
+      onApplied: (name, event, deleted) => expectations.observe(name, event, deleted),
       clock,
       logger,
     });

@@ -55,7 +55,7 @@ export interface WiringContext<P extends Key> {
    * Called after secondary store `name` applied an event; the parents it returns (their
    * expectations just became satisfied) join the event's affected parents, so each is offered once.
    */
-  onApplied(name: string, event: SourceEvent<unknown>): readonly P[];
+  onApplied(name: string, event: SourceEvent<unknown>, deleted: unknown): readonly P[];
   clock: Clock;
   logger: Logger;
 }
@@ -125,8 +125,9 @@ export function wireSources<T, P extends Key, S>(
     const store = stores.secondaries.get(name)!;
     const observed: StoreWriter<unknown, P> = {
       apply: (event) => {
+        const deleted = event.type === 'delete' ? store.get(event.key) : undefined;
         const affected = store.apply(event);
-        const ready = ctx.onApplied(name, event);
+        const ready = ctx.onApplied(name, event, deleted);
         return ready.length === 0 ? affected : new Set([...affected, ...ready]);
       },
     };

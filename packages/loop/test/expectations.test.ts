@@ -247,7 +247,7 @@ describe('read your writes (expectations)', () => {
     const clock = new ManualClock();
     const sets = named(new ControlledSource<CocoonSet>(), 'cocoonsets');
     const pods = named(new ControlledSource<Pod>(), 'pods');
-    const [podKey, pod] = podOf('a-0', 'a');
+    const [podKey, pod] = podOf('a-0', 'a', { uid: 'uid-ours' });
     const ownedAtCall: number[] = [];
     let respond: (() => void) | undefined;
     const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({
@@ -260,7 +260,7 @@ describe('read your writes (expectations)', () => {
         ownedAtCall.push(ctx.owned('pods').size);
         if (ownedAtCall.length > 1) return;
         await new Promise<void>((resolve) => (respond = resolve)); // the create's response, late
-        ctx.expect('pods').creations(podKey);
+        ctx.expect('pods').creations(pod); // the object the create returned, uid and all
       },
     });
     const starting = loop.start();
@@ -277,9 +277,29 @@ describe('read your writes (expectations)', () => {
     respond!();
     await settle();
     // Presence alone would wait 5 min for a pod that came and went; the events logged since the
-    // context was built show it observed, so the queued delete runs now.
+    // context was built show this uid observed, so the queued delete runs now.
     expect(ownedAtCall).toEqual([0, 0]);
     await loop.stop();
+  });
+
+  it('[loop: Read your writes] an event of the same name but another uid is not this create: a bare key or an older object deleted during the call keeps presence alone', () => {
+    const e = new Expectations<string>({
+      stores: new Map([['pods', new Map<string, unknown>()]]),
+      clock: new ManualClock(),
+      logger: recordingLogger(),
+      ttlMs: DEFAULT_EXPECTATIONS_TTL_MS,
+      onReady: () => {},
+    });
+    const since = e.mark();
+    const [, older] = podOf('a-0', 'a', { uid: 'uid-older' });
+    e.observe('pods', { type: 'upsert', key: 'ns/a-0', object: older });
+    e.observe('pods', { type: 'delete', key: 'ns/a-0' }, older);
+    e.recorder('ns/a', 'pods', since).creations(podOf('a-0', 'a', { uid: 'uid-ours' })[1]);
+    e.recorder('ns/b', 'pods', since).creations('ns/a-0');
+    e.recorder('ns/c', 'pods', since).creations(older);
+    expect(e.size).toBe(2); // a (another uid) and b (a bare key) wait; c's own uid was seen
+    expect(() => e.recorder('ns/d', 'pods', since).creations({ metadata: { name: '' } })).toThrow(OptionsError);
+    e.clear();
   });
 
   it('[loop: Read your writes] the recent-events log keeps 10,000 events: a reconcile older than that falls back to presence alone', () => {
@@ -297,10 +317,11 @@ describe('read your writes (expectations)', () => {
     ] as const) {
       const e = expectationsOver();
       const since = e.mark();
-      e.observe('pods', { type: 'upsert', key: 'ns/a-0', object: {} });
-      e.observe('pods', { type: 'delete', key: 'ns/a-0' });
+      const [, pod] = podOf('a-0', 'a', { uid: 'uid-ours' });
+      e.observe('pods', { type: 'upsert', key: 'ns/a-0', object: pod });
+      e.observe('pods', { type: 'delete', key: 'ns/a-0' }, pod);
       for (let i = 0; i < others; i++) e.observe('pods', { type: 'delete', key: `ns/other-${i}` });
-      e.recorder('ns/a', 'pods', since).creations('ns/a-0');
+      e.recorder('ns/a', 'pods', since).creations(pod);
       expect(e.size, `${others} later events`).toBe(pending);
       e.clear();
     }
