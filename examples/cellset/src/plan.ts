@@ -14,13 +14,13 @@ import type { CellSet } from './api.js';
 
 export const DEFAULT_REBUILD_DELAYS_MS: readonly number[] = Object.freeze([0, 1_000, 5_000, 30_000]);
 const n = z.number();
-const yes = z.literal(true).optional();
+const onlyTrue = z.literal(true).optional();
 const UNTIL = 'the slot is dead-lettered until the spec changes';
 /**
  * One slot's rebuilds at one generation: `lastAt` in wall-clock ms (the history outlives the process),
  * `told` the rebuild whose wait was announced (once per scheduled rebuild, not once per requeue).
  */
-const slotHistory = z.object({ count: n.int().min(0), generation: n.int(), lastAt: n, told: n.optional(), parked: yes });
+const slotHistory = z.object({ count: n.int().min(0), generation: n.int(), lastAt: n, told: n.optional(), parked: onlyTrue });
 export type RebuildHistory = Readonly<Record<string, z.output<typeof slotHistory>>>;
 
 /** The history annotation, entry by entry: an entry this module did not write (a hand edit) is ignored, never thrown. */
