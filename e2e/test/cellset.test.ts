@@ -16,7 +16,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER, GROUP, PLURAL } from '../../examples/cellset/src/api.js';
-import { runController } from '../../examples/cellset/src/run.js';
+import { runController } from '../../examples/cellset/demo/run.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 import { eventually, uniqueNamespace, withToken } from '../src/index.js';
 
@@ -50,12 +50,12 @@ class ControllerProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
   constructor(args: string[], env: Record<string, string> = {}) {
-    // `pnpm start` of the example is `tsx --conditions=@reconcile-loop/source src/main.ts`; run that
+    // `pnpm start` of the example is `tsx --conditions=@reconcile-loop/source demo/main.ts`; run that
     // command from node_modules/.bin, under this process's Node (26), in its own process group so a
     // kill reaches tsx's node child too.
     this.child = spawn(
       join(EXAMPLE, 'node_modules', '.bin', 'tsx'),
-      ['--conditions=@reconcile-loop/source', 'src/main.ts', ...args],
+      ['--conditions=@reconcile-loop/source', 'demo/main.ts', ...args],
       {
         cwd: EXAMPLE,
         env: { ...process.env, ...env, PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}` },

@@ -8,7 +8,7 @@ import { defineConfig } from 'tsup';
  * of the packages.
  */
 export default defineConfig({
-  entry: { main: 'src/main.ts' },
+  entry: { main: 'demo/main.ts' },
   format: ['esm'],
   target: 'node22',
   platform: 'node',

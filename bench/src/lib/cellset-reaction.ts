@@ -1,6 +1,6 @@
 /**
  * Event-to-action latency of the CellSet controller as an operator runs it: replicas are child
- * processes of the flagship's own entry (`examples/cellset/src/main.ts --controller`), competing for
+ * processes of the flagship's own entry (`examples/cellset/demo/main.ts --controller`), competing for
  * a Lease on whatever apiserver `kubeconfig` points at (the embedded one for `pnpm bench -- --only=reaction`,
  * kube-apiserver for `pnpm --filter @reconcile-loop/e2e reaction`). This process marks a pod Failed
  * (PATCH pods/status) and watches the pods; the latency of one failure is from just before that PATCH
@@ -62,7 +62,7 @@ export class Replica {
       '--conditions=@reconcile-loop/source',
       '--import',
       'tsx',
-      'src/main.ts',
+      'demo/main.ts',
       '--controller',
       '--kubeconfig',
       kubeconfigPath,

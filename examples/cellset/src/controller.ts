@@ -1,226 +1,150 @@
 /**
- * The CellSet controller: ONE `ReconcileLoop` with two sources — the CellSets (primary, `For`) and
- * the pods they own (secondary, `Owns`, mapped back by controller owner reference) — whose reconcile
- * is `reconcileCellSet`. Reads come from the reflectors' caches, writes go through one `KubeClient`
- * (rate-limited, typed errors), decisions become `events.k8s.io/v1` Events, and the loop's and the
- * controller's series go to one prom-client registry. Leader election plugs in as `leaderGate`.
- *
- * ```ts
- * const client = new KubeClient({ kubeConfig });
- * const controller = createCellSetController({ client, namespace: 'default' });
- * await controller.loop.start();          // both caches synced; reconciles run
- * // ...
- * await controller.stop();                // loop stopped, pending Events written (15 s in all at most)
- * ```
+ * ONE `ReconcileLoop` over the CellSets (`For`) and the pods they own (`Owns`, by controller reference),
+ * whose reconcile is `apply(plan(set, pods))`. Reads come from the reflectors' caches; writes go through
+ * one `KubeClient`'s idempotent helpers; every decision is an `events.k8s.io/v1` Event and metrics.
  */
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { addFinalizer, createIfAbsent, deleteIfPresent, removeFinalizer, updateStatus } from '@reconcile-loop/kube-client';
 import { EventRecorder, type KubeClient } from '@reconcile-loop/kube-client';
-import {
-  ReconcileLoop,
-  silentLogger,
-  systemClock,
-  type Clock,
-  type LeaderGate,
-  type Logger,
-  type StopReport,
-  type UpdateFilter,
-  type BackoffPolicy,
-} from '@reconcile-loop/loop';
+import { isNotFound } from '@reconcile-loop/kube-client/errors';
+import { ReconcileLoop, silentLogger, type ReconcileContext, type ReconcileResult } from '@reconcile-loop/loop';
+import type { BackoffPolicy, Clock, LeaderGate, Logger } from '@reconcile-loop/loop';
 import { controllerMetrics } from '@reconcile-loop/metrics';
 import { kubeReflector } from '@reconcile-loop/reflector';
-import { Registry } from 'prom-client';
-import { API_VERSION, CELLSET_LABEL, KIND, cellSetResource, cellSetSchema, type CellSet } from './api.js';
-import { cellSetMetrics, DecisionLog, type CellSetMetrics, type Decision } from './decisions.js';
-import { DEFAULT_REBUILD_DELAYS_MS } from './rebuild.js';
-import { reconcileCellSet, type ReconcileDeps, type ReconcileHooks } from './reconcile.js';
+import { Counter, Registry } from 'prom-client';
+import { API_VERSION, CELLSET_LABEL, FINALIZER, KIND, REBUILD_HISTORY_ANNOTATION, podForSlot } from './api.js';
+import { cellSetResource, cellSetSchema, type CellSet } from './api.js';
+import { DEFAULT_REBUILD_DELAYS_MS, plan, type Note, type Plan } from './plan.js';
 
-/** The controller's name: the `controller` label of its metrics, the Events' reporting controller. */
-export const CONTROLLER_NAME = 'cellset';
-/** `reportingController` of the Events. */
 export const REPORTING_CONTROLLER = 'cells.reconcile-loop.dev/cellset-controller';
+export const DEFAULT_WORKERS = 4; // reconciles wait on writes, not CPU: 4 measured against 1, 2 and 8 (BENCHMARKS.md (30))
+export type Decision = Note & { readonly cellSet: string };
+type Condition = { type?: string; status?: string; lastTransitionTime?: string };
+type Ctx = ReconcileContext<CellSet, string, { pods: Pod }>;
 
-/** Options of {@link createCellSetController}. */
 export interface CellSetControllerOptions {
-  /** Every read and write goes through it (the reflectors too). */
   readonly client: KubeClient;
-  /** The namespace whose CellSets (and pods) this controller manages (a namespaced Role suffices). */
-  readonly namespace: string;
-  /** Rebuild delays per slot, 0 first; the next need after the last dead-letters the slot. Default 0/1/5/30 s. */
-  readonly rebuildDelaysMs?: readonly number[] | undefined;
-  /** The loop's and the reflectors' clock (a `ManualClock` in tests). Default the system clock. */
-  readonly clock?: Clock | undefined;
-  /** Wall time for the rebuild history and condition times. Default `Date.now`. */
-  readonly wallClock?: (() => number) | undefined;
-  readonly logger?: Logger | undefined;
-  /** Where the loop's and the controller's series go. Default a fresh registry (`controller.registry`). */
-  readonly registry?: Registry | undefined;
-  /** Reconcile only while leading (a `LeaderElector` from `@reconcile-loop/leader-election`). Default: always. */
-  readonly leaderGate?: LeaderGate | undefined;
-  /** Each decision, after it was recorded (the demo narrates them). */
-  readonly onDecision?: ((decision: Decision) => void) | undefined;
-  /**
-   * The client Events are written through. Default `client`; give a second one so Events do not
-   * spend the writes' rate limit (controller-runtime's recorder has its own clientset too).
-   */
-  readonly eventsClient?: KubeClient | undefined;
-  /** Record Events (default true). */
-  readonly events?: boolean | undefined;
-  /** `reportingInstance` of the Events. Default kube-client's `defaultReportingInstance()`: `POD_NAME` (or the hostname) and the pid. */
-  readonly reportingInstance?: string | undefined;
-  readonly hooks?: ReconcileHooks | undefined;
-  /** How the reflectors retry a failed LIST or watch (default 1 s doubling to 30 s; the demo and tests shrink it). */
-  readonly sourceRetry?: BackoffPolicy | undefined;
-  /** A failure that ended the running loop (a source failed for good): the loop's `onError`. */
-  readonly onError?: ((error: unknown) => void) | undefined;
-  /** The loop's `syncTimeoutMs` (default 2 min). */
-  readonly syncTimeoutMs?: number | undefined;
-  /** Reconciles running at once (the loop's `controller.concurrency`). Default {@link DEFAULT_WORKERS}. */
+  readonly namespace: string; // its CellSets' and pods': a namespaced Role suffices
+  readonly eventsClient?: KubeClient | undefined; // Events through a client of their own spend not the writes' limit
+  readonly rebuildDelaysMs?: readonly number[] | undefined; // per slot, 0 first; default 0/1/5/30 s
   readonly workers?: number | undefined;
+  readonly leaderGate?: LeaderGate | undefined; // reconcile only while leading (a `LeaderElector`)
+  readonly onDecision?: ((decision: Decision) => void) | undefined;
+  readonly onError?: ((error: unknown) => void) | undefined; // a source failed for good: the loop stopped
+  readonly registry?: Registry | undefined;
+  readonly logger?: Logger | undefined;
+  readonly clock?: Clock | undefined;
+  readonly wallClock?: (() => number) | undefined; // epoch ms: the rebuild history outlives the process
+  readonly sourceRetry?: BackoffPolicy | undefined;
+  readonly syncTimeoutMs?: number | undefined;
 }
 
-/**
- * Reconciles running at once. A reconcile of this controller spends its time waiting for writes
- * (a create, a delete, a status update), not computing, so more workers than CellSets changing at
- * the same time buys nothing and fewer makes a backlog wait in line: after a takeover the new
- * leader re-drives every set at once. 4 was measured against 1, 2 and 8 (BENCHMARKS.md (30)).
- */
-export const DEFAULT_WORKERS = 4;
+const gone = (error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)); // deleted meanwhile: fine
 
-/** A built controller: start `loop`, stop with `stop()`. */
-export interface CellSetController {
-  readonly loop: ReconcileLoop<CellSet, string, { pods: Pod }>;
-  readonly registry: Registry;
-  readonly metrics: CellSetMetrics;
-  /** `undefined` when `events: false`. */
-  readonly events: EventRecorder | undefined;
-  /**
-   * Stops within `graceMs` in all (default {@link DEFAULT_SHUTDOWN_GRACE_MS}): the loop first (its
-   * reconciles aborted), then `beforeFlush` (the Lease release: the next leader should not wait on
-   * this replica's Events), then the Events still pending for the time left; what the deadline
-   * leaves unwritten is dropped with one log line.
-   */
-  stop(options?: CellSetStopOptions): Promise<StopReport<string>>;
-}
+export function createCellSetController(options: CellSetControllerOptions) {
+  const { client, namespace, clock, logger = silentLogger, registry = new Registry(), wallClock = Date.now } = options;
+  const delaysMs = options.rebuildDelaysMs ?? DEFAULT_REBUILD_DELAYS_MS;
+  const cells = client.resource(cellSetResource, cellSetSchema).inNamespace(namespace);
+  const pods = client.resource({ ...podResource, kind: 'Pod' }, podSchema).inNamespace(namespace);
+  const counter = (name: string, help: string, labelNames = ['namespace', 'cellset']) =>
+    new Counter({ name: `cellset_${name}_total`, help, labelNames, registers: [registry] });
+  const counts = {
+    podsCreated: counter('pods_created', 'Pods created for a slot.'),
+    podRebuilds: counter('pod_rebuilds', 'Pods deleted to rebuild their slot, by reason.', ['namespace', 'cellset', 'reason']),
+    slotsDeadLettered: counter('slots_dead_lettered', 'Slots whose rebuild budget ran out, until the spec changes.'),
+    statusConflicts: counter('status_write_conflicts', 'Status writes that got 409 Conflict and were retried.'),
+  };
+  const recorder = { reportingController: REPORTING_CONTROLLER, logger, wallClock };
+  const events = new EventRecorder({ client: options.eventsClient ?? client, ...recorder });
+  const tell = (set: CellSet, { pod, ...event }: Note): void => {
+    const { name, uid } = set.metadata;
+    const related = pod === undefined ? {} : { related: { apiVersion: 'v1', kind: 'Pod', name: pod, namespace } };
+    events.event({ apiVersion: API_VERSION, kind: KIND, name, namespace, uid }, { ...event, ...related });
+    options.onDecision?.({ cellSet: `${namespace}/${name}`, ...event, pod });
+  };
 
-/** Options of {@link CellSetController.stop}. */
-export interface CellSetStopOptions {
-  /** The whole stop's budget. Default {@link DEFAULT_SHUTDOWN_GRACE_MS}. */
-  readonly graceMs?: number | undefined;
-  /** Runs after the loop stopped and before the Events are flushed, within the budget (the Lease release). */
-  readonly beforeFlush?: (() => Promise<unknown>) | undefined;
-}
-
-/**
- * The flagship's shutdown budget: half a Deployment's default 30 s termination grace, so the
- * process exits by itself before the kubelet's SIGKILL even with a slow apiserver.
- */
-export const DEFAULT_SHUTDOWN_GRACE_MS = 15_000;
-
-/**
- * Primary updates that matter: a spec change (generation) or the start of deletion. Status, label
- * and annotation writes — most of them the controller's own — are skipped, so a status write does
- * not re-trigger the reconcile that made it (controller-runtime's `GenerationChangedPredicate`,
- * widened to deletion, which a CRD marks with a generation bump too, but a filter must not rely on).
- */
-export const specOrDeletionChanged: UpdateFilter<CellSet> = (previous, next) =>
-  previous.metadata.generation !== next.metadata.generation ||
-  previous.metadata.deletionTimestamp !== next.metadata.deletionTimestamp;
-
-/** Builds the controller (nothing runs until `loop.start()`). */
-export function createCellSetController(options: CellSetControllerOptions): CellSetController {
-  const { client, namespace } = options;
-  const delays = options.rebuildDelaysMs ?? DEFAULT_REBUILD_DELAYS_MS;
-  if (delays.length === 0 || delays[0] !== 0 || delays.some((ms) => !(Number.isFinite(ms) && ms >= 0))) {
-    throw new RangeError(`rebuildDelaysMs must start with 0 and hold finite non-negative delays, got ${JSON.stringify(delays)}`);
+  async function reconcile(key: string, ctx: Ctx): Promise<ReconcileResult | undefined> {
+    let set = ctx.parent;
+    const owned = [...ctx.owned('pods').values()];
+    if (set === undefined) return; // gone: our finalizer deleted its pods first
+    if (set.metadata.deletionTimestamp === undefined && plan(set, owned, wallClock(), delaysMs).steps.length > 0) {
+      // Decide on the budget from a fresh read: the cache may not have seen our last history patch yet.
+      const fresh = await cells.get(set.metadata.name, { signal: ctx.signal }).catch(gone);
+      if (!fresh || fresh.metadata.uid !== set.metadata.uid) return; // gone or recreated: its own events re-drive it
+      set = fresh;
+    }
+    return apply(key, set, plan(set, owned, wallClock(), delaysMs), ctx);
   }
-  const logger = options.logger ?? silentLogger;
-  const registry = options.registry ?? new Registry();
-  const metrics = cellSetMetrics(registry);
-  const events =
-    options.events === false
-      ? undefined
-      : new EventRecorder({
-          client: options.eventsClient ?? client,
-          reportingController: REPORTING_CONTROLLER,
-          reportingInstance: options.reportingInstance,
-          logger,
-          wallClock: options.wallClock,
-        });
-  const timing = {
-    clock: options.clock,
-    retry: options.sourceRetry,
-    logger,
+
+  async function apply(key: string, set: CellSet, p: Plan, { expect, signal }: Ctx): Promise<ReconcileResult | undefined> {
+    const { name } = set.metadata;
+    const labels = { namespace, cellset: name };
+    for (const step of p.steps) {
+      let made = true;
+      if (step.do === 'addFinalizer' && !(await addFinalizer(cells, name, FINALIZER, { signal }).catch(gone))) return;
+      if (step.do === 'removeFinalizer') await removeFinalizer(cells, name, FINALIZER, { signal }); // NotFound is success
+      if (step.do === 'create') {
+        const body = podForSlot(set, step.slot);
+        made = (await createIfAbsent(pods, body, { signal })).created; // false: an earlier process made it
+        // Read your writes: the set is not reconciled again until the pod cache holds the pod.
+        expect('pods').creations(`${namespace}/${body.metadata.name}`);
+      }
+      if (step.do === 'delete') {
+        const { name: pod, uid } = step.pod.metadata;
+        // Pinned to the UID the cache showed: a newer pod under the same name is left alone.
+        await deleteIfPresent(pods, pod, { signal, ...(uid !== undefined && { preconditions: { uid } }) });
+        expect('pods').deletions(`${namespace}/${pod}`);
+        if (step.rebuild !== undefined) counts.podRebuilds.inc({ ...labels, reason: step.rebuild });
+      }
+      if (made && step.counts !== undefined) counts[step.counts].inc(labels);
+      if (made && step.tell !== undefined) tell(set, step.tell);
+    }
+    if (p.status === undefined) return;
+    const history = JSON.stringify(p.history); // integer keys: always in numeric order
+    if (history !== (set.metadata.annotations[REBUILD_HISTORY_ANNOTATION] ?? '{}')) {
+      const body = { metadata: { annotations: { [REBUILD_HISTORY_ANNOTATION]: history } } }; // metadata: no reconcile
+      await cells.patch(name, { type: 'merge', body }, { signal });
+    }
+    const { attempts = 1 } = (await updateStatus(cells, name, statusOf(set, p.status), { signal }).catch(gone)) ?? {};
+    if (attempts > 1) {
+      counts.statusConflicts.inc(labels, attempts - 1);
+      logger.info({ parentKey: key, attempts }, 'status write conflicted with another writer; re-read and re-applied');
+    }
+    return p.requeueAfterMs === undefined ? undefined : { requeueAfterMs: p.requeueAfterMs };
+  }
+
+  /** Applied to each fresh read of a conflict-retried status write: our fields; other writers' conditions kept. */
+  const statusOf = (set: CellSet, observed: NonNullable<Plan['status']>) => (object: Record<string, unknown>) => {
+    if ((object['metadata'] as { uid?: string }).uid !== set.metadata.uid) return false; // recreated: not ours to describe
+    const status = (object['status'] ??= {}) as { conditions?: Condition[] };
+    const before = Array.isArray(status.conditions) ? status.conditions : [];
+    const now = new Date(wallClock()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    // A condition keeps its lastTransitionTime while its status is unchanged (metav1's SetStatusCondition).
+    const ours = observed.conditions.map((c) => {
+      const was = before.find((b) => b?.type === c.type);
+      return { ...c, lastTransitionTime: was?.status === c.status && was.lastTransitionTime ? was.lastTransitionTime : now };
+    });
+    const theirs = before.filter((b) => !ours.some((c) => c.type === b?.type));
+    Object.assign(status, observed, { conditions: [...ours, ...theirs] });
   };
-  const deps: ReconcileDeps = {
-    cells: client.resource(cellSetResource, cellSetSchema).inNamespace(namespace),
-    pods: client.resource({ ...podResource, kind: 'Pod' }, podSchema).inNamespace(namespace),
-    rebuildDelaysMs: delays,
-    wallClock: options.wallClock ?? Date.now,
-    decisions: new DecisionLog(events, options.onDecision),
-    metrics,
-    logger,
-    hooks: options.hooks ?? {},
-    histories: new Map(),
-    announced: new Map(),
-    creates: 0,
-  };
+
+  const reflect = { kubeClient: client, namespace, clock, retry: options.sourceRetry, logger };
+  const podSource = { name: 'pods', labelSelector: CELLSET_LABEL, resource: podResource, schema: podSchema };
   const loop = new ReconcileLoop<CellSet, string, { pods: Pod }>({
-    controller: { name: CONTROLLER_NAME, concurrency: options.workers ?? DEFAULT_WORKERS },
+    controller: { name: 'cellset', concurrency: options.workers ?? DEFAULT_WORKERS },
     leadership: options.leaderGate && { gate: options.leaderGate },
     sources: { syncTimeoutMs: options.syncTimeoutMs },
-    source: kubeReflector({
-      name: 'cellsets',
-      kubeClient: client,
-      namespace,
-      resource: cellSetResource,
-      schema: cellSetSchema,
-      ...timing,
-    }),
+    source: kubeReflector({ name: 'cellsets', resource: cellSetResource, schema: cellSetSchema, ...reflect }),
     keyMap: (_set, key) => key, // a CellSet is its own parent: key `namespace/name`
-    updateFilter: specOrDeletionChanged,
-    secondary: {
-      pods: {
-        // Only this controller's pods: the label every pod it creates carries.
-        source: kubeReflector({
-          name: 'pods',
-          kubeClient: client,
-          namespace,
-          labelSelector: CELLSET_LABEL,
-          resource: podResource,
-          schema: podSchema,
-          ...timing,
-        }),
-        owner: { kind: KIND, apiVersion: API_VERSION }, // by controller reference
-      },
-    },
-
-    reconcile: (key, ctx) => reconcileCellSet(key, ctx, deps),
-    observer: controllerMetrics({ registry, controller: CONTROLLER_NAME }),
-    logger,
-    clock: options.clock,
-
-    onError: options.onError,
+    // A spec change or the start of deletion: our own status and annotation writes do not re-drive the set.
+    updateFilter: ({ metadata: a }, { metadata: b }) =>
+      a.generation !== b.generation || a.deletionTimestamp !== b.deletionTimestamp,
+    // Only this controller's pods (the label each one it creates carries), mapped by controller reference.
+    secondary: { pods: { source: kubeReflector({ ...podSource, ...reflect }), owner: { kind: KIND, apiVersion: API_VERSION } } },
+    reconcile,
+    observer: controllerMetrics({ registry, controller: 'cellset' }),
+    ...{ logger, clock, onError: options.onError },
   });
-  return {
-    loop,
-    registry,
-    metrics,
-    events,
-    async stop(stopOptions = {}) {
-      const clock = options.clock ?? systemClock;
-      const graceMs = stopOptions.graceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
-      const deadline = clock.now() + graceMs;
-      const left = (): number => Math.max(0, deadline - clock.now());
-      const report = await loop.stop({ graceMs });
-      if (stopOptions.beforeFlush !== undefined) {
-        // Bounded too: a release that hangs costs the Events' time, never the budget.
-        let timer: unknown;
-        const over = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, left())));
-        await Promise.race([stopOptions.beforeFlush().catch(() => undefined), over]);
-        clock.clearTimeout(timer);
-      }
-      await events?.close({ timeoutMs: left() });
-      return report;
-    },
-  };
+  return { loop, registry, events };
 }
+export type CellSetController = ReturnType<typeof createCellSetController>;

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { REBUILD_HISTORY_ANNOTATION } from '../src/api.js';
-import { startKubelet } from '../src/kubelet.js';
+import { startKubelet } from '../demo/kubelet.js';
 import { NS, cellSet, harness, onCleanup, ref, until, type Harness } from './helpers.js';
 
 /** Lets real I/O (HTTP to the embedded apiserver, watch frames) run: a few ms of real time, no clock moves. */

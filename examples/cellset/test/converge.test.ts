@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FINALIZER, TEMPLATE_HASH_ANNOTATION } from '../src/api.js';
-import { startKubelet } from '../src/kubelet.js';
+import { startKubelet } from '../demo/kubelet.js';
 import { NS, cellSet, harness, onCleanup, ref, until } from './helpers.js';
 
 describe('CellSet controller: converging (embedded apiserver)', () => {

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadAllYaml, loadYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { cellSetCrd } from '../src/api.js';
+import { cellSetCrd } from '../demo/install.js';
 
 const deploy = join(import.meta.dirname, '..', 'deploy');
 

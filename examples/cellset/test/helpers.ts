@@ -4,15 +4,21 @@
  * bounded, event-driven waits (polling real I/O, never sleeping on a clock).
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient } from '@reconcile-loop/kube-client';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { httpGet, within } from '@reconcile-loop/test-support';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
 import { afterEach } from 'vitest';
 import { API_VERSION, CELLSET_LABEL, GROUP, KIND, PLURAL, VERSION } from '../src/api.js';
-import { createCellSetController, type CellSetController, type CellSetControllerOptions } from '../src/controller.js';
-import type { Decision } from '../src/decisions.js';
-import { ensureCellSetCrd } from '../src/install.js';
+import type { KubeClient } from '@reconcile-loop/kube-client';
+import { ensureCellSetCrd } from '../demo/install.js';
+import { stopController } from '../demo/run.js';
+import { tappedClient, type Taps } from '../demo/tap.js';
+import {
+  createCellSetController,
+  type CellSetController,
+  type CellSetControllerOptions,
+  type Decision,
+} from '../src/controller.js';
 
 export const NS = 'default';
 export const WAIT_MS = 5_000;
@@ -88,13 +94,14 @@ export interface Harness {
  * `manualClock: true` drives the loop, the reflectors and the rebuild history by a `ManualClock`.
  */
 export async function harness(
-  options: { manualClock?: boolean; controller?: Partial<CellSetControllerOptions> } = {},
+  options: { manualClock?: boolean; controller?: Partial<CellSetControllerOptions>; taps?: Taps } = {},
 ): Promise<Harness> {
   const server = await startApiServer({ kubeletAutoFinishDeleteMs: 50 });
   onCleanup(() => server.close());
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(server.kubeconfig());
-  const client = new KubeClient({ kubeConfig, rateLimit: false });
+  // The tests reach into the controller only from outside: through the wire of its client.
+  const client = tappedClient(kubeConfig, options.taps ?? {}, { rateLimit: false });
   await ensureCellSetCrd(client, NS);
   const clock = options.manualClock ? new ManualClock() : undefined;
   const decisions: Decision[] = [];
@@ -106,7 +113,7 @@ export async function harness(
     ...(clock !== undefined && { clock, wallClock: () => clock.now() }),
     ...options.controller,
   });
-  onCleanup(() => controller.stop({ graceMs: 2_000 }));
+  onCleanup(() => stopController(controller, { graceMs: 2_000 }));
   const pods = (owner: string) =>
     server
       .listPods(NS)

@@ -5,7 +5,7 @@
  */
 import { startApiServer } from '@reconcile-loop/testing';
 import { describe, expect, it } from 'vitest';
-import { runController } from '../src/run.js';
+import { runController } from '../demo/run.js';
 import { NS, cellSet, get, onCleanup, ref, until } from './helpers.js';
 
 describe('the controller mode', () => {

@@ -2,7 +2,8 @@ import { KubeClient, type Transport } from '@reconcile-loop/kube-client';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
-import { createCellSetController, DEFAULT_SHUTDOWN_GRACE_MS } from '../src/controller.js';
+import { DEFAULT_SHUTDOWN_GRACE_MS, stopController } from '../demo/run.js';
+import { createCellSetController } from '../src/controller.js';
 
 /** Answers every write at once (an apiserver that accepts everything); records the paths. */
 function acceptingTransport(paths: string[]): Transport {
@@ -26,8 +27,8 @@ describe('[loop: Shutdown budget] the flagship stops within its grace: the loop,
     const paths: string[] = [];
     const client = new KubeClient({ server: 'https://k8s.test', transport: acceptingTransport(paths), clock });
     const logger = recordingLogger();
-    const controller = createCellSetController({ client, namespace: 'default', clock, logger, reportingInstance: 'cellset-0' });
-    const recorder = controller.events!;
+    const controller = createCellSetController({ client, namespace: 'default', clock, logger });
+    const recorder = controller.events;
     for (let i = 0; i < 5_000; i++)
       recorder.event(
         { apiVersion: 'v1', kind: 'Pod', name: `web-${i}`, namespace: 'default' },
@@ -48,15 +49,14 @@ describe('[loop: Shutdown budget] the flagship stops within its grace: the loop,
     const lease = new Promise<void>((resolve) => (released = resolve));
     let done = false;
     const graceMs = 3_000;
-    const stopping = controller
-      .stop({
-        graceMs,
-        beforeFlush: () => lease.then(() => void order.push('lease released')),
-      })
-      .then((report) => {
-        done = true;
-        return report;
-      });
+    const stopping = stopController(controller, {
+      graceMs,
+      clock,
+      beforeFlush: () => lease.then(() => void order.push('lease released')),
+    }).then((report) => {
+      done = true;
+      return report;
+    });
     await clock.advanceAsync(500); // the release takes 500 ms: the flush waits for it
     expect(order).toEqual([]);
     released();
@@ -85,14 +85,16 @@ describe('[loop: Shutdown budget] the flagship stops within its grace: the loop,
   it('a release that never settles costs the Events their time, never the budget', async () => {
     const clock = new ManualClock(0);
     const client = new KubeClient({ server: 'https://k8s.test', transport: acceptingTransport([]), clock });
-    const controller = createCellSetController({ client, namespace: 'default', clock, reportingInstance: 'cellset-0' });
+    const controller = createCellSetController({ client, namespace: 'default', clock });
     for (let i = 0; i < 50; i++)
-      controller.events!.event({ name: `web-${i}`, namespace: 'default' }, { type: 'Normal', reason: 'R', action: 'A' });
+      controller.events.event({ name: `web-${i}`, namespace: 'default' }, { type: 'Normal', reason: 'R', action: 'A' });
     let done = false;
-    const stopping = controller.stop({ graceMs: 1_000, beforeFlush: () => new Promise(() => {}) }).then(() => (done = true));
+    const stopping = stopController(controller, { graceMs: 1_000, clock, beforeFlush: () => new Promise(() => {}) }).then(
+      () => (done = true),
+    );
     await clock.advanceAsync(1_000);
     await stopping;
     expect(done).toBe(true);
-    expect(controller.events!.stats.droppedAtDeadline).toBeGreaterThan(0);
+    expect(controller.events.stats.droppedAtDeadline).toBeGreaterThan(0);
   });
 });

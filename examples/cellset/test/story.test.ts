@@ -4,7 +4,7 @@
  * nothing left on the server. Real time over real HTTP; every wait inside is bounded.
  */
 import { describe, expect, it } from 'vitest';
-import { runStory } from '../src/demo.js';
+import { runStory } from '../demo/story.js';
 
 describe('the CellSet story (the main job)', () => {
   it('[cellset: demo story] converges, rebuilds a crashed pod, survives a lost watch (410 → relist) and a status conflict, dead-letters web-2, releases it on a spec edit, and cleans up on delete', async () => {

@@ -7,16 +7,15 @@ import { KubeClient } from '@reconcile-loop/kube-client';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { REPORTING_CONTROLLER } from '../src/controller.js';
-import { startKubelet } from '../src/kubelet.js';
+import { startKubelet } from '../demo/kubelet.js';
+import { stopController } from '../demo/run.js';
 import { NS, cellSet, harness, onCleanup, ref, until } from './helpers.js';
 
 describe('CellSet controller: writes (embedded apiserver)', () => {
   it('[cellset: no double-create] a reconcile triggered while the pod cache has not seen the creates does not run until it has: each slot is created once', async () => {
     let server: { stallWatches(): void } | undefined;
-    // Right after the first create returns, the watches stall: the cache cannot see the second create.
-    const h = await harness({
-      controller: { hooks: { afterCreate: (_pod, total) => void (total === 1 && server?.stallWatches()) } },
-    });
+    // Right after the first create is answered, the watches stall: the cache cannot see the second create.
+    const h = await harness({ taps: { afterPodCreate: (_pod, total) => void (total === 1 && server?.stallWatches()) } });
     server = h.server;
     h.server.createObject(ref, cellSet('web', 2));
     await h.controller.loop.start();
@@ -42,30 +41,19 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
     let raced = false;
     let writer: KubeClient | undefined;
     const h = await harness({
-      controller: {
-        hooks: {
-          beforeStatusWrite: async (_key, attempt) => {
-            if (raced || attempt !== 1 || writer === undefined) return;
-            raced = true;
-            // Another controller (a dashboard) writes its own condition through the status subresource.
-            await writer
-              .resource(ref)
-              .inNamespace(NS)
-              .patch(
-                'web',
-                {
-                  type: 'merge',
-                  body: {
-                    status: {
-                      conditions: [
-                        { type: 'Reviewed', status: 'True', reason: 'Dashboard', lastTransitionTime: '2026-01-01T00:00:00Z' },
-                      ],
-                    },
-                  },
-                },
-                { subresource: 'status' },
-              );
-          },
+      taps: {
+        // Between the controller's read and its write: another controller (a dashboard) writes its
+        // own condition through the status subresource.
+        beforeStatusWrite: async () => {
+          if (raced || writer === undefined) return;
+          raced = true;
+          const conditions = [
+            { type: 'Reviewed', status: 'True', reason: 'Dashboard', lastTransitionTime: '2026-01-01T00:00:00Z' },
+          ];
+          await writer
+            .resource(ref)
+            .inNamespace(NS)
+            .patch('web', { type: 'merge', body: { status: { conditions } } }, { subresource: 'status' });
         },
       },
     });
@@ -106,7 +94,7 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
       'the set gone and its removal recorded',
       () => h.get('web') === undefined && h.decided('FinalizerRemoved').length === 1,
     );
-    await h.controller.stop({ graceMs: 2_000 }); // flushes the recorder
+    await stopController(h.controller, { graceMs: 2_000 }); // flushes the recorder
 
     const events = h.server.listObjects({ group: 'events.k8s.io', version: 'v1', plural: 'events' }, NS) as unknown as Array<{
       reason: string;
@@ -129,7 +117,7 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
       action: 'RebuildPod',
       related: { kind: 'Pod', name: 'web-1' },
     });
-    expect(h.controller.events!.stats.droppedRejected).toBe(0);
+    expect(h.controller.events.stats.droppedRejected).toBe(0);
   });
 
   it('[cellset: metrics] the registry carries controller-runtime\'s series under controller="cellset" and the controller\'s own counters', async () => {

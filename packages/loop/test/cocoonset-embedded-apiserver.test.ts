@@ -1,10 +1,10 @@
 /**
- * The README's controller — a CocoonSet custom resource that owns pods, one ReconcileLoop with two
+ * The CocoonSet test fixture — a custom resource that owns pods, one ReconcileLoop with two
  * sources — against the embedded apiserver over loopback HTTP: kubeReflector for the CR,
  * podReflector for pods, pods created and deleted, status and Events written by the reconcile, all
  * through one kube-client `KubeClient`. Every wait is bounded and event-driven.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
@@ -182,9 +182,11 @@ describe('a CocoonSet controller: one loop, a custom resource that owns pods (em
     expect(loop.health().reconciles.failed).toBe(0);
   });
 
-  it('[loop: Owns] the README shows this controller verbatim', () => {
+  it('[loop: Owns] the README carries no controller inline: it points at the flagship (examples/cellset), whose src/ is there', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const source = readFileSync(new URL('./cocoonset-controller.ts', import.meta.url), 'utf8');
-    expect(readme).toContain(source.trim());
+    expect(readme).not.toContain('cocoonSetController');
+    expect(readme).toContain('[`examples/cellset`](../../examples/cellset)');
+    for (const file of ['api.ts', 'plan.ts', 'controller.ts'])
+      expect(existsSync(new URL(`../../../examples/cellset/src/${file}`, import.meta.url)), file).toBe(true);
   });
 });

@@ -6,7 +6,7 @@
  * of the controller's), every `intervalMs` of real time.
  */
 import { ApiServerStatusError, ApiServerUsageError, type ApiServer } from '@reconcile-loop/testing';
-import { CELLSET_LABEL } from './api.js';
+import { CELLSET_LABEL } from '../src/api.js';
 
 /** What happens to a pod once it is bound. */
 export type PodFate = 'ready' | 'fail' | 'pending';

@@ -10,7 +10,7 @@
  *   ./dev demo pool-tracker [flags]             # the earlier pool-tracker demo (--replicas, --controller, --fault, ...)
  */
 import { parseArgs } from 'node:util';
-import { runStory } from './demo.js';
+import { runStory } from './story.js';
 import { runController } from './run.js';
 
 const usage = `usage: pnpm demo [--budget-scale <x>] [--verbose]

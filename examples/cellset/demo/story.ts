@@ -15,12 +15,13 @@ import { KubeClient } from '@reconcile-loop/kube-client';
 import { LeaderElector, LeaseLock } from '@reconcile-loop/leader-election';
 import { silentLogger, type Logger } from '@reconcile-loop/loop';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
-import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from './api.js';
-import { createCellSetController, type CellSetController } from './controller.js';
+import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../src/api.js';
+import { createCellSetController, type CellSetController } from '../src/controller.js';
+import { DEFAULT_REBUILD_DELAYS_MS } from '../src/plan.js';
 import { ensureCellSetCrd } from './install.js';
 import { startKubelet, type KubeletPod } from './kubelet.js';
-import { DEFAULT_REBUILD_DELAYS_MS } from './rebuild.js';
-import { describeDecision } from './run.js';
+import { describeDecision, stopController } from './run.js';
+import { tappedClient } from './tap.js';
 
 /** The namespace of the story. */
 export const STORY_NAMESPACE = 'cells';
@@ -108,7 +109,29 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
     server.createNamespace(STORY_NAMESPACE);
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(server.kubeconfig());
-    const client = new KubeClient({ kubeConfig });
+    // The dashboard's race reaches the controller from outside: its client's status writes pass a tap.
+    let race: 'armed' | 'raced' | undefined;
+    let statusConflicts = 0;
+    const dashboard = new KubeClient({ kubeConfig }).resource(ref).inNamespace(STORY_NAMESPACE);
+    const client = tappedClient(kubeConfig, {
+      beforeStatusWrite: async () => {
+        if (race !== 'armed') return;
+        race = 'raced';
+        const lastTransitionTime = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+        const conditions = [{ type: 'DashboardReviewed', status: 'True', reason: 'Looked', lastTransitionTime }];
+        await dashboard.patch('web', { type: 'merge', body: { status: { conditions } } }, { subresource: 'status' });
+        tell('dashboard', "wrote a DashboardReviewed condition to web/status between the controller's read and its write");
+      },
+      afterStatusWrite: (_set, code) => {
+        if (race !== 'raced' || code !== 409) return;
+        statusConflicts += 1;
+        race = undefined;
+        tell(
+          'controller',
+          'status write got 409 Conflict (the object changed since it was read); attempt 2: re-read web, re-applied the status',
+        );
+      },
+    });
     say(
       `embedded apiserver at ${server.url} (a loopback Kubernetes API in this process; KUBECONFIG=… runs the controller against a real cluster)`,
     );
@@ -143,9 +166,6 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
       logger,
     });
     const decisions: string[] = [];
-    let race: 'armed' | 'raced' | undefined;
-    let statusConflicts = 0;
-    const dashboard = client.resource(ref).inNamespace(STORY_NAMESPACE);
     const ctl = createCellSetController({
       client,
       namespace: STORY_NAMESPACE,
@@ -157,40 +177,6 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
       onDecision: (d) => {
         decisions.push(d.reason);
         tell('controller', describeDecision(d).replace(`${STORY_NAMESPACE}/web `, ''));
-      },
-      hooks: {
-        beforeStatusWrite: async (_key, attempt) => {
-          if (race === 'armed' && attempt === 1) {
-            race = 'raced';
-            await dashboard.patch(
-              'web',
-              {
-                type: 'merge',
-                body: {
-                  status: {
-                    conditions: [
-                      {
-                        type: 'DashboardReviewed',
-                        status: 'True',
-                        reason: 'Looked',
-                        lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
-                      },
-                    ],
-                  },
-                },
-              },
-              { subresource: 'status' },
-            );
-            tell('dashboard', "wrote a DashboardReviewed condition to web/status between the controller's read and its write");
-          } else if (race === 'raced' && attempt > 1) {
-            statusConflicts += 1;
-            race = undefined;
-            tell(
-              'controller',
-              `status write got 409 Conflict (the object changed since it was read); attempt ${attempt}: re-read web, re-applied the status`,
-            );
-          }
-        },
       },
     });
     controller = ctl;
@@ -286,7 +272,7 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
     say('every pod is gone, the finalizer lifted, the CellSet deleted: nothing left behind');
 
     stopping.abort();
-    await ctl.stop();
+    await stopController(ctl);
     await electing;
     const events: Record<string, number> = {};
     const occurrences: Record<string, number> = {};
@@ -314,7 +300,7 @@ export async function runStory(options: StoryOptions): Promise<StoryReport> {
   } finally {
     stopping.abort();
     for (const stop of stopKubelet) stop();
-    await controller?.stop();
+    if (controller !== undefined) await stopController(controller);
     await electing?.catch(() => undefined);
     await server.close();
   }

@@ -5,7 +5,7 @@
  */
 import type { KubeClient } from '@reconcile-loop/kube-client';
 import { isForbidden, isNotFound } from '@reconcile-loop/kube-client/errors';
-import { GROUP, PLURAL, VERSION, cellSetCrd } from './api.js';
+import { GROUP, KIND, PLURAL, VERSION } from '../src/api.js';
 
 /** The CellSet CRD is not installed and could not be installed. */
 export class CrdUnavailableError extends Error {
@@ -76,4 +76,46 @@ export async function ensureCellSetCrd(
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
+}
+
+/**
+ * The CustomResourceDefinition, as `kubectl apply -f deploy/crd.yaml` installs it (the controller
+ * installs this object itself when its identity may). `status` is a subresource, so status writes
+ * never bump `metadata.generation` and spec writes never touch status.
+ */
+export function cellSetCrd() {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${PLURAL}.${GROUP}` },
+    spec: {
+      group: GROUP,
+      scope: 'Namespaced',
+      names: { kind: KIND, listKind: `${KIND}List`, plural: PLURAL, singular: 'cellset' },
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                spec: {
+                  type: 'object',
+                  required: ['replicas', 'template'],
+                  properties: {
+                    replicas: { type: 'integer', minimum: 0 },
+                    template: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+                  },
+                },
+                status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
 }

@@ -11,14 +11,21 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { KubeClient } from '@reconcile-loop/kube-client';
 import { LeaderElector, LeaseLock } from '@reconcile-loop/leader-election';
-import { LoopStoppedError, describeError, healthHandler, type Logger } from '@reconcile-loop/loop';
+import {
+  LoopStoppedError,
+  describeError,
+  healthHandler,
+  systemClock,
+  type Clock,
+  type Logger,
+  type StopReport,
+} from '@reconcile-loop/loop';
 import { metricsHandler, rateLimiterMetrics } from '@reconcile-loop/metrics';
 import { Registry } from 'prom-client';
-import { createCellSetController, DEFAULT_WORKERS } from './controller.js';
-import type { Decision } from './decisions.js';
+import { createCellSetController, DEFAULT_WORKERS, type CellSetController, type Decision } from '../src/controller.js';
 import { CrdUnavailableError, ensureCellSetCrd } from './install.js';
+import { tappedClient } from './tap.js';
 
 /** Options of {@link runController}. */
 export interface RunOptions {
@@ -81,6 +88,45 @@ export function stderrLogger(printError: (line: string) => void, prefix = 'cells
   return { debug: quiet, info: quiet, warn: line('warn'), error: line('error') };
 }
 
+/**
+ * The process's shutdown budget: half a Deployment's default 30 s termination grace, so the process
+ * exits by itself before the kubelet's SIGKILL even with a slow apiserver.
+ */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 15_000;
+
+/** Options of {@link stopController}. */
+export interface StopOptions {
+  /** The whole stop's budget. Default {@link DEFAULT_SHUTDOWN_GRACE_MS}. */
+  readonly graceMs?: number | undefined;
+  /** Runs after the loop stopped and before the Events are flushed, within the budget (the Lease release). */
+  readonly beforeFlush?: (() => Promise<unknown>) | undefined;
+  /** The clock the budget is measured on (the controller's; a `ManualClock` in tests). Default the system clock. */
+  readonly clock?: Clock | undefined;
+}
+
+/**
+ * Stops a controller within `graceMs` in all: the loop first (its reconciles aborted), then
+ * `beforeFlush` (the Lease release: the next leader should not wait on this replica's Events), then
+ * the Events still pending for the time left; what the deadline leaves unwritten is dropped with one
+ * log line.
+ */
+export async function stopController(controller: CellSetController, options: StopOptions = {}): Promise<StopReport<string>> {
+  const clock = options.clock ?? systemClock;
+  const graceMs = options.graceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+  const deadline = clock.now() + graceMs;
+  const left = (): number => Math.max(0, deadline - clock.now());
+  const report = await controller.loop.stop({ graceMs });
+  if (options.beforeFlush !== undefined) {
+    // Bounded too: a release that hangs costs the Events' time, never the budget.
+    let timer: unknown;
+    const over = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, left())));
+    await Promise.race([options.beforeFlush().catch(() => undefined), over]);
+    clock.clearTimeout(timer);
+  }
+  await controller.events.close({ timeoutMs: left() });
+  return report;
+}
+
 /** Runs the controller until `signal` aborts or it fails; resolves with the exit code. */
 export async function runController(options: RunOptions): Promise<number> {
   const { print, printError, signal, namespace } = options;
@@ -97,11 +143,25 @@ export async function runController(options: RunOptions): Promise<number> {
   }
   const registry = new Registry();
   // The limiter's queue wait on /metrics, per lane: the reconcile writes', the Events' and the Lease's.
-  const client = new KubeClient({
+  const pause = options.pauseAfterCreates;
+  // The kill -9 hook reaches the controller from outside, on the wire: the n-th pod create's answer is
+  // held (the pod exists, the controller has not heard back) until the process stops or is killed.
+  const client = tappedClient(
     kubeConfig,
-    rateLimit: { qps: options.writeQps ?? DEFAULT_WRITE_QPS, burst: options.writeBurst ?? DEFAULT_WRITE_BURST },
-    onRateLimitWait: rateLimiterMetrics({ registry }),
-  });
+    {
+      afterPodCreate: async (pod, total) => {
+        if (pause === undefined || total !== pause) return;
+        print(
+          `cellset-controller: paused after creating ${total} pods (last ${pod}), mid-reconcile (CELLSET_PAUSE_AFTER_CREATES)`,
+        );
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      },
+    },
+    {
+      rateLimit: { qps: options.writeQps ?? DEFAULT_WRITE_QPS, burst: options.writeBurst ?? DEFAULT_WRITE_BURST },
+      onRateLimitWait: rateLimiterMetrics({ registry }),
+    },
+  );
   print(
     `cellset-controller: node ${process.version}, pid ${process.pid}, namespace ${namespace}, cluster ${client.currentServer() ?? '(none)'}`,
   );
@@ -126,7 +186,6 @@ export async function runController(options: RunOptions): Promise<number> {
     onStartedLeading: () => print(`cellset-controller: leading as ${identity}`),
     onStoppedLeading: () => print('cellset-controller: stopped leading'),
   });
-  const pause = options.pauseAfterCreates;
   let failure: unknown;
   const stopping = new AbortController();
   const controller = createCellSetController({
@@ -146,15 +205,6 @@ export async function runController(options: RunOptions): Promise<number> {
     onError: (error) => {
       failure = error;
       stopping.abort();
-    },
-    hooks: {
-      afterCreate: async (pod, total) => {
-        if (pause === undefined || total !== pause) return;
-        print(
-          `cellset-controller: paused after creating ${total} pods (last ${pod}), mid-reconcile (CELLSET_PAUSE_AFTER_CREATES)`,
-        );
-        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-      },
     },
   });
   const { loop } = controller;
@@ -186,7 +236,7 @@ export async function runController(options: RunOptions): Promise<number> {
   } finally {
     signal.removeEventListener('abort', onAbort);
     stopping.abort(); // the elector releases the Lease once the aborted reconciles settled
-    const report = await controller.stop({
+    const report = await stopController(controller, {
       graceMs: options.shutdownGraceMs,
       beforeFlush: () => electing.catch(() => undefined),
     });
