@@ -48,6 +48,7 @@ if [ -f e2e/provision/build.sh ]; then
   read -r -a K8S_LINES <<<"$(bash e2e/provision/build.sh --lines)"
   step "Kubernetes lines for the e2e layer: ${K8S_LINES[*]} (newest first; each built once, cached by version)"
   for line in "${K8S_LINES[@]}"; do echo "$line: $(bash e2e/provision/build.sh --print-dir "$line")"; done
+  [ ! -f e2e/clients/build.sh ] || echo "client-go-check: $(bash e2e/clients/build.sh --print-path)"
 fi
 
 # --- the cells ---------------------------------------------------------------------------------
@@ -85,8 +86,14 @@ for v in $n26 $n24 $n22; do [[ " $NODE_MATRIX " == *" $v "* ]] || rl_die "test-a
 # only split the cores. They come first in the list, so the newest line's build (which gates the full
 # e2e layer) starts at once and the older lines' builds overlap the unit, integration and pack cells.
 NEWEST="${K8S_LINES[0]:-}"
+# The newest line's cell also builds client-go-check (e2e/clients/client-go, client-go of that line,
+# for e2e/test/clients.test.ts) right after kube-apiserver: it compiles the same client-go,
+# apimachinery and golang.org/x packages with the same flags, so from that build cache it is mostly a
+# link (seconds), where a cell of its own would compile them again beside the apiserver build.
 for line in "${K8S_LINES[@]}"; do
-  cell "k8s-$line" "$P" 2 "kube-apiserver+etcd-build" "" "bash e2e/provision/build.sh $line" "$line"
+  build_cmd="bash e2e/provision/build.sh $line"
+  if [ "$line" = "${K8S_LINES[0]}" ] && [ -f e2e/clients/build.sh ]; then build_cmd+=" && bash e2e/clients/build.sh"; fi
+  cell "k8s-$line" "$P" 2 "kube-apiserver+etcd-build" "" "$build_cmd" "$line"
   exclusive go-build "k8s-$line"
 done
 cell build      "$P"   2 "format+lint+typecheck+build+api+semver+layers+one-home+pack" ""      "pnpm format:check && pnpm lint:code && pnpm exec turbo run typecheck build lint --output-logs=errors-only && node scripts/api-report.mjs --check && node scripts/semver-check.mjs && node scripts/layering-check.mjs && node scripts/one-home.mjs && node scripts/pack-smoke.mjs --pack $TARBALLS"

@@ -33,3 +33,4 @@ export {
   type CustomObject,
   type ListedObject,
 } from './fixtures.js';
+export { clientGoCheck, runClientGoCheck, type ClientGoReport } from './clients.js';

@@ -1,6 +1,6 @@
 import { ApiServerStatusError } from '../errors.js';
 import type { ResourceType } from '../kinds/resource.js';
-import { applyConflicts, applyResult, type ApplyConflict } from '../patch/apply.js';
+import { applyConflicts, applyResult, conflictsBeyondLastApplied, type ApplyConflict } from '../patch/apply.js';
 import { StrategicPatchError, strategicMerge } from '../patch/strategic.js';
 import { badRequest, failure, invalid, required, type KubeStatus } from '../status.js';
 import type { ApiServerObject } from '../types.js';
@@ -76,7 +76,7 @@ export function applyObject(
     return engine.create(r, ns, created, { dryRun: o.dryRun === true });
   }
   if (!o.force) {
-    const conflicts = applyConflicts(live, applied, o.fieldManager, keys);
+    const conflicts = conflictsBeyondLastApplied(live, applyConflicts(live, applied, o.fieldManager, keys), o.fieldManager, keys);
     if (conflicts.length > 0) {
       const versions = new Map<string, string | undefined>();
       for (const e of (live.metadata.managedFields ?? []) as Array<{ manager: string; operation: string; apiVersion: string }>) {

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MAX_JSON_DEPTH, nestingDepth } from '../engine/json-safe.js';
 import { ApiServerStatusError } from '../errors.js';
 import { badRequest, entityTooLarge, unsupportedMediaType, type KubeStatus } from '../status.js';
+import { decodeProtobufBody, PROTOBUF_MEDIA_TYPE, ProtobufBodyError, protobufMessageFor } from './proto/decode.js';
 
 /** The apiserver's request body limit (3 MiB). */
 export const MAX_BODY = 3 * 1024 * 1024;
@@ -69,10 +70,42 @@ export function readBody(req: IncomingMessage): Promise<Buffer | KubeStatus> {
   });
 }
 
-/** The body as JSON; empty is `undefined` when `optional`, else 400; undecodable JSON is 400. */
-export async function readJson(req: IncomingMessage, optional: boolean): Promise<unknown> {
+/** What a body is read as: the kind the route expects (the apiserver's `into` and default type). */
+export interface BodyKind {
+  readonly apiVersion: string;
+  readonly kind: string;
+}
+
+/**
+ * The media types a body of `as` is accepted in: JSON, and protobuf for the kinds the published
+ * `.proto` files define (built-in kinds and the meta/v1 options; custom resources have no protobuf form).
+ */
+export function bodyMediaTypes(as: BodyKind): string[] {
+  return protobufMessageFor(as.apiVersion, as.kind) === undefined
+    ? ['application/json']
+    : ['application/json', PROTOBUF_MEDIA_TYPE];
+}
+
+/** kube-apiserver's `summarizeData(body, 30)`: JSON-looking text as is, anything else in hex. */
+function summarize(body: Buffer): string {
+  if (body.length === 0) return '<empty>';
+  const head = body.subarray(0, 30);
+  const text = body[0] === 0x7b ? head.toString('utf8') : head.toString('hex');
+  return body.length > 30 ? `${text} ...` : text;
+}
+
+/**
+ * The body as a JSON value; empty is `undefined` when `optional`, else 400; undecodable JSON is 400.
+ * With `as` and a protobuf Content-Type, the body is decoded from protobuf (`k8s\0` + runtime.Unknown)
+ * into the JSON the same object would have been sent as; an undecodable one is the apiserver's 400.
+ */
+export async function readJson(req: IncomingMessage, optional: boolean, as?: BodyKind | undefined): Promise<unknown> {
   const body = await readBody(req);
   if (!Buffer.isBuffer(body)) throw new ApiServerStatusError(body);
+  if (as !== undefined && mediaType(req) === PROTOBUF_MEDIA_TYPE && protobufMessageFor(as.apiVersion, as.kind) !== undefined) {
+    if (body.length === 0 && optional) return undefined;
+    return readProtobuf(body, as);
+  }
   const text = body.toString('utf8');
   if (text.trim() === '') {
     if (optional) return undefined;
@@ -85,6 +118,31 @@ export async function readJson(req: IncomingMessage, optional: boolean): Promise
     throw new ApiServerStatusError(badRequest(`the body of the request could not be decoded as JSON: ${(e as Error).message}`));
   }
   // Refused here, before any recursive copy, compare or freeze can exhaust the stack (a 500).
+  if (nestingDepth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+    throw new ApiServerStatusError(
+      badRequest(`the body of the request could not be decoded as JSON: exceeded max depth ${MAX_JSON_DEPTH}`),
+    );
+  }
+  return value;
+}
+
+/** A protobuf body as JSON, or the 400 kube-apiserver's `transformDecodeError` words. */
+function readProtobuf(body: Buffer, as: BodyKind): unknown {
+  let value: unknown;
+  try {
+    value = decodeProtobufBody(body, as);
+  } catch (e) {
+    if (!(e instanceof ProtobufBodyError)) throw e;
+    const t = e.typeMeta;
+    if (t === undefined)
+      throw new ApiServerStatusError(
+        badRequest(`the object provided is unrecognized (must be of type ${as.kind}): ${e.message} (${summarize(body)})`),
+      );
+    const version = t.apiVersion.slice(t.apiVersion.indexOf('/') + 1);
+    throw new ApiServerStatusError(
+      badRequest(`${t.kind} in version "${version}" cannot be handled as a ${as.kind}: ${e.message}`),
+    );
+  }
   if (nestingDepth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
     throw new ApiServerStatusError(
       badRequest(`the body of the request could not be decoded as JSON: exceeded max depth ${MAX_JSON_DEPTH}`),

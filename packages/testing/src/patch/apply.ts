@@ -185,6 +185,34 @@ export function applyConflicts(live: ApiServerObject, applied: ApiServerObject, 
   return out;
 }
 
+/** The annotation `kubectl apply` (client-side) keeps the applied configuration in. */
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * The conflicts left once those on fields of `live`'s last client-side applied configuration are
+ * allowed: apimachinery's `lastAppliedManager` lets the manager `kubectl` take over, without
+ * `--force-conflicts`, the fields a client-side `kubectl apply` set (the upgrade from client-side to
+ * server-side apply). Other managers, or an annotation that is not JSON, keep every conflict.
+ */
+export function conflictsBeyondLastApplied(
+  live: ApiServerObject,
+  conflicts: ApplyConflict[],
+  manager: string,
+  keys: Keys,
+): ApplyConflict[] {
+  if (manager !== 'kubectl') return conflicts;
+  const text = live.metadata.annotations?.[LAST_APPLIED];
+  if (typeof text !== 'string') return conflicts;
+  let last: unknown;
+  try {
+    last = JSON.parse(text) as unknown;
+  } catch {
+    return conflicts;
+  }
+  const allowed = new Set(fieldsOf(last, keys).map(dotted));
+  return conflicts.filter((c) => !allowed.has(c.field));
+}
+
 /**
  * The object after `manager` applies `applied` to `live` (merged with the kind's merge keys by
  * `merge`): fields the manager applied before and no longer applies are removed unless another
@@ -240,14 +268,19 @@ export function updateManagedFields(
   keys: Keys,
   now: Date,
 ): ApiServerObject {
-  const entries = managedFieldsOf(old);
+  // The written object's managedFields are the base when it carries any (a client may rewrite them, as
+  // kubectl's client-side-to-server-side apply upgrade does); an empty or absent list keeps the live
+  // object's, so a client that does not know the field cannot wipe it (apimachinery's FieldManager).
+  const written = managedFieldsOf(next);
+  const entries = written.length > 0 ? written : managedFieldsOf(old);
   const changed = fieldsOf(next, keys).filter((p) => {
     const o = valueAt(old, p);
     return !o.found || stable(o.value) !== stable(valueAt(next, p).value);
   });
   if (changed.length === 0) {
     const meta = { ...next.metadata };
-    if (old.metadata.managedFields === undefined) delete meta.managedFields;
+    if (written.length > 0) meta.managedFields = written;
+    else if (old.metadata.managedFields === undefined) delete meta.managedFields;
     else meta.managedFields = old.metadata.managedFields;
     return { ...next, metadata: meta };
   }

@@ -1,20 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isRecord } from '../engine/meta.js';
 import { ApiServerStatusError } from '../errors.js';
-import { checkContentType, readJson, sendJson } from '../http/io.js';
+import { bodyMediaTypes, checkContentType, readJson, sendJson, type BodyKind } from '../http/io.js';
 import { badRequest, type KubeStatus } from '../status.js';
 import type { Route, ServerContext } from './context.js';
 
 /** The `Status` a binding or an eviction answers with: 201 Success, no details. */
 const CREATED: KubeStatus = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 };
 
+const BINDING: BodyKind = { apiVersion: 'v1', kind: 'Binding' };
+const EVICTION: BodyKind = { apiVersion: 'policy/v1', kind: 'Eviction' };
+
 /**
  * POST pods/{name}/binding: the scheduler's write — `spec.nodeName` and PodScheduled, generation
  * unchanged; 409 `pod p is already assigned to node "n"` for a bound pod; the target must be a Node.
  */
 export async function serveBinding(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
-  checkContentType(req, ['application/json']);
-  const body = await readJson(req, false);
+  checkContentType(req, bodyMediaTypes(BINDING));
+  const body = await readJson(req, false, BINDING);
   if (!isRecord(body) || !isRecord(body['target'])) throw new ApiServerStatusError(badRequest('a Binding needs a target'));
   const target = body['target'];
   if (target['kind'] !== undefined && target['kind'] !== '' && target['kind'] !== 'Node')
@@ -30,8 +33,8 @@ export async function serveBinding(ctx: ServerContext, req: IncomingMessage, res
  * the Eviction's `deleteOptions` (grace, preconditions), answered 201 Success.
  */
 export async function serveEviction(ctx: ServerContext, req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
-  checkContentType(req, ['application/json']);
-  const body = await readJson(req, false);
+  checkContentType(req, bodyMediaTypes(EVICTION));
+  const body = await readJson(req, false, EVICTION);
   if (!isRecord(body)) throw new ApiServerStatusError(badRequest('an Eviction must be an object'));
   const o = isRecord(body['deleteOptions']) ? body['deleteOptions'] : {};
   const opts: { gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string } } = {};

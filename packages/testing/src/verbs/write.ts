@@ -3,7 +3,7 @@ import { applyObject, type ApplyOptions } from '../engine/apply.js';
 import type { ApiServerDeleteOptions, PatchType, WriteOptions } from '../engine/engine.js';
 import { isRecord } from '../engine/meta.js';
 import { ApiServerStatusError } from '../errors.js';
-import { checkContentType, mediaType, parseBool, readJson, sendJson } from '../http/io.js';
+import { bodyMediaTypes, checkContentType, mediaType, parseBool, readJson, sendJson, type BodyKind } from '../http/io.js';
 import type { ResourceType } from '../kinds/resource.js';
 import { badRequest, deleteSuccess, forbidden, invalid, unsupportedMediaType } from '../status.js';
 import type { ApiServerObject } from '../types.js';
@@ -24,15 +24,20 @@ function patchType(req: IncomingMessage, r: ResourceType): PatchType | 'apply' {
   throw new ApiServerStatusError(unsupportedMediaType(accepted));
 }
 
-/** `gracePeriodSeconds` and `preconditions` from the query and an optional `DeleteOptions` body. */
-async function deleteOptions(req: IncomingMessage, q: URLSearchParams): Promise<ApiServerDeleteOptions> {
+/** The kind a create or update body is read as: the route's (protobuf bodies name it in their envelope). */
+function bodyKind(r: ResourceType): BodyKind {
+  return { apiVersion: r.apiVersion, kind: r.kind };
+}
+
+/** `gracePeriodSeconds` and `preconditions` from the query and an optional `DeleteOptions` body (JSON or protobuf). */
+async function deleteOptions(req: IncomingMessage, q: URLSearchParams, r: ResourceType): Promise<ApiServerDeleteOptions> {
   const opts: ApiServerDeleteOptions = {};
   const g = q.get('gracePeriodSeconds');
   if (g !== null && g !== '') {
     if (!/^-?\d+$/.test(g)) throw new ApiServerStatusError(badRequest(`invalid value for gracePeriodSeconds: ${g}`));
     opts.gracePeriodSeconds = Number(g);
   }
-  const body = await readJson(req, true);
+  const body = await readJson(req, true, { apiVersion: r.apiVersion, kind: 'DeleteOptions' });
   if (body !== undefined) {
     if (!isRecord(body)) throw new ApiServerStatusError(badRequest('DeleteOptions must be a JSON object'));
     const bg = body['gracePeriodSeconds'];
@@ -98,10 +103,10 @@ export async function serveCreate(
   route: Route,
   q: URLSearchParams,
 ): Promise<void> {
-  checkContentType(req, ['application/json']);
+  checkContentType(req, bodyMediaTypes(bodyKind(route.resource)));
   const opts = writeOptions(req, q, 'CreateOptions');
   const fv = fieldValidationOf(q, 'CreateOptions');
-  const body = await readJson(req, false);
+  const body = await readJson(req, false, bodyKind(route.resource));
   checkFields(res, route.resource, body, fv);
   sendJson(res, 201, ctx.engine.create(route.resource, route.namespace ?? '', body, opts));
 }
@@ -114,10 +119,10 @@ export async function serveUpdate(
   route: Route,
   q: URLSearchParams,
 ): Promise<void> {
-  checkContentType(req, ['application/json']);
+  checkContentType(req, bodyMediaTypes(bodyKind(route.resource)));
   const opts = writeOptions(req, q, 'UpdateOptions');
   const fv = fieldValidationOf(q, 'UpdateOptions');
-  const body = await readJson(req, false);
+  const body = await readJson(req, false, bodyKind(route.resource));
   checkFields(res, route.resource, body, fv);
   sendJson(
     res,
@@ -174,7 +179,7 @@ export async function serveDelete(
   q: URLSearchParams,
 ): Promise<void> {
   const r = route.resource;
-  const opts = await deleteOptions(req, q);
+  const opts = await deleteOptions(req, q, r);
   if (dryRunOf(q, 'DeleteOptions')) opts.dryRun = true;
   const out = ctx.engine.delete(r, route.namespace ?? '', route.name!, opts);
   if (out.deleted && !r.returnDeletedObject) sendJson(res, 200, deleteSuccess(r, route.name!, out.object.metadata.uid));
@@ -191,7 +196,7 @@ export async function serveDeleteCollection(
 ): Promise<void> {
   const r = route.resource;
   const ns = route.namespace;
-  const opts = await deleteOptions(req, q);
+  const opts = await deleteOptions(req, q, r);
   if (dryRunOf(q, 'DeleteOptions')) opts.dryRun = true;
   const { labels, fields } = selectors(r, q);
   const deleted: ApiServerObject[] = [];
