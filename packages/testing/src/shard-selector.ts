@@ -144,8 +144,7 @@ function hexLiteral(e: Expr, name: string): string | { error: string } {
   // Go's len() counts bytes; the checks below range over runes.
   const bytes = Buffer.byteLength(hex, 'utf8');
   if (bytes > 17) return { error: `${name}: hex value too long (${bytes} chars, max 17): ${goQuote(hex)}` };
-  for (const c of hex)
-    if (!/[0-9a-f]/.test(c)) return { error: `${name}: invalid hex character ${goQuote(c)} in ${goQuote(s)}` };
+  for (const c of hex) if (!/[0-9a-f]/.test(c)) return { error: `${name}: invalid hex character ${goQuote(c)} in ${goQuote(s)}` };
   if (hex.length === 17) {
     if (s !== '0x10000000000000000')
       return { error: `${name}: 17-digit hex value must be '0x10000000000000000' (2^64), got ${goQuote(s)}` };
@@ -182,7 +181,34 @@ type Tok =
   | { t: 'lit'; v: Literal; at: number; invalid?: string }
   | { t: 'eof'; at: number };
 
-const OPS = ['||', '&&', '==', '!=', '<=', '>=', '.?', '[?', '<', '>', '!', '+', '-', '*', '/', '%', '?', ':', '.', ',', '(', ')', '[', ']', '{', '}'];
+const OPS = [
+  '||',
+  '&&',
+  '==',
+  '!=',
+  '<=',
+  '>=',
+  '.?',
+  '[?',
+  '<',
+  '>',
+  '!',
+  '+',
+  '-',
+  '*',
+  '/',
+  '%',
+  '?',
+  ':',
+  '.',
+  ',',
+  '(',
+  ')',
+  '[',
+  ']',
+  '{',
+  '}',
+];
 
 function syntax(msg: string): CelError {
   return new CelError(`Syntax error: ${msg}`);
@@ -218,7 +244,8 @@ function lex(src: string): Tok[] {
           break;
         }
         const ch = src[i]!;
-        if (quote.length === 1 && (ch === '\n' || ch === '\r')) throw syntax(`token recognition error at: '${src.slice(at, i + 1)}'`);
+        if (quote.length === 1 && (ch === '\n' || ch === '\r'))
+          throw syntax(`token recognition error at: '${src.slice(at, i + 1)}'`);
         if (ch === '\\' && !raw) {
           const [value, len] = escape(src, i);
           text += value;
@@ -245,7 +272,12 @@ function lex(src: string): Tok[] {
       if (isDouble) out.push({ t: 'lit', v: { type: 'float64', value: Number(v) }, at });
       else if (/[uU]$/.test(v)) {
         const n = BigInt(v.slice(0, -1));
-        out.push({ t: 'lit', v: { type: 'uint64', value: n }, at, ...(n >= 2n ** 64n ? { invalid: 'invalid uint literal' } : {}) });
+        out.push({
+          t: 'lit',
+          v: { type: 'uint64', value: n },
+          at,
+          ...(n >= 2n ** 64n ? { invalid: 'invalid uint literal' } : {}),
+        });
       } else {
         const n = BigInt(v);
         const last = out.at(-1);
@@ -420,8 +452,7 @@ class Parser {
     let e = this.#calc(0);
     for (;;) {
       const t = this.#peek();
-      const op =
-        t.t === 'op' && ['<', '<=', '>', '>=', '==', '!='].includes(t.v) ? t.v : this.#isIn() ? 'in' : undefined;
+      const op = t.t === 'op' && ['<', '<=', '>', '>=', '==', '!='].includes(t.v) ? t.v : this.#isIn() ? 'in' : undefined;
       if (op === undefined) return e;
       this.#i++;
       e = { kind: 'call', fn: op === 'in' ? '@in' : `_${op}_`, args: [e, this.#calc(0)] };
@@ -450,9 +481,17 @@ class Parser {
       }
       const t = this.#peek();
       // A negated number is one literal (`-1`), as CEL's grammar reads it.
-      if (op === '-' && t.t === 'lit' && (t.v.type === 'int64' || t.v.type === 'float64') && this.#toks[this.#i - 1]!.at === t.at - 1) {
+      if (
+        op === '-' &&
+        t.t === 'lit' &&
+        (t.v.type === 'int64' || t.v.type === 'float64') &&
+        this.#toks[this.#i - 1]!.at === t.at - 1
+      ) {
         this.#i++;
-        const neg: Expr = { kind: 'literal', literal: { type: t.v.type, value: t.v.type === 'int64' ? -(t.v.value as bigint) : -(t.v.value as number) } };
+        const neg: Expr = {
+          kind: 'literal',
+          literal: { type: t.v.type, value: t.v.type === 'int64' ? -(t.v.value as bigint) : -(t.v.value as number) },
+        };
         return this.#postfix(n - 1 === 0 ? neg : wrapNeg(neg, n - 1));
       }
       this.#enter();
@@ -552,7 +591,8 @@ class Parser {
         if (t.t === 'op') {
           this.#i++;
           const id = this.#peek();
-          if (id.t !== 'ident') throw syntax(`no viable alternative at input '.${id.t === 'eof' ? '' : id.t === 'lit' ? '' : id.v}'`);
+          if (id.t !== 'ident')
+            throw syntax(`no viable alternative at input '.${id.t === 'eof' ? '' : id.t === 'lit' ? '' : id.v}'`);
           name = '.';
         }
         const id = this.#peek() as { v: string };

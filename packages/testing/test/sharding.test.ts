@@ -73,7 +73,11 @@ describe('shardSelector on LIST', () => {
     const got: Item[] = [];
     let cont = '';
     for (let page = 0; page < 30; page++) {
-      const a = await call(server, 'GET', `${PODS}?limit=3&${q(sel)}${cont === '' ? '' : `&continue=${encodeURIComponent(cont)}`}`);
+      const a = await call(
+        server,
+        'GET',
+        `${PODS}?limit=3&${q(sel)}${cont === '' ? '' : `&continue=${encodeURIComponent(cont)}`}`,
+      );
       expect(a.status).toBe(200);
       expect(a.json.metadata.shardInfo).toEqual({ selector: sel });
       expect(a.json.metadata).not.toHaveProperty('remainingItemCount');
@@ -88,7 +92,20 @@ describe('shardSelector on LIST', () => {
   it('[testing: shardSelector] by namespace: all namespaces and custom resources; Table and PartialObjectMetadataList answers carry no shardInfo', async () => {
     await start();
     const ref = server.registerResource(WIDGET);
-    const namespaces = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima'];
+    const namespaces = [
+      'alpha',
+      'bravo',
+      'charlie',
+      'delta',
+      'echo',
+      'foxtrot',
+      'golf',
+      'hotel',
+      'india',
+      'juliet',
+      'kilo',
+      'lima',
+    ];
     for (const ns of namespaces) {
       server.seedPods(1, { namespace: ns });
       server.createObject(ref, { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w', namespace: ns } });
@@ -138,9 +155,23 @@ describe('shardSelector on WATCH', () => {
       const frames = [];
       // Initial ADDED frames, the end bookmark on watch-list, then the later pods' ADDED frames.
       const count = want.length + (i === 2 ? 1 : 0);
-      for (let n = 0; n < count; n++) frames.push((await w.next().catch((e) => { throw new Error(`${paths[i]} frame ${n}: ${e}`); })).frame);
-      expect(types(frames.map((frame) => ({ raw: '', frame }))).filter((t) => t !== 'ADDED')).toEqual(i === 2 ? ['BOOKMARK'] : []);
-      expect(frames.filter((f) => f.type === 'ADDED').map((f) => f.object.metadata.name).sort()).toEqual(want);
+      for (let n = 0; n < count; n++)
+        frames.push(
+          (
+            await w.next().catch((e) => {
+              throw new Error(`${paths[i]} frame ${n}: ${e}`);
+            })
+          ).frame,
+        );
+      expect(types(frames.map((frame) => ({ raw: '', frame }))).filter((t) => t !== 'ADDED')).toEqual(
+        i === 2 ? ['BOOKMARK'] : [],
+      );
+      expect(
+        frames
+          .filter((f) => f.type === 'ADDED')
+          .map((f) => f.object.metadata.name)
+          .sort(),
+      ).toEqual(want);
       w.close();
     }
   });
@@ -161,11 +192,17 @@ const MALFORMED: Array<[string, string]> = [
     `hexStart must be a 0x-prefixed 16-digit hex value, got "0x0" (did you mean "0x0000000000000000"?)`,
   ],
   [`shardRange(object.metadata.uid, '${H}', '${Z}')`, `shard range start ${H} must be less than end ${Z}`],
-  [`shardRange(object.metadata.uid, '0x000000000000000A', '${H}')`, `hexStart: invalid hex character "A" in "0x000000000000000A"`],
+  [
+    `shardRange(object.metadata.uid, '0x000000000000000A', '${H}')`,
+    `hexStart: invalid hex character "A" in "0x000000000000000A"`,
+  ],
   [`shardRange(object.metadata.uid, 0, '${H}')`, 'hexStart must be a string literal, got int64'],
   [`shardRange(object.metadata.uid, b'${Z}', '${H}')`, 'hexStart must be a string literal, got []uint8'],
   [`shardRange(object.metadata.uid, x, '${H}')`, `hexStart must be a string literal (e.g. '0xff'), got expression kind 3`],
-  [`shardRange(object["metadata"].uid, '${Z}', '${H}')`, 'shardRange() first argument: expected field path (e.g. object.metadata.uid), got expression kind 1'],
+  [
+    `shardRange(object["metadata"].uid, '${Z}', '${H}')`,
+    'shardRange() first argument: expected field path (e.g. object.metadata.uid), got expression kind 1',
+  ],
   [`shardRange(object.metadata.uid, '${Z}', '${H}') && x`, 'unsupported function "_&&_"; only shardRange() and || are allowed'],
   [
     `shardRange(object.metadata.uid, '${Z}', '${H}') || shardRange(object.metadata.namespace, '${H}', '${T}')`,
@@ -189,7 +226,14 @@ describe('malformed shardSelector', () => {
         const a = await call(server, 'GET', path);
         expect({ status: a.status, body: a.json }, `${path}`).toEqual({
           status: 500,
-          body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `invalid shard selector: ${message}`, code: 500 },
+          body: {
+            kind: 'Status',
+            apiVersion: 'v1',
+            metadata: {},
+            status: 'Failure',
+            message: `invalid shard selector: ${message}`,
+            code: 500,
+          },
         });
       }
     }
@@ -238,7 +282,11 @@ describe('malformed shardSelector', () => {
       '\u00a0',
       '\ud800',
     );
-    const input = fc.oneof(fc.array(token, { maxLength: 24 }).map((t) => t.join('')), fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 20 }));
+    const input = fc.oneof(
+      fc.array(token, { maxLength: 24 }).map((t) => t.join('')),
+      fc.string({ maxLength: 40 }),
+      fc.string({ unit: 'binary', maxLength: 20 }),
+    );
     fc.assert(
       fc.property(input, (s) => {
         const r = parseShardSelector(s);

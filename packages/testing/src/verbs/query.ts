@@ -110,7 +110,10 @@ export function listBody(
   cont: string | undefined,
   remaining: number | undefined,
 ): Record<string, unknown> {
-  return { ...listEnvelope(r, rv, cont, remaining, undefined), items: items.map((o) => (r.listItemsCarryType ? o : withoutType(o))) };
+  return {
+    ...listEnvelope(r, rv, cont, remaining, undefined),
+    items: items.map((o) => (r.listItemsCarryType ? o : withoutType(o))),
+  };
 }
 
 const COMMA = Buffer.from(',');
