@@ -126,7 +126,9 @@ describe.skipIf(!availability.run)(
       ];
       if (versions.minor >= 36) {
         const cp = requireControlPlane(context, e);
-        const endpoint = await cp.extraApiserver('kube-apiserver-sharded', ['--feature-gates=ShardedListAndWatch=true']);
+        const endpoint = await cp.extraApiserver('kube-apiserver-sharded-conformance', [
+          '--feature-gates=ShardedListAndWatch=true',
+        ]);
         pairs.push({ cases: SHARD_CASES, kubeconfig: endpoint.kubeconfig, sharded: true });
       }
       const results = [];
