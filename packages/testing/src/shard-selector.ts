@@ -247,7 +247,7 @@ function lex(src: string): Tok[] {
         if (quote.length === 1 && (ch === '\n' || ch === '\r'))
           throw syntax(`token recognition error at: '${src.slice(at, i + 1)}'`);
         if (ch === '\\' && !raw) {
-          const [value, len] = escape(src, i);
+          const [value, len] = escapeSequence(src, i);
           text += value;
           i += len;
           continue;
@@ -318,7 +318,7 @@ function lex(src: string): Tok[] {
 }
 
 /** One escape sequence at `src[i]` (a backslash): its text and length. */
-function escape(src: string, i: number): [string, number] {
+function escapeSequence(src: string, i: number): [string, number] {
   const n = src[i + 1];
   const simple: Record<string, string> = {
     a: '\x07',
