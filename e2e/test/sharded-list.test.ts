@@ -1,6 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import type { ApiServer } from '@reconcile-loop/testing';
+import { afterAll, describe, expect, it } from 'vitest';
 import { accessFromKubeconfig, type Target } from '../../packages/testing/conformance/target.js';
-import { realTarget } from '../../packages/testing/conformance/runner.js';
+import { conforms, embeddedTarget, realTarget, report, runConformance } from '../../packages/testing/conformance/runner.js';
+import { SHARD_CASES, SHARD_OFF_CASES, shardHash } from '../../packages/testing/conformance/shard-cases.js';
 import { podManifest, readVersions, uniqueNamespace } from '../src/index.js';
 import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/environment.js';
 
@@ -20,15 +22,15 @@ const HALF = 0x8000000000000000n;
 const lower = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
 const upper = "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')";
 
-/** FNV-1a 64 over the UTF-8 bytes, as Go's hash/fnv New64a. */
+/** FNV-1a 64 of the field as the apiserver hashes it (apimachinery HashField), as a number to compare with HALF. */
 function fnv1a64(value: string): bigint {
-  let h = 0xcbf29ce484222325n;
-  for (const byte of Buffer.from(value, 'utf8')) {
-    h ^= BigInt(byte);
-    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
-  }
-  return h;
+  return BigInt(`0x${shardHash(value)}`);
 }
+
+const started: ApiServer[] = [];
+afterAll(async () => {
+  await Promise.allSettled(started.map((s) => s.close()));
+});
 
 interface ListedPod {
   metadata: { name: string; uid: string };
@@ -113,6 +115,35 @@ describe.skipIf(!availability.run)(`sharded LIST/WATCH against kube-apiserver ${
     expect(names(a.json.items)).toEqual([...uids.keys()].sort());
   }, 120_000);
 });
+
+describe.skipIf(!availability.run)(
+  `conformance of the embedded apiserver's sharded LIST/WATCH with kube-apiserver ${versions.kubernetes}`,
+  () => {
+    it(`[testing: shardSelector conformance] ${versions.minor >= 36 ? 'the shard cases give the same answers on the embedded apiserver (gate on, its default) and on kube-apiserver started with --feature-gates=ShardedListAndWatch=true' : 'on 1.35 only the gate-off cases run (no ShardedListAndWatch gate)'}; the gate-off cases the same on the default apiserver and the embedded one with shardedListAndWatch: false`, async (context) => {
+      const e = env();
+      const pairs: Array<{ cases: typeof SHARD_CASES; kubeconfig: string; sharded: boolean }> = [
+        { cases: SHARD_OFF_CASES, kubeconfig: e.endpoint.kubeconfig, sharded: false },
+      ];
+      if (versions.minor >= 36) {
+        const cp = requireControlPlane(context, e);
+        const endpoint = await cp.extraApiserver('kube-apiserver-sharded-conformance', [
+          '--feature-gates=ShardedListAndWatch=true',
+        ]);
+        pairs.push({ cases: SHARD_CASES, kubeconfig: endpoint.kubeconfig, sharded: true });
+      }
+      const results = [];
+      for (const p of pairs) {
+        const emb = await embeddedTarget('cached', { shardedListAndWatch: p.sharded });
+        started.push(emb.server);
+        const real = realTarget(`kube-apiserver${p.sharded ? ' (sharded)' : ''}`, accessFromKubeconfig(p.kubeconfig));
+        results.push(...(await runConformance([{ personality: 'cached', embedded: emb.target, real }], p.cases)));
+      }
+      process.stdout.write(`\n[sharded conformance against kube-apiserver ${versions.kubernetes}]\n${report(results)}\n`);
+      expect(results.length).toBe(SHARD_OFF_CASES.length + (versions.minor >= 36 ? SHARD_CASES.length : 0));
+      expect(conforms(results), report(results)).toBe(true);
+    }, 300_000);
+  },
+);
 
 describe('FNV-1a 64 as the apiserver hashes a shard field', () => {
   it('[e2e: ShardedListAndWatch gate] the hash matches Go hash/fnv New64a on known vectors', () => {

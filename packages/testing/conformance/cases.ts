@@ -6,6 +6,7 @@
 import type { ConformanceCase } from './case.js';
 import type { Target } from './target.js';
 import { METADATA_CASES } from './metadata-cases.js';
+import { SHARD_OFF_CASES } from './shard-cases.js';
 import { WATCH_LIST_CASES } from './watch-list-cases.js';
 
 /** A pod body with one container. */
@@ -545,4 +546,5 @@ export const CASES: ConformanceCase[] = [
   },
   ...WATCH_LIST_CASES,
   ...METADATA_CASES,
+  ...SHARD_OFF_CASES,
 ];

@@ -32,9 +32,21 @@ export interface Pair {
 /** The token the embedded targets require (anonymous requests are then 403, as on the real one). */
 export const EMBEDDED_TOKEN = 'conformance-token';
 
-/** Starts the embedded server as a conformance target: the real deletion events, the given personality, a token. */
-export async function embeddedTarget(personality: Personality): Promise<{ server: ApiServer; target: Target }> {
-  const server = await startApiServer({ personality, deletionEvents: 'graceful', token: EMBEDDED_TOKEN });
+/**
+ * Starts the embedded server as a conformance target: the real deletion events, the given
+ * personality, a token, and kube-apiserver's default gates (ShardedListAndWatch off) unless
+ * `gates` says otherwise (the sharded cases pair it with a server started with the gate on).
+ */
+export async function embeddedTarget(
+  personality: Personality,
+  gates: { shardedListAndWatch?: boolean } = {},
+): Promise<{ server: ApiServer; target: Target }> {
+  const server = await startApiServer({
+    personality,
+    deletionEvents: 'graceful',
+    token: EMBEDDED_TOKEN,
+    shardedListAndWatch: gates.shardedListAndWatch ?? false,
+  });
   return { server, target: realTarget(`embedded (${personality})`, { server: server.url, token: EMBEDDED_TOKEN }) };
 }
 

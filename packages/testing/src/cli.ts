@@ -35,6 +35,9 @@ Options:
   --crd FILE          create the CustomResourceDefinition(s) in FILE (JSON; repeatable) and serve their kinds
   --seed FILE         create the objects in FILE (JSON object, array or List; repeatable), after the CRDs
   --personality P     cached (default, a watch-cached apiserver) or uncached (--watch-cache=false)
+  --feature-gates G=B,...
+                      kube-apiserver's gates this server models: ShardedListAndWatch (default true:
+                      shardSelector is served) and WatchList (default true), e.g. ShardedListAndWatch=false
   -h, --help          show this help
 `;
 
@@ -51,6 +54,27 @@ function parseLabels(text: string): Record<string, string> {
     const ve = labelValueError(v);
     if (ve !== undefined) throw new UsageError(`--labels: invalid value ${JSON.stringify(v)}: ${ve}`);
     setOwn(out, k, v);
+  }
+  return out;
+}
+
+/** The gates `--feature-gates` may set: `Name=true|false`, comma-separated, as kube-apiserver reads them. */
+export function parseFeatureGates(text: string): { ShardedListAndWatch?: boolean; WatchList?: boolean } {
+  const out: { ShardedListAndWatch?: boolean; WatchList?: boolean } = {};
+  for (const pair of text.split(',')) {
+    if (pair.trim() === '') continue;
+    const i = pair.indexOf('=');
+    if (i <= 0) throw new UsageError(`--feature-gates: missing bool value for ${pair.trim()}`);
+    const k = pair.slice(0, i).trim();
+    const v = pair
+      .slice(i + 1)
+      .trim()
+      .toLowerCase();
+    if (k !== 'ShardedListAndWatch' && k !== 'WatchList')
+      throw new UsageError(`--feature-gates: unrecognized feature gate: ${k}`);
+    if (v !== 'true' && v !== 'false')
+      throw new UsageError(`--feature-gates: invalid value of ${k}=${v}, err: expected true or false`);
+    out[k] = v === 'true';
   }
   return out;
 }
@@ -100,6 +124,7 @@ export async function main(
       crd: { type: 'string', multiple: true },
       seed: { type: 'string', multiple: true },
       personality: { type: 'string' },
+      'feature-gates': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -116,6 +141,7 @@ export async function main(
   const personality = values.personality ?? 'cached';
   if (personality !== 'cached' && personality !== 'uncached')
     throw new UsageError(`--personality: expected cached or uncached, got ${JSON.stringify(personality)}`);
+  const gates = parseFeatureGates(values['feature-gates'] ?? '');
   const crds: ApiServerObject[] = [];
   for (const f of values.crd ?? []) crds.push(...(await readManifests('--crd', f)));
   const notCrd = crds.find((o) => o.kind !== 'CustomResourceDefinition');
@@ -128,6 +154,8 @@ export async function main(
     host: values.host,
     token: values.token,
     personality,
+    shardedListAndWatch: gates.ShardedListAndWatch,
+    watchList: gates.WatchList,
   });
   try {
     for (const def of resources) server.registerResource(def);

@@ -119,6 +119,16 @@ export interface ApiServerOptions {
    * WatchList feature gate is enabled` (checked against kube-apiserver 1.35.4).
    */
   watchList?: boolean | undefined;
+  /**
+   * Whether sharded LIST/WATCH (KEP-5866, `ListOptions.shardSelector`) is served, as kube-apiserver
+   * 1.36/1.37 started with `--feature-gates=ShardedListAndWatch=true`. `true` (default): LIST
+   * (paged or not), WATCH and watch-list keep only the objects whose FNV-1a 64 hash of
+   * `metadata.uid` or `metadata.namespace` falls in a selected range, a JSON list carries
+   * `metadata.shardInfo: { selector }` (the selector's canonical form), and a malformed selector is
+   * the real 500 `invalid shard selector: …`. `false` reproduces the gate off (every real cluster's
+   * default, and 1.35, which has no such gate): the parameter is ignored and no `shardInfo` is sent.
+   */
+  shardedListAndWatch?: boolean | undefined;
   /** `/version` numbers. Default 1.35 (`v1.35.4+reconcile-loop`, the release the e2e layer runs). */
   version?: { major: string; minor: string; gitVersion: string } | undefined;
 }
@@ -146,5 +156,6 @@ export function resolveOptions(o: ApiServerOptions): ResolvedOptions {
     implicitNamespaces: o.implicitNamespaces ?? false,
     personality: o.personality ?? 'cached',
     watchList: o.watchList ?? true,
+    shardedListAndWatch: o.shardedListAndWatch ?? true,
   };
 }

@@ -210,4 +210,26 @@ describe('reconcile-loop-apiserver bin', () => {
     const c = launch(['--personality', 'fast']);
     expect(await c.exit).toBe(2);
   }, 30_000);
+
+  it('[testing: ShardedListAndWatch off] --feature-gates ShardedListAndWatch=false ignores shardSelector; the default serves it; an unknown gate exits 2', async () => {
+    const selector = encodeURIComponent("shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')");
+    for (const [args, sharded] of [
+      [['--seed-pods', '8'], true],
+      [['--seed-pods', '8', '--feature-gates', 'ShardedListAndWatch=false'], false],
+    ] as const) {
+      const p = launch([...args]);
+      const url = await p.firstLine;
+      const list = (await (await fetch(`${url}/api/v1/namespaces/default/pods?shardSelector=${selector}`)).json()) as {
+        metadata: { shardInfo?: unknown };
+        items: unknown[];
+      };
+      expect(list.metadata.shardInfo !== undefined).toBe(sharded);
+      if (!sharded) expect(list.items).toHaveLength(8);
+      p.proc.kill('SIGTERM');
+      expect(await p.exit).toBe(0);
+    }
+    const bad = launch(['--feature-gates', 'Bogus=true']);
+    expect(await bad.exit).toBe(2);
+    expect(bad.stderr()).toContain('unrecognized feature gate: Bogus');
+  }, 30_000);
 });

@@ -196,13 +196,15 @@ export function types(frames: Frame[]): string[] {
 
 /**
  * The 500s kube-apiserver itself answers by design (a plain error from etcd3 or the versioner that
- * no handler converts): a create carrying a resourceVersion, and a watch from a malformed one.
+ * no handler converts): a create carrying a resourceVersion, a watch from a malformed one, and a malformed shardSelector (1.36+, gate on).
  * Fuzz properties allow exactly these.
  */
 export function isUpstream500(status: number, body: string): boolean {
   if (status !== 500) return false;
   return (
     body.includes('resourceVersion should not be set on objects to be created') ||
+    // kube-apiserver 1.36+ with ShardedListAndWatch answers a malformed shardSelector with this 500.
+    /"message":"invalid shard selector: /.test(body) ||
     /resourceVersion: Invalid value: .*strconv\.ParseUint/.test(body)
   );
 }

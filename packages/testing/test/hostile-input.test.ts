@@ -269,6 +269,19 @@ describe('random requests (property)', () => {
         limit: fc.constantFrom('1', '0', '-1', 'x'),
         gracePeriodSeconds: fc.constantFrom('0', '5', '-1', 'x'),
         dryRun: fc.constantFrom('All', 'x'),
+        shardSelector: fc.oneof(
+          fc.constantFrom(
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
+            "shardRange(object.metadata.namespace, '0x8000000000000000', '0x10000000000000000')",
+            "shardRange(object.metadata.uid, '0x0', '0x1')",
+            'shardRange(__proto__.constructor, 1, 2)',
+            "shardRange(object.metadata.uid, '\\u0000', '\\xff') || !x",
+            `${'('.repeat(400)}x${')'.repeat(400)}`,
+            '',
+            '   ',
+          ),
+          fc.string({ maxLength: 16 }),
+        ),
       },
       { requiredKeys: [] },
     );

@@ -64,6 +64,22 @@ async function dispatch(d: HandlerDeps, req: IncomingMessage, res: ServerRespons
   }
   const method = req.method ?? 'GET';
   const q = url.searchParams;
+  // The deprecated `/watch/` paths (`/api/v1/watch/namespaces/{ns}/pods[/{name}]`): a WATCH of the
+  // collection or object after it, GET only, as the apiserver still registers them.
+  const watchAt = segments[0] === 'api' ? 2 : segments[0] === 'apis' ? 3 : -1;
+  if (watchAt > 0 && segments[watchAt] === 'watch' && segments.length > watchAt + 1) {
+    segments = [...segments.slice(0, watchAt), ...segments.slice(watchAt + 1)];
+    q.set('watch', 'true');
+    const rt = route(ctx.catalog, segments);
+    if (rt !== 'not-found' && rt.kind !== 'collection' && rt.kind !== 'item') {
+      sendStatus(res, pathNotFound());
+      return;
+    }
+    if (rt !== 'not-found' && method !== 'GET') {
+      sendStatus(res, methodNotAllowed());
+      return;
+    }
+  }
   const refused = authorize(d.token, req, segments, q);
   if (refused !== undefined) {
     sendStatus(res, refused);

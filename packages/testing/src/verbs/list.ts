@@ -16,7 +16,17 @@ import {
 import { acceptsPartialList, toPartialList } from '../partial-metadata.js';
 import { acceptsTable, toTable } from '../table.js';
 import type { ServerContext } from './context.js';
-import { awaitRevision, includeObject, listInvalid, listJson, parseRv, selected, selectors } from './query.js';
+import {
+  awaitRevision,
+  inShard,
+  includeObject,
+  listInvalid,
+  listJson,
+  parseRv,
+  selected,
+  selectors,
+  shardFilter,
+} from './query.js';
 
 /**
  * LIST with the apiserver's resourceVersion rules: "" reads the newest state; "0" and a bare
@@ -59,6 +69,8 @@ export async function serveList(
   const { labels, fields } = selectors(r, q);
   const table = acceptsTable(req.headers.accept);
   const include = includeObject(q);
+  // Parsed before storage reads the continue token and the resourceVersion, as the registry does.
+  const shard = shardFilter(ctx, q);
 
   let at: number;
   let startKey: string | undefined;
@@ -98,13 +110,14 @@ export async function serveList(
   // stop one match past the limit, so a page costs its own size, not the whole list's.
   const sorted = store.listAt(r, ns, at);
   let i = startKey === undefined ? 0 : lowerBound(sorted, startKey);
-  const unfiltered = labels.length === 0 && fields.length === 0;
+  const unfiltered = labels.length === 0 && fields.length === 0 && shard === undefined;
   const page: ApiServerObject[] = [];
   let lastKey = '';
   let more = false;
   for (; i < sorted.length; i++) {
     const [k, o] = sorted[i]!;
     if (!selected(r, o, labels, fields)) continue;
+    if (shard !== undefined && !inShard(shard, o)) continue;
     if (limit > 0 && page.length === limit) {
       more = true;
       break;
@@ -136,7 +149,9 @@ export async function serveList(
     sendJson(res, 200, toPartialList(page, String(at), next, remaining));
     return;
   }
-  sendJsonParts(res, 200, listJson(r, page, String(at), next, remaining));
+  // Tables and PartialObjectMetadataLists copy only the cursor fields of the list, not shardInfo.
+  const shardInfo = shard === undefined ? undefined : { selector: shard.canonical };
+  sendJsonParts(res, 200, listJson(r, page, String(at), next, remaining, shardInfo));
 }
 
 /** The index of the first entry whose key is at or after `key` (entries sorted by key). */

@@ -3,6 +3,8 @@ import type { IncomingMessage } from 'node:http';
 import { listItemJson } from '../engine/serialized.js';
 import { ApiServerStatusError } from '../errors.js';
 import type { ResourceType } from '../kinds/resource.js';
+import { parseShardSelector, type ParsedShardSelector } from '../shard-selector.js';
+export { inShard } from '../shard-selector.js';
 import {
   matchesFields,
   matchesLabels,
@@ -35,6 +37,21 @@ export function selectors(r: ResourceType, q: URLSearchParams): { labels: LabelR
     labels: parseLabelSelector(q.get('labelSelector') ?? ''),
     fields: parseFieldSelector(q.get('fieldSelector') ?? '', r.supportedFields, (f) => r.unknownFieldMessage(f)),
   };
+}
+
+/**
+ * The request's `shardSelector`, as kube-apiserver 1.36/1.37 with the `ShardedListAndWatch` gate
+ * reads it (registry Store.ListPredicate and Store.Watch): undefined when the gate is off or the
+ * parameter is absent or empty (both ignore it); a malformed one is the real answer, a 500 with
+ * no reason, `invalid shard selector: …` (the parse error is not an API status, so the handler
+ * reports it as an internal one).
+ */
+export function shardFilter(ctx: ServerContext, q: URLSearchParams): ParsedShardSelector | undefined {
+  const raw = q.get('shardSelector') ?? '';
+  if (!ctx.opts.shardedListAndWatch || raw === '') return undefined;
+  const parsed = parseShardSelector(raw);
+  if ('error' in parsed) throw new ApiServerStatusError(failure(500, '', `invalid shard selector: ${parsed.error}`));
+  return parsed;
 }
 
 /** True when `o` passes both selectors. */
@@ -93,7 +110,10 @@ export function listBody(
   cont: string | undefined,
   remaining: number | undefined,
 ): Record<string, unknown> {
-  return { ...listEnvelope(r, rv, cont, remaining), items: items.map((o) => (r.listItemsCarryType ? o : withoutType(o))) };
+  return {
+    ...listEnvelope(r, rv, cont, remaining, undefined),
+    items: items.map((o) => (r.listItemsCarryType ? o : withoutType(o))),
+  };
 }
 
 const COMMA = Buffer.from(',');
@@ -111,8 +131,9 @@ export function listJson(
   rv: string,
   cont: string | undefined,
   remaining: number | undefined,
+  shardInfo?: { selector: string } | undefined,
 ): Buffer[] {
-  const envelope = JSON.stringify({ ...listEnvelope(r, rv, cont, remaining), items: [] });
+  const envelope = JSON.stringify({ ...listEnvelope(r, rv, cont, remaining, shardInfo), items: [] });
   const parts: Buffer[] = [Buffer.from(envelope.slice(0, -2))];
   items.forEach((o, i) => {
     if (i > 0) parts.push(COMMA);
@@ -132,9 +153,12 @@ function listEnvelope(
   rv: string,
   cont: string | undefined,
   remaining: number | undefined,
+  shardInfo: { selector: string } | undefined,
 ): { kind: string; apiVersion: string; metadata: Record<string, unknown> } {
   const metadata: Record<string, unknown> = { resourceVersion: rv };
   if (cont !== undefined) metadata['continue'] = cont;
   if (remaining !== undefined) metadata['remainingItemCount'] = remaining;
+  // ListMeta's last field: the applied selector in its canonical form, on a filtered list only.
+  if (shardInfo !== undefined) metadata['shardInfo'] = shardInfo;
   return { kind: r.listKind, apiVersion: r.apiVersion, metadata };
 }

@@ -8,7 +8,7 @@ import { acceptsPartialObject } from '../partial-metadata.js';
 import { acceptsTable } from '../table.js';
 import { WatchConnection } from '../watch/connection.js';
 import type { ServerContext } from './context.js';
-import { awaitRevision, includeObject, listInvalid, parseWatchRv, selectors } from './query.js';
+import { awaitRevision, includeObject, listInvalid, parseWatchRv, selectors, shardFilter } from './query.js';
 
 /** The watch's deadline: `timeoutSeconds`, else a random [min, 2·min) as `--min-request-timeout` gives. */
 function deadlineOf(ctx: ServerContext, t: string | null): number {
@@ -63,6 +63,8 @@ export async function serveWatch(
   const fields = name === undefined ? sel.fields : [...sel.fields, { field: 'metadata.name', op: '=' as const, value: name }];
   const tableVersion = acceptsTable(req.headers.accept);
   const include = includeObject(q);
+  // Store.Watch parses it before the storage layer reads the resourceVersion.
+  const shard = shardFilter(ctx, q);
   const requested = rv === '' ? undefined : parseWatchRv(rv);
 
   const startStream = (afterRevision: number): WatchConnection => {
@@ -75,6 +77,7 @@ export async function serveWatch(
         namespace: ns,
         labels: sel.labels,
         fields,
+        shard,
         bookmarks: bookmarks === true,
         table: tableVersion === undefined ? undefined : { version: tableVersion, include },
         metadataOnly: tableVersion === undefined && acceptsPartialObject(req.headers.accept),

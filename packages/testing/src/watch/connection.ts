@@ -6,6 +6,7 @@ import { watchFrameBytes } from '../engine/serialized.js';
 import type { StoredEvent } from '../engine/store.js';
 import { partialBookmark, toPartialObject } from '../partial-metadata.js';
 import { toTable, type IncludeObject, type TableVersion } from '../table.js';
+import { inShard, type ParsedShardSelector } from '../shard-selector.js';
 import type { ApiServerObject } from '../types.js';
 import { FrameWriter } from './frame-writer.js';
 
@@ -15,6 +16,8 @@ export interface WatchSpec {
   namespace: string | undefined;
   labels: LabelRequirement[];
   fields: FieldRequirement[];
+  /** The `shardSelector` applied (ShardedListAndWatch); undefined: every object. */
+  shard?: ParsedShardSelector | undefined;
   bookmarks: boolean;
   table: { version: TableVersion; include: IncludeObject } | undefined;
   /** Objects (bookmarks included) are sent as `PartialObjectMetadata` (see partial-metadata.ts). */
@@ -92,6 +95,8 @@ export class WatchConnection {
     if (this.spec.namespace !== undefined && o.metadata.namespace !== this.spec.namespace) return false;
     if (!matchesLabels(this.spec.labels, o.metadata.labels)) return false;
     if (this.spec.fields.length > 0 && !matchesFields(this.spec.fields, this.spec.resource.fieldSet(o))) return false;
+    // uid and namespace never change, so an object never crosses a shard boundary mid-watch.
+    if (this.spec.shard !== undefined && !inShard(this.spec.shard, o)) return false;
     return true;
   }
 
