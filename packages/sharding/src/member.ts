@@ -76,10 +76,12 @@ interface RingRead {
 }
 
 interface PendingHandover {
-  readonly since: number;
+  /** The view change, or earlier: when this member last saw the Lease of a member that then expired change. */
+  since: number;
   gained: ShardRange[];
   readonly waitedFor: Set<HandoverWait>;
-  readonly blockers: Set<string>;
+  /** Members that left the view by Lease expiry (by this member's clock) in the changes it covers. */
+  readonly expired: Set<string>;
 }
 
 /**
@@ -114,6 +116,7 @@ export class ShardMember {
   #termStartedAt: number | undefined;
   #peers = new Map<string, Peer>();
   #view: Claim;
+  #viewBefore: readonly string[] = [];
   #lastRead: RingRead | undefined;
   /** Claims written while a read is in flight: they join its `claims` when it completes. */
   #reading: Map<string, Claim> | undefined;
@@ -142,7 +145,8 @@ export class ShardMember {
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
     this.#observer = options.observer;
-    this.#view = claimOf([this.identity], this.virtualNodes);
+    // Nothing until the first read: the member does not know the ring yet.
+    this.#view = claimOf([], this.virtualNodes);
     this.#confirmed = claimOf([], this.virtualNodes);
     this.#possible.set(this.#confirmed.text, this.#confirmed);
     const inner = new LeaseLock({
@@ -340,10 +344,16 @@ export class ShardMember {
     this.#logger?.info({ ring: this.ring, identity: this.identity, members: view.ring.members }, 'the ring changed');
     const gained = rangesMinus(after, before);
     if (gained.length > 0) {
-      if (this.#handover === undefined)
-        this.#handover = { since: this.#clock.now(), gained, waitedFor: new Set(), blockers: new Set() };
-      else this.#handover.gained = [...this.#handover.gained, ...gained];
+      const handover = (this.#handover ??= { since: this.#clock.now(), gained: [], waitedFor: new Set(), expired: new Set() });
+      handover.gained = [...handover.gained, ...gained];
+      for (const id of this.#viewBefore) {
+        const peer = this.#peers.get(id);
+        if (view.ring.members.includes(id) || peer === undefined || peer.live) continue;
+        handover.expired.add(id);
+        handover.since = Math.min(handover.since, peer.observation.observedAt);
+      }
     }
+    this.#viewBefore = view.ring.members;
     this.#guard(() => this.#observer?.onRanges?.({ identity: this.identity, members: view.ring.members, ranges: after, share: rangesShare(after) }));
     for (const listener of [...this.#rangeListeners]) this.#guard(() => listener(after));
   }
@@ -377,7 +387,6 @@ export class ShardMember {
       if (!peer.live || peer.claim === undefined) continue;
       if (peer.claim === 'unreadable' || rangesOverlap(mine, peer.claim.ring.rangesOf(peer.identity))) {
         waits.add('peer-claim');
-        this.#handover?.blockers.add(peer.identity);
       }
     }
     return waits;
@@ -390,7 +399,6 @@ export class ShardMember {
     for (const wait of waits) handover.waitedFor.add(wait);
     if (waits.size > 0) return;
     this.#handover = undefined;
-    const expired = [...handover.blockers].filter((id) => this.#peers.get(id)?.live === false);
     this.#guard(() =>
       this.#observer?.onHandover?.({
         identity: this.identity,
@@ -398,13 +406,17 @@ export class ShardMember {
         gained: handover.gained,
         waitedMs: this.#clock.now() - handover.since,
         waitedFor: [...handover.waitedFor],
-        expired,
+        expired: [...handover.expired],
       }),
     );
   }
 
-  /** The claim to publish now: the view, once nothing in flight would fall outside it; else the confirmed one. */
+  /** The claim to publish now: the view, once read in this term and once nothing in flight would fall outside it; else the confirmed one. */
   #nextClaim(): Claim {
+    // Before a read of the ring in this term the view is a guess (alone, or stale after a freeze):
+    // claiming it would block the others for nothing, so the claim stays what it was.
+    const read = this.#lastRead;
+    if (read === undefined || this.#termStartedAt === undefined || read.startedAt <= this.#termStartedAt) return this.#confirmed;
     const view = this.#view;
     for (const hash of this.#inFlight.keys()) if (view.ring.ownerOf(hash) !== this.identity) return this.#confirmed;
     return view;
