@@ -131,6 +131,8 @@ export class ShardMember {
   readonly #rangeListeners = new Set<(ranges: readonly ShardRange[]) => void>();
   #handover: PendingHandover | undefined;
   #wake: AbortController | undefined;
+  /** A term began while a read was in flight: that read started too early to count, so read again at once. */
+  #readAgain = false;
 
   constructor(options: ShardMemberOptions) {
     if (options === null || typeof options !== 'object') throw new OptionsError('ShardMember', 'options are required');
@@ -287,6 +289,10 @@ export class ShardMember {
   async #readLoop(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       await this.#read(signal);
+      if (this.#readAgain) {
+        this.#readAgain = false;
+        continue;
+      }
       const wake = new AbortController();
       this.#wake = wake;
       try {
@@ -458,7 +464,8 @@ export class ShardMember {
   /** A term of the own Lease began: nothing is admitted before a read that starts after this instant. */
   #startTerm(signal: AbortSignal): Promise<void> {
     this.#termStartedAt = this.#clock.now();
-    this.#wake?.abort();
+    if (this.#wake === undefined) this.#readAgain = true;
+    else this.#wake.abort();
     // The term's work, as the elector sees it: it ends once the term ended and every admitted
     // reconcile released, so a graceful release never precedes a reconcile still running.
     return new Promise<void>((resolve) => {

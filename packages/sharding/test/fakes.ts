@@ -36,11 +36,11 @@ export class FakeLeaseServer {
 
   transport(
     clientClock: Clock,
-    options: { faults?: (() => Fault) | undefined; dead?: () => boolean; onCommit?: (method: string, url: URL) => void } = {},
+    options: { faults?: ((method: string, url: URL) => Fault) | undefined; dead?: () => boolean; onCommit?: (method: string, url: URL) => void } = {},
   ): Transport {
     return (request) =>
       new Promise<TransportResponse>((resolve, reject) => {
-        const fault = options.faults?.() ?? {};
+        const fault = options.faults?.(request.method, request.url) ?? {};
         const timers: { clock: Clock; handle: unknown }[] = [];
         const onAbort = (): void => {
           for (const t of timers) t.clock.clearTimeout(t.handle);
@@ -152,7 +152,7 @@ export const TIMINGS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retry
 export function replica(
   server: FakeLeaseServer,
   id: string,
-  options: { faults?: () => Fault; member?: Partial<ShardMemberOptions>; onCommit?: (method: string, url: URL) => void } = {},
+  options: { faults?: (method: string, url: URL) => Fault; member?: Partial<ShardMemberOptions>; onCommit?: (method: string, url: URL) => void } = {},
 ): Replica {
   const clock = new ReplicaClock(server.clock);
   const self = { id, clock, dead: false, controller: new AbortController(), run: undefined } as Omit<Replica, 'member'> & {

@@ -157,7 +157,14 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     const { clock, server } = setup();
     const requests: { at: number; method: string; path: string }[] = [];
     const a = start(replica(server, 'a'));
-    const b = start(replica(server, 'b', { onCommit: (method, url) => void requests.push({ at: clock.now(), method, path: url.pathname }) }));
+    // b's LISTs are answered 1 s after they commit, so a stale read cannot pass for a fresh one by arriving first.
+    let slowLists = false;
+    const b = start(
+      replica(server, 'b', {
+        onCommit: (method, url) => void requests.push({ at: clock.now(), method, path: url.pathname }),
+        faults: (method, url) => (slowLists && method === 'GET' && url.pathname.endsWith('/leases') ? { responseDelayMs: 1_000 } : {}),
+      }),
+    );
     await until(clock, [a, b], () => admitsAll([a, b]), 20_000);
     const bs = admitted(b);
     b.clock.freeze();
@@ -167,6 +174,7 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     // Waking: the first calls answer false, before any of b's timers or answers ran.
     expect(bs.some((h) => b.member.admits(h))).toBe(false);
     const thawedAt = clock.now();
+    slowLists = true;
     b.clock.thaw();
     let firstAdmitted: number | undefined;
     await until(
@@ -178,12 +186,13 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
       },
       30_000,
     );
-    // In order after waking: b renewed its Lease, then LISTed the ring, then admitted (zero network delay here: commit = send).
+    // In order after waking: b renewed its Lease, then sent a LIST of the ring (commit = send here),
+    // and admitted only once that LIST was answered.
     const after = requests.filter((r) => r.at >= thawedAt);
     const renewedAt = after.find((r) => r.method === 'PUT' && r.path.endsWith('/demo-b'))!.at;
-    const listedAt = after.find((r) => r.method === 'GET' && r.path.endsWith('/leases') && r.at >= renewedAt)?.at;
+    const listedAt = after.find((r) => r.method === 'GET' && r.path.endsWith('/leases') && r.at > renewedAt)?.at;
     expect(listedAt).toBeDefined();
-    expect(firstAdmitted!).toBeGreaterThanOrEqual(listedAt!);
+    expect(firstAdmitted!).toBeGreaterThanOrEqual(listedAt! + 1_000);
     expect(b.member.members).toEqual(['a', 'b']);
     await stopAll(clock, [a, b]);
   });
