@@ -1,11 +1,12 @@
 import { ManualClock, shardHash } from '@reconcile-loop/primitives';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ShardMember, type ShardObserver } from '../src/index.js';
 import { memberLeaseName } from '../src/claim.js';
 import { FakeLeaseServer, replica, start, TIMINGS, type Replica } from './fakes.js';
 import { KubeClient } from '@reconcile-loop/kube-client';
 
-const HASHES = Array.from({ length: 200 }, (_, i) => shardHash(`default/parent-${i}`));
+const HASHES = fc.sample(fc.uuid(), { seed: 28, numRuns: 200 }).map((uid) => shardHash(uid));
 
 /** Steps in 100 ms until `predicate` holds, checking at every step that no hash is admitted twice. */
 async function until(clock: ManualClock, members: readonly Replica[], predicate: () => boolean, limitMs: number): Promise<number> {

@@ -36,7 +36,7 @@ const fault: fc.Arbitrary<Fault> = fc.record({
   responseDelayMs: fc.oneof({ weight: 4, arbitrary: fc.integer({ min: 0, max: 50 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 12_000 }) }),
 });
 
-const HASHES = Array.from({ length: 48 }, (_, i) => shardHash(`default/p-${i}`));
+const HASHES = fc.sample(fc.uuid(), { seed: 29, numRuns: 48 }).map((uid) => shardHash(uid));
 
 interface Holding {
   readonly member: Replica;
