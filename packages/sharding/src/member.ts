@@ -311,12 +311,14 @@ export class ShardMember {
     this.#reading = claims;
     let items: KubeObject[];
     try {
-      items = (
-        await this.#leases.list({ labelSelector: `${RING_LABEL}=${this.ring}`, signal, timeoutMs: this.#readTimeoutMs })
-      ).items;
+      items = (await this.#leases.list({ labelSelector: `${RING_LABEL}=${this.ring}`, signal, timeoutMs: this.#readTimeoutMs }))
+        .items;
     } catch (error) {
       if (!signal.aborted)
-        this.#logger?.warn({ ring: this.ring, error: (error as Error)?.message }, 'failed to read the ring; keeping the last view');
+        this.#logger?.warn(
+          { ring: this.ring, error: (error as Error)?.message },
+          'failed to read the ring; keeping the last view',
+        );
       return;
     } finally {
       if (this.#reading === claims) this.#reading = undefined;
@@ -328,7 +330,12 @@ export class ShardMember {
       const holder = record.holderIdentity;
       // A released Lease (no holder) is a member that drained and left; this member's own is itself.
       if (holder === '' || holder === this.identity) continue;
-      const peer = this.#peers.get(holder) ?? { identity: holder, observation: new LeaseObservation(), claim: undefined, live: true };
+      const peer = this.#peers.get(holder) ?? {
+        identity: holder,
+        observation: new LeaseObservation(),
+        claim: undefined,
+        live: true,
+      };
       peer.observation.update(record, now);
       peer.claim = parseClaim(lease.metadata?.annotations);
       // Expired only when a read SENT a lease duration after this member saw the record change still
@@ -338,7 +345,9 @@ export class ShardMember {
     }
     this.#peers = peers;
     this.#lastRead = { startedAt, claims };
-    this.#setView(claimOf([this.identity, ...[...peers.values()].filter((p) => p.live).map((p) => p.identity)], this.virtualNodes));
+    this.#setView(
+      claimOf([this.identity, ...[...peers.values()].filter((p) => p.live).map((p) => p.identity)], this.virtualNodes),
+    );
     this.#checkHandover();
   }
 
@@ -360,7 +369,14 @@ export class ShardMember {
       }
     }
     this.#viewBefore = view.ring.members;
-    this.#guard(() => this.#observer?.onRanges?.({ identity: this.identity, members: view.ring.members, ranges: after, share: rangesShare(after) }));
+    this.#guard(() =>
+      this.#observer?.onRanges?.({
+        identity: this.identity,
+        members: view.ring.members,
+        ranges: after,
+        share: rangesShare(after),
+      }),
+    );
     for (const listener of [...this.#rangeListeners]) this.#guard(() => listener(after));
   }
 

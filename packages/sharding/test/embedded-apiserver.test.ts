@@ -39,7 +39,9 @@ function join(id: string): Member {
   const self = { id, controller: new AbortController(), dead: false } as Member;
   // A killed process: nothing it sends arrives, nothing is answered.
   const transport: Transport = (request) =>
-    self.dead ? new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true })) : inner(request);
+    self.dead
+      ? new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }))
+      : inner(request);
   const client = new KubeClient({ server: server.url, rateLimit: false, transport });
   (self as { member: ShardMember }).member = new ShardMember({
     client,
@@ -93,7 +95,10 @@ describe('[sharding: embedded apiserver] members on real Leases over HTTP', () =
     const lease = await leaseOf('a');
     const metadata = lease['metadata'] as { labels: Record<string, string>; annotations: Record<string, string> };
     expect(metadata.labels['sharding.reconcile-loop.dev/ring']).toBe('web');
-    expect(JSON.parse(metadata.annotations['sharding.reconcile-loop.dev/claim']!)).toEqual({ members: ['a', 'b', 'c'], virtualNodes: 32 });
+    expect(JSON.parse(metadata.annotations['sharding.reconcile-loop.dev/claim']!)).toEqual({
+      members: ['a', 'b', 'c'],
+      virtualNodes: 32,
+    });
     expect((lease['spec'] as Record<string, unknown>)['holderIdentity']).toBe('a');
   });
 

@@ -21,7 +21,14 @@ function respond(status: number, body: unknown): TransportResponse {
   };
 }
 
-const statusBody = (code: number, reason: string) => ({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message: reason });
+const statusBody = (code: number, reason: string) => ({
+  kind: 'Status',
+  apiVersion: 'v1',
+  status: 'Failure',
+  code,
+  reason,
+  message: reason,
+});
 
 /**
  * An in-memory Lease store with the apiserver's optimistic concurrency (a stale `resourceVersion`
@@ -36,7 +43,11 @@ export class FakeLeaseServer {
 
   transport(
     clientClock: Clock,
-    options: { faults?: ((method: string, url: URL) => Fault) | undefined; dead?: () => boolean; onCommit?: (method: string, url: URL) => void } = {},
+    options: {
+      faults?: ((method: string, url: URL) => Fault) | undefined;
+      dead?: () => boolean;
+      onCommit?: (method: string, url: URL) => void;
+    } = {},
   ): Transport {
     return (request) =>
       new Promise<TransportResponse>((resolve, reject) => {
@@ -72,9 +83,16 @@ export class FakeLeaseServer {
     if (method === 'GET' && name === undefined) {
       const [k, v] = (url.searchParams.get('labelSelector') ?? '').split('=');
       const items = [...this.leases.values()].filter(
-        (l) => (l['metadata'] as Json)['namespace'] === namespace && (k === '' || ((l['metadata'] as Json)['labels'] as Json | undefined)?.[k!] === v),
+        (l) =>
+          (l['metadata'] as Json)['namespace'] === namespace &&
+          (k === '' || ((l['metadata'] as Json)['labels'] as Json | undefined)?.[k!] === v),
       );
-      return respond(200, { kind: 'LeaseList', apiVersion: 'coordination.k8s.io/v1', metadata: { resourceVersion: String(this.#rv) }, items: structuredClone(items) });
+      return respond(200, {
+        kind: 'LeaseList',
+        apiVersion: 'coordination.k8s.io/v1',
+        metadata: { resourceVersion: String(this.#rv) },
+        items: structuredClone(items),
+      });
     }
     const key = `${namespace}/${name ?? (body?.['metadata'] as Json | undefined)?.['name']}`;
     const current = this.leases.get(key);
@@ -86,7 +104,8 @@ export class FakeLeaseServer {
     if (method === 'PUT') {
       if (!current) return respond(404, statusBody(404, 'NotFound'));
       const rv = (body?.['metadata'] as Json | undefined)?.['resourceVersion'];
-      if (rv !== undefined && rv !== (current['metadata'] as Json)['resourceVersion']) return respond(409, statusBody(409, 'Conflict'));
+      if (rv !== undefined && rv !== (current['metadata'] as Json)['resourceVersion'])
+        return respond(409, statusBody(409, 'Conflict'));
       return respond(200, this.#store(key, namespace!, body!));
     }
     return respond(405, statusBody(405, 'MethodNotAllowed'));
@@ -113,7 +132,11 @@ export class ReplicaClock implements Clock {
   }
 
   setTimeout(callback: () => void, delayMs: number, options?: TimerOptions): unknown {
-    const handle: unknown = this.base.setTimeout(() => (this.#frozen ? this.#held.set(handle, callback) : callback()), delayMs, options);
+    const handle: unknown = this.base.setTimeout(
+      () => (this.#frozen ? this.#held.set(handle, callback) : callback()),
+      delayMs,
+      options,
+    );
     return handle;
   }
 
@@ -152,7 +175,11 @@ export const TIMINGS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retry
 export function replica(
   server: FakeLeaseServer,
   id: string,
-  options: { faults?: (method: string, url: URL) => Fault; member?: Partial<ShardMemberOptions>; onCommit?: (method: string, url: URL) => void } = {},
+  options: {
+    faults?: (method: string, url: URL) => Fault;
+    member?: Partial<ShardMemberOptions>;
+    onCommit?: (method: string, url: URL) => void;
+  } = {},
 ): Replica {
   const clock = new ReplicaClock(server.clock);
   const self = { id, clock, dead: false, controller: new AbortController(), run: undefined } as Omit<Replica, 'member'> & {

@@ -9,7 +9,12 @@ import { KubeClient } from '@reconcile-loop/kube-client';
 const HASHES = fc.sample(fc.uuid(), { seed: 28, numRuns: 200 }).map((uid) => shardHash(uid));
 
 /** Steps in 100 ms until `predicate` holds, checking at every step that no hash is admitted twice. */
-async function until(clock: ManualClock, members: readonly Replica[], predicate: () => boolean, limitMs: number): Promise<number> {
+async function until(
+  clock: ManualClock,
+  members: readonly Replica[],
+  predicate: () => boolean,
+  limitMs: number,
+): Promise<number> {
   const begin = clock.now();
   for (;;) {
     expectNoDoubleAdmission(members);
@@ -62,7 +67,9 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     await until(clock, [a], () => admitsAll([a]), 10_000);
     expect(a.member.ranges).toEqual([{ start: '0x0000000000000000', end: '0x10000000000000000' }]);
     const lease = server.leases.get('default/demo-a')!;
-    expect((lease['metadata'] as Record<string, Record<string, string>>)['labels']).toEqual({ 'sharding.reconcile-loop.dev/ring': 'demo' });
+    expect((lease['metadata'] as Record<string, Record<string, string>>)['labels']).toEqual({
+      'sharding.reconcile-loop.dev/ring': 'demo',
+    });
 
     const { events, observer } = recordingObserver();
     const b = start(replica(server, 'b', { member: { observer } }));
@@ -71,10 +78,11 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
       clock,
       [a, b],
       () => {
-        const claim = (server.leases.get('default/demo-a')!['metadata'] as Record<string, Record<string, string>>)['annotations']![
-          'sharding.reconcile-loop.dev/claim'
-        ];
-        if (aAcknowledgedAt === undefined && claim === JSON.stringify({ members: ['a', 'b'], virtualNodes: 8 })) aAcknowledgedAt = clock.now();
+        const claim = (server.leases.get('default/demo-a')!['metadata'] as Record<string, Record<string, string>>)[
+          'annotations'
+        ]!['sharding.reconcile-loop.dev/claim'];
+        if (aAcknowledgedAt === undefined && claim === JSON.stringify({ members: ['a', 'b'], virtualNodes: 8 }))
+          aAcknowledgedAt = clock.now();
         // The joiner admits nothing of its share until the first member's Lease says it let go.
         if (aAcknowledgedAt === undefined) expect(admitted(b)).toEqual([]);
         return admitted(b).length > 0 && admitsAll([a, b]);
@@ -134,7 +142,7 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     await stopAll(clock, [a]);
   });
 
-  it('[sharding: expiry] a killed member leaves the ring once its Lease expired by the survivor\'s clock, and not before', async () => {
+  it("[sharding: expiry] a killed member leaves the ring once its Lease expired by the survivor's clock, and not before", async () => {
     const { clock, server } = setup();
     const { events, observer } = recordingObserver();
     const a = start(replica(server, 'a', { member: { observer } }));
@@ -163,7 +171,8 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     const b = start(
       replica(server, 'b', {
         onCommit: (method, url) => void requests.push({ at: clock.now(), method, path: url.pathname }),
-        faults: (method, url) => (slowLists && method === 'GET' && url.pathname.endsWith('/leases') ? { responseDelayMs: 1_000 } : {}),
+        faults: (method, url) =>
+          slowLists && method === 'GET' && url.pathname.endsWith('/leases') ? { responseDelayMs: 1_000 } : {},
       }),
     );
     await until(clock, [a, b], () => admitsAll([a, b]), 20_000);

@@ -27,13 +27,22 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'join' as const }) },
   {
     weight: 2,
-    arbitrary: fc.record({ kind: fc.constantFrom('freeze' as const, 'thaw' as const, 'kill' as const, 'stop' as const), who: fc.integer({ min: 0, max: 3 }) }),
+    arbitrary: fc.record({
+      kind: fc.constantFrom('freeze' as const, 'thaw' as const, 'kill' as const, 'stop' as const),
+      who: fc.integer({ min: 0, max: 3 }),
+    }),
   },
 );
 
 const fault: fc.Arbitrary<Fault> = fc.record({
-  commitDelayMs: fc.oneof({ weight: 4, arbitrary: fc.integer({ min: 0, max: 50 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 12_000 }) }),
-  responseDelayMs: fc.oneof({ weight: 4, arbitrary: fc.integer({ min: 0, max: 50 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 12_000 }) }),
+  commitDelayMs: fc.oneof(
+    { weight: 4, arbitrary: fc.integer({ min: 0, max: 50 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 12_000 }) },
+  ),
+  responseDelayMs: fc.oneof(
+    { weight: 4, arbitrary: fc.integer({ min: 0, max: 50 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 12_000 }) },
+  ),
 });
 
 const HASHES = fc.sample(fc.uuid(), { seed: 29, numRuns: 48 }).map((uid) => shardHash(uid));
@@ -73,13 +82,20 @@ async function scenario(actions: readonly Action[], faults: readonly Fault[], ho
         if (lastHolder.has(h) && lastHolder.get(h) !== r.id) stats.takeovers += 1;
         lastHolder.set(h, r.id);
         const others = (holding.get(h) ?? []).filter((x) => x.member !== r && !x.fenced);
-        if (others.length > 0) violations.push(`${r.id} entered ${h} at ${clock.now()} while ${others.map((x) => x.member.id).join()} held it`);
+        if (others.length > 0)
+          violations.push(`${r.id} entered ${h} at ${clock.now()} while ${others.map((x) => x.member.id).join()} held it`);
         const entry: Holding = { member: r, fenced: false };
         holding.set(h, [...(holding.get(h) ?? []), entry]);
-        r.clock.setTimeout(() => {
-          holding.set(h, (holding.get(h) ?? []).filter((x) => x !== entry));
-          release();
-        }, holds[nextHold++ % holds.length]!);
+        r.clock.setTimeout(
+          () => {
+            holding.set(
+              h,
+              (holding.get(h) ?? []).filter((x) => x !== entry),
+            );
+            release();
+          },
+          holds[nextHold++ % holds.length]!,
+        );
       }
       turn += 1;
       r.clock.setTimeout(tick, 300);
@@ -129,7 +145,11 @@ async function scenario(actions: readonly Action[], faults: readonly Fault[], ho
         target.controller.abort();
         stopped.add(target);
         // The process is gone: so are its reconciles.
-        for (const [h, list] of holding) holding.set(h, list.filter((x) => x.member !== target));
+        for (const [h, list] of holding)
+          holding.set(
+            h,
+            list.filter((x) => x.member !== target),
+          );
       }
       if (step.kind === 'stop') {
         target.clock.thaw();

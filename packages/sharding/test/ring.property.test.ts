@@ -13,7 +13,8 @@ const memberIds = (min: number, max: number) =>
 /** Every bound of every member's ranges, as numbers, with the owner of each segment between two. */
 function segments(ring: HashRing): { start: bigint; end: bigint; owner: string }[] {
   const out: { start: bigint; end: bigint; owner: string }[] = [];
-  for (const m of ring.members) for (const r of ring.rangesOf(m)) out.push({ start: BigInt(r.start), end: BigInt(r.end), owner: m });
+  for (const m of ring.members)
+    for (const r of ring.rangesOf(m)) out.push({ start: BigInt(r.start), end: BigInt(r.end), owner: m });
   return out.sort((a, b) => (a.start < b.start ? -1 : 1));
 }
 
