@@ -45,8 +45,8 @@ export class FakeLeaseServer {
     clientClock: Clock,
     options: {
       faults?: ((method: string, url: URL) => Fault) | undefined;
-      dead?: () => boolean;
-      onCommit?: (method: string, url: URL) => void;
+      dead?: (() => boolean) | undefined;
+      onCommit?: ((method: string, url: URL) => void) | undefined;
     } = {},
   ): Transport {
     return (request) =>
