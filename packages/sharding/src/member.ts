@@ -273,7 +273,7 @@ export class ShardMember {
   async run(signal: AbortSignal): Promise<void> {
     if (this.#running) throw new OptionsError('ShardMember', 'this ShardMember is already running');
     this.#running = true;
-    this.#stopping = false;
+    this.#stopping = signal.aborted;
     const onAbort = (): void => {
       this.#stopping = true;
     };
