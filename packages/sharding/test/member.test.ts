@@ -207,6 +207,46 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     await stopAll(clock, [a, b]);
   });
 
+  it('[sharding: late read] a LIST answered late keeps a member that renewed meanwhile in the view, and no hash is admitted twice', async () => {
+    const { clock, server } = setup();
+    // a's renewals commit 3 s after they are sent (within its renew deadline): one every 5 s, so two
+    // of b's LISTs 2 s apart can return the same record of a. Once armed, the schedule is: a renewal
+    // of a commits; b LISTs (fast, sees it); b LISTs again, committed at once and answered 9 s later
+    // (just inside the LIST's deadline, the renew deadline), while a keeps renewing.
+    let phase: 'off' | 'armed' | 'renewed' | 'seen' | 'done' = 'off';
+    const a = start(
+      replica(server, 'a', {
+        faults: (method) => (method === 'PUT' ? { commitDelayMs: 3_000 } : {}),
+        onCommit: (method) => {
+          if (method === 'PUT' && phase === 'armed') phase = 'renewed';
+        },
+      }),
+    );
+    const b = start(
+      replica(server, 'b', {
+        faults: (method, url) => {
+          if (method !== 'GET' || !url.pathname.endsWith('/leases')) return {};
+          if (phase === 'renewed') phase = 'seen';
+          else if (phase === 'seen') {
+            phase = 'done';
+            return { responseDelayMs: 9_000 };
+          }
+          return {};
+        },
+      }),
+    );
+    await until(clock, [a, b], () => admitsAll([a, b]), 30_000);
+    phase = 'armed';
+    await until(clock, [a, b], () => phase === 'done', 20_000);
+    // Through the slow LIST and after it, b keeps a (which renewed all along) and never admits a's share.
+    for (let t = 0; t < 24_000; t += 100) {
+      await clock.advanceAsync(100);
+      expectNoDoubleAdmission([a, b]);
+      expect(b.member.members).toEqual(['a', 'b']);
+    }
+    await stopAll(clock, [a, b]);
+  });
+
   it('[sharding: options] bad options are an OptionsError; Lease names are DNS labels for any identity', () => {
     const client = new KubeClient({ server: 'https://fake.invalid', rateLimit: false });
     const base = { client, namespace: 'default', ring: 'demo', identity: 'a' };
