@@ -3,7 +3,7 @@ import type { Clock } from '@reconcile-loop/primitives';
 import { ElectorAlreadyRunningError, LeadershipLostError, LeadershipWaitTimeoutError } from './errors.js';
 import type { ResourceLock } from './lease-lock.js';
 import { checkOptions, JITTER_FACTOR, resolveTimings, type LeaderElectorOptions, type ResolvedTimings } from './options.js';
-import { formatMicroTime, sameRecord, type LeaderElectionRecord } from './record.js';
+import { formatMicroTime, LeaseObservation, type LeaderElectionRecord } from './record.js';
 import { abortReason, sleep, systemClock, type Logger, type TimerOptions } from '@reconcile-loop/primitives';
 import { settledWithin } from './wait.js';
 import { ReadFailureLog } from './read-failures.js';
@@ -65,9 +65,8 @@ export class LeaderElector {
   readonly #readFailures: ReadFailureLog;
   readonly #releaseOnCancel: boolean;
   readonly #options: LeaderElectorOptions;
-  #observed: LeaderElectionRecord | undefined;
-  /** When the observed record last changed, on this replica's clock: the only base of expiry. */
-  #observedAt = Number.NEGATIVE_INFINITY;
+  /** The record as last observed and when it last changed, on this replica's clock: the only base of expiry. */
+  readonly #observation = new LeaseObservation();
   #reportedLeader: string | undefined;
   #term: Term | undefined;
   #running = false;
@@ -94,12 +93,13 @@ export class LeaderElector {
 
   /** The holder as last observed (`''` released, `undefined` never read). */
   get leader(): string | undefined {
-    return this.#observed?.holderIdentity;
+    return this.#observation.record?.holderIdentity;
   }
 
   /** The record as last observed, and when (on this replica's clock). */
   get observed(): { readonly record: LeaderElectionRecord; readonly observedAt: number } | undefined {
-    return this.#observed && { record: this.#observed, observedAt: this.#observedAt };
+    const record = this.#observation.record;
+    return record && { record, observedAt: this.#observation.observedAt };
   }
 
   isLeader(): boolean {
@@ -242,12 +242,12 @@ export class LeaderElector {
         // A success answered after the deadline must not revive a term isLeader() already ended.
         this.#stepDown('renew-deadline', 'the renewal was answered after the renew deadline');
       } else if (
-        this.#observed !== undefined &&
-        this.#observed.holderIdentity !== this.identity &&
-        this.#observed.holderIdentity !== '' &&
+        this.#observation.record !== undefined &&
+        this.#observation.record.holderIdentity !== this.identity &&
+        this.#observation.record.holderIdentity !== '' &&
         this.#leaseValid()
       ) {
-        this.#stepDown('other-holder', `the lease is held by ${this.#observed.holderIdentity}`);
+        this.#stepDown('other-holder', `the lease is held by ${this.#observation.record.holderIdentity}`);
       }
       // Any other failure: retry after a retry period; the deadline timer ends the term if none succeeds.
     }
@@ -272,7 +272,7 @@ export class LeaderElector {
 
   /** client-go's `release`: no holder, a 1 s duration, the transitions count kept. */
   async #release(): Promise<void> {
-    const observed = this.#observed;
+    const observed = this.#observation.record;
     if (observed === undefined || observed.holderIdentity !== this.identity) return;
     const now = formatMicroTime(this.#wallClock());
     const record: LeaderElectionRecord = {
@@ -330,7 +330,7 @@ export class LeaderElector {
     };
     const log = { lock: this.#lock.describe(), identity: this.identity };
     // 1. Fast path: a leader updates the record it last wrote; the resourceVersion guards it.
-    const observed = this.#observed;
+    const observed = this.#observation.record;
     if (this.#term !== undefined && observed?.holderIdentity === this.identity && this.#leaseValid()) {
       const record = { ...desired, acquireTime: observed.acquireTime, leaseTransitions: observed.leaseTransitions };
       const options = write();
@@ -376,7 +376,7 @@ export class LeaderElector {
       }
     }
     // 3. Expiry is judged by when THIS replica saw the record change, never by its timestamps.
-    if (!sameRecord(current, this.#observed)) this.#setObserved(current);
+    this.#observation.update(current, this.#clock.now());
     if (current.holderIdentity !== '' && current.holderIdentity !== this.identity && this.#leaseValid()) {
       this.#logger?.debug({ ...log, holder: current.holderIdentity }, 'the lease is held and has not yet expired');
       return fail;
@@ -405,17 +405,15 @@ export class LeaderElector {
   }
 
   #leaseValid(): boolean {
-    const seconds = this.#observed?.leaseDurationSeconds ?? 0;
-    return this.#observedAt + seconds * 1000 > this.#clock.now();
+    return this.#observation.validAt(this.#clock.now());
   }
 
   #setObserved(record: LeaderElectionRecord): void {
-    this.#observed = record;
-    this.#observedAt = this.#clock.now();
+    this.#observation.set(record, this.#clock.now());
   }
 
   #reportTransition(): void {
-    const holder = this.#observed?.holderIdentity;
+    const holder = this.#observation.record?.holderIdentity;
     if (holder === undefined || holder === this.#reportedLeader) return;
     this.#reportedLeader = holder;
     this.#logger?.info({ lock: this.#lock.describe(), leader: holder }, 'new leader observed');

@@ -11,7 +11,7 @@ export type { LeaderElectorOptions } from './options.js';
 
 // The lock: a Lease through kube-client, or any ResourceLock.
 export { LeaseLock, type LeaseLockOptions, type LockCallOptions, type ResourceLock } from './lease-lock.js';
-export type { LeaderElectionRecord } from './record.js';
+export { LeaseObservation, type LeaderElectionRecord } from './record.js';
 
 // Running work only while leading.
 export { runWhenLeader, type RunWhenLeaderOptions } from './run-when-leader.js';

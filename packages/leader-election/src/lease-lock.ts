@@ -40,6 +40,14 @@ export interface LeaseLockOptions {
    * a renewal; `'shared'` sends the Lease traffic through `client`'s limiter, behind everything else.
    */
   readonly rateLimit?: RateLimitOptions | RateLimiter | false | 'shared' | undefined;
+  /** Labels merged into the Lease on every create and update (e.g. so a set of Leases can be listed by selector). */
+  readonly labels?: Readonly<Record<string, string>> | undefined;
+  /**
+   * Annotations merged into the Lease on every create and update, read at the moment of the write:
+   * a holder publishes what it acknowledged (`@reconcile-loop/sharding`'s ring claim) in the same
+   * write that renews it, so the two can never disagree.
+   */
+  readonly annotations?: (() => Readonly<Record<string, string>>) | undefined;
 }
 
 /** The lane name the Lease traffic's limiter reports under (`KubeClientOptions.onRateLimitWait`). */
@@ -65,12 +73,18 @@ export class LeaseLock implements ResourceLock {
   readonly #leases: ResourceClient<KubeObject>;
   /** The Lease as last seen: its `resourceVersion` guards the next update. */
   #lease: KubeObject | undefined;
+  readonly #labels: Readonly<Record<string, string>> | undefined;
+  readonly #annotations: (() => Readonly<Record<string, string>>) | undefined;
 
   constructor(options: LeaseLockOptions) {
     if (options?.client === undefined) throw new OptionsError('LeaseLock', 'a LeaseLock needs a KubeClient');
     this.namespace = nonEmpty('namespace', options.namespace);
     this.name = nonEmpty('name', options.name);
     this.identity = nonEmpty('identity', options.identity);
+    if (options.annotations !== undefined && typeof options.annotations !== 'function')
+      throw new OptionsError('LeaseLock', 'annotations must be a function returning the annotations to write');
+    this.#labels = options.labels;
+    this.#annotations = options.annotations;
     // Its own lane: an elector does at most a write per retry period (2 s), so its own bucket never
     // makes it wait, while the shared one can hold hundreds of reconcile writes ahead of it.
     const client = options.rateLimit === 'shared' ? options.client : options.client.withLane(LEASE_LANE, options.rateLimit);
@@ -96,7 +110,7 @@ export class LeaseLock implements ResourceLock {
 
   async create(record: LeaderElectionRecord, options?: LockCallOptions): Promise<void> {
     this.#lease = await this.#leases.create(
-      { metadata: { name: this.name, namespace: this.namespace }, spec: leaseSpecFromRecord(record) },
+      { metadata: this.#metadata({ name: this.name, namespace: this.namespace }), spec: leaseSpecFromRecord(record) },
       options,
     );
   }
@@ -106,8 +120,22 @@ export class LeaseLock implements ResourceLock {
     if (this.#lease === undefined)
       throw new OptionsError('LeaseLock', `lease ${this.describe()} not initialized: get or create it first`);
     this.#lease = await this.#leases.update(
-      { ...this.#lease, spec: { ...(this.#lease['spec'] as object | undefined), ...leaseSpecFromRecord(record) } },
+      {
+        ...this.#lease,
+        metadata: this.#metadata(this.#lease.metadata as Record<string, unknown>),
+        spec: { ...(this.#lease['spec'] as object | undefined), ...leaseSpecFromRecord(record) },
+      },
       options,
     );
+  }
+
+  /** `metadata` with the configured labels (on create) and annotations (on every write) merged in. */
+  #metadata(metadata: Record<string, unknown>): Record<string, unknown> {
+    if (this.#labels === undefined && this.#annotations === undefined) return metadata;
+    const out = { ...metadata };
+    if (this.#labels !== undefined) out['labels'] = { ...(metadata['labels'] as object | undefined), ...this.#labels };
+    if (this.#annotations !== undefined)
+      out['annotations'] = { ...(metadata['annotations'] as object | undefined), ...this.#annotations() };
+    return out;
   }
 }

@@ -61,6 +61,51 @@ export function recordFromLeaseSpec(spec: unknown): LeaderElectionRecord {
   };
 }
 
+/**
+ * What one observer knows of one Lease record, and client-go's rule for its validity: a record is
+ * valid until `leaseDurationSeconds` after this observer last saw it CHANGE, by this observer's own
+ * clock (never by the record's timestamps, which another machine wrote). The elector judges its
+ * lock with it; `@reconcile-loop/sharding` judges every member's Lease with the same instance of
+ * the rule, so there is one implementation of it.
+ */
+export class LeaseObservation {
+  #record: LeaderElectionRecord | undefined;
+  #observedAt = Number.NEGATIVE_INFINITY;
+
+  /** A Lease `spec` read as client-go reads it (an absent field is its zero value). */
+  static parse(spec: unknown): LeaderElectionRecord {
+    return recordFromLeaseSpec(spec);
+  }
+
+  /** The record as last observed (`undefined`: never). */
+  get record(): LeaderElectionRecord | undefined {
+    return this.#record;
+  }
+
+  /** When the record was last seen to change (or was last {@link LeaseObservation.set}), on the observer's clock. */
+  get observedAt(): number {
+    return this.#observedAt;
+  }
+
+  /** Records `record` as observed at `now`, whether or not it changed (after this observer's own write). */
+  set(record: LeaderElectionRecord, now: number): void {
+    this.#record = record;
+    this.#observedAt = now;
+  }
+
+  /** Records `record` read at `now`; the observation time moves only when it differs from the last. True when it changed. */
+  update(record: LeaderElectionRecord, now: number): boolean {
+    if (sameRecord(record, this.#record)) return false;
+    this.set(record, now);
+    return true;
+  }
+
+  /** Whether the record is still valid at `now` by this observer's clock (`false` when never observed). */
+  validAt(now: number): boolean {
+    return this.#observedAt + (this.#record?.leaseDurationSeconds ?? 0) * 1000 > now;
+  }
+}
+
 /** A record as a Lease `spec` (client-go's `LeaderElectionRecordToLeaseSpec`). */
 export function leaseSpecFromRecord(record: LeaderElectionRecord): Record<string, unknown> {
   const spec: Record<string, unknown> = {

@@ -121,6 +121,42 @@ describe('[leader_election: defaults] client-go timings and checks', () => {
       lockOf().update({ holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: '', renewTime: '', leaseTransitions: 0 }),
     ).rejects.toMatchObject({ code: 'RL_INVALID_OPTIONS' });
   });
+
+  it('[leader_election: lease metadata] labels and annotations given to the LeaseLock are written on create and on every update, read at the moment of the write', async () => {
+    const clock = new ManualClock(1_000_000);
+    const server = new FakeLeaseServer(clock);
+    const client = new KubeClient({
+      server: 'https://fake.invalid',
+      rateLimit: false,
+      clock,
+      transport: server.transport(clock),
+    });
+    let generation = 1;
+    const lock = new LeaseLock({
+      client,
+      namespace: 'default',
+      name: 'member',
+      identity: 'a',
+      labels: { ring: 'web' },
+      annotations: () => ({ generation: String(generation) }),
+    });
+    const record = { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: '', renewTime: '', leaseTransitions: 0 };
+    const created = lock.create(record);
+    await clock.advanceAsync(0);
+    await created;
+    const metadata = () => server.leases.get('default/member')!['metadata'] as Record<string, Record<string, string>>;
+    expect(metadata()['labels']).toEqual({ ring: 'web' });
+    expect(metadata()['annotations']).toEqual({ generation: '1' });
+    generation = 2;
+    const updated = lock.update(record);
+    await clock.advanceAsync(0);
+    await updated;
+    expect(metadata()['labels']).toEqual({ ring: 'web' });
+    expect(metadata()['annotations']).toEqual({ generation: '2' });
+    expect(() => new LeaseLock({ client, namespace: 'd', name: 'n', identity: 'a', annotations: {} as never })).toThrow(
+      /annotations/,
+    );
+  });
 });
 
 describe('[leader_election: acquire and renew] optimistic concurrency on the Lease', () => {

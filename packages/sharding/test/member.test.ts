@@ -1,0 +1,264 @@
+import { ManualClock, shardHash } from '@reconcile-loop/primitives';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ShardMember, type ShardObserver } from '../src/index.js';
+import { memberLeaseName } from '../src/claim.js';
+import { FakeLeaseServer, replica, start, TIMINGS, type Replica } from './fakes.js';
+import { KubeClient } from '@reconcile-loop/kube-client';
+
+const HASHES = fc.sample(fc.uuid(), { seed: 28, numRuns: 200 }).map((uid) => shardHash(uid));
+
+/** Steps in 100 ms until `predicate` holds, checking at every step that no hash is admitted twice. */
+async function until(
+  clock: ManualClock,
+  members: readonly Replica[],
+  predicate: () => boolean,
+  limitMs: number,
+): Promise<number> {
+  const begin = clock.now();
+  for (;;) {
+    expectNoDoubleAdmission(members);
+    if (predicate()) return clock.now() - begin;
+    if (clock.now() - begin > limitMs) throw new Error(`condition not met within ${limitMs} ms of fake time`);
+    await clock.advanceAsync(100);
+  }
+}
+
+function expectNoDoubleAdmission(members: readonly Replica[]): void {
+  for (const h of HASHES) {
+    const admitting = members.filter((m) => m.member.admits(h)).map((m) => m.id);
+    if (admitting.length > 1) throw new Error(`${h} admitted by ${admitting.join(', ')}`);
+  }
+}
+
+const admitsAll = (members: readonly Replica[]) => HASHES.every((h) => members.some((m) => m.member.admits(h)));
+const admitted = (r: Replica) => HASHES.filter((h) => r.member.admits(h));
+
+function recordingObserver() {
+  const events: { kind: string; event: Record<string, unknown> }[] = [];
+  const observer: ShardObserver = {
+    onRanges: (event) => void events.push({ kind: 'ranges', event }),
+    onHandover: (event) => void events.push({ kind: 'handover', event }),
+    onAcknowledged: (event) => void events.push({ kind: 'ack', event }),
+  };
+  return { events, observer };
+}
+
+function setup() {
+  const clock = new ManualClock(1_000_000);
+  const server = new FakeLeaseServer(clock);
+  return { clock, server };
+}
+
+async function stopAll(clock: ManualClock, members: readonly Replica[]): Promise<void> {
+  for (const m of members) {
+    m.clock.thaw();
+    m.controller.abort();
+  }
+  await clock.advanceAsync(TIMINGS.renewDeadlineMs + 1_000);
+  await Promise.all(members.map((m) => m.run));
+}
+
+describe('[sharding: membership] members on Leases, on a fake apiserver and a manual clock', () => {
+  it('[sharding: join] a lone member owns everything once it has read the ring; a joiner admits its share only after the first acknowledged the new ring', async () => {
+    const { clock, server } = setup();
+    const a = start(replica(server, 'a'));
+    expect(HASHES.some((h) => a.member.admits(h))).toBe(false); // nothing before its Lease and a read
+    await until(clock, [a], () => admitsAll([a]), 10_000);
+    expect(a.member.ranges).toEqual([{ start: '0x0000000000000000', end: '0x10000000000000000' }]);
+    const lease = server.leases.get('default/demo-a')!;
+    expect((lease['metadata'] as Record<string, Record<string, string>>)['labels']).toEqual({
+      'sharding.reconcile-loop.dev/ring': 'demo',
+    });
+
+    const { events, observer } = recordingObserver();
+    const b = start(replica(server, 'b', { member: { observer } }));
+    let aAcknowledgedAt: number | undefined;
+    await until(
+      clock,
+      [a, b],
+      () => {
+        const claim = (server.leases.get('default/demo-a')!['metadata'] as Record<string, Record<string, string>>)[
+          'annotations'
+        ]!['sharding.reconcile-loop.dev/claim'];
+        if (aAcknowledgedAt === undefined && claim === JSON.stringify({ members: ['a', 'b'], virtualNodes: 8 }))
+          aAcknowledgedAt = clock.now();
+        // The joiner admits nothing of its share until the first member's Lease says it let go.
+        if (aAcknowledgedAt === undefined) expect(admitted(b)).toEqual([]);
+        return admitted(b).length > 0 && admitsAll([a, b]);
+      },
+      20_000,
+    );
+    expect(aAcknowledgedAt).toBeDefined();
+    expect(a.member.members).toEqual(['a', 'b']);
+    expect(b.member.members).toEqual(['a', 'b']);
+    // Each admits exactly its ranges of the shared view.
+    for (const h of HASHES) expect(b.member.admits(h)).toBe(new Set(admitted(b)).has(h));
+    const handover = events.find((e) => e.kind === 'handover')!.event;
+    expect(handover['waitedFor']).toContain('peer-claim');
+    expect(handover['expired']).toEqual([]);
+    expect(events.some((e) => e.kind === 'ranges')).toBe(true);
+    expect(b.member.status().acknowledged).toEqual(['a', 'b']);
+    await stopAll(clock, [a, b]);
+  });
+
+  it('[sharding: drain] a member keeps a moved hash claimed until its in-flight reconcile released it; the new owner waits for that', async () => {
+    const { clock, server } = setup();
+    const a = start(replica(server, 'a'));
+    await until(clock, [a], () => admitsAll([a]), 10_000);
+    // In flight on a: every hash (a reconcile that is slow).
+    const releases = HASHES.map((h) => a.member.enter(h)!);
+    expect(releases.every((r) => typeof r === 'function')).toBe(true);
+    const b = start(replica(server, 'b'));
+    // b joins; a stops admitting b's share at once, but cannot acknowledge while those reconciles run.
+    await until(clock, [a, b], () => a.member.members.length === 2, 10_000);
+    const moved = HASHES.filter((h) => !a.member.admits(h));
+    expect(moved.length).toBeGreaterThan(0);
+    await clock.advanceAsync(20_000);
+    expectNoDoubleAdmission([a, b]);
+    expect(moved.some((h) => b.member.admits(h))).toBe(false);
+    expect(a.member.status().acknowledged).toEqual(['a']); // still the ring from before the join
+    for (const release of releases) release();
+    await until(clock, [a, b], () => moved.every((h) => b.member.admits(h)), 10_000);
+    await stopAll(clock, [a, b]);
+  });
+
+  it('[sharding: leave] a graceful stop releases the Lease once in-flight reconciles finished; the others take over without waiting for expiry', async () => {
+    const { clock, server } = setup();
+    const [a, b] = [start(replica(server, 'a')), start(replica(server, 'b'))];
+    await until(clock, [a, b], () => admitsAll([a, b]), 20_000);
+    const mine = admitted(b);
+    const release = b.member.enter(mine[0]!)!;
+    b.controller.abort();
+    await clock.advanceAsync(0);
+    expect(mine.some((h) => b.member.admits(h))).toBe(false); // stopping: admits nothing more
+    await clock.advanceAsync(5_000);
+    expect(a.member.admits(mine[0]!)).toBe(false); // b's reconcile is still running
+    release();
+    const waited = await until(clock, [a, b], () => mine.every((h) => a.member.admits(h)), 10_000);
+    expect(waited).toBeLessThan(TIMINGS.leaseDurationMs); // released, not expired
+    await b.run;
+    expect(a.member.members).toEqual(['a']);
+    await stopAll(clock, [a]);
+  });
+
+  it("[sharding: expiry] a killed member leaves the ring once its Lease expired by the survivor's clock, and not before", async () => {
+    const { clock, server } = setup();
+    const { events, observer } = recordingObserver();
+    const a = start(replica(server, 'a', { member: { observer } }));
+    const b = start(replica(server, 'b'));
+    await until(clock, [a, b], () => admitsAll([a, b]), 20_000);
+    const bs = admitted(b);
+    events.length = 0;
+    const killedAt = clock.now();
+    b.dead = true;
+    b.controller.abort();
+    const waited = await until(clock, [a, b], () => bs.every((h) => a.member.admits(h)), 40_000);
+    // a saw b's last renewal at most a retry period before the kill; it waits a lease duration from then.
+    expect(waited).toBeGreaterThanOrEqual(TIMINGS.leaseDurationMs - TIMINGS.retryPeriodMs);
+    expect(clock.now() - killedAt).toBe(waited);
+    const handover = events.find((e) => e.kind === 'handover')!.event;
+    expect(handover['expired']).toEqual(['b']);
+    await stopAll(clock, [a, b]);
+  });
+
+  it('[sharding: paused] a member frozen past its Lease admits nothing on waking, and nothing until a read of the ring sent after it renewed', async () => {
+    const { clock, server } = setup();
+    const requests: { at: number; method: string; path: string }[] = [];
+    const a = start(replica(server, 'a'));
+    // b's LISTs are answered 1 s after they commit, so a stale read cannot pass for a fresh one by arriving first.
+    let slowLists = false;
+    const b = start(
+      replica(server, 'b', {
+        onCommit: (method, url) => void requests.push({ at: clock.now(), method, path: url.pathname }),
+        faults: (method, url) =>
+          slowLists && method === 'GET' && url.pathname.endsWith('/leases') ? { responseDelayMs: 1_000 } : {},
+      }),
+    );
+    await until(clock, [a, b], () => admitsAll([a, b]), 20_000);
+    const bs = admitted(b);
+    b.clock.freeze();
+    // a takes b's share once b's Lease expired by a's clock.
+    await until(clock, [a, b], () => bs.every((h) => a.member.admits(h)), 40_000);
+    await clock.advanceAsync(5_000);
+    // Waking: the first calls answer false, before any of b's timers or answers ran.
+    expect(bs.some((h) => b.member.admits(h))).toBe(false);
+    const thawedAt = clock.now();
+    slowLists = true;
+    b.clock.thaw();
+    let firstAdmitted: number | undefined;
+    await until(
+      clock,
+      [a, b],
+      () => {
+        if (firstAdmitted === undefined && admitted(b).length > 0) firstAdmitted = clock.now();
+        return admitsAll([a, b]) && admitted(b).length > 0;
+      },
+      30_000,
+    );
+    // In order after waking: b renewed its Lease, then sent a LIST of the ring (commit = send here),
+    // and admitted only once that LIST was answered.
+    const after = requests.filter((r) => r.at >= thawedAt);
+    const renewedAt = after.find((r) => r.method === 'PUT' && r.path.endsWith('/demo-b'))!.at;
+    const listedAt = after.find((r) => r.method === 'GET' && r.path.endsWith('/leases') && r.at > renewedAt)?.at;
+    expect(listedAt).toBeDefined();
+    expect(firstAdmitted!).toBeGreaterThanOrEqual(listedAt! + 1_000);
+    expect(b.member.members).toEqual(['a', 'b']);
+    await stopAll(clock, [a, b]);
+  });
+
+  it('[sharding: late read] a LIST answered late keeps a member that renewed meanwhile in the view, and no hash is admitted twice', async () => {
+    const { clock, server } = setup();
+    // a's renewals commit 3 s after they are sent (within its renew deadline): one every 5 s, so two
+    // of b's LISTs 2 s apart can return the same record of a. Once armed, the schedule is: a renewal
+    // of a commits; b LISTs (fast, sees it); b LISTs again, committed at once and answered 9 s later
+    // (just inside the LIST's deadline, the renew deadline), while a keeps renewing.
+    let phase: 'off' | 'armed' | 'renewed' | 'seen' | 'done' = 'off';
+    const a = start(
+      replica(server, 'a', {
+        faults: (method) => (method === 'PUT' ? { commitDelayMs: 3_000 } : {}),
+        onCommit: (method) => {
+          if (method === 'PUT' && phase === 'armed') phase = 'renewed';
+        },
+      }),
+    );
+    const b = start(
+      replica(server, 'b', {
+        faults: (method, url) => {
+          if (method !== 'GET' || !url.pathname.endsWith('/leases')) return {};
+          if (phase === 'renewed') phase = 'seen';
+          else if (phase === 'seen') {
+            phase = 'done';
+            return { responseDelayMs: 9_000 };
+          }
+          return {};
+        },
+      }),
+    );
+    await until(clock, [a, b], () => admitsAll([a, b]), 30_000);
+    phase = 'armed';
+    await until(clock, [a, b], () => phase === 'done', 20_000);
+    // Through the slow LIST and after it, b keeps a (which renewed all along) and never admits a's share.
+    for (let t = 0; t < 24_000; t += 100) {
+      await clock.advanceAsync(100);
+      expectNoDoubleAdmission([a, b]);
+      expect(b.member.members).toEqual(['a', 'b']);
+    }
+    await stopAll(clock, [a, b]);
+  });
+
+  it('[sharding: options] bad options are an OptionsError; Lease names are DNS labels for any identity', () => {
+    const client = new KubeClient({ server: 'https://fake.invalid', rateLimit: false });
+    const base = { client, namespace: 'default', ring: 'demo', identity: 'a' };
+    expect(() => new ShardMember({ ...base, ring: 'Not_A_Label' })).toThrow(/DNS-1123/);
+    expect(() => new ShardMember({ ...base, identity: '' })).toThrow(/identity/);
+    expect(() => new ShardMember({ ...base, leaseDurationMs: 1_500 })).toThrow(/whole seconds/);
+    expect(() => new ShardMember({ ...base, virtualNodes: 0 })).toThrow(/virtualNodes/);
+    expect(memberLeaseName('demo', 'a')).toBe('demo-a');
+    const odd = memberLeaseName('demo', 'Host_1.example:9000');
+    expect(odd).toMatch(/^demo-host-1-example-9000-[0-9a-f]{8}$/);
+    expect(memberLeaseName('demo', 'host_1')).not.toBe(memberLeaseName('demo', 'host-1'));
+    expect(memberLeaseName('demo', 'x'.repeat(200)).length).toBeLessThanOrEqual(63);
+    expect(new ShardMember(base).timings).toEqual({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+  });
+});
