@@ -18,6 +18,8 @@ export interface InitialSyncPath {
   readonly initialList: Exclude<InitialListMode, 'auto'>;
   /** LIST page size; 0 for one unpaged LIST. Ignored by watch-list. */
   readonly listPageSize: number;
+  /** The reflector's deadline for one listing; its default (90 s) when absent. */
+  readonly listTimeoutMs?: number;
 }
 
 /** A synced store, held until `release`. */
@@ -37,6 +39,7 @@ export async function syncReflector(kubeconfig: string, pods: number, path: Init
     name: 'initial-sync',
     initialList: path.initialList,
     listPageSize: path.listPageSize,
+    ...(path.listTimeoutMs !== undefined && { listTimeoutMs: path.listTimeoutMs }),
   });
   const store = new ObjectStore<Pod, string>({ keyMap: (pod) => pod.metadata.labels[PARENT_LABEL] });
   const controller = new AbortController();

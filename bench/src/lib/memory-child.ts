@@ -9,7 +9,11 @@ process.once('message', (job: SyncJob) => {
   measureSync(() =>
     job.kind === 'client-node'
       ? syncClientNode(job.kubeconfig, job.pods)
-      : syncReflector(job.kubeconfig, job.pods, { initialList: job.initialList, listPageSize: job.listPageSize }),
+      : syncReflector(job.kubeconfig, job.pods, {
+          initialList: job.initialList,
+          listPageSize: job.listPageSize,
+          ...(job.listTimeoutMs !== undefined && { listTimeoutMs: job.listTimeoutMs }),
+        }),
   ).then(
     (reading: MemoryReading) => {
       if (reading.objects !== job.pods) throw new Error(`synced ${reading.objects} of ${job.pods} objects`);

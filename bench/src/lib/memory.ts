@@ -145,6 +145,8 @@ export type SyncJob = (
       readonly initialList: 'list' | 'watch-list';
       /** LIST page size; 0 for one unpaged LIST. */
       readonly listPageSize: number;
+      /** The reflector's `listTimeoutMs`; its default (90 s) when absent. */
+      readonly listTimeoutMs?: number;
     }
   | { readonly kind: 'client-node'; readonly kubeconfig: string; readonly pods: number }
 ) & {
