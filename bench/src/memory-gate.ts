@@ -1,11 +1,12 @@
 /**
  * The memory gate CI runs (issue 15; kube-rs fails its dhat bench above 110 %): a small fixed
- * workload — 2,000 realistic pods from the embedded apiserver in a child process — measured for
- * the heap retained per cached object and the initial-sync peak of the LIST path (paged, the
- * default) and of the streaming watch-list path — medians of 5 runs under `--gc-global` (every GC a
- * full one, and only those are read, so a peak sampled after a GC is live heap, not garbage an
- * incremental-marking step or a scavenge still counts as used) — is compared with the committed baseline (`bench/memory-baseline.json`, per Node major: heap sizes move with V8) and
- * the gate fails above 110 % of it. Timing is never measured here.
+ * workload — 2,000 realistic pods from the embedded apiserver in a child process — measured by the
+ * benchmarks' one memory method (`lib/memory.ts`: each sync cold in a child process of its own;
+ * heap in use = `heapUsed + external`, its peak read at every GC's start and by a 2 ms timer; the
+ * store after forced GCs) for the heap the store keeps per cached object and the initial-sync peak
+ * of the paged LIST (the default) and of the streaming watch-list. Medians of 5 runs are compared
+ * with the committed baseline (`bench/memory-baseline.json`, per Node major: heap sizes move with V8)
+ * and the gate fails above 110 % of it. Timing is never gated.
  *
  *   pnpm --filter @reconcile-loop/bench memory-gate              # check (exit 1 above 110 %)
  *   pnpm --filter @reconcile-loop/bench memory-gate -- --update  # re-baseline this Node major
@@ -15,26 +16,27 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { INITIAL_SYNC_PATHS } from './benchmarks/initial-sync.js';
 import { ApiServerProcess } from './lib/apiserver-process.js';
-import { measureInitialSync, type InitialSyncSample } from './lib/initial-sync.js';
+import { measureInChild, type MemoryReading } from './lib/memory.js';
 import { summarize } from './lib/stats.js';
 
 const PODS = 2_000;
 const RUNS = 5;
 /** A measurement above this fraction of its baseline fails the gate. */
 export const GATE_RATIO = 1.1;
+const WORKLOAD = `${PODS} realistic pods (bench makePod), embedded apiserver in a child process, one cold sync per child process, medians of ${RUNS}; heap in use = heapUsed + external (lib/memory.ts)`;
 
 /** The gated metrics, in bytes. */
 interface Metrics {
-  /** Heap the store keeps per cached pod after a LIST (paged) sync. */
+  /** Heap in use the store keeps per cached pod after a LIST (paged) sync. */
   heapPerObjectBytes: number;
-  /** Peak heap (live after GC) during the paged LIST sync. */
+  /** Peak heap in use during the paged LIST sync, over the base. */
   listPeakBytes: number;
-  /** Peak heap (live after GC) during the watch-list sync. */
+  /** Peak heap in use during the watch-list sync, over the base. */
   watchListPeakBytes: number;
 }
 
 interface Baselines {
-  readonly workload: string;
+  workload: string;
   readonly ratio: number;
   readonly byNodeMajor: Record<string, Metrics & { node: string; date: string }>;
 }
@@ -49,42 +51,43 @@ const server = await ApiServerProcess.start(PODS + 100);
 let code = 0;
 try {
   await server.seed(PODS);
-  const list: InitialSyncSample[] = [];
-  const watchList: InitialSyncSample[] = [];
-  // Warm-up (JIT, connection pool, the server's serialization cache), then alternate the paths.
-  await measureInitialSync(server.kubeconfig, PODS, INITIAL_SYNC_PATHS.list);
-  await measureInitialSync(server.kubeconfig, PODS, INITIAL_SYNC_PATHS.watchList);
+  const list: MemoryReading[] = [];
+  const watchList: MemoryReading[] = [];
+  // The paths alternate; every sync is the first of its own process (no warm-up: a cold start is what is measured).
+  const job = { kind: 'reflector', kubeconfig: server.kubeconfig, pods: PODS } as const;
   for (let r = 0; r < RUNS; r++) {
-    list.push(await measureInitialSync(server.kubeconfig, PODS, INITIAL_SYNC_PATHS.list));
+    list.push(await measureInChild({ ...job, ...INITIAL_SYNC_PATHS.list }));
     await server.dropWatches();
-    watchList.push(await measureInitialSync(server.kubeconfig, PODS, INITIAL_SYNC_PATHS.watchList));
+    watchList.push(await measureInChild({ ...job, ...INITIAL_SYNC_PATHS.watchList }));
     await server.dropWatches();
   }
   const measured: Metrics = {
-    heapPerObjectBytes: summarize(list.map((s) => s.storeBytes / PODS)).median,
-    listPeakBytes: summarize(list.map((s) => s.peakBytes)).median,
-    watchListPeakBytes: summarize(watchList.map((s) => s.peakBytes)).median,
+    heapPerObjectBytes: summarize(list.map((s) => s.storeHeapBytes / PODS)).median,
+    listPeakBytes: summarize(list.map((s) => s.peakHeapBytes)).median,
+    watchListPeakBytes: summarize(watchList.map((s) => s.peakHeapBytes)).median,
   };
   const spread = (xs: number[]): string => `${Math.round(Math.min(...xs))}..${Math.round(Math.max(...xs))}`;
-  console.log(`memory gate: ${PODS} pods, medians of ${RUNS} under --gc-global, node ${process.version}`);
+  console.log(`memory gate: ${PODS} pods, medians of ${RUNS}, one cold sync per child process, node ${process.version}`);
   console.log(
-    `  runs: heap/object ${spread(list.map((s) => s.storeBytes / PODS))} B, LIST peak ${spread(list.map((s) => s.peakBytes))} B, watch-list peak ${spread(watchList.map((s) => s.peakBytes))} B`,
+    `  runs: heap/object ${spread(list.map((s) => s.storeHeapBytes / PODS))} B, LIST peak ${spread(list.map((s) => s.peakHeapBytes))} B, watch-list peak ${spread(watchList.map((s) => s.peakHeapBytes))} B`,
   );
   const baselines: Baselines = await readFile(file, 'utf8').then(
     (text) => JSON.parse(text) as Baselines,
-    () => ({
-      workload: `${PODS} realistic pods (bench makePod), embedded apiserver in a child process, medians of ${RUNS} under --gc-global (full collections only)`,
-      ratio: GATE_RATIO,
-      byNodeMajor: {},
-    }),
+    () => ({ workload: WORKLOAD, ratio: GATE_RATIO, byNodeMajor: {} }),
   );
   if (update) {
+    // Baselines taken by another method are not comparable: an update under this method drops them.
+    if (baselines.workload !== WORKLOAD) for (const key of Object.keys(baselines.byNodeMajor)) delete baselines.byNodeMajor[key];
+    baselines.workload = WORKLOAD;
     baselines.byNodeMajor[major] = { ...measured, node: process.version, date: new Date().toISOString() };
     await writeFile(file, `${JSON.stringify(baselines, null, 2)}\n`);
     console.log(`  baseline for Node ${major} written to ${file}`);
   } else {
-    const baseline = baselines.byNodeMajor[major];
-    if (baseline === undefined) {
+    const baseline = baselines.workload === WORKLOAD ? baselines.byNodeMajor[major] : undefined;
+    if (baselines.workload !== WORKLOAD) {
+      console.error(`  FAIL: ${file} was taken by another method (${baselines.workload}); re-baseline with --update`);
+      code = 1;
+    } else if (baseline === undefined) {
       console.error(
         `  FAIL: no baseline for Node ${major} in ${file}; create it with: pnpm --filter @reconcile-loop/bench memory-gate -- --update`,
       );

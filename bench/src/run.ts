@@ -3,7 +3,7 @@
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
  * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync,
- * indexes, owned-metadata, lease-cadence, priority, reaction),
+ * indexes, owned-metadata, lease-cadence, priority, reaction, scale),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -22,6 +22,7 @@ import { runQueue } from './benchmarks/queue.js';
 import { runReaction } from './benchmarks/reaction.js';
 import { runRelist } from './benchmarks/relist.js';
 import { runRetry, type RetryResult } from './benchmarks/retry.js';
+import { runScale } from './benchmarks/scale.js';
 import { runWatch, type WatchResult } from './benchmarks/watch.js';
 import { checkNumber, checkNumbers, type BenchContext } from './lib/context.js';
 
@@ -57,6 +58,7 @@ const benchmarks = {
   'lease-cadence': runLeaseCadence,
   priority: runPriority,
   reaction: runReaction,
+  scale: runScale,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -168,6 +170,7 @@ const summary = {
   ...(results['owned-metadata'] !== undefined && { ownedMetadata: results['owned-metadata'] }),
   ...(results['priority'] !== undefined && { priority: results['priority'] }),
   ...(results['reaction'] !== undefined && { reaction: results['reaction'] }),
+  ...(results['scale'] !== undefined && { scale: results['scale'] }),
   ...(results['concurrency'] !== undefined && {
     concurrency: (results['concurrency'] as ConcurrencyResult).rows,
     concurrencyDetail: results['concurrency'],
@@ -197,8 +200,11 @@ const required: Array<[string, boolean]> = [
   ['priority.p99UserWaitMs', selectedSet.has('priority')],
   ['priority.fifoP99UserWaitMs', selectedSet.has('priority')],
   ['priority.maxInitialWaitMs', selectedSet.has('priority')],
+  ...(
+    ['pods', 'syncMs', 'peakHeapToStoreRatio', 'heapPerPodBytes', 'clientNode.syncMs', 'clientNode.heapPerPodBytes'] as const
+  ).map((key): [string, boolean] => [`scale.${key}`, selectedSet.has('scale')]),
   ...(['list', 'watchList'] as const).flatMap((path) =>
-    (['peakBytes', 'storeBytes', 'peakToStoreRatio'] as const).map((key): [string, boolean] => [
+    (['peakBytes', 'storeBytes', 'peakToStoreRatio', 'peakRssBytes'] as const).map((key): [string, boolean] => [
       `initialSync.${path}.${key}`,
       selectedSet.has('initial-sync'),
     ]),

@@ -1,14 +1,16 @@
 /**
- * Benchmark: initial sync memory. The peak heap while a reflector syncs N realistic pods and the
- * heap its synced store keeps, for the LIST path (paged by the default 250 and by client-go's 500, and unpaged) and
- * the streaming watch-list path, each against the embedded apiserver in a child process (its heap
- * is not ours). Issue 15's target: peak ≤ 1.5× the final store. Medians of runs alternating the
- * paths after one warm-up of each.
+ * Benchmark: initial sync memory, by the one method of `lib/memory.ts`. Each path — the LIST
+ * paged by the default 250 and by client-go's 500, one unpaged LIST, and the streaming watch-list —
+ * syncs N realistic pods cold in a child process of its own, against the embedded apiserver in
+ * another child; per run: peak heap in use (`heapUsed + external`), peak RSS (the kernel's
+ * high-water mark) and the store's heap after forced GCs. Issue 15's and 28's target: peak ≤ 1.5×
+ * the store. Medians of runs, paths alternated within each run.
  */
 import { DEFAULT_LIST_PAGE_SIZE } from '@reconcile-loop/reflector';
 import { ApiServerProcess } from '../lib/apiserver-process.js';
 import type { BenchContext } from '../lib/context.js';
-import { measureInitialSync, type InitialSyncPath } from '../lib/initial-sync.js';
+import type { InitialSyncPath } from '../lib/initial-sync.js';
+import { measureInChild, type MemoryReading } from '../lib/memory.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
 /** The paths measured, by the key they get in `latest.json` (`initialSync.<key>.*`). */
@@ -25,10 +27,15 @@ export type InitialSyncPathName = keyof typeof INITIAL_SYNC_PATHS;
 
 /** One path at one size: medians, in bytes (and the ratio of the medians). */
 export interface InitialSyncPathResult {
+  /** Peak heap in use during the sync over the base (`heapUsed + external`). */
   peakBytes: number;
+  /** Heap in use the synced store keeps, over the base. */
   storeBytes: number;
   peakToStoreRatio: number;
-  peakUsedBytes: number;
+  /** Kernel high-water RSS of the measuring process (absolute) and over its RSS before the sync. */
+  peakRssBytes: number;
+  peakRssOverBaseBytes: number;
+  syncMs: number;
   peakRuns: Summary;
 }
 
@@ -38,6 +45,8 @@ export interface InitialSyncSizeResult {
 }
 
 export interface InitialSyncResult {
+  /** How the figures were read (one line; BENCHMARKS.md (28c) has the method). */
+  method: string;
   /** The first size, flattened: `initialSync.list.peakBytes` and so on. */
   list: InitialSyncPathResult;
   list500: InitialSyncPathResult;
@@ -45,6 +54,24 @@ export interface InitialSyncResult {
   watchList: InitialSyncPathResult;
   pods: number;
   sizes: InitialSyncSizeResult[];
+}
+
+export const MEMORY_METHOD =
+  'one cold sync per child process; peak = max heapUsed+external (every GC start via GCProfiler, 2 ms timer) over the settled base; store = heapUsed+external after forced GCs; peak RSS = VmHWM reset at sync start';
+
+/** Medians of `readings` as one path's result. */
+export function pathResult(readings: readonly MemoryReading[]): InitialSyncPathResult {
+  const peak = summarize(readings.map((x) => x.peakHeapBytes));
+  const store = summarize(readings.map((x) => x.storeHeapBytes)).median;
+  return {
+    peakBytes: peak.median,
+    storeBytes: store,
+    peakToStoreRatio: peak.median / store,
+    peakRssBytes: summarize(readings.map((x) => x.peakRssBytes)).median,
+    peakRssOverBaseBytes: summarize(readings.map((x) => x.peakRssOverBaseBytes)).median,
+    syncMs: summarize(readings.map((x) => x.syncMs)).median,
+    peakRuns: peak,
+  };
 }
 
 export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResult> {
@@ -55,43 +82,31 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
     const server = await ApiServerProcess.start(pods + 100);
     try {
       await server.seed(pods);
-      for (const name of names) await measureInitialSync(server.kubeconfig, pods, INITIAL_SYNC_PATHS[name]); // warm-up
-      const samples = Object.fromEntries(names.map((n) => [n, [] as Awaited<ReturnType<typeof measureInitialSync>>[]])) as Record<
+      const samples = Object.fromEntries(names.map((n) => [n, [] as MemoryReading[]])) as Record<
         InitialSyncPathName,
-        Awaited<ReturnType<typeof measureInitialSync>>[]
+        MemoryReading[]
       >;
       const runs = ctx.smoke ? 1 : Math.max(3, Math.min(ctx.runs, 5));
       for (let r = 0; r < runs; r++) {
         for (const name of names) {
-          samples[name].push(await measureInitialSync(server.kubeconfig, pods, INITIAL_SYNC_PATHS[name]));
+          samples[name].push(
+            await measureInChild({ kind: 'reflector', kubeconfig: server.kubeconfig, pods, ...INITIAL_SYNC_PATHS[name] }),
+          );
           await server.dropWatches();
         }
       }
-      const paths = Object.fromEntries(
-        names.map((name) => {
-          const s = samples[name];
-          const peak = summarize(s.map((x) => x.peakBytes));
-          const store = summarize(s.map((x) => x.storeBytes)).median;
-          return [
-            name,
-            {
-              peakBytes: peak.median,
-              storeBytes: store,
-              peakToStoreRatio: peak.median / store,
-              peakUsedBytes: summarize(s.map((x) => x.peakUsedBytes)).median,
-              peakRuns: peak,
-            },
-          ];
-        }),
-      ) as Record<InitialSyncPathName, InitialSyncPathResult>;
+      const paths = Object.fromEntries(names.map((name) => [name, pathResult(samples[name])])) as Record<
+        InitialSyncPathName,
+        InitialSyncPathResult
+      >;
       out.push({ pods, paths });
       const mb = (b: number): string => (b / 1e6).toFixed(1);
-      console.log(`\ninitial sync, ${pods} pods (medians of ${runs}):`);
-      console.log('  path          peak MB   store MB   peak/store   before-GC high-water MB');
+      console.log(`\ninitial sync, ${pods} pods (medians of ${runs}, one cold child process per sync):`);
+      console.log('  path          peak MB   store MB   peak/store   peak RSS MB (over base)   sync ms');
       for (const name of names) {
         const p = paths[name];
         console.log(
-          `  ${name.padEnd(12)}  ${mb(p.peakBytes).padStart(7)}   ${mb(p.storeBytes).padStart(8)}   ${p.peakToStoreRatio.toFixed(2).padStart(10)}   ${mb(p.peakUsedBytes).padStart(8)}`,
+          `  ${name.padEnd(12)}  ${mb(p.peakBytes).padStart(7)}   ${mb(p.storeBytes).padStart(8)}   ${p.peakToStoreRatio.toFixed(2).padStart(10)}   ${mb(p.peakRssBytes).padStart(11)} (${mb(p.peakRssOverBaseBytes)})   ${p.syncMs.toFixed(0).padStart(7)}`,
         );
       }
     } finally {
@@ -100,5 +115,5 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
   }
   const first = out[0];
   if (first === undefined) throw new Error('initial-sync: no size selected');
-  return { ...first.paths, pods: first.pods, sizes: out };
+  return { method: MEMORY_METHOD, ...first.paths, pods: first.pods, sizes: out };
 }

@@ -2,9 +2,11 @@
  * owned-metadata: heap per owned pod when a controller caches owned pods as full views (podSchema)
  * versus metadata only (`metadataReflector`: PartialObjectMetadata over the wire), and how close
  * the reflector's running `health().cache.bytesEstimate` comes to that heap. The apiserver runs in
- * a child process, so only the client's heap is measured: a settled heap before the listing, the
- * store filled by one listing, the stream closed (the reflector's buffers gone), a settled heap
- * with the store alone held. Modes alternate round by round so drift hits both alike.
+ * a child process, so only the client's heap is measured, as the one memory method reads a store
+ * (`lib/memory.ts`: heap in use = `heapUsed + external`, after forced GCs): a settled heap before
+ * the listing, the store filled by one listing, the stream closed (the reflector's buffers gone), a
+ * settled heap with the store alone held. Measured in this process after an unmeasured round of
+ * each mode, so a per-pod figure carries no first-run cost (code, decoder tables). Modes alternate round by round so drift hits both alike.
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
@@ -12,7 +14,7 @@ import { ObjectStore } from '@reconcile-loop/object-store';
 import { metadataReflector, podReflector, type Reflector } from '@reconcile-loop/reflector';
 import { ApiServerProcess } from '../lib/apiserver-process.js';
 import type { BenchContext } from '../lib/context.js';
-import { heapAfterGc } from '../lib/heap.js';
+import { settledHeapInUse } from '../lib/memory.js';
 import { NAMESPACE } from '../lib/pods.js';
 import { fmt, summarize, type Summary } from '../lib/stats.js';
 
@@ -37,7 +39,7 @@ export interface OwnedMetadataResult {
 async function measure(server: ApiServerProcess, mode: Mode, pods: number): Promise<{ heap: number; estimate: number }> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(server.kubeconfig);
-  const before = await heapAfterGc();
+  const before = await settledHeapInUse();
   const reflector: Reflector<KubernetesObjectView> =
     mode === 'full'
       ? (podReflector({ kubeConfig, namespace: NAMESPACE }) as unknown as Reflector<KubernetesObjectView>)
@@ -55,7 +57,7 @@ async function measure(server: ApiServerProcess, mode: Mode, pods: number): Prom
   controller.abort();
   if (store.size !== pods) throw new Error(`owned-metadata: ${mode} listing held ${store.size} of ${pods} pods`);
   const estimate = reflector.health().cache?.bytesEstimate ?? Number.NaN;
-  const after = await heapAfterGc();
+  const after = await settledHeapInUse();
   // Keep the store alive across the second measurement.
   if (store.size === 0) throw new Error('unreachable');
   return { heap: (after - before) / pods, estimate: estimate / pods };

@@ -9,7 +9,7 @@
  * Invariant: a hook never changes what the loop does. A throwing hook is logged (error level) and
  * the loop carries on, exactly as if no observer were set.
  */
-import type { SourceCacheCost } from '@reconcile-loop/object-store';
+import type { SourceCacheCost, SourceListLag } from '@reconcile-loop/object-store';
 import type { Logger, Key } from '@reconcile-loop/primitives';
 import type { RetrySchedulerObserver } from '@reconcile-loop/retry-scheduler';
 import type { UnfinishedWork, WorkQueueObserver } from '@reconcile-loop/work-queue';
@@ -72,6 +72,10 @@ export interface SourceSnapshot {
   readonly stats: Readonly<Record<string, number>> | undefined;
   /** What the source reports its objects cost (`health().cache`: a reflector's), undefined for sources without it. */
   readonly cache?: SourceCacheCost | undefined;
+  /** How far the source's stream is behind a LIST (`health().listLag`: a reflector's with `listLagProbeIntervalMs`), undefined otherwise. */
+  readonly listLag?: SourceListLag | undefined;
+  /** Clock ms since the newest probe LIST the stream caught up with was taken (`listLag.caughtUpAt`): a bound on the cache's staleness. */
+  readonly msBehindList?: number | undefined;
 }
 
 /** What the gauges show, read when a scrape asks (synchronous and cheap). */

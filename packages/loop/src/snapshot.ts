@@ -43,6 +43,9 @@ export function bindObserver<T, P extends Key, S>(
   observer.bind({ controller: full.controller, snapshot: () => snapshotOf(full) });
 }
 
+const lagSince = (at: number | undefined, now: number): number | undefined =>
+  at === undefined ? undefined : Math.max(0, now - at);
+
 /** Reads every gauge now. */
 export function snapshotOf<T, P extends Key, S>(parts: SnapshotParts<T, P, S>): LoopSnapshot {
   const { wiring } = parts;
@@ -59,6 +62,8 @@ export function snapshotOf<T, P extends Key, S>(parts: SnapshotParts<T, P, S>): 
       opens: health.opens,
       stats: numericStats(parts.sources[i]),
       cache: health.sourceHealth?.cache,
+      listLag: health.sourceHealth?.listLag,
+      msBehindList: lagSince(health.sourceHealth?.listLag?.caughtUpAt, now),
     };
   });
   return {

@@ -289,6 +289,16 @@ function instrumentsFor(registry: Registry): Instruments {
       if (src.cache !== undefined) set(l, src.cache.refused);
     }),
   );
+  gauge(LOOP_METRICS.listLagRevisions, (set, s) =>
+    perSource(s, (l, src) => {
+      if (src.listLag?.revisions !== undefined) set(l, src.listLag.revisions);
+    }),
+  );
+  gauge(LOOP_METRICS.secondsBehindList, (set, s) =>
+    perSource(s, (l, src) => {
+      if (src.msBehindList !== undefined) set(l, src.msBehindList / 1000);
+    }),
+  );
   readCounter(LOOP_METRICS.relists, (set, s) =>
     perSource(s, (l, src) => {
       const relists = src.stats?.relists;

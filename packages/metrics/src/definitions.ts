@@ -181,6 +181,18 @@ export const LOOP_METRICS = Object.freeze({
     ['controller', 'priority'],
     'Seconds the oldest queued key of each priority has waited (0 when none is queued); priority as in workqueue_depth',
   ),
+  listLagRevisions: def(
+    'gauge',
+    'reconcile_loop_source_resource_version_lag',
+    SRC,
+    "etcd revisions between the last probe LIST (limit=1, the current revision) and the last resourceVersion the source's stream delivered, 0 once caught up; counts writes to every kind, so a quiet kind reads behind until its next bookmark (sources with a list-lag probe, numeric resourceVersions only)",
+  ),
+  secondsBehindList: def(
+    'gauge',
+    'reconcile_loop_source_seconds_behind_list',
+    SRC,
+    "Seconds since the newest probe LIST the source's stream has caught up with was taken: an upper bound on how stale its cache is (sources with a list-lag probe, once one was reached)",
+  ),
   cacheRefused: def(
     'gauge',
     'reconcile_loop_source_refused_objects',

@@ -37,6 +37,7 @@ export {
   isPermanentSourceError,
   type SourceHealth,
   type SourceCacheCost,
+  type SourceListLag,
   type QuarantinedObject,
   type PermanentSourceError,
 } from './source-health.js';

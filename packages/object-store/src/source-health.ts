@@ -36,6 +36,29 @@ export interface SourceHealth {
   readonly quarantined: readonly QuarantinedObject[];
   /** Optional: what the source's objects cost the store, and its memory budget (a reflector reports it). */
   readonly cache?: SourceCacheCost | undefined;
+  /** Optional: how far the stream is behind a LIST (a reflector with `listLagProbeIntervalMs` reports it). */
+  readonly listLag?: SourceListLag | undefined;
+}
+
+/**
+ * How far a source's stream is behind a LIST of the same objects, from a periodic probe LIST (see
+ * the reflector's `listLagProbeIntervalMs`). ResourceVersions are compared only when both are
+ * decimal integers (etcd revisions, as every kube-apiserver sends); otherwise the comparisons are undefined.
+ */
+export interface SourceListLag {
+  /** The probe LIST's `metadata.resourceVersion` (the store's revision when it answered). */
+  readonly listResourceVersion: string;
+  /** When the probe answered (the source's clock, ms). */
+  readonly probedAt: number;
+  /** The last resourceVersion the stream delivered (a listing, a frame or a bookmark); undefined before a listing. */
+  readonly streamResourceVersion: string | undefined;
+  /** `listResourceVersion − streamResourceVersion`, 0 once caught up: etcd revisions, i.e. writes to any kind, not objects of this one. */
+  readonly revisions: number | undefined;
+  /**
+   * When the newest probe the stream has caught up with was taken: the cache held every write
+   * committed before it, so `now − caughtUpAt` bounds how stale the cache is. Undefined until one.
+   */
+  readonly caughtUpAt: number | undefined;
 }
 
 /** What a source's objects cost the store it feeds (see the reflector's `memoryBudgetBytes`). */

@@ -8,6 +8,7 @@ import type { ResolvedOptions } from './options.js';
 import { ListTimeoutError } from './errors.js';
 import { Quarantine } from './quarantine.js';
 import { CacheLedger } from './cache-cost.js';
+import { ListLag } from './list-lag.js';
 
 /** Counters for tests and metrics; cumulative over every stream this reflector opened. */
 export interface ReflectorStats {
@@ -92,6 +93,8 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   readonly quarantine = new Quarantine();
   /** What the objects handed on cost, and the memory budget; written where a phase hands an event on. */
   readonly cache: CacheLedger;
+  /** The probe LISTs' results against the resourceVersions the stream delivered (`listLagProbeIntervalMs`). */
+  readonly listLag = new ListLag();
   /** Retry delay for failures. Reset only by a healthy watch (a frame applied, or ended on time). */
   readonly #backoff: Backoff;
   /** Delay before a heal relist after a skipped frame. Reset by a watch that ended on time with nothing skipped. */
@@ -280,6 +283,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
       );
     }
     this.#resourceVersion = resourceVersion;
+    this.listLag.advanced(resourceVersion);
     this.#everListed = true;
     this.#listed = true;
     this.#lastListAt = now;
@@ -329,6 +333,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   /** The watch moved on to `resourceVersion` (an applied frame, a bookmark, a skipped or poison frame that named one). */
   advanced(resourceVersion: string): void {
     this.#resourceVersion = resourceVersion;
+    this.listLag.advanced(resourceVersion);
   }
 
   /** A bookmark moved the resourceVersion. */
@@ -437,6 +442,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
       consecutiveFailures: this.#consecutiveFailures,
       quarantined: this.quarantine.list(),
       cache: this.cache.cost(),
+      listLag: this.listLag.read(this.#resourceVersion),
     };
   }
 }

@@ -94,6 +94,14 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
    * refused object enters once it fits again and it changes, or at the next relist. Default none.
    */
   memoryBudgetBytes?: number | undefined;
+  /**
+   * Every this many ms while a watch is open, a LIST of the reflector's scope with `limit=1` and no
+   * `resourceVersion` (a consistent read of the current revision) measures how far the stream is
+   * behind it: `health().listLag` (see `list-lag.ts` for what is compared and why it is valid). A
+   * probe never changes the stream and a failed one is not a failure of the source. Default none
+   * (no extra request); 60 000 costs one small LIST a minute per reflector.
+   */
+  listLagProbeIntervalMs?: number | undefined;
   /** Time source for every timer. Default the system clock. */
   clock?: Clock | undefined;
   /** Where failures, quarantines and recoveries are reported. Default silent (failures still reach `health()`). */
@@ -113,6 +121,7 @@ export interface ResolvedOptions {
   readonly initialList: InitialListMode;
   readonly listPageSize: number;
   readonly memoryBudgetBytes: number | undefined;
+  readonly listLagProbeIntervalMs: number | undefined;
 }
 
 function positive(name: string, value: number, allowZero: boolean): number {
@@ -139,6 +148,10 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
     listPageSize: positive('listPageSize', options.listPageSize ?? DEFAULT_LIST_PAGE_SIZE, true),
     memoryBudgetBytes:
       options.memoryBudgetBytes === undefined ? undefined : positive('memoryBudgetBytes', options.memoryBudgetBytes, false),
+    listLagProbeIntervalMs:
+      options.listLagProbeIntervalMs === undefined
+        ? undefined
+        : positive('listLagProbeIntervalMs', options.listLagProbeIntervalMs, false),
   };
   if (!['auto', 'watch-list', 'list'].includes(resolved.initialList)) {
     throw new OptionsError(

@@ -1,6 +1,7 @@
 import { compileSchema, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
 import type { Source, SourceEvent, SourceHealth } from '@reconcile-loop/object-store';
 import { silentLogger, sleep, systemClock, type BackoffPolicy } from '@reconcile-loop/primitives';
+import { probeListLag } from './list-probe.js';
 import { ReflectorCore, type ListReason, type ReflectorStats } from './core.js';
 import { listPhase, type ListOutcome } from './list-phase.js';
 import { resolveOptions, type ReflectorOptions } from './options.js';
@@ -119,6 +120,12 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     /** The listing step for `why`: a watch-list or a LIST, decided when the listing is due. */
     const listing = (why: ListReason): Step<T> => ({ kind: core.listingVia(), why });
     let step: Step<T> = listing('initial');
+    // The list-lag probe runs beside this stream and ends with it (it never changes the stream).
+    const probe = new AbortController();
+    const stopProbe = (): void => probe.abort();
+    signal.addEventListener('abort', stopProbe, { once: true });
+    const probeEveryMs = core.options.listLagProbeIntervalMs;
+    if (probeEveryMs !== undefined) void probeListLag(core, probeEveryMs, probe.signal);
     try {
       while (!signal.aborted) {
         switch (step.kind) {
@@ -173,6 +180,8 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
         }
       }
     } finally {
+      signal.removeEventListener('abort', stopProbe);
+      probe.abort();
       core.streamEnded();
     }
   }
