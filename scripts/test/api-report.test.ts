@@ -147,10 +147,14 @@ function reportCounts(report: string) {
 }
 
 describe("this repository's public surface", () => {
-  it('[api report: budget] the checked-in reports hold at most 316 own names (a third below the 474 issue 22 started from) and at most 30 runtime values per front door', () => {
+  it('[api report: budget] the checked-in reports hold at most 316 own names (a third below the 474 issue 22 started from) plus at most 15 for each package added since, and at most 30 runtime values per front door', () => {
     const packages = join(import.meta.dirname, '..', '..', 'packages');
+    // Packages issue 22 did not count: each brings its own surface, held to 15 own names, and the
+    // total's bar rises by that much, so a feature package cannot spend the others' reduction.
+    const since = ['manager', 'sharding'];
     let own = 0;
     const doors: string[] = [];
+    const overNew: string[] = [];
     for (const pkg of readdirSync(packages)) {
       let reports: string[];
       try {
@@ -158,15 +162,19 @@ describe("this repository's public surface", () => {
       } catch {
         continue; // a folder without reports (none today: --check fails on a missing one)
       }
+      let ownHere = 0;
       for (const file of reports) {
         const counts = reportCounts(readFileSync(join(packages, pkg, 'api', file), 'utf8'));
+        ownHere += counts.names - counts.reexported;
         own += counts.names - counts.reexported;
         if (file === 'index.api.md' && counts.values > 30) doors.push(`${pkg}: ${counts.values} runtime values`);
       }
+      if (since.includes(pkg) && ownHere > 15) overNew.push(`${pkg}: ${ownHere} own names`);
     }
     expect(doors).toEqual([]);
+    expect(overNew).toEqual([]);
     expect(own).toBeGreaterThan(100); // the reports were found and read
-    expect(own).toBeLessThanOrEqual(316);
+    expect(own).toBeLessThanOrEqual(316 + 15 * since.length);
     // The counter itself: a re-export is not an own name; only runtime values count as values.
     const fixture = [
       '### `a` (function; runtime value)',

@@ -81,7 +81,9 @@ describe('--replicas: leader election on the embedded apiserver', () => {
     };
     await until('a takeover re-driving every pool', () => {
       const t = takeover();
-      return t !== undefined && ['engines', 'trainers', 'evaluators'].every((p) => t.lines.some((l) => l.includes(` pool ml/${p}:`)));
+      return (
+        t !== undefined && ['engines', 'trainers', 'evaluators'].every((p) => t.lines.some((l) => l.includes(` pool ml/${p}:`)))
+      );
     });
     stop.abort();
     const report = await within(running, 'a graceful end', 10_000);
