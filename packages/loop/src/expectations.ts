@@ -162,6 +162,8 @@ export class Expectations<P extends Key> {
       this.#listed.set(source, seq);
       return;
     }
+    // A release observes nothing: the loop forgets the released parents' expectations itself.
+    if (event.type === 'release') return;
     const id = source + SEP + event.key;
     this.#recent.delete(id); // re-inserted last: the map stays ordered by sequence number
     this.#recent.set(id, event.type === 'delete' ? -seq : seq);
