@@ -9,7 +9,7 @@
  * Invariant: a hook never changes what the loop does. A throwing hook is logged (error level) and
  * the loop carries on, exactly as if no observer were set.
  */
-import type { SourceCacheCost } from '@reconcile-loop/object-store';
+import type { SourceCacheCost, SourceShard } from '@reconcile-loop/object-store';
 import type { Logger, Key } from '@reconcile-loop/primitives';
 import type { RetrySchedulerObserver } from '@reconcile-loop/retry-scheduler';
 import type { UnfinishedWork, WorkQueueObserver } from '@reconcile-loop/work-queue';
@@ -72,6 +72,12 @@ export interface SourceSnapshot {
   readonly stats: Readonly<Record<string, number>> | undefined;
   /** What the source reports its objects cost (`health().cache`: a reflector's), undefined for sources without it. */
   readonly cache?: SourceCacheCost | undefined;
+  /**
+   * The shard a sharded source holds (`health().shard`: a reflector with the `shard` option), undefined
+   * for an unsharded one: `ranges` owned, `filter` (`server` | `client` | `unverified`), `reshards`,
+   * `dropped`; the objects it holds are {@link objects}.
+   */
+  readonly shard?: SourceShard | undefined;
 }
 
 /** What the gauges show, read when a scrape asks (synchronous and cheap). */

@@ -59,6 +59,7 @@ export function snapshotOf<T, P extends Key, S>(parts: SnapshotParts<T, P, S>): 
       opens: health.opens,
       stats: numericStats(parts.sources[i]),
       cache: health.sourceHealth?.cache,
+      ...(health.sourceHealth?.shard !== undefined && { shard: health.sourceHealth.shard }),
     };
   });
   return {
