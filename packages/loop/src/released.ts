@@ -8,12 +8,12 @@ import type { Key, Logger } from '@reconcile-loop/primitives';
 import type { RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import type { ObjectStore } from '@reconcile-loop/object-store';
 import type { Expectations } from './expectations.js';
-import type { Gate } from './dispatch.js';
 
 /** What a release touches. */
 export interface ReleasesOptions<T, P extends Key> {
   readonly primary: ObjectStore<T, P>;
-  readonly gate: Gate<T, P>;
+  /** The offer gate's `dropQueued` (dispatch.ts's `Gate`; structural, so the two files do not import each other). */
+  readonly gate: { dropQueued(drop: (key: P) => boolean): number };
   readonly scheduler: RetryScheduler<P>;
   readonly expectations: Expectations<P>;
   readonly logger: Logger;

@@ -23,11 +23,11 @@ export type ShardFilter = SourceShard['filter'];
 
 /**
  * The ranges a reflector owns and how they are enforced. The selector is sent with every LIST
- * page and WATCH (watch-list included). Every object that arrives is checked on the client too
- * (one FNV-1a per object: about a microsecond for a uid), whatever the server said: objects are
- * dropped only when the server did not filter, so with the gate on the check costs only the hash,
- * and a server behind a load balancer that answers one request with the gate and the next without
- * (a rolling upgrade) can never put a foreign object in the store.
+ * page and WATCH (watch-list included). A LIST's items are filtered here only when its first page
+ * does not echo the selector (`metadata.shardInfo`); every watch frame and every watch-list initial
+ * event is hashed here whatever the server said (one FNV-1a per object: about a microsecond for a
+ * uid), because nothing on a watch echoes the selector and HA apiservers with different gates (a
+ * rolling upgrade) may answer the LIST with the filter and the WATCH without it.
  */
 export class ShardState {
   readonly field: 'uid' | 'namespace';

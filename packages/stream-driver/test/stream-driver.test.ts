@@ -455,7 +455,12 @@ describe('StreamDriver: memory', () => {
     const types: string[] = [];
     const { source, store, driver, controller, running } = setup({ onAffected: (_parents, type) => void types.push(type) });
     await settle();
-    source.last.push(replaceEvent([['a', cell('p1')], ['b', cell('p2')]]));
+    source.last.push(
+      replaceEvent([
+        ['a', cell('p1')],
+        ['b', cell('p2')],
+      ]),
+    );
     await settle();
     source.last.end();
     await settle();
@@ -472,7 +477,10 @@ describe('StreamDriver: memory', () => {
     const stop = new AbortController();
     const run = second.run(stop.signal);
     await settle();
-    source.last.push(releaseEvent<Cell>((c) => c.pool === 'p1'), replaceEvent([['a', cell('p1')]]));
+    source.last.push(
+      releaseEvent<Cell>((c) => c.pool === 'p1'),
+      replaceEvent([['a', cell('p1')]]),
+    );
     await settle();
     expect(second.synced).toBe(true);
     expect(store.keys()).toEqual(['a']);
