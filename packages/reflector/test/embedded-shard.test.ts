@@ -33,7 +33,7 @@ async function setup(initialList: InitialListMode) {
   const { tap } = tapOf<Pod>(reflector);
   const keysIn = (ranges: readonly ShardRange[], list = pods) =>
     list
-      .filter((p) => inShardRanges(shardHash(p.metadata.uid), ranges))
+      .filter((p) => inShardRanges(shardHash(p.metadata.uid ?? ''), ranges))
       .map((p) => `${NS}/${p.metadata.name}`)
       .sort();
   return { server: s, pods, reflector, tap, logger, keysIn };
@@ -51,7 +51,7 @@ describe('Reflector: sharded source against the embedded apiserver (selector ign
       expect(shard.filter).toBe('client');
       expect(shard.dropped).toBe(h.keysIn(UPPER).length);
       const more = Array.from({ length: 8 }, (_, i) => h.server.createPod({ metadata: { name: `q${i}`, namespace: NS } }));
-      const last = more.filter((p) => inShardRanges(shardHash(p.metadata.uid), LOWER)).at(-1);
+      const last = more.filter((p) => inShardRanges(shardHash(p.metadata.uid ?? ''), LOWER)).at(-1);
       expect(last).toBeDefined();
       await h.tap.until((e) => e.type === 'upsert' && e.key === `${NS}/${last!.metadata.name}`, 'the last owned new pod');
       // Frames arrive in creation order and `last` is the last owned one: every owned pod is in, no other.
