@@ -90,6 +90,7 @@ describe('Reflector: list, watch, events', () => {
       watchListFallbacks: 0,
       relists: 0,
       healRelists: 0,
+      reshardRelists: 0,
       watches: 2,
       bookmarks: 1,
       skippedFrames: 0,
