@@ -34,7 +34,9 @@ function mirror(reflector: Reflector<Pod>): { store: ObjectStore<Pod, string>; e
   const done = (async () => {
     for await (const event of reflector.open(controller.signal)) {
       store.apply(event);
-      events.push(event.type === 'replace' ? `replace ${event.objects.size}` : `${event.type} ${event.key}`);
+      events.push(
+        event.type === 'replace' ? `replace ${event.objects.size}` : `${event.type} ${event.type !== 'release' && event.key}`,
+      );
     }
   })();
   stops.push(async () => {

@@ -171,6 +171,7 @@ export class ResourceClient<T> {
       query: {
         labelSelector: options?.labelSelector,
         fieldSelector: options?.fieldSelector,
+        shardSelector: options?.shardSelector,
         limit: options?.limit,
         continue: options?.continue,
         resourceVersion: options?.resourceVersion,
@@ -251,6 +252,7 @@ export class ResourceClient<T> {
         watch: 'true',
         labelSelector: options.labelSelector,
         fieldSelector: options.fieldSelector,
+        shardSelector: options.shardSelector,
         resourceVersion: options.resourceVersion,
         resourceVersionMatch: options.resourceVersionMatch,
         timeoutSeconds: options.timeoutSeconds,

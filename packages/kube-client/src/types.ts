@@ -76,6 +76,13 @@ export interface SelectorOptions {
   readonly labelSelector?: string | undefined;
   /** e.g. `status.phase=Running`. */
   readonly fieldSelector?: string | undefined;
+  /**
+   * Sharded LIST/WATCH (KEP-5866, gate `ShardedListAndWatch`, alpha since 1.36), e.g.
+   * `shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')`: build it with
+   * primitives' `shardSelector`. A server without the gate ignores it (every object comes back and
+   * the list has no `shardInfo`), so a caller checks {@link ObjectList.shardInfo}.
+   */
+  readonly shardSelector?: string | undefined;
 }
 
 /** Options of one LIST call. */
@@ -97,6 +104,11 @@ export interface ObjectList<T> {
   /** Set when more pages remain. */
   readonly continue: string | undefined;
   readonly remainingItemCount: number | undefined;
+  /**
+   * The list's `metadata.shardInfo`: the shard selector the server applied, echoed; undefined when
+   * it applied none (none was sent, or the server ignored it).
+   */
+  readonly shardInfo: { readonly selector: string } | undefined;
 }
 
 /** Options of a WATCH. */

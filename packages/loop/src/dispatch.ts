@@ -13,6 +13,7 @@ import { RetrySchedulerKeyError, type Fingerprint, type RetryScheduler } from '@
 import { isQueueStopped, type WorkQueue, type WorkQueuePriority } from '@reconcile-loop/work-queue';
 import type { QuarantinedVersion, ReconcileContext } from './context.js';
 import type { Expectations } from './expectations.js';
+import type { Releases } from './released.js';
 import type { Leadership } from './leadership.js';
 import type { ReconcileRunner } from './runner.js';
 import type { Wiring } from './sources.js';
@@ -142,6 +143,8 @@ export interface WorkersOptions<T, P extends Key, S> {
   leadership: Leadership | undefined;
   /** Read your writes: a parent whose recorded creates/deletes the caches have not observed is not run. */
   expectations: Expectations<P>;
+  /** Parents a sharded source released: turned away, never reconciled as deleted. */
+  releases: Releases<T, P>;
 }
 
 /** A key a worker holds (from `take` until the queue's `done`), and the term it was taken in. */
@@ -214,13 +217,15 @@ export class Workers<T, P extends Key, S> {
   }
 
   /**
-   * Admit: whether the held key runs now, in this order — a park that still holds, unobserved
+   * Admit: whether the held key runs now, in this order — a release by a reshard, a park that still holds, unobserved
    * writes (expectations), then the leadership check; `undefined` turns it away (released by
    * `work`). Synchronous, and nothing awaits between its leadership check and the reconcile call,
    * so a replica that stopped leading (frozen past its deadline, onLost not yet run) starts none.
    */
   #admit({ key, term }: Taken<P>): Admitted<T, P, S> | undefined {
-    const { scheduler, leadership, queue } = this.#o;
+    const { scheduler, leadership, queue, releases } = this.#o;
+    // Released by a reshard while queued, retried or debounced: another replica owns it now.
+    if (releases.turnAway(key)) return undefined;
     // Parked while it waited as a dirty re-add: run it only if its fingerprint moved on.
     if (scheduler.isParked(key) && !scheduler.offer(key, this.#fingerprint(key))) return undefined;
     if (this.#awaitsWrites(key)) return undefined;

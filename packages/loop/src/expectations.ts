@@ -177,6 +177,8 @@ export class Expectations<P extends Key> {
     const seq = ++this.#seq;
     // A listing is no evidence: it may have been taken before the write. Presence decides.
     if (event.type === 'replace') return;
+    // A release observes nothing: the loop forgets the released parents' expectations itself.
+    if (event.type === 'release') return;
     const id = source + SEP + event.key;
     const uid = uidOf(event.type === 'upsert' ? event.object : (deleted ?? undefined)) ?? this.#recent.get(id)?.uid;
     this.#recent.delete(id); // re-inserted last: the map stays ordered by sequence number

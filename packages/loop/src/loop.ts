@@ -18,6 +18,7 @@ import { duration, validateLoopOptions, type LoopSettings, type ReconcileLoopOpt
 import { Debouncer } from './debounce.js';
 import { Gate, Workers, offerThrough, type Offer } from './dispatch.js';
 import { Expectations } from './expectations.js';
+import { Releases } from './released.js';
 import { Leadership } from './leadership.js';
 import { ReconcileRunner, outcomeCounts, reconcileScopes, type OutcomeCounts } from './runner.js';
 import { buildStores, wireSources, type WiredSource, type Wiring } from './sources.js';
@@ -123,6 +124,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       onReady: (parent) => gate.offer(parent),
     });
     const offer = offerThrough(gate, expectations, stores.primary);
+    const releases = new Releases<T, P>({ primary: stores.primary, gate, scheduler, expectations, logger });
     const debouncers = debouncersFor(options, clock, offer);
     const wiring = wireSources(options, stores, {
       // Called after the store holds the event (cache before notify). A listing is queued at once at
@@ -131,9 +133,12 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       onAffected: (parents, source, listing) => {
         const debouncer = listing ? undefined : debouncers.get(source);
         const priority: WorkQueuePriority = listing ? 'low' : 'normal';
+        for (const parent of parents) releases.returned(parent);
         if (debouncer === undefined) for (const parent of parents) offer(parent, priority);
         else for (const parent of parents) debouncer.push(parent);
       },
+      // A release (a sharded source's ranges changed) is never offered: see Releases.
+      onReleased: (parents, source) => releases.release(parents, source),
       onApplied: (name, event, deleted) => expectations.observe(name, event, deleted),
       clock,
       logger,
@@ -161,7 +166,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         concurrency: settings.concurrency,
         onTerm: () => beginTerm({ sources, gate, scheduler, queue, offer, logger }),
       });
-    const workers = new Workers<T, P, S>({ queue, scheduler, gate, runner, wiring, logger, leadership, expectations });
+    const workers = new Workers<T, P, S>({ queue, scheduler, gate, runner, wiring, logger, leadership, expectations, releases });
     const { concurrency, queue: queueSettings } = settings;
     bindObserver(options, {
       concurrency,

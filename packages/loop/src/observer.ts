@@ -9,7 +9,7 @@
  * Invariant: a hook never changes what the loop does. A throwing hook is logged (error level) and
  * the loop carries on, exactly as if no observer were set.
  */
-import type { SourceCacheCost, SourceListLag } from '@reconcile-loop/object-store';
+import type { SourceCacheCost, SourceListLag, SourceShard } from '@reconcile-loop/object-store';
 import type { Logger, Key } from '@reconcile-loop/primitives';
 import type { RetrySchedulerObserver } from '@reconcile-loop/retry-scheduler';
 import type { UnfinishedWork, WorkQueueObserver } from '@reconcile-loop/work-queue';
@@ -76,6 +76,12 @@ export interface SourceSnapshot {
   readonly listLag?: SourceListLag | undefined;
   /** Clock ms since the newest probe LIST the stream caught up with was taken (`listLag.caughtUpAt`): a bound on the cache's staleness. */
   readonly msBehindList?: number | undefined;
+  /**
+   * The shard a sharded source holds (`health().shard`: a reflector with the `shard` option), undefined
+   * for an unsharded one: `ranges` owned, `filter` (`server` | `client` | `unverified`), `reshards`,
+   * `dropped`; the objects it holds are {@link objects}.
+   */
+  readonly shard?: SourceShard | undefined;
 }
 
 /** What the gauges show, read when a scrape asks (synchronous and cheap). */

@@ -95,7 +95,7 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
    * Applies one source event; returns the parents to reconcile: on an upsert the object's old and new
    * parents (none when the update filter skips it and the parents did not change), on a delete the
    * parents it was mapped to; a replace is judged object by object, with a synthesised delete for each
-   * cached object missing from the world.
+   * cached object missing from the world; a release, the parents of the objects it removed (released).
    *
    * @throws {InvalidSourceEventError} for a value that is not a source event (cache unchanged).
    */
@@ -122,8 +122,16 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
       for (const [key, object] of world) this.#upsert(key, object, affected);
       const keep = event.keep;
       for (const key of this.#objects.keys()) if (!world.has(key) && keep?.has(key) !== true) this.#delete(key, affected);
+    } else if (type === 'release' && event.type === 'release') {
+      const retain = event.retain;
+      if (typeof retain !== 'function')
+        throw new InvalidSourceEventError(event, 'a release event needs retain: (object, key) => boolean');
+      // Decided for every key first, so a throwing `retain` leaves the cache untouched. No filter
+      // judges a release: the parents returned are released, not changed.
+      const released = [...this.#objects].filter(([key, object]) => !retain(object, key)).map(([key]) => key);
+      for (const key of released) this.#remove(key, affected, true);
     } else {
-      throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete' or 'replace'`);
+      throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete', 'replace' or 'release'`);
     }
     return affected;
   }

@@ -64,6 +64,7 @@ export function snapshotOf<T, P extends Key, S>(parts: SnapshotParts<T, P, S>): 
       cache: health.sourceHealth?.cache,
       listLag: health.sourceHealth?.listLag,
       msBehindList: lagSince(health.sourceHealth?.listLag?.caughtUpAt, now),
+      ...(health.sourceHealth?.shard !== undefined && { shard: health.sourceHealth.shard }),
     };
   });
   return {

@@ -51,6 +51,8 @@ export interface WiringContext<P extends Key> {
    * whether the event was a listing (`replace`: the first sync or a relist).
    */
   onAffected(parents: ReadonlySet<P>, source: string, listing: boolean): void;
+  /** Called after a store applied a `release` (a sharded source's ranges changed), with the parents it released. */
+  onReleased(parents: ReadonlySet<P>, source: string): void;
   /**
    * Called after secondary store `name` applied an event; the parents it returns (their
    * expectations just became satisfied) join the event's affected parents, so each is offered once.
@@ -114,7 +116,8 @@ export function wireSources<T, P extends Key, S>(
       logger,
       source,
       store,
-      onAffected: (affected, type) => ctx.onAffected(affected, source.name, type === 'replace'),
+      onAffected: (affected, type) =>
+        type === 'release' ? ctx.onReleased(affected, source.name) : ctx.onAffected(affected, source.name, type === 'replace'),
     });
     return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, run: undefined, done: false };
   };

@@ -200,7 +200,7 @@ function check(apply: (event: SourceEvent<Obj>) => ReadonlySet<string>, events: 
     } else if (event.type === 'delete') {
       count(reach(model.get(event.key), undefined, want));
       model.delete(event.key);
-    } else {
+    } else if (event.type === 'replace') {
       for (const [key, object] of event.objects) count(reach(model.get(key), object, want));
       for (const [key, object] of model) if (!event.objects.has(key)) count(reach(object, undefined, want));
       model.clear();

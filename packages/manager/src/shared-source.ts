@@ -222,6 +222,7 @@ class Hub<T> implements SharedSource<T> {
     }
     if (this.#world === undefined) return; // not listed yet: the stream driver refuses this stream anyway
     if (event.type === 'upsert') this.#world.set(event.key, event.object);
-    else this.#world.delete(event.key);
+    else if (event.type === 'delete') this.#world.delete(event.key);
+    else for (const [key, object] of this.#world) if (!event.retain(object, key)) this.#world.delete(key);
   }
 }

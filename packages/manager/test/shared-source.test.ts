@@ -128,7 +128,7 @@ describe('[manager: Shared source] one upstream stream for every loop over the s
     const applyTo = (world: Map<string, number>, event: SourceEvent<number>): void => {
       if (event.type === 'upsert') world.set(event.key, event.object);
       else if (event.type === 'delete') world.delete(event.key);
-      else {
+      else if (event.type === 'replace') {
         for (const key of [...world.keys()]) if (!event.objects.has(key) && !event.keep?.has(key)) world.delete(key);
         for (const [key, value] of event.objects) world.set(key, value);
       }

@@ -36,8 +36,25 @@ export interface ReplaceEvent<T> {
   readonly keep?: ReadonlySet<ObjectKey> | undefined;
 }
 
+/**
+ * The source no longer holds the objects `retain` rejects: they still exist, another holder owns
+ * them now (a sharded reflector whose ranges changed). Applying it removes them from the store
+ * without a deletion: the parents it returns are *released* (not to be reconciled here), never
+ * offered as changed. Sent before the listing that follows the change, which then brings the
+ * newly owned objects and the deletions that happened meanwhile, as any listing does.
+ */
+export interface ReleaseEvent<T> {
+  readonly type: 'release';
+  /**
+   * True for an object the source still holds. Called once per cached object; must be pure. A
+   * method, not a function property, so a `Source<T>` stays assignable to `Source<unknown>` (method
+   * parameters are bivariant), as it was before this event existed.
+   */
+  retain(object: T, key: ObjectKey): boolean;
+}
+
 /** One operation on a store. */
-export type SourceEvent<T> = UpsertEvent<T> | DeleteEvent | ReplaceEvent<T>;
+export type SourceEvent<T> = UpsertEvent<T> | DeleteEvent | ReplaceEvent<T> | ReleaseEvent<T>;
 
 /** Builds an {@link UpsertEvent}. */
 export function upsertEvent<T>(key: ObjectKey, object: T): UpsertEvent<T> {
@@ -55,4 +72,9 @@ export function replaceEvent<T>(objects: Iterable<readonly [ObjectKey, T]>, keep
   if (keep === undefined) return { type: 'replace', objects: world };
   const kept = keep instanceof Set ? (keep as ReadonlySet<ObjectKey>) : new Set(keep);
   return kept.size === 0 ? { type: 'replace', objects: world } : { type: 'replace', objects: world, keep: kept };
+}
+
+/** Builds a {@link ReleaseEvent}. */
+export function releaseEvent<T>(retain: (object: T, key: ObjectKey) => boolean): ReleaseEvent<T> {
+  return { type: 'release', retain };
 }

@@ -24,11 +24,13 @@ export {
   upsertEvent,
   deleteEvent,
   replaceEvent,
+  releaseEvent,
   type ObjectKey,
   type SourceEvent,
   type UpsertEvent,
   type DeleteEvent,
   type ReplaceEvent,
+  type ReleaseEvent,
 } from './events.js';
 // The source contract: what a stream driver opens, how it is retried, and how it reports its health.
 export { DEFAULT_SOURCE_RETRY, type Source } from './source.js';
@@ -38,6 +40,7 @@ export {
   type SourceHealth,
   type SourceCacheCost,
   type SourceListLag,
+  type SourceShard,
   type QuarantinedObject,
   type PermanentSourceError,
 } from './source-health.js';

@@ -1,4 +1,4 @@
-import type { ObjectKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent } from './events.js';
+import type { ObjectKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent, ReleaseEvent } from './events.js';
 import { StoreIndexes, type IndexReader, type Indexers } from './indexes.js';
 import { OptionsError, ReconcileLoopError, silentLogger, type Logger, type Key } from '@reconcile-loop/primitives';
 
@@ -130,7 +130,9 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
    *   it), plus the parent it left when the key map now gives another one;
    * - delete: the parent it was cached under; nothing for an unknown key;
    * - replace: every parent of the world's objects (old and new for moved ones), then the parents
-   *   of cached objects missing from the world, which get a synthesised delete.
+   *   of cached objects missing from the world, which get a synthesised delete;
+   * - release: the parents of the cached objects `retain` rejected, now removed: released, not
+   *   changed (the caller forgets them instead of reconciling them).
    * An object the key map cannot map is not stored (evicted if cached, its old parent returned)
    * and an {@link UnmappableObjectError} is logged.
    *
@@ -155,8 +157,11 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
       case 'replace':
         this.#replace(event as ReplaceEvent<T>, affected, failures);
         break;
+      case 'release':
+        this.#release(event as ReleaseEvent<T>, affected);
+        break;
       default:
-        throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete' or 'replace'`);
+        throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete', 'replace' or 'release'`);
     }
     // Logged after the store is consistent, so a throwing logger cannot leave it half-applied.
     for (const error of failures) this.#logUnmappable(error);
@@ -257,6 +262,16 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
     for (const key of this.#parentOf.keys()) {
       if (!typedWorld.has(key) && keep?.has(key) !== true) this.#remove(key, affected);
     }
+  }
+
+  #release(event: ReleaseEvent<T>, affected: Set<P>): void {
+    const retain = event.retain;
+    if (typeof retain !== 'function')
+      throw new InvalidSourceEventError(event, 'a release event needs retain: (object, key) => boolean');
+    // Decided for every key before the first removal, so a throwing `retain` leaves the store untouched.
+    const released: ObjectKey[] = [];
+    for (const [key, parent] of this.#parentOf) if (!retain(this.#members.get(parent)!.get(key)!, key)) released.push(key);
+    for (const key of released) this.#remove(key, affected);
   }
 
   #upsert(key: ObjectKey, object: T, affected: Set<P>, failures: UnmappableObjectError[]): void {

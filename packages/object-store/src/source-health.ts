@@ -38,6 +38,8 @@ export interface SourceHealth {
   readonly cache?: SourceCacheCost | undefined;
   /** Optional: how far the stream is behind a LIST (a reflector with `listLagProbeIntervalMs` reports it). */
   readonly listLag?: SourceListLag | undefined;
+  /** Optional: the slice of the kind a sharded source holds (a reflector with the `shard` option reports it). */
+  readonly shard?: SourceShard | undefined;
 }
 
 /**
@@ -59,6 +61,29 @@ export interface SourceListLag {
    * committed before it, so `now − caughtUpAt` bounds how stale the cache is. Undefined until one.
    */
   readonly caughtUpAt: number | undefined;
+}
+
+/**
+ * What a sharded source holds and who enforces it (Kubernetes' sharded LIST/WATCH, KEP-5866). The
+ * objects it holds are `cache.objects`.
+ */
+export interface SourceShard {
+  /** The object field hashed (FNV-1a 64). */
+  readonly field: 'uid' | 'namespace';
+  /** The arcs `[start, end)` of the hash space owned, 0x hex. */
+  readonly ranges: readonly { readonly start: string; readonly end: string }[];
+  /** The `shardSelector` sent with every LIST and WATCH. */
+  readonly selector: string;
+  /**
+   * `'server'`: the last LIST echoed the selector (`metadata.shardInfo`); `'client'`: the server
+   * ignored it and the source drops what it does not own; `'unverified'`: no LIST since the ranges
+   * were set (a watch-list carries no list metadata), every object still checked on the client.
+   */
+  readonly filter: 'server' | 'client' | 'unverified';
+  /** Times the ranges changed at run time. */
+  readonly reshards: number;
+  /** Objects that arrived outside the ranges and were dropped on the client. */
+  readonly dropped: number;
 }
 
 /** What a source's objects cost the store it feeds (see the reflector's `memoryBudgetBytes`). */

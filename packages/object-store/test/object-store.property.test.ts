@@ -68,7 +68,7 @@ function sameMembers(a: ReadonlyMap<string, Obj> | undefined, b: ReadonlyMap<str
 
 /** Number of objects an event hands to the key map that it cannot map. */
 function unmappableIn(event: SourceEvent<Obj>): number {
-  if (event.type === 'delete') return 0;
+  if (event.type === 'delete' || event.type === 'release') return 0;
   const objects = event.type === 'upsert' ? [event.object] : [...event.objects.values()];
   return objects.filter((o) => mapped(o) === undefined).length;
 }
@@ -147,7 +147,7 @@ describe('object_store properties', () => {
             const previous = model.get(event.key)?.parent;
             model.delete(event.key);
             if (previous !== undefined) expected.add(previous);
-          } else {
+          } else if (event.type === 'replace') {
             for (const [key, entry] of [...model]) {
               if (!event.objects.has(key)) {
                 model.delete(key);

@@ -11,6 +11,11 @@ export interface ListWatchScope {
   readonly labelSelector?: string | undefined;
   /** e.g. `status.phase!=Succeeded`. */
   readonly fieldSelector?: string | undefined;
+  /**
+   * Sharded LIST/WATCH's `shardSelector` (KEP-5866), set by the reflector's `shard` option on every
+   * request; a client passes it on as a query parameter.
+   */
+  readonly shardSelector?: string | undefined;
 }
 
 /** One LIST call (one page of a paginated LIST when `limit` is set). */
@@ -30,6 +35,8 @@ export interface ListResult {
   readonly resourceVersion: string;
   /** Set when more pages remain. */
   readonly continue?: string | undefined;
+  /** The list's `metadata.shardInfo` (the shard selector the server applied); absent when it applied none. */
+  readonly shardInfo?: { readonly selector: string } | undefined;
 }
 
 /**
@@ -39,7 +46,7 @@ export interface ListResult {
  * `undefined` for those same bytes.
  */
 export type ListPageResult<P> =
-  | { readonly kind: 'read'; readonly page: P }
+  | { readonly kind: 'read'; readonly page: P; readonly shardInfo?: { readonly selector: string } | undefined }
   | { readonly kind: 'exact'; readonly list: ListResult };
 
 /** One WATCH call. */

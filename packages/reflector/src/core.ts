@@ -9,6 +9,7 @@ import { ListTimeoutError } from './errors.js';
 import { Quarantine } from './quarantine.js';
 import { CacheLedger } from './cache-cost.js';
 import { ListLag } from './list-lag.js';
+import type { ShardState } from './shard.js';
 
 /** Counters for tests and metrics; cumulative over every stream this reflector opened. */
 export interface ReflectorStats {
@@ -26,6 +27,8 @@ export interface ReflectorStats {
   readonly relists: number;
   /** Relists scheduled to heal the state a skipped frame may have carried. */
   readonly healRelists: number;
+  /** Listings after a change of the shard's ranges (`Reflector.reshard`), also counted in `relists`. */
+  readonly reshardRelists: number;
   /** WATCH calls started. */
   readonly watches: number;
   /** Bookmarks that advanced the cursor. */
@@ -57,8 +60,8 @@ function levelOf(error: unknown): 'info' | 'warn' | 'error' {
   return 'warn';
 }
 
-/** Why a listing runs: the stream's first, a resourceVersion rejection, or the heal after a skipped frame. */
-export type ListReason = 'initial' | 'relist' | 'heal';
+/** Why a listing runs: the stream's first, a resourceVersion rejection, the heal after a skipped frame, or new shard ranges. */
+export type ListReason = 'initial' | 'relist' | 'heal' | 'reshard';
 
 /** How a listing is fetched. */
 export type ListingVia = 'watch-list' | 'list';
@@ -86,7 +89,9 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   readonly options: ResolvedOptions;
   readonly client: ListWatchClient;
   readonly schema: ObjectSchema<T>;
-  readonly scope: ListWatchScope;
+  readonly #scope: ListWatchScope;
+  /** The shard this reflector holds, when the `shard` option was given. */
+  readonly shard: ShardState | undefined;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly random: () => number;
@@ -107,6 +112,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     watchListFallbacks: 0,
     relists: 0,
     healRelists: 0,
+    reshardRelists: 0,
     watches: 0,
     bookmarks: 0,
     skippedFrames: 0,
@@ -141,6 +147,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
       client: ListWatchClient;
       schema: ObjectSchema<T>;
       scope: ListWatchScope;
+      shard: ShardState | undefined;
       clock: Clock;
       logger: Logger;
       random: () => number;
@@ -149,7 +156,8 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     this.options = options;
     this.client = parts.client;
     this.schema = parts.schema;
-    this.scope = parts.scope;
+    this.#scope = parts.scope;
+    this.shard = parts.shard;
     this.clock = parts.clock;
     this.logger = parts.logger;
     this.random = parts.random;
@@ -157,6 +165,12 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     // Only proof of health resets these; a policy's `resetAfterMs` measures on the reflector's clock.
     this.#backoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
     this.#healBackoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
+  }
+
+  /** Namespace and selectors of every request, the shard's current `shardSelector` included. */
+  get scope(): ListWatchScope {
+    const shard = this.shard;
+    return shard === undefined ? this.#scope : { ...this.#scope, shardSelector: shard.selector };
   }
 
   /** The `resourceVersion` last reported (a listing, an applied frame, a bookmark); undefined before a listing or once refused. */
@@ -231,6 +245,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     if (!fallback) {
       if (why !== 'initial') this.#stats.relists++;
       if (why === 'heal') this.#stats.healRelists++;
+      if (why === 'reshard') this.#stats.reshardRelists++;
     }
     // A watch-list replaces the state a skipped frame may have hidden; a frame skipped during it schedules its own heal.
     if (via === 'watch-list') this.#healDueAt = undefined;
@@ -443,6 +458,7 @@ export class ReflectorCore<T extends KubernetesObjectView> {
       quarantined: this.quarantine.list(),
       cache: this.cache.cost(),
       listLag: this.listLag.read(this.#resourceVersion),
+      ...(this.shard !== undefined && { shard: this.shard.health() }),
     };
   }
 }

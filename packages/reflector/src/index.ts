@@ -13,6 +13,8 @@ export {
   type InitialListMode,
   type ReflectorOptions,
 } from './options.js';
+// Holding one shard of a kind (Kubernetes' sharded LIST/WATCH); `Reflector.reshard` changes it.
+export type { ShardOption } from './shard.js';
 
 // Where LIST and WATCH go: kube-client's KubeClient, or any ListWatchClient (a fake in tests).
 export { KubeApiClient, reflectorKubeClient, type KubeApiClientOptions } from './kube-api.js';

@@ -127,7 +127,12 @@ export class KubeApiClient implements ListWatchClient {
     checkServer(this.kubeClient.currentServer());
     try {
       const listing = await this.#scoped(request).list(this.#listOptions(request));
-      return { items: listing.items, resourceVersion: listing.resourceVersion, continue: listing.continue };
+      return {
+        items: listing.items,
+        resourceVersion: listing.resourceVersion,
+        continue: listing.continue,
+        shardInfo: listing.shardInfo,
+      };
     } catch (error) {
       throw reflectorError(error);
     }
@@ -146,11 +151,19 @@ export class KubeApiClient implements ListWatchClient {
       const handle = this.#scoped(request);
       const body = await handle.listBytes(this.#listOptions(request));
       const page = read(body);
-      if (page !== undefined) return { kind: 'read', page };
+      if (page !== undefined)
+        return request.shardSelector === undefined
+          ? { kind: 'read', page }
+          : { kind: 'read', page, shardInfo: listShardInfo(body) };
       const listing = handle.readList(body);
       return {
         kind: 'exact',
-        list: { items: listing.items, resourceVersion: listing.resourceVersion, continue: listing.continue },
+        list: {
+          items: listing.items,
+          resourceVersion: listing.resourceVersion,
+          continue: listing.continue,
+          shardInfo: listing.shardInfo,
+        },
       };
     } catch (error) {
       throw reflectorError(error);
@@ -161,6 +174,7 @@ export class KubeApiClient implements ListWatchClient {
     return {
       labelSelector: request.labelSelector,
       fieldSelector: request.fieldSelector,
+      shardSelector: request.shardSelector,
       limit: request.limit,
       continue: request.continue,
       signal: request.signal,
@@ -200,10 +214,33 @@ export class KubeApiClient implements ListWatchClient {
       resourceVersionMatch: request.resourceVersionMatch,
       labelSelector: request.labelSelector,
       fieldSelector: request.fieldSelector,
+      shardSelector: request.shardSelector,
       signal: request.signal,
       maxFrameBytes: this.#maxFrameBytes,
       metadataOnly: this.#metadataOnly,
     };
+  }
+}
+
+const SHARD_INFO = /"shardInfo"\s*:\s*\{\s*"selector"\s*:\s*("(?:[^"\\]|\\.)*")/;
+const ITEMS = Buffer.from('"items"', 'utf8');
+
+/**
+ * A LIST page's `metadata.shardInfo.selector`, read from the body's head (the bytes before
+ * `"items"`): the apiserver writes `metadata` before `items` (the Go struct's order), and nothing in
+ * a list's metadata contains `"items"`. A body laid out otherwise reads as absent, which only makes
+ * the reflector filter an already filtered list again: safe either way.
+ */
+export function listShardInfo(body: Uint8Array): { readonly selector: string } | undefined {
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const end = bytes.indexOf(ITEMS);
+  const head = bytes.toString('utf8', 0, end < 0 ? bytes.length : end);
+  const match = SHARD_INFO.exec(head);
+  if (match === null) return undefined;
+  try {
+    return { selector: JSON.parse(match[1]!) as string };
+  } catch {
+    return undefined;
   }
 }
 

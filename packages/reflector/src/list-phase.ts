@@ -140,6 +140,22 @@ export function holdInvalid<T extends KubernetesObjectView>(
   poison.set(error.objectKey, error);
 }
 
+/** The shard selector a page says the server applied (`metadata.shardInfo.selector`), if any. */
+function shardEcho<T>(page: Page<T>): string | undefined {
+  const info = page.kind === 'read' ? page.shardInfo : page.list.shardInfo;
+  return typeof info?.selector === 'string' ? info.selector : undefined;
+}
+
+/** The client-side filter of a listing the server did not shard: drops every object outside the owned ranges. */
+function dropForeign<T extends KubernetesObjectView>(core: ReflectorCore<T>, objects: Map<ObjectKey, T>): void {
+  const shard = core.shard!;
+  for (const [key, object] of objects) {
+    if (shard.owns(object)) continue;
+    objects.delete(key); // deleting the current entry while iterating a Map is well-defined
+    shard.dropped(core.logger, core.fields());
+  }
+}
+
 /** The page's cursor and continue token, checked: a hand-written client may answer anything. */
 function pageCursor<T>(page: Page<T>): { readonly resourceVersion: string; readonly continue: string | undefined } {
   const listing = page?.kind === 'read' ? page.page : page?.kind === 'exact' ? page.list : undefined;
@@ -181,6 +197,8 @@ async function listOnce<T extends KubernetesObjectView>(
   let resourceVersion: string | undefined;
   let pageSize = core.options.listPageSize;
   let token: string | undefined;
+  /** The first page's `metadata.shardInfo.selector`: whether the server applied the shard selector to this LIST. */
+  let echo: string | undefined;
   // Its requests are sent with `link`'s signal or linked to it: the `finally` below aborts a request still ahead.
   const pager = new ListPager(core, link.signal);
   try {
@@ -203,6 +221,7 @@ async function listOnce<T extends KubernetesObjectView>(
         objects = new Map();
         poison = new Map();
         resourceVersion = undefined;
+        echo = undefined;
         pageSize = 0;
         token = undefined;
         continue;
@@ -210,11 +229,15 @@ async function listOnce<T extends KubernetesObjectView>(
       const cursor = pageCursor(page);
       core.listPageRead();
       // Every page of one LIST is consistent with the first, whose resourceVersion is the cursor.
+      if (resourceVersion === undefined) echo = shardEcho(page);
       resourceVersion ??= cursor.resourceVersion;
       if (page.kind === 'read') gatherRead(core, page.page.items, objects, poison);
       else gather(core, page.list.items, objects, poison, 'LIST');
       token = pageSize > 0 && cursor.continue !== undefined && cursor.continue !== '' ? cursor.continue : undefined;
-      if (token === undefined) return { objects, poison, resourceVersion };
+      if (token === undefined) {
+        if (core.shard?.listed(echo, core.logger, core.fields()) === true) dropForeign(core, objects);
+        return { objects, poison, resourceVersion };
+      }
     }
   } catch (error) {
     if (signal.aborted) return ABORTED;

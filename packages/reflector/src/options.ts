@@ -2,6 +2,7 @@ import type { KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-typ
 import { DEFAULT_SOURCE_RETRY } from '@reconcile-loop/object-store';
 import { checkBackoffPolicy, OptionsError, type BackoffPolicy, type Clock, type Logger } from '@reconcile-loop/primitives';
 import type { ListWatchClient, ListWatchScope } from './client.js';
+import type { ShardOption } from './shard.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '@reconcile-loop/kube-client';
 
 /** Default base server-side watch timeout; each watch adds up to 100% jitter (Go: 5 to 10 minutes). */
@@ -102,6 +103,15 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
    * (no extra request); 60 000 costs one small LIST a minute per reflector.
    */
   listLagProbeIntervalMs?: number | undefined;
+  /**
+   * Hold only a shard of the kind (Kubernetes' sharded LIST/WATCH, KEP-5866): the objects whose
+   * FNV-1a 64 hash of `metadata.uid` or `metadata.namespace` falls in one of `ranges`. Sent as
+   * `shardSelector` on every LIST page and WATCH (watch-list included); a LIST whose
+   * `metadata.shardInfo` does not echo it (gate `ShardedListAndWatch` off, a server before 1.36)
+   * is filtered on the client with the same hash, warned once and shown in `health().shard`.
+   * Change the ranges at run time with `Reflector.reshard`. Default none (the whole kind).
+   */
+  shard?: ShardOption | undefined;
   /** Time source for every timer. Default the system clock. */
   clock?: Clock | undefined;
   /** Where failures, quarantines and recoveries are reported. Default silent (failures still reach `health()`). */

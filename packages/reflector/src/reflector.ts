@@ -1,6 +1,6 @@
 import { compileSchema, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
-import type { Source, SourceEvent, SourceHealth } from '@reconcile-loop/object-store';
-import { silentLogger, sleep, systemClock, type BackoffPolicy } from '@reconcile-loop/primitives';
+import { releaseEvent, type Source, type SourceEvent, type SourceHealth } from '@reconcile-loop/object-store';
+import { silentLogger, sleep, systemClock, OptionsError, type BackoffPolicy, type ShardRange } from '@reconcile-loop/primitives';
 import { probeListLag } from './list-probe.js';
 import { ReflectorCore, type ListReason, type ReflectorStats } from './core.js';
 import { listPhase, type ListOutcome } from './list-phase.js';
@@ -8,6 +8,7 @@ import { resolveOptions, type ReflectorOptions } from './options.js';
 import { watchListPhase, type WatchListOutcome } from './watch-list-phase.js';
 import { watchPhase, type WatchOutcome } from './watch-phase.js';
 import type { WatchSession } from './watch-session.js';
+import { ShardState } from './shard.js';
 
 /**
  * The stream's state machine (kube-rs `watcher` style): what the stream does next, with the data it
@@ -47,6 +48,13 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
    */
   readonly retry: BackoffPolicy;
   readonly #core: ReflectorCore<T>;
+  /** Aborted by {@link reshard} to cut the current phase short; a fresh one per cut. Undefined while no stream runs. */
+  #interrupt: AbortController | undefined;
+  /**
+   * True from {@link reshard} until the next listing's release was yielded: the store still holds
+   * objects of the old ranges, which that release removes before the listing of the new ones.
+   */
+  #releaseDue = false;
 
   constructor(options: ReflectorOptions<T>) {
     const resolved = resolveOptions(options);
@@ -56,6 +64,7 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
       client: options.client,
       schema: compileSchema(options.schema),
       scope: { namespace: options.namespace, labelSelector: options.labelSelector, fieldSelector: options.fieldSelector },
+      shard: options.shard === undefined ? undefined : new ShardState(options.shard),
       clock: options.clock ?? systemClock,
       logger: options.logger ?? silentLogger,
       random: options.random ?? Math.random,
@@ -102,6 +111,24 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
   }
 
   /**
+   * Moves this reflector to new shard `ranges` (the `shard` option's field stays): the LIST or
+   * WATCH in flight is cut, a release (object-store's `ReleaseEvent`) removes from the store what
+   * the new ranges do not own — not a deletion: the loop forgets those parents instead of
+   * reconciling them — and a listing with the new `shardSelector` brings what they newly own, as
+   * a relist does (the loop queues it at low priority), with the deletions missed meanwhile. With
+   * no stream open, the next stream starts with that release. Throws {@link OptionsError} for a
+   * reflector built without `shard` or for malformed ranges (then nothing changes).
+   */
+  reshard(ranges: readonly ShardRange[]): void {
+    const shard = this.#core.shard;
+    if (shard === undefined) throw new OptionsError('Reflector', 'reshard() needs a reflector built with the shard option');
+    shard.reshard(ranges);
+    this.#releaseDue = true;
+    this.#core.logger.info(this.#core.fields({ selector: shard.selector }), 'shard ranges changed; relisting');
+    this.#interrupt?.abort();
+  }
+
+  /**
    * Opens a stream: a replace (the listing), then an upsert / delete per watch frame, with a
    * replace after every relist. Runs until `signal` aborts (the stream then ends without error).
    * Transient failures are retried inside the stream and show only in {@link health} and the logs;
@@ -126,12 +153,37 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     signal.addEventListener('abort', stopProbe, { once: true });
     const probeEveryMs = core.options.listLagProbeIntervalMs;
     if (probeEveryMs !== undefined) void probeListLag(core, probeEveryMs, probe.signal);
+    // Each phase runs on `phase`: the stream's signal, or a reshard's cut, which restarts the listing.
+    let interrupt = new AbortController();
+    this.#interrupt = interrupt;
+    let phase = AbortSignal.any([signal, interrupt.signal]);
+    const cut = (): boolean => {
+      if (signal.aborted || !interrupt.signal.aborted) return false;
+      interrupt = new AbortController();
+      this.#interrupt = interrupt;
+      phase = AbortSignal.any([signal, interrupt.signal]);
+      step = listing('reshard');
+      return true;
+    };
     try {
       while (!signal.aborted) {
+        if (interrupt.signal.aborted) {
+          cut(); // a reshard while an event was being consumed
+          continue;
+        }
+        if ((step.kind === 'list' || step.kind === 'watch-list') && this.#releaseDue) {
+          // Before the listing of new ranges: what they do not own leaves the store as released, not deleted.
+          this.#releaseDue = false;
+          const shard = core.shard!;
+          yield releaseEvent<T>((object) => shard.owns(object));
+        }
         switch (step.kind) {
           case 'list': {
-            const outcome: ListOutcome = yield* listPhase(core, signal, step.why, step.fallback === true);
-            if (outcome.kind === 'stopped') return;
+            const outcome: ListOutcome = yield* listPhase(core, phase, step.why, step.fallback === true);
+            if (outcome.kind === 'stopped') {
+              if (cut()) break;
+              return;
+            }
             step =
               outcome.kind === 'failed'
                 ? { kind: 'backoff', delayMs: outcome.delayMs, next: listing(step.why) }
@@ -139,8 +191,11 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
             break;
           }
           case 'watch-list': {
-            const outcome: WatchListOutcome<T> = yield* watchListPhase(core, signal, step.why);
-            if (outcome.kind === 'stopped') return;
+            const outcome: WatchListOutcome<T> = yield* watchListPhase(core, phase, step.why);
+            if (outcome.kind === 'stopped') {
+              if (cut()) break;
+              return;
+            }
             // Incomplete: this listing falls back to a LIST at once (no wait: the LIST is another request).
             step =
               outcome.kind === 'synced'
@@ -149,9 +204,10 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
             break;
           }
           case 'watch': {
-            const outcome: WatchOutcome = yield* watchPhase(core, signal, step.resourceVersion, step.session);
+            const outcome: WatchOutcome = yield* watchPhase(core, phase, step.resourceVersion, step.session);
             switch (outcome.kind) {
               case 'aborted':
+                if (cut()) break;
                 return;
               case 'ended':
                 step = watching(outcome.resourceVersion); // reopen where it ended, no LIST
@@ -170,8 +226,9 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
           }
           case 'backoff': {
             try {
-              await sleep(core.clock, step.delayMs, signal);
+              await sleep(core.clock, step.delayMs, phase);
             } catch {
+              if (cut()) break;
               return; // only the signal rejects sleep
             }
             step = step.next;
@@ -182,6 +239,7 @@ export class Reflector<T extends KubernetesObjectView> implements Source<T> {
     } finally {
       signal.removeEventListener('abort', stopProbe);
       probe.abort();
+      if (this.#interrupt === interrupt) this.#interrupt = undefined;
       core.streamEnded();
     }
   }

@@ -157,6 +157,11 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
         yield core.cache.replace(objects, core.quarantine.keys());
         return { kind: 'synced', resourceVersion: frame.resourceVersion, session };
       }
+      // A watch-list has no list metadata to echo the shard selector: every initial object is checked here.
+      if (core.shard !== undefined && !core.shard.owns(frame.object)) {
+        core.shard.dropped(core.logger, core.fields());
+        continue;
+      }
       // One object at a time into the temporary map, as a LIST page's items are gathered.
       const key = objectKey(frame.object);
       poison.delete(key);

@@ -121,6 +121,12 @@ export async function* watchPhase<T extends KubernetesObjectView>(
         core.bookmarked();
         continue;
       }
+      // Shard membership never changes for an object (uid and namespace are immutable): one outside
+      // the ranges is another replica's, on the server's filter or not, and never reaches the store.
+      if (core.shard !== undefined && !core.shard.owns(frame.object)) {
+        core.shard.dropped(core.logger, core.fields());
+        continue;
+      }
       const key = objectKey(frame.object);
       if (core.quarantine.lift(key)) {
         const why =

@@ -55,7 +55,9 @@ function keysOf(event: SourceEvent<Pod> | undefined): string[] {
 }
 
 function summary(event: SourceEvent<Pod>): string {
-  return event.type === 'replace' ? `replace ${[...event.objects.keys()].sort().join(',')}` : `${event.type} ${event.key}`;
+  return event.type === 'replace'
+    ? `replace ${[...event.objects.keys()].sort().join(',')}`
+    : `${event.type} ${event.type !== 'release' && event.key}`;
 }
 
 const SEEDED = ['pool-a/engine-0', 'pool-a/engine-1', 'pool-a/engine-2'];

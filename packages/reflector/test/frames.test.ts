@@ -31,7 +31,9 @@ const endBookmark = (resourceVersion: string): string =>
     metadata: { resourceVersion, annotations: { 'k8s.io/initial-events-end': 'true' } },
   });
 const summary = (event: SourceEvent<Pod>): string =>
-  event.type === 'replace' ? `replace ${[...event.objects.keys()].join(',')}` : `${event.type} ${event.key}`;
+  event.type === 'replace'
+    ? `replace ${[...event.objects.keys()].join(',')}`
+    : `${event.type} ${event.type !== 'release' && event.key}`;
 
 describe('[k8s_reflector: frames as bytes] the reflector reads frames from their bytes', () => {
   it('[k8s_reflector: frames as bytes] byte frames are applied in order (multi-byte text intact); bookmarks move the cursor; an unreadable one is skipped, a poison object quarantined', async () => {

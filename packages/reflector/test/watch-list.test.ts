@@ -16,7 +16,9 @@ function endBookmark(resourceVersion: string): string {
 }
 
 function summary(event: SourceEvent<Pod>): string {
-  return event.type === 'replace' ? `replace ${[...event.objects.keys()].join(',')}` : `${event.type} ${event.key}`;
+  return event.type === 'replace'
+    ? `replace ${[...event.objects.keys()].join(',')}`
+    : `${event.type} ${event.type !== 'release' && event.key}`;
 }
 
 function status(code: number, reason: string, message = ''): { kind: string; code: number; reason: string; message: string } {

@@ -1,6 +1,7 @@
 import {
   deleteEvent,
   replaceEvent,
+  releaseEvent,
   upsertEvent,
   type ObjectKey,
   type Source,
@@ -137,6 +138,15 @@ export class InProcessSource<T> implements Source<T> {
     this.#world.clear();
     for (const [key, object] of objects) this.#world.set(key, object);
     this.#broadcast(replaceEvent(new Map(this.#world)));
+  }
+
+  /**
+   * Stops holding the objects `retain` rejects (they live on elsewhere: a shard moved) and sends
+   * open streams one release: their stores drop them without a deletion.
+   */
+  release(retain: (object: T, key: ObjectKey) => boolean): void {
+    for (const [key, object] of this.#world) if (!retain(object, key)) this.#world.delete(key);
+    this.#broadcast(releaseEvent(retain));
   }
 
   /**

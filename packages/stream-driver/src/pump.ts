@@ -93,8 +93,11 @@ export class StreamPump<T, P extends Key> {
         if (next.done) return result('ended');
         event = next.value;
         if (first) {
-          if (!isReplace(event)) throw new StreamDidNotOpenWithReplaceError(source.name, describeType(event));
-          first = false;
+          // A release may come before the listing: a sharded source whose ranges changed while no
+          // stream was open removes what it no longer owns before the listing of what it owns now.
+          if (!isReplace(event) && !isRelease(event))
+            throw new StreamDidNotOpenWithReplaceError(source.name, describeType(event));
+          if (!isRelease(event)) first = false;
         }
         this.#apply(event);
         next = undefined;
@@ -172,6 +175,10 @@ export class StreamPump<T, P extends Key> {
 
 function isReplace(event: unknown): boolean {
   return typeof event === 'object' && event !== null && (event as { type?: unknown }).type === 'replace';
+}
+
+function isRelease(event: unknown): boolean {
+  return typeof event === 'object' && event !== null && (event as { type?: unknown }).type === 'release';
 }
 
 function describeType(event: unknown): string {

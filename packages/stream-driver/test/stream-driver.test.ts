@@ -6,6 +6,7 @@ import {
   DEFAULT_SOURCE_RETRY,
   ObjectStore,
   deleteEvent,
+  releaseEvent,
   replaceEvent,
   upsertEvent,
   type SourceEvent,
@@ -448,5 +449,44 @@ describe('StreamDriver: memory', () => {
     expect(listed?.deref()).toBeUndefined();
     controller.abort();
     await running;
+  });
+
+  it('[stream_driver: Release before the listing] a stream may open with a release (a sharded source resharded while closed): applied, its parents passed on as released, and the replace after it syncs', async () => {
+    const types: string[] = [];
+    const { source, store, driver, controller, running } = setup({ onAffected: (_parents, type) => void types.push(type) });
+    await settle();
+    source.last.push(
+      replaceEvent([
+        ['a', cell('p1')],
+        ['b', cell('p2')],
+      ]),
+    );
+    await settle();
+    source.last.end();
+    await settle();
+    controller.abort();
+    await running;
+    // A new driver over the same store: the next stream opens with a release, then its listing.
+    const second = new StreamDriver<Cell, string>({
+      source,
+      store,
+      onAffected: (_parents, type) => void types.push(type),
+      clock: new ManualClock(),
+      logger: recordingLogger(),
+    });
+    const stop = new AbortController();
+    const run = second.run(stop.signal);
+    await settle();
+    source.last.push(
+      releaseEvent<Cell>((c) => c.pool === 'p1'),
+      replaceEvent([['a', cell('p1')]]),
+    );
+    await settle();
+    expect(second.synced).toBe(true);
+    expect(store.keys()).toEqual(['a']);
+    expect(types).toEqual(['replace', 'release', 'replace']);
+    expect(driver.synced).toBe(true);
+    stop.abort();
+    await run;
   });
 });

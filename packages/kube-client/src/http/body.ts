@@ -32,7 +32,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * of the page's bytes), so both accept and refuse the same bodies. The body must be an object;
  * `items` an array, `null` or absent (both: no items); `metadata.resourceVersion` a non-empty
  * string; `metadata.continue` is kept only as a non-empty string and `metadata.remainingItemCount`
- * only as a number (anything else reads as absent, as the apiserver means an empty token).
+ * only as a number, `metadata.shardInfo` only with a string `selector` (anything else reads as
+ * absent, as the apiserver means an empty token).
  *
  * @param body the decoded JSON body ({@link decodeJsonBody}).
  * @param parse validates one item (a view's `parseObject`, or a pass-through).
@@ -47,10 +48,13 @@ export function readListBody<T>(body: unknown, parse: (item: unknown) => T): Obj
     throw new KubeProtocolError('LIST body has no metadata.resourceVersion');
   const next = metadata?.['continue'];
   const remaining = metadata?.['remainingItemCount'];
+  const shardInfo = metadata?.['shardInfo'];
+  const selector = isRecord(shardInfo) ? shardInfo['selector'] : undefined;
   return {
     items: ((items as unknown[] | null | undefined) ?? []).map(parse),
     resourceVersion,
     continue: typeof next === 'string' && next !== '' ? next : undefined,
     remainingItemCount: typeof remaining === 'number' ? remaining : undefined,
+    shardInfo: typeof selector === 'string' ? { selector } : undefined,
   };
 }

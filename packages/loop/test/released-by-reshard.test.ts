@@ -1,0 +1,76 @@
+import { ManualClock } from '@reconcile-loop/primitives';
+import { FakeLeaderGate, recordingLogger, settle } from '@reconcile-loop/test-support';
+import { describe, expect, it } from 'vitest';
+import { InProcessSource, ReconcileLoop } from '../src/index.js';
+
+interface Item {
+  shard: 'a' | 'b';
+}
+
+function harness(fail = false) {
+  const clock = new ManualClock();
+  const gate = new FakeLeaderGate();
+  const logger = recordingLogger();
+  const source = new InProcessSource<Item>('sets', [
+    ['a1', { shard: 'a' }],
+    ['a2', { shard: 'a' }],
+    ['b1', { shard: 'b' }],
+    ['b2', { shard: 'b' }],
+  ]);
+  const calls: Array<{ key: string; present: boolean }> = [];
+  const loop = new ReconcileLoop<Item, string>({
+    source,
+    keyMap: (_item, key) => key,
+    clock,
+    logger,
+    retry: { backoff: { initialMs: 1_000, maxMs: 1_000 } },
+    ...(fail ? {} : { leadership: { gate } }),
+    reconcile: (key, ctx) => {
+      calls.push({ key, present: ctx.store.get(key) !== undefined });
+      if (fail && key === 'b1') throw new Error('transient');
+    },
+  });
+  return { clock, gate, logger, source, calls, loop };
+}
+
+describe('[loop: Released by a reshard] a release removes parents from the store without reconciling them as deleted', () => {
+  it('released parents are dropped from the queue and never offered; a reconcile never sees a released parent as missing', async () => {
+    const h = harness();
+    await h.loop.start(); // a standby: the listing's four keys wait in the queue
+    await settle();
+    expect(h.loop.health().queueDepth).toBe(4);
+    h.source.release((item) => item.shard === 'a');
+    await settle();
+    expect(h.loop.store.keys().sort()).toEqual(['a1', 'a2']);
+    expect(h.loop.health().queueDepth).toBe(2);
+    h.gate.grant();
+    await settle();
+    expect(h.calls.map((c) => c.key).sort()).toEqual(['a1', 'a2']);
+    expect(h.calls.every((c) => c.present)).toBe(true);
+    // Newly owned keys arrive as events; a returned parent is reconciled again.
+    h.source.upsert('b1', { shard: 'b' });
+    await settle();
+    await h.clock.advanceAsync(10);
+    await settle();
+    expect(h.calls.filter((c) => c.key === 'b1' && c.present).length).toBeGreaterThan(0);
+    expect(h.calls.every((c) => c.present)).toBe(true);
+    await h.loop.stop();
+  });
+
+  it('a retry scheduled before the release is turned away when it comes due', async () => {
+    const h = harness(true);
+    await h.loop.start();
+    await settle();
+    await h.clock.advanceAsync(10);
+    await settle();
+    expect(h.calls.some((c) => c.key === 'b1')).toBe(true); // failed once: a retry is due in 1 s
+    h.source.release((item) => item.shard === 'a');
+    await settle();
+    const before = h.calls.length;
+    await h.clock.advanceAsync(5_000);
+    await settle();
+    expect(h.calls.slice(before).map((c) => c.key)).not.toContain('b1');
+    expect(h.calls.every((c) => c.present)).toBe(true);
+    await h.loop.stop();
+  });
+});
