@@ -7,7 +7,7 @@ import { cocoonSetController } from '../../packages/loop/test/cocoonset-controll
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 
 // Issue 12 against the real kube-apiserver: a CustomResourceDefinition (CocoonSet) whose objects
-// own pods, reconciled by the loop package's README controller — one ReconcileLoop, two sources
+// own pods, reconciled by the loop package's CocoonSet test fixture — one ReconcileLoop, two sources
 // (kubeReflector for the CR, podReflector for pods), pods created with controller owner references.
 // Issue 13: every request of the controller goes through kube-client (createIfAbsent,
 // deleteIfPresent with a UID precondition, patchStatus on /status, an EventRecorder).
