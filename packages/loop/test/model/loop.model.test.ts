@@ -29,10 +29,16 @@ const PODS = ['p0', 'p1', 'p2'] as const;
 const CONFIGS = ['c0', 'c1'] as const;
 
 const runs = Number(process.env.RL_MODEL_RUNS ?? 1_000);
+// A fixed seed by default, so a CI run is reproducible: the same 1,000 schedules every time. Explore
+// new ones with `RL_MODEL_SEED=random` (or any number); a failure prints its seed, path and replay
+// comment, and a schedule worth keeping goes to regressions.test.ts once fixed.
 const replay =
-  process.env.RL_MODEL_SEED === undefined
+  process.env.RL_MODEL_SEED === 'random'
     ? {}
-    : { seed: Number(process.env.RL_MODEL_SEED), ...(process.env.RL_MODEL_PATH ? { path: process.env.RL_MODEL_PATH } : {}) };
+    : {
+        seed: Number(process.env.RL_MODEL_SEED ?? 2_029),
+        ...(process.env.RL_MODEL_PATH ? { path: process.env.RL_MODEL_PATH } : {}),
+      };
 
 /** One command: a change applied to the sources and the model at once, then a settle and the checks. */
 class Command implements fc.AsyncCommand<ReferenceModel, Harness> {
