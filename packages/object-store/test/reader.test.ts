@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ObjectStore,
-  deleteEvent,
-  readerOf,
-  upsertEvent,
-  type ObjectKey,
-  type StoreReader,
-} from '../src/index.js';
+import { ObjectStore, deleteEvent, readerOf, upsertEvent, type ObjectKey, type StoreReader } from '../src/index.js';
 import { byPool, cell, type Cell } from './helpers.js';
 
 /** Every method a reader answers, called on both sides: the view must agree with the store. */
@@ -60,7 +53,21 @@ describe('object_store: One store reader', () => {
     const view = readerOf(traced);
     expect(answers(view)).toEqual(answers(store));
     expect(new Set(calls)).toEqual(
-      new Set(['get', 'has', 'size', 'parentsOf', 'members', 'parents', 'hasMembers', 'keys', 'snapshot', 'byIndex', 'indexKeys', 'indexValues', 'list']),
+      new Set([
+        'get',
+        'has',
+        'size',
+        'parentsOf',
+        'members',
+        'parents',
+        'hasMembers',
+        'keys',
+        'snapshot',
+        'byIndex',
+        'indexKeys',
+        'indexValues',
+        'list',
+      ]),
     );
   });
 });
