@@ -169,7 +169,7 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
       );
       await eventually(
         'the pod store to map them to web',
-        () => loop.stores.pods.owned(key).size === 2,
+        () => loop.stores.pods.members(key).size === 2,
         () => loop.stores.pods.keys(),
       );
       // Status through kube-client's patchStatus (the /status subresource), Events on events.k8s.io/v1.
@@ -211,12 +211,12 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
         () => loop.store.keys(),
       );
       // No GC runs: the pods stay, and still map to the deleted parent's key.
-      expect(loop.stores.pods.owned(key).size).toBe(3);
+      expect(loop.stores.pods.members(key).size).toBe(3);
       // Play the garbage collector.
       for (const pod of await podsOf('web')) await core.deleteNamespacedPod({ namespace: ns, name: pod.metadata!.name! });
       await eventually(
         'the owned pods to leave the pod store',
-        () => loop.stores.pods.owned(key).size === 0,
+        () => loop.stores.pods.members(key).size === 0,
         () => loop.stores.pods.keys(),
       );
       expect(await podsOf('web')).toEqual([]); // the reconcile of a deleted parent recreated nothing
@@ -257,7 +257,7 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
       await core.deleteNamespacedPod({ namespace: ns, name: first!.metadata!.name! });
       await eventually(
         'the pod store to drop it',
-        () => loop.stores.pods.owned(key).size === 1,
+        () => loop.stores.pods.members(key).size === 1,
         () => loop.stores.pods.keys(),
       );
       await eventually(
@@ -294,7 +294,7 @@ describe.skipIf(!availability.run)('a controller for a custom resource that owns
       );
       await eventually(
         'no pod left for db',
-        () => loop.stores.pods.owned(key).size === 0,
+        () => loop.stores.pods.members(key).size === 0,
         () => loop.stores.pods.keys(),
       );
       expect(await podsOf('db')).toEqual([]);

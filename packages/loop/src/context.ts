@@ -1,11 +1,13 @@
-/** What a reconcile call sees, what it may return, and the read-only view of the store it reads through. */
-import type { ObjectKey, ObjectStore, ObjectStoreReader, QuarantinedObject } from '@reconcile-loop/object-store';
+/**
+ * What a reconcile call sees and what it may return. The stores it reads are their own `reader`
+ * views (object-store's `StoreReader`), so a reconcile cannot reach `apply`.
+ */
+import type { ObjectKey, QuarantinedObject, StoreReader } from '@reconcile-loop/object-store';
 import type { ExpectationRecorder } from './expectations.js';
-import type { SecondaryStoreReader } from './secondary-store.js';
 import type { Key } from '@reconcile-loop/primitives';
 
 /** Read access to every secondary source's cache, by the name it was given in `secondary`. */
-export type SecondaryReaders<S, P extends Key> = { readonly [K in keyof S]: SecondaryStoreReader<S[K], P> };
+export type SecondaryReaders<S, P extends Key> = { readonly [K in keyof S]: StoreReader<S[K], P> };
 
 /**
  * What a secondary `keyMap` reads besides its object: every source's cache, read-only and current
@@ -13,7 +15,7 @@ export type SecondaryReaders<S, P extends Key> = { readonly [K in keyof S]: Seco
  */
 export interface MapCaches<T, P extends Key, S> {
   /** The primary source's store (the parents, for a controller). */
-  readonly store: ObjectStoreReader<T, P>;
+  readonly store: StoreReader<T, P>;
   /** The secondary sources' stores, by name. */
   readonly stores: SecondaryReaders<S, P>;
 }
@@ -60,7 +62,7 @@ export interface ReconcileContext<T, P extends Key, S = Record<never, never>> {
    * Read-only view of the whole primary store (current state, not a snapshot), with its indexes
    * (`byIndex`, `indexKeys`, `indexValues`) and `list(filter)`.
    */
-  readonly store: ObjectStoreReader<T, P>;
+  readonly store: StoreReader<T, P>;
   /** Read-only views of the secondary stores (current state), by name, with their indexes and `list(filter)`. */
   readonly stores: SecondaryReaders<S, P>;
   /**
@@ -105,47 +107,3 @@ export type Reconcile<T, P extends Key, S = Record<never, never>> = (
   parentKey: P,
   context: ReconcileContext<T, P, S>,
 ) => void | ReconcileResult | Promise<void | ReconcileResult>;
-
-/**
- * A frozen facade exposing only the reader methods, so a reconcile cannot reach `apply`: the store
- * is written by the stream driver alone, or cache-before-notify would no longer hold.
- */
-export function readOnlyView<T, P extends Key>(store: ObjectStore<T, P>): ObjectStoreReader<T, P> {
-  return Object.freeze({
-    get: (key: ObjectKey) => store.get(key),
-    has: (key: ObjectKey) => store.has(key),
-    get size() {
-      return store.size;
-    },
-    parentOf: (key: ObjectKey) => store.parentOf(key),
-    members: (parent: P) => store.members(parent),
-    parents: () => store.parents(),
-    hasMembers: (parent: P) => store.hasMembers(parent),
-    keys: () => store.keys(),
-    snapshot: () => store.snapshot(),
-    byIndex: (name: string, value: string) => store.byIndex(name, value),
-    indexKeys: (name: string, value: string) => store.indexKeys(name, value),
-    indexValues: (name: string) => store.indexValues(name),
-    list: (filter: (object: T, key: ObjectKey) => boolean) => store.list(filter),
-  });
-}
-
-/** The same facade for a secondary store. */
-export function readOnlySecondary<U, P extends Key>(store: SecondaryStoreReader<U, P>): SecondaryStoreReader<U, P> {
-  return Object.freeze({
-    get: (key: ObjectKey) => store.get(key),
-    has: (key: ObjectKey) => store.has(key),
-    get size() {
-      return store.size;
-    },
-    parentsOf: (key: ObjectKey) => store.parentsOf(key),
-    owned: (parent: P) => store.owned(parent),
-    parents: () => store.parents(),
-    keys: () => store.keys(),
-    snapshot: () => store.snapshot(),
-    byIndex: (name: string, value: string) => store.byIndex(name, value),
-    indexKeys: (name: string, value: string) => store.indexKeys(name, value),
-    indexValues: (name: string) => store.indexValues(name),
-    list: (filter: (object: U, key: ObjectKey) => boolean) => store.list(filter),
-  });
-}

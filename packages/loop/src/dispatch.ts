@@ -313,7 +313,7 @@ export class Workers<T, P extends Key, S> {
     const { wiring, expectations } = this.#o;
     const since = expectations.mark();
     const owned = new Map<string, ReadonlyMap<ObjectKey, unknown>>();
-    for (const [name, store] of wiring.secondaries) owned.set(name, store.owned(key));
+    for (const [name, store] of wiring.secondaries) owned.set(name, store.members(key));
     const members = wiring.primary.members(key);
     return Object.freeze({
       parentKey: key,
@@ -326,7 +326,7 @@ export class Workers<T, P extends Key, S> {
           throw new OptionsError('ReconcileLoop', `ctx.owned("${name}"): no secondary source of that name`);
         return snapshot as ReadonlyMap<ObjectKey, S[K]>;
       },
-      store: wiring.reader,
+      store: wiring.primary.reader,
       stores: wiring.readers,
       expect: (name: string) => expectations.recorder(key, name, since),
       signal,

@@ -7,7 +7,6 @@
 export { ReconcileLoop, type StopReport } from './loop.js';
 export type { ReconcileLoopOptions, SecondarySource } from './options.js';
 export type { ReconcileContext, Reconcile, ReconcileResult, MapCaches } from './context.js';
-export type { SecondaryStoreReader } from './secondary-store.js';
 export type { ExpectationRecorder } from './expectations.js';
 export type { LeaderGate } from './leadership.js';
 export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
@@ -45,7 +44,7 @@ export {
 
 // Re-exported from stream-driver: the in-process source.
 export { InProcessSource, type InProcessSourceOptions, type StreamDriverHealth } from '@reconcile-loop/stream-driver';
-// Re-exported from object-store: the source contract and its events, and the store's reader.
+// Re-exported from object-store: the source contract and its events, and the one reader every store answers.
 export {
   DEFAULT_SOURCE_RETRY,
   upsertEvent,
@@ -59,7 +58,7 @@ export {
   type ReplaceEvent,
   type ObjectKey,
   type KeyMap,
-  type ObjectStoreReader,
+  type StoreReader,
   type IndexReader,
   type Indexers,
   type IndexFunc,

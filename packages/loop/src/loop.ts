@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import type { ObjectStoreReader } from '@reconcile-loop/object-store';
+import type { StoreReader } from '@reconcile-loop/object-store';
 import {
   OptionsError,
   linkSignals,
@@ -196,8 +196,8 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   }
 
   /** Read-only view of the primary source's cache. Valid from construction; filled once the source syncs. */
-  get store(): ObjectStoreReader<T, P> {
-    return this.#wiring.reader;
+  get store(): StoreReader<T, P> {
+    return this.#wiring.primary.reader;
   }
 
   /** Read-only views of the secondary sources' caches, by the names given in `secondary`. */

@@ -8,31 +8,12 @@ import {
   InvalidSourceEventError,
   StoreIndexes,
   listMatching,
-  type IndexReader,
+  readerOf,
   type Indexers,
+  type StoreReader,
 } from '@reconcile-loop/object-store';
 import type { StoreWriter } from '@reconcile-loop/stream-driver';
 import { admits, type EventFilters } from './filters.js';
-
-/** Read access to a secondary source's cache. Collections are snapshots; objects are shared, never mutate them. */
-export interface SecondaryStoreReader<U, P extends Key> extends IndexReader<U> {
-  /** The cached object under `key`, or `undefined`. */
-  get(key: ObjectKey): U | undefined;
-  /** Whether an object is cached under `key`. */
-  has(key: ObjectKey): boolean;
-  /** Number of cached objects (mapped to a parent or not). */
-  readonly size: number;
-  /** The parent keys `key` was mapped to when last upserted (empty when unmapped or not cached). */
-  parentsOf(key: ObjectKey): readonly P[];
-  /** Snapshot of the objects mapped to `parent` (its owned objects); empty for an unknown parent. */
-  owned(parent: P): ReadonlyMap<ObjectKey, U>;
-  /** Parent keys with at least one object, in first-mapping order. */
-  parents(): P[];
-  /** Object keys of every cached object. */
-  keys(): ObjectKey[];
-  /** Snapshot of the whole cache. */
-  snapshot(): ReadonlyMap<ObjectKey, U>;
-}
 
 export interface SecondaryStoreOptions<U, P> {
   name: string;
@@ -67,17 +48,19 @@ const isParentKey = (value: unknown): value is Key =>
  * With `remap` (a `keyMap` source) the parents an event affects are, as in controller-runtime's
  * `EnqueueRequestsFromMapFunc`, the map's answer at event time on the old object and on the new one
  * (update), or on the last known object (delete, a relist's synthesised delete too) — plus the stored
- * parents, so a parent whose `owned()` set changes is always reconciled. The stored index alone is
+ * parents, so a parent whose `members()` (its `ctx.owned()`) changes is always reconciled. The stored index alone is
  * not enough: a map that reads another cache (pods → the Services selecting them) can answer
  * differently for the same cached object once that cache changed.
  */
-export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, SecondaryStoreReader<U, P> {
+export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, StoreReader<U, P> {
   readonly #objects = new Map<ObjectKey, U>();
   readonly #parentsOf = new Map<ObjectKey, readonly P[]>();
   readonly #members = new Map<P, Map<ObjectKey, U>>();
   readonly #o: SecondaryStoreOptions<U, P>;
   /** Kept by #upsert and #remove with the object each replaced; skipped when none is declared. */
   readonly #indexes: StoreIndexes<U>;
+  /** This cache's read-only view (object-store's `readerOf`): what a reconcile and a key map get. */
+  readonly reader: StoreReader<U, P> = readerOf<U, P>(this);
 
   /** @throws {OptionsError} for `indexers` that are not an object of functions. */
   constructor(options: SecondaryStoreOptions<U, P>) {
@@ -152,9 +135,14 @@ export class SecondaryStore<U, P extends Key> implements StoreWriter<U, P>, Seco
     return this.#parentsOf.get(key) ?? NONE;
   }
 
-  owned(parent: P): ReadonlyMap<ObjectKey, U> {
+  /** Snapshot of the objects mapped to `parent` (what `ctx.owned(name)` gives its reconcile). */
+  members(parent: P): ReadonlyMap<ObjectKey, U> {
     const members = this.#members.get(parent);
     return members ? new Map(members) : new Map();
+  }
+
+  hasMembers(parent: P): boolean {
+    return this.#members.has(parent);
   }
 
   parents(): P[] {

@@ -3,14 +3,14 @@
  * secondary ones, each a stream driver over its own store. Stores never share a driver, so a relist
  * (a replace) of one source rewrites only its own store.
  */
-import { ObjectStore, type ObjectKey, type ObjectStoreReader, type SourceEvent } from '@reconcile-loop/object-store';
+import { ObjectStore, type ObjectKey, type SourceEvent, type StoreReader } from '@reconcile-loop/object-store';
 import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 import { StreamDriver, type StoreWriter } from '@reconcile-loop/stream-driver';
-import { readOnlySecondary, readOnlyView, type MapCaches, type SecondaryReaders } from './context.js';
+import type { MapCaches, SecondaryReaders } from './context.js';
 import { anyFilter, filteredWriter, type EventFilters } from './filters.js';
 import type { ReconcileLoopOptions, SecondarySource } from './options.js';
 import { ownerKeyMap } from './owners.js';
-import { SecondaryStore, type SecondaryStoreReader } from './secondary-store.js';
+import { SecondaryStore } from './secondary-store.js';
 
 /** One source as the loop drives it. */
 export interface WiredSource<P extends Key> {
@@ -26,9 +26,9 @@ export interface WiredSource<P extends Key> {
 /** Everything built from the options: the sources in order (primary first) and the stores' read views. */
 export interface Wiring<T, P extends Key, S> {
   readonly sources: readonly WiredSource<P>[];
+  /** The primary store; reconciles read it through `primary.reader`. */
   readonly primary: ObjectStore<T, P>;
-  readonly reader: ObjectStoreReader<T, P>;
-  readonly secondaries: ReadonlyMap<string, SecondaryStoreReader<unknown, P>>;
+  readonly secondaries: ReadonlyMap<string, StoreReader<unknown, P>>;
   readonly readers: SecondaryReaders<S, P>;
 }
 
@@ -40,7 +40,6 @@ export interface Stores<T, P extends Key, S> {
   readonly primary: ObjectStore<T, P>;
   /** What the primary's driver writes: the store itself, or a filtering writer in front of it. */
   readonly primaryWriter: StoreWriter<T, P>;
-  readonly reader: ObjectStoreReader<T, P>;
   readonly secondaries: ReadonlyMap<string, SecondaryStore<unknown, P>>;
   readonly readers: SecondaryReaders<S, P>;
 }
@@ -68,11 +67,10 @@ export function buildStores<T, P extends Key, S>(options: ReconcileLoopOptions<T
   const filters: EventFilters<T> = { create: options.createFilter, update: options.updateFilter, delete: options.deleteFilter };
   const primaryWriter = anyFilter(filters) ? filteredWriter(primary, filters, options.source.name, logger) : primary;
   const secondaries = new Map<string, SecondaryStore<unknown, P>>();
-  const readers: Record<string, SecondaryStoreReader<unknown, P>> = {};
-  const reader = readOnlyView(primary);
+  const readers: Record<string, StoreReader<unknown, P>> = {};
   // One view of every store for the key maps; `readers` is filled below and frozen with it. Maps
   // run only on events, after construction, so they always see every store.
-  const caches: MapCaches<T, P, S> = Object.freeze({ store: reader, stores: readers as SecondaryReaders<S, P> });
+  const caches: MapCaches<T, P, S> = Object.freeze({ store: primary.reader, stores: readers as SecondaryReaders<S, P> });
   type AnySecondary = SecondarySource<unknown, P, MapCaches<T, P, S>>;
   for (const [name, spec] of Object.entries((options.secondary ?? {}) as Record<string, AnySecondary>)) {
     const userMap = spec.keyMap;
@@ -90,9 +88,9 @@ export function buildStores<T, P extends Key, S>(options: ReconcileLoopOptions<T
       logger,
     });
     secondaries.set(name, store);
-    readers[name] = readOnlySecondary(store);
+    readers[name] = store.reader;
   }
-  return { primary, primaryWriter, reader, secondaries, readers: Object.freeze(readers) as SecondaryReaders<S, P> };
+  return { primary, primaryWriter, secondaries, readers: Object.freeze(readers) as SecondaryReaders<S, P> };
 }
 
 /**
@@ -136,5 +134,5 @@ export function wireSources<T, P extends Key, S>(
     };
     sources.push(wire(spec.source, observed, () => store.parents()));
   }
-  return { sources, primary, reader: stores.reader, secondaries: stores.secondaries, readers: stores.readers };
+  return { sources, primary, secondaries: stores.secondaries, readers: stores.readers };
 }

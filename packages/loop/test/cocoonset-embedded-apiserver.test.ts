@@ -82,7 +82,7 @@ describe('a CocoonSet controller: one loop, a custom resource that owns pods (em
     expect(Object.keys(loop.health().sources)).toEqual(['cocoonsets', 'pods']);
     await until('two pods owned by web', () => podNames('web').length === 2);
     expect(podNames('web')).toEqual(['web-0', 'web-1']);
-    await until('the pod store to hold them', () => loop.stores.pods.owned('default/web').size === 2);
+    await until('the pod store to hold them', () => loop.stores.pods.members('default/web').size === 2);
 
     server.updateObject(ref, NS, 'web', (o) => void ((o['spec'] as { replicas: number }).replicas = 3));
     await until('three pods', () => podNames('web').length === 3);
@@ -97,7 +97,7 @@ describe('a CocoonSet controller: one loop, a custom resource that owns pods (em
     // Deleting the parent: the CR store drops it; its pods still map to its key (no GC runs here).
     server.deleteObject(ref, NS, 'web');
     await until('the parent to leave the store', () => !loop.store.has('default/web'));
-    expect(loop.stores.pods.owned('default/web').size).toBe(1);
+    expect(loop.stores.pods.members('default/web').size).toBe(1);
     expect(loop.health().reconciles.failed).toBe(0);
     expect(loop.health().ready.ok).toBe(true);
   });

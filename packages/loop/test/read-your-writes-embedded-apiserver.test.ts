@@ -131,7 +131,7 @@ describe('read your writes (embedded apiserver)', () => {
     server.unstallWatches();
     await until(
       'the pod cache to see both pods and the parent to run again',
-      () => loop.stores.pods.owned('default/web').size === 2 && runs() === 2,
+      () => loop.stores.pods.members('default/web').size === 2 && runs() === 2,
     );
     expect(server.requestCounts().create).toBe(2);
     expect(owned()).toBe(2);

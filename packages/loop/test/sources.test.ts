@@ -152,7 +152,7 @@ describe('several sources per loop', () => {
     pods.upsert(...podOf('p', 'b'));
     await settle();
     expect(keys().sort()).toEqual(['ns/a', 'ns/b']);
-    expect(loop.stores.pods.owned('ns/a').size).toBe(0);
+    expect(loop.stores.pods.members('ns/a').size).toBe(0);
     await loop.stop();
   });
 

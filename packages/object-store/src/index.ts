@@ -5,11 +5,12 @@
 export {
   ObjectStore,
   type ObjectStoreOptions,
-  type ObjectStoreReader,
   type KeyMap,
   UnmappableObjectError,
   InvalidSourceEventError,
 } from './object-store.js';
+// The one read interface every store answers, and the read-only view a store hands out (`store.reader`).
+export { readerOf, type StoreReader } from './reader.js';
 // User-defined indexes (client-go's Indexers): declared per store, queried through its reader.
 export {
   StoreIndexes,

@@ -1,5 +1,6 @@
 import type { ObjectKey, SourceEvent, UpsertEvent, DeleteEvent, ReplaceEvent, ReleaseEvent } from './events.js';
-import { StoreIndexes, type IndexReader, type Indexers } from './indexes.js';
+import { StoreIndexes, type Indexers } from './indexes.js';
+import { readerOf, type StoreReader } from './reader.js';
 import { OptionsError, ReconcileLoopError, silentLogger, type Logger, type Key } from '@reconcile-loop/primitives';
 
 /**
@@ -61,32 +62,6 @@ export interface ObjectStoreOptions<T, P extends Key> {
 }
 
 /**
- * The read-only view of an {@link ObjectStore} a reconcile gets. Methods returning collections
- * return snapshots: they never change after they are returned, so a reconcile can hold one across
- * `await`s. Objects are shared, not copied: neither the store nor its readers may mutate them.
- */
-export interface ObjectStoreReader<T, P extends Key> extends IndexReader<T> {
-  /** The cached object under `key`, or `undefined`. */
-  get(key: ObjectKey): T | undefined;
-  /** Whether an object is cached under `key`. */
-  has(key: ObjectKey): boolean;
-  /** Number of cached objects. */
-  readonly size: number;
-  /** The parent key `key` was attributed to when it was last upserted, or `undefined` when not cached. */
-  parentOf(key: ObjectKey): P | undefined;
-  /** Snapshot of the objects attributed to `parent` (an empty map for an unknown parent). */
-  members(parent: P): ReadonlyMap<ObjectKey, T>;
-  /** Parent keys with at least one member, in first-attribution order. */
-  parents(): P[];
-  /** Whether `parent` has at least one member. */
-  hasMembers(parent: P): boolean;
-  /** Object keys of every cached object. */
-  keys(): ObjectKey[];
-  /** Snapshot of the whole store. */
-  snapshot(): ReadonlyMap<ObjectKey, T>;
-}
-
-/**
  * A cache of objects by object key with a parent index built by a key map: client-go's `Store`
  * plus the `Replace()` half of `DeltaFIFO`. Source events are applied as values; each returns
  * the parent keys it affects, for the caller to enqueue after `apply` returns (cache before notify).
@@ -94,7 +69,7 @@ export interface ObjectStoreReader<T, P extends Key> extends IndexReader<T> {
  * Single-threaded by construction: `apply` is synchronous, so no reader sees a half-applied event.
  * The store never mutates, copies or freezes the objects it is given; it replaces them on upsert.
  */
-export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
+export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
   // Invariant, kept by #put and #remove (the only writers):
   //   k is cached ⇔ #parentOf.has(k), and then its object is #members.get(#parentOf.get(k)).get(k);
   //   #members.get(p).has(k) ⇒ #parentOf.get(k) === p;
@@ -110,6 +85,11 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
   readonly #logger: Logger;
   /** Kept by #put and #remove with the object each replaced; skipped when none is declared (no cost per write). */
   readonly #indexes: StoreIndexes<T>;
+  /**
+   * This store's read-only view ({@link readerOf}): what a reconcile and a key map get, so they
+   * cannot reach `apply`. One per store, built with it; it reads the current state.
+   */
+  readonly reader: StoreReader<T, P> = readerOf<T, P>(this);
 
   /** @throws {OptionsError} when `keyMap` is not a function or `indexers` is not an object of functions. */
   constructor(options: ObjectStoreOptions<T, P>) {
@@ -188,6 +168,11 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
   /** The parent key recorded when `key` was last upserted, or `undefined` when not cached. */
   parentOf(key: ObjectKey): P | undefined {
     return this.#parentOf.get(key);
+  }
+
+  /** `[parentOf(key)]`, or empty when not cached: the {@link StoreReader} form (one parent per object here). */
+  parentsOf(key: ObjectKey): readonly P[] {
+    return this.#parentOf.has(key) ? [this.#parentOf.get(key) as P] : NONE;
   }
 
   /** A copy of `parent`'s members, so a reconcile can hold it across `await`s; empty for an unknown parent. O(members). */
@@ -351,6 +336,7 @@ export class ObjectStore<T, P extends Key> implements ObjectStoreReader<T, P> {
   }
 }
 
+const NONE: readonly never[] = Object.freeze([]);
 const UNMAPPABLE: unique symbol = Symbol('unmappable');
 
 /** A {@link Key}, or NaN: the store indexes parents like `Map` keys (SameValueZero), where NaN is one parent. */

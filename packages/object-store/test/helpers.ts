@@ -1,5 +1,5 @@
 import { expect, vi } from 'vitest';
-import type { KeyMap, ObjectKey, ObjectStoreReader } from '../src/index.js';
+import type { KeyMap, ObjectKey, StoreReader } from '../src/index.js';
 import type { Logger, Key } from '@reconcile-loop/primitives';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
@@ -58,7 +58,7 @@ export const byPool: KeyMap<Cell, string> = (object) => object.labels['pool'];
  * parent's members, and no parent is listed without members.
  */
 export function checkInvariants<T, P extends Key>(
-  store: ObjectStoreReader<T, P>,
+  store: StoreReader<T, P>,
   keyMap: (object: T, key: ObjectKey) => unknown,
 ): void {
   const objects = store.snapshot();
@@ -71,7 +71,7 @@ export function checkInvariants<T, P extends Key>(
     expect(store.get(key)).toBe(object);
     const parent = keyMap(object, key) as P;
     expect(parent, `cached object ${key} must be mappable`).not.toBeUndefined();
-    expect(store.parentOf(key)).toBe(parent);
+    expect(store.parentsOf(key)).toEqual([parent]);
     let members = expected.get(parent);
     if (!members) expected.set(parent, (members = new Map()));
     members.set(key, object);

@@ -8,7 +8,7 @@ import {
   replaceEvent,
   upsertEvent,
   type KeyMap,
-  type ObjectStoreReader,
+  type StoreReader,
   type SourceEvent,
 } from '../src/index.js';
 import { byPool, cell, checkInvariants, spyLogger, type Cell } from './helpers.js';
@@ -218,6 +218,8 @@ describe('object_store: Indexer', () => {
     );
     expect(store.parentOf('ns/a')).toBe('p1');
     expect(store.parentOf('ns/missing')).toBeUndefined();
+    expect(store.parentsOf('ns/a')).toEqual(['p1']);
+    expect(store.parentsOf('ns/missing')).toEqual([]);
     expect([...store.members('p1')]).toEqual([
       ['ns/a', a],
       ['ns/b', b],
@@ -467,7 +469,7 @@ describe('object_store: deviations', () => {
     const { store } = newStore();
     const a = cell('p1');
     store.apply(upsertEvent('ns/a', a));
-    const reader: ObjectStoreReader<Cell, string> = store;
+    const reader: StoreReader<Cell, string> = store;
     const members = reader.members('p1');
     const whole = store.snapshot();
     const keys = store.keys();

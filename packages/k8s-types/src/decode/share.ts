@@ -7,7 +7,7 @@
  * Invariants:
  * - A shared value is deep-frozen and equal (same keys in the same order, same values) to what the
  *   view would have built; so it is observably the same value, except that it cannot be mutated,
- *   which no reader of a cached object may do anyway (see `ObjectStoreReader`).
+ *   which no reader of a cached object may do anyway (see object-store's `StoreReader`).
  * - Only small values are shared (a bounded key), and each table is bounded: when full it starts
  *   over, which loses sharing, never correctness.
  */
