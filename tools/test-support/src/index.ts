@@ -13,3 +13,4 @@ export {
   type LeaseResponse,
   type LeaseTransportOptions,
 } from './fake-lease-server.js';
+export { KUBECTL_MISSING, kubectlBinary } from './kubectl.js';
