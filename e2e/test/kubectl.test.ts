@@ -1,9 +1,10 @@
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { startApiServer, type ApiServer } from '@reconcile-loop/testing';
+import { KUBECTL_MISSING, kubectlBinary } from '@reconcile-loop/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readVersions, uniqueNamespace } from '../src/index.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
@@ -17,21 +18,13 @@ import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 const availability = e2eAvailability();
 const env = useE2eEnvironment(availability);
 
-function findKubectl(): string | undefined {
-  try {
-    const out = execFileSync('sh', ['-c', 'command -v kubectl'], { encoding: 'utf8' }).trim();
-    return out === '' ? undefined : out;
-  } catch {
-    return undefined;
-  }
-}
-const kubectl = findKubectl();
+const kubectl = kubectlBinary();
 const inCi = process.env['CI'] !== undefined && process.env['CI'] !== '';
 if (kubectl === undefined && inCi && availability.run) {
   // In CI a missing kubectl is a broken environment (scripts/test-all.sh installs it), not a reason to skip.
   describe('kubectl against both servers', () => {
     it('[testing: real clients] kubectl is installed in CI', () => {
-      throw new Error('kubectl not found on PATH; run packages/testing/scripts/ensure-kubectl.sh');
+      throw new Error(KUBECTL_MISSING);
     });
   });
 }

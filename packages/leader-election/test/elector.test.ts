@@ -5,7 +5,8 @@ import { LeaderElector, LeaseLock, type LeadershipLostError } from '../src/index
 import { DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, JITTER_FACTOR } from '../src/options.js';
 import { resolveTimings } from '../src/options.js';
 import { formatMicroTime } from '../src/record.js';
-import { FakeLeaseServer, replica, start, type Replica } from './fakes.js';
+import { FakeLeaseServer } from '@reconcile-loop/test-support';
+import { replica, start, type Replica } from './fakes.js';
 
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 

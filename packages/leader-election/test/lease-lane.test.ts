@@ -5,7 +5,7 @@ import { ManualClock } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { LeaderElector, LeaseLock } from '../src/index.js';
 import { LEASE_LANE } from '../src/lease-lock.js';
-import { FakeLeaseServer } from './fakes.js';
+import { FakeLeaseServer } from '@reconcile-loop/test-support';
 
 /** One client whose reconcile writes (pods) are answered at once and whose Lease traffic goes to a fake Lease server. */
 function setup(rateLimit?: 'shared') {

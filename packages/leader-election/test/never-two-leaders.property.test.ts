@@ -1,7 +1,8 @@
 import { ManualClock } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeLeaseServer, replica, start, type Fault, type Replica } from './fakes.js';
+import { FakeLeaseServer } from '@reconcile-loop/test-support';
+import { replica, start, type Fault, type Replica } from './fakes.js';
 
 // Random interleavings of three electors: clock steps, requests that commit late, answer late, or are
 // lost either way, freezes (SIGSTOP) and resumes, kills (gone without a release) and graceful stops

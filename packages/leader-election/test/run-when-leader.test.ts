@@ -1,7 +1,8 @@
 import { ManualClock } from '@reconcile-loop/primitives';
 import { describe, expect, it } from 'vitest';
 import { runWhenLeader } from '../src/index.js';
-import { FakeLeaseServer, replica } from './fakes.js';
+import { FakeLeaseServer } from '@reconcile-loop/test-support';
+import { replica } from './fakes.js';
 
 describe('[leader_election: warm standby] runWhenLeader starts the work once per term, on the leader only', () => {
   it('a standby does its warm-up but starts nothing; it starts on takeover; a lost term aborts the work at once and the next term starts it again', async () => {

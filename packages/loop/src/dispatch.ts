@@ -234,6 +234,7 @@ export class Workers<T, P extends Key, S> {
     const context = this.#contextFor(key, controller.signal);
     if (term !== undefined && !leadership!.confirm(term)) {
       queue.add(key); // held: marked dirty, so the release in `work` puts it back; nothing is lost
+      this.#o.expectations.close(); // the context is never handed over
       return undefined;
     }
     return { fingerprint, controller, context };
@@ -277,6 +278,7 @@ export class Workers<T, P extends Key, S> {
       signal.removeEventListener('abort', onStop);
       term?.removeEventListener('abort', onTermEnd);
       gate.done(key);
+      this.#o.expectations.close(); // opened by #contextFor
       settled?.();
     });
   }
@@ -311,7 +313,7 @@ export class Workers<T, P extends Key, S> {
   /** Snapshots taken now, before the call: the parent's members and its owned objects in every secondary store. */
   #contextFor(key: P, signal: AbortSignal): ReconcileContext<T, P, S> {
     const { wiring, expectations } = this.#o;
-    const since = expectations.mark();
+    const since = expectations.open(); // closed when the call settles, or by #admit if never handed over
     const owned = new Map<string, ReadonlyMap<ObjectKey, unknown>>();
     for (const [name, store] of wiring.secondaries) owned.set(name, store.members(key));
     const members = wiring.primary.members(key);

@@ -18,6 +18,11 @@
  * event is logged with a sequence number and the uid it carried; each reconcile takes the number
  * current when its context is built, and a write whose uid has an event since then is observed (a
  * create: any event of that uid; a delete: its delete). A bare key keeps presence alone.
+ *
+ * Only a context's recorders consult the log, and only for events after the context was built, so
+ * it records only while a context is open (built, its call not yet settled): an idle loop pays one
+ * counter per secondary event, not a map write and a uid read. A recorder used after its call
+ * settled finds the gap uncovered and keeps presence alone.
  */
 import { objectKey, OptionsError } from '@reconcile-loop/primitives';
 import type { ObjectKey, SourceEvent } from '@reconcile-loop/object-store';
@@ -95,8 +100,13 @@ export class Expectations<P extends Key> {
   #seq = 0;
   /** `source\0key` → its newest event: sequence number, the uid it carried, whether a delete. Oldest first (re-set on each event). */
   readonly #recent = new Map<string, { seq: number; uid: string | undefined; deleted: boolean }>();
-  /** The log covers events after this number (older ones were dropped). */
+  /**
+   * Invariant: for every key, `#recent` holds its newest logged event among all events numbered
+   * after this (older ones were dropped, or came while no context was open).
+   */
   #coveredAfter = 0;
+  /** Contexts built whose calls have not settled: the log records only while there is one. */
+  #open = 0;
 
   constructor(options: ExpectationsOptions<P>) {
     this.#o = options;
@@ -107,9 +117,27 @@ export class Expectations<P extends Key> {
     return this.#pending.size;
   }
 
-  /** The log position a reconcile context is built at: its recorders count events after it as observed. */
-  mark(): number {
+  /**
+   * A reconcile context is being built: the log records until its {@link close}. Returns the log
+   * position its recorders count events after as observed.
+   */
+  open(): number {
+    this.#open += 1;
     return this.#seq;
+  }
+
+  /** A context's call settled (or it was never handed over): the last one closing empties the log. */
+  close(): void {
+    if (this.#open === 0) return;
+    this.#open -= 1;
+    if (this.#open > 0) return;
+    this.#recent.clear();
+    this.#coveredAfter = this.#seq;
+  }
+
+  /** Whether events are being logged now: {@link observe} then wants the object a delete removed. */
+  get recording(): boolean {
+    return this.#open > 0;
   }
 
   /** The recorder `ctx.expect(source)` hands a reconcile of `parent` whose context was built at `since` ({@link mark}). */
@@ -175,6 +203,11 @@ export class Expectations<P extends Key> {
 
   #log(source: string, event: SourceEvent<unknown>, deleted: unknown): void {
     const seq = ++this.#seq;
+    // No context open: nothing can consult this event; the log no longer covers it.
+    if (this.#open === 0) {
+      this.#coveredAfter = seq;
+      return;
+    }
     // A listing is no evidence: it may have been taken before the write. Presence decides.
     if (event.type === 'replace') return;
     // A release observes nothing: the loop forgets the released parents' expectations itself.

@@ -140,6 +140,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       // A release (a sharded source's ranges changed) is never offered: see Releases.
       onReleased: (parents, source) => releases.release(parents, source),
       onApplied: (name, event, deleted) => expectations.observe(name, event, deleted),
+      wantsDeleted: () => expectations.recording,
       clock,
       logger,
     });

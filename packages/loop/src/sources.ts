@@ -57,6 +57,8 @@ export interface WiringContext<P extends Key> {
    * expectations just became satisfied) join the event's affected parents, so each is offered once.
    */
   onApplied(name: string, event: SourceEvent<unknown>, deleted: unknown): readonly P[];
+  /** Whether `onApplied` wants `deleted`, the object a delete removes (read from the store before it applies). */
+  wantsDeleted(): boolean;
   clock: Clock;
   logger: Logger;
 }
@@ -126,7 +128,7 @@ export function wireSources<T, P extends Key, S>(
     const store = stores.secondaries.get(name)!;
     const observed: StoreWriter<unknown, P> = {
       apply: (event) => {
-        const deleted = event.type === 'delete' ? store.get(event.key) : undefined;
+        const deleted = event.type === 'delete' && ctx.wantsDeleted() ? store.get(event.key) : undefined;
         const affected = store.apply(event);
         const ready = ctx.onApplied(name, event, deleted);
         return ready.length === 0 ? affected : new Set([...affected, ...ready]);

@@ -290,7 +290,7 @@ describe('read your writes (expectations)', () => {
       ttlMs: DEFAULT_EXPECTATIONS_TTL_MS,
       onReady: () => {},
     });
-    const since = e.mark();
+    const since = e.open();
     const [, older] = podOf('a-0', 'a', { uid: 'uid-older' });
     e.observe('pods', { type: 'upsert', key: 'ns/a-0', object: older });
     e.observe('pods', { type: 'delete', key: 'ns/a-0' }, older);
@@ -316,7 +316,7 @@ describe('read your writes (expectations)', () => {
       [10_000, 1],
     ] as const) {
       const e = expectationsOver();
-      const since = e.mark();
+      const since = e.open();
       const [, pod] = podOf('a-0', 'a', { uid: 'uid-ours' });
       e.observe('pods', { type: 'upsert', key: 'ns/a-0', object: pod });
       e.observe('pods', { type: 'delete', key: 'ns/a-0' }, pod);
@@ -325,6 +325,42 @@ describe('read your writes (expectations)', () => {
       expect(e.size, `${others} later events`).toBe(pending);
       e.clear();
     }
+  });
+
+  it('[loop: Read your writes] the recent-events log records only while a reconcile context is open: a recorder used after every context closed keeps presence alone', () => {
+    const e = new Expectations<string>({
+      stores: new Map([['pods', new Map<string, unknown>()]]),
+      clock: new ManualClock(),
+      logger: recordingLogger(),
+      ttlMs: DEFAULT_EXPECTATIONS_TTL_MS,
+      onReady: () => {},
+    });
+    const [, pod] = podOf('a-0', 'a', { uid: 'uid-ours' });
+    const cameAndWent = (): void => {
+      e.observe('pods', { type: 'upsert', key: 'ns/a-0', object: pod });
+      e.observe('pods', { type: 'delete', key: 'ns/a-0' }, pod);
+    };
+    expect(e.recording).toBe(false); // idle: no context, nothing logged
+    const first = e.open();
+    const second = e.open();
+    e.close(); // one of two overlapping contexts settles: the other still consults the log
+    expect(e.recording).toBe(true);
+    cameAndWent();
+    e.recorder('ns/a', 'pods', second).creations(pod);
+    expect(e.size).toBe(0); // observed through the log
+    e.close();
+    expect(e.recording).toBe(false);
+    // A recorder used after its call settled: the events since were not logged, so presence decides.
+    cameAndWent();
+    e.recorder('ns/b', 'pods', first).creations(pod);
+    expect(e.size).toBe(1);
+    // A context opened later logs again.
+    const third = e.open();
+    cameAndWent();
+    e.recorder('ns/c', 'pods', third).creations(pod);
+    expect(e.size).toBe(1);
+    e.close();
+    e.clear();
   });
 
   it('[loop: Read your writes] never a create of an existing pod nor a delete of a gone one, across arbitrary interleavings of parent events, scale changes and cache delays', async () => {

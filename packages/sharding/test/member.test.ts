@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ShardMember, type ShardObserver } from '../src/index.js';
 import { memberLeaseName } from '../src/claim.js';
-import { FakeLeaseServer, replica, start, TIMINGS, type Replica } from './fakes.js';
+import { FakeLeaseServer } from '@reconcile-loop/test-support';
+import { replica, start, TIMINGS, type Replica } from './fakes.js';
 import { KubeClient } from '@reconcile-loop/kube-client';
 
 const HASHES = fc.sample(fc.uuid(), { seed: 28, numRuns: 200 }).map((uid) => shardHash(uid));

@@ -1,7 +1,8 @@
 import { ManualClock, shardHash } from '@reconcile-loop/primitives';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FakeLeaseServer, replica, start, TIMINGS, type Fault, type Replica } from './fakes.js';
+import { FakeLeaseServer } from '@reconcile-loop/test-support';
+import { replica, start, TIMINGS, type Fault, type Replica } from './fakes.js';
 
 // Random schedules of up to four members: joins, graceful stops, kills (gone from the network at
 // once, nothing released), freezes (SIGSTOP) and thaws, clock steps, and requests that commit late

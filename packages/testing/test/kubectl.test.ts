@@ -1,37 +1,28 @@
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
+import { KUBECTL_MISSING, kubectlBinary } from '@reconcile-loop/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../src/index.js';
 
 const run = promisify(execFile);
 
-function findKubectl(): string | undefined {
-  try {
-    const out = execFileSync('sh', ['-c', 'command -v kubectl'], { encoding: 'utf8' }).trim();
-    return out === '' ? undefined : out;
-  } catch {
-    return undefined;
-  }
-}
-
-const kubectl = findKubectl();
-const MISSING = 'kubectl not found on PATH; run packages/testing/scripts/ensure-kubectl.sh (installs Debian kubernetes-client)';
+const kubectl = kubectlBinary();
 
 if (kubectl === undefined && process.env['CI'] !== undefined && process.env['CI'] !== '') {
   // In CI a missing kubectl is a broken environment, not a reason to skip.
   describe('kubectl against the embedded apiserver', () => {
     it('[testing: kubectl] kubectl is installed in CI', () => {
-      throw new Error(MISSING);
+      throw new Error(KUBECTL_MISSING);
     });
   });
 } else {
-  if (kubectl === undefined) console.warn(`[testing] skipping kubectl tests: ${MISSING}`);
+  if (kubectl === undefined) console.warn(`[testing] skipping kubectl tests: ${KUBECTL_MISSING}`);
   describe.skipIf(kubectl === undefined)(
-    `kubectl against the embedded apiserver${kubectl === undefined ? ` (skipped: ${MISSING})` : ''}`,
+    `kubectl against the embedded apiserver${kubectl === undefined ? ` (skipped: ${KUBECTL_MISSING})` : ''}`,
     () => {
       let server: ApiServer;
       let dir: string;

@@ -3,11 +3,13 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseShardSelector } from '../src/shard-selector.js';
 import { startApiServer, type ApiServer, type ApiServerOptions } from '../src/index.js';
+import { MALFORMED_SHARD_SELECTORS } from '../conformance/shard-cases.js';
 import { PODS, WIDGET, call, types, watch } from './helpers.js';
 
 // Sharded LIST/WATCH (KEP-5866) as kube-apiserver 1.37.2 serves it with
 // --feature-gates=ShardedListAndWatch=true. The expected errors below are the real server's answers,
-// recorded against v1.37.2 (conformance/shard-cases.ts compares the same requests live).
+// recorded against v1.37.2; the malformed selectors are conformance/shard-cases.ts' list, which the
+// e2e sharded-list test compares live.
 
 const Z = '0x0000000000000000';
 const H = '0x8000000000000000';
@@ -177,51 +179,10 @@ describe('shardSelector on WATCH', () => {
   });
 });
 
-/** The real server's answers to malformed selectors (kube-apiserver v1.37.2, gate on): 500, no reason. */
-const MALFORMED: Array<[string, string]> = [
-  ['   ', 'empty shard selector is not allowed; omit the parameter for unfiltered lists'],
-  ['x', 'unexpected expression kind 3; expected shardRange() call or || operator'],
-  ["'a'", 'unexpected expression kind 5; expected shardRange() call or || operator'],
-  [`shardRange(object.metadata.uid, '${Z}')`, 'shardRange() requires exactly 3 arguments, got 2'],
-  [
-    `shardRange(object.metadata.name, '${Z}', '${H}')`,
-    'unsupported field path "object.metadata.name"; supported: object.metadata.uid, object.metadata.namespace',
-  ],
-  [
-    `shardRange(object.metadata.uid, '0x0', '${H}')`,
-    `hexStart must be a 0x-prefixed 16-digit hex value, got "0x0" (did you mean "0x0000000000000000"?)`,
-  ],
-  [`shardRange(object.metadata.uid, '${H}', '${Z}')`, `shard range start ${H} must be less than end ${Z}`],
-  [
-    `shardRange(object.metadata.uid, '0x000000000000000A', '${H}')`,
-    `hexStart: invalid hex character "A" in "0x000000000000000A"`,
-  ],
-  [`shardRange(object.metadata.uid, 0, '${H}')`, 'hexStart must be a string literal, got int64'],
-  [`shardRange(object.metadata.uid, b'${Z}', '${H}')`, 'hexStart must be a string literal, got []uint8'],
-  [`shardRange(object.metadata.uid, x, '${H}')`, `hexStart must be a string literal (e.g. '0xff'), got expression kind 3`],
-  [
-    `shardRange(object["metadata"].uid, '${Z}', '${H}')`,
-    'shardRange() first argument: expected field path (e.g. object.metadata.uid), got expression kind 1',
-  ],
-  [`shardRange(object.metadata.uid, '${Z}', '${H}') && x`, 'unsupported function "_&&_"; only shardRange() and || are allowed'],
-  [
-    `shardRange(object.metadata.uid, '${Z}', '${H}') || shardRange(object.metadata.namespace, '${H}', '${T}')`,
-    'all shard ranges must use the same field, got "object.metadata.uid" and "object.metadata.namespace"',
-  ],
-  [`shardRange(object.metadata.uid, '${Z}', '${H}'`, "CEL parse error: Syntax error: missing ')' at '<EOF>'"],
-  [`shardRange(object.metadata.uid, '${Z}', '${H}') | x`, "CEL parse error: Syntax error: token recognition error at: '| '"],
-  [
-    `shardRange(object.metadata.uid, '${Z}', '${H}') ||`,
-    "CEL parse error: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}",
-  ],
-  ['x.?y', "CEL parse error: unsupported syntax '.?'"],
-  [`shardRange(object.metadata.in, '${Z}', '${H}')`, "CEL parse error: Syntax error: no viable alternative at input '.in'"],
-];
-
 describe('malformed shardSelector', () => {
   it('[testing: shardSelector errors] a malformed selector is the real 500 with no reason and `invalid shard selector: …`, on LIST and WATCH alike', async () => {
     await start();
-    for (const [sel, message] of MALFORMED) {
+    for (const [sel, message] of MALFORMED_SHARD_SELECTORS) {
       for (const path of [`${PODS}?${q(sel)}`, `${PODS}?watch=true&${q(sel)}`, `${PODS}?limit=1&continue=garbage&${q(sel)}`]) {
         const a = await call(server, 'GET', path);
         expect({ status: a.status, body: a.json }, `${path}`).toEqual({

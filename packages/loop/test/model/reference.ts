@@ -115,6 +115,13 @@ interface KeyState {
   /** Pods a reconcile of this key created that the cache has not shown yet, and since when. */
   expecting: Set<string> | undefined;
   expectingSince: number;
+  /**
+   * Its expectations may already be dropped: it waited in the queue while its parent was gone from
+   * the cache, and a worker that dequeues it then drops them (`syncReplicaSet`: NotFound →
+   * `DeleteExpectations`) even when the leadership check then turns it away (a frozen term). The
+   * model does not track which worker is free when, so a later start may find them kept or dropped.
+   */
+  mayHaveDropped: boolean;
   lastView: View | undefined;
   starts: number;
 }
@@ -183,6 +190,7 @@ export class ReferenceModel {
         running: false,
         expecting: undefined,
         expectingSince: 0,
+        mayHaveDropped: false,
         lastView: undefined,
         starts: 0,
       };
@@ -364,6 +372,11 @@ export class ReferenceModel {
     if (state.running) this.stats.offersWhileRunning += 1;
   }
 
+  /** The key is back in the queue: with its parent gone from the cache, a worker's dequeue may drop its expectations. */
+  #queuedWhileGone(key: string, state: KeyState): void {
+    if (state.expecting !== undefined && !this.parents.has(key)) state.mayHaveDropped = true;
+  }
+
   #credit(state: KeyState, at: number): void {
     state.credits = state.credits.at === at ? { at, n: state.credits.n + 1 } : { at, n: 1 };
   }
@@ -399,13 +412,14 @@ export class ReferenceModel {
         }
       }
       // A deadline passing is the delaying queue handing the key back (a retry is not gated).
-      for (const state of this.#keys.values()) {
+      for (const [key, state] of this.#keys) {
         if (state.deadline !== undefined && state.deadline <= next && (state.deadline < now || settled)) {
           state.deadline = undefined;
           state.deadlineKind = undefined;
           state.due = true;
           state.owed = true;
           this.#credit(state, next);
+          this.#queuedWhileGone(key, state);
         }
       }
       if (this.#nextResync <= next) {
@@ -515,14 +529,16 @@ export class ReferenceModel {
     if (!this.leading || !leaderNow) this.violations.push(`${where}: started while not leading`);
     // Dead-letter (the loop's extension): nothing runs a key parked at its current fingerprint.
     if (state.parkedAt !== null) this.violations.push(`${where}: started while parked at ${String(state.parkedAt)}`);
-    // ControllerExpectations: not while a recorded create is unobserved, unless expired or the parent is gone (DeleteExpectations).
+    // ControllerExpectations: not while a recorded create is unobserved, unless expired or the parent is
+    // gone (DeleteExpectations) now or at a dequeue since (see `mayHaveDropped`).
     if (state.expecting !== undefined) {
       for (const pod of [...state.expecting]) if (this.pods.has(pod)) state.expecting.delete(pod);
       const expired = state.expectingSince + this.config.expectationsTtlMs <= now;
-      if (state.expecting.size > 0 && !expired && this.parents.has(key))
+      if (state.expecting.size > 0 && !expired && this.parents.has(key) && !state.mayHaveDropped)
         this.violations.push(`${where}: started while its create of ${[...state.expecting]} is unobserved`);
       state.expecting = undefined;
     }
+    state.mayHaveDropped = false;
     // Nothing reconciles a key on its own: an event, resync, term, release, or a deadline that passed.
     // A timer of this instant, or of the instant of its last start (it may have fired after that
     // start and marked the running key dirty, so it runs once more when that call ends).
@@ -564,6 +580,8 @@ export class ReferenceModel {
     const state = this.#state(key);
     if (!state.running) this.violations.push(`reconcile of ${key} ended at t=${now} but none was running`);
     state.running = false;
+    // Offered while it ran: the queue hands it back now (dirty), with the writes this call recorded.
+    if (state.triggered) this.#queuedWhileGone(key, state);
     if (!(outcome.kind === 'requeue' && outcome.ms === 0)) state.requeues = 0;
     // `RequeueAfter <= 0` without `Requeue`: a plain success.
     const kind = (outcome.kind === 'requeue' && outcome.ms < 0) || outcome.kind === 'expect' ? 'ok' : outcome.kind;
@@ -632,6 +650,7 @@ export class ReferenceModel {
     if (state.expecting === undefined) {
       state.expecting = new Set();
       state.expectingSince = now;
+      state.mayHaveDropped = false;
     }
     state.expecting.add(pod);
   }

@@ -3,7 +3,7 @@
  * divergence from upstream (fixed), and a behaviour shared with upstream worth pinning.
  */
 import { ManualClock } from '@reconcile-loop/primitives';
-import { settle } from '@reconcile-loop/test-support';
+import { FakeLeaderGate, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { generationChanged, InProcessSource, ReconcileLoop } from '../../src/index.js';
 
@@ -80,6 +80,48 @@ describe('divergences found by the model-based check', () => {
     expect(loop.store.get('a')?.metadata.uid).toBe('uid-2');
     expect(seen).toEqual(['uid-1', 'uid-1', 'uid-2']);
     expect(loop.parked()).toEqual([]);
+    await loop.stop();
+  });
+
+  // Found with RL_MODEL_SEED=69343552 RL_MODEL_PATH=900:1:1:2:2:7:6:20:23:21:28:27:27:20:20 RL_MODEL_REPLAY=///I:P:
+  // the model kept the expectations the loop had dropped; the loop was right (the model now allows it).
+  it('[loop: Model-based] a parent deleted during its reconcile, whose call recorded a create, drops those expectations when a worker dequeues it while the parent is gone, as syncReplicaSet does on NotFound, even when a frozen term then turns it away: the parent re-created later runs at once, not after the TTL', async () => {
+    const clock = new ManualClock();
+    const parents = new InProcessSource<Parent>('parents', [parentOf('a', 'uid-1')]);
+    const pods = new InProcessSource<Pod>('pods');
+    const gate = new FakeLeaderGate();
+    const seen: Array<{ uid: string | undefined; at: number }> = [];
+    let finish: (() => void) | undefined;
+    const loop = new ReconcileLoop<Parent, string, { pods: Pod }>({
+      source: parents,
+      keyMap: (_, key) => key,
+      secondary: { pods: { source: pods, owner: { kind: 'Parent' } } },
+      controller: { concurrency: 2 },
+      leadership: { gate },
+      clock,
+      reconcile: async (_key, ctx) => {
+        seen.push({ uid: ctx.parent?.metadata.uid, at: clock.now() });
+        if (ctx.parent?.metadata.uid !== 'uid-1') return;
+        await new Promise<void>((resolve) => (finish = resolve));
+        ctx.expect('pods').creations('p1'); // the create returned; its ADDED never comes (the parent is gone)
+      },
+    });
+    await loop.start();
+    gate.grant();
+    await settle();
+    expect(seen).toEqual([{ uid: 'uid-1', at: 0 }]);
+
+    parents.delete('a'); // gone while its call runs: a is marked dirty
+    await settle();
+    gate.freeze(); // isLeader() false, the term not yet ended
+    finish?.(); // the call records p1 and ends; its dirty re-add is dequeued at once, a is still gone
+    await settle();
+    expect(seen).toHaveLength(1); // the leadership check turned it away (the term ended there) ...
+    parents.upsert(...parentOf('a', 'uid-2')); // ... after the dequeue dropped the expectations
+    gate.grant();
+    await settle();
+    // The new a has nothing in flight: it must not wait 5 min for the old a's p1.
+    expect(seen.at(-1)).toEqual({ uid: 'uid-2', at: 0 });
     await loop.stop();
   });
 
