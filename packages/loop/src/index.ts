@@ -10,6 +10,7 @@ export type { ReconcileContext, Reconcile, ReconcileResult, MapCaches } from './
 export type { SecondaryStoreReader } from './secondary-store.js';
 export type { ExpectationRecorder } from './expectations.js';
 export type { LeaderGate } from './leadership.js';
+export type { ShardGate } from './shard.js';
 export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
 // Mapping secondary objects to parents, and skipping events no reconcile needs (predicates).
 export { ownerKeyMap, type OwnerSelector, type SecondaryKeyMap } from './owners.js';
@@ -37,6 +38,7 @@ export {
   StopInsideReconcileError,
   LeadershipEndedError,
   isLeadershipEnded,
+  ShardMovedError,
   TerminalError,
   isTerminalError,
   InvalidReconcileResultError,

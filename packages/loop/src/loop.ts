@@ -20,8 +20,9 @@ import { Gate, Workers, offerThrough, type Offer } from './dispatch.js';
 import { Expectations } from './expectations.js';
 import { Releases } from './released.js';
 import { Leadership } from './leadership.js';
+import { ShardAdmission } from './shard.js';
 import { ReconcileRunner, outcomeCounts, reconcileScopes, type OutcomeCounts } from './runner.js';
-import { buildStores, wireSources, type WiredSource, type Wiring } from './sources.js';
+import { buildStores, wireSources, type Stores, type WiredSource, type Wiring } from './sources.js';
 import { controllerName, retryObserver, runnerHooks } from './observer.js';
 import { bindObserver } from './snapshot.js';
 
@@ -77,6 +78,8 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   readonly #runner: ReconcileRunner<T, P, S>;
   /** With `leadership.gate`: the terms in which workers may dispatch. */
   readonly #leadership: Leadership | undefined;
+  /** With `shard.gate`: the admission of each reconcile by its parent's hash. */
+  readonly #shard: ShardAdmission<P> | undefined;
   /** Aborted by `stop()`: ends the drivers, waiting `get`s, the sync wait and in-flight reconciles. */
   readonly #controller = new AbortController();
   #state: ReconcileLoopState = 'idle';
@@ -95,7 +98,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
    * explicitly (controller-runtime builds its queue in `Start` for the same reason):
    *
    *   queue → outcome counts → retry scheduler → stores → gate → expectations → offer →
-   *   debouncers → source drivers → runner → leadership → workers
+   *   shard admission → debouncers → source drivers → runner → leadership → workers
    *
    * Invariant: no closure created here mentions `this` or a local declared after it, so no callback
    * a part is given can reach a part that does not exist yet (a direct read of an unassigned field
@@ -125,6 +128,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     });
     const offer = offerThrough(gate, expectations, stores.primary);
     const releases = new Releases<T, P>({ primary: stores.primary, gate, scheduler, expectations, logger });
+    const shard = shardAdmission(options, { gate, stores, offer, clock, logger, retryDelayMs: settings.shardRetryDelayMs });
     const debouncers = debouncersFor(options, clock, offer);
     const wiring = wireSources(options, stores, {
       // Called after the store holds the event (cache before notify). A listing is queued at once at
@@ -134,11 +138,15 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         const debouncer = listing ? undefined : debouncers.get(source);
         const priority: WorkQueuePriority = listing ? 'low' : 'normal';
         for (const parent of parents) releases.returned(parent);
+        if (shard !== undefined) for (const parent of parents) shard.observe(parent);
         if (debouncer === undefined) for (const parent of parents) offer(parent, priority);
         else for (const parent of parents) debouncer.push(parent);
       },
       // A release (a sharded source's ranges changed) is never offered: see Releases.
-      onReleased: (parents, source) => releases.release(parents, source),
+      onReleased: (parents, source) => {
+        releases.release(parents, source);
+        if (shard !== undefined) for (const parent of parents) shard.released(parent);
+      },
       onApplied: (name, event, deleted) => expectations.observe(name, event, deleted),
       clock,
       logger,
@@ -166,7 +174,10 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         concurrency: settings.concurrency,
         onTerm: () => beginTerm({ sources, gate, scheduler, queue, offer, logger }),
       });
-    const workers = new Workers<T, P, S>({ queue, scheduler, gate, runner, wiring, logger, leadership, expectations, releases });
+    const workers = new Workers<T, P, S>({
+      ...{ queue, scheduler, gate, runner, wiring, logger },
+      ...{ leadership, expectations, releases, shard },
+    });
     const { concurrency, queue: queueSettings } = settings;
     bindObserver(options, {
       concurrency,
@@ -192,6 +203,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#sources = sources;
     this.#runner = runner;
     this.#leadership = leadership;
+    this.#shard = shard;
     this.#workers = workers;
   }
 
@@ -254,6 +266,8 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       await this.#teardownOnce(this.#settings.gracefulShutdownTimeoutMs);
       throw error;
     }
+    // From here the ranges are followed: in-flight calls aborted on a loss, known keys queued on a gain.
+    this.#shard?.start();
     // A warm standby is started too: synced, workers waiting for a term (see Leadership).
     if (this.#leadership !== undefined) this.#running.push(this.#leadership.run(signal));
     for (let i = 0; i < this.#settings.concurrency; i++) this.#running.push(this.#workers.work(signal));
@@ -364,6 +378,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       sources: Object.fromEntries(sources.map((s) => [s.source, s])),
       error: this.#error,
       leader: leader ?? true,
+      shard: this.#shard?.health(),
       ready,
       alive,
     };
@@ -378,6 +393,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         this.#queue.stop();
         for (const debouncer of this.#debouncers.values()) debouncer.clear();
         this.#scheduler.shutdown();
+        this.#shard?.stop();
         return Promise.resolve(cleanStop<P>());
       case 'stopped':
         return this.#teardown ?? Promise.resolve(cleanStop<P>());
@@ -400,6 +416,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#queue.stop();
     for (const debouncer of this.#debouncers.values()) debouncer.clear();
     this.#scheduler.shutdown();
+    this.#shard?.stop();
     this.#expectations.clear();
     const everything = Promise.allSettled([...this.#sources.map((s) => s.run), ...this.#running, this.#runner.settled()]);
     let timer: unknown;
@@ -555,6 +572,34 @@ function retryScheduler<T, P extends Key, S>(
   } catch (error) {
     throw new OptionsError('ReconcileLoop', `retry: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/** With `shard.gate`: the admission (hash per parent key from its uid; a refusal queued again through `offer`). */
+function shardAdmission<T, P extends Key, S>(
+  options: ReconcileLoopOptions<T, P, S>,
+  parts: {
+    gate: Gate<T, P>;
+    stores: Stores<T, P, S>;
+    offer: Offer<P>;
+    clock: Clock;
+    logger: Logger;
+    retryDelayMs: number;
+  },
+): ShardAdmission<P> | undefined {
+  if (options.shard === undefined) return undefined;
+  const { gate, stores, offer, clock, logger, retryDelayMs } = parts;
+  return new ShardAdmission<P>({
+    gate: options.shard.gate,
+    retryDelayMs,
+    uidOf: (key) => {
+      const uid = (gate.parentObject(key) as { metadata?: { uid?: unknown } } | undefined)?.metadata?.uid;
+      return typeof uid === 'string' && uid !== '' ? uid : undefined;
+    },
+    held: (key) => stores.primary.hasMembers(key) || [...stores.secondaries.values()].some((store) => store.owned(key).size > 0),
+    requeue: (key, low) => offer(key, low ? 'low' : 'normal'),
+    clock,
+    logger,
+  });
 }
 
 /** One debouncer per source with a `debounce` option, by source name; each offers through `offer`. */
