@@ -148,6 +148,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         if (shard !== undefined) for (const parent of parents) shard.released(parent);
       },
       onApplied: (name, event, deleted) => expectations.observe(name, event, deleted),
+      shard,
       clock,
       logger,
     });
@@ -250,6 +251,8 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#startedAt = this.#clock.now();
     const signal = this.#controller.signal;
     this.#logger.debug({ source: this.#name, sources: this.#sources.map((s) => s.name) }, 'reconcile loop starting');
+    // From here the ranges are followed, before any source opens: every change reaches the sources.
+    this.#shard?.start();
     for (const source of this.#sources) {
       source.run = source.driver.run(signal).then(noop, (error: unknown) => this.#onDriverFailed(error, source.name));
       void source.run.finally(() => (source.done = true));
@@ -266,8 +269,6 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       await this.#teardownOnce(this.#settings.gracefulShutdownTimeoutMs);
       throw error;
     }
-    // From here the ranges are followed: in-flight calls aborted on a loss, known keys queued on a gain.
-    this.#shard?.start();
     // A warm standby is started too: synced, workers waiting for a term (see Leadership).
     if (this.#leadership !== undefined) this.#running.push(this.#leadership.run(signal));
     for (let i = 0; i < this.#settings.concurrency; i++) this.#running.push(this.#workers.work(signal));
@@ -591,9 +592,14 @@ function shardAdmission<T, P extends Key, S>(
   return new ShardAdmission<P>({
     gate: options.shard.gate,
     retryDelayMs,
-    uidOf: (key) => {
-      const uid = (gate.parentObject(key) as { metadata?: { uid?: unknown } } | undefined)?.metadata?.uid;
-      return typeof uid === 'string' && uid !== '' ? uid : undefined;
+    valueOf: (key) => {
+      const metadata = (gate.parentObject(key) as { metadata?: { uid?: unknown; namespace?: unknown } } | undefined)?.metadata;
+      if (options.shard?.field !== 'namespace')
+        return typeof metadata?.uid === 'string' && metadata.uid !== '' ? metadata.uid : undefined;
+      if (typeof metadata?.namespace === 'string') return metadata.namespace;
+      // A gone parent: its key (`namespace/name`, or a bare name for a cluster-scoped parent) names its namespace.
+      const own = String(key);
+      return own.includes('/') ? own.slice(0, own.indexOf('/')) : '';
     },
     held: (key) => stores.primary.hasMembers(key) || [...stores.secondaries.values()].some((store) => store.owned(key).size > 0),
     requeue: (key, low) => offer(key, low ? 'low' : 'normal'),

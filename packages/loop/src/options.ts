@@ -272,6 +272,20 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
          */
         gate: ShardGate;
         /**
+         * What a parent's hash is of, and how the sources follow the ranges (a relist on a gain, a
+         * release on a loss, every object kept only when its hash is in the ranges):
+         * - `'uid'` (default): the parent's `metadata.uid` (a gone parent: the uid last seen under its
+         *   key). The primary source is resharded on the server when it has `reshard(ranges)` (a
+         *   reflector built with `shard: { field: 'uid', … }`); an owned secondary source is filtered
+         *   here by its controller owner reference's uid: every replica still receives every owned
+         *   object over the wire, and stores only its share.
+         * - `'namespace'`: the parent's namespace; every source (primary and secondary) is filtered by
+         *   its objects' namespace and resharded on the server when it can: least bytes and memory,
+         *   shares as even as the namespaces are.
+         * A secondary source mapped by `keyMap` is never filtered (its objects need not live with one parent).
+         */
+        field?: 'uid' | 'namespace' | undefined;
+        /**
          * After a refusal of a hash in this replica's ranges (a handover still running): ask again
          * after this long. Default {@link DEFAULT_SHARD_RETRY_DELAY_MS} (1 s, half a `ShardMember`
          * retry period: a handover takes 2–3 of them).
@@ -414,10 +428,12 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
     validateLeaderGate(leadership.gate as LeaderGate);
   }
 
-  const shard = group('shard', options.shard, ['gate', 'retryDelayMs']);
+  const shard = group('shard', options.shard, ['gate', 'field', 'retryDelayMs']);
   if (options.shard !== undefined) {
     if (shard.gate === undefined) throw new OptionsError('ReconcileLoop', 'shard.gate is required with shard');
     validateShardGate(shard.gate);
+    if (shard.field !== undefined && shard.field !== 'uid' && shard.field !== 'namespace')
+      throw new OptionsError('ReconcileLoop', `shard.field must be "uid" or "namespace", got ${JSON.stringify(shard.field)}`);
   }
 
   const retry = group('retry', options.retry, ['backoff', 'budget', 'fingerprint']);

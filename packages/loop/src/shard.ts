@@ -22,6 +22,7 @@ import {
   type ShardRange,
 } from '@reconcile-loop/primitives';
 import { ShardMovedError } from './errors.js';
+import type { RangesFollowed, RangesFollower } from './shard-sources.js';
 
 /**
  * What the loop needs from a shard member; `ShardMember` of `@reconcile-loop/sharding` has these
@@ -68,6 +69,8 @@ export interface ShardHealth {
   readonly aborted: number;
   /** Keys waiting to be asked again. */
   readonly waiting: number;
+  /** Sources still relisting after the ranges gained: no gained hash is admitted until this is empty. */
+  readonly coldSources: readonly string[];
   /** The gate's `status()` when it has one. */
   readonly gate: unknown;
 }
@@ -89,8 +92,8 @@ export function validateShardGate(gate: unknown): void {
 export interface ShardAdmissionOptions<P extends Key> {
   readonly gate: ShardGate;
   readonly retryDelayMs: number;
-  /** The uid of the parent object cached under `key` now, if any. */
-  readonly uidOf: (key: P) => string | undefined;
+  /** The value hashed for `key` now (its parent's uid, or its namespace), if known. */
+  readonly valueOf: (key: P) => string | undefined;
   /** Whether any store still holds an object of `key` (its hash is kept while one does). */
   readonly held: (key: P) => boolean;
   /** Queues `key` again (through the offer gate). */
@@ -114,8 +117,13 @@ export interface ShardEntry {
  * aborted with {@link ShardMovedError}. Memory: one 16-character hash per parent key seen with a
  * parent, dropped once no store holds an object of it and nothing is owed (a retry) for it.
  */
-export class ShardAdmission<P extends Key> {
+export class ShardAdmission<P extends Key> implements RangesFollowed {
   readonly #o: ShardAdmissionOptions<P>;
+  readonly #followers: RangesFollower[] = [];
+  /** Sources still relisting after a gain: gained hashes are not admitted until none is left. */
+  readonly #cold = new Set<RangesFollower>();
+  /** While a source is cold: the ranges whose objects every source holds (those before the gain). */
+  #warmRanges: readonly ShardRange[];
   readonly #hashes = new Map<P, string>();
   readonly #inFlight = new Map<AbortController, { readonly key: P; readonly hash: string }>();
   readonly #timers = new Map<P, unknown>();
@@ -127,7 +135,22 @@ export class ShardAdmission<P extends Key> {
 
   constructor(options: ShardAdmissionOptions<P>) {
     this.#o = options;
-    this.#ranges = options.gate.ranges;
+    this.#ranges = Object.freeze([...options.gate.ranges]);
+    this.#warmRanges = this.#ranges;
+  }
+
+  /** The ranges the sources follow now (the gate's, as of its last change). */
+  get ranges(): readonly ShardRange[] {
+    return this.#ranges;
+  }
+
+  /** A sharded source: told every change; a gain makes it cold until its relist landed. */
+  follow(follower: RangesFollower): void {
+    this.#followers.push(follower);
+    follower.onWarm = () => {
+      this.#cold.delete(follower);
+      if (this.#cold.size === 0) this.#warmRanges = this.#ranges;
+    };
   }
 
   /** Subscribes to the gate's ranges and Lease until {@link stop}. */
@@ -140,7 +163,7 @@ export class ShardAdmission<P extends Key> {
       logger.error({ err: error }, 'shard.gate subscription threw; in-flight reconciles are aborted only by the loop');
     }
     // Ranges that changed between construction and start.
-    this.#rangesChanged(gate.ranges);
+    if (!sameRanges(gate.ranges, this.#ranges)) this.#rangesChanged(gate.ranges);
   }
 
   /** Unsubscribes and cancels the pending re-asks (the loop is stopping). */
@@ -158,8 +181,8 @@ export class ShardAdmission<P extends Key> {
 
   /** A source event touched `key`: remember the hash of its parent's uid while the parent is cached. */
   observe(key: P): void {
-    const uid = this.#o.uidOf(key);
-    if (uid !== undefined) this.#hashes.set(key, shardHash(uid));
+    const value = this.#o.valueOf(key);
+    if (value !== undefined) this.#hashes.set(key, shardHash(value));
   }
 
   /** `key` was released by a reshard (another replica owns it): its hash goes when no store holds it. */
@@ -178,6 +201,11 @@ export class ShardAdmission<P extends Key> {
     const hash = this.#hashes.get(key);
     if (hash === undefined) {
       this.#drop(key, 'no parent uid seen for this key');
+      return undefined;
+    }
+    // A gained hash waits for every sharded source to relist: its parent and children must be cached first.
+    if (this.#cold.size > 0 && !inShardRanges(hash, this.#warmRanges)) {
+      this.refused(key, hash);
       return undefined;
     }
     let release: (() => void) | undefined;
@@ -253,6 +281,7 @@ export class ShardAdmission<P extends Key> {
       dropped: this.#dropped,
       aborted: this.#aborted,
       waiting: this.#timers.size,
+      coldSources: [...this.#cold].map((f) => f.name),
       gate,
     };
   }
@@ -266,6 +295,18 @@ export class ShardAdmission<P extends Key> {
     const before = this.#ranges;
     this.#ranges = Object.freeze([...ranges]);
     this.#abortUnadmitted(new ShardMovedError('the shard ranges changed'));
+    const grew = gains(before, this.#ranges);
+    if (grew && this.#cold.size === 0) this.#warmRanges = before;
+    for (const follower of this.#followers) {
+      let relisting = false;
+      try {
+        relisting = follower.rangesChanged(this.#ranges, grew);
+      } catch (error) {
+        this.#o.logger.error({ err: error, source: follower.name }, 'a sharded source failed to follow the ranges');
+      }
+      if (relisting) this.#cold.add(follower);
+    }
+    if (this.#cold.size === 0) this.#warmRanges = this.#ranges;
     let gained = 0;
     for (const [key, hash] of this.#hashes) {
       if (inShardRanges(hash, this.#ranges) && !inShardRanges(hash, before)) {
@@ -301,4 +342,21 @@ export class ShardAdmission<P extends Key> {
     this.#o.logger.debug({ parentKey: String(key), why }, 'not in the shard of this replica: key dropped');
     if (!this.#o.held(key)) this.#hashes.delete(key);
   }
+}
+
+/** Whether `after` holds a hash `before` does not: some gap of `before` starts at a bound inside an `after` range. */
+export function gains(before: readonly ShardRange[], after: readonly ShardRange[]): boolean {
+  const bounds = [...before, ...after].flatMap((r) => [r.start, r.end]);
+  for (const range of after) {
+    for (const bound of bounds) {
+      // A 17-digit bound is the top of the space: never inside a range.
+      if (bound.length !== 18 || !inShardRanges(bound.slice(2), [range])) continue;
+      if (!inShardRanges(bound.slice(2), before)) return true;
+    }
+  }
+  return false;
+}
+
+function sameRanges(a: readonly ShardRange[], b: readonly ShardRange[]): boolean {
+  return a.length === b.length && a.every((r, i) => r.start === b[i]!.start && r.end === b[i]!.end);
 }
