@@ -67,7 +67,7 @@ export interface LoopHealth<P extends Key> {
    */
   readonly leader: boolean;
   /** With `shard.gate`: the ranges, keys owned, refusals, aborts and the gate's own `status()`; undefined without. */
-  readonly shard: ShardHealth | undefined;
+  readonly shard?: ShardHealth | undefined;
   /** Readiness: started, synced, no source failing past `sourceFailingMs`, no reconcile stuck. */
   readonly ready: HealthVerdict;
   /** Liveness: not ended by a failure, no reconcile stuck, no source wedged or silent past its limit. */
