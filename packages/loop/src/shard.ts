@@ -10,7 +10,8 @@
  * uid last seen under it. A key never seen with a parent has no hash and is dropped, not
  * reconciled: every replica that holds an object of that parent saw its uid, so the replica that
  * owns that uid reconciles it; hashing the name instead would let two replicas (one by name, one by
- * uid) reconcile one key at once.
+ * uid) reconcile one key at once. With `shard.field: 'namespace'` the hash is of the parent's
+ * namespace (a gone parent's from its key), so every key has one.
  */
 import {
   inShardRanges,
@@ -179,7 +180,7 @@ export class ShardAdmission<P extends Key> implements RangesFollowed {
     this.#timers.clear();
   }
 
-  /** A source event touched `key`: remember the hash of its parent's uid while the parent is cached. */
+  /** A source event touched `key`: remember the hash of its parent's value while the parent is cached. */
   observe(key: P): void {
     const value = this.#o.valueOf(key);
     if (value !== undefined) this.#hashes.set(key, shardHash(value));
@@ -200,7 +201,7 @@ export class ShardAdmission<P extends Key> implements RangesFollowed {
     this.observe(key);
     const hash = this.#hashes.get(key);
     if (hash === undefined) {
-      this.#drop(key, 'no parent uid seen for this key');
+      this.#drop(key, 'no parent seen for this key: its hash is unknown');
       return undefined;
     }
     // A gained hash waits for every sharded source to relist: its parent and children must be cached first.
