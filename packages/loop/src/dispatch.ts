@@ -15,6 +15,8 @@ import type { QuarantinedVersion, ReconcileContext } from './context.js';
 import type { Expectations } from './expectations.js';
 import type { Releases } from './released.js';
 import type { Leadership } from './leadership.js';
+import { ShardMovedError } from './errors.js';
+import type { ShardAdmission, ShardEntry } from './shard.js';
 import type { ReconcileRunner } from './runner.js';
 import type { Wiring } from './sources.js';
 
@@ -145,6 +147,8 @@ export interface WorkersOptions<T, P extends Key, S> {
   expectations: Expectations<P>;
   /** Parents a sharded source released: turned away, never reconciled as deleted. */
   releases: Releases<T, P>;
+  /** With a shard gate: a reconcile starts only for a hash the gate lets `enter`, released when it settles. */
+  shard: ShardAdmission<P> | undefined;
 }
 
 /** A key a worker holds (from `take` until the queue's `done`), and the term it was taken in. */
@@ -159,6 +163,8 @@ interface Admitted<T, P extends Key, S> {
   readonly fingerprint: Fingerprint;
   readonly controller: AbortController;
   readonly context: ReconcileContext<T, P, S>;
+  /** The shard gate's admission, when there is a gate: released when the call settles. */
+  readonly shard: ShardEntry | undefined;
 }
 
 /**
@@ -218,12 +224,14 @@ export class Workers<T, P extends Key, S> {
 
   /**
    * Admit: whether the held key runs now, in this order — a release by a reshard, a park that still holds, unobserved
-   * writes (expectations), then the leadership check; `undefined` turns it away (released by
-   * `work`). Synchronous, and nothing awaits between its leadership check and the reconcile call,
-   * so a replica that stopped leading (frozen past its deadline, onLost not yet run) starts none.
+   * writes (expectations), the leadership check, then the shard gate's `enter`; `undefined` turns it
+   * away (released by `work`). Synchronous, and nothing awaits between these checks and the
+   * reconcile call, so a replica that stopped leading or owning the hash (frozen past its deadline,
+   * onLost not yet run) starts none. The shard gate is asked last: its `enter` counts the call in
+   * flight, so nothing that can still turn the key away may follow it.
    */
   #admit({ key, term }: Taken<P>): Admitted<T, P, S> | undefined {
-    const { scheduler, leadership, queue, releases } = this.#o;
+    const { scheduler, leadership, queue, releases, shard } = this.#o;
     // Released by a reshard while queued, retried or debounced: another replica owns it now.
     if (releases.turnAway(key)) return undefined;
     // Parked while it waited as a dirty re-add: run it only if its fingerprint moved on.
@@ -237,7 +245,10 @@ export class Workers<T, P extends Key, S> {
       this.#o.expectations.close(); // the context is never handed over
       return undefined;
     }
-    return { fingerprint, controller, context };
+    // Refused: asked again after a delay while the hash is this replica's, else dropped (ShardAdmission).
+    const entry = shard?.enter(key);
+    if (shard !== undefined && entry === undefined) return undefined;
+    return { fingerprint, controller, context, shard: entry };
   }
 
   /**
@@ -266,7 +277,11 @@ export class Workers<T, P extends Key, S> {
    * stop or the term's end; the key is released when the call itself settles. Returns the runner's
    * promise as it is (no async wrapper: one promise fewer per reconcile).
    */
-  #run({ key, term }: Taken<P>, { fingerprint, controller, context }: Admitted<T, P, S>, signal: AbortSignal): Promise<void> {
+  #run(
+    { key, term }: Taken<P>,
+    { fingerprint, controller, context, shard: entry }: Admitted<T, P, S>,
+    signal: AbortSignal,
+  ): Promise<void> {
     const { leadership, gate } = this.#o;
     const onStop = (): void => controller.abort(signal.reason);
     const onTermEnd = (): void => controller.abort(term!.reason);
@@ -274,13 +289,41 @@ export class Workers<T, P extends Key, S> {
     term?.addEventListener('abort', onTermEnd, { once: true });
     let settled!: () => void;
     if (term !== undefined) leadership!.track(new Promise<void>((resolve) => (settled = resolve)));
-    return this.#o.runner.run(key, context, controller, fingerprint, () => {
+    const sharded = entry === undefined ? undefined : this.#shardTracking(key, entry, controller);
+    const running = this.#o.runner.run(key, context, controller, fingerprint, () => {
       signal.removeEventListener('abort', onStop);
       term?.removeEventListener('abort', onTermEnd);
+      sharded?.settled();
       gate.done(key);
       this.#o.expectations.close(); // opened by #contextFor
       settled?.();
     });
+    return sharded === undefined ? running : running.finally(sharded.booked);
+  }
+
+  /**
+   * A sharded call: aborted when its hash stops being admitted; its release called once, when the
+   * call itself settles (every path: success, throw, abort, a timed-out call's late end). Once it
+   * settled AND its outcome was booked (the runner books after the settle, or before it for a
+   * timeout), a call aborted by a shard move is asked again or dropped, and the hash of a gone
+   * parent with no retry owed is forgotten.
+   */
+  #shardTracking(key: P, entry: ShardEntry, controller: AbortController): { settled: () => void; booked: () => void } {
+    const { scheduler } = this.#o;
+    const shard = this.#o.shard!;
+    const untrack = shard.track(key, entry.hash, controller);
+    let pending = 2;
+    const booked = (): void => {
+      if (--pending > 0) return;
+      if (controller.signal.reason instanceof ShardMovedError) shard.refused(key, entry.hash);
+      else shard.settled(key, scheduler.failures(key) > 0 || scheduler.deadline(key) !== undefined);
+    };
+    const settled = (): void => {
+      untrack();
+      entry.release();
+      booked();
+    };
+    return { settled, booked };
   }
 
   /**

@@ -37,6 +37,16 @@ export function isLeadershipEnded(error: unknown): error is LeadershipEndedError
 }
 
 /**
+ * The shard gate stopped admitting the hash of a running reconcile (the ranges moved to another
+ * replica, or the gate's Lease was lost): the abort reason of that reconcile's signal. Not retried
+ * and not counted as failed; the key is asked again later only while its hash is in this replica's
+ * ranges.
+ */
+export class ShardMovedError extends ReconcileLoopError {
+  readonly code = 'RL_LOOP_SHARD_MOVED' as const;
+}
+
+/**
  * `start()` gave up: the source did not deliver its first replace (the listing) within
  * `sources.syncTimeoutMs`. `cause` is the source's last error at that moment (for a reflector, the
  * kube-client's `KubeApiError` carrying the apiserver's `Status`, e.g. a 403), or undefined when it reported none.

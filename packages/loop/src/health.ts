@@ -9,6 +9,7 @@ import { describeError } from './errors.js';
 import type { ResolvedHealthLimits } from './options.js';
 import type { InFlightReconcile, ReconcileCounters } from './runner.js';
 import type { Key } from '@reconcile-loop/primitives';
+import type { ShardHealth } from './shard.js';
 
 /** Lifecycle: `idle → starting → running → stopping → stopped`; a loop runs once. */
 export type ReconcileLoopState = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -65,6 +66,8 @@ export interface LoopHealth<P extends Key> {
    * A synced standby (`false`) is still ready (controller-runtime's manager: a standby passes `/readyz`).
    */
   readonly leader: boolean;
+  /** With `shard.gate`: the ranges, keys owned, refusals, aborts and the gate's own `status()`; undefined without. */
+  readonly shard?: ShardHealth | undefined;
   /** Readiness: started, synced, no source failing past `sourceFailingMs`, no reconcile stuck. */
   readonly ready: HealthVerdict;
   /** Liveness: not ended by a failure, no reconcile stuck, no source wedged or silent past its limit. */

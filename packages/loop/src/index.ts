@@ -9,6 +9,7 @@ export type { ReconcileLoopOptions, SecondarySource } from './options.js';
 export type { ReconcileContext, Reconcile, ReconcileResult, MapCaches } from './context.js';
 export type { ExpectationRecorder } from './expectations.js';
 export type { LeaderGate } from './leadership.js';
+export type { ShardGate } from './shard.js';
 export type { ParkedKey, Fingerprint } from '@reconcile-loop/retry-scheduler';
 // Mapping secondary objects to parents, and skipping events no reconcile needs (predicates).
 export { ownerKeyMap, type OwnerSelector, type SecondaryKeyMap } from './owners.js';
@@ -36,6 +37,7 @@ export {
   StopInsideReconcileError,
   LeadershipEndedError,
   isLeadershipEnded,
+  ShardMovedError,
   TerminalError,
   isTerminalError,
   InvalidReconcileResultError,

@@ -20,8 +20,9 @@ import { Gate, Workers, offerThrough, type Offer } from './dispatch.js';
 import { Expectations } from './expectations.js';
 import { Releases } from './released.js';
 import { Leadership } from './leadership.js';
+import { ShardAdmission } from './shard.js';
 import { ReconcileRunner, outcomeCounts, reconcileScopes, type OutcomeCounts } from './runner.js';
-import { buildStores, wireSources, type WiredSource, type Wiring } from './sources.js';
+import { buildStores, wireSources, type Stores, type WiredSource, type Wiring } from './sources.js';
 import { controllerName, retryObserver, runnerHooks } from './observer.js';
 import { bindObserver } from './snapshot.js';
 
@@ -77,6 +78,8 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
   readonly #runner: ReconcileRunner<T, P, S>;
   /** With `leadership.gate`: the terms in which workers may dispatch. */
   readonly #leadership: Leadership | undefined;
+  /** With `shard.gate`: the admission of each reconcile by its parent's hash. */
+  readonly #shard: ShardAdmission<P> | undefined;
   /** Aborted by `stop()`: ends the drivers, waiting `get`s, the sync wait and in-flight reconciles. */
   readonly #controller = new AbortController();
   #state: ReconcileLoopState = 'idle';
@@ -95,7 +98,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
    * explicitly (controller-runtime builds its queue in `Start` for the same reason):
    *
    *   queue → outcome counts → retry scheduler → stores → gate → expectations → offer →
-   *   debouncers → source drivers → runner → leadership → workers
+   *   shard admission → debouncers → source drivers → runner → leadership → workers
    *
    * Invariant: no closure created here mentions `this` or a local declared after it, so no callback
    * a part is given can reach a part that does not exist yet (a direct read of an unassigned field
@@ -125,6 +128,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     });
     const offer = offerThrough(gate, expectations, stores.primary);
     const releases = new Releases<T, P>({ primary: stores.primary, gate, scheduler, expectations, logger });
+    const shard = shardAdmission(options, { gate, stores, offer, clock, logger, retryDelayMs: settings.shardRetryDelayMs });
     const debouncers = debouncersFor(options, clock, offer);
     const wiring = wireSources(options, stores, {
       // Called after the store holds the event (cache before notify). A listing is queued at once at
@@ -134,13 +138,18 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         const debouncer = listing ? undefined : debouncers.get(source);
         const priority: WorkQueuePriority = listing ? 'low' : 'normal';
         for (const parent of parents) releases.returned(parent);
+        if (shard !== undefined) for (const parent of parents) shard.observe(parent);
         if (debouncer === undefined) for (const parent of parents) offer(parent, priority);
         else for (const parent of parents) debouncer.push(parent);
       },
       // A release (a sharded source's ranges changed) is never offered: see Releases.
-      onReleased: (parents, source) => releases.release(parents, source),
+      onReleased: (parents, source) => {
+        releases.release(parents, source);
+        if (shard !== undefined) for (const parent of parents) shard.released(parent);
+      },
       onApplied: (name, event, deleted) => expectations.observe(name, event, deleted),
       wantsDeleted: () => expectations.recording,
+      shard,
       clock,
       logger,
     });
@@ -167,7 +176,10 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         concurrency: settings.concurrency,
         onTerm: () => beginTerm({ sources, gate, scheduler, queue, offer, logger }),
       });
-    const workers = new Workers<T, P, S>({ queue, scheduler, gate, runner, wiring, logger, leadership, expectations, releases });
+    const workers = new Workers<T, P, S>({
+      ...{ queue, scheduler, gate, runner, wiring, logger },
+      ...{ leadership, expectations, releases, shard },
+    });
     const { concurrency, queue: queueSettings } = settings;
     bindObserver(options, {
       concurrency,
@@ -193,6 +205,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#sources = sources;
     this.#runner = runner;
     this.#leadership = leadership;
+    this.#shard = shard;
     this.#workers = workers;
   }
 
@@ -239,6 +252,8 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#startedAt = this.#clock.now();
     const signal = this.#controller.signal;
     this.#logger.debug({ source: this.#name, sources: this.#sources.map((s) => s.name) }, 'reconcile loop starting');
+    // From here the ranges are followed, before any source opens: every change reaches the sources.
+    this.#shard?.start();
     for (const source of this.#sources) {
       source.run = source.driver.run(signal).then(noop, (error: unknown) => this.#onDriverFailed(error, source.name));
       void source.run.finally(() => (source.done = true));
@@ -365,6 +380,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       sources: Object.fromEntries(sources.map((s) => [s.source, s])),
       error: this.#error,
       leader: leader ?? true,
+      shard: this.#shard?.health(),
       ready,
       alive,
     };
@@ -379,6 +395,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
         this.#queue.stop();
         for (const debouncer of this.#debouncers.values()) debouncer.clear();
         this.#scheduler.shutdown();
+        this.#shard?.stop();
         return Promise.resolve(cleanStop<P>());
       case 'stopped':
         return this.#teardown ?? Promise.resolve(cleanStop<P>());
@@ -401,6 +418,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#queue.stop();
     for (const debouncer of this.#debouncers.values()) debouncer.clear();
     this.#scheduler.shutdown();
+    this.#shard?.stop();
     this.#expectations.clear();
     const everything = Promise.allSettled([...this.#sources.map((s) => s.run), ...this.#running, this.#runner.settled()]);
     let timer: unknown;
@@ -556,6 +574,39 @@ function retryScheduler<T, P extends Key, S>(
   } catch (error) {
     throw new OptionsError('ReconcileLoop', `retry: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/** With `shard.gate`: the admission (hash per parent key from its uid; a refusal queued again through `offer`). */
+function shardAdmission<T, P extends Key, S>(
+  options: ReconcileLoopOptions<T, P, S>,
+  parts: {
+    gate: Gate<T, P>;
+    stores: Stores<T, P, S>;
+    offer: Offer<P>;
+    clock: Clock;
+    logger: Logger;
+    retryDelayMs: number;
+  },
+): ShardAdmission<P> | undefined {
+  if (options.shard === undefined) return undefined;
+  const { gate, stores, offer, clock, logger, retryDelayMs } = parts;
+  return new ShardAdmission<P>({
+    gate: options.shard.gate,
+    retryDelayMs,
+    valueOf: (key) => {
+      const metadata = (gate.parentObject(key) as { metadata?: { uid?: unknown; namespace?: unknown } } | undefined)?.metadata;
+      if (options.shard?.field !== 'namespace')
+        return typeof metadata?.uid === 'string' && metadata.uid !== '' ? metadata.uid : undefined;
+      if (typeof metadata?.namespace === 'string') return metadata.namespace;
+      // A gone parent: its key (`namespace/name`, or a bare name for a cluster-scoped parent) names its namespace.
+      const own = String(key);
+      return own.includes('/') ? own.slice(0, own.indexOf('/')) : '';
+    },
+    held: (key) => stores.primary.hasMembers(key) || [...stores.secondaries.values()].some((store) => store.hasMembers(key)),
+    requeue: (key, low) => offer(key, low ? 'low' : 'normal'),
+    clock,
+    logger,
+  });
 }
 
 /** One debouncer per source with a `debounce` option, by source name; each offers through `offer`. */

@@ -13,6 +13,7 @@ import type { Fingerprint, RetryBudget } from '@reconcile-loop/retry-scheduler';
 import type { MapCaches, Reconcile } from './context.js';
 import type { ObjectFilter, UpdateFilter } from './filters.js';
 import { validateLeaderGate, type LeaderGate } from './leadership.js';
+import { DEFAULT_SHARD_RETRY_DELAY_MS, validateShardGate, type ShardGate } from './shard.js';
 import type { OwnerSelector, SecondaryKeyMap } from './owners.js';
 import type { ReconcileLoopObserver } from './observer.js';
 import { DEFAULT_EXPECTATIONS_TTL_MS } from './expectations.js';
@@ -256,6 +257,42 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
         gate: LeaderGate;
       }
     | undefined;
+  /**
+   * Scale out: this replica reconciles only the parents whose hash its shard gate admits (e.g. a
+   * `ShardMember` of `@reconcile-loop/sharding`). Default: none (every parent is this replica's).
+   * Composes with `leadership` (checked first): a sharded ring usually replaces it.
+   */
+  shard?:
+    | {
+        /**
+         * `enter(shardHash(<parent uid>))` is called right before each reconcile, after the
+         * leadership check, and its release when the call settles; a hash not admitted is asked again
+         * after `retryDelayMs` while it is in `gate.ranges`, dropped otherwise. In-flight reconciles
+         * whose hash `admits` stops accepting (`onRangesChanged`, `onLost`) are aborted.
+         */
+        gate: ShardGate;
+        /**
+         * What a parent's hash is of, and how the sources follow the ranges (a relist on a gain, a
+         * release on a loss, every object kept only when its hash is in the ranges):
+         * - `'uid'` (default): the parent's `metadata.uid` (a gone parent: the uid last seen under its
+         *   key). The primary source is resharded on the server when it has `reshard(ranges)` (a
+         *   reflector built with `shard: { field: 'uid', … }`); an owned secondary source is filtered
+         *   here by its controller owner reference's uid: every replica still receives every owned
+         *   object over the wire, and stores only its share.
+         * - `'namespace'`: the parent's namespace; every source (primary and secondary) is filtered by
+         *   its objects' namespace and resharded on the server when it can: least bytes and memory,
+         *   shares as even as the namespaces are.
+         * A secondary source mapped by `keyMap` is never filtered (its objects need not live with one parent).
+         */
+        field?: 'uid' | 'namespace' | undefined;
+        /**
+         * After a refusal of a hash in this replica's ranges (a handover still running): ask again
+         * after this long. Default {@link DEFAULT_SHARD_RETRY_DELAY_MS} (1 s, half a `ShardMember`
+         * retry period: a handover takes 2–3 of them).
+         */
+        retryDelayMs?: number | undefined;
+      }
+    | undefined;
   /** When `health()` reports the loop not ready / not alive. */
   health?: HealthLimits | undefined;
   /**
@@ -301,6 +338,7 @@ const TOP_LEVEL = [
   'retry',
   'shutdown',
   'leadership',
+  'shard',
   'health',
   'onError',
   'observer',
@@ -344,6 +382,8 @@ export interface LoopSettings {
   readonly expectationsTtlMs: number;
   readonly gracefulShutdownTimeoutMs: number;
   readonly concurrency: number;
+  /** `shard.retryDelayMs` (its default without `shard`). */
+  readonly shardRetryDelayMs: number;
   readonly health: ResolvedHealthLimits;
   readonly queue: { readonly priority: boolean; readonly agingMs: number | undefined };
 }
@@ -388,6 +428,14 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
     validateLeaderGate(leadership.gate as LeaderGate);
   }
 
+  const shard = group('shard', options.shard, ['gate', 'field', 'retryDelayMs']);
+  if (options.shard !== undefined) {
+    if (shard.gate === undefined) throw new OptionsError('ReconcileLoop', 'shard.gate is required with shard');
+    validateShardGate(shard.gate);
+    if (shard.field !== undefined && shard.field !== 'uid' && shard.field !== 'namespace')
+      throw new OptionsError('ReconcileLoop', `shard.field must be "uid" or "namespace", got ${JSON.stringify(shard.field)}`);
+  }
+
   const retry = group('retry', options.retry, ['backoff', 'budget', 'fingerprint']);
   const { backoff, budget, fingerprint } = retry;
   if (fingerprint !== undefined && typeof fingerprint !== 'function')
@@ -430,6 +478,8 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
     ),
     health: Object.freeze(health),
     concurrency: concurrency as number,
+    shardRetryDelayMs:
+      shard.retryDelayMs === undefined ? DEFAULT_SHARD_RETRY_DELAY_MS : duration('shard.retryDelayMs', shard.retryDelayMs, false),
     queue: {
       priority: (queue.priority as boolean | undefined) ?? DEFAULT_QUEUE_PRIORITY,
       agingMs: queue.agingMs === undefined ? undefined : duration('queue.agingMs', queue.agingMs, true),

@@ -14,6 +14,7 @@ import {
   LeadershipEndedError,
   LoopStoppedError,
   ReconcileTimeoutError,
+  ShardMovedError,
   isTerminalError,
 } from './errors.js';
 import type { ReconcileOutcome, RunnerHooks } from './observer.js';
@@ -288,7 +289,7 @@ type Verdict =
  * up to the timer cap) fails as an invalid result. A negative `requeueAfterMs` (a computed "time
  * until" already past) is a plain success, as controller-runtime's RequeueAfter <= 0 without Requeue
  * is: never a failure that could spend a budget. An error while the call's signal was aborted by the
- * loop's stop or the term's end is `stopped`, whatever was thrown.
+ * loop's stop, the term's end or a shard move is `stopped`, whatever was thrown.
  */
 function verdictOf<P extends Key>(key: P, ending: Ending, signal: AbortSignal): Verdict {
   let error: unknown;
@@ -310,7 +311,8 @@ function verdictOf<P extends Key>(key: P, ending: Ending, signal: AbortSignal): 
     error = ending.error;
   }
   const reason = signal.aborted ? signal.reason : undefined;
-  if (reason instanceof LoopStoppedError || reason instanceof LeadershipEndedError) return { kind: 'stopped', error };
+  if (reason instanceof LoopStoppedError || reason instanceof LeadershipEndedError || reason instanceof ShardMovedError)
+    return { kind: 'stopped', error };
   if (isTerminalError(error)) return { kind: 'terminal', error };
   return { kind: 'failed', error };
 }

@@ -11,6 +11,8 @@ import { anyFilter, filteredWriter, type EventFilters } from './filters.js';
 import type { ReconcileLoopOptions, SecondarySource } from './options.js';
 import { ownerKeyMap } from './owners.js';
 import { SecondaryStore } from './secondary-store.js';
+import type { ShardAdmission } from './shard.js';
+import { ownedShardValue, primaryShardValue, ShardedSource } from './shard-sources.js';
 
 /** One source as the loop drives it. */
 export interface WiredSource<P extends Key> {
@@ -59,6 +61,8 @@ export interface WiringContext<P extends Key> {
   onApplied(name: string, event: SourceEvent<unknown>, deleted: unknown): readonly P[];
   /** Whether `onApplied` wants `deleted`, the object a delete removes (read from the store before it applies). */
   wantsDeleted(): boolean;
+  /** With `shard.gate`: the ranges every sharded source follows (see shard-sources.ts). */
+  shard: ShardAdmission<P> | undefined;
   clock: Clock;
   logger: Logger;
 }
@@ -105,11 +109,27 @@ export function wireSources<T, P extends Key, S>(
   ctx: WiringContext<P>,
 ): Wiring<T, P, S> {
   const { clock, logger } = ctx;
-  const wire = <U>(
+  const field = options.shard?.field ?? 'uid';
+  /** With a shard gate and a hashed value: the source and its writer follow the ranges. */
+  const sharded = <U>(
     source: ReconcileLoopOptions<U, P>['source'],
-    store: StoreWriter<U, P>,
+    writer: StoreWriter<U, P>,
+    spec: { valueOf: (object: unknown) => string | undefined; reshard: boolean; has: (key: ObjectKey) => boolean } | undefined,
+  ): [ReconcileLoopOptions<U, P>['source'], StoreWriter<U, P>] => {
+    if (ctx.shard === undefined || spec === undefined) return [source, writer];
+    const follower = new ShardedSource<U, P>({
+      ...{ source, writer, has: spec.has, valueOf: spec.valueOf, reshard: spec.reshard ? field : undefined },
+      ...{ ranges: ctx.shard, onReleased: (parents) => ctx.onReleased(parents, source.name), logger },
+    });
+    return [follower.source, follower.writer];
+  };
+  const wire = <U>(
+    given: ReconcileLoopOptions<U, P>['source'],
+    givenStore: StoreWriter<U, P>,
     parents: () => P[],
+    shard?: Parameters<typeof sharded<U>>[2],
   ): WiredSource<P> => {
+    const [source, store] = sharded(given, givenStore, shard);
     // A source's reopen backoff is its own `retry` (object-store's Source.retry), read by the driver.
     const driver = new StreamDriver<U, P>({
       clock,
@@ -122,7 +142,13 @@ export function wireSources<T, P extends Key, S>(
     return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, run: undefined, done: false };
   };
   const { primary } = stores;
-  const sources: WiredSource<P>[] = [wire(options.source, stores.primaryWriter, () => primary.parents())];
+  const sources: WiredSource<P>[] = [
+    wire(options.source, stores.primaryWriter, () => primary.parents(), {
+      valueOf: primaryShardValue(field),
+      reshard: true,
+      has: (key) => primary.get(key) !== undefined,
+    }),
+  ];
   type AnySecondary = SecondarySource<unknown, P, MapCaches<T, P, S>>;
   for (const [name, spec] of Object.entries((options.secondary ?? {}) as Record<string, AnySecondary>)) {
     const store = stores.secondaries.get(name)!;
@@ -134,7 +160,16 @@ export function wireSources<T, P extends Key, S>(
         return ready.length === 0 ? affected : new Set([...affected, ...ready]);
       },
     };
-    sources.push(wire(spec.source, observed, () => store.parents()));
+    // Owned objects live with their parent's shard; a keyMap source's objects need not (not filtered).
+    const shard =
+      spec.owner === undefined
+        ? undefined
+        : {
+            valueOf: ownedShardValue(field, spec.owner),
+            reshard: field === 'namespace',
+            has: (key: ObjectKey) => store.get(key) !== undefined,
+          };
+    sources.push(wire(spec.source, observed, () => store.parents(), shard));
   }
   return { sources, primary, secondaries: stores.secondaries, readers: stores.readers };
 }

@@ -207,6 +207,15 @@ export class ShardMember {
   }
 
   /**
+   * Calls `listener` each time this member's own Lease is lost (its elector's `onLost`: renewals
+   * failed past the renew deadline, a freeze past it); returns the unsubscribe function. The loop
+   * aborts its in-flight reconciles then (`admits` is already false for every hash).
+   */
+  onLost(listener: (reason: unknown) => void): () => void {
+    return this.#elector.onLost(listener);
+  }
+
+  /**
    * Whether a reconcile of a key with this hash (`shardHash` of the field the ring shards by) may
    * start now. Computed from the clock and the last read on every call, so a member resumed after a
    * freeze answers false on its first call. A caller that acts on `true` must use

@@ -163,7 +163,7 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     await stopAll(clock, [a, b]);
   });
 
-  it('[sharding: paused] a member frozen past its Lease admits nothing on waking, and nothing until a read of the ring sent after it renewed', async () => {
+  it('[sharding: paused] a member frozen past its Lease admits nothing on waking (onLost tells of it), and nothing until a read of the ring sent after it renewed', async () => {
     const { clock, server } = setup();
     const requests: { at: number; method: string; path: string }[] = [];
     const a = start(replica(server, 'a'));
@@ -178,6 +178,8 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     );
     await until(clock, [a, b], () => admitsAll([a, b]), 20_000);
     const bs = admitted(b);
+    const lost: unknown[] = [];
+    const unsubscribe = b.member.onLost((reason) => lost.push(reason));
     b.clock.freeze();
     // a takes b's share once b's Lease expired by a's clock.
     await until(clock, [a, b], () => bs.every((h) => a.member.admits(h)), 40_000);
@@ -205,6 +207,9 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     expect(listedAt).toBeDefined();
     expect(firstAdmitted!).toBeGreaterThanOrEqual(listedAt! + 1_000);
     expect(b.member.members).toEqual(['a', 'b']);
+    // onLost (what the loop aborts its in-flight reconciles on) told of the lapse once b woke.
+    expect(lost.length).toBeGreaterThan(0);
+    unsubscribe();
     await stopAll(clock, [a, b]);
   });
 

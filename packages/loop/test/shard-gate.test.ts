@@ -1,0 +1,224 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock, OptionsError, shardHash } from '@reconcile-loop/primitives';
+import { settle } from '@reconcile-loop/test-support';
+import { InProcessSource, ReconcileLoop, ShardMovedError } from '../src/index.js';
+import { ALL, FakeShardGate, NONE } from './fake-shard-gate.js';
+
+interface Obj {
+  metadata: { uid: string; version: number };
+}
+
+type Behaviour = 'ok' | 'throw' | 'hang';
+
+function harness(uids: string[], gate = new FakeShardGate(), reconcileTimeoutMs?: number) {
+  const clock = new ManualClock();
+  // The controller form: each object is its own parent (key = object key), uid = `u-<key>`.
+  const source = new InProcessSource<Obj>(
+    'objs',
+    uids.map((k) => [k, { metadata: { uid: `u-${k}`, version: 1 } }]),
+  );
+  const starts: Array<{ key: string; admitted: boolean; parent: boolean }> = [];
+  const behaviour = new Map<string, Behaviour>();
+  const hanging = new Map<string, { finish: () => void; signal: AbortSignal }>();
+  const loop = new ReconcileLoop<Obj, string>({
+    source,
+    keyMap: (_object, key) => key,
+    shard: { gate, retryDelayMs: 1_000 },
+    controller: { concurrency: 4, ...(reconcileTimeoutMs !== undefined && { reconcileTimeoutMs }) },
+    retry: { backoff: { initialMs: 100_000, maxMs: 100_000 } },
+    sources: { resyncPeriodMs: 0 },
+    clock,
+    reconcile: async (key, ctx) => {
+      const uid = `u-${key}`;
+      starts.push({ key, admitted: gate.admits(shardHash(uid)), parent: ctx.parent !== undefined });
+      const how = behaviour.get(key) ?? 'ok';
+      if (how === 'throw') throw new Error('reconcile failed');
+      if (how === 'hang') {
+        // Ends when finished by the test, or when aborted only if `abortable`.
+        await new Promise<void>((resolve) => hanging.set(key, { finish: resolve, signal: ctx.signal }));
+        hanging.delete(key);
+        ctx.signal.throwIfAborted();
+      }
+    },
+  });
+  const keysStarted = (): string[] => starts.map((s) => s.key);
+  return { clock, source, gate, loop, starts, behaviour, hanging, keysStarted };
+}
+
+describe('sharded dispatch behind a shard gate', () => {
+  it('[loop: Sharded admission] no reconcile runs for a hash the gate does not admit; a refused key in the ranges is asked again after the delay and runs once admitted', async () => {
+    const h = harness(['a', 'b', 'c']);
+    h.gate.admit('u-a');
+    await h.loop.start();
+    await settle();
+    expect(h.keysStarted()).toEqual(['a']);
+    // b and c are in the ranges (a handover still running): asked again every second, never run.
+    for (let i = 0; i < 5; i++) {
+      await h.clock.advanceAsync(1_000);
+      await settle();
+    }
+    expect(h.keysStarted()).toEqual(['a']);
+    expect(h.gate.refusals).toBeGreaterThanOrEqual(10);
+    expect(h.loop.health().shard).toMatchObject({ keysOwned: 3, keysKnown: 3, waiting: 2, gate: { members: ['me'] } });
+
+    h.gate.admit('u-b');
+    await h.clock.advanceAsync(1_000);
+    await settle();
+    expect(h.keysStarted().sort()).toEqual(['a', 'b']);
+    // Every reconcile started while the gate admitted its hash, with its parent cached.
+    expect(h.starts.every((s) => s.admitted && s.parent)).toBe(true);
+    expect(h.gate.enters).toBe(2);
+    expect(h.gate.releases).toBe(2);
+    await h.loop.stop();
+    expect(h.gate.listeners).toBe(0);
+    // Stopped: the waiting re-ask of c is cancelled, nothing runs after.
+    h.gate.admit('u-c');
+    await h.clock.advanceAsync(5_000);
+    await settle();
+    expect(h.keysStarted().sort()).toEqual(['a', 'b']);
+  });
+
+  it('[loop: Sharded admission] empty ranges hold and reconcile nothing; a ranges change that brings the keys in relists and runs them', async () => {
+    const gate = new FakeShardGate();
+    gate.ranges = NONE;
+    const h = harness(['a', 'b'], gate);
+    await h.loop.start();
+    await settle();
+    await h.clock.advanceAsync(10_000);
+    await settle();
+    expect(h.keysStarted()).toEqual([]);
+    expect(h.loop.store.keys()).toEqual([]);
+    expect(h.loop.health().shard).toMatchObject({ waiting: 0, keysOwned: 0 });
+
+    gate.admit('u-a', 'u-b');
+    gate.setRanges(ALL);
+    await settle(10);
+    expect(h.keysStarted().sort()).toEqual(['a', 'b']);
+    await h.loop.stop();
+  });
+
+  it('[loop: Shard release on every settle] the release is called exactly once per admitted reconcile: success, throw, abort by stop, and a timeout (when the late call itself settles)', async () => {
+    const h = harness(['ok', 'fails', 'stopped', 'slow'], new FakeShardGate(), 5_000);
+    h.gate.admit('u-ok', 'u-fails', 'u-stopped', 'u-slow');
+    h.behaviour.set('fails', 'throw');
+    h.behaviour.set('stopped', 'hang');
+    h.behaviour.set('slow', 'hang');
+    await h.loop.start();
+    await settle();
+    expect(h.keysStarted().sort()).toEqual(['fails', 'ok', 'slow', 'stopped']);
+    expect(h.gate.releases).toBe(2); // ok and fails settled
+    expect(h.gate.running).toBe(2);
+
+    // The timeout aborts the signal, but the call has not settled: the gate still counts it in flight.
+    await h.clock.advanceAsync(5_000);
+    await settle();
+    expect(h.gate.running).toBe(2);
+    h.hanging.get('slow')!.finish();
+    await settle();
+    expect(h.gate.running).toBe(1);
+
+    // stop() aborts the last one; it settles by throwing its abort reason.
+    const stopping = h.loop.stop();
+    h.hanging.get('stopped')?.finish();
+    await stopping;
+    expect(h.gate.enters).toBe(4);
+    expect(h.gate.releases).toBe(4);
+    expect(h.gate.doubleReleases).toBe(0);
+    expect(h.gate.running).toBe(0);
+  });
+
+  it('[loop: Shard abort on range loss] a ranges change that takes a running hash away aborts it with ShardMovedError: released, not counted failed, not retried; the kept hash runs on', async () => {
+    const h = harness(['gone', 'kept']);
+    h.gate.admit('u-gone', 'u-kept');
+    h.behaviour.set('gone', 'hang');
+    h.behaviour.set('kept', 'hang');
+    await h.loop.start();
+    await settle();
+    const gone = h.hanging.get('gone')!;
+    const kept = h.hanging.get('kept')!;
+    // The view moves 'gone' to another replica: out of the ranges and no longer admitted.
+    const keptHash = shardHash('u-kept');
+    const range = { start: `0x${keptHash}`, end: `0x${(BigInt(`0x${keptHash}`) + 1n).toString(16).padStart(16, '0')}` };
+    h.gate.revoke('u-gone');
+    h.gate.setRanges([range]);
+    expect(gone.signal.aborted).toBe(true);
+    expect(gone.signal.reason).toBeInstanceOf(ShardMovedError);
+    expect(kept.signal.aborted).toBe(false);
+    gone.finish();
+    await settle();
+    expect(h.gate.inFlight.get(shardHash('u-gone'))).toBe(0);
+    expect(h.loop.health().reconciles.failed).toBe(0);
+    expect(h.loop.health().shard).toMatchObject({ aborted: 1, waiting: 0 });
+    await h.clock.advanceAsync(10_000);
+    await settle();
+    expect(h.keysStarted().filter((k) => k === 'gone')).toHaveLength(1);
+    kept.finish();
+    await settle();
+    expect(h.gate.releases).toBe(2);
+    await h.loop.stop();
+  });
+
+  it('[loop: Shard abort on range loss] the gate losing its Lease aborts every running reconcile; their hashes are still in the ranges, so they are asked again and run once admitted', async () => {
+    const h = harness(['a']);
+    h.gate.admit('u-a');
+    h.behaviour.set('a', 'hang');
+    await h.loop.start();
+    await settle();
+    const first = h.hanging.get('a')!;
+    h.gate.lose();
+    expect(first.signal.reason).toBeInstanceOf(ShardMovedError);
+    first.finish();
+    await settle();
+    h.behaviour.set('a', 'ok');
+    await h.clock.advanceAsync(1_000);
+    await settle();
+    expect(h.keysStarted()).toEqual(['a']); // refused while the Lease is lost
+    h.gate.admit('u-a');
+    await h.clock.advanceAsync(1_000);
+    await settle();
+    expect(h.keysStarted()).toEqual(['a', 'a']);
+    expect(h.gate.releases).toBe(2);
+    await h.loop.stop();
+  });
+
+  it('[loop: Shard hash of a gone parent] a deleted parent is reconciled under the hash of the uid last seen for it; a key never seen with a parent is dropped, never reconciled', async () => {
+    const h = harness(['a']);
+    h.gate.admit('u-a');
+    await h.loop.start();
+    await settle();
+    expect(h.keysStarted()).toEqual(['a']);
+    h.source.delete('a');
+    await settle();
+    expect(h.starts).toEqual([
+      { key: 'a', admitted: true, parent: true },
+      { key: 'a', admitted: true, parent: false },
+    ]);
+    // Its hash was forgotten with the cleanup done and nothing cached: a later offer of it is dropped.
+    h.loop.enqueue('a');
+    h.loop.enqueue('never-seen');
+    await settle();
+    await h.clock.advanceAsync(5_000);
+    await settle();
+    expect(h.keysStarted()).toEqual(['a', 'a']);
+    expect(h.loop.health().shard).toMatchObject({ keysKnown: 0, dropped: 2 });
+    await h.loop.stop();
+  });
+
+  it('[loop: Shard options] shard needs a gate with onRangesChanged, admits, enter and ranges; retryDelayMs is a positive duration (OptionsError)', () => {
+    const base = { source: new InProcessSource<Obj>('objs'), keyMap: (_o: Obj, k: string) => k, reconcile: async () => {} };
+    const make = (shard: unknown) => () => new ReconcileLoop<Obj, string>({ ...base, shard } as never);
+    expect(make({})).toThrow(OptionsError);
+    expect(make({ gate: { ...new FakeShardGate(), enter: undefined } })).toThrow(/shard\.gate\.onRangesChanged/);
+    const { enter: _enter, ...noEnter } = Object.assign(Object.create(null), {
+      ranges: [],
+      onRangesChanged: () => () => {},
+      admits: () => true,
+      enter: undefined,
+    });
+    expect(make({ gate: noEnter })).toThrow(/shard\.gate\.enter must be a function/);
+    expect(make({ gate: new FakeShardGate(), retryDelayMs: 0 })).toThrow(/shard\.retryDelayMs/);
+    expect(make({ gate: new FakeShardGate(), other: 1 })).toThrow(/unknown option shard\.other/);
+    expect(make({ gate: { ...noEnter, enter: () => undefined, onLost: 3 } })).toThrow(/shard\.gate\.onLost/);
+    expect(make({ gate: new FakeShardGate() })).not.toThrow();
+  });
+});
