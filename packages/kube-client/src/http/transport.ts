@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import {} from '../errors.js';
 import { HttpFramingError } from './http1-framing.js';
 import type { Transport } from './transport-types.js';
-import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream } from './watch-stream.js';
+import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, ReadBuffers } from './watch-stream.js';
 
 /**
  * client-node's refusal of a plain-http server without `skip-tls-verify` — what an empty KubeConfig
@@ -29,8 +29,8 @@ export interface KubeConfigAuth {
 /** Options of {@link httpTransport}. */
 export interface HttpTransportOptions {
   /**
-   * Read a streamed GET (a WATCH) straight off its own socket into one reused buffer (see
-   * `watch-stream.ts`) instead of through node:http. Default true; used only when the request's
+   * Read a streamed GET (a WATCH, or a LIST page the client reads whole: `TransportRequest.readWhole`)
+   * straight off its own socket into one reused buffer (see `watch-stream.ts`) instead of through node:http. Default true; used only when the request's
    * options need nothing but headers, basic auth and TLS material (no proxy agent), else node:http.
    */
   readonly watchOnBareSocket?: boolean | undefined;
@@ -56,6 +56,7 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
       `watchBacklogReadBytes must be a positive integer (bytes), got ${String(backlogReadBytes)}`,
     );
   }
+  const wholeReads = new ReadBuffers();
   return async (request) => {
     const options: https.RequestOptions = { headers: {} };
     try {
@@ -78,7 +79,7 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
       request.body === undefined &&
       bareSocketCan(options)
     ) {
-      return openWatchStream(request, options, backlogReadBytes);
+      return openWatchStream(request, options, backlogReadBytes, request.readWhole === true ? wholeReads : undefined);
     }
     const module = request.url.protocol === 'http:' ? http : https;
     const headers: http.OutgoingHttpHeaders = {

@@ -137,6 +137,27 @@ function requestHead(request: TransportRequest, options: https.RequestOptions): 
 }
 
 /**
+ * Read buffers of {@link READ_BUFFER_BYTES} shared by the whole-body reads of one transport
+ * (`TransportRequest.readWhole`: LIST pages): a read takes one when its connection opens and gives
+ * it back when the client closes the response, by which time every piece of it has been copied.
+ * At most one is kept, so a transport holds 128 KiB at most between LIST pages, and a LIST's pages
+ * (read one after another) leave no read buffer behind each.
+ */
+export class ReadBuffers {
+  #spare: Buffer | undefined;
+
+  take(): Buffer {
+    const buffer = this.#spare ?? Buffer.allocUnsafe(READ_BUFFER_BYTES);
+    this.#spare = undefined;
+    return buffer;
+  }
+
+  give(buffer: Buffer): void {
+    if (buffer.length === READ_BUFFER_BYTES) this.#spare = buffer;
+  }
+}
+
+/**
  * Sends `request` (a GET without a body) on a connection of its own and resolves with the response
  * once its head has arrived; the body is read as the {@link TransportResponse.body} is iterated.
  * `options` must satisfy {@link bareSocketCan}. Reads grow from {@link READ_BUFFER_BYTES} to
@@ -146,16 +167,19 @@ export function openWatchStream(
   request: TransportRequest,
   options: https.RequestOptions,
   backlogReadBytes = BACKLOG_READ_BYTES,
+  reads?: ReadBuffers,
 ): Promise<TransportResponse> {
-  return new Promise((resolve, reject) => new WatchStream(request, options, backlogReadBytes, resolve, reject));
+  return new Promise((resolve, reject) => new WatchStream(request, options, backlogReadBytes, reads, resolve, reject));
 }
 
 /** One connection, one response: the reader of the head, then of the body. */
 class WatchStream {
   readonly #socket: net.Socket;
   /** Where the next socket read goes: replaced by a larger one once a read fills it (see {@link BACKLOG_READ_BYTES}). */
-  #buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  #buffer: Buffer;
   readonly #backlogReadBytes: number;
+  /** Where {@link #buffer} came from and goes back to on close (a whole-body read); reads then never grow. */
+  readonly #reads: ReadBuffers | undefined;
   #resolve: ((response: TransportResponse) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
   /** The head's bytes so far (copied: the read buffer is reused). */
@@ -164,6 +188,8 @@ class WatchStream {
   /** Body pieces found in the current read, not yet handed out. */
   readonly #pieces: Uint8Array[] = [];
   #complete = false;
+  /** The reader closed the response. */
+  #closed = false;
   #failure: unknown;
   /** The reader waiting for a piece. */
   #waiter: { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: unknown) => void } | undefined;
@@ -177,10 +203,13 @@ class WatchStream {
     request: TransportRequest,
     options: https.RequestOptions,
     backlogReadBytes: number,
+    reads: ReadBuffers | undefined,
     resolve: (response: TransportResponse) => void,
     reject: (error: unknown) => void,
   ) {
-    this.#backlogReadBytes = backlogReadBytes;
+    this.#reads = reads;
+    this.#buffer = reads === undefined ? Buffer.allocUnsafe(READ_BUFFER_BYTES) : reads.take();
+    this.#backlogReadBytes = reads === undefined ? backlogReadBytes : READ_BUFFER_BYTES;
     this.#resolve = resolve;
     this.#reject = reject;
     this.#signal = request.signal;
@@ -332,9 +361,13 @@ class WatchStream {
   }
 
   #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
     this.#complete = true;
     this.#pieces.length = 0;
     this.#stopReading();
+    // The reader is done with every piece (it closes once it has copied them) and the socket, destroyed, reads no more.
+    this.#reads?.give(this.#buffer);
   }
 
   #stopReading(): void {
