@@ -22,7 +22,12 @@ try {
   for (const name of names) {
     const readings: MemoryReading[] = [];
     for (let r = 0; r < runs; r++) {
-      const reading = await measureInChild({ kind: 'reflector', kubeconfig: server.kubeconfig, pods, ...INITIAL_SYNC_PATHS[name] });
+      const reading = await measureInChild({
+        kind: 'reflector',
+        kubeconfig: server.kubeconfig,
+        pods,
+        ...INITIAL_SYNC_PATHS[name],
+      });
       readings.push(reading);
       await server.dropWatches();
       const mb = (b: number): string => (b / 1e6).toFixed(1);

@@ -333,7 +333,12 @@ export class KubeClient implements ResourceHost {
     } finally {
       this.#bodyReads--;
       // Kept for a read already under way only: an idle client holds no body buffer.
-      if (body !== undefined && this.#bodyReads > 0 && body.buffer.length <= MAX_SPARE_BODY_BYTES && this.#spareBodies.length === 0)
+      if (
+        body !== undefined &&
+        this.#bodyReads > 0 &&
+        body.buffer.length <= MAX_SPARE_BODY_BYTES &&
+        this.#spareBodies.length === 0
+      )
         this.#spareBodies.push(body.buffer);
       else if (this.#bodyReads === 0) this.#spareBodies.length = 0;
     }

@@ -110,9 +110,11 @@ describe('[kube_client: LIST pages as bytes]', () => {
     expect(fake.closed).toBe(2);
 
     fake.next({ chunks: [text] });
-    await expect(pods.readListBytes(undefined, () => {
-      throw new Error('reader failed');
-    })).rejects.toThrow('reader failed');
+    await expect(
+      pods.readListBytes(undefined, () => {
+        throw new Error('reader failed');
+      }),
+    ).rejects.toThrow('reader failed');
     fake.otherwise(() => ({ status: 403, body: statusBody(403, 'Forbidden', 'pods is forbidden') }));
     const [viaBytes, viaRead] = [await outcome(pods.listBytes()), await outcome(pods.readListBytes(undefined, () => 1))];
     expect(viaRead).toEqual(viaBytes);
@@ -157,7 +159,9 @@ describe('[kube_client: LIST pages as bytes]', () => {
     expect(buffers[2]!.byteLength).toBe(bodies[2]!.length + (bodies[2]!.length >>> 3));
     // Nothing was under way when page 3 was read: its buffer was let go, the next read allocates afresh.
     let last: ArrayBufferLike | undefined;
-    expect(await pods.readListBytes(undefined, (body) => ((last = body.buffer), Buffer.from(body).toString('utf8')))).toBe(bodies[3]);
+    expect(await pods.readListBytes(undefined, (body) => ((last = body.buffer), Buffer.from(body).toString('utf8')))).toBe(
+      bodies[3],
+    );
     expect(last).not.toBe(buffers[2]);
     expect(last).not.toBe(buffers[0]);
   });
