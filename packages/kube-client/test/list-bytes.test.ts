@@ -145,12 +145,13 @@ describe('[kube_client: LIST pages as bytes]', () => {
     const buffers: ArrayBufferLike[] = [];
     const texts: string[] = [];
     // A pager: each page's read requests the next (as the reflector's does) until the last.
-    const readPage = (index: number): Promise<void> =>
-      pods.readListBytes({ limit: 1 }, (body) => {
+    const readPage = async (index: number): Promise<void> => {
+      await pods.readListBytes({ limit: 1 }, (body): Promise<void> => {
         buffers.push(body.buffer);
         texts.push(Buffer.from(body).toString('utf8'));
         return index + 1 < 3 ? readPage(index + 1) : Promise.resolve();
       });
+    };
     await readPage(0);
     expect(texts).toEqual(bodies.slice(0, 3));
     // Page 1 grew its buffer (64 KiB, 128 KiB, 256 KiB); page 2 fit it; page 3 declared more than it holds: a new one.
