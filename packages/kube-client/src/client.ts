@@ -320,16 +320,22 @@ export class KubeClient implements ResourceHost {
     let body: { readonly buffer: Buffer; readonly length: number } | undefined;
     try {
       const opened = await this.#open(request, 'whole');
+      let result: R;
       try {
-        // Taken only now that the body arrives: the read that requested this one has let its buffer go.
-        body = await readInto(opened.response, this.#spareBodies.pop());
-      } catch (error) {
-        throw this.#bodyFailure(error, request, opened);
+        try {
+          // Taken only now that the body arrives: the read that requested this one has let its buffer go.
+          body = await readInto(opened.response, this.#spareBodies.pop());
+        } catch (error) {
+          throw this.#bodyFailure(error, request, opened);
+        }
+        // Read before the response is closed: a read that `read` starts (a LIST's next page) is
+        // then under way when this one's transport lets its read buffer go, and gets it.
+        result = read(body.buffer.subarray(0, body.length));
       } finally {
         opened.response.close();
         opened.release();
       }
-      return read(body.buffer.subarray(0, body.length));
+      return result;
     } finally {
       this.#bodyReads--;
       // Kept for a read already under way only: an idle client holds no body buffer.

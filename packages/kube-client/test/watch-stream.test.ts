@@ -166,7 +166,7 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     );
   });
 
-  it('[kube_client: LIST page buffer] a whole-body read never grows its reads and hands its read buffer to the next one once closed', async () => {
+  it('[kube_client: LIST page buffer] a whole-body read never grows its reads and hands its read buffer to a read already counted when it closes; the last one keeps none', async () => {
     const body = Buffer.alloc(3 * 1024 * 1024);
     for (let i = 0; i < body.length; i += 4) body.writeUInt32LE(i, i);
     const { url } = await rawServer(
@@ -176,7 +176,7 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
         ),
     );
     const reads = new ReadBuffers();
-    const readOnce = async (): Promise<{ memory: Set<ArrayBufferLike>; sizes: number[]; whole: Buffer }> => {
+    const readOnce = async (next: boolean): Promise<{ memory: Set<ArrayBufferLike>; sizes: number[]; whole: Buffer }> => {
       const response = await openWatchStream({ ...watchRequest(url), readWhole: true }, {}, BACKLOG_READ_BYTES, reads);
       const memory = new Set<ArrayBufferLike>();
       const sizes: number[] = [];
@@ -188,11 +188,17 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
         sizes.push(bytes.length);
         copies.push(Buffer.from(bytes));
       }
+      // As the transport counts them: the next page's read is counted before this response closes.
+      if (next) reads.begin();
       response.close();
+      reads.end();
       return { memory, sizes, whole: Buffer.concat(copies) };
     };
-    const first = await readOnce();
-    const second = await readOnce();
+    reads.begin();
+    const first = await readOnce(true);
+    expect(reads.holding).toBe(true);
+    const second = await readOnce(false);
+    expect(reads.holding).toBe(false); // nothing else counted: an idle transport holds no read buffer
     for (const read of [first, second]) {
       expect(read.whole.equals(body)).toBe(true);
       expect(Math.max(...read.sizes)).toBe(READ_BUFFER_BYTES); // reads filled the buffer, and it never grew

@@ -4,7 +4,7 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import {} from '../errors.js';
 import { HttpFramingError } from './http1-framing.js';
-import type { Transport } from './transport-types.js';
+import type { Transport, TransportResponse } from './transport-types.js';
 import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, ReadBuffers } from './watch-stream.js';
 
 /**
@@ -57,7 +57,7 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
     );
   }
   const wholeReads = new ReadBuffers();
-  return async (request) => {
+  const send: Transport = async (request) => {
     const options: https.RequestOptions = { headers: {} };
     try {
       await auth.applyToHTTPSOptions(options);
@@ -110,6 +110,30 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
       // only cost the keep-alive connection.
       close: () => {
         if (!response.complete) response.destroy();
+      },
+    };
+  };
+  return async (request) => {
+    if (request.readWhole !== true || request.stream !== true) return send(request);
+    // Counted from here, synchronously in the caller's turn: a LIST's next page is counted before
+    // the page that requested it closes its response and gives its read buffer back.
+    wholeReads.begin();
+    let response: TransportResponse;
+    try {
+      response = await send(request);
+    } catch (error) {
+      wholeReads.end();
+      throw error;
+    }
+    let ended = false;
+    return {
+      ...response,
+      close: () => {
+        response.close();
+        if (!ended) {
+          ended = true;
+          wholeReads.end();
+        }
       },
     };
   };

@@ -138,13 +138,26 @@ function requestHead(request: TransportRequest, options: https.RequestOptions): 
 
 /**
  * Read buffers of {@link READ_BUFFER_BYTES} shared by the whole-body reads of one transport
- * (`TransportRequest.readWhole`: LIST pages): a read takes one when its connection opens and gives
- * it back when the client closes the response, by which time every piece of it has been copied.
- * At most one is kept, so a transport holds 128 KiB at most between LIST pages, and a LIST's pages
- * (read one after another) leave no read buffer behind each.
+ * (`TransportRequest.readWhole`: LIST pages). A read is counted from the transport's call
+ * ({@link begin}) until the client closes its response ({@link end}); on a bare socket it takes a
+ * buffer when its connection opens and gives it back on close, by which time every piece of it has
+ * been copied. The buffer given back is kept only while another whole read is counted (a LIST's next
+ * page, requested before this one's response is closed), so a LIST's pages share one read buffer and
+ * an idle transport holds none.
  */
 export class ReadBuffers {
   #spare: Buffer | undefined;
+  #open = 0;
+
+  begin(): void {
+    this.#open++;
+  }
+
+  /** One whole read is over (its response closed, or it failed before one). */
+  end(): void {
+    this.#open = Math.max(0, this.#open - 1);
+    if (this.#open === 0) this.#spare = undefined;
+  }
 
   take(): Buffer {
     const buffer = this.#spare ?? Buffer.allocUnsafe(READ_BUFFER_BYTES);
@@ -153,7 +166,13 @@ export class ReadBuffers {
   }
 
   give(buffer: Buffer): void {
-    if (buffer.length === READ_BUFFER_BYTES) this.#spare = buffer;
+    // Called before the giver's own end(): kept for another read only.
+    if (buffer.length === READ_BUFFER_BYTES && this.#open > 1) this.#spare = buffer;
+  }
+
+  /** Whether a buffer is kept (tests). */
+  get holding(): boolean {
+    return this.#spare !== undefined;
   }
 }
 
