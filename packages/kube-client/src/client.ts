@@ -105,6 +105,42 @@ async function readBytes(body: AsyncIterable<Uint8Array | string>, limit: number
   return Buffer.concat(chunks);
 }
 
+/** The least a body buffer is allocated or grown to, so a body of many small pieces is not copied per piece. */
+const MIN_BODY_BUFFER = 64 * 1024;
+/** The largest body buffer kept for the next read (a page of 500 pods is ≈ 2.5 MB); a larger one is left to the GC. */
+export const MAX_SPARE_BODY_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Reads a body whole into `buffer` (from its start), growing it when the body does not fit. With a
+ * `Content-Length` larger than `buffer`, a new buffer an eighth over it (so the next page of a LIST,
+ * a little longer, still fits); without one, to at least twice the size whenever it is full. Every
+ * piece is copied as it comes, so the transport may reuse a piece once the next is asked for.
+ * Resolves with the buffer holding the body (`buffer` itself when it fit) and the body's length.
+ */
+async function readInto(
+  response: TransportResponse,
+  buffer: Buffer | undefined,
+): Promise<{ readonly buffer: Buffer; readonly length: number }> {
+  const header = response.header('content-length');
+  const declared = header !== undefined && /^\d+$/.test(header) ? Number(header) : undefined;
+  let into = buffer;
+  if (into === undefined || (declared !== undefined && declared > into.length))
+    into = Buffer.allocUnsafe(Math.max(MIN_BODY_BUFFER, declared === undefined ? 0 : declared + (declared >>> 3)));
+  let length = 0;
+  for await (const chunk of response.body) {
+    const piece = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    const end = length + piece.byteLength;
+    if (end > into.length) {
+      const grown = Buffer.allocUnsafe(Math.max(end, 2 * into.length));
+      into.copy(grown, 0, 0, length);
+      into = grown;
+    }
+    into.set(piece, length);
+    length = end;
+  }
+  return { buffer: into, length };
+}
+
 /** A non-2xx body's text; its pieces are copied as they come (the request may have been streamed). */
 async function readText(body: AsyncIterable<Uint8Array | string>, limit: number): Promise<string> {
   const bytes = await readBytes(body, limit, true);
@@ -137,6 +173,14 @@ export class KubeClient implements ResourceHost {
   readonly #clock: Clock;
   readonly #limiter: RateLimiter | undefined;
   readonly #limitReads: boolean;
+  /**
+   * Body buffers free for the next {@link requestBody}: one kept only while another body read of
+   * this client is under way (a LIST's next page, requested while this one is read), so the pages
+   * of one LIST share one buffer and none is held once the LIST ends.
+   */
+  readonly #spareBodies: Buffer[] = [];
+  /** {@link requestBody} calls not yet finished. */
+  #bodyReads = 0;
   readonly #maxRetries: number;
   readonly #timeoutMs: number;
   readonly #maxFrameBytes: number;
@@ -248,7 +292,7 @@ export class KubeClient implements ResourceHost {
    * caller's: nothing here keeps a reference once it resolves.
    */
   async requestBytes(request: KubeRequest): Promise<Uint8Array> {
-    const opened = await this.#open(request, false);
+    const opened = await this.#open(request, 'plain');
     try {
       return await readBytes(opened.response.body, Number.POSITIVE_INFINITY);
     } catch (error) {
@@ -256,6 +300,53 @@ export class KubeClient implements ResourceHost {
     } finally {
       opened.response.close();
       opened.release();
+    }
+  }
+
+  /**
+   * {@link requestBytes} for a reader that is done with the body before it returns: the 2xx body is
+   * read whole into a buffer and handed to `read` once, synchronously; the call resolves with what
+   * `read` returns (a throw from it rejects the call). The body is valid only during `read`: its
+   * memory is then reused by the next body this client reads while another read is under way (a
+   * LIST's pages: the reflector requests page N+1 while it reads page N), so a paged LIST leaves one
+   * buffer of its largest page behind, not one (or, joined from the socket's pieces, two) per page,
+   * and the buffer is let go with the LIST's last page. With the default transport the body is read
+   * off a connection of its own into one reused read buffer (`TransportRequest.readWhole`), not
+   * through node:http's fresh Buffer per socket read. The same request, rate limiting,
+   * `Retry-After` retries, deadline (it covers the body read), abort and errors as {@link requestBytes}.
+   */
+  async requestBody<R>(request: KubeRequest, read: (body: Uint8Array) => R): Promise<R> {
+    this.#bodyReads++;
+    let body: { readonly buffer: Buffer; readonly length: number } | undefined;
+    try {
+      const opened = await this.#open(request, 'whole');
+      let result: R;
+      try {
+        try {
+          // Taken only now that the body arrives: the read that requested this one has let its buffer go.
+          body = await readInto(opened.response, this.#spareBodies.pop());
+        } catch (error) {
+          throw this.#bodyFailure(error, request, opened);
+        }
+        // Read before the response is closed: a read that `read` starts (a LIST's next page) is
+        // then under way when this one's transport lets its read buffer go, and gets it.
+        result = read(body.buffer.subarray(0, body.length));
+      } finally {
+        opened.response.close();
+        opened.release();
+      }
+      return result;
+    } finally {
+      this.#bodyReads--;
+      // Kept for a read already under way only: an idle client holds no body buffer.
+      if (
+        body !== undefined &&
+        this.#bodyReads > 0 &&
+        body.buffer.length <= MAX_SPARE_BODY_BYTES &&
+        this.#spareBodies.length === 0
+      )
+        this.#spareBodies.push(body.buffer);
+      else if (this.#bodyReads === 0) this.#spareBodies.length = 0;
     }
   }
 
@@ -279,7 +370,7 @@ export class KubeClient implements ResourceHost {
     request: KubeRequest,
     split: (body: AsyncIterable<Uint8Array | string>, maxFrameBytes: number) => AsyncGenerator<T, void, undefined>,
   ): AsyncGenerator<T, void, undefined> {
-    const opened = await this.#open(request, true);
+    const opened = await this.#open(request, 'stream');
     try {
       yield* split(opened.response.body, request.maxFrameBytes ?? this.#maxFrameBytes);
     } catch (error) {
@@ -322,7 +413,13 @@ export class KubeClient implements ResourceHost {
     return { url, path: url.pathname + url.search };
   }
 
-  async #open(request: KubeRequest, streaming: boolean): Promise<Opened> {
+  /**
+   * `mode`: `'stream'` a long body read piece by piece (a watch; the deadline ends with the head),
+   * `'whole'` a body read whole by {@link requestBody} (pieces copied as they come), `'plain'` any
+   * other request.
+   */
+  async #open(request: KubeRequest, mode: 'plain' | 'stream' | 'whole'): Promise<Opened> {
+    const streaming = mode === 'stream';
     const { verb } = request;
     const { url, path } = this.#url(request);
     const user = request.signal;
@@ -374,7 +471,8 @@ export class KubeClient implements ResourceHost {
             headers,
             body,
             signal: controller.signal,
-            stream: streaming,
+            stream: mode !== 'plain',
+            readWhole: mode === 'whole',
           });
         } catch (error) {
           if (controller.signal.aborted) throw abortReason(controller.signal);

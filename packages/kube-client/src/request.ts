@@ -46,6 +46,12 @@ export interface ResourceHost {
   readonly clock: Clock;
   request(request: KubeRequest): Promise<unknown>;
   requestBytes(request: KubeRequest): Promise<Uint8Array>;
+  /**
+   * Optional: {@link requestBytes} handing the body to `read` (synchronously, once) in memory the
+   * host reuses afterwards; resolves with what `read` returns. `KubeClient` has it; without it a
+   * resource handle reads {@link requestBytes}' answer.
+   */
+  requestBody?<R>(request: KubeRequest, read: (body: Uint8Array) => R): Promise<R>;
   stream(request: KubeRequest): AsyncGenerator<string, void, undefined>;
   streamFrameBatches(request: KubeRequest): AsyncGenerator<Uint8Array[], void, undefined>;
 }

@@ -199,6 +199,19 @@ export class ResourceClient<T> {
   }
 
   /**
+   * {@link listBytes} for a reader that is done with the page before it returns: `read` is called
+   * once, synchronously, with the page's body, and the call resolves with what it returns. The body
+   * is valid only during `read` (`KubeClient` reads the next page of the LIST into the same memory:
+   * see `KubeClient.requestBody`); copy what must outlive it. The same request, deadline, abort and
+   * errors as {@link listBytes}; a throw from `read` rejects the call.
+   */
+  readListBytes<R>(options: ListOptions | undefined, read: (body: Uint8Array) => R): Promise<R> {
+    const request = this.#listRequest(options);
+    const host = this.#client;
+    return host.requestBody === undefined ? host.requestBytes(request).then(read) : host.requestBody(request, read);
+  }
+
+  /**
    * Reads a LIST page's body bytes exactly as {@link list} does: decoded as `KubeClient.request`
    * decodes (`decodeJsonBody`), checked by `readListBody`, every item validated against the view.
    * Throws `KubeProtocolError` for a body that is not a LIST page, `InvalidObjectError` for an item

@@ -19,6 +19,9 @@ export interface SeenRequest {
   readonly contentType: string | undefined;
   readonly body: unknown;
   readonly signal: AbortSignal;
+  /** `TransportRequest.stream` and `readWhole`, as booleans. */
+  readonly stream: boolean;
+  readonly readWhole: boolean;
 }
 
 type Handler = (request: SeenRequest) => FakeAnswer | Promise<FakeAnswer>;
@@ -80,6 +83,8 @@ export class FakeTransport {
       contentType,
       body: request.body === undefined ? undefined : JSON.parse(request.body),
       signal: request.signal,
+      stream: request.stream === true,
+      readWhole: request.readWhole === true,
     };
     this.requests.push(seen);
     const handler = this.#queue.shift() ?? this.#handler;

@@ -91,6 +91,82 @@ describe('[kube_client: LIST pages as bytes]', () => {
     expect(clock.pending).toBe(0); // no deadline timer left behind
   });
 
+  it('[kube_client: LIST page buffer] readListBytes hands read the body listBytes resolves, asks for a whole read, and fails as listBytes fails', async () => {
+    const { fake, clock, pods } = setup({ requestTimeoutMs: 1_000, maxRetries: 0 });
+    const text = JSON.stringify({ kind: 'PodList', metadata: { resourceVersion: '9' }, items: [pod('a'), pod('b')] });
+    const cut = Buffer.from(text);
+    const answer = { chunks: [cut.subarray(0, 17), cut.subarray(17, 40).toString('latin1'), cut.subarray(40)] };
+    fake.next(answer, answer);
+    const bytes = await pods.listBytes({ limit: 2 });
+    const read = await pods.readListBytes({ limit: 2 }, (body) => Buffer.from(body).toString('utf8'));
+    expect(read).toBe(text);
+    expect(Buffer.from(bytes).toString('utf8')).toBe(text);
+    expect(fake.requests[1]!.query.toString()).toBe(fake.requests[0]!.query.toString());
+    // The transport is told the body is read whole (the default transport then reads it off a bare socket).
+    expect(fake.requests.map((r) => [r.stream, r.readWhole])).toEqual([
+      [false, false],
+      [true, true],
+    ]);
+    expect(fake.closed).toBe(2);
+
+    fake.next({ chunks: [text] });
+    await expect(
+      pods.readListBytes(undefined, () => {
+        throw new Error('reader failed');
+      }),
+    ).rejects.toThrow('reader failed');
+    fake.otherwise(() => ({ status: 403, body: statusBody(403, 'Forbidden', 'pods is forbidden') }));
+    const [viaBytes, viaRead] = [await outcome(pods.listBytes()), await outcome(pods.readListBytes(undefined, () => 1))];
+    expect(viaRead).toEqual(viaBytes);
+    const held = () => ({ chunks: ['{"items":[', deferred<string>().promise] });
+    fake.next(held, held);
+    const reading = outcome(pods.listBytes());
+    const readingInto = outcome(pods.readListBytes(undefined, () => 1));
+    await settle();
+    await clock.advanceAsync(1_000);
+    const [timed, timedInto] = [await reading, await readingInto];
+    expect(timedInto).toMatchObject({ error: { code: 'RL_KUBE_REQUEST_TIMEOUT' } });
+    expect((timedInto as { error: Error }).error.message).toBe((timed as { error: Error }).error.message);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('[kube_client: LIST page buffer] a page requested while one is read is read into the same memory; the last page of a LIST keeps none', async () => {
+    const { fake, pods } = setup();
+    const page = (n: number, size: number): string =>
+      JSON.stringify({ metadata: { resourceVersion: String(n), continue: 'x'.repeat(size) }, items: [] });
+    // Without Content-Length (a chunked answer) the buffer grows by doubling; with it, to the declared length and an eighth.
+    const bodies = [page(1, 150_000), page(2, 20_000), page(3, 300_000), page(4, 10)];
+    fake.next(
+      { chunks: [bodies[0]!.slice(0, 70_000), bodies[0]!.slice(70_000)] },
+      { chunks: [bodies[1]!] },
+      { chunks: [bodies[2]!], headers: { 'Content-Length': String(bodies[2]!.length) } },
+      { chunks: [bodies[3]!] },
+    );
+    const buffers: ArrayBufferLike[] = [];
+    const texts: string[] = [];
+    // A pager: each page's read requests the next (as the reflector's does) until the last.
+    const readPage = async (index: number): Promise<void> => {
+      await pods.readListBytes({ limit: 1 }, (body): Promise<void> => {
+        buffers.push(body.buffer);
+        texts.push(Buffer.from(body).toString('utf8'));
+        return index + 1 < 3 ? readPage(index + 1) : Promise.resolve();
+      });
+    };
+    await readPage(0);
+    expect(texts).toEqual(bodies.slice(0, 3));
+    // Page 1 grew its buffer (64 KiB, 128 KiB, 256 KiB); page 2 fit it; page 3 declared more than it holds: a new one.
+    expect(buffers[1]).toBe(buffers[0]);
+    expect(buffers[2]).not.toBe(buffers[0]);
+    expect(buffers[2]!.byteLength).toBe(bodies[2]!.length + (bodies[2]!.length >>> 3));
+    // Nothing was under way when page 3 was read: its buffer was let go, the next read allocates afresh.
+    let last: ArrayBufferLike | undefined;
+    expect(await pods.readListBytes(undefined, (body) => ((last = body.buffer), Buffer.from(body).toString('utf8')))).toBe(
+      bodies[3],
+    );
+    expect(last).not.toBe(buffers[2]);
+    expect(last).not.toBe(buffers[0]);
+  });
+
   it('readList refuses exactly what list refuses (not JSON, empty, not an object, non-array items, no resourceVersion) and reads null items as none', async () => {
     const bodies = [
       '{"items":[',

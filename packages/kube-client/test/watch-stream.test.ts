@@ -5,7 +5,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport, KubeClient, staticAuth, type TransportRequest, type TransportResponse } from './all.js';
-import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, READ_BUFFER_BYTES } from '../src/http/watch-stream.js';
+import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, READ_BUFFER_BYTES, ReadBuffers } from '../src/http/watch-stream.js';
 
 /** A self-signed certificate for localhost and 127.0.0.1, valid until 2126: test material only. */
 const CERT = readFileSync(new URL('./fixtures/localhost-cert.pem', import.meta.url), 'utf8');
@@ -164,6 +164,47 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     expect(() => httpTransport(staticAuth({ server: 'http://127.0.0.1:1' }), { watchBacklogReadBytes: 0 })).toThrow(
       /watchBacklogReadBytes must be a positive integer/,
     );
+  });
+
+  it('[kube_client: LIST page buffer] a whole-body read never grows its reads and hands its read buffer to a read already counted when it closes; the last one keeps none', async () => {
+    const body = Buffer.alloc(3 * 1024 * 1024);
+    for (let i = 0; i < body.length; i += 4) body.writeUInt32LE(i, i);
+    const { url } = await rawServer(
+      ({ socket, request }) =>
+        void request.then(() =>
+          socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n`), body])),
+        ),
+    );
+    const reads = new ReadBuffers();
+    const readOnce = async (next: boolean): Promise<{ memory: Set<ArrayBufferLike>; sizes: number[]; whole: Buffer }> => {
+      const response = await openWatchStream({ ...watchRequest(url), readWhole: true }, {}, BACKLOG_READ_BYTES, reads);
+      const memory = new Set<ArrayBufferLike>();
+      const sizes: number[] = [];
+      const copies: Buffer[] = [];
+      for await (const piece of response.body) {
+        const bytes = piece as Uint8Array;
+        await new Promise((resolve) => setTimeout(resolve, 1)); // a backlog builds up
+        memory.add(bytes.buffer);
+        sizes.push(bytes.length);
+        copies.push(Buffer.from(bytes));
+      }
+      // As the transport counts them: the next page's read is counted before this response closes.
+      if (next) reads.begin();
+      response.close();
+      reads.end();
+      return { memory, sizes, whole: Buffer.concat(copies) };
+    };
+    reads.begin();
+    const first = await readOnce(true);
+    expect(reads.holding).toBe(true);
+    const second = await readOnce(false);
+    expect(reads.holding).toBe(false); // nothing else counted: an idle transport holds no read buffer
+    for (const read of [first, second]) {
+      expect(read.whole.equals(body)).toBe(true);
+      expect(Math.max(...read.sizes)).toBe(READ_BUFFER_BYTES); // reads filled the buffer, and it never grew
+      expect(read.memory.size).toBe(1);
+    }
+    expect([...second.memory][0]).toBe([...first.memory][0]);
   });
 
   it('[kube_client: watch socket] an error answer with a Content-Length, a body to the end of the connection, 1xx heads dropped', async () => {

@@ -87,9 +87,9 @@ export interface ListWatchClient {
    * `read` is called once, synchronously, with the whole 2xx body; what it returns is answered as
    * `{ kind: 'read', page }`. When it returns `undefined` (the reader cannot prove the body), the
    * same bytes are read exactly as `list` reads a page and answered as `{ kind: 'exact', list }`:
-   * never a second request. The request, its errors, abort and deadline are `list`'s. The client
-   * keeps no reference to the bytes once it resolves, so a page's raw body is garbage as soon as it
-   * has been read. When present the reflector uses it for every LIST page, reading each with
+   * never a second request. The request, its errors, abort and deadline are `list`'s. The bytes are
+   * valid only while `read` runs: the client may read a later page into the same memory (
+   * {@link KubeApiClient} does), so `read` copies what it keeps. When present the reflector uses it for every LIST page, reading each with
    * k8s-types' `parseListPage` (see {@link KubeApiClient.listPage}).
    */
   listPage?<P>(request: ListRequest, read: (body: Uint8Array) => P | undefined): Promise<ListPageResult<P>>;

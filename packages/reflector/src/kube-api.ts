@@ -143,28 +143,32 @@ export class KubeApiClient implements ListWatchClient {
    * request, deadline (none of kube-client's: `listTimeoutMs` governs) and errors. When `read`
    * returns `undefined` the same bytes are read by kube-client's `readList`, exactly what
    * {@link list} does with them, so a body the reader cannot prove is neither refetched nor read
-   * differently. The bytes are a local of this call only: unreachable once it resolves.
+   * differently. The bytes are valid only while `read` runs (kube-client's `readListBytes`: the
+   * LIST's next page is read into the same memory), so `read` must copy what it keeps.
    */
   async listPage<P>(request: ListRequest, read: (body: Uint8Array) => P | undefined): Promise<ListPageResult<P>> {
     checkServer(this.kubeClient.currentServer());
     try {
       const handle = this.#scoped(request);
-      const body = await handle.listBytes(this.#listOptions(request));
-      const page = read(body);
-      if (page !== undefined)
-        return request.shardSelector === undefined
-          ? { kind: 'read', page }
-          : { kind: 'read', page, shardInfo: listShardInfo(body) };
-      const listing = handle.readList(body);
-      return {
-        kind: 'exact',
-        list: {
-          items: listing.items,
-          resourceVersion: listing.resourceVersion,
-          continue: listing.continue,
-          shardInfo: listing.shardInfo,
-        },
-      };
+      // The body is valid only inside this callback (kube-client reads the LIST's next page into the
+      // same memory): `read`, `listShardInfo` and `readList` each copy what they keep.
+      return await handle.readListBytes(this.#listOptions(request), (body): ListPageResult<P> => {
+        const page = read(body);
+        if (page !== undefined)
+          return request.shardSelector === undefined
+            ? { kind: 'read', page }
+            : { kind: 'read', page, shardInfo: listShardInfo(body) };
+        const listing = handle.readList(body);
+        return {
+          kind: 'exact',
+          list: {
+            items: listing.items,
+            resourceVersion: listing.resourceVersion,
+            continue: listing.continue,
+            shardInfo: listing.shardInfo,
+          },
+        };
+      });
     } catch (error) {
       throw reflectorError(error);
     }

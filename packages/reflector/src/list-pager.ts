@@ -22,8 +22,9 @@ interface Ahead<T> {
  * Invariant: at most one page is requested ahead, and only with the token the page being read
  * carries. It is only a head start: {@link page} hands it over only when asked for that very token
  * (the LIST loop asks with the token of the page as read), and otherwise aborts it and sends the
- * request as if there were no pager. Memory: one more page body (off-heap, as it arrives) beside
- * the one being read, at the peak. The request ahead is sent with its own controller's signal and
+ * request as if there were no pager. Memory: the request ahead is sent while the page is read, so
+ * `KubeApiClient` reads its body into the same buffer once this one is done (kube-client's
+ * `readListBytes`): one page buffer per LIST. The request ahead is sent with its own controller's signal and
  * the LIST's together (`AbortSignal.any`): the LIST's abort, its timeout and its end (the loop
  * aborts its controller when it returns or fails) abort it; its rejection is observed here, so a
  * request nobody takes is never unhandled.

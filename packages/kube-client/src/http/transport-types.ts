@@ -19,6 +19,12 @@ export interface TransportRequest {
    * keeps a piece copies it.
    */
   readonly stream?: boolean | undefined;
+  /**
+   * With `stream`: the body is not long but read whole by the client (a LIST page), each piece
+   * copied before the next is asked for, and nothing of it is kept once the response is closed.
+   * The transport may then reuse its read memory for the next such request too.
+   */
+  readonly readWhole?: boolean | undefined;
 }
 
 /** One HTTP response: the status, the headers, and the body as a byte stream. */

@@ -4,8 +4,8 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import {} from '../errors.js';
 import { HttpFramingError } from './http1-framing.js';
-import type { Transport } from './transport-types.js';
-import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream } from './watch-stream.js';
+import type { Transport, TransportResponse } from './transport-types.js';
+import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, ReadBuffers } from './watch-stream.js';
 
 /**
  * client-node's refusal of a plain-http server without `skip-tls-verify` — what an empty KubeConfig
@@ -29,8 +29,8 @@ export interface KubeConfigAuth {
 /** Options of {@link httpTransport}. */
 export interface HttpTransportOptions {
   /**
-   * Read a streamed GET (a WATCH) straight off its own socket into one reused buffer (see
-   * `watch-stream.ts`) instead of through node:http. Default true; used only when the request's
+   * Read a streamed GET (a WATCH, or a LIST page the client reads whole: `TransportRequest.readWhole`)
+   * straight off its own socket into one reused buffer (see `watch-stream.ts`) instead of through node:http. Default true; used only when the request's
    * options need nothing but headers, basic auth and TLS material (no proxy agent), else node:http.
    */
   readonly watchOnBareSocket?: boolean | undefined;
@@ -56,7 +56,8 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
       `watchBacklogReadBytes must be a positive integer (bytes), got ${String(backlogReadBytes)}`,
     );
   }
-  return async (request) => {
+  const wholeReads = new ReadBuffers();
+  const send: Transport = async (request) => {
     const options: https.RequestOptions = { headers: {} };
     try {
       await auth.applyToHTTPSOptions(options);
@@ -78,7 +79,7 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
       request.body === undefined &&
       bareSocketCan(options)
     ) {
-      return openWatchStream(request, options, backlogReadBytes);
+      return openWatchStream(request, options, backlogReadBytes, request.readWhole === true ? wholeReads : undefined);
     }
     const module = request.url.protocol === 'http:' ? http : https;
     const headers: http.OutgoingHttpHeaders = {
@@ -109,6 +110,30 @@ export function httpTransport(auth: KubeConfigAuth, transportOptions: HttpTransp
       // only cost the keep-alive connection.
       close: () => {
         if (!response.complete) response.destroy();
+      },
+    };
+  };
+  return async (request) => {
+    if (request.readWhole !== true || request.stream !== true) return send(request);
+    // Counted from here, synchronously in the caller's turn: a LIST's next page is counted before
+    // the page that requested it closes its response and gives its read buffer back.
+    wholeReads.begin();
+    let response: TransportResponse;
+    try {
+      response = await send(request);
+    } catch (error) {
+      wholeReads.end();
+      throw error;
+    }
+    let ended = false;
+    return {
+      ...response,
+      close: () => {
+        response.close();
+        if (!ended) {
+          ended = true;
+          wholeReads.end();
+        }
       },
     };
   };

@@ -137,6 +137,46 @@ function requestHead(request: TransportRequest, options: https.RequestOptions): 
 }
 
 /**
+ * Read buffers of {@link READ_BUFFER_BYTES} shared by the whole-body reads of one transport
+ * (`TransportRequest.readWhole`: LIST pages). A read is counted from the transport's call
+ * ({@link begin}) until the client closes its response ({@link end}); on a bare socket it takes a
+ * buffer when its connection opens and gives it back on close, by which time every piece of it has
+ * been copied. The buffer given back is kept only while another whole read is counted (a LIST's next
+ * page, requested before this one's response is closed), so a LIST's pages share one read buffer and
+ * an idle transport holds none.
+ */
+export class ReadBuffers {
+  #spare: Buffer | undefined;
+  #open = 0;
+
+  begin(): void {
+    this.#open++;
+  }
+
+  /** One whole read is over (its response closed, or it failed before one). */
+  end(): void {
+    this.#open = Math.max(0, this.#open - 1);
+    if (this.#open === 0) this.#spare = undefined;
+  }
+
+  take(): Buffer {
+    const buffer = this.#spare ?? Buffer.allocUnsafe(READ_BUFFER_BYTES);
+    this.#spare = undefined;
+    return buffer;
+  }
+
+  give(buffer: Buffer): void {
+    // Called before the giver's own end(): kept for another read only.
+    if (buffer.length === READ_BUFFER_BYTES && this.#open > 1) this.#spare = buffer;
+  }
+
+  /** Whether a buffer is kept (tests). */
+  get holding(): boolean {
+    return this.#spare !== undefined;
+  }
+}
+
+/**
  * Sends `request` (a GET without a body) on a connection of its own and resolves with the response
  * once its head has arrived; the body is read as the {@link TransportResponse.body} is iterated.
  * `options` must satisfy {@link bareSocketCan}. Reads grow from {@link READ_BUFFER_BYTES} to
@@ -146,16 +186,19 @@ export function openWatchStream(
   request: TransportRequest,
   options: https.RequestOptions,
   backlogReadBytes = BACKLOG_READ_BYTES,
+  reads?: ReadBuffers,
 ): Promise<TransportResponse> {
-  return new Promise((resolve, reject) => new WatchStream(request, options, backlogReadBytes, resolve, reject));
+  return new Promise((resolve, reject) => new WatchStream(request, options, backlogReadBytes, reads, resolve, reject));
 }
 
 /** One connection, one response: the reader of the head, then of the body. */
 class WatchStream {
   readonly #socket: net.Socket;
   /** Where the next socket read goes: replaced by a larger one once a read fills it (see {@link BACKLOG_READ_BYTES}). */
-  #buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  #buffer: Buffer;
   readonly #backlogReadBytes: number;
+  /** Where {@link #buffer} came from and goes back to on close (a whole-body read); reads then never grow. */
+  readonly #reads: ReadBuffers | undefined;
   #resolve: ((response: TransportResponse) => void) | undefined;
   #reject: ((error: unknown) => void) | undefined;
   /** The head's bytes so far (copied: the read buffer is reused). */
@@ -164,6 +207,8 @@ class WatchStream {
   /** Body pieces found in the current read, not yet handed out. */
   readonly #pieces: Uint8Array[] = [];
   #complete = false;
+  /** The reader closed the response. */
+  #closed = false;
   #failure: unknown;
   /** The reader waiting for a piece. */
   #waiter: { resolve: (result: IteratorResult<Uint8Array>) => void; reject: (error: unknown) => void } | undefined;
@@ -177,10 +222,13 @@ class WatchStream {
     request: TransportRequest,
     options: https.RequestOptions,
     backlogReadBytes: number,
+    reads: ReadBuffers | undefined,
     resolve: (response: TransportResponse) => void,
     reject: (error: unknown) => void,
   ) {
-    this.#backlogReadBytes = backlogReadBytes;
+    this.#reads = reads;
+    this.#buffer = reads === undefined ? Buffer.allocUnsafe(READ_BUFFER_BYTES) : reads.take();
+    this.#backlogReadBytes = reads === undefined ? backlogReadBytes : READ_BUFFER_BYTES;
     this.#resolve = resolve;
     this.#reject = reject;
     this.#signal = request.signal;
@@ -332,9 +380,13 @@ class WatchStream {
   }
 
   #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
     this.#complete = true;
     this.#pieces.length = 0;
     this.#stopReading();
+    // The reader is done with every piece (it closes once it has copied them) and the socket, destroyed, reads no more.
+    this.#reads?.give(this.#buffer);
   }
 
   #stopReading(): void {
