@@ -111,6 +111,7 @@ describe('sources that follow the shard ranges', () => {
     h.children.open = (signal: AbortSignal) =>
       refuse
         ? (async function* () {
+            yield* []; // an iterator that fails on its first read
             throw new Error('apiserver unavailable');
           })()
         : open(signal);
