@@ -34,3 +34,5 @@ export {
   type ListedObject,
 } from './fixtures.js';
 export { clientGoCheck, runClientGoCheck, type ClientGoReport } from './clients.js';
+export { fnv1a64, hashInRanges, type HashRange } from './shard-oracle.js';
+export { readJsonLines } from './json-lines.js';

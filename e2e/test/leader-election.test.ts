@@ -6,6 +6,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/environment.js';
+import { readJsonLines } from '../src/index.js';
 
 // @reconcile-loop/leader-election against the real kube-apiserver: replicas are separate processes
 // (e2e/scripts/leader-replica.ts) competing for one Lease with lease 3 s, renew deadline 2 s, retry
@@ -34,7 +35,6 @@ interface Event {
 class Replica {
   readonly events: Event[] = [];
   readonly child: ChildProcess;
-  #buffer = '';
   killedAt: number | undefined;
   frozen: { from: number; to: number } | undefined;
 
@@ -61,20 +61,11 @@ class Replica {
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );
-    this.child.stdout!.setEncoding('utf8');
-    this.child.stdout!.on('data', (chunk: string) => {
-      this.#buffer += chunk;
-      let nl: number;
-      while ((nl = this.#buffer.indexOf('\n')) >= 0) {
-        const line = this.#buffer.slice(0, nl);
-        this.#buffer = this.#buffer.slice(nl + 1);
-        try {
-          this.events.push(JSON.parse(line) as Event);
-        } catch {
-          process.stderr.write(`[${this.id}] ${line}\n`);
-        }
-      }
-    });
+    readJsonLines(
+      this.child.stdout!,
+      (event) => this.events.push(event as Event),
+      (line) => process.stderr.write(`[${this.id}] ${line}\n`),
+    );
   }
 
   has(e: string, after = 0): Event | undefined {

@@ -5,7 +5,14 @@ import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { describe, expect, it } from 'vitest';
-import { readVersions, uniqueNamespace } from '../src/index.js';
+import {
+  fnv1a64,
+  hashInRanges,
+  readJsonLines,
+  readVersions,
+  uniqueNamespace,
+  type HashRange as ShardRange,
+} from '../src/index.js';
 import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/environment.js';
 
 // Sharded replicas (issue 27) against kube-apiserver: N separate processes (e2e/scripts/shard-replica.ts),
@@ -39,10 +46,6 @@ const here = dirname(fileURLToPath(import.meta.url));
 const e2eRoot = join(here, '..');
 const configMaps = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' };
 
-interface ShardRange {
-  readonly start: string;
-  readonly end: string;
-}
 interface Event {
   readonly e: string;
   readonly t: number;
@@ -53,22 +56,9 @@ interface Event {
   readonly [field: string]: unknown;
 }
 
-/** FNV-1a 64 over the UTF-8 bytes (Go's hash/fnv New64a): an oracle independent of primitives' `shardHash`. */
-function fnv1a64(value: string): bigint {
-  let h = 0xcbf29ce484222325n;
-  for (const byte of Buffer.from(value, 'utf8')) {
-    h ^= BigInt(byte);
-    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
-  }
-  return h;
-}
-const inRanges = (hash: bigint, ranges: readonly ShardRange[]): boolean =>
-  ranges.some(({ start, end }) => BigInt(start) <= hash && hash < BigInt(end));
-
 class Replica {
   readonly events: Event[] = [];
   readonly child: ChildProcess;
-  #buffer = '';
   /** When the test sent SIGKILL (after kill() returned: the process runs no more code). */
   killedAt: number | undefined;
   frozen: { from: number; to: number | undefined } | undefined;
@@ -95,20 +85,11 @@ class Replica {
       ],
       { cwd: e2eRoot, stdio: ['ignore', 'pipe', 'inherit'] },
     );
-    this.child.stdout!.setEncoding('utf8');
-    this.child.stdout!.on('data', (chunk: string) => {
-      this.#buffer += chunk;
-      let nl: number;
-      while ((nl = this.#buffer.indexOf('\n')) >= 0) {
-        const line = this.#buffer.slice(0, nl);
-        this.#buffer = this.#buffer.slice(nl + 1);
-        try {
-          this.events.push(JSON.parse(line) as Event);
-        } catch {
-          process.stderr.write(`[${this.id}] ${line}\n`);
-        }
-      }
-    });
+    readJsonLines(
+      this.child.stdout!,
+      (event) => this.events.push(event as Event),
+      (line) => process.stderr.write(`[${this.id}] ${line}\n`),
+    );
   }
 
   get live(): boolean {
@@ -215,7 +196,7 @@ async function scenario(kubeconfigPath: string, kubeconfig: string, gate: 'on' |
     hashes.set(`${ns}/cm-${i}`, fnv1a64(created.metadata.uid));
   }
   const allKeys = [...hashes.keys()].sort();
-  const keysIn = (ranges: readonly ShardRange[]) => allKeys.filter((k) => inRanges(hashes.get(k)!, ranges));
+  const keysIn = (ranges: readonly ShardRange[]) => allKeys.filter((k) => hashInRanges(hashes.get(k)!, ranges));
 
   const replicas: Replica[] = [];
   let counter = 0;
@@ -226,7 +207,7 @@ async function scenario(kubeconfigPath: string, kubeconfig: string, gate: 'on' |
   };
   const live = () => replicas.filter((r) => r.live);
   /** Keys a snapshot held outside the ranges it logged with them. */
-  const outside = (snapshot: Event) => snapshot.keys!.filter((k) => !inRanges(hashes.get(k)!, snapshot.ranges!));
+  const outside = (snapshot: Event) => snapshot.keys!.filter((k) => !hashInRanges(hashes.get(k)!, snapshot.ranges!));
   /** (1) and (3) on every poll of every wait: the test fails at the first overlap or the first store outside its ranges. */
   const invariants = (): void => {
     const found = overlaps(replicas);

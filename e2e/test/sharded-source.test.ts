@@ -4,7 +4,7 @@ import { ReconcileLoop } from '@reconcile-loop/loop';
 import { ObjectStore } from '@reconcile-loop/object-store';
 import { podReflector, type Reflector } from '@reconcile-loop/reflector';
 import { afterEach, describe, expect, it } from 'vitest';
-import { podManifest, readVersions, uniqueNamespace } from '../src/index.js';
+import { fnv1a64, hashInRanges, podManifest, readVersions, uniqueNamespace, type HashRange as ShardRange } from '../src/index.js';
 import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/environment.js';
 
 // A sharded reflector (the `shard` option) against kube-apiserver. With the ShardedListAndWatch
@@ -17,23 +17,8 @@ import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/
 const availability = e2eAvailability();
 const env = useE2eEnvironment(availability);
 const versions = readVersions();
-interface ShardRange {
-  readonly start: string;
-  readonly end: string;
-}
 
-/** FNV-1a 64 over the UTF-8 bytes, as Go's hash/fnv New64a: an oracle independent of primitives' `shardHash`. */
-function fnv1a64(value: string): bigint {
-  let h = 0xcbf29ce484222325n;
-  for (const byte of Buffer.from(value, 'utf8')) {
-    h ^= BigInt(byte);
-    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
-  }
-  return h;
-}
-
-const inRanges = (uid: string, ranges: readonly ShardRange[]): boolean =>
-  ranges.some(({ start, end }) => BigInt(start) <= fnv1a64(uid) && fnv1a64(uid) < BigInt(end));
+const inRanges = (uid: string, ranges: readonly ShardRange[]): boolean => hashInRanges(fnv1a64(uid), ranges);
 
 const LOWER: readonly ShardRange[] = [{ start: '0x0000000000000000', end: '0x8000000000000000' }];
 const UPPER: readonly ShardRange[] = [{ start: '0x8000000000000000', end: '0x10000000000000000' }];

@@ -19,6 +19,17 @@ function named<S extends object>(source: S, name: string): S {
  * `conflicts` counts the stale-cache symptoms: a create of a pod that exists (AlreadyExists, the
  * double-create) and a delete of one already gone (NotFound).
  */
+/** Expectations over one empty `pods` cache, alone (no loop): for the recent-events log's rules. */
+function podExpectations(): Expectations<string> {
+  return new Expectations<string>({
+    stores: new Map([['pods', new Map<string, unknown>()]]),
+    clock: new ManualClock(),
+    logger: recordingLogger(),
+    ttlMs: DEFAULT_EXPECTATIONS_TTL_MS,
+    onReady: () => {},
+  });
+}
+
 function harness(
   options: {
     expect?: boolean;
@@ -283,13 +294,7 @@ describe('read your writes (expectations)', () => {
   });
 
   it('[loop: Read your writes] an event of the same name but another uid is not this create: a bare key or an older object deleted during the call keeps presence alone', () => {
-    const e = new Expectations<string>({
-      stores: new Map([['pods', new Map<string, unknown>()]]),
-      clock: new ManualClock(),
-      logger: recordingLogger(),
-      ttlMs: DEFAULT_EXPECTATIONS_TTL_MS,
-      onReady: () => {},
-    });
+    const e = podExpectations();
     const since = e.open();
     const [, older] = podOf('a-0', 'a', { uid: 'uid-older' });
     e.observe('pods', { type: 'upsert', key: 'ns/a-0', object: older });
@@ -303,19 +308,11 @@ describe('read your writes (expectations)', () => {
   });
 
   it('[loop: Read your writes] the recent-events log keeps 10,000 events: a reconcile older than that falls back to presence alone', () => {
-    const expectationsOver = () =>
-      new Expectations<string>({
-        stores: new Map([['pods', new Map<string, unknown>()]]),
-        clock: new ManualClock(),
-        logger: recordingLogger(),
-        ttlMs: DEFAULT_EXPECTATIONS_TTL_MS,
-        onReady: () => {},
-      });
     for (const [others, pending] of [
       [9_999, 0],
       [10_000, 1],
     ] as const) {
-      const e = expectationsOver();
+      const e = podExpectations();
       const since = e.open();
       const [, pod] = podOf('a-0', 'a', { uid: 'uid-ours' });
       e.observe('pods', { type: 'upsert', key: 'ns/a-0', object: pod });
@@ -328,13 +325,7 @@ describe('read your writes (expectations)', () => {
   });
 
   it('[loop: Read your writes] the recent-events log records only while a reconcile context is open: a recorder used after every context closed keeps presence alone', () => {
-    const e = new Expectations<string>({
-      stores: new Map([['pods', new Map<string, unknown>()]]),
-      clock: new ManualClock(),
-      logger: recordingLogger(),
-      ttlMs: DEFAULT_EXPECTATIONS_TTL_MS,
-      onReady: () => {},
-    });
+    const e = podExpectations();
     const [, pod] = podOf('a-0', 'a', { uid: 'uid-ours' });
     const cameAndWent = (): void => {
       e.observe('pods', { type: 'upsert', key: 'ns/a-0', object: pod });
