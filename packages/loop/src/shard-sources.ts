@@ -124,6 +124,8 @@ export class ShardedSource<U, P extends Key> implements RangesFollower {
   #opened = 0;
   /** Set by a gain: cold until a listing from an inner stream opened after this count was applied. */
   #coldAfter: number | undefined;
+  /** Set while the stream waits for the first ranges (see {@link #stream}): called when they arrive. */
+  #rangesArrived: (() => void) | undefined;
   onWarm: (() => void) | undefined;
 
   constructor(options: ShardedSourceOptions<U, P>) {
@@ -150,6 +152,7 @@ export class ShardedSource<U, P extends Key> implements RangesFollower {
     const released = writer.apply(releaseEvent<U>((object) => this.#owns(object)));
     if (released.size > 0) onReleased(released);
     this.#reshard(ranges);
+    if (ranges.length > 0) this.#rangesArrived?.();
     if (!gained) return false;
     this.#coldAfter = this.#opened;
     this.#cut?.abort();
@@ -195,6 +198,14 @@ export class ShardedSource<U, P extends Key> implements RangesFollower {
   /** The inner stream, closed and opened again on a relist; ends when `signal` aborts or the inner stream ends on its own. */
   async *#stream(signal: AbortSignal): AsyncGenerator<SourceEvent<U>, void, undefined> {
     for (;;) {
+      if (this.#o.ranges.ranges.length === 0) {
+        // No ranges (the gate has not read the ring yet, or holds none): the filter would keep
+        // nothing of a listing, and a source built with the whole range would fetch the whole kind
+        // for it — N replicas starting at once are N full LISTs. The store is synced empty instead,
+        // and the inner stream opens once ranges arrive (a gain: it warms on that listing).
+        yield { type: 'replace', objects: new Map<ObjectKey, U>() };
+        if (!(await this.#untilRanges(signal))) return;
+      }
       const cut = new AbortController();
       this.#cut = cut;
       const stream = ++this.#opened;
@@ -215,6 +226,22 @@ export class ShardedSource<U, P extends Key> implements RangesFollower {
       }
       if (signal.aborted || !cut.signal.aborted) return;
     }
+  }
+
+  /** Resolves true once the ranges are not empty, false when `signal` aborts first. */
+  #untilRanges(signal: AbortSignal): Promise<boolean> {
+    return new Promise((resolve) => {
+      const done = (arrived: boolean): void => {
+        this.#rangesArrived = undefined;
+        signal.removeEventListener('abort', aborted);
+        resolve(arrived);
+      };
+      const aborted = (): void => done(false);
+      if (signal.aborted) return done(false);
+      if (this.#o.ranges.ranges.length > 0) return done(true);
+      this.#rangesArrived = () => done(true);
+      signal.addEventListener('abort', aborted, { once: true });
+    });
   }
 
   #warm(): void {

@@ -133,6 +133,34 @@ describe('sources that follow the shard ranges', () => {
     await h.loop.stop();
   });
 
+  it('[loop: Sharded sources follow the ranges] before the gate has ranges no source is opened (a replica starting does not list the whole kind): the stores sync empty, and the first ranges open each source once', async () => {
+    const gate = new FakeShardGate();
+    gate.ranges = [];
+    const h = harness(gate);
+    for (const k of h.keys) gate.admit(uidOf(k));
+    const opened = { parents: 0, children: 0 };
+    for (const name of ['parents', 'children'] as const) {
+      const source = h[name];
+      const open = source.open.bind(source);
+      source.open = (signal: AbortSignal) => {
+        opened[name] += 1;
+        return open(signal);
+      };
+    }
+    await h.loop.start(); // resolves once every store synced: here, empty
+    await settle(10);
+    expect(opened).toEqual({ parents: 0, children: 0 });
+    expect(h.loop.store.keys()).toHaveLength(0);
+    gate.setRanges(LOW);
+    await settle(10);
+    expect(opened).toEqual({ parents: 1, children: 1 });
+    expect([...h.loop.store.keys()].sort()).toEqual([...h.lowKeys].sort());
+    await h.clock.advanceAsync(1_000);
+    await settle(10);
+    expect([...new Set(h.starts.map((s) => s.key))].sort()).toEqual([...h.lowKeys].sort());
+    await h.loop.stop();
+  });
+
   it('[loop: Sharded sources follow the ranges] a source with reshard(ranges) and a shard of the same field is resharded at construction and on every change (the server filters); one of another field is not', async () => {
     const resharded: Array<readonly ShardRange[]> = [];
     const make = (field: 'uid' | 'namespace') => {
