@@ -3,7 +3,7 @@
  * benchmark still runs and returns a well-formed result; never a pass/fail on time).
  *
  * Flags: --smoke, --runs=<n>, --only=<name,...> (throughput, memory, poison, relist, latency, retry, queue, concurrency, initial-sync,
- * indexes, owned-metadata, lease-cadence, priority, reaction, scale),
+ * indexes, owned-metadata, lease-cadence, priority, reaction, scale, sharding),
  * --pods=<N,...> (only these sizes where a benchmark takes several).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -23,6 +23,7 @@ import { runReaction } from './benchmarks/reaction.js';
 import { runRelist } from './benchmarks/relist.js';
 import { runRetry, type RetryResult } from './benchmarks/retry.js';
 import { runScale } from './benchmarks/scale.js';
+import { runSharding, type ShardingResult } from './benchmarks/sharding.js';
 import { runWatch, type WatchResult } from './benchmarks/watch.js';
 import { checkNumber, checkNumbers, type BenchContext } from './lib/context.js';
 
@@ -59,6 +60,7 @@ const benchmarks = {
   priority: runPriority,
   reaction: runReaction,
   scale: runScale,
+  sharding: runSharding,
 } as const;
 type Name = keyof typeof benchmarks;
 
@@ -171,6 +173,12 @@ const summary = {
   ...(results['priority'] !== undefined && { priority: results['priority'] }),
   ...(results['reaction'] !== undefined && { reaction: results['reaction'] }),
   ...(results['scale'] !== undefined && { scale: results['scale'] }),
+  // Issue 27's shape: one row per replica count, server-side filtering; the client-side fallback beside it.
+  ...(results['sharding'] !== undefined && {
+    sharding: (results['sharding'] as ShardingResult).server,
+    shardingClientSide: (results['sharding'] as ShardingResult).clientSide,
+    shardingDetail: results['sharding'],
+  }),
   ...(results['concurrency'] !== undefined && {
     concurrency: (results['concurrency'] as ConcurrencyResult).rows,
     concurrencyDetail: results['concurrency'],
@@ -198,6 +206,10 @@ const required: Array<[string, boolean]> = [
   ['reaction.defaults.kill.p99Ms', selectedSet.has('reaction')],
   ['ownedMetadata.metadataBytesPerPod', selectedSet.has('owned-metadata')],
   ['priority.p99UserWaitMs', selectedSet.has('priority')],
+  ['sharding.0.reconcilesPerSec', selectedSet.has('sharding')],
+  ['sharding.0.heapPerReplicaMB', selectedSet.has('sharding')],
+  ['sharding.0.bytesReceivedPerReplica', selectedSet.has('sharding')],
+  ['shardingClientSide.0.reconcilesPerSec', selectedSet.has('sharding')],
   ['priority.fifoP99UserWaitMs', selectedSet.has('priority')],
   ['priority.maxInitialWaitMs', selectedSet.has('priority')],
   ...(

@@ -86,6 +86,7 @@ async function handle(req: ChildRequest): Promise<unknown> {
         bookmarkIntervalMs: 3_600_000,
         token: BENCH_TOKEN,
         maxWatchBufferBytes: 0,
+        ...(req.shardedListAndWatch !== undefined && { shardedListAndWatch: req.shardedListAndWatch }),
       });
       return { url: server.url, kubeconfig: server.kubeconfig() };
     }

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 
 /** Requests the parent sends to the apiserver child. */
 export type ChildRequest = { id: number } & (
-  | { cmd: 'start'; maxHistory: number }
+  | { cmd: 'start'; maxHistory: number; shardedListAndWatch?: boolean }
   | { cmd: 'seed'; count: number }
   | { cmd: 'modify'; count: number }
   | { cmd: 'inject'; rate: number; durationMs: number }
@@ -45,8 +45,11 @@ export class ApiServerProcess {
     this.kubeconfig = kubeconfig;
   }
 
-  /** Forks the child (same Node flags as this process: tsx and the source condition) and starts the server. */
-  static async start(maxHistory: number): Promise<ApiServerProcess> {
+  /**
+   * Forks the child (same Node flags as this process: tsx and the source condition) and starts the server.
+   * `shardedListAndWatch: false` starts it with that feature gate off (it ignores `shardSelector`).
+   */
+  static async start(maxHistory: number, options: { shardedListAndWatch?: boolean } = {}): Promise<ApiServerProcess> {
     const child = fork(fileURLToPath(new URL('./apiserver-child.ts', import.meta.url)), [], {
       execArgv: process.execArgv.filter((a) => !a.startsWith('--cpu-prof')),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -73,7 +76,7 @@ export class ApiServerProcess {
         pending.set(id, { resolve, reject });
         child.send(req);
       });
-    const started = (await send(1, { id: 1, cmd: 'start', maxHistory })) as { url: string; kubeconfig: string };
+    const started = (await send(1, { id: 1, cmd: 'start', maxHistory, ...options })) as { url: string; kubeconfig: string };
     return new ApiServerProcess(child, pending, 2, started.url, started.kubeconfig);
   }
 
