@@ -247,7 +247,10 @@ export class Workers<T, P extends Key, S> {
     }
     // Refused: asked again after a delay while the hash is this replica's, else dropped (ShardAdmission).
     const entry = shard?.enter(key);
-    if (shard !== undefined && entry === undefined) return undefined;
+    if (shard !== undefined && entry === undefined) {
+      this.#o.expectations.close(); // the context is never handed over
+      return undefined;
+    }
     return { fingerprint, controller, context, shard: entry };
   }
 
