@@ -48,7 +48,7 @@ tmp="$out.tmp.$$"
 log "client-go-check (client-go $version): downloading modules"
 (cd "$mod" && go mod download)
 log "client-go-check: compiling (about 700 packages with the standard library; minutes on a cold build cache)"
-if ! (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$tmp" .); then
+if ! (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -buildvcs=false -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$tmp" .); then
   rm -f "$tmp"
   log "client-go-check: build FAILED"
   exit 1

@@ -69,8 +69,11 @@ build_one() { # <name> <module dir> <output> <ldflags>
   total=$(cd "$dir" && go list -deps . 2>/dev/null | wc -l) || total='?'
   log "$name: compiling ($total packages in the build, fewer when some are cached; the first build takes minutes)"
   set +e
+  # -dwarf=false: the binaries are stripped (-s -w) anyway, so the debug info each package would
+  # compile is thrown away at link; not generating it saves ~5 % of a build's CPU (etcd 3.6.5 from an
+  # empty build cache: 96 s user+sys instead of 101 s).
   (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -v -trimpath -buildvcs=false \
-      -ldflags "$ldflags" -o "$tmp" .) 2>&1 | while IFS= read -r line; do
+      -gcflags=all=-dwarf=false -ldflags "$ldflags" -o "$tmp" .) 2>&1 | while IFS= read -r line; do
     # go build -v prints one import path per compiled package; anything else is a diagnostic.
     if [[ "$line" == "#"* || "$line" == *".go:"* || "$line" == "go: "* || "$line" == *" "* ]]; then
       printf '%s\n' "$line" >&2
