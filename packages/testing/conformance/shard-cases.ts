@@ -256,6 +256,26 @@ export const SHARD_CASES: ConformanceCase[] = [
     },
   },
   {
+    id: 'shard-delete-collection',
+    title:
+      'DELETE of a collection with a shardSelector deletes the shard only (DeleteCollection lists with the same options); a malformed selector deletes nothing',
+    run: async (t, ns) => {
+      const all = await pods(t, ns, 10);
+      const malformed = await t.request('DELETE', `/api/v1/namespaces/${ns}/pods?${q('x')}`);
+      const afterMalformed = (await t.request('GET', `/api/v1/namespaces/${ns}/pods`)).json.items as Item[];
+      const a = await t.request('DELETE', `/api/v1/namespaces/${ns}/pods?${q(LOWER_SEL)}`);
+      const left = (await t.request('GET', `/api/v1/namespaces/${ns}/pods`)).json.items as Item[];
+      return {
+        malformed: status(malformed),
+        malformedDeletedNothing: afterMalformed.length === all.length,
+        status: a.status,
+        kind: a.json?.kind,
+        deletedTheShard: JSON.stringify(names(a.json.items)) === JSON.stringify(inRanges(all, LOWER)),
+        leftTheOtherHalf: JSON.stringify(names(left)) === JSON.stringify(inRanges(all, UPPER)),
+      };
+    },
+  },
+  {
     id: 'shard-malformed',
     title:
       'malformed shardSelectors (syntax, walker, bounds, fields): 500, no reason, `invalid shard selector: …`, on LIST, paged LIST and WATCH',
@@ -280,6 +300,17 @@ export const SHARD_CASES: ConformanceCase[] = [
 ];
 
 export const SHARD_OFF_CASES: ConformanceCase[] = [
+  {
+    id: 'shard-ignored-delete-collection',
+    title:
+      'without the ShardedListAndWatch gate, DELETE of a collection ignores a shardSelector and deletes every selected pod: a sharded client must not rely on one there',
+    run: async (t, ns) => {
+      const all = await pods(t, ns, 4);
+      const a = await t.request('DELETE', `/api/v1/namespaces/${ns}/pods?${q(LOWER_SEL)}`);
+      const left = (await t.request('GET', `/api/v1/namespaces/${ns}/pods`)).json.items as Item[];
+      return { status: a.status, deleted: names(a.json.items), every: names(all), left: names(left) };
+    },
+  },
   {
     id: 'shard-ignored',
     title:

@@ -266,6 +266,31 @@ describe('malformed shardSelector', () => {
   });
 });
 
+describe('shardSelector on DELETE of a collection', () => {
+  it('[testing: shardSelector delete-collection] DELETE of a collection with a shardSelector deletes the shard only and answers with it; a malformed one deletes nothing', async () => {
+    await start();
+    server.seedPods(24);
+    const all = (await call(server, 'GET', PODS)).json.items as Item[];
+    const bad = await call(server, 'DELETE', `${PODS}?${q('x')}`);
+    expect(bad.status).toBe(500);
+    expect(bad.json.message).toMatch(/^invalid shard selector: /);
+    expect((await call(server, 'GET', PODS)).json.items).toHaveLength(24);
+    const a = await call(server, 'DELETE', `${PODS}?${q(shardSelector('uid', LOWER))}`);
+    expect(a.status).toBe(200);
+    expect(names(a.json.items)).toEqual(expected(all, LOWER));
+    expect(names((await call(server, 'GET', PODS)).json.items)).toEqual(expected(all, UPPER));
+  });
+
+  it('[testing: ShardedListAndWatch off] the gate off: DELETE of a collection ignores a shardSelector and deletes every selected pod', async () => {
+    await start({ shardedListAndWatch: false });
+    server.seedPods(6);
+    const a = await call(server, 'DELETE', `${PODS}?${q(shardSelector('uid', LOWER))}`);
+    expect(a.status).toBe(200);
+    expect(a.json.items).toHaveLength(6);
+    expect((await call(server, 'GET', PODS)).json.items).toHaveLength(0);
+  });
+});
+
 describe('shardedListAndWatch: false', () => {
   it('[testing: ShardedListAndWatch off] the gate off ignores shardSelector, valid or not: every object, no shardInfo, on LIST and WATCH', async () => {
     await start({ shardedListAndWatch: false });

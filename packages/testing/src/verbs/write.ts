@@ -9,7 +9,7 @@ import { badRequest, deleteSuccess, forbidden, invalid, unsupportedMediaType } f
 import type { ApiServerObject } from '../types.js';
 import { subresourceOf, type Route, type ServerContext } from './context.js';
 import { checkFields, fieldValidationOf } from './field-validation.js';
-import { listBody, selected, selectors } from './query.js';
+import { inShard, listBody, selected, selectors, shardFilter } from './query.js';
 
 /** The patch type a PATCH's Content-Type names (415 for one the kind does not accept). */
 function patchType(req: IncomingMessage, r: ResourceType): PatchType | 'apply' {
@@ -186,7 +186,12 @@ export async function serveDelete(
   else sendJson(res, 200, out.object);
 }
 
-/** DELETE of a collection: every selected object, answered as a list of what was deleted. */
+/**
+ * DELETE of a collection: every selected object, answered as a list of what was deleted. The
+ * selection is a LIST's (kube-apiserver's DeleteCollection lists with the same options), so a
+ * `shardSelector` narrows it where the server applies one, and is ignored, deleting every selected
+ * object, where it does not (the gate off).
+ */
 export async function serveDeleteCollection(
   ctx: ServerContext,
   req: IncomingMessage,
@@ -199,9 +204,11 @@ export async function serveDeleteCollection(
   const opts = await deleteOptions(req, q, r);
   if (dryRunOf(q, 'DeleteOptions')) opts.dryRun = true;
   const { labels, fields } = selectors(r, q);
+  const shard = shardFilter(ctx, q);
   const deleted: ApiServerObject[] = [];
   for (const [, o] of ctx.store.listCurrent(r, ns)) {
     if (!selected(r, o, labels, fields)) continue;
+    if (shard !== undefined && !inShard(shard, o)) continue;
     try {
       deleted.push(ctx.engine.delete(r, o.metadata.namespace ?? '', o.metadata.name ?? '', opts).object);
     } catch (e) {
