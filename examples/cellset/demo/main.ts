@@ -23,9 +23,9 @@ const usage = `usage: pnpm demo [--budget-scale <x>] [--verbose]
   --workers: reconciles at once (default 4); --write-qps/--write-burst: the reconcile writes' client-side
     token bucket (default 20/30; Events and the Lease have their own)
   no kubeconfig: the CellSet story on an embedded apiserver (exit 0 at the end)
-  --shards <n>: the controller scaled out on the embedded apiserver: n replica processes (${MIN_SHARDS}-${MAX_SHARDS}) share the
-    CellSets on a ring of Leases; one joins, one is killed (kill -9), one paused (SIGSTOP) and resumed; exit 0 when no
-    CellSet was reconciled by two replicas at once and every CellSet converged
+  --shards <n>: the controller scaled out on the embedded apiserver (KUBECONFIG ignored): n replica processes (${MIN_SHARDS}-${MAX_SHARDS})
+    share the CellSets on a ring of Leases; they join one by one, one is killed (kill -9), another paused (SIGSTOP) and
+    resumed; exit 0 when no CellSet was reconciled by two replicas at once and every CellSet converged
   KUBECONFIG, --kubeconfig or --controller: the CellSet controller on that cluster, until SIGTERM/SIGINT
     (installs the CRD when its identity may; the least-privilege Role is examples/cellset/deploy/rbac.yaml)
   CELLSET_PAUSE_AFTER_CREATES=n pauses the controller right after its n-th pod create (a kill -9 test's hook)

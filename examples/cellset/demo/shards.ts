@@ -519,6 +519,9 @@ export async function runShards(options: ShardsOptions): Promise<ShardsReport> {
     const moved = [...reconcilers.values()].filter((s) => s.size > 1).length;
     const done = names.filter(converged).length;
     for (const o of overlaps) printError(`overlap: ${o}`);
+    const logged = replicas.reduce((n, r) => n + r.lines.filter((x) => x.e === 'log').length, 0);
+    if (logged > 0 && !options.verbose)
+      say(`the replicas logged ${logged} warnings and errors (a killed peer's Lease, a dropped watch…): --verbose prints them`);
     say(
       overlaps.length === 0
         ? `no CellSet was reconciled by two replicas at once (${intervals.length} reconciles checked, from the replicas' own records on one machine clock); ${moved} of ${count} CellSets moved between replicas`
