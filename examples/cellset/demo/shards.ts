@@ -5,7 +5,8 @@
  * and the SIGSTOP below are real signals to real processes. The story:
  *
  * 1. twelve CellSets; N replicas join one after the other, each taking about 1/N of them;
- * 2. every CellSet is edited: each replica rebuilds the pods of its own share;
+ * 2. the last joins right after every CellSet was edited, while the others rebuild the pods: the
+ *    CellSets it takes wait until their previous owner has acknowledged the new ring;
  * 3. the replica with most CellSets is killed with kill -9 right after an edit: its CellSets move
  *    to the others once its Lease has expired by their clocks;
  * 4. a new replica joins in its place;
@@ -215,6 +216,17 @@ export async function runShards(options: ShardsOptions): Promise<ShardsReport> {
   /** The owners of the last settled ring: who a key came from. */
   let owners = new Map<string, string>();
 
+  /** Every replica's admissions so far, as intervals (a killed replica's open one ends when its exit was seen). */
+  const admissions = (): Interval[] =>
+    replicas.flatMap((r) =>
+      intervalsOf(
+        r.name,
+        r.lines.filter((x): x is Line & AdmissionEvent => x.e === 'enter' || x.e === 'release'),
+        (h) => byHash.get(h),
+        r.killedAt,
+      ),
+    );
+
   const server: ApiServer = await startApiServer({ implicitNamespaces: true });
   let stopKubelet = (): void => {};
   const unexpected: string[] = [];
@@ -326,9 +338,9 @@ export async function runShards(options: ShardsOptions): Promise<ShardsReport> {
       const width = Math.max(...ring.map((r) => list(r.keys).length));
       for (const r of ring) {
         const cache = r.last('cache')!;
-        const owns = `${String(r.keys.length).padStart(2)} CellSets  ${list(r.keys).padEnd(width)}`;
+        const owns = `${String(r.keys.length).padStart(2)} ${r.keys.length === 1 ? 'CellSet ' : 'CellSets'}  ${list(r.keys).padEnd(width)}`;
         print(
-          `          ${r.name.padEnd(10)} ${owns}  cache: ${String(cache['cellSets'])} CellSets, ${String(cache['pods'])} pods`,
+          `          ${r.name.padEnd(10)} ${owns}  cache: ${String(cache['cellSets'])} CellSet${cache['cellSets'] === 1 ? '' : 's'}, ${String(cache['pods'])} pods`,
         );
       }
     };
@@ -374,24 +386,30 @@ export async function runShards(options: ShardsOptions): Promise<ShardsReport> {
         .join(' · ');
 
     // 1. The replicas join one after the other. Started together first: loading the sources is the slow part.
+    //    The last one joins right after an edit of every CellSet, while the others rebuild their pods: a
+    //    CellSet it takes waits until its previous owner's reconciles of it have finished.
     const pool = Array.from({ length: shards }, () => spawnReplica());
     await until('the replica processes loaded', () => (pool.every((r) => r.first('loaded')) ? true : undefined));
+    let since = 0;
     for (const [i, r] of pool.entries()) {
+      if (i === shards - 1) {
+        since = Date.now();
+        say(`kubectl edit, every CellSet: image cells/engine:${image + 1} (every pod drifts and is rebuilt)`);
+        edit(names);
+      }
       const at = Date.now();
-      say(`${r.name} joins (a process of its own, pid ${r.child.pid}): it takes a Lease ${RING}-${r.name} and reads the ring`);
+      const busy = i === shards - 1 ? ', while the others rebuild their pods' : '';
+      say(
+        `${r.name} joins${busy} (a process of its own, pid ${r.child.pid}): it takes a Lease ${RING}-${r.name} and reads the ring`,
+      );
       r.join();
       await until(`${r.name} synced`, () => r.first('synced', at));
       if (i === 0) await allConverged(`${r.name} alone`);
       await showRing(`${r.name} joined`);
       if (i === 0) say(`${r.name} alone reconciled all ${count}: ${count * PODS} pods Running`);
     }
-
-    // 2. Every CellSet is edited: each replica rebuilds the pods of its own share.
-    let since = Date.now();
-    say(`kubectl edit, every CellSet: image cells/engine:${image + 1} (every pod drifts and is rebuilt)`);
-    edit(names);
     await allConverged('the first edit');
-    say(`every CellSet converged; reconciled by: ${reconciledSince(since)}`);
+    say(`every CellSet converged; reconciled since the edit by: ${reconciledSince(since)}`);
 
     // 3. kill -9 the replica with most CellSets, right after an edit of every CellSet.
     const victim = live().sort((a, b) => b.keys.length - a.keys.length)[0]!;
@@ -505,14 +523,7 @@ export async function runShards(options: ShardsOptions): Promise<ShardsReport> {
     }
 
     // The check, from the replicas' own records.
-    const intervals: Interval[] = replicas.flatMap((r) =>
-      intervalsOf(
-        r.name,
-        r.lines.filter((x): x is Line & AdmissionEvent => x.e === 'enter' || x.e === 'release'),
-        (h) => byHash.get(h),
-        r.killedAt,
-      ),
-    );
+    const intervals = admissions();
     const overlaps = findOverlaps(intervals);
     const reconcilers = new Map<string, Set<string>>();
     for (const x of intervals) reconcilers.set(x.key, (reconcilers.get(x.key) ?? new Set()).add(x.replica));
@@ -521,7 +532,9 @@ export async function runShards(options: ShardsOptions): Promise<ShardsReport> {
     for (const o of overlaps) printError(`overlap: ${o}`);
     const logged = replicas.reduce((n, r) => n + r.lines.filter((x) => x.e === 'log').length, 0);
     if (logged > 0 && !options.verbose)
-      say(`the replicas logged ${logged} warnings and errors (a killed peer's Lease, a dropped watch…): --verbose prints them`);
+      say(
+        `the replicas logged ${logged} warning${logged === 1 ? '' : 's'} or error${logged === 1 ? '' : 's'}: --verbose prints them`,
+      );
     say(
       overlaps.length === 0
         ? `no CellSet was reconciled by two replicas at once (${intervals.length} reconciles checked, from the replicas' own records on one machine clock); ${moved} of ${count} CellSets moved between replicas`
@@ -537,6 +550,10 @@ export async function runShards(options: ShardsOptions): Promise<ShardsReport> {
       killed: victim.name,
       paused: woke.name,
     };
+  } catch (error) {
+    // A story that stalled still reports what the records hold so far.
+    for (const o of findOverlaps(admissions())) printError(`overlap (before it stopped): ${o}`);
+    throw error;
   } finally {
     for (const r of replicas) {
       r.endExpected = true;
