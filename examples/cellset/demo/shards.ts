@@ -421,7 +421,7 @@ export async function runShards(options: ShardsOptions): Promise<ShardsReport> {
     await until(`${victim.name} reconciling`, () => victim.first('enter', since));
     victim.endExpected = true;
     victim.child.kill('SIGKILL');
-    await victim.exited;
+    await until(`${victim.name} gone after kill -9`, () => (victim.ended === undefined ? undefined : true));
     victim.killedAt = Date.now();
     const replacement = spawnReplica(); // loads while the Lease runs out
     say(
