@@ -36,3 +36,4 @@ export {
 export { clientGoCheck, runClientGoCheck, type ClientGoReport } from './clients.js';
 export { fnv1a64, hashInRanges, type HashRange } from './shard-oracle.js';
 export { readJsonLines } from './json-lines.js';
+export { spawnTsxScript } from './tsx-script.js';

@@ -1,12 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { e2eAvailability, requireControlPlane, useE2eEnvironment } from '../src/environment.js';
-import { readJsonLines } from '../src/index.js';
+import { spawnTsxScript } from '../src/index.js';
 
 // @reconcile-loop/leader-election against the real kube-apiserver: replicas are separate processes
 // (e2e/scripts/leader-replica.ts) competing for one Lease with lease 3 s, renew deadline 2 s, retry
@@ -23,8 +21,6 @@ const environment = useE2eEnvironment(availability);
 
 const LEASE_MS = 3_000;
 const RETRY_MS = 500;
-const here = dirname(fileURLToPath(import.meta.url));
-const e2eRoot = join(here, '..');
 
 interface Event {
   readonly e: string;
@@ -44,25 +40,9 @@ class Replica {
     namespace: string,
     lease = 'e2e-lock',
   ) {
-    this.child = spawn(
-      process.execPath,
-      [
-        '--conditions=@reconcile-loop/source',
-        '--import',
-        'tsx',
-        join(e2eRoot, 'scripts', 'leader-replica.ts'),
-        kubeconfigPath,
-        namespace,
-        lease,
-        id,
-      ],
-      {
-        cwd: e2eRoot,
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    readJsonLines(
-      this.child.stdout!,
+    this.child = spawnTsxScript(
+      'leader-replica',
+      [kubeconfigPath, namespace, lease, id],
       (event) => this.events.push(event as Event),
       (line) => process.stderr.write(`[${this.id}] ${line}\n`),
     );

@@ -1,15 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { describe, expect, it } from 'vitest';
 import {
   fnv1a64,
   hashInRanges,
-  readJsonLines,
   readVersions,
+  spawnTsxScript,
   uniqueNamespace,
   type HashRange as ShardRange,
 } from '../src/index.js';
@@ -42,8 +40,6 @@ const PARENTS = 40;
 const RECONCILE_MS = 300;
 const LEASE_MS = 4_000;
 const OBSERVED = 'shard-e2e/observed';
-const here = dirname(fileURLToPath(import.meta.url));
-const e2eRoot = join(here, '..');
 const configMaps = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap' };
 
 interface Event {
@@ -70,23 +66,9 @@ class Replica {
     namespace: string,
     ring: string,
   ) {
-    this.child = spawn(
-      process.execPath,
-      [
-        '--conditions=@reconcile-loop/source',
-        '--import',
-        'tsx',
-        join(e2eRoot, 'scripts', 'shard-replica.ts'),
-        kubeconfigPath,
-        namespace,
-        ring,
-        id,
-        String(RECONCILE_MS),
-      ],
-      { cwd: e2eRoot, stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    readJsonLines(
-      this.child.stdout!,
+    this.child = spawnTsxScript(
+      'shard-replica',
+      [kubeconfigPath, namespace, ring, id, String(RECONCILE_MS)],
       (event) => this.events.push(event as Event),
       (line) => process.stderr.write(`[${this.id}] ${line}\n`),
     );

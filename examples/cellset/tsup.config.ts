@@ -8,7 +8,8 @@ import { defineConfig } from 'tsup';
  * of the packages.
  */
 export default defineConfig({
-  entry: { main: 'demo/main.ts' },
+  // The replica process of `--shards` (demo/shards.ts starts dist/shard-replica.js beside dist/main.js).
+  entry: { main: 'demo/main.ts', 'shard-replica': 'demo/shard-replica.ts' },
   format: ['esm'],
   target: 'node22',
   platform: 'node',

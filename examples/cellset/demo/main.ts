@@ -6,20 +6,26 @@
  *   node dist/main.js --controller --namespace cells   # production: the built entry (`pnpm --filter @reconcile-loop/example-cellset build`)
  *   pnpm demo                                   # the story, about 15 s
  *   pnpm demo --budget-scale 1                  # the same with the real 0/1/5/30 s budget (about 45 s)
+ *   pnpm demo --shards 3                        # scaled out: 3 replica processes share the CellSets (shards.ts)
  *   KUBECONFIG=~/.kube/config pnpm demo --namespace cells --metrics-port 8080   # the controller
  *   ./dev demo pool-tracker [flags]             # the earlier pool-tracker demo (--replicas, --controller, --fault, ...)
  */
 import { parseArgs } from 'node:util';
 import { runStory } from './story.js';
 import { runController } from './run.js';
+import { MAX_SHARDS, MIN_SHARDS, runShards } from './shards.js';
 
 const usage = `usage: pnpm demo [--budget-scale <x>] [--verbose]
+       pnpm demo --shards <n> [--verbose]
        pnpm demo --controller [--kubeconfig <path>] [--namespace <ns>] [--metrics-port <port>] [--metrics-host <addr>]
                  [--rebuild-delays <s,s,...>] [--lease-duration <s>] [--renew-deadline <s>] [--retry-period <s>] [--sync-timeout <s>]
                  [--shutdown-grace <s>] [--workers <n>] [--write-qps <n>] [--write-burst <n>]
   --workers: reconciles at once (default 4); --write-qps/--write-burst: the reconcile writes' client-side
     token bucket (default 20/30; Events and the Lease have their own)
   no kubeconfig: the CellSet story on an embedded apiserver (exit 0 at the end)
+  --shards <n>: the controller scaled out on the embedded apiserver (KUBECONFIG ignored): n replica processes (${MIN_SHARDS}-${MAX_SHARDS})
+    share the CellSets on a ring of Leases; they join one by one, one is killed (kill -9), another paused (SIGSTOP) and
+    resumed; exit 0 when no CellSet was reconciled by two replicas at once and every CellSet converged
   KUBECONFIG, --kubeconfig or --controller: the CellSet controller on that cluster, until SIGTERM/SIGINT
     (installs the CRD when its identity may; the least-privilege Role is examples/cellset/deploy/rbac.yaml)
   CELLSET_PAUSE_AFTER_CREATES=n pauses the controller right after its n-th pod create (a kill -9 test's hook)
@@ -38,11 +44,11 @@ const POOL_TRACKER_FLAGS = [
 
 class UsageError extends Error {}
 
-function number(name: string, text: string | undefined, check: (n: number) => boolean): number | undefined {
+function number(name: string, text: string | undefined, check: (n: number) => boolean, hint = ''): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
   if (!Number.isFinite(n) || !check(n))
-    throw new UsageError(`${/^[A-Z_]+$/.test(name) ? name : `--${name}`}: not a usable value: ${JSON.stringify(text)}`);
+    throw new UsageError(`${/^[A-Z_]+$/.test(name) ? name : `--${name}`}: not a usable value: ${JSON.stringify(text)}${hint}`);
   return n;
 }
 
@@ -67,6 +73,7 @@ async function main(): Promise<number> {
         'write-qps': { type: 'string' },
         'write-burst': { type: 'string' },
         'budget-scale': { type: 'string' },
+        shards: { type: 'string' },
         verbose: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -89,6 +96,25 @@ async function main(): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
+    if (values.shards !== undefined) {
+      const whole = (n: number) => Number.isInteger(n) && n >= MIN_SHARDS && n <= MAX_SHARDS;
+      const shards = number('shards', values.shards, whole, ` (replicas: a whole number from ${MIN_SHARDS} to ${MAX_SHARDS})`);
+      if (values.controller || values.kubeconfig !== undefined)
+        throw new UsageError('--shards plays on the embedded apiserver: it takes neither --controller nor --kubeconfig');
+      console.log(`The CellSet controller (examples/cellset) scaled out: ${shards} replica processes share the CellSets.`);
+      const report = await runShards({
+        shards: shards!,
+        print: (line) => console.log(line),
+        printError: (line) => console.error(line),
+        verbose: values.verbose,
+        signal: abort.signal,
+      });
+      const ok = report.overlaps.length === 0 && report.converged === report.cellSets;
+      console.log(
+        `${ok ? 'done' : 'FAILED'}: ${report.joined.length} replicas joined, ${report.killed} killed, ${report.paused} paused and resumed; ${report.converged}/${report.cellSets} CellSets converged; ${report.overlaps.length} overlaps in ${report.reconciles} reconciles`,
+      );
+      return ok ? 0 : 1;
+    }
     const kubeconfig = values.kubeconfig ?? process.env['KUBECONFIG'];
     if (values.controller || kubeconfig) {
       const seconds = (name: string) => number(name, values[name as 'lease-duration'], (n) => n > 0);

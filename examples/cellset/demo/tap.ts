@@ -14,6 +14,8 @@ export interface Taps {
   beforeStatusWrite?(cellSet: string): void | Promise<void>;
   /** That write was answered with `code` (409: someone wrote in between; the controller re-reads and retries). */
   afterStatusWrite?(cellSet: string, code: number): void | Promise<void>;
+  /** Any request was answered `status`; `sentAt` is when it was sent (`Date.now()`). Not awaited. */
+  afterResponse?(method: string, url: URL, status: number, sentAt: number): void;
 }
 
 const POD_CREATE = /^\/api\/v1\/namespaces\/[^/]+\/pods$/;
@@ -34,7 +36,9 @@ export function tappedClient(
       const path = request.url.pathname;
       const status = request.method === 'PUT' ? STATUS_WRITE.exec(path)?.[1] : undefined;
       if (status !== undefined) await taps.beforeStatusWrite?.(status);
+      const sentAt = Date.now();
       const response = await send(request);
+      taps.afterResponse?.(request.method, request.url, response.status, sentAt);
       if (status !== undefined) await taps.afterStatusWrite?.(status, response.status);
       if (request.method === 'POST' && POD_CREATE.test(path) && response.status === 201) {
         const pod = (JSON.parse(request.body ?? '{}') as { metadata?: { name?: string } }).metadata?.name ?? '';

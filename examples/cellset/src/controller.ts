@@ -8,7 +8,7 @@ import { addFinalizer, createIfAbsent, deleteIfPresent, removeFinalizer, updateS
 import { EventRecorder, type KubeClient } from '@reconcile-loop/kube-client';
 import { isNotFound } from '@reconcile-loop/kube-client/errors';
 import { ReconcileLoop, silentLogger, type ReconcileContext, type ReconcileResult } from '@reconcile-loop/loop';
-import type { BackoffPolicy, Clock, LeaderGate, Logger } from '@reconcile-loop/loop';
+import type { BackoffPolicy, Clock, LeaderGate, Logger, ShardGate } from '@reconcile-loop/loop';
 import { controllerMetrics } from '@reconcile-loop/metrics';
 import { kubeReflector } from '@reconcile-loop/reflector';
 import { Counter, Registry } from 'prom-client';
@@ -29,6 +29,7 @@ export interface CellSetControllerOptions {
   readonly rebuildDelaysMs?: readonly number[] | undefined; // per slot, 0 first; default 0/1/5/30 s
   readonly workers?: number | undefined;
   readonly leaderGate?: LeaderGate | undefined; // reconcile only while leading (a `LeaderElector`)
+  readonly shardGate?: ShardGate | undefined; // scale out: only the CellSets whose uid hash it admits (a `ShardMember`)
   readonly onDecision?: ((decision: Decision) => void) | undefined;
   readonly onError?: ((error: unknown) => void) | undefined; // a source failed for good: the loop stopped
   readonly registry?: Registry | undefined;
@@ -133,6 +134,7 @@ export function createCellSetController(options: CellSetControllerOptions) {
   const loop = new ReconcileLoop<CellSet, string, { pods: Pod }>({
     controller: { name: 'cellset', concurrency: options.workers ?? DEFAULT_WORKERS },
     leadership: options.leaderGate && { gate: options.leaderGate },
+    shard: options.shardGate && { gate: options.shardGate },
     sources: { syncTimeoutMs: options.syncTimeoutMs },
     source: kubeReflector({ name: 'cellsets', resource: cellSetResource, schema: cellSetSchema, ...reflect }),
     keyMap: (_set, key) => key, // a CellSet is its own parent: key `namespace/name`
@@ -142,8 +144,7 @@ export function createCellSetController(options: CellSetControllerOptions) {
     // Only this controller's pods (the label each one it creates carries), mapped by controller reference.
     secondary: { pods: { source: kubeReflector({ ...podSource, ...reflect }), owner: { kind: KIND, apiVersion: API_VERSION } } },
     reconcile,
-    observer: controllerMetrics({ registry, controller: 'cellset' }),
-    ...{ logger, clock, onError: options.onError },
+    ...{ observer: controllerMetrics({ registry, controller: 'cellset' }), logger, clock, onError: options.onError },
   });
   return { loop, registry, events };
 }
