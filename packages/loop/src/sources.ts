@@ -79,8 +79,11 @@ export interface WiringContext<P extends Key> {
 export function buildStores<T, P extends Key, S>(options: ReconcileLoopOptions<T, P, S>, logger: Logger): Stores<T, P, S> {
   const primaryFilters = { create: options.createFilter, update: options.updateFilter, delete: options.deleteFilter };
   const primary = new ObjectStore<T, P>({
-    ...{ name: options.source.name, keyMap: options.keyMap, indexers: options.indexers, logger },
+    name: options.source.name,
+    keyMap: options.keyMap,
     admit: admission<T>(primaryFilters, options.source.name, logger),
+    indexers: options.indexers,
+    logger,
   });
   const secondaries = new Map<string, ObjectStore<unknown, P>>();
   const readers: Record<string, StoreReader<unknown, P>> = {};
@@ -94,8 +97,13 @@ export function buildStores<T, P extends Key, S>(options: ReconcileLoopOptions<T
       userMap === undefined ? (ownerKeyMap(spec.owner!) as KeyMap<unknown, P>) : (object, key) => userMap(object, key, caches);
     const filters = { create: spec.createFilter, update: spec.updateFilter, delete: spec.deleteFilter };
     const store = new ObjectStore<unknown, P>({
-      ...{ name: spec.source.name, keyMap, unmapped: 'keep', remap: userMap !== undefined, indexers: spec.indexers, logger },
+      name: spec.source.name,
+      keyMap,
+      unmapped: 'keep',
+      remap: userMap !== undefined,
       admit: admission(filters, spec.source.name, logger),
+      indexers: spec.indexers,
+      logger,
     });
     secondaries.set(name, store);
     readers[name] = store.reader;
