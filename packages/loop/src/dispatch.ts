@@ -112,7 +112,7 @@ export class Gate<T, P extends Key> {
   parentObject(key: P): T | undefined {
     const own: ObjectKey = String(key);
     const primary = this.#o.primary;
-    return primary.parentOf(own) === key ? primary.get(own) : undefined;
+    return primary.parentsOf(own).includes(key) ? primary.get(own) : undefined;
   }
 }
 

@@ -1,12 +1,11 @@
 /**
  * Event filters (controller-runtime's predicates): decide whether a create, an update or a delete of
  * a source's object is worth a reconcile. The store always applies the event; only the enqueue is
- * skipped. There is no generic filter: every event a source yields is a create, an update or a
+ * skipped: a source's filters become its store's `admit` ({@link admission}). There is no generic filter: every event a source yields is a create, an update or a
  * delete (a relist's too), and resync re-drives parents, not objects.
  */
-import type { ObjectKey, ObjectStore, SourceEvent } from '@reconcile-loop/object-store';
-import type { Logger, Key } from '@reconcile-loop/primitives';
-import type { StoreWriter } from '@reconcile-loop/stream-driver';
+import type { ObjectKey, ObjectStoreOptions } from '@reconcile-loop/object-store';
+import type { Logger } from '@reconcile-loop/primitives';
 
 /**
  * `true` when the change from `previous` to `next` (two versions of the same cached object) should
@@ -30,11 +29,6 @@ export interface EventFilters<U> {
   readonly create?: ObjectFilter<U> | undefined;
   readonly update?: UpdateFilter<U> | undefined;
   readonly delete?: ObjectFilter<U> | undefined;
-}
-
-/** Whether any filter is set (no filter: the store is used as is, nothing to judge). */
-export function anyFilter<U>(filters: EventFilters<U>): boolean {
-  return filters.create !== undefined || filters.update !== undefined || filters.delete !== undefined;
 }
 
 type StringMap = Readonly<Record<string, string>> | null | undefined;
@@ -140,63 +134,13 @@ export function admits<U>(
   return update === undefined || run('update', () => update(previous, next), key, source, logger);
 }
 
-const EMPTY: ReadonlySet<never> = new Set();
-
 /**
- * Wraps the primary `ObjectStore` so filtered events still land in the cache but affect no parent.
- * An update that moves the object to another parent is never filtered (a filter skips a no-op, never
- * a change of membership); a create or delete the source's `createFilter` / `deleteFilter` refuses
- * is. A relist is judged object by object: unchanged objects as updates, new ones as creates, the
- * store's synthesised deletions as deletes.
+ * A source's filters as its store's `admit` (object-store asks it for every create and delete, and
+ * for an update that keeps the object's parents: the same rule as {@link admits}, applied where the
+ * store knows the parents before and after); `undefined` when no filter is set, so an unfiltered
+ * store judges nothing.
  */
-export function filteredWriter<T, P extends Key>(
-  store: ObjectStore<T, P>,
-  filters: EventFilters<T>,
-  source: string,
-  logger: Logger,
-): StoreWriter<T, P> {
-  return {
-    apply(event: SourceEvent<T>): ReadonlySet<P> {
-      const type = (event as { type?: unknown } | null)?.type;
-      if (type === 'upsert' && event.type === 'upsert') {
-        const previous = store.get(event.key);
-        const parentBefore = store.parentOf(event.key);
-        const affected = store.apply(event);
-        const unmoved = previous === undefined || (parentBefore !== undefined && store.parentOf(event.key) === parentBefore);
-        if (unmoved && !admits(filters, previous, event.object, event.key, source, logger)) return EMPTY;
-        return affected;
-      }
-      if (type === 'delete' && event.type === 'delete') {
-        const previous = store.get(event.key);
-        const affected = store.apply(event);
-        if (previous !== undefined && !admits(filters, previous, undefined, event.key, source, logger)) return EMPTY;
-        return affected;
-      }
-      if (type !== 'replace' || event.type !== 'replace') return store.apply(event);
-      const before = store.snapshot();
-      const parentsBefore = new Map<ObjectKey, P | undefined>();
-      for (const key of before.keys()) parentsBefore.set(key, store.parentOf(key));
-      const affected = store.apply(event); // throws on a bad event before any write
-      const out = new Set<P>();
-      const world = event.objects;
-      for (const [key, object] of world) {
-        const previous = before.get(key);
-        const was = parentsBefore.get(key);
-        const now = store.parentOf(key);
-        const judged = previous === undefined || (was === now && was !== undefined);
-        if (judged && !admits(filters, previous, object, key, source, logger)) continue;
-        if (was !== undefined) out.add(was);
-        if (now !== undefined) out.add(now);
-      }
-      for (const [key, parent] of parentsBefore) {
-        if (world.has(key) || parent === undefined) continue;
-        // Gone from the store: a synthesised deletion, judged on the last object it held.
-        if (!store.has(key) && !admits(filters, before.get(key), undefined, key, source, logger)) continue;
-        out.add(parent);
-      }
-      // Only parents the store itself reported: the filter narrows, it never adds.
-      for (const parent of out) if (!affected.has(parent)) out.delete(parent);
-      return out;
-    },
-  };
+export function admission<U>(filters: EventFilters<U>, source: string, logger: Logger): ObjectStoreOptions<U, never>['admit'] {
+  if (filters.create === undefined && filters.update === undefined && filters.delete === undefined) return undefined;
+  return (previous, next, key) => admits(filters, previous, next, key, source, logger);
 }

@@ -127,7 +127,9 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
   source: Source<T>;
   /**
    * Attributes each primary object to its parent key: `(_, key) => key` when the source lists the
-   * parents themselves (a custom resource), or a label value for a pod tracker; see `KeyMap`.
+   * parents themselves (a custom resource), or a label value for a pod tracker; an array when one
+   * object concerns several parents. An object it maps to none (`undefined`, `[]`, a throw) is not
+   * cached, and is evicted if it was (logged); see object-store's `KeyMap`.
    */
   keyMap: KeyMap<T, P>;
   /** Called for each dequeued parent key; never twice at once for the same key. */
@@ -404,6 +406,7 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
     if (options[filter] !== undefined && typeof options[filter] !== 'function')
       throw new OptionsError('ReconcileLoop', `${filter} must be a function`);
   }
+  validateIndexers('indexers', options.indexers);
   validateSecondaries(source, options.secondary as Record<string, SecondarySource<unknown, P>> | undefined);
   validateDebounce('debounce', options.debounce);
   const queue = group('queue', options.queue, ['priority', 'agingMs']);
@@ -523,6 +526,17 @@ function validateSecondaries<P extends Key>(
       if (spec[filter] !== undefined && typeof spec[filter] !== 'function')
         throw new OptionsError('ReconcileLoop', `${where}.${filter} must be a function`);
     }
+    validateIndexers(`${where}.indexers`, spec.indexers);
+  }
+}
+
+/** An object of index functions by name (the store checks it too, but cannot name the option's path). */
+function validateIndexers(path: string, value: unknown): void {
+  if (value === undefined) return;
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new OptionsError('ReconcileLoop', `${path} must be an object of index functions by name`);
+  for (const [name, func] of Object.entries(value)) {
+    if (typeof func !== 'function') throw new OptionsError('ReconcileLoop', `${path}.${name} must be a function`);
   }
 }
 

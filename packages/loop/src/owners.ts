@@ -2,7 +2,8 @@
  * Owner-reference mapping (controller-runtime's `EnqueueRequestForOwner`), read structurally from
  * `metadata.ownerReferences` and `metadata.namespace`, so no Kubernetes client is imported.
  */
-import type { ObjectKey } from '@reconcile-loop/object-store';
+import type { KeyMap, ObjectKey } from '@reconcile-loop/object-store';
+import type { Key } from '@reconcile-loop/primitives';
 
 /** Which owner references of an owned object name its parent. */
 export interface OwnerSelector {
@@ -51,12 +52,14 @@ export interface OwnedObjectView {
 
 /**
  * Maps an object of a secondary source to the parent keys it concerns (none, one, or several):
- * controller-runtime's `EnqueueRequestsFromMapFunc`. The loop runs it at event time on the new and
- * on the old (cached) object of an update, and on the last known object of a delete, so it may read
- * other caches through `caches` (the loop's `MapCaches`: every source's store, read-only, as of the
- * event) — e.g. the Services whose selector matches a pod. It must not mutate anything.
+ * controller-runtime's `EnqueueRequestsFromMapFunc`. It is object-store's {@link KeyMap} with a
+ * third argument, `caches` (the loop's `MapCaches`: every source's store, read-only, as of the
+ * event), which the loop binds before handing it to the source's store: so it may read other caches
+ * — e.g. the Services whose selector matches a pod — and the store runs it at event time on the new
+ * and on the old (cached) object of an update, and on the last known object of a delete (the store's
+ * `remap`). It must not mutate anything.
  */
-export type SecondaryKeyMap<U, P, C = unknown> = (object: U, key: ObjectKey, caches: C) => P | readonly P[] | undefined;
+export type SecondaryKeyMap<U, P extends Key, C = unknown> = (object: U, key: ObjectKey, caches: C) => ReturnType<KeyMap<U, P>>;
 
 const groupOf = (apiVersion: string): string => {
   const slash = apiVersion.indexOf('/');

@@ -3,14 +3,13 @@
  * secondary ones, each a stream driver over its own store. Stores never share a driver, so a relist
  * (a replace) of one source rewrites only its own store.
  */
-import { ObjectStore, type ObjectKey, type SourceEvent, type StoreReader } from '@reconcile-loop/object-store';
+import { ObjectStore, type KeyMap, type ObjectKey, type SourceEvent, type StoreReader } from '@reconcile-loop/object-store';
 import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 import { StreamDriver, type StoreWriter } from '@reconcile-loop/stream-driver';
 import type { MapCaches, SecondaryReaders } from './context.js';
-import { anyFilter, filteredWriter, type EventFilters } from './filters.js';
+import { admission } from './filters.js';
 import type { ReconcileLoopOptions, SecondarySource } from './options.js';
 import { ownerKeyMap } from './owners.js';
-import { SecondaryStore } from './secondary-store.js';
 import type { ShardAdmission } from './shard.js';
 import { ownedShardValue, primaryShardValue, ShardedSource } from './shard-sources.js';
 
@@ -36,13 +35,12 @@ export interface Wiring<T, P extends Key, S> {
 
 /**
  * The stores, built before anything that reads them: the offer gate (the primary store's parents),
- * the expectations (the secondary stores) and then the drivers that write them.
+ * the expectations (the secondary stores) and then the drivers that write them. Every source's
+ * store is an object-store `ObjectStore`, configured for its role (see {@link buildStores}).
  */
 export interface Stores<T, P extends Key, S> {
   readonly primary: ObjectStore<T, P>;
-  /** What the primary's driver writes: the store itself, or a filtering writer in front of it. */
-  readonly primaryWriter: StoreWriter<T, P>;
-  readonly secondaries: ReadonlyMap<string, SecondaryStore<unknown, P>>;
+  readonly secondaries: ReadonlyMap<string, ObjectStore<unknown, P>>;
   readonly readers: SecondaryReaders<S, P>;
 }
 
@@ -67,12 +65,27 @@ export interface WiringContext<P extends Key> {
   logger: Logger;
 }
 
-/** Builds one store per source, primary first. Options were validated before. */
+/**
+ * Builds one store per source, primary first; options were validated before. The one store type
+ * serves every role through its options:
+ * - the primary: the user's `keyMap` (one parent per object, or several), an object it cannot map
+ *   evicted (`unmapped: 'evict'`: a pod tracker's pod without its label is served under no pool);
+ * - a secondary: `unmapped: 'keep'` (an owned object without an owner reference is still cached, for
+ *   `loop.stores` and the indexes), and for a `keyMap` source (controller-runtime's
+ *   `EnqueueRequestsFromMapFunc`) `remap`, since its map reads the other caches: it is bound to them
+ *   here (`caches`), as object-store's key map takes only the object and its key;
+ * - every source: its create, update and delete filters as the store's `admit`.
+ */
 export function buildStores<T, P extends Key, S>(options: ReconcileLoopOptions<T, P, S>, logger: Logger): Stores<T, P, S> {
-  const primary = new ObjectStore<T, P>({ keyMap: options.keyMap, logger, indexers: options.indexers });
-  const filters: EventFilters<T> = { create: options.createFilter, update: options.updateFilter, delete: options.deleteFilter };
-  const primaryWriter = anyFilter(filters) ? filteredWriter(primary, filters, options.source.name, logger) : primary;
-  const secondaries = new Map<string, SecondaryStore<unknown, P>>();
+  const primaryFilters = { create: options.createFilter, update: options.updateFilter, delete: options.deleteFilter };
+  const primary = new ObjectStore<T, P>({
+    name: options.source.name,
+    keyMap: options.keyMap,
+    admit: admission<T>(primaryFilters, options.source.name, logger),
+    indexers: options.indexers,
+    logger,
+  });
+  const secondaries = new Map<string, ObjectStore<unknown, P>>();
   const readers: Record<string, StoreReader<unknown, P>> = {};
   // One view of every store for the key maps; `readers` is filled below and frozen with it. Maps
   // run only on events, after construction, so they always see every store.
@@ -80,23 +93,22 @@ export function buildStores<T, P extends Key, S>(options: ReconcileLoopOptions<T
   type AnySecondary = SecondarySource<unknown, P, MapCaches<T, P, S>>;
   for (const [name, spec] of Object.entries((options.secondary ?? {}) as Record<string, AnySecondary>)) {
     const userMap = spec.keyMap;
-    const keyMap: (object: unknown, key: ObjectKey) => P | readonly P[] | undefined =
-      userMap === undefined
-        ? (ownerKeyMap(spec.owner!) as (object: unknown) => P[] | undefined)
-        : (object, key) => userMap(object, key, caches);
-    const store = new SecondaryStore<unknown, P>({
+    const keyMap: KeyMap<unknown, P> =
+      userMap === undefined ? (ownerKeyMap(spec.owner!) as KeyMap<unknown, P>) : (object, key) => userMap(object, key, caches);
+    const filters = { create: spec.createFilter, update: spec.updateFilter, delete: spec.deleteFilter };
+    const store = new ObjectStore<unknown, P>({
       name: spec.source.name,
       keyMap,
+      unmapped: 'keep',
       remap: userMap !== undefined,
-      filters: { create: spec.createFilter, update: spec.updateFilter, delete: spec.deleteFilter },
+      admit: admission(filters, spec.source.name, logger),
       indexers: spec.indexers,
-      indexersPath: `secondary.${name}.indexers`,
       logger,
     });
     secondaries.set(name, store);
     readers[name] = store.reader;
   }
-  return { primary, primaryWriter, secondaries, readers: Object.freeze(readers) as SecondaryReaders<S, P> };
+  return { primary, secondaries, readers: Object.freeze(readers) as SecondaryReaders<S, P> };
 }
 
 /**
@@ -143,7 +155,7 @@ export function wireSources<T, P extends Key, S>(
   };
   const { primary } = stores;
   const sources: WiredSource<P>[] = [
-    wire(options.source, stores.primaryWriter, () => primary.parents(), {
+    wire(options.source, primary, () => primary.parents(), {
       valueOf: primaryShardValue(field),
       reshard: true,
       has: (key) => primary.get(key) !== undefined,

@@ -1,8 +1,9 @@
 /**
  * Create and delete filters beside update filters (controller-runtime's `CreateFunc` / `DeleteFunc` /
  * `UpdateFunc` predicates, issue 23 item 5): wired through the loop's source options, and a property
- * holding both stores' writers (the primary's filtered writer, a secondary store) to a reference
- * model of which parents each event may reach.
+ * holding the one store, in each configuration the loop builds (primary, owned, mapped by a
+ * function), with the source's filters as its `admit`, to a reference model of which parents each
+ * event may reach.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -10,8 +11,7 @@ import { ObjectStore, type SourceEvent } from '@reconcile-loop/object-store';
 import { silentLogger } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { annotationsChanged, labelsChanged, type ObjectFilter, type UpdateFilter } from '../src/index.js';
-import { filteredWriter, type EventFilters } from '../src/filters.js';
-import { SecondaryStore } from '../src/secondary-store.js';
+import { admission, type EventFilters } from '../src/filters.js';
 import { controllerHarness, podOf, setOf, type Pod } from './controller-fixtures.js';
 
 const notCanary: ObjectFilter<Pod> = (pod) => !pod.metadata.name.startsWith('canary');
@@ -211,12 +211,13 @@ function check(apply: (event: SourceEvent<Obj>) => ReadonlySet<string>, events: 
   return refused;
 }
 
+const admit = admission(filters, 'objs', silentLogger);
+/** The store as `buildStores` configures it for each role. */
 const writers = {
-  primary: () => filteredWriter(new ObjectStore<Obj, string>({ keyMap: (o) => o.owner }), filters, 'objs', silentLogger),
-  secondary: () =>
-    new SecondaryStore<Obj, string>({ name: 'objs', keyMap: (o) => o.owner, remap: false, filters, logger: silentLogger }),
+  primary: () => new ObjectStore<Obj, string>({ keyMap: (o) => o.owner, admit }),
+  secondary: () => new ObjectStore<Obj, string>({ keyMap: (o) => o.owner, unmapped: 'keep', admit }),
   'secondary with a map function': () =>
-    new SecondaryStore<Obj, string>({ name: 'objs', keyMap: (o) => o.owner, remap: true, filters, logger: silentLogger }),
+    new ObjectStore<Obj, string>({ keyMap: (o) => o.owner, unmapped: 'keep', remap: true, admit }),
 };
 
 describe('create, update and delete filters: property', () => {
@@ -246,13 +247,7 @@ describe('create, update and delete filters: property', () => {
     const ignoring = [
       () => new ObjectStore<Obj, string>({ keyMap: (o) => o.owner }),
       () =>
-        new SecondaryStore<Obj, string>({
-          name: 'objs',
-          keyMap: (o) => o.owner,
-          remap: false,
-          filters: {},
-          logger: silentLogger,
-        }),
+        new ObjectStore<Obj, string>({ keyMap: (o) => o.owner, unmapped: 'keep', admit: admission({}, 'objs', silentLogger) }),
     ];
     for (const make of ignoring) {
       expect(() =>

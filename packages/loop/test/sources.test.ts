@@ -179,9 +179,12 @@ describe('several sources per loop', () => {
       ['ns/b', ['ns/both']],
     ]);
     expect(loop.stores.pods.size).toBe(3);
-    expect(logger.entries.filter((e) => e.level === 'error').map((e) => e.message)).toEqual([
-      'secondary key map threw; object cached without a parent',
-      'secondary key map returned a parent key that is not a primitive; skipped',
+    expect(logger.entries.filter((e) => e.level === 'error').map((e) => [e.fields['source'], e.message])).toEqual([
+      ['pods', 'object "ns/boom" cannot be mapped to a parent key: key map failed: boom; it is cached without a parent'],
+      [
+        'pods',
+        'object "ns/obj" cannot be mapped to a parent key: key map failed: key map returned an array holding object at 0; expected a parent key (string, number, bigint, boolean), an array of them, or undefined; it is cached without a parent',
+      ],
     ]);
     await loop.stop();
   });

@@ -1,7 +1,7 @@
 /**
  * @reconcile-loop/object-store: the cache a reconcile reads, and the source contract that fills it.
  */
-// The store: objects by object key, indexed by the parent key a key map attributes them to.
+// The store, for every source: objects by object key, indexed by the parent keys a key map attributes them to.
 export {
   ObjectStore,
   type ObjectStoreOptions,
@@ -12,14 +12,7 @@ export {
 // The one read interface every store answers, and the read-only view a store hands out (`store.reader`).
 export { readerOf, type StoreReader } from './reader.js';
 // User-defined indexes (client-go's Indexers): declared per store, queried through its reader.
-export {
-  StoreIndexes,
-  UnknownIndexError,
-  listMatching,
-  type IndexFunc,
-  type Indexers,
-  type IndexReader,
-} from './indexes.js';
+export { UnknownIndexError, type IndexFunc, type Indexers, type IndexReader } from './indexes.js';
 // Source events: the wire format a source streams into a store, and their constructors.
 export {
   upsertEvent,

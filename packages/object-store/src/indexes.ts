@@ -188,13 +188,3 @@ export class StoreIndexes<T> {
     return values;
   }
 }
-
-/** The entries `filter` accepts, in iteration order: the one pass behind every store's `list`. */
-export function listMatching<T>(
-  entries: Iterable<readonly [ObjectKey, T]>,
-  filter: (object: T, key: ObjectKey) => boolean,
-): ReadonlyMap<ObjectKey, T> {
-  const out = new Map<ObjectKey, T>();
-  for (const [key, object] of entries) if (filter(object, key)) out.set(key, object);
-  return out;
-}

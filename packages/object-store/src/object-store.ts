@@ -4,18 +4,21 @@ import { readerOf, type StoreReader } from './reader.js';
 import { OptionsError, ReconcileLoopError, silentLogger, type Logger, type Key } from '@reconcile-loop/primitives';
 
 /**
- * Maps a cached object to the parent key whose reconcile owns it (controller-runtime's
- * `EnqueueRequestForOwner`, but from whatever the object carries, e.g. labels).
+ * Maps a cached object to the parent keys whose reconciles it concerns: controller-runtime's
+ * `EnqueueRequestForOwner` and `EnqueueRequestsFromMapFunc`, from whatever the object carries (a
+ * label, its owner references, its own key).
  *
- * Returns `undefined` when the object cannot be attributed. A key map that throws, or returns
- * anything but a parent key (string, number, bigint, boolean), also counts as "cannot map".
- * It is called exactly once per object per event, so it may be costly but should be pure.
+ * Returns one parent key (the common case), an array of them (an object shared by several owners;
+ * repeats count once), or `undefined` / `[]` for none: what the store then does with the object is
+ * its `unmapped` policy. A key map that throws, or returns anything but a parent key (string,
+ * number, bigint, boolean) or an array of them, "cannot map" the object: treated as no parent and
+ * logged. It should be pure; see `remap` for a map that reads other state.
  */
-export type KeyMap<T, P extends Key> = (object: T, key: ObjectKey) => P | undefined;
+export type KeyMap<T, P extends Key> = (object: T, key: ObjectKey) => P | readonly P[] | undefined;
 
 /**
- * Logged (never thrown into the stream) when the key map cannot attribute an object. The object is
- * not stored; if it was cached it is evicted and the parent it left is re-driven.
+ * Logged (never thrown into the stream) when the key map fails on an object, or (with `unmapped:
+ * 'evict'`) gives it no parent. The log line adds what the store did with the object.
  */
 export class UnmappableObjectError extends ReconcileLoopError {
   readonly code = 'RL_STORE_UNMAPPABLE_OBJECT' as const;
@@ -24,13 +27,13 @@ export class UnmappableObjectError extends ReconcileLoopError {
   /**
    * @param key the object key.
    * @param options `cause` is what the key map threw (or a `TypeError` for a value that is not a
-   *   parent key); absent when it returned `undefined`.
+   *   parent key); absent when it gave no parent.
    */
   constructor(key: ObjectKey, options?: { cause?: unknown }) {
     super(
       `object ${JSON.stringify(key)} cannot be mapped to a parent key: ${
-        options && 'cause' in options ? `key map failed: ${describeCause(options.cause)}` : 'key map returned undefined'
-      }; it is not cached`,
+        options && 'cause' in options ? `key map failed: ${describeCause(options.cause)}` : 'key map returned no parent'
+      }`,
       options,
     );
     this.key = key;
@@ -50,9 +53,42 @@ export class InvalidSourceEventError extends ReconcileLoopError {
 
 /** Options for {@link ObjectStore}. */
 export interface ObjectStoreOptions<T, P extends Key> {
-  /** Attributes each object to its parent key; see {@link KeyMap}. */
+  /** Attributes each object to its parent keys; see {@link KeyMap}. */
   keyMap: KeyMap<T, P>;
-  /** Receives one {@link UnmappableObjectError} per unmappable object. Defaults to {@link silentLogger}. */
+  /**
+   * What the store does with an object its key map attributes to no parent (`undefined`, `[]`, or a
+   * failure):
+   * - `'evict'` (the default): it is not cached; if it was, it is evicted and the parents it left are
+   *   re-driven. For a store read by parent alone (a pod tracker's pods by pool label), where an
+   *   object without a parent would otherwise be served under the parent it left, forever.
+   * - `'keep'`: it is cached without a parent: `get`, `keys`, `list` and the indexes find it, no
+   *   member set holds it. For an owned kind's object without an owner reference, or a watched object
+   *   no parent selects yet.
+   */
+  unmapped?: 'evict' | 'keep' | undefined;
+  /**
+   * `true` when the key map's answer can change for an unchanged object because it reads state
+   * beyond the object (other stores: pods → the Services selecting them). The store then runs it
+   * once the store holds the event, and again on the object an update or a delete replaces, and
+   * re-drives those parents too, as controller-runtime's `EnqueueRequestsFromMapFunc` maps the old
+   * and the new object at event time: the parents recorded at the last upsert may no longer be the
+   * ones the old object concerns. Default `false`: the key map reads the object alone, runs once per
+   * object per event, and the recorded parents are its answer on the old object.
+   */
+  remap?: boolean | undefined;
+  /**
+   * Whether an event is worth re-driving its parents (controller-runtime's predicates), asked with
+   * the object it replaces (`undefined` for a create) and the new one (`undefined` for a delete,
+   * a relist's synthesised ones too) once the store holds the event. Asked for every create and
+   * delete, and for an update whose parents stay the same; `false` leaves the store written and
+   * returns none of that object's parents. Never asked for a change of parents (a filter may skip a
+   * no-op, never hide a change of membership) nor for a release. A throw admits, logged at error.
+   * Default: every event is admitted.
+   */
+  admit?: ((previous: T | undefined, next: T | undefined, key: ObjectKey) => boolean) | undefined;
+  /** Names the store's source in its log entries (`source`). Default: none. */
+  name?: string | undefined;
+  /** Receives one {@link UnmappableObjectError} per key map failure. Defaults to {@link silentLogger}. */
   logger?: Logger | undefined;
   /**
    * User-defined indexes (client-go's `Indexers`): index functions by name, maintained on every
@@ -62,28 +98,45 @@ export interface ObjectStoreOptions<T, P extends Key> {
 }
 
 /**
+ * Where an object is attributed: one parent as the key itself (no array on the common path: a
+ * pod tracker's or a custom resource's store pays one map entry per object, nothing more), several
+ * as a frozen array of two or more distinct keys, none as the shared empty array {@link NONE}.
+ */
+type Attribution<P> = P | readonly P[];
+
+/**
  * A cache of objects by object key with a parent index built by a key map: client-go's `Store`
- * plus the `Replace()` half of `DeltaFIFO`. Source events are applied as values; each returns
- * the parent keys it affects, for the caller to enqueue after `apply` returns (cache before notify).
+ * plus the `Replace()` half of `DeltaFIFO`, for every source of a controller (the primary kind, one
+ * parent per object, and owned or watched kinds, one or several). Source events are applied as
+ * values; each returns the parent keys it affects, for the caller to enqueue after `apply` returns
+ * (cache before notify).
  *
  * Single-threaded by construction: `apply` is synchronous, so no reader sees a half-applied event.
  * The store never mutates, copies or freezes the objects it is given; it replaces them on upsert.
  */
 export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
-  // Invariant, kept by #put and #remove (the only writers):
-  //   k is cached ⇔ #parentOf.has(k), and then its object is #members.get(#parentOf.get(k)).get(k);
-  //   #members.get(p).has(k) ⇒ #parentOf.get(k) === p;
+  // Invariant, kept by #place and #remove (the only writers):
+  //   k is cached ⇔ #parentsOf.has(k);
+  //   p ∈ parents(#parentsOf.get(k)) ⇔ #members.get(p).has(k), and then it holds k's object;
+  //   #parentsOf.get(k) is NONE ⇔ #unparented.has(k), which then holds k's object;
   //   no member map is empty, so #members.keys() is exactly the parents with members.
-  // One map per key plus the member maps, and no third map of objects by key: an object is found
-  // through its parent (two lookups instead of one), which saves a map entry per cached object
-  // (BENCHMARKS.md, heap per pod). #parentOf's insertion order is the store's key order.
-  // The parent index is the key map's result at upsert time, never recomputed: deleting or moving
-  // an object uses the parent it was cached under, whatever the key map would say now.
-  readonly #parentOf = new Map<ObjectKey, P>();
+  // No third map of objects by key: an object is found through its first parent (or #unparented),
+  // two lookups instead of one, which saves a map entry per cached object (BENCHMARKS.md, heap per
+  // pod). #parentsOf's insertion order is the store's key order; an upsert keeps a key's place.
+  // The attribution is the key map's result at upsert time, never recomputed for removal: a delete
+  // reaches the parents the object was cached under, whatever the key map would say now (a deleted
+  // parent's owned objects still map to it).
+  readonly #parentsOf = new Map<ObjectKey, Attribution<P>>();
   readonly #members = new Map<P, Map<ObjectKey, T>>();
+  readonly #unparented = new Map<ObjectKey, T>();
   readonly #keyMap: KeyMap<T, P>;
+  readonly #keep: boolean;
+  readonly #remap: boolean;
+  readonly #admit: ObjectStoreOptions<T, P>['admit'];
+  /** `{ source: name }` for the log entries, or nothing without a name. */
+  readonly #source: { readonly source?: string };
   readonly #logger: Logger;
-  /** Kept by #put and #remove with the object each replaced; skipped when none is declared (no cost per write). */
+  /** Kept by #place and #remove with the object each replaced; skipped when none is declared (no cost per write). */
   readonly #indexes: StoreIndexes<T>;
   /**
    * This store's read-only view ({@link readerOf}): what a reconcile and a key map get, so they
@@ -91,10 +144,21 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
    */
   readonly reader: StoreReader<T, P> = readerOf<T, P>(this);
 
-  /** @throws {OptionsError} when `keyMap` is not a function or `indexers` is not an object of functions. */
+  /**
+   * @throws {OptionsError} when `keyMap` or `admit` is not a function, `unmapped` is not `'evict'`
+   *   or `'keep'`, or `indexers` is not an object of functions.
+   */
   constructor(options: ObjectStoreOptions<T, P>) {
     if (typeof options?.keyMap !== 'function') throw new OptionsError('ObjectStore', 'keyMap must be a function');
+    const { unmapped = 'evict', admit } = options;
+    if (unmapped !== 'evict' && unmapped !== 'keep')
+      throw new OptionsError('ObjectStore', `unmapped must be 'evict' or 'keep', got ${String(unmapped)}`);
+    if (admit !== undefined && typeof admit !== 'function') throw new OptionsError('ObjectStore', 'admit must be a function');
     this.#keyMap = options.keyMap;
+    this.#keep = unmapped === 'keep';
+    this.#remap = options.remap === true;
+    this.#admit = admit;
+    this.#source = options.name === undefined ? {} : { source: options.name };
     this.#logger = options.logger ?? silentLogger;
     this.#indexes = new StoreIndexes<T>({
       owner: 'ObjectStore',
@@ -105,22 +169,24 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
   }
 
   /**
-   * Applies one source event and returns every parent key whose member set it may have changed:
-   * - upsert: the object's parent (also when nothing changed: level-triggered, resync relies on
-   *   it), plus the parent it left when the key map now gives another one;
-   * - delete: the parent it was cached under; nothing for an unknown key;
+   * Applies one source event and returns every parent key it re-drives:
+   * - upsert: the object's parents (also when nothing changed: level-triggered, resync relies on
+   *   it), plus the parents it left when the key map now gives others (and, with `remap`, the key
+   *   map's answer now on the object it replaced);
+   * - delete: the parents it was cached under (with `remap`, plus the key map's answer now on the
+   *   last known object); nothing for an unknown key;
    * - replace: every parent of the world's objects (old and new for moved ones), then the parents
    *   of cached objects missing from the world, which get a synthesised delete;
    * - release: the parents of the cached objects `retain` rejected, now removed: released, not
    *   changed (the caller forgets them instead of reconciling them).
-   * An object the key map cannot map is not stored (evicted if cached, its old parent returned)
-   * and an {@link UnmappableObjectError} is logged.
+   * A create, a delete or an unmoved update `admit` refuses re-drives none of them. An object the key
+   * map gives no parent follows `unmapped`; a key map failure is logged as an {@link UnmappableObjectError}.
    *
    * @throws {InvalidSourceEventError} for a value that is not a source event (store unchanged).
    */
   apply(event: SourceEvent<T>): ReadonlySet<P> {
     const affected = new Set<P>();
-    const failures: UnmappableObjectError[] = [];
+    const failures: Failure[] = [];
     switch ((event as { type?: unknown } | null)?.type) {
       case 'upsert': {
         const { key, object } = event as UpsertEvent<T>;
@@ -131,7 +197,7 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
       case 'delete': {
         const { key } = event as DeleteEvent;
         assertObjectKey(event, key);
-        this.#remove(key, affected);
+        this.#delete(key, affected, failures);
         break;
       }
       case 'replace':
@@ -144,35 +210,31 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
         throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete', 'replace' or 'release'`);
     }
     // Logged after the store is consistent, so a throwing logger cannot leave it half-applied.
-    for (const error of failures) this.#logUnmappable(error);
+    for (const failure of failures) this.#log(failure);
     return affected;
   }
 
   /** The cached object under `key`, or `undefined`. */
   get(key: ObjectKey): T | undefined {
-    const parent = this.#parentOf.get(key);
+    const at = this.#parentsOf.get(key);
     // A parent key is never undefined (isParentKey), so undefined means "not cached".
-    return parent === undefined ? undefined : this.#members.get(parent)?.get(key);
+    return at === undefined ? undefined : this.#objectAt(key, at);
   }
 
   /** Whether an object is cached under `key`. */
   has(key: ObjectKey): boolean {
-    return this.#parentOf.has(key);
+    return this.#parentsOf.has(key);
   }
 
-  /** Number of cached objects. */
+  /** Number of cached objects (attributed to a parent or not). */
   get size(): number {
-    return this.#parentOf.size;
+    return this.#parentsOf.size;
   }
 
-  /** The parent key recorded when `key` was last upserted, or `undefined` when not cached. */
-  parentOf(key: ObjectKey): P | undefined {
-    return this.#parentOf.get(key);
-  }
-
-  /** `[parentOf(key)]`, or empty when not cached: the {@link StoreReader} form (one parent per object here). */
+  /** The parent keys recorded when `key` was last upserted: none, one or several; empty when not cached. */
   parentsOf(key: ObjectKey): readonly P[] {
-    return this.#parentOf.has(key) ? [this.#parentOf.get(key) as P] : NONE;
+    const at = this.#parentsOf.get(key);
+    return at === undefined ? NONE : many(at) ? at : [at];
   }
 
   /** A copy of `parent`'s members, so a reconcile can hold it across `await`s; empty for an unknown parent. O(members). */
@@ -193,14 +255,12 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
 
   /** Object keys of every cached object (a fresh array). */
   keys(): ObjectKey[] {
-    return [...this.#parentOf.keys()];
+    return [...this.#parentsOf.keys()];
   }
 
   /** A copy of the whole store. O(size). */
   snapshot(): ReadonlyMap<ObjectKey, T> {
-    const snapshot = new Map<ObjectKey, T>();
-    for (const [key, parent] of this.#parentOf) snapshot.set(key, this.#members.get(parent)!.get(key)!);
-    return snapshot;
+    return this.list(ALL);
   }
 
   byIndex(name: string, value: string): ReadonlyMap<ObjectKey, T> {
@@ -218,14 +278,19 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
   /** The cached objects `filter` accepts, in key order: one pass, no copy of the rest. O(size). */
   list(filter: (object: T, key: ObjectKey) => boolean): ReadonlyMap<ObjectKey, T> {
     const out = new Map<ObjectKey, T>();
-    for (const [key, parent] of this.#parentOf) {
-      const object = this.#members.get(parent)!.get(key)!;
+    for (const [key, at] of this.#parentsOf) {
+      const object = this.#objectAt(key, at);
       if (filter(object, key)) out.set(key, object);
     }
     return out;
   }
 
-  #replace(event: ReplaceEvent<T>, affected: Set<P>, failures: UnmappableObjectError[]): void {
+  #objectAt(key: ObjectKey, at: Attribution<P>): T {
+    if (!many(at)) return this.#members.get(at)!.get(key)!;
+    return (at.length === 0 ? this.#unparented : this.#members.get(at[0]!)!).get(key)!;
+  }
+
+  #replace(event: ReplaceEvent<T>, affected: Set<P>, failures: Failure[]): void {
     const world = event.objects as ReadonlyMap<unknown, T> | undefined;
     if (
       world === null ||
@@ -244,8 +309,8 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     // watching — unless the source keeps it (it exists, only its new version is unusable).
     // Deleting the current entry while iterating a Map is well-defined.
     const keep = event.keep;
-    for (const key of this.#parentOf.keys()) {
-      if (!typedWorld.has(key) && keep?.has(key) !== true) this.#remove(key, affected);
+    for (const key of this.#parentsOf.keys()) {
+      if (!typedWorld.has(key) && keep?.has(key) !== true) this.#delete(key, affected, failures);
     }
   }
 
@@ -253,71 +318,101 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     const retain = event.retain;
     if (typeof retain !== 'function')
       throw new InvalidSourceEventError(event, 'a release event needs retain: (object, key) => boolean');
-    // Decided for every key before the first removal, so a throwing `retain` leaves the store untouched.
+    // Decided for every key before the first removal, so a throwing `retain` leaves the store
+    // untouched. No `admit` judges a release: the parents returned are released, not changed.
     const released: ObjectKey[] = [];
-    for (const [key, parent] of this.#parentOf) if (!retain(this.#members.get(parent)!.get(key)!, key)) released.push(key);
+    for (const [key, at] of this.#parentsOf) if (!retain(this.#objectAt(key, at), key)) released.push(key);
     for (const key of released) this.#remove(key, affected);
   }
 
-  #upsert(key: ObjectKey, object: T, affected: Set<P>, failures: UnmappableObjectError[]): void {
-    const parent = this.#attribute(object, key, failures);
-    if (parent === UNMAPPABLE) {
-      this.#remove(key, affected);
+  #upsert(key: ObjectKey, object: T, affected: Set<P>, failures: Failure[]): void {
+    const before = this.#parentsOf.get(key);
+    const previous = before === undefined ? undefined : this.#objectAt(key, before);
+    // Where the store holds `key` when the key map runs, and the object its indexes hold.
+    let held = before;
+    let indexed = previous;
+    if (this.#remap) {
+      // The key map may read this store: it runs once the store holds the event (as upstream's
+      // handlers run after the indexer update), the object still under the parents it had.
+      held = before ?? NONE;
+      indexed = object;
+      this.#place(key, previous, object, before, held);
+    }
+    const after = this.#map(object, key, failures, 'new');
+    // The old object's parents: with `remap` as the key map answers now, else those recorded.
+    const oldNow = this.#remap && before !== undefined ? this.#map(previous as T, key, failures, 'old') : before;
+    if (after === NONE && !this.#keep) {
+      // Evicted (or never cached): the parents it left are re-driven, unjudged (a change of membership).
+      if (held !== undefined) this.#remove(key, affected);
+      if (oldNow !== undefined) addAll(affected, oldNow);
       return;
     }
-    const previous = this.#put(key, object, parent);
-    if (previous !== undefined) affected.add(previous);
-    affected.add(parent);
+    this.#place(key, indexed, object, held, after);
+    // A create is judged; an update only while its parents stay the same.
+    const judged = before === undefined || (sameParents(before, after) && sameParents(oldNow!, after));
+    if (judged && !this.#admits(previous, object, key)) return;
+    if (before !== undefined) addAll(affected, before);
+    if (oldNow !== undefined && oldNow !== before) addAll(affected, oldNow);
+    addAll(affected, after);
   }
 
-  /** Runs the key map once; any failure becomes a pending {@link UnmappableObjectError}. */
-  #attribute(object: T, key: ObjectKey, failures: UnmappableObjectError[]): P | typeof UNMAPPABLE {
-    let parent: unknown;
-    try {
-      parent = this.#keyMap(object, key);
-    } catch (cause) {
-      failures.push(new UnmappableObjectError(key, { cause }));
-      return UNMAPPABLE;
+  /**
+   * A delete (or a relist's synthesised one): the parents it was cached under, plus with `remap` the
+   * key map's answer on the last known object now; none when `admit` refuses the last known object.
+   */
+  #delete(key: ObjectKey, affected: Set<P>, failures: Failure[]): void {
+    const at = this.#parentsOf.get(key);
+    if (at === undefined) return;
+    const last = this.#objectAt(key, at);
+    if (!this.#admits(last, undefined, key)) {
+      this.#remove(key, undefined);
+      return;
     }
-    if (parent === undefined) {
-      failures.push(new UnmappableObjectError(key));
-      return UNMAPPABLE;
-    }
-    if (!isParentKey(parent)) {
-      const cause = new TypeError(
-        `key map returned ${parent === null ? 'null' : typeof parent}; expected a string, number, bigint, boolean or undefined`,
-      );
-      failures.push(new UnmappableObjectError(key, { cause }));
-      return UNMAPPABLE;
-    }
-    return parent as P;
+    this.#remove(key, affected);
+    if (this.#remap) addAll(affected, this.#map(last, key, failures, 'old'));
   }
 
-  /** Caches `object` under `parent`; returns the parent it moved away from, if it moved. */
-  #put(key: ObjectKey, object: T, parent: P): P | undefined {
-    const previous = this.#parentOf.get(key);
-    if (this.#indexes.size > 0) this.#indexes.update(key, this.get(key), object);
-    this.#parentOf.set(key, parent);
-    let members = this.#members.get(parent);
-    if (!members) {
-      members = new Map();
-      this.#members.set(parent, members);
+  /**
+   * Caches `object` under `after`, moving it from `before` (its attribution, `undefined` when it was
+   * not cached); re-indexes when `object` is not `previous`. The one writer besides #remove.
+   */
+  #place(key: ObjectKey, previous: T | undefined, object: T, before: Attribution<P> | undefined, after: Attribution<P>): void {
+    if (this.#indexes.size > 0 && previous !== object) this.#indexes.update(key, previous, object);
+    this.#parentsOf.set(key, after);
+    if (!many(after)) {
+      this.#join(after, key, object);
+    } else if (after.length === 0) {
+      this.#unparented.set(key, object);
+    } else {
+      for (const parent of after) this.#join(parent, key, object);
     }
-    members.set(key, object);
+    if (before === undefined || before === after) return;
     // SameValueZero, the comparison the index Maps use, so NaN is one parent and not two.
-    if (previous === undefined || sameValueZero(previous, parent)) return undefined;
-    this.#leave(previous, key);
-    return previous;
+    if (!many(before)) {
+      if (!holds(after, before)) this.#leave(before, key);
+    } else if (before.length === 0) {
+      if (after !== NONE) this.#unparented.delete(key);
+    } else {
+      for (const parent of before) if (!holds(after, parent)) this.#leave(parent, key);
+    }
   }
 
-  /** Removes `key` if cached and adds the parent it was cached under to `affected`. */
-  #remove(key: ObjectKey, affected: Set<P>): void {
-    if (!this.#parentOf.has(key)) return;
-    const parent = this.#parentOf.get(key) as P;
-    if (this.#indexes.size > 0) this.#indexes.update(key, this.get(key), undefined);
-    this.#parentOf.delete(key);
-    this.#leave(parent, key);
-    affected.add(parent);
+  /** Removes `key` if cached and adds the parents it was cached under to `affected`. */
+  #remove(key: ObjectKey, affected: Set<P> | undefined): void {
+    const at = this.#parentsOf.get(key);
+    if (at === undefined) return;
+    if (this.#indexes.size > 0) this.#indexes.update(key, this.#objectAt(key, at), undefined);
+    this.#parentsOf.delete(key);
+    if (!many(at)) this.#leave(at, key);
+    else if (at.length === 0) this.#unparented.delete(key);
+    else for (const parent of at) this.#leave(parent, key);
+    if (affected !== undefined) addAll(affected, at);
+  }
+
+  #join(parent: P, key: ObjectKey, object: T): void {
+    let members = this.#members.get(parent);
+    if (members === undefined) this.#members.set(parent, (members = new Map()));
+    members.set(key, object);
   }
 
   #leave(parent: P, key: ObjectKey): void {
@@ -327,17 +422,94 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     if (members.size === 0) this.#members.delete(parent);
   }
 
-  #logUnmappable(error: UnmappableObjectError): void {
-    // A key map that threw is a bug in the caller's code; `undefined` is an object that does not
-    // (or no longer does) carry what identifies its parent.
-    const fields = { err: error, key: error.key, cause: error.cause };
-    if ('cause' in error) this.#logger.error(fields, error.message);
-    else this.#logger.warn(fields, error.message);
+  /**
+   * Runs the key map once and normalises its answer: one parent as itself, several (repeats dropped)
+   * as a frozen array, none as {@link NONE}. A failure, or no parent under `'evict'`, becomes a
+   * pending {@link UnmappableObjectError}.
+   */
+  #map(object: T, key: ObjectKey, failures: Failure[], which: 'new' | 'old'): Attribution<P> {
+    let result: unknown;
+    try {
+      result = this.#keyMap(object, key);
+    } catch (cause) {
+      failures.push({ error: new UnmappableObjectError(key, { cause }), which });
+      return NONE;
+    }
+    if (isParentKey(result)) return result as P;
+    if (result === undefined || (Array.isArray(result) && result.length === 0)) {
+      if (!this.#keep && which === 'new') failures.push({ error: new UnmappableObjectError(key), which });
+      return NONE;
+    }
+    const bad = Array.isArray(result) ? result.findIndex((parent) => !isParentKey(parent)) : -1;
+    if (!Array.isArray(result) || bad !== -1) {
+      const got = Array.isArray(result) ? `an array holding ${typeName(result[bad])} at ${bad}` : typeName(result);
+      const cause = new TypeError(
+        `key map returned ${got}; expected a parent key (string, number, bigint, boolean), an array of them, or undefined`,
+      );
+      failures.push({ error: new UnmappableObjectError(key, { cause }), which });
+      return NONE;
+    }
+    const parents = result as readonly P[];
+    if (parents.length === 1) return parents[0]!;
+    const distinct: P[] = [];
+    for (const parent of parents) if (!distinct.includes(parent)) distinct.push(parent);
+    return distinct.length === 1 ? distinct[0]! : Object.freeze(distinct);
+  }
+
+  /** `admit`, or `true` without one; a throw admits (never lose a change), logged. */
+  #admits(previous: T | undefined, next: T | undefined, key: ObjectKey): boolean {
+    if (this.#admit === undefined) return true;
+    try {
+      return this.#admit(previous, next, key) !== false;
+    } catch (error) {
+      this.#logger.error({ key, err: error, ...this.#source }, 'admit threw; the event is admitted');
+      return true;
+    }
+  }
+
+  #log({ error, which }: Failure): void {
+    // A key map that failed is a bug in the caller's code; no parent is an object that does not (or
+    // no longer does) carry what identifies its parent.
+    const fields = { err: error, key: error.key, cause: error.cause, ...this.#source };
+    const outcome =
+      which === 'old'
+        ? 'only the parents it was cached under are re-driven for the object it replaced'
+        : this.#keep
+          ? 'it is cached without a parent'
+          : 'it is not cached';
+    const message = `${error.message}; ${outcome}`;
+    if ('cause' in error) this.#logger.error(fields, message);
+    else this.#logger.warn(fields, message);
   }
 }
 
+/** A key map failure waiting to be logged; `old`: on the object an update or a delete replaced (`remap`). */
+interface Failure {
+  readonly error: UnmappableObjectError;
+  readonly which: 'new' | 'old';
+}
+
 const NONE: readonly never[] = Object.freeze([]);
-const UNMAPPABLE: unique symbol = Symbol('unmappable');
+const ALL = (): boolean => true;
+
+function many<P>(at: Attribution<P>): at is readonly P[] {
+  return Array.isArray(at);
+}
+
+/** Whether `at` includes `parent` (SameValueZero, as `Map` keys and `Array.includes` compare). */
+function holds<P>(at: Attribution<P>, parent: P): boolean {
+  return many(at) ? at.includes(parent) : sameValueZero(at, parent);
+}
+
+function sameParents<P>(a: Attribution<P>, b: Attribution<P>): boolean {
+  if (!many(a) || !many(b)) return many(a) === many(b) && sameValueZero(a, b);
+  return a.length === b.length && a.every((parent) => b.includes(parent));
+}
+
+function addAll<P>(affected: Set<P>, at: Attribution<P>): void {
+  if (!many(at)) affected.add(at);
+  else for (const parent of at) affected.add(parent);
+}
 
 /** A {@link Key}, or NaN: the store indexes parents like `Map` keys (SameValueZero), where NaN is one parent. */
 function isParentKey(value: unknown): value is Key {
@@ -353,6 +525,10 @@ function assertObjectKey(event: unknown, key: unknown): asserts key is ObjectKey
   if (typeof key !== 'string') {
     throw new InvalidSourceEventError(event, `object keys must be strings; got ${key === null ? 'null' : typeof key}`);
   }
+}
+
+function typeName(value: unknown): string {
+  return value === null ? 'null' : typeof value;
 }
 
 function describeCause(cause: unknown): string {

@@ -1,7 +1,8 @@
 /**
- * The one read interface of a store, and the view that hands it out. Every store of this project
- * (the object store, the loop's secondary caches) answers it, so a reconcile, a key map or a test
- * reads any cache with the same methods (kube-rs: `Writer::as_reader()` gives a `Store`).
+ * The one read interface of a store, and the view that hands it out. `ObjectStore`, the one store
+ * type, answers it for every source (a loop's primary and secondary caches alike), so a reconcile,
+ * a key map or a test reads any cache with the same methods (kube-rs: `Writer::as_reader()` gives a
+ * `Store`).
  */
 import type { Key } from '@reconcile-loop/primitives';
 import type { ObjectKey } from './events.js';
@@ -20,8 +21,8 @@ export interface StoreReader<T, P extends Key> extends IndexReader<T> {
   /** Number of cached objects (attributed to a parent or not). */
   readonly size: number;
   /**
-   * The parent keys `key` was attributed to when it was last upserted: one for an `ObjectStore`,
-   * none, one or several for a store whose key map gives several. Empty when not cached.
+   * The parent keys `key` was attributed to when it was last upserted: none, one or several, as its
+   * store's key map gave them. Empty when not cached.
    */
   parentsOf(key: ObjectKey): readonly P[];
   /** Snapshot of the objects attributed to `parent` (an empty map for an unknown parent). */

@@ -2,7 +2,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   ObjectStore,
-  StoreIndexes,
   UnknownIndexError,
   deleteEvent,
   replaceEvent,
@@ -10,6 +9,7 @@ import {
   type IndexFunc,
   type SourceEvent,
 } from '../src/index.js';
+import { StoreIndexes } from '../src/indexes.js';
 import { spyLogger } from './helpers.js';
 
 /** An object with a node (a field index, one value or none) and labels (a multi-value index). */

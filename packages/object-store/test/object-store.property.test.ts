@@ -158,7 +158,7 @@ describe('object_store properties', () => {
           }
           expect(new Set(store.apply(event))).toEqual(expected);
           expect(store.snapshot()).toEqual(new Map([...model].map(([k, e]) => [k, e.object])));
-          for (const [key, entry] of model) expect(store.parentOf(key)).toBe(entry.parent);
+          for (const [key, entry] of model) expect(store.parentsOf(key)).toEqual([entry.parent]);
         }
       }),
       { numRuns: 500 },
