@@ -141,7 +141,14 @@ async function measure(
   const started = performance.now();
   const members = await Promise.all(
     Array.from({ length: replicas }, (_, i) =>
-      Replica.start({ kubeconfig: server.kubeconfig, namespace: NAMESPACE, ring, identity: `${ring}-${i}`, expectedMembers: replicas, ...timing }),
+      Replica.start({
+        kubeconfig: server.kubeconfig,
+        namespace: NAMESPACE,
+        ring,
+        identity: `${ring}-${i}`,
+        expectedMembers: replicas,
+        ...timing,
+      }),
     ),
   );
   try {
@@ -199,7 +206,7 @@ function print(label: string, rows: readonly ShardingRow[]): void {
 
 export async function runSharding(ctx: BenchContext): Promise<ShardingResult> {
   // --pods=N sets the parent count (the first given); default 3,000.
-  const parents = ctx.smoke ? 200 : (ctx.pods === undefined ? 3_000 : [...ctx.pods][0]!);
+  const parents = ctx.smoke ? 200 : ctx.pods === undefined ? 3_000 : [...ctx.pods][0]!;
   const reconcileMs = ctx.smoke ? 10 : 100;
   const concurrency = 8;
   // The smoke proves both modes still run a two-member ring; the full run is issue 27's 1, 2 and 4.

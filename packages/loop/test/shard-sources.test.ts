@@ -266,7 +266,12 @@ describe('sources that follow the shard ranges', () => {
       has: () => false,
       valueOf: (object) => (hashed++, value(object)),
       reshard: 'uid',
-      ranges: { get ranges() { return current; }, follow: (f) => void followers.push(f) },
+      ranges: {
+        get ranges() {
+          return current;
+        },
+        follow: (f) => void followers.push(f),
+      },
       onReleased: () => {},
       logger: silentLogger,
     });

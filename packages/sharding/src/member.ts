@@ -419,7 +419,7 @@ export class ShardMember {
     if (!stable && !expected) return;
     this.#settled = true;
     this.#settling = undefined;
-    this.#logger?.info({ ring: this.ring, identity: this.identity, members }, 'the ring settled; listing this member\'s ranges');
+    this.#logger?.info({ ring: this.ring, identity: this.identity, members }, "the ring settled; listing this member's ranges");
     this.#publishRanges();
   }
 
@@ -427,9 +427,7 @@ export class ShardMember {
   #publishRanges(): void {
     const after = this.ranges;
     const members = this.#view.ring.members;
-    this.#guard(() =>
-      this.#observer?.onRanges?.({ identity: this.identity, members, ranges: after, share: rangesShare(after) }),
-    );
+    this.#guard(() => this.#observer?.onRanges?.({ identity: this.identity, members, ranges: after, share: rangesShare(after) }));
     for (const listener of [...this.#rangeListeners]) this.#guard(() => listener(after));
   }
 
