@@ -20,7 +20,8 @@
  * - Bytes received per replica = `bytesRead` of every client socket of the replica from its start to
  *   after the burst (the LIST, the watch, the Lease traffic; HTTP framing included); the mean.
  * One run per configuration (each takes seconds to settle); `ctx.runs` is not repeated here. The smoke
- * runs a two-member ring in each mode, 200 parents; `--pods=N` sets the parent count (default 3,000).
+ * runs a two-member ring in each mode, 200 parents; `--pods=N` sets the parent count (default 3,000);
+ * `RL_BENCH_SHARDING_MODES=server` (or `clientSide`) runs one mode only.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -215,10 +216,14 @@ export async function runSharding(ctx: BenchContext): Promise<ShardingResult> {
   const timing = ctx.smoke
     ? { reconcileMs, concurrency, leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 250 }
     : { reconcileMs, concurrency, leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 };
-  const modes = [
-    ['server', true],
-    ['clientSide', false],
-  ] as const;
+  // RL_BENCH_SHARDING_MODES=server (or clientSide) runs one mode only: a large --pods run takes minutes per replica count.
+  const only = process.env['RL_BENCH_SHARDING_MODES']?.split(',');
+  const modes = (
+    [
+      ['server', true],
+      ['clientSide', false],
+    ] as const
+  ).filter(([mode]) => only === undefined || only.includes(mode));
   const rows: Record<'server' | 'clientSide', ShardingRow[]> = { server: [], clientSide: [] };
   console.log(`\nsharding (${parents} parent pods, reconcile ${reconcileMs} ms at concurrency ${concurrency} per replica)`);
   for (const [mode, gate] of modes) {
