@@ -110,7 +110,9 @@ interface PendingHandover {
  * {@link ShardMember.admits} is true for a hash only when (1) this member's own Lease is valid by
  * the elector's renew deadline, (2) a read of the ring started after its current term began,
  * (3) it owns the hash in its view, (4) it owns the hash in every claim it may have published since
- * that read started, and (5) no member whose Lease was live in that read claims the hash.
+ * that read started, and (5) no member whose Lease was live in that read claims the hash. Besides,
+ * nothing is admitted and no ranges are reported before the start-up membership settled
+ * (`settleMs`, `expectedMembers`): a stricter gate, never a looser one.
  */
 export class ShardMember {
   readonly identity: string;
