@@ -7,7 +7,8 @@
  *   (`lib/shard-replica-child.ts`): each heap and each socket count is one replica's own.
  * - Two servers: the ShardedListAndWatch gate on (server-side filtering, the default) and off (the
  *   reflector's client-side fallback: every replica receives every pod and keeps its share).
- * - For each replica count: start the replicas on a fresh ring, wait until the ring settled (every
+ * - For each replica count: start the replicas on a fresh ring (each member's `expectedMembers` is
+ *   the count, as a Deployment's `replicas`: no member lists before it has seen them all), wait until the ring settled (every
  *   member sees N members, no handover pending, the stores hold every parent exactly once between
  *   them), then write every parent once (the burst) and wait until every written parent was
  *   reconciled. The reconcile is I/O-bound: a fixed await of `reconcileMs` at `concurrency` per
@@ -19,7 +20,8 @@
  * - Bytes received per replica = `bytesRead` of every client socket of the replica from its start to
  *   after the burst (the LIST, the watch, the Lease traffic; HTTP framing included); the mean.
  * One run per configuration (each takes seconds to settle); `ctx.runs` is not repeated here. The smoke
- * runs a two-member ring in each mode, 200 parents.
+ * runs a two-member ring in each mode, 200 parents; `--pods=N` sets the parent count (default 3,000);
+ * `RL_BENCH_SHARDING_MODES=server` (or `clientSide`) runs one mode only.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -135,17 +137,24 @@ async function measure(
   replicas: number,
   ring: string,
   parents: number,
-  timing: Omit<ReplicaJob, 'kubeconfig' | 'namespace' | 'ring' | 'identity'>,
+  timing: Omit<ReplicaJob, 'kubeconfig' | 'namespace' | 'ring' | 'identity' | 'expectedMembers'>,
 ): Promise<ShardingRow> {
   const started = performance.now();
   const members = await Promise.all(
     Array.from({ length: replicas }, (_, i) =>
-      Replica.start({ kubeconfig: server.kubeconfig, namespace: NAMESPACE, ring, identity: `${ring}-${i}`, ...timing }),
+      Replica.start({
+        kubeconfig: server.kubeconfig,
+        namespace: NAMESPACE,
+        ring,
+        identity: `${ring}-${i}`,
+        expectedMembers: replicas,
+        ...timing,
+      }),
     ),
   );
   try {
     const statuses = () => Promise.all(members.map((m) => m.call<ReplicaStatus>({ cmd: 'status' })));
-    const settled = await waitFor('the ring settled', 60_000, async () => {
+    const settled = await waitFor('the ring settled', Math.max(60_000, parents * 10), async () => {
       const s = await statuses();
       const settled =
         s.every((x) => x.members === replicas && !x.handover && x.holdsLease) && s.reduce((a, x) => a + x.stored, 0) === parents;
@@ -155,7 +164,9 @@ async function measure(
     const { revision } = await server.revision();
     await Promise.all(members.map((m) => m.call({ cmd: 'arm', afterRevision: revision })));
     await server.modify(parents);
-    const done = await waitFor('every written parent reconciled', 120_000, async () => {
+    // One replica works through the burst at concurrency / reconcileMs (80/s): allow twice that.
+    const burstMs = Math.max(120_000, (2 * parents * timing.reconcileMs) / timing.concurrency);
+    const done = await waitFor('every written parent reconciled', burstMs, async () => {
       const s = await statuses();
       return s.reduce((a, x) => a + x.done, 0) >= parents ? s : undefined;
     });
@@ -195,7 +206,8 @@ function print(label: string, rows: readonly ShardingRow[]): void {
 }
 
 export async function runSharding(ctx: BenchContext): Promise<ShardingResult> {
-  const parents = ctx.smoke ? 200 : 3_000;
+  // --pods=N sets the parent count (the first given); default 3,000.
+  const parents = ctx.smoke ? 200 : ctx.pods === undefined ? 3_000 : [...ctx.pods][0]!;
   const reconcileMs = ctx.smoke ? 10 : 100;
   const concurrency = 8;
   // The smoke proves both modes still run a two-member ring; the full run is issue 27's 1, 2 and 4.
@@ -204,10 +216,14 @@ export async function runSharding(ctx: BenchContext): Promise<ShardingResult> {
   const timing = ctx.smoke
     ? { reconcileMs, concurrency, leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 250 }
     : { reconcileMs, concurrency, leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 };
-  const modes = [
-    ['server', true],
-    ['clientSide', false],
-  ] as const;
+  // RL_BENCH_SHARDING_MODES=server (or clientSide) runs one mode only: a large --pods run takes minutes per replica count.
+  const only = process.env['RL_BENCH_SHARDING_MODES']?.split(',');
+  const modes = (
+    [
+      ['server', true],
+      ['clientSide', false],
+    ] as const
+  ).filter(([mode]) => only === undefined || only.includes(mode));
   const rows: Record<'server' | 'clientSide', ShardingRow[]> = { server: [], clientSide: [] };
   console.log(`\nsharding (${parents} parent pods, reconcile ${reconcileMs} ms at concurrency ${concurrency} per replica)`);
   for (const [mode, gate] of modes) {

@@ -36,6 +36,8 @@ export interface ReplicaJob {
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
+  /** The member's `expectedMembers`: the replica count, as a Deployment's `replicas` would be passed. */
+  readonly expectedMembers: number;
 }
 
 /** Requests after the job. */
@@ -97,6 +99,9 @@ async function run(job: ReplicaJob): Promise<void> {
     leaseDurationMs: job.leaseDurationMs,
     renewDeadlineMs: job.renewDeadlineMs,
     retryPeriodMs: job.retryPeriodMs,
+    // No listing before the ring settled: every replica of this configuration seen, or the ring
+    // unchanged for one retry period (the default settle window) if one never shows up.
+    expectedMembers: job.expectedMembers,
     logger: quiet,
   });
   const source = kubeReflector({

@@ -228,7 +228,9 @@ export class Workers<T, P extends Key, S> {
    * away (released by `work`). Synchronous, and nothing awaits between these checks and the
    * reconcile call, so a replica that stopped leading or owning the hash (frozen past its deadline,
    * onLost not yet run) starts none. The shard gate is asked last: its `enter` counts the call in
-   * flight, so nothing that can still turn the key away may follow it.
+   * flight, so nothing that can still turn the key away may follow it. The context is built after
+   * it: building one opens the expectations log, which only the settle of a call handed over
+   * closes, so no refusal path has a context to discard.
    */
   #admit({ key, term }: Taken<P>): Admitted<T, P, S> | undefined {
     const { scheduler, leadership, queue, releases, shard } = this.#o;
@@ -238,20 +240,22 @@ export class Workers<T, P extends Key, S> {
     if (scheduler.isParked(key) && !scheduler.offer(key, this.#fingerprint(key))) return undefined;
     if (this.#awaitsWrites(key)) return undefined;
     const fingerprint = this.#fingerprint(key);
-    const controller = new AbortController();
-    const context = this.#contextFor(key, controller.signal);
     if (term !== undefined && !leadership!.confirm(term)) {
       queue.add(key); // held: marked dirty, so the release in `work` puts it back; nothing is lost
-      this.#o.expectations.close(); // the context is never handed over
       return undefined;
     }
     // Refused: asked again after a delay while the hash is this replica's, else dropped (ShardAdmission).
     const entry = shard?.enter(key);
-    if (shard !== undefined && entry === undefined) {
-      this.#o.expectations.close(); // the context is never handed over
-      return undefined;
+    if (shard !== undefined && entry === undefined) return undefined;
+    // Admitted: nothing below refuses. A throw while building the context (a user fingerprint or
+    // store callback) hands nothing over, so the gate's count is released here.
+    const controller = new AbortController();
+    try {
+      return { fingerprint, controller, context: this.#contextFor(key, controller.signal), shard: entry };
+    } catch (error) {
+      entry?.release();
+      throw error;
     }
-    return { fingerprint, controller, context, shard: entry };
   }
 
   /**
@@ -356,18 +360,24 @@ export class Workers<T, P extends Key, S> {
     return Object.freeze(found);
   }
 
-  /** Snapshots taken now, before the call: the parent's members and its owned objects in every secondary store. */
+  /**
+   * Snapshots taken now, before the call: the parent's members and its owned objects in every
+   * secondary store. Opens the expectations log last (nothing after it throws), closed by the call's settle.
+   */
   #contextFor(key: P, signal: AbortSignal): ReconcileContext<T, P, S> {
     const { wiring, expectations } = this.#o;
-    const since = expectations.open(); // closed when the call settles, or by #admit if never handed over
     const owned = new Map<string, ReadonlyMap<ObjectKey, unknown>>();
     for (const [name, store] of wiring.secondaries) owned.set(name, store.members(key));
     const members = wiring.primary.members(key);
+    const quarantined = this.#quarantinedFor(key, members, owned);
+    const parent = this.#o.gate.parentObject(key);
+    // Synchronous from here to the call: no event is logged between the snapshots and `since`.
+    const since = expectations.open();
     return Object.freeze({
       parentKey: key,
       members,
-      quarantined: this.#quarantinedFor(key, members, owned),
-      parent: this.#o.gate.parentObject(key),
+      quarantined,
+      parent,
       owned: <K extends keyof S & string>(name: K) => {
         const snapshot = owned.get(name);
         if (snapshot === undefined)

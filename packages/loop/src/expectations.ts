@@ -140,6 +140,11 @@ export class Expectations<P extends Key> {
     return this.#open > 0;
   }
 
+  /** Contexts opened and not closed yet: one per reconcile call in flight (for tests: a leak shows here). */
+  get openContexts(): number {
+    return this.#open;
+  }
+
   /** The recorder `ctx.expect(source)` hands a reconcile of `parent` whose context was built at `since` ({@link mark}). */
   recorder(parent: P, source: string, since: number): ExpectationRecorder {
     if (!this.#o.stores.has(source))

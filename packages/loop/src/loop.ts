@@ -42,6 +42,17 @@ export interface StopReport<P extends Key> {
 
 const noop = (): void => {};
 
+/** Each loop's expectations log, for the package's own tests ({@link expectationsOf}); not exported by the index. */
+const EXPECTATIONS = new WeakMap<object, Expectations<Key>>();
+
+/**
+ * Internal, for tests: the loop's expectations log (its open-context count shows a context that a
+ * refusal left open). Not part of the public API (the package index does not export it).
+ */
+export function expectationsOf(loop: object): Expectations<Key> | undefined {
+  return EXPECTATIONS.get(loop);
+}
+
 /**
  * The controller: keeps one store per source synced (the primary source, the parent kind, plus any
  * secondary sources mapped to parent keys by owner reference or a key map), and reconciles each
@@ -199,6 +210,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#queue = queue;
     this.#scheduler = scheduler;
     this.#expectations = expectations;
+    EXPECTATIONS.set(this, expectations as Expectations<Key>);
     this.#offer = offer;
     this.#debouncers = debouncers;
     this.#wiring = wiring;

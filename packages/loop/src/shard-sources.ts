@@ -126,6 +126,16 @@ export class ShardedSource<U, P extends Key> implements RangesFollower {
   #coldAfter: number | undefined;
   /** Set while the stream waits for the first ranges (see {@link #stream}): called when they arrive. */
   #rangesArrived: (() => void) | undefined;
+  /**
+   * Whether the inner source's own filter stands for this one: set by a listing applied while the
+   * source reported `filter: 'server'` with exactly the ranges here (the reflector then drops every
+   * watch frame outside them itself), cleared by every ranges change until the next such listing.
+   * While set, an upsert is stored without hashing it here (one FNV-1a per event saved); during a
+   * reshard's overlap (old watch frames, the new listing not applied yet) every upsert is hashed.
+   */
+  #serverFiltered = false;
+  /** Upserts hashed here (the client-side check); for tests and health. */
+  #checked = 0;
   onWarm: (() => void) | undefined;
 
   constructor(options: ShardedSourceOptions<U, P>) {
@@ -147,8 +157,15 @@ export class ShardedSource<U, P extends Key> implements RangesFollower {
     return this.#o.source.name;
   }
 
+  /** Upserts this wrapper hashed (the client-side check): none while the server's filter stands for it. */
+  get checked(): number {
+    return this.#checked;
+  }
+
   rangesChanged(ranges: readonly ShardRange[], gained: boolean): boolean {
     const { writer, onReleased } = this.#o;
+    // A reshard is pending from here until a listing of the new ranges was applied: check every upsert.
+    this.#serverFiltered = false;
     const released = writer.apply(releaseEvent<U>((object) => this.#owns(object)));
     if (released.size > 0) onReleased(released);
     this.#reshard(ranges);
@@ -172,6 +189,30 @@ export class ShardedSource<U, P extends Key> implements RangesFollower {
     }
   }
 
+  /**
+   * Whether the inner source filters exactly these ranges on the server now: it is resharded here
+   * (same field), reports `filter: 'server'` (its last LIST echoed the selector) and its ranges are
+   * the ones here. Asked once per listing, not per event.
+   */
+  #filteredBySource(): boolean {
+    const { reshard: field, source, ranges } = this.#o;
+    if (field === undefined || !hasReshard(source)) return false;
+    let shard: { field?: unknown; filter?: unknown; ranges?: unknown } | undefined;
+    try {
+      shard = (source.health?.() as { shard?: typeof shard } | undefined)?.shard;
+    } catch {
+      return false;
+    }
+    if (shard?.field !== field || shard.filter !== 'server' || !Array.isArray(shard.ranges)) return false;
+    const mine = ranges.ranges;
+    const theirs = shard.ranges as readonly ShardRange[];
+    return (
+      mine.length > 0 &&
+      theirs.length === mine.length &&
+      mine.every((r, i) => r.start === theirs[i]?.start && r.end === theirs[i]?.end)
+    );
+  }
+
   #owns(object: U): boolean {
     const value = this.#o.valueOf(object);
     return value !== undefined && inShardRanges(shardHash(value), this.#o.ranges.ranges);
@@ -181,6 +222,8 @@ export class ShardedSource<U, P extends Key> implements RangesFollower {
     const { writer } = this.#o;
     switch (event.type) {
       case 'upsert':
+        if (this.#serverFiltered) return writer.apply(event);
+        this.#checked += 1;
         if (this.#owns(event.object)) return writer.apply(event);
         // An object that left the ranges under the same key (a delete and re-create with another uid, a
         // new controller owner): the version held is gone for this replica. One never held: nothing to do.
@@ -188,7 +231,9 @@ export class ShardedSource<U, P extends Key> implements RangesFollower {
       case 'replace': {
         const mine = new Map<ObjectKey, U>();
         for (const [key, object] of event.objects) if (this.#owns(object)) mine.set(key, object);
-        return writer.apply(event.keep === undefined ? { type: 'replace', objects: mine } : { ...event, objects: mine });
+        const applied = writer.apply(event.keep === undefined ? { type: 'replace', objects: mine } : { ...event, objects: mine });
+        this.#serverFiltered = this.#filteredBySource();
+        return applied;
       }
       default:
         return writer.apply(event);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, OptionsError, shardHash } from '@reconcile-loop/primitives';
-import { settle } from '@reconcile-loop/test-support';
+import { FakeLeaderGate, settle } from '@reconcile-loop/test-support';
 import { InProcessSource, ReconcileLoop, ShardMovedError } from '../src/index.js';
+import { expectationsOf } from '../src/loop.js';
 import { ALL, FakeShardGate, NONE } from './fake-shard-gate.js';
 
 interface Obj {
@@ -46,6 +47,50 @@ function harness(uids: string[], gate = new FakeShardGate(), reconcileTimeoutMs?
 }
 
 describe('sharded dispatch behind a shard gate', () => {
+  it('[loop: Refusal closes the context] a key turned away by the shard gate or by the leadership check leaves no reconcile context open: the expectations log stops recording', async () => {
+    const clock = new ManualClock();
+    const source = new InProcessSource<Obj>('objs', [
+      ['a', { metadata: { uid: 'u-a', version: 1 } }],
+      ['b', { metadata: { uid: 'u-b', version: 1 } }],
+    ]);
+    const gate = new FakeShardGate();
+    const leader = new FakeLeaderGate();
+    const started: string[] = [];
+    const loop = new ReconcileLoop<Obj, string>({
+      source,
+      keyMap: (_object, key) => key,
+      shard: { gate, retryDelayMs: 1_000 },
+      leadership: { gate: leader },
+      sources: { resyncPeriodMs: 0 },
+      clock,
+      reconcile: async (key) => void started.push(key),
+    });
+    const log = expectationsOf(loop)!;
+    gate.admit('u-a');
+    await loop.start();
+    leader.grant();
+    await settle();
+    expect(started).toEqual(['a']);
+    // b is in the ranges but not admitted: refused, asked again every second, refused again.
+    for (let i = 0; i < 3; i++) {
+      await clock.advanceAsync(1_000);
+      await settle();
+    }
+    expect(gate.refusals).toBeGreaterThanOrEqual(4);
+    expect(log.openContexts).toBe(0); // a's call settled; no refusal of b left a context open
+    expect(log.recording).toBe(false);
+
+    // The leadership check refuses: frozen past the deadline (isLeader() false, no callback yet).
+    leader.freeze();
+    source.upsert('a', { metadata: { uid: 'u-a', version: 2 } });
+    await settle();
+    expect(started).toEqual(['a']);
+    expect(loop.health().leader).toBe(false); // the worker's check said no and ended the term
+    expect(log.openContexts).toBe(0);
+    expect(log.recording).toBe(false);
+    await loop.stop();
+  });
+
   it('[loop: Sharded admission] no reconcile runs for a hash the gate does not admit; a refused key in the ranges is asked again after the delay and runs once admitted', async () => {
     const h = harness(['a', 'b', 'c']);
     h.gate.admit('u-a');

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock, shardHash, type ShardRange } from '@reconcile-loop/primitives';
+import type { SourceEvent } from '@reconcile-loop/object-store';
+import { ManualClock, shardHash, silentLogger, type ShardRange } from '@reconcile-loop/primitives';
 import { settle } from '@reconcile-loop/test-support';
 import { gains } from '../src/shard.js';
+import { primaryShardValue, ShardedSource, type RangesFollower } from '../src/shard-sources.js';
 import { InProcessSource, ReconcileLoop, type SourceHealth } from '../src/index.js';
 import { FakeShardGate } from './fake-shard-gate.js';
 
@@ -59,17 +61,28 @@ function harness(gate: FakeShardGate) {
   return { clock, parents, children, loop, starts, keys, lowKeys, highKeys };
 }
 
+/**
+ * The harness behind a gate with these ranges that admits every key, started and settled;
+ * `beforeStart` runs on it first (to wrap a source's `open`).
+ */
+async function started(ranges: readonly ShardRange[], beforeStart?: (h: ReturnType<typeof harness>) => void) {
+  const gate = new FakeShardGate();
+  gate.ranges = ranges;
+  const h = harness(gate);
+  for (const k of h.keys) gate.admit(uidOf(k));
+  beforeStart?.(h);
+  await h.loop.start();
+  await settle(10);
+  return { ...h, gate };
+}
+
 describe('sources that follow the shard ranges', () => {
   it('[loop: Sharded sources follow the ranges] the primary store holds only parents whose uid hash is in the ranges, owned children only when their controller owner is; a move releases the lost ones (never reconciled as deleted) and relists the gained ones, admitted only once every source relisted', async () => {
-    const gate = new FakeShardGate();
-    gate.ranges = LOW;
-    const h = harness(gate);
+    const h = await started(LOW);
+    const { gate } = h;
     // Not vacuous: the fixed uids fall on both sides.
     expect(h.lowKeys.length).toBeGreaterThan(0);
     expect(h.highKeys.length).toBeGreaterThan(0);
-    for (const k of h.keys) gate.admit(uidOf(k));
-    await h.loop.start();
-    await settle();
     expect([...h.loop.store.keys()].sort()).toEqual([...h.lowKeys].sort());
     expect([...h.loop.stores.children.keys()].sort()).toEqual(h.lowKeys.map((k) => `c-${k}`).sort());
     expect([...new Set(h.starts.map((s) => s.key))].sort()).toEqual([...h.lowKeys].sort());
@@ -96,12 +109,8 @@ describe('sources that follow the shard ranges', () => {
   });
 
   it('[loop: Sharded sources follow the ranges] a gained hash is not admitted while a source is still relisting (cold); empty ranges hold nothing', async () => {
-    const gate = new FakeShardGate();
-    gate.ranges = [];
-    const h = harness(gate);
-    for (const k of h.keys) gate.admit(uidOf(k));
-    await h.loop.start();
-    await settle();
+    const h = await started([]);
+    const { gate } = h;
     expect(h.loop.store.keys()).toHaveLength(0);
     expect(h.loop.stores.children.keys()).toHaveLength(0);
     expect(h.starts).toEqual([]);
@@ -134,21 +143,19 @@ describe('sources that follow the shard ranges', () => {
   });
 
   it('[loop: Sharded sources follow the ranges] before the gate has ranges no source is opened (a replica starting does not list the whole kind): the stores sync empty, and the first ranges open each source once', async () => {
-    const gate = new FakeShardGate();
-    gate.ranges = [];
-    const h = harness(gate);
-    for (const k of h.keys) gate.admit(uidOf(k));
     const opened = { parents: 0, children: 0 };
-    for (const name of ['parents', 'children'] as const) {
-      const source = h[name];
-      const open = source.open.bind(source);
-      source.open = (signal: AbortSignal) => {
-        opened[name] += 1;
-        return open(signal);
-      };
-    }
-    await h.loop.start(); // resolves once every store synced: here, empty
-    await settle(10);
+    // start() resolves once every store synced: here, empty.
+    const h = await started([], (h) => {
+      for (const name of ['parents', 'children'] as const) {
+        const source = h[name];
+        const open = source.open.bind(source);
+        source.open = (signal: AbortSignal) => {
+          opened[name] += 1;
+          return open(signal);
+        };
+      }
+    });
+    const { gate } = h;
     expect(opened).toEqual({ parents: 0, children: 0 });
     expect(h.loop.store.keys()).toHaveLength(0);
     gate.setRanges(LOW);
@@ -237,6 +244,76 @@ describe('sources that follow the shard ranges', () => {
     expect([...loop.stores.children.keys()].sort()).toEqual(inLow.map((ns) => `${ns}/c`).sort());
     expect([...new Set(seen)].sort()).toEqual(inLow.map((ns) => `${ns}/p`).sort());
     await loop.stop();
+  });
+
+  it('[loop: Sharded source trusts the server filter] an upsert is hashed here unless a listing applied since the last ranges change showed the source filtering these ranges on the server: checked during a reshard, not per event once settled', () => {
+    let current: readonly ShardRange[] = LOW;
+    const followers: RangesFollower[] = [];
+    // The inner source as a reflector reports itself; its reshard takes the ranges at once and says
+    // 'server' throughout, so only the wrapper's own bookkeeping can tell a reshard is pending.
+    let theirs: readonly ShardRange[] = [];
+    let filter: 'server' | 'client' | 'unverified' = 'server';
+    const inner = Object.assign(new InProcessSource<Obj>('parents'), {
+      reshard: (ranges: readonly ShardRange[]) => void (theirs = ranges),
+      health: (): SourceHealth => ({ shard: { field: 'uid', filter, ranges: theirs } }) as unknown as SourceHealth,
+    });
+    const applied: SourceEvent<Obj>[] = [];
+    let hashed = 0;
+    const value = primaryShardValue('uid');
+    const sharded = new ShardedSource<Obj, string>({
+      source: inner,
+      writer: { apply: (event) => (applied.push(event), new Set<string>()) },
+      has: () => false,
+      valueOf: (object) => (hashed++, value(object)),
+      reshard: 'uid',
+      ranges: {
+        get ranges() {
+          return current;
+        },
+        follow: (f) => void followers.push(f),
+      },
+      onReleased: () => {},
+      logger: silentLogger,
+    });
+    expect(theirs).toEqual(LOW); // resharded at construction
+    const keys = Array.from({ length: 12 }, (_, i) => `p${i}`);
+    const object = (k: string): Obj => ({ metadata: { uid: uidOf(k) } });
+    const lowKeys = keys.filter((k) => low(uidOf(k)));
+    const highKeys = keys.filter((k) => !low(uidOf(k)));
+    const upserts = (ks: readonly string[]) => {
+      applied.length = 0;
+      hashed = 0;
+      for (const k of ks) sharded.writer.apply({ type: 'upsert', key: k, object: object(k) });
+      return applied.filter((e) => e.type === 'upsert').map((e) => e.key);
+    };
+    const listing = () => sharded.writer.apply({ type: 'replace', objects: new Map(keys.map((k) => [k, object(k)])) });
+
+    // Before a listing: every upsert is hashed, those outside the ranges refused.
+    expect(upserts(keys)).toEqual(lowKeys);
+    expect(hashed).toBe(keys.length);
+    // A listing with the source filtering LOW on the server: upserts pass unhashed.
+    listing();
+    expect(upserts(lowKeys)).toEqual(lowKeys);
+    expect(hashed).toBe(0);
+    const checkedBefore = sharded.checked;
+
+    // The ranges move (a reshard pending): the source says 'server' with the new ranges at once, yet
+    // an old watch's frame outside them is still hashed and refused until a listing is applied.
+    current = HIGH;
+    followers[0]!.rangesChanged(HIGH, true);
+    expect(theirs).toEqual(HIGH);
+    expect(upserts(lowKeys)).toEqual([]);
+    expect(hashed).toBe(lowKeys.length);
+    expect(sharded.checked).toBe(checkedBefore + lowKeys.length);
+    listing();
+    expect(upserts(highKeys)).toEqual(highKeys);
+    expect(hashed).toBe(0);
+
+    // A listing the server did not filter (the fallback): every upsert is hashed again.
+    filter = 'client';
+    listing();
+    expect(upserts(keys)).toEqual(highKeys);
+    expect(hashed).toBe(keys.length);
   });
 
   it('[loop: Sharded sources follow the ranges] gains(before, after) is true exactly when after holds a hash before does not', () => {

@@ -37,7 +37,7 @@ export const SHARD_METRICS = Object.freeze({
     'histogram',
     'reconcile_loop_shard_handover_wait_seconds',
     ['ring', 'reason'],
-    'Seconds a completed handover waited, once under each reason it waited for (lease, ring-read, own-claim, peer-claim; none).',
+    'Seconds a completed handover waited, once under each reason it waited for (lease, ring-read, own-claim, peer-claim, settling; none).',
     [0.1, 0.5, 1, 2, 4, 6, 8, 10, 15, 20, 30, 60, 120],
   ),
   expired: def(

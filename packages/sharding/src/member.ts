@@ -40,6 +40,19 @@ export interface ShardMemberOptions {
   readonly renewDeadlineMs?: number | undefined;
   /** Between renewals (each also publishes the claim) and between reads of the ring. Default 2 000. */
   readonly retryPeriodMs?: number | undefined;
+  /**
+   * Start-up: the member reports no ranges (its sources list nothing) and admits nothing until its
+   * reads of the ring have shown the same members for this long, measured between the sends of the
+   * first and a later read. Default: the retry period (one renew interval; at least two reads agree).
+   * `0`: the first read settles. Once settled, later ring changes pass through at once.
+   */
+  readonly settleMs?: number | undefined;
+  /**
+   * Start-up: settle as soon as a read shows at least this many members (the Deployment's
+   * `replicas`), without waiting for `settleMs`; `settleMs` still settles a ring that never reaches
+   * it (a replica that does not start). Default: none (only `settleMs`).
+   */
+  readonly expectedMembers?: number | undefined;
   /** The Lease traffic's limiter, as `LeaseLock`'s option: default a lane of its own. */
   readonly rateLimit?: RateLimitOptions | RateLimiter | false | 'shared' | undefined;
   /** Monotonic time for every decision and wait. Default `systemClock`. */
@@ -97,7 +110,9 @@ interface PendingHandover {
  * {@link ShardMember.admits} is true for a hash only when (1) this member's own Lease is valid by
  * the elector's renew deadline, (2) a read of the ring started after its current term began,
  * (3) it owns the hash in its view, (4) it owns the hash in every claim it may have published since
- * that read started, and (5) no member whose Lease was live in that read claims the hash.
+ * that read started, and (5) no member whose Lease was live in that read claims the hash. Besides,
+ * nothing is admitted and no ranges are reported before the start-up membership settled
+ * (`settleMs`, `expectedMembers`): a stricter gate, never a looser one.
  */
 export class ShardMember {
   readonly identity: string;
@@ -110,6 +125,17 @@ export class ShardMember {
   readonly #observer: ShardObserver | undefined;
   readonly #retryPeriodMs: number;
   readonly #readTimeoutMs: number;
+  readonly #settleMs: number;
+  readonly #expectedMembers: number | undefined;
+  /**
+   * Whether the start-up membership has settled. Invariant: until it has, {@link ShardMember.ranges}
+   * is empty, no range listener or `onRanges` is called and no hash is admitted, so the loop's
+   * sharded sources open nothing: a member that read the ring before the others' Leases appeared
+   * (it alone owns everything in its view) lists nothing it would drop a read later. Never unset.
+   */
+  #settled = false;
+  /** Before settling: the members of the reads since `since` (the send of the first read that showed them). */
+  #settling: { readonly members: string; readonly since: number } | undefined;
 
   #running = false;
   #stopping = false;
@@ -177,6 +203,14 @@ export class ShardMember {
     });
     this.#retryPeriodMs = this.#elector.timings.retryPeriodMs;
     this.#readTimeoutMs = this.#elector.timings.renewDeadlineMs;
+    const settleMs = options.settleMs ?? this.#retryPeriodMs;
+    if (typeof settleMs !== 'number' || !Number.isFinite(settleMs) || settleMs < 0)
+      throw new OptionsError('ShardMember', `settleMs must be a finite number >= 0, got ${String(options.settleMs)}`);
+    this.#settleMs = settleMs;
+    const expected = options.expectedMembers;
+    if (expected !== undefined && (!Number.isSafeInteger(expected) || expected < 1))
+      throw new OptionsError('ShardMember', `expectedMembers must be an integer >= 1, got ${String(expected)}`);
+    this.#expectedMembers = expected;
     const client = options.rateLimit === 'shared' ? options.client : options.client.withLane('sharding', options.rateLimit);
     this.#leases = client.resource(LEASES).inNamespace(options.namespace);
   }
@@ -194,9 +228,15 @@ export class ShardMember {
   /**
    * This member's share of its view: what its sources should list and watch (`shardSelector`'s
    * ranges). It can differ from what it admits: a gained range is watched at once, so its cache is
-   * warm when the previous owner lets go; a lost one stops being admitted at once.
+   * warm when the previous owner lets go; a lost one stops being admitted at once. Empty until the
+   * start-up membership settled (`settleMs`, `expectedMembers`).
    */
   get ranges(): readonly ShardRange[] {
+    return this.#settled ? this.#viewRanges() : [];
+  }
+
+  /** This member's share of its view, settled or not (what the handover bookkeeping follows). */
+  #viewRanges(): readonly ShardRange[] {
     return this.#view.ring.rangesOf(this.identity);
   }
 
@@ -249,6 +289,8 @@ export class ShardMember {
   status(): {
     readonly identity: string;
     readonly holdsLease: boolean;
+    /** Whether the start-up membership settled (before it: no ranges, nothing admitted). */
+    readonly settled: boolean;
     readonly members: readonly string[];
     readonly ranges: readonly ShardRange[];
     readonly share: number;
@@ -260,6 +302,7 @@ export class ShardMember {
     return {
       identity: this.identity,
       holdsLease: this.#elector.isLeader(),
+      settled: this.#settled,
       members: this.members,
       ranges: this.ranges,
       share: rangesShare(this.ranges),
@@ -357,14 +400,44 @@ export class ShardMember {
     this.#setView(
       claimOf([this.identity, ...[...peers.values()].filter((p) => p.live).map((p) => p.identity)], this.virtualNodes),
     );
+    this.#settle(startedAt);
     this.#checkHandover();
+  }
+
+  /**
+   * Start-up: settles once the reads have shown the same members for `settleMs` (between the sends
+   * of the first and this read), or at least `expectedMembers`; then reports the ranges to the
+   * listeners for the first time. Replicas started together appear on the ring one after another; a
+   * member that listed at its first read would list the whole kind (alone in its view) and drop
+   * most of it at the next. The cost is start-up latency: at least `settleMs` before any listing.
+   */
+  #settle(readStartedAt: number): void {
+    if (this.#settled) return;
+    const members = this.#view.ring.members;
+    const text = members.join('\n');
+    if (this.#settling?.members !== text) this.#settling = { members: text, since: readStartedAt };
+    const stable = readStartedAt - this.#settling.since >= this.#settleMs;
+    const expected = this.#expectedMembers !== undefined && members.length >= this.#expectedMembers;
+    if (!stable && !expected) return;
+    this.#settled = true;
+    this.#settling = undefined;
+    this.#logger?.info({ ring: this.ring, identity: this.identity, members }, "the ring settled; listing this member's ranges");
+    this.#publishRanges();
+  }
+
+  /** Tells the observer and the listeners the ranges now (settled only). */
+  #publishRanges(): void {
+    const after = this.ranges;
+    const members = this.#view.ring.members;
+    this.#guard(() => this.#observer?.onRanges?.({ identity: this.identity, members, ranges: after, share: rangesShare(after) }));
+    for (const listener of [...this.#rangeListeners]) this.#guard(() => listener(after));
   }
 
   #setView(view: Claim): void {
     if (view.text === this.#view.text) return;
-    const before = this.ranges;
+    const before = this.#viewRanges();
     this.#view = view;
-    const after = this.ranges;
+    const after = this.#viewRanges();
     this.#logger?.info({ ring: this.ring, identity: this.identity, members: view.ring.members }, 'the ring changed');
     const gained = rangesMinus(after, before);
     if (gained.length > 0) {
@@ -378,15 +451,8 @@ export class ShardMember {
       }
     }
     this.#viewBefore = view.ring.members;
-    this.#guard(() =>
-      this.#observer?.onRanges?.({
-        identity: this.identity,
-        members: view.ring.members,
-        ranges: after,
-        share: rangesShare(after),
-      }),
-    );
-    for (const listener of [...this.#rangeListeners]) this.#guard(() => listener(after));
+    // Before the start-up settled nobody is told: the ranges stay empty (see #settled).
+    if (this.#settled) this.#publishRanges();
   }
 
   /** Why `hash` is not admitted now, or `undefined` when it is. */
@@ -395,6 +461,8 @@ export class ShardMember {
     if (!this.#elector.isLeader() || this.#termStartedAt === undefined) return 'lease';
     const read = this.#lastRead;
     if (read === undefined || read.startedAt <= this.#termStartedAt) return 'ring-read';
+    // Nothing is admitted outside `ranges`, which are empty until the start-up settled.
+    if (!this.#settled) return 'settling';
     if (this.#view.ring.ownerOf(hash) !== this.identity) return 'not-owner';
     for (const claim of read.claims.values()) if (claim.ring.ownerOf(hash) !== this.identity) return 'own-claim';
     for (const peer of this.#peers.values()) {
@@ -410,7 +478,8 @@ export class ShardMember {
     if (!this.#elector.isLeader() || this.#termStartedAt === undefined) waits.add('lease');
     const read = this.#lastRead;
     if (read === undefined || this.#termStartedAt === undefined || read.startedAt <= this.#termStartedAt) waits.add('ring-read');
-    const mine = this.ranges;
+    if (!this.#settled) waits.add('settling');
+    const mine = this.#viewRanges();
     if (read !== undefined)
       for (const claim of read.claims.values())
         if (rangesMinus(mine, claim.ring.rangesOf(this.identity)).length > 0) waits.add('own-claim');

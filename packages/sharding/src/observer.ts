@@ -5,9 +5,10 @@ import type { ShardRange } from '@reconcile-loop/primitives';
  * - `lease`: this member's own Lease was not valid (not yet acquired, or renewals failed past the renew deadline);
  * - `ring-read`: no read of the ring had started since its current term began (after a freeze, a restart);
  * - `own-claim`: its own acknowledgement of the new ring was not yet written, or not yet followed by a read;
- * - `peer-claim`: a live member still claimed part of the ranges (had not acknowledged, or not drained).
+ * - `peer-claim`: a live member still claimed part of the ranges (had not acknowledged, or not drained);
+ * - `settling`: at start-up, the member had not yet seen the ring settle (`settleMs`, `expectedMembers`).
  */
-export type HandoverWait = 'lease' | 'ring-read' | 'own-claim' | 'peer-claim';
+export type HandoverWait = 'lease' | 'ring-read' | 'own-claim' | 'peer-claim' | 'settling';
 
 /**
  * Hooks a metrics implementation (or a test) receives from a `ShardMember`. Every hook is optional

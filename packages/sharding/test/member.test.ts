@@ -253,6 +253,60 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     await stopAll(clock, [a, b]);
   });
 
+  it('[sharding: settle] replicas started one after another: none reports ranges or admits before its reads agreed for settleMs, so each lists its final share once', async () => {
+    const { clock, server } = setup();
+    const seen = new Map<string, (readonly unknown[])[]>();
+    const begin = clock.now();
+    const started: Replica[] = [];
+    for (const id of ['a', 'b', 'c']) {
+      const r = replica(server, id, { member: { settleMs: 5_000 } });
+      const ranges: (readonly unknown[])[] = [];
+      seen.set(id, ranges);
+      r.member.onRangesChanged((next) => void ranges.push(next));
+      started.push(start(r));
+      // Before settling: no ranges, nothing admitted, and the status says why.
+      await until(clock, started, () => started.every((m) => m.member.ranges.length === 0), 0);
+      expect(started.some((m) => m.member.status().settled || admitted(m).length > 0)).toBe(false);
+      await clock.advanceAsync(1_000);
+    }
+    await until(clock, started, () => admitsAll(started), 30_000);
+    // The first members read the ring alone or with two: the settle window outlasted the joins.
+    expect(clock.now() - begin).toBeGreaterThanOrEqual(5_000);
+    for (const m of started) {
+      expect(m.member.members).toEqual(['a', 'b', 'c']);
+      expect(m.member.status().settled).toBe(true);
+      // One report, the final share: a source following it listed once, never the whole kind.
+      expect(seen.get(m.id)).toEqual([m.member.ranges]);
+    }
+    await stopAll(clock, started);
+  });
+
+  it('[sharding: settle] expectedMembers settles as soon as that many are on the ring; settleMs still settles a ring that never reaches it', async () => {
+    const { clock, server } = setup();
+    const expecting = { settleMs: 60_000, expectedMembers: 3 };
+    const first = [start(replica(server, 'a', { member: expecting })), start(replica(server, 'b', { member: expecting }))];
+    await clock.advanceAsync(10_000);
+    expect(first.some((m) => m.member.status().settled || m.member.ranges.length > 0)).toBe(false);
+    const c = start(replica(server, 'c', { member: expecting }));
+    const all = [...first, c];
+    const waited = await until(clock, all, () => admitsAll(all), 20_000);
+    expect(waited).toBeLessThan(60_000);
+    await stopAll(clock, all);
+
+    // Two of three expected, the window 8 s: they settle on the window.
+    const again = setup();
+    const short = { settleMs: 8_000, expectedMembers: 3 };
+    const two = [start(replica(again.server, 'd', { member: short })), start(replica(again.server, 'e', { member: short }))];
+    await again.clock.advanceAsync(4_000);
+    expect(two.some((m) => m.member.status().settled)).toBe(false);
+    await until(again.clock, two, () => admitsAll(two), 20_000);
+    expect(two.map((m) => m.member.members)).toEqual([
+      ['d', 'e'],
+      ['d', 'e'],
+    ]);
+    await stopAll(again.clock, two);
+  });
+
   it('[sharding: options] bad options are an OptionsError; Lease names are DNS labels for any identity', () => {
     const client = new KubeClient({ server: 'https://fake.invalid', rateLimit: false });
     const base = { client, namespace: 'default', ring: 'demo', identity: 'a' };
@@ -260,6 +314,9 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     expect(() => new ShardMember({ ...base, identity: '' })).toThrow(/identity/);
     expect(() => new ShardMember({ ...base, leaseDurationMs: 1_500 })).toThrow(/whole seconds/);
     expect(() => new ShardMember({ ...base, virtualNodes: 0 })).toThrow(/virtualNodes/);
+    expect(() => new ShardMember({ ...base, settleMs: -1 })).toThrow(/settleMs/);
+    expect(() => new ShardMember({ ...base, expectedMembers: 0 })).toThrow(/expectedMembers/);
+    expect(() => new ShardMember({ ...base, expectedMembers: 1.5 })).toThrow(/expectedMembers/);
     expect(memberLeaseName('demo', 'a')).toBe('demo-a');
     const odd = memberLeaseName('demo', 'Host_1.example:9000');
     expect(odd).toMatch(/^demo-host-1-example-9000-[0-9a-f]{8}$/);
