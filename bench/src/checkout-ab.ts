@@ -7,7 +7,9 @@
  *     `parseListPage` of one unpaged LIST (bench/src/list-read.ts's), each with the WebAssembly
  *     scanner and with the JavaScript one only;
  *   - reflector: a `Reflector` over a client that hands the same frames over as bytes in batches of
- *     64 (as kube-client hands a socket read over), one upsert yielded per frame.
+ *     64 (as kube-client hands a socket read over), one upsert yielded per frame;
+ *   - object-store: an `ObjectStore` keyed by each pod's ReplicaSet (one parent per object, the
+ *     primary's shape) applying the pods' create, update and delete events (BENCHMARKS.md (24s)).
  *
  *   git worktree add --detach ../base <commit> && (cd ../base && pnpm install --frozen-lockfile)
  *   node --conditions=@reconcile-loop/source --import tsx bench/src/checkout-ab.ts --base=../base [--rounds=11] [--repeat=4]
@@ -65,14 +67,24 @@ const client = {
   },
 };
 
-async function load(root: string): Promise<{ decoder: Decoder; stream: Stream }> {
+interface Store {
+  apply(event: { type: 'upsert'; key: string; object: unknown } | { type: 'delete'; key: string }): ReadonlySet<string>;
+}
+interface StoreModule {
+  ObjectStore: new (options: { keyMap: (object: never, key: string) => string | undefined }) => Store;
+}
+type PodLike = { metadata: { namespace?: string; name: string; ownerReferences?: readonly { name: string }[] } };
+const storeKeyMap = (pod: PodLike): string | undefined => pod.metadata.ownerReferences?.[0]?.name;
+
+async function load(root: string): Promise<{ decoder: Decoder; stream: Stream; store: StoreModule }> {
   const types = await import(`${root}/packages/k8s-types/src/index.ts`);
   const internal = await import(`${root}/packages/k8s-types/src/internal.ts`);
   const { Reflector } = await import(`${root}/packages/reflector/src/index.ts`);
   const reflector = new Reflector({ client, schema: types.podSchema, initialList: 'list', watchTimeoutSeconds: 3600 });
   const stream = reflector.open(new AbortController().signal)[Symbol.asyncIterator]() as Stream;
   if ((await stream.next()).value?.type !== 'replace') throw new Error(`${root}: the stream did not start with a replace`);
-  return { decoder: { podSchema: types.podSchema, ...internal } as Decoder, stream };
+  const store = (await import(`${root}/packages/object-store/src/index.ts`)) as StoreModule;
+  return { decoder: { podSchema: types.podSchema, ...internal } as Decoder, stream, store };
 }
 const sides = { base: await load(base), here: await load(here) };
 type Side = keyof typeof sides;
@@ -87,7 +99,17 @@ const readList = (d: Decoder): void => {
   if (page.items.some((item) => item.view === undefined)) throw new Error('an item was not read by the byte reader');
   sink += page.items.length;
 };
+const created = Array.from({ length: pods }, (_, i) => makePod(i) as unknown as PodLike);
+const updated = Array.from({ length: pods }, (_, i) => modifyPod(makePod(i), i + 1) as unknown as PodLike);
+const storeKeys = created.map((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}`);
+const storeCycle = (side: Side): void => {
+  const store = new sides[side].store.ObjectStore({ keyMap: storeKeyMap as (object: never) => string | undefined });
+  for (let i = 0; i < pods; i++) sink += store.apply({ type: 'upsert', key: storeKeys[i]!, object: created[i] }).size;
+  for (let i = 0; i < pods; i++) sink += store.apply({ type: 'upsert', key: storeKeys[i]!, object: updated[i] }).size;
+  for (let i = 0; i < pods; i++) sink += store.apply({ type: 'delete', key: storeKeys[i]! }).size;
+};
 const cases: { name: string; wasm: boolean; per: number; run: (side: Side) => Promise<void> | void }[] = [
+  { name: 'object-store create, update, delete', wasm: true, per: pods * 3, run: storeCycle },
   {
     name: 'k8s-types parseWatchFrame, WebAssembly',
     wasm: true,
