@@ -9,7 +9,7 @@
  *   - reflector: a `Reflector` over a client that hands the same frames over as bytes in batches of
  *     64 (as kube-client hands a socket read over), one upsert yielded per frame;
  *   - object-store: an `ObjectStore` keyed by each pod's ReplicaSet (one parent per object, the
- *     primary's shape) applying the pods' create, update and delete events (BENCHMARKS.md (24s)).
+ *     primary's shape) applying the pods' create, update and delete events (issue 24's one store type).
  *
  *   git worktree add --detach ../base <commit> && (cd ../base && pnpm install --frozen-lockfile)
  *   node --conditions=@reconcile-loop/source --import tsx bench/src/checkout-ab.ts --base=../base [--rounds=11] [--repeat=4]
