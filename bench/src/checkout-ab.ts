@@ -12,7 +12,9 @@
  *     primary's shape) applying the pods' create, update and delete events (issue 24's one store type).
  *
  *   git worktree add --detach ../base <commit> && (cd ../base && pnpm install --frozen-lockfile)
- *   node --conditions=@reconcile-loop/source --import tsx bench/src/checkout-ab.ts --base=../base [--rounds=11] [--repeat=4]
+ *   node --conditions=@reconcile-loop/source --import tsx bench/src/checkout-ab.ts --base=../base [--rounds=11] [--repeat=4] [--only=store]
+ *
+ * `--only=<text>` keeps the cases whose name contains the text (e.g. `store`, `parseListPage`).
  *
  * Run it from both sides too (this checkout as `--base` from the other): a bias of the harness
  * (which side loads first) then shows as a difference of the same sign both ways.
@@ -144,6 +146,9 @@ const cases: { name: string; wasm: boolean; per: number; run: (side: Side) => Pr
   },
 ];
 
+const only = arg('only', '');
+if (only !== '') cases.splice(0, cases.length, ...cases.filter((c) => c.name.includes(only)));
+if (cases.length === 0) throw new Error(`--only=${only} matches no case`);
 const samples = new Map<string, number[]>();
 for (const c of cases)
   for (const side of ['base', 'here'] as const) {

@@ -285,6 +285,15 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     return out;
   }
 
+  /**
+   * Whether a write needs the object it replaces: only `remap`, `admit` and declared indexes read it.
+   * Without them (a primary's store) a write skips the lookup through the object's first parent: two
+   * map reads on a write that is otherwise about five (BENCHMARKS.md (24s)).
+   */
+  #readsPrevious(): boolean {
+    return this.#remap || this.#admit !== undefined || this.#indexes.size > 0;
+  }
+
   #objectAt(key: ObjectKey, at: Attribution<P>): T {
     if (!many(at)) return this.#members.get(at)!.get(key)!;
     return (at.length === 0 ? this.#unparented : this.#members.get(at[0]!)!).get(key)!;
@@ -327,7 +336,7 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
 
   #upsert(key: ObjectKey, object: T, affected: Set<P>, failures: Failure[]): void {
     const before = this.#parentsOf.get(key);
-    const previous = before === undefined ? undefined : this.#objectAt(key, before);
+    const previous = before === undefined || !this.#readsPrevious() ? undefined : this.#objectAt(key, before);
     // Where the store holds `key` when the key map runs, and the object its indexes hold.
     let held = before;
     let indexed = previous;
@@ -363,13 +372,13 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
   #delete(key: ObjectKey, affected: Set<P>, failures: Failure[]): void {
     const at = this.#parentsOf.get(key);
     if (at === undefined) return;
-    const last = this.#objectAt(key, at);
+    const last = this.#readsPrevious() ? this.#objectAt(key, at) : undefined;
     if (!this.#admits(last, undefined, key)) {
       this.#remove(key, undefined);
       return;
     }
     this.#remove(key, affected);
-    if (this.#remap) addAll(affected, this.#map(last, key, failures, 'old'));
+    if (this.#remap) addAll(affected, this.#map(last as T, key, failures, 'old'));
   }
 
   /**
