@@ -61,7 +61,11 @@ const body = Buffer.from(
     items: Array.from({ length: listPods }, (_, i) => makePod(i)),
   }),
 );
-const partial = (pod: ReturnType<typeof makePod>) => ({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: pod.metadata });
+const partial = (pod: ReturnType<typeof makePod>) => ({
+  kind: 'PartialObjectMetadata',
+  apiVersion: 'meta.k8s.io/v1',
+  metadata: pod.metadata,
+});
 const metadataFrames = Array.from({ length: pods }, (_, i) =>
   Buffer.from(JSON.stringify({ type: 'MODIFIED', object: partial(modifyPod(makePod(i), i + 1)) })),
 );

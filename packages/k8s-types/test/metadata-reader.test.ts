@@ -19,7 +19,8 @@ import {
 } from './all.js';
 import { rawPod } from './fixtures.js';
 
-const readMetadataFrame = (bytes: Uint8Array) => readFrame(bytes, readPartialObjectMetadata as ObjectReader<PartialObjectMetadata>);
+const readMetadataFrame = (bytes: Uint8Array) =>
+  readFrame(bytes, readPartialObjectMetadata as ObjectReader<PartialObjectMetadata>);
 const encode = (text: string): Buffer => Buffer.from(text, 'utf8');
 
 /** Deep equality that also holds key order, array-ness, frozenness and prototypes; the first difference. */
@@ -53,7 +54,12 @@ function holds(text: string): boolean {
   const fast = readMetadataFrame(bytes);
   const expected = settle(() => parseWatchLine(text, partialObjectMetadataSchema));
   if (fast !== undefined) expect(difference(fast, expected)).toBeUndefined();
-  expect(difference(settle(() => parseWatchFrame(bytes, partialObjectMetadataSchema)), expected)).toBeUndefined();
+  expect(
+    difference(
+      settle(() => parseWatchFrame(bytes, partialObjectMetadataSchema)),
+      expected,
+    ),
+  ).toBeUndefined();
   return fast !== undefined;
 }
 
@@ -77,9 +83,12 @@ const canonicalTime = fc
   .map((d) => d.toISOString().replace(/\.\d{3}Z$/, 'Z'));
 const labelMap = fc.dictionary(text, text, { maxKeys: 5 });
 const ownerReferences = fc.array(
-  fc.record({ apiVersion: text, kind: text, name: text, uid: text, controller: fc.boolean(), blockOwnerDeletion: fc.boolean() }, {
-    requiredKeys: ['apiVersion', 'kind', 'name', 'uid'],
-  }),
+  fc.record(
+    { apiVersion: text, kind: text, name: text, uid: text, controller: fc.boolean(), blockOwnerDeletion: fc.boolean() },
+    {
+      requiredKeys: ['apiVersion', 'kind', 'name', 'uid'],
+    },
+  ),
   { maxLength: 2 },
 );
 
