@@ -126,7 +126,8 @@ const readList = (d: Decoder): void => {
 const readMetadataList = (d: Decoder): void => {
   const view = d.partialObjectMetadataSchema;
   const page = d.parseListPage(metadataBody, view);
-  const items = page?.items ?? (JSON.parse(metadataBody.toString()) as { items: unknown[] }).items.map((raw) => ({ raw }));
+  const items: readonly { view?: unknown; raw?: unknown }[] =
+    page?.items ?? (JSON.parse(metadataBody.toString()) as { items: unknown[] }).items.map((raw) => ({ raw }));
   for (const item of items) sink += item.view === undefined ? (d.parseObject(view, item.raw, 'LIST') === undefined ? 0 : 1) : 1;
 };
 const created = Array.from({ length: pods }, (_, i) => makePod(i) as unknown as PodLike);
