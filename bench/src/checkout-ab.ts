@@ -6,6 +6,10 @@
  *   - k8s-types: `parseWatchFrame` of 5,000 MODIFIED pod frames (bench/src/hot-path.ts's case) and
  *     `parseListPage` of one unpaged LIST (bench/src/list-read.ts's), each with the WebAssembly
  *     scanner and with the JavaScript one only;
+ *   - k8s-types, metadata only: the same frames and LIST as `PartialObjectMetadata` (the pods'
+ *     metadata, as the apiserver sends them for `as=PartialObjectMetadata`), read into
+ *     `partialObjectMetadataSchema` by `parseWatchFrame` and by `parseListPage` (a checkout whose view
+ *     has no byte reader reads the page the exact way: `JSON.parse`, then `parseObject` per item);
  *   - reflector: a `Reflector` over a client that hands the same frames over as bytes in batches of
  *     64 (as kube-client hands a socket read over), one upsert yielded per frame;
  *   - object-store: an `ObjectStore` keyed by each pod's ReplicaSet (one parent per object, the
@@ -38,8 +42,10 @@ const repeat = Number(arg('repeat', '4'));
 
 interface Decoder {
   readonly podSchema: object;
+  readonly partialObjectMetadataSchema: object;
   parseWatchFrame(bytes: Uint8Array, view: object): { type: string };
-  parseListPage(bytes: Uint8Array, view: object): { items: readonly { view?: unknown }[] };
+  parseListPage(bytes: Uint8Array, view: object): { items: readonly { view?: unknown; raw?: unknown }[] } | undefined;
+  parseObject(view: object, raw: unknown, what: string): unknown;
   useWasmScan(on: boolean): void;
 }
 interface Stream {
@@ -55,6 +61,22 @@ const body = Buffer.from(
     apiVersion: 'v1',
     metadata: { resourceVersion: '999999' },
     items: Array.from({ length: listPods }, (_, i) => makePod(i)),
+  }),
+);
+const partial = (pod: ReturnType<typeof makePod>) => ({
+  kind: 'PartialObjectMetadata',
+  apiVersion: 'meta.k8s.io/v1',
+  metadata: pod.metadata,
+});
+const metadataFrames = Array.from({ length: pods }, (_, i) =>
+  Buffer.from(JSON.stringify({ type: 'MODIFIED', object: partial(modifyPod(makePod(i), i + 1)) })),
+);
+const metadataBody = Buffer.from(
+  JSON.stringify({
+    kind: 'PartialObjectMetadataList',
+    apiVersion: 'meta.k8s.io/v1',
+    metadata: { resourceVersion: '999999' },
+    items: Array.from({ length: listPods }, (_, i) => partial(makePod(i))),
   }),
 );
 const batches: Buffer[][] = [];
@@ -86,7 +108,8 @@ async function load(root: string): Promise<{ decoder: Decoder; stream: Stream; s
   const stream = reflector.open(new AbortController().signal)[Symbol.asyncIterator]() as Stream;
   if ((await stream.next()).value?.type !== 'replace') throw new Error(`${root}: the stream did not start with a replace`);
   const store = (await import(`${root}/packages/object-store/src/index.ts`)) as StoreModule;
-  return { decoder: { podSchema: types.podSchema, ...internal } as Decoder, stream, store };
+  const decoder = { podSchema: types.podSchema, partialObjectMetadataSchema: types.partialObjectMetadataSchema, ...internal };
+  return { decoder: decoder as Decoder, stream, store };
 }
 const sides = { base: await load(base), here: await load(here) };
 type Side = keyof typeof sides;
@@ -97,9 +120,17 @@ const cpu = (): number => {
   return usage.user + usage.system;
 };
 const readList = (d: Decoder): void => {
-  const page = d.parseListPage(body, d.podSchema);
+  const page = d.parseListPage(body, d.podSchema)!;
   if (page.items.some((item) => item.view === undefined)) throw new Error('an item was not read by the byte reader');
   sink += page.items.length;
+};
+/** A metadata-only LIST page into views, as the reflector reads one: from its bytes, else the exact way. */
+const readMetadataList = (d: Decoder): void => {
+  const view = d.partialObjectMetadataSchema;
+  const page = d.parseListPage(metadataBody, view);
+  const items: readonly { view?: unknown; raw?: unknown }[] =
+    page?.items ?? (JSON.parse(metadataBody.toString()) as { items: unknown[] }).items.map((raw) => ({ raw }));
+  for (const item of items) sink += item.view === undefined ? (d.parseObject(view, item.raw, 'LIST') === undefined ? 0 : 1) : 1;
 };
 const created = Array.from({ length: pods }, (_, i) => makePod(i) as unknown as PodLike);
 const updated = Array.from({ length: pods }, (_, i) => modifyPod(makePod(i), i + 1) as unknown as PodLike);
@@ -132,6 +163,16 @@ const cases: { name: string; wasm: boolean; per: number; run: (side: Side) => Pr
   },
   { name: `k8s-types parseListPage, WebAssembly`, wasm: true, per: listPods, run: (side) => readList(sides[side].decoder) },
   { name: `k8s-types parseListPage, JavaScript`, wasm: false, per: listPods, run: (side) => readList(sides[side].decoder) },
+  {
+    name: 'k8s-types metadata-only parseWatchFrame',
+    wasm: true,
+    per: pods,
+    run: (side) => {
+      const d = sides[side].decoder;
+      for (const frame of metadataFrames) sink += d.parseWatchFrame(frame, d.partialObjectMetadataSchema).type.length;
+    },
+  },
+  { name: 'k8s-types metadata-only LIST', wasm: true, per: listPods, run: (side) => readMetadataList(sides[side].decoder) },
   {
     name: 'reflector watch, frames as bytes',
     wasm: true,

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { compactOutput } from './decode/compact.js';
+import { readPartialObjectMetadata } from './decode/metadata-reader.js';
+import { withByteReader } from './decode/readers.js';
 import { compileSchema, objectMetaSchema, typeMetaShape } from './meta.js';
 
 /**
@@ -15,10 +17,13 @@ import { compileSchema, objectMetaSchema, typeMetaShape } from './meta.js';
  * watch already says.
  *
  * Marked `compactOutput`, as `podSchema` is: the cached copy of each object is rebuilt at its exact
- * size (zod builds objects one property at a time, which leaves V8 slack in every one).
+ * size (zod builds objects one property at a time, which leaves V8 slack in every one). Like
+ * `podSchema`, it has a byte reader (`decode/metadata-reader.ts`): the reflector reads watch frames
+ * and LIST pages of it from their bytes, into the same view, without parsing what the view drops.
  */
-export const partialObjectMetadataSchema = compactOutput(
-  compileSchema(z.object({ ...typeMetaShape, metadata: objectMetaSchema })),
+export const partialObjectMetadataSchema = withByteReader(
+  compactOutput(compileSchema(z.object({ ...typeMetaShape, metadata: objectMetaSchema }))),
+  readPartialObjectMetadata,
 );
 
 /** A metadata-only object (output of {@link partialObjectMetadataSchema}). */

@@ -3,6 +3,7 @@ export * from '../src/errors.js';
 export * from '../src/meta.js';
 export { objectKey } from '@reconcile-loop/primitives';
 export { intern } from '../src/decode/share.js';
+export * from '../src/metadata.js';
 export * from '../src/pod.js';
 export * from '../src/watch.js';
 export type { BookmarkFrame, ErrorFrame, ObjectFrame, Status, StatusCause, WatchFrame } from '../src/watch-frame.js';

@@ -79,7 +79,12 @@ function readMetaField(index: number): unknown {
   }
 }
 
-function metadata(): Draft {
+/**
+ * Reads the `metadata` object at the cursor as `objectMetaSchema` (`meta.ts`) would validate
+ * it: the metadata of every bundled view read from bytes (the Pod view here, `PartialObjectMetadata`
+ * in `metadata-reader.ts`).
+ */
+export function readObjectMeta(): Draft {
   const fields: unknown[] = [];
   const present = members(META.keys, readMetaField, fields);
   required(present, 0b1); // name
@@ -176,7 +181,7 @@ function status(): Draft {
 }
 
 const POD = level(['metadata', 'spec', 'status']);
-const readPodField = (i: number): unknown => (i === 0 ? metadata() : i === 1 ? spec() : status());
+const readPodField = (i: number): unknown => (i === 0 ? readObjectMeta() : i === 1 ? spec() : status());
 
 /**
  * Reads the pod at the cursor as `podSchema` would validate it (see the module comment): a `Pod`,
