@@ -141,36 +141,21 @@ const storeCycle = (side: Side): void => {
   for (let i = 0; i < pods; i++) sink += store.apply({ type: 'upsert', key: storeKeys[i]!, object: updated[i] }).size;
   for (let i = 0; i < pods; i++) sink += store.apply({ type: 'delete', key: storeKeys[i]! }).size;
 };
+const readFrames = (side: Side, list: readonly Buffer[], view: 'podSchema' | 'partialObjectMetadataSchema'): void => {
+  const d = sides[side].decoder;
+  for (const frame of list) sink += d.parseWatchFrame(frame, d[view]).type.length;
+};
 const cases: { name: string; wasm: boolean; per: number; run: (side: Side) => Promise<void> | void }[] = [
   { name: 'object-store create, update, delete', wasm: true, per: pods * 3, run: storeCycle },
-  {
-    name: 'k8s-types parseWatchFrame, WebAssembly',
-    wasm: true,
-    per: pods,
-    run: (side) => {
-      const d = sides[side].decoder;
-      for (const frame of frames) sink += d.parseWatchFrame(frame, d.podSchema).type.length;
-    },
-  },
-  {
-    name: 'k8s-types parseWatchFrame, JavaScript',
-    wasm: false,
-    per: pods,
-    run: (side) => {
-      const d = sides[side].decoder;
-      for (const frame of frames) sink += d.parseWatchFrame(frame, d.podSchema).type.length;
-    },
-  },
+  { name: 'k8s-types parseWatchFrame, WebAssembly', wasm: true, per: pods, run: (side) => readFrames(side, frames, 'podSchema') },
+  { name: 'k8s-types parseWatchFrame, JavaScript', wasm: false, per: pods, run: (side) => readFrames(side, frames, 'podSchema') },
   { name: `k8s-types parseListPage, WebAssembly`, wasm: true, per: listPods, run: (side) => readList(sides[side].decoder) },
   { name: `k8s-types parseListPage, JavaScript`, wasm: false, per: listPods, run: (side) => readList(sides[side].decoder) },
   {
     name: 'k8s-types metadata-only parseWatchFrame',
     wasm: true,
     per: pods,
-    run: (side) => {
-      const d = sides[side].decoder;
-      for (const frame of metadataFrames) sink += d.parseWatchFrame(frame, d.partialObjectMetadataSchema).type.length;
-    },
+    run: (side) => readFrames(side, metadataFrames, 'partialObjectMetadataSchema'),
   },
   { name: 'k8s-types metadata-only LIST', wasm: true, per: listPods, run: (side) => readMetadataList(sides[side].decoder) },
   {

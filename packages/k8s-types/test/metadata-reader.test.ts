@@ -18,35 +18,11 @@ import {
   type PartialObjectMetadata,
 } from './all.js';
 import { rawPod } from './fixtures.js';
+import { difference, settle } from './view-equality.js';
 
 const readMetadataFrame = (bytes: Uint8Array) =>
   readFrame(bytes, readPartialObjectMetadata as ObjectReader<PartialObjectMetadata>);
 const encode = (text: string): Buffer => Buffer.from(text, 'utf8');
-
-/** Deep equality that also holds key order, array-ness, frozenness and prototypes; the first difference. */
-function difference(a: unknown, b: unknown, path = '$'): string | undefined {
-  if (Object.is(a, b)) return undefined;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return `${path}: ${String(a)} vs ${String(b)}`;
-  if (Array.isArray(a) !== Array.isArray(b)) return `${path}: array vs object`;
-  if (Object.isFrozen(a) !== Object.isFrozen(b)) return `${path}: frozen ${Object.isFrozen(a)} vs ${Object.isFrozen(b)}`;
-  if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return `${path}: prototype`;
-  const keysA = Object.keys(a);
-  const keysB = Object.keys(b);
-  if (keysA.join('\u0000') !== keysB.join('\u0000')) return `${path}: keys [${keysA.join(',')}] vs [${keysB.join(',')}]`;
-  for (const key of keysA) {
-    const found = difference((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key], `${path}.${key}`);
-    if (found !== undefined) return found;
-  }
-  return undefined;
-}
-
-const settle = (read: () => unknown): unknown => {
-  try {
-    return read();
-  } catch (error) {
-    return { threw: (error as Error).name, message: (error as Error).message };
-  }
-};
 
 /** Checks the reader's invariant on one frame; returns whether the reader (not the exact path) read it. */
 function holds(text: string): boolean {

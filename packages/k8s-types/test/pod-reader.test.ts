@@ -24,44 +24,17 @@ import {
   type Pod,
 } from './all.js';
 import { rawPod } from './fixtures.js';
+import { difference, settle } from './view-equality.js';
 
 const encode = (text: string): Buffer => Buffer.from(text, 'utf8');
 
-/**
- * Deep equality that also holds key order, array-ness and frozenness: what the byte reader must
- * match, since the cache and every consumer see the view itself. Returns the first difference.
- */
-function difference(a: unknown, b: unknown, path = '$'): string | undefined {
-  if (Object.is(a, b)) return undefined;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return `${path}: ${String(a)} vs ${String(b)}`;
-  if (Array.isArray(a) !== Array.isArray(b)) return `${path}: array vs object`;
-  if (Object.isFrozen(a) !== Object.isFrozen(b)) return `${path}: frozen ${Object.isFrozen(a)} vs ${Object.isFrozen(b)}`;
-  if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return `${path}: prototype`;
-  const keysA = Object.keys(a);
-  const keysB = Object.keys(b);
-  if (keysA.join('\u0000') !== keysB.join('\u0000')) return `${path}: keys [${keysA.join(',')}] vs [${keysB.join(',')}]`;
-  for (const key of keysA) {
-    const found = difference((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key], `${path}.${key}`);
-    if (found !== undefined) return found;
-  }
-  return undefined;
-}
-
 /** What the exact path makes of a frame's text: the frame, or the error it throws. */
 function exact(text: string): unknown {
-  try {
-    return parseWatchLine(text, podSchema);
-  } catch (error) {
-    return { threw: (error as Error).name, message: (error as Error).message };
-  }
+  return settle(() => parseWatchLine(text, podSchema));
 }
 
 function viaBytes(bytes: Uint8Array): unknown {
-  try {
-    return parseWatchFrame(bytes, podSchema);
-  } catch (error) {
-    return { threw: (error as Error).name, message: (error as Error).message };
-  }
+  return settle(() => parseWatchFrame(bytes, podSchema));
 }
 
 /** Checks the reader's invariant on one frame; returns whether the reader (not the exact path) read it. */
