@@ -374,10 +374,10 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     if (at === undefined) return;
     const last = this.#readsPrevious() ? this.#objectAt(key, at) : undefined;
     if (!this.#admits(last, undefined, key)) {
-      this.#remove(key, undefined);
+      this.#remove(key, undefined, at);
       return;
     }
-    this.#remove(key, affected);
+    this.#remove(key, affected, at);
     if (this.#remap) addAll(affected, this.#map(last as T, key, failures, 'old'));
   }
 
@@ -406,9 +406,11 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     }
   }
 
-  /** Removes `key` if cached and adds the parents it was cached under to `affected`. */
-  #remove(key: ObjectKey, affected: Set<P> | undefined): void {
-    const at = this.#parentsOf.get(key);
+  /**
+   * Removes `key` if cached and adds the parents it was cached under to `affected`; `at` is its
+   * attribution when the caller has already read it (a delete: one map read, not two).
+   */
+  #remove(key: ObjectKey, affected: Set<P> | undefined, at = this.#parentsOf.get(key)): void {
     if (at === undefined) return;
     if (this.#indexes.size > 0) this.#indexes.update(key, this.#objectAt(key, at), undefined);
     this.#parentsOf.delete(key);
