@@ -7,13 +7,17 @@
  * LIST), one after the other against the same server. Every child gets `--max-old-space-size=8192`:
  * client-node's unpaged 100,000-pod LIST (≈ 490 MB of JSON) needs more than some machines' default
  * limit, and the same flag for every informer keeps the comparison the same. Ours gets a 20-minute
- * `listTimeoutMs` so that one listing is measured whole on a loaded machine. One run (it is heavy on
- * a shared machine); `--runs` is not applied.
+ * `listTimeoutMs` on both paths (the watch-list's initial phase is bounded by the same option) so
+ * that one listing is measured whole on a loaded machine. The pods are created in chunks and every
+ * informer's line is printed as soon as it is measured, so a run stopped part-way still says how
+ * far it got. One run (it is heavy on a shared machine); `--runs` is not applied.
  */
+import { loadavg } from 'node:os';
 import { DEFAULT_LIST_PAGE_SIZE } from '@reconcile-loop/reflector';
 import { ApiServerProcess } from '../lib/apiserver-process.js';
 import type { BenchContext } from '../lib/context.js';
 import { measureInChild, type MemoryReading, type SyncJob } from '../lib/memory.js';
+import { get, podsPath } from '../lib/wire.js';
 import { MEMORY_METHOD } from './initial-sync.js';
 
 /** One informer's figures: ms to synced, bytes. */
@@ -25,6 +29,8 @@ export interface ScaleInformerResult {
   readonly peakHeapToStoreRatio: number;
   readonly peakRssBytes: number;
   readonly peakRssOverBaseBytes: number;
+  /** The server child's CPU time (ms) while this informer synced: what it cost the server. */
+  readonly serverCpuMs: number;
 }
 
 export interface ScaleResult extends ScaleInformerResult {
@@ -39,8 +45,47 @@ export interface ScaleResult extends ScaleInformerResult {
 const HEAP_LIMIT_MB = 8192;
 /** Ours: one listing may take this long (the reflector's default is 90 s). */
 const LIST_TIMEOUT_MS = 1_200_000;
+/** Pods created per request to the server child: progress is printed after each. */
+const SEED_CHUNK = 10_000;
 
-function figures(r: MemoryReading, pods: number): ScaleInformerResult {
+/** The 1-minute load average, for the progress lines (every time figure is read beside the load). */
+function load(): string {
+  return loadavg()[0]!.toFixed(1);
+}
+
+/**
+ * Reads every pod once, as a LIST item and as a watch frame, before any informer is measured, and
+ * discards the bytes. The embedded apiserver encodes a stored object on first use and keeps the
+ * bytes (one cache for LIST items, one for watch frames), so without this the first informer of
+ * each representation would also wait for the server to encode 100,000 pods: the paged LIST
+ * (measured first) paid it, and client-node's unpaged LIST (last) read the same cached items.
+ */
+async function warmServer(url: string, pods: number): Promise<void> {
+  const list = await get(podsPath(url));
+  for await (const _ of list) {
+    // drained: only the server's encoding is wanted
+  }
+  const controller = new AbortController();
+  const watchList = await get(
+    `${podsPath(url)}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=3600`,
+    controller.signal,
+  );
+  let lines = 0;
+  try {
+    for await (const chunk of watchList as AsyncIterable<Buffer>) {
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
+      if (lines >= pods) break;
+    }
+  } catch (error) {
+    if (!controller.signal.aborted) throw error;
+  } finally {
+    controller.abort();
+    watchList.destroy();
+  }
+  if (lines < pods) throw new Error(`scale: the warming watch-list ended after ${lines} of ${pods} initial events`);
+}
+
+function figures(r: MemoryReading, pods: number, serverCpuMs: number): ScaleInformerResult {
   return {
     syncMs: r.syncMs,
     heapPerPodBytes: r.storeHeapBytes / pods,
@@ -49,6 +94,7 @@ function figures(r: MemoryReading, pods: number): ScaleInformerResult {
     peakHeapToStoreRatio: r.peakHeapBytes / r.storeHeapBytes,
     peakRssBytes: r.peakRssBytes,
     peakRssOverBaseBytes: r.peakRssOverBaseBytes,
+    serverCpuMs,
   };
 }
 
@@ -57,45 +103,61 @@ export async function runScale(ctx: BenchContext): Promise<ScaleResult> {
   const server = await ApiServerProcess.start(pods + 100);
   try {
     const seedStarted = performance.now();
-    await server.seed(pods);
+    for (let seeded = 0; seeded < pods; ) {
+      const chunk = Math.min(SEED_CHUNK, pods - seeded);
+      await server.seed(chunk);
+      seeded += chunk;
+      if (!ctx.smoke)
+        console.log(
+          `scale: ${seeded} of ${pods} pods created, ${((performance.now() - seedStarted) / 1000).toFixed(1)} s (load average ${load()})`,
+        );
+    }
     const seedMs = performance.now() - seedStarted;
+    const warmStarted = performance.now();
+    await warmServer(server.url, pods);
+    await server.dropWatches();
+    if (!ctx.smoke)
+      console.log(
+        `scale: every pod encoded once by the server (LIST item, watch frame), ${((performance.now() - warmStarted) / 1000).toFixed(1)} s (load average ${load()})`,
+      );
     const base = { kubeconfig: server.kubeconfig, pods, heapLimitMb: HEAP_LIMIT_MB };
     // One listing, measured whole: the first run (2026-12-02, load average ≈ 50) hit the default 90 s
-    // listTimeoutMs on 100,000 pods and relisted, which measures a retry, not a cold start.
+    // listTimeoutMs on 100,000 pods and relisted, which measures a retry, not a cold start. The
+    // watch-list's initial phase has the same deadline (the reflector's `listTimeoutMs`), so both paths get it.
     const listing = { listTimeoutMs: LIST_TIMEOUT_MS };
-    const measure = async (job: SyncJob): Promise<ScaleInformerResult> => {
-      const reading = await measureInChild(job, 1_800_000);
-      await server.dropWatches();
-      return figures(reading, pods);
-    };
-    const ours = await measure({
-      ...base,
-      ...listing,
-      kind: 'reflector',
-      initialList: 'list',
-      listPageSize: DEFAULT_LIST_PAGE_SIZE,
-    });
-    const watchList = await measure({
-      ...base,
-      kind: 'reflector',
-      initialList: 'watch-list',
-      listPageSize: DEFAULT_LIST_PAGE_SIZE,
-    });
-    const clientNode = await measure({ ...base, kind: 'client-node' });
     const mb = (b: number): string => (b / 1e6).toFixed(0);
+    const line = (label: string, f: ScaleInformerResult): string =>
+      `  ${label.padEnd(23)}  ${(f.syncMs / 1000).toFixed(1).padStart(8)}   ${mb(f.peakHeapBytes).padStart(7)}   ${mb(f.storeHeapBytes).padStart(8)}   ${f.peakHeapToStoreRatio.toFixed(3).padStart(10)}   ${f.heapPerPodBytes.toFixed(0).padStart(5)}   ${mb(f.peakRssBytes).padStart(11)}   ${(f.serverCpuMs / 1000).toFixed(1).padStart(12)}`;
+    const header = '  informer                 synced s   peak MB   store MB   peak/store   B/pod   peak RSS MB   server CPU s';
+    const measure = async (label: string, job: SyncJob): Promise<ScaleInformerResult> => {
+      if (!ctx.smoke) console.log(`scale: ${label} syncing (load average ${load()})`);
+      const cpuBefore = await server.cpuMs();
+      const reading = await measureInChild(job, 1_800_000);
+      const serverCpuMs = (await server.cpuMs()) - cpuBefore;
+      await server.dropWatches();
+      const f = figures(reading, pods, serverCpuMs);
+      if (!ctx.smoke) console.log(`${header}\n${line(label, f)}   (load average ${load()})`);
+      return f;
+    };
+    const rows: Array<readonly [string, SyncJob]> = [
+      [
+        'ours (LIST, pages 250)',
+        { ...base, ...listing, kind: 'reflector', initialList: 'list', listPageSize: DEFAULT_LIST_PAGE_SIZE },
+      ],
+      [
+        'ours (watch-list)',
+        { ...base, ...listing, kind: 'reflector', initialList: 'watch-list', listPageSize: DEFAULT_LIST_PAGE_SIZE },
+      ],
+      ['client-node informer', { ...base, kind: 'client-node' }],
+    ];
+    const measured: ScaleInformerResult[] = [];
+    for (const [label, job] of rows) measured.push(await measure(label, job));
+    const [ours, watchList, clientNode] = measured as [ScaleInformerResult, ScaleInformerResult, ScaleInformerResult];
     console.log(
       `\nscale: cold start against ${pods} pods (seeded in ${(seedMs / 1000).toFixed(1)} s), one child process per informer:`,
     );
-    console.log('  informer                 synced s   peak MB   store MB   peak/store   B/pod   peak RSS MB');
-    for (const [label, f] of [
-      ['ours (LIST, pages 250)', ours],
-      ['ours (watch-list)', watchList],
-      ['client-node informer', clientNode],
-    ] as const) {
-      console.log(
-        `  ${label.padEnd(23)}  ${(f.syncMs / 1000).toFixed(1).padStart(8)}   ${mb(f.peakHeapBytes).padStart(7)}   ${mb(f.storeHeapBytes).padStart(8)}   ${f.peakHeapToStoreRatio.toFixed(2).padStart(10)}   ${f.heapPerPodBytes.toFixed(0).padStart(5)}   ${mb(f.peakRssBytes).padStart(11)}`,
-      );
-    }
+    console.log(header);
+    for (const [i, [label]] of rows.entries()) console.log(line(label, measured[i]!));
     return { pods, method: MEMORY_METHOD, seedMs, ...ours, watchList, clientNode };
   } finally {
     await server.close();
