@@ -12,9 +12,18 @@
  * socket this process opens (`net.client.socket` diagnostics channel, which `net.connect` publishes
  * for every client socket, whatever HTTP client opened it): HTTP headers and chunk framing
  * included, the member's Lease traffic included.
+ *
+ * Itemising the heap figure (BENCHMARKS.md (27), "What the part that does not scale is"):
+ * `RL_BENCH_SHARDING_HEAP_DIR=<dir>` writes, per replica, `<identity>-base.json` and
+ * `<identity>-measure.json` (`process.memoryUsage()`, V8's used size per heap space, stored objects)
+ * right after each of the two settled readings, and with `RL_BENCH_SHARDING_HEAP_SNAPSHOTS=1` a heap
+ * snapshot beside each (object ids are stable between the two, so the objects allocated since the
+ * base can be told apart). Off by default: the snapshots' own collections change the next reading.
  */
 import { subscribe } from 'node:diagnostics_channel';
+import { writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema } from '@reconcile-loop/k8s-types';
 import { KubeClient } from '@reconcile-loop/kube-client';
@@ -80,6 +89,16 @@ subscribe('net.client.socket', (message) => {
     sockets.delete(socket);
   });
 });
+/** With `RL_BENCH_SHARDING_HEAP_DIR` set: the heap by space (and a snapshot) after a settled reading (see the module comment). */
+function recordHeap(identity: string, when: 'base' | 'measure', stored: number): void {
+  const dir = process.env['RL_BENCH_SHARDING_HEAP_DIR'];
+  if (dir === undefined || dir === '') return;
+  const spaces = Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name, s.space_used_size]));
+  const file = `${dir}/${identity}-${when}`;
+  writeFileSync(`${file}.json`, JSON.stringify({ memoryUsage: process.memoryUsage(), spaces, stored }, null, 1));
+  if (process.env['RL_BENCH_SHARDING_HEAP_SNAPSHOTS'] === '1') writeHeapSnapshot(`${file}.heapsnapshot`);
+}
+
 function bytesReceived(): number {
   let sum = closedBytes;
   for (const s of sockets) sum += s.bytesRead;
@@ -134,6 +153,7 @@ async function run(job: ReplicaJob): Promise<void> {
   });
 
   const base = await settledHeapInUse();
+  recordHeap(job.identity, 'base', 0);
   const bytesBase = bytesReceived();
   const stop = new AbortController();
   const running = member.run(stop.signal);
@@ -160,6 +180,7 @@ async function run(job: ReplicaJob): Promise<void> {
         return {};
       case 'measure': {
         const absolute = await settledHeapInUse();
+        recordHeap(job.identity, 'measure', loop.store.size);
         return {
           heapBytes: absolute - base,
           heapAbsoluteBytes: absolute,

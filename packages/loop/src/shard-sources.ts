@@ -134,7 +134,10 @@ export class ShardedSource<U, P extends Key> implements RangesFollower {
    * reshard's overlap (old watch frames, the new listing not applied yet) every upsert is hashed.
    */
   #serverFiltered = false;
-  /** Upserts hashed here (the client-side check); for tests and health. */
+  /**
+   * Upserts hashed here (the client-side check), read by tests only: whether the server's filter
+   * stands in for this one is what `health()` reports, as the source's own `shard.filter`.
+   */
   #checked = 0;
   onWarm: (() => void) | undefined;
 
