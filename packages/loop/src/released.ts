@@ -26,6 +26,10 @@ export interface ReleasesOptions<T, P extends Key> {
  * store no longer holds; the set catches the copies that outlived it: a reconcile running at the
  * release that asks for a retry, a parent a debouncer was holding. Memory: one key per released
  * parent until then (a reshard moving 10,000 parents holds 10,000 keys, well under a megabyte).
+ * A released parent with no copy left is never turned away, so it stays until it comes back: across
+ * many reshards the set can hold every parent that ever left this replica, bounded by the kind's
+ * parent count, not by this replica's share (known; the fix is to keep only keys with a copy still
+ * queued, in flight or debounced, and drop each when that copy ends).
  */
 export class Releases<T, P extends Key> {
   readonly #released = new Set<P>();
