@@ -307,6 +307,21 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     await stopAll(again.clock, two);
   });
 
+  it('[sharding: settle] with expectedMembers and no settleMs, a partial ring waits a lease duration, not a retry period, before it settles', async () => {
+    const { clock, server } = setup();
+    const begin = clock.now();
+    const two = [
+      start(replica(server, 'a', { member: { expectedMembers: 3 } })),
+      start(replica(server, 'b', { member: { expectedMembers: 3 } })),
+    ];
+    // Several retry periods of agreeing reads of a two-member ring: still waiting for the third.
+    await clock.advanceAsync(3 * TIMINGS.retryPeriodMs);
+    expect(two.some((m) => m.member.status().settled || m.member.ranges.length > 0 || admitted(m).length > 0)).toBe(false);
+    await until(clock, two, () => admitsAll(two), 30_000);
+    expect(clock.now() - begin).toBeGreaterThanOrEqual(TIMINGS.leaseDurationMs);
+    await stopAll(clock, two);
+  });
+
   it('[sharding: options] bad options are an OptionsError; Lease names are DNS labels for any identity', () => {
     const client = new KubeClient({ server: 'https://fake.invalid', rateLimit: false });
     const base = { client, namespace: 'default', ring: 'demo', identity: 'a' };
