@@ -39,6 +39,11 @@ export class Debouncer<P extends Key> {
     return this.#bursts.size;
   }
 
+  /** Whether `key` waits in a burst: it will be offered when the burst ends. */
+  holds(key: P): boolean {
+    return this.#bursts.has(key);
+  }
+
   /** An event for `key`: starts its burst or extends it, up to the burst's deadline. */
   push(key: P): void {
     const now = this.#clock.now();

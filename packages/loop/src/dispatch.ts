@@ -192,7 +192,14 @@ export class Workers<T, P extends Key, S> {
         const admitted = this.#admit(taken);
         if (admitted === undefined) continue;
         handedOver = true;
-        await this.#run(taken, admitted, signal);
+        // From here until its outcome is booked, a reshard that releases the key keeps it in the
+        // releases set (the outcome may leave a retry); awaited here, so no promise is added.
+        this.#o.releases.started(taken.key);
+        try {
+          await this.#run(taken, admitted, signal);
+        } finally {
+          this.#o.releases.finished(taken.key);
+        }
       } catch (error) {
         // Only a throwing logger gets here; the worker must outlive it.
         try {

@@ -53,6 +53,14 @@ export function expectationsOf(loop: object): Expectations<Key> | undefined {
   return EXPECTATIONS.get(loop);
 }
 
+/** Each loop's releases, for the package's own tests ({@link releasesOf}); not exported by the index. */
+const RELEASES = new WeakMap<object, Releases<unknown, Key>>();
+
+/** Internal, for tests: the loop's set of parents released by a reshard. Not exported by the index. */
+export function releasesOf(loop: object): Releases<unknown, Key> | undefined {
+  return RELEASES.get(loop);
+}
+
 /**
  * The controller: keeps one store per source synced (the primary source, the parent kind, plus any
  * secondary sources mapped to parent keys by owner reference or a key map), and reconciles each
@@ -138,9 +146,12 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       onReady: (parent) => gate.offer(parent),
     });
     const offer = offerThrough(gate, expectations, stores.primary);
-    const releases = new Releases<T, P>({ primary: stores.primary, gate, scheduler, expectations, logger });
     const shard = shardAdmission(options, { gate, stores, offer, clock, logger, retryDelayMs: settings.shardRetryDelayMs });
     const debouncers = debouncersFor(options, clock, offer);
+    const releases = new Releases<T, P>({
+      ...{ primary: stores.primary, gate, queue, scheduler, expectations, logger },
+      debouncers: [...debouncers.values()],
+    });
     const wiring = wireSources(options, stores, {
       // Called after the store holds the event (cache before notify). A listing is queued at once at
       // low priority (it is already one coalesced event per object); a change at normal priority,
@@ -211,6 +222,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#scheduler = scheduler;
     this.#expectations = expectations;
     EXPECTATIONS.set(this, expectations as Expectations<Key>);
+    RELEASES.set(this, releases as unknown as Releases<unknown, Key>);
     this.#offer = offer;
     this.#debouncers = debouncers;
     this.#wiring = wiring;

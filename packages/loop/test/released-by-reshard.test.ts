@@ -2,6 +2,7 @@ import { ManualClock } from '@reconcile-loop/primitives';
 import { FakeLeaderGate, recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { InProcessSource, ReconcileLoop } from '../src/index.js';
+import { releasesOf } from '../src/loop.js';
 
 interface Item {
   shard: 'a' | 'b';
@@ -55,6 +56,77 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     expect(h.calls.filter((c) => c.key === 'b1' && c.present).length).toBeGreaterThan(0);
     expect(h.calls.every((c) => c.present)).toBe(true);
     await h.loop.stop();
+  });
+
+  it('keeps a released parent only while a copy of it may still come: reshards back and forth hold nothing once their copies are gone', async () => {
+    const h = harness();
+    await h.loop.start();
+    h.gate.grant();
+    await settle();
+    await h.clock.advanceAsync(10);
+    await settle();
+    const releases = releasesOf(h.loop)!;
+    for (let round = 0; round < 5; round++) {
+      h.source.release((item) => item.shard === 'a'); // b1 and b2 move away
+      await settle();
+      // Nothing queued, running, scheduled or debounced for b1, b2: no copy can come, none is kept.
+      expect(releases.held).toBe(0);
+      h.source.upsert('b1', { shard: 'b' });
+      h.source.upsert('b2', { shard: 'b' });
+      await settle();
+      await h.clock.advanceAsync(10);
+      await settle();
+    }
+    expect(releases.total).toBe(10);
+    expect(h.calls.every((c) => c.present)).toBe(true);
+    await h.loop.stop();
+  });
+
+  it('keeps a parent released while its reconcile runs until that reconcile books its outcome; a retry it leaves is turned away', async () => {
+    const clock = new ManualClock();
+    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
+    let finish: ((fail: boolean) => void) | undefined;
+    const calls: string[] = [];
+    const loop = new ReconcileLoop<Item, string>({
+      source,
+      keyMap: (_item, key) => key,
+      clock,
+      retry: { backoff: { initialMs: 1_000, maxMs: 1_000 } },
+      reconcile: async (key) => {
+        calls.push(key);
+        const fail = await new Promise<boolean>((resolve) => (finish = resolve));
+        if (fail) throw new Error('transient');
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    expect(calls).toEqual(['b1']);
+    const releases = releasesOf(loop)!;
+    source.release(() => false);
+    await settle();
+    expect(releases.held).toBe(1); // its outcome may still leave a retry
+    finish!(true); // it does: a failure, retried in 1 s
+    await settle();
+    expect(releases.held).toBe(1);
+    await clock.advanceAsync(5_000);
+    await settle();
+    expect(calls).toEqual(['b1']); // the retry was turned away, not reconciled as a deletion
+    expect(releases.held).toBe(0);
+    // A running reconcile that ends well leaves no copy: let go at once.
+    source.upsert('b1', { shard: 'b' });
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    expect(calls).toEqual(['b1', 'b1']);
+    source.release(() => false);
+    await settle();
+    expect(releases.held).toBe(1);
+    finish!(false);
+    await settle();
+    expect(releases.held).toBe(0);
+    await loop.stop();
   });
 
   it('a retry scheduled before the release is turned away when it comes due', async () => {
