@@ -139,6 +139,12 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
   /** Kept by #place and #remove with the object each replaced; skipped when none is declared (no cost per write). */
   readonly #indexes: StoreIndexes<T>;
   /**
+   * Whether a write needs the object it replaces: only `remap`, `admit` and declared indexes read it,
+   * all fixed at construction. Without them (a primary's store) a write skips the lookup through the
+   * object's first parent: two map reads on a write that is otherwise about five (BENCHMARKS.md (24s)).
+   */
+  readonly #readsPrevious: boolean;
+  /**
    * This store's read-only view ({@link readerOf}): what a reconcile and a key map get, so they
    * cannot reach `apply`. One per store, built with it; it reads the current state.
    */
@@ -166,6 +172,7 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
       objectOf: (key) => this.get(key),
       logger: this.#logger,
     });
+    this.#readsPrevious = this.#remap || admit !== undefined || this.#indexes.size > 0;
   }
 
   /**
@@ -285,15 +292,6 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     return out;
   }
 
-  /**
-   * Whether a write needs the object it replaces: only `remap`, `admit` and declared indexes read it.
-   * Without them (a primary's store) a write skips the lookup through the object's first parent: two
-   * map reads on a write that is otherwise about five (BENCHMARKS.md (24s)).
-   */
-  #readsPrevious(): boolean {
-    return this.#remap || this.#admit !== undefined || this.#indexes.size > 0;
-  }
-
   #objectAt(key: ObjectKey, at: Attribution<P>): T {
     if (!many(at)) return this.#members.get(at)!.get(key)!;
     return (at.length === 0 ? this.#unparented : this.#members.get(at[0]!)!).get(key)!;
@@ -336,7 +334,7 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
 
   #upsert(key: ObjectKey, object: T, affected: Set<P>, failures: Failure[]): void {
     const before = this.#parentsOf.get(key);
-    const previous = before === undefined || !this.#readsPrevious() ? undefined : this.#objectAt(key, before);
+    const previous = before === undefined || !this.#readsPrevious ? undefined : this.#objectAt(key, before);
     // Where the store holds `key` when the key map runs, and the object its indexes hold.
     let held = before;
     let indexed = previous;
@@ -372,7 +370,7 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
   #delete(key: ObjectKey, affected: Set<P>, failures: Failure[]): void {
     const at = this.#parentsOf.get(key);
     if (at === undefined) return;
-    const last = this.#readsPrevious() ? this.#objectAt(key, at) : undefined;
+    const last = this.#readsPrevious ? this.#objectAt(key, at) : undefined;
     if (!this.#admits(last, undefined, key)) {
       this.#remove(key, undefined, at);
       return;
