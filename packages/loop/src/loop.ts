@@ -42,23 +42,20 @@ export interface StopReport<P extends Key> {
 
 const noop = (): void => {};
 
-/** Each loop's expectations log, for the package's own tests ({@link expectationsOf}); not exported by the index. */
-const EXPECTATIONS = new WeakMap<object, Expectations<Key>>();
+/** Each loop's parts that the package's own tests inspect ({@link expectationsOf}, {@link releasesOf}); not exported by the index. */
+const INTERNALS = new WeakMap<object, { readonly expectations: Expectations<Key>; readonly releases: Releases<unknown, Key> }>();
 
 /**
  * Internal, for tests: the loop's expectations log (its open-context count shows a context that a
  * refusal left open). Not part of the public API (the package index does not export it).
  */
 export function expectationsOf(loop: object): Expectations<Key> | undefined {
-  return EXPECTATIONS.get(loop);
+  return INTERNALS.get(loop)?.expectations;
 }
-
-/** Each loop's releases, for the package's own tests ({@link releasesOf}); not exported by the index. */
-const RELEASES = new WeakMap<object, Releases<unknown, Key>>();
 
 /** Internal, for tests: the loop's set of parents released by a reshard. Not exported by the index. */
 export function releasesOf(loop: object): Releases<unknown, Key> | undefined {
-  return RELEASES.get(loop);
+  return INTERNALS.get(loop)?.releases;
 }
 
 /**
@@ -221,8 +218,10 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
     this.#queue = queue;
     this.#scheduler = scheduler;
     this.#expectations = expectations;
-    EXPECTATIONS.set(this, expectations as Expectations<Key>);
-    RELEASES.set(this, releases as unknown as Releases<unknown, Key>);
+    INTERNALS.set(this, {
+      expectations: expectations as Expectations<Key>,
+      releases: releases as unknown as Releases<unknown, Key>,
+    });
     this.#offer = offer;
     this.#debouncers = debouncers;
     this.#wiring = wiring;
