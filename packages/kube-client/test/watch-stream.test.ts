@@ -5,7 +5,14 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport, KubeClient, staticAuth, type TransportRequest, type TransportResponse } from './all.js';
-import { BACKLOG_READ_BYTES, bareSocketCan, openWatchStream, READ_BUFFER_BYTES, ReadBuffers } from '../src/http/watch-stream.js';
+import {
+  BACKLOG_READ_BYTES,
+  bareSocketCan,
+  openWatchStream,
+  QUIET_READS_TO_SHRINK,
+  READ_BUFFER_BYTES,
+  ReadBuffers,
+} from '../src/http/watch-stream.js';
 
 /** A self-signed certificate for localhost and 127.0.0.1, valid until 2126: test material only. */
 const CERT = readFileSync(new URL('./fixtures/localhost-cert.pem', import.meta.url), 'utf8');
@@ -164,6 +171,67 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     expect(() => httpTransport(staticAuth({ server: 'http://127.0.0.1:1' }), { watchBacklogReadBytes: 0 })).toThrow(
       /watchBacklogReadBytes must be a positive integer/,
     );
+  });
+
+  it('[kube_client: watch socket] a backlog over, the reads go back to 128 KiB: 16 reads in a row of at most 64 KiB let the grown buffer go; a piece read into it stays intact; a new backlog grows them again', async () => {
+    const backlog = Buffer.alloc(3 * 1024 * 1024);
+    for (let i = 0; i < backlog.length; i += 4) backlog.writeUInt32LE(i, i);
+    const small = (i: number): Buffer => Buffer.from(`small ${String(i).padStart(4, '0')};`.repeat(10));
+    const quiet = QUIET_READS_TO_SHRINK + 4;
+    const parts = [backlog, ...Array.from({ length: quiet }, (_, i) => small(i)), backlog];
+    const length = parts.reduce((sum, part) => sum + part.length, 0);
+    // The server writes each part only once the reader has all before it, so each small part is a read of its own.
+    let received = 0;
+    let wanted = 0;
+    let caughtUp: (() => void) | undefined;
+    const upTo = (bytes: number): Promise<void> =>
+      new Promise((resolve) => {
+        wanted = bytes;
+        caughtUp = resolve;
+        if (received >= wanted) resolve();
+      });
+    const { url } = await rawServer(
+      ({ socket, request }) =>
+        void request.then(async () => {
+          socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${length}\r\n\r\n`);
+          let sent = 0;
+          for (const part of parts) {
+            await upTo(sent);
+            socket.write(part);
+            sent += part.length;
+          }
+          socket.end();
+        }),
+    );
+    const response = await openWatchStream(watchRequest(url), {});
+    const pieces: { bytes: Uint8Array; copy: Buffer; bufferBytes: number }[] = [];
+    for await (const piece of response.body) {
+      const bytes = piece as Uint8Array;
+      pieces.push({ bytes, copy: Buffer.from(bytes), bufferBytes: bytes.buffer.byteLength });
+      received += bytes.length;
+      if (received >= wanted) caughtUp?.();
+    }
+    expect(Buffer.concat(pieces.map((p) => p.copy)).equals(Buffer.concat(parts))).toBe(true);
+    // Each part after the head is one read (one piece) here: the server writes a small part only once the reader has all before it.
+    // The small parts, in order: a prefix went into the grown buffer, the rest into a 128 KiB one. The
+    // backlog's own last reads may be quiet too (a tail of a few bytes), and count towards the 16.
+    const firstSmall = pieces.findIndex((p) => p.copy.equals(small(0)));
+    const smalls = pieces.slice(firstSmall, firstSmall + quiet);
+    expect(smalls.map((p) => p.copy.toString())).toEqual(Array.from({ length: quiet }, (_, i) => small(i).toString()));
+    let tail = 0;
+    while (pieces[firstSmall - 1 - tail]!.bytes.length <= READ_BUFFER_BYTES / 2) tail++;
+    expect(pieces[firstSmall - 1]!.bufferBytes).toBe(BACKLOG_READ_BYTES);
+    const grown = QUIET_READS_TO_SHRINK - tail;
+    expect(grown).toBeGreaterThan(0);
+    expect(smalls.map((p) => p.bufferBytes)).toEqual([
+      ...Array(grown).fill(BACKLOG_READ_BYTES),
+      ...Array(quiet - grown).fill(READ_BUFFER_BYTES),
+    ]);
+    // The last piece read into the grown buffer still holds its bytes: letting it go never wrote it again.
+    const last = smalls[grown - 1]!;
+    expect(Buffer.from(last.bytes).equals(last.copy)).toBe(true);
+    // The second backlog grows the reads again.
+    expect(Math.max(...pieces.slice(firstSmall + quiet).map((p) => p.bytes.length))).toBeGreaterThan(READ_BUFFER_BYTES);
   });
 
   it('[kube_client: LIST page buffer] a whole-body read never grows its reads and hands its read buffer to a read already counted when it closes; the last one keeps none', async () => {
