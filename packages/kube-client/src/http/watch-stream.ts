@@ -34,21 +34,17 @@ export const READ_BUFFER_BYTES = 128 * 1024;
 /**
  * Bytes read per socket read, by default, once a read has filled {@link READ_BUFFER_BYTES}: the
  * server has a backlog (a watch from an old cursor, a burst), and larger reads take it with fewer
- * turns of the event loop and fewer waits on the sender (BENCHMARKS.md (15e)). Kept until the
- * backlog is over ({@link QUIET_READS_TO_SHRINK}).
+ * turns of the event loop and fewer waits on the sender (BENCHMARKS.md (15e)). Kept while reads keep
+ * coming in large: the first read of at most half of {@link READ_BUFFER_BYTES} (the socket had
+ * little ready: the backlog is over) sends the next read to a {@link READ_BUFFER_BYTES} buffer again.
+ *
+ * Why let it go: a watch stays open for minutes to hours, a controller holds one per kind (and per
+ * shard range), and a burst is over in seconds; 1 MiB kept per watch after one burst was most of the
+ * heap a sharded replica held beyond its share of the store (BENCHMARKS.md (27)). The grown buffer
+ * is then held only weakly, so a backlog that comes back before a collection reads into it again
+ * instead of allocating: alternating large and quiet reads cost no allocation.
  */
 export const BACKLOG_READ_BYTES = 1024 * 1024;
-
-/**
- * Reads in a row of at most half of {@link READ_BUFFER_BYTES} after which a grown buffer is let go
- * and reads go back to {@link READ_BUFFER_BYTES}: the backlog is over, since each of those reads took
- * all the socket had and would have fitted the small buffer twice. A watch lives for minutes to
- * hours and a controller holds one per kind (per shard range): keeping 1 MiB each after one burst
- * was most of the heap a sharded replica held beyond its share (BENCHMARKS.md (27)). Sixteen, not
- * one, so a sender that is only briefly slower than the reader in the middle of a backlog does not
- * make every read alternate between the sizes: at most one 1 MiB allocation per 16 reads.
- */
-export const QUIET_READS_TO_SHRINK = 16;
 
 /** The TLS options of `https.RequestOptions` passed on to `tls.connect`: what client-node's `applyToHTTPSOptions` sets, and the version bounds. */
 const TLS_KEYS = [
@@ -209,8 +205,8 @@ class WatchStream {
   /** Where the next socket read goes: replaced by a larger one once a read fills it (see {@link BACKLOG_READ_BYTES}). */
   #buffer: Buffer;
   readonly #backlogReadBytes: number;
-  /** Reads in a row that took at most half of {@link READ_BUFFER_BYTES} while {@link #buffer} is grown. */
-  #quietReads = 0;
+  /** The grown buffer let go after a backlog, until a collection takes it or the next backlog reads into it again. */
+  #grown: WeakRef<Buffer> | undefined;
   /** Where {@link #buffer} came from and goes back to on close (a whole-body read); reads then never grow. */
   readonly #reads: ReadBuffers | undefined;
   #resolve: ((response: TransportResponse) => void) | undefined;
@@ -274,15 +270,14 @@ class WatchStream {
 
   /** One socket read of `count` bytes into `into`. Returns false to pause the socket. */
   #read(count: number, into: Buffer): boolean {
-    // A full read: the server has more ready than a read takes. The pieces of this read keep `into`,
-    // and so they do when a grown buffer is let go: only the next read goes elsewhere.
-    if (count === into.length && into.length < this.#backlogReadBytes) this.#buffer = Buffer.allocUnsafe(this.#backlogReadBytes);
-    else if (into.length > READ_BUFFER_BYTES) {
-      this.#quietReads = count <= READ_BUFFER_BYTES / 2 ? this.#quietReads + 1 : 0;
-      if (this.#quietReads === QUIET_READS_TO_SHRINK) {
-        this.#quietReads = 0;
-        this.#buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-      }
+    // A full read: the server has more ready than a read takes. A quiet one into a grown buffer: the
+    // backlog is over. Either way the pieces of this read keep `into`; only the next read goes elsewhere.
+    if (count === into.length && into.length < this.#backlogReadBytes) {
+      this.#buffer = this.#grown?.deref() ?? Buffer.allocUnsafe(this.#backlogReadBytes);
+      this.#grown = undefined;
+    } else if (into.length > READ_BUFFER_BYTES && count <= READ_BUFFER_BYTES / 2) {
+      this.#grown = new WeakRef(into);
+      this.#buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
     }
     try {
       let from = 0;
