@@ -36,7 +36,7 @@ export interface HttpTransportOptions {
   readonly watchOnBareSocket?: boolean | undefined;
   /**
    * On the bare socket, the size a watch's reads grow to once one read fills its 128 KiB buffer (a
-   * backlog); the first read of at most 64 KiB after that (the backlog is over) sends the watch's
+   * backlog), while reads fill it; a read that does not (the backlog is over) sends the watch's
    * reads back to 128 KiB. Default 1 MiB; 131072 or less
    * keeps every watch at 128 KiB (less memory per watch under a backlog, more CPU per byte).
    */

@@ -34,15 +34,15 @@ export const READ_BUFFER_BYTES = 128 * 1024;
 /**
  * Bytes read per socket read, by default, once a read has filled {@link READ_BUFFER_BYTES}: the
  * server has a backlog (a watch from an old cursor, a burst), and larger reads take it with fewer
- * turns of the event loop and fewer waits on the sender (BENCHMARKS.md (15e)). Kept while reads keep
- * coming in large: the first read of at most half of {@link READ_BUFFER_BYTES} (the socket had
- * little ready: the backlog is over) sends the next read to a {@link READ_BUFFER_BYTES} buffer again.
+ * turns of the event loop and fewer waits on the sender (BENCHMARKS.md (15e)). Used while reads fill
+ * it: a read that leaves it part empty took everything the socket had, so the next read goes to the
+ * {@link READ_BUFFER_BYTES} buffer again, and a full one of those back to this.
  *
- * Why let it go: a watch stays open for minutes to hours, a controller holds one per kind (and per
- * shard range), and a burst is over in seconds; 1 MiB kept per watch after one burst was most of the
- * heap a sharded replica held beyond its share of the store (BENCHMARKS.md (27)). The grown buffer
- * is then held only weakly, so a backlog that comes back before a collection reads into it again
- * instead of allocating: alternating large and quiet reads cost no allocation.
+ * Why not keep it: the socket holds the buffer of its next read for as long as no data comes, a
+ * watch stays open for minutes to hours, and a controller holds one per kind (and per shard range),
+ * so 1 MiB kept per watch after one burst was most of the heap a sharded replica held beyond its
+ * share of the store (BENCHMARKS.md (27)). Why weakly: a backlog that comes back before a
+ * collection reads into the same buffer, so reads that alternate between the sizes allocate nothing.
  */
 export const BACKLOG_READ_BYTES = 1024 * 1024;
 
@@ -205,7 +205,9 @@ class WatchStream {
   /** Where the next socket read goes: replaced by a larger one once a read fills it (see {@link BACKLOG_READ_BYTES}). */
   #buffer: Buffer;
   readonly #backlogReadBytes: number;
-  /** The grown buffer let go after a backlog, until a collection takes it or the next backlog reads into it again. */
+  /** The {@link READ_BUFFER_BYTES} buffer (or the whole-body read's): where reads go outside a backlog. */
+  readonly #small: Buffer;
+  /** The grown buffer, held only weakly: by the socket while it is the next read's, else until a collection. */
   #grown: WeakRef<Buffer> | undefined;
   /** Where {@link #buffer} came from and goes back to on close (a whole-body read); reads then never grow. */
   readonly #reads: ReadBuffers | undefined;
@@ -237,7 +239,8 @@ class WatchStream {
     reject: (error: unknown) => void,
   ) {
     this.#reads = reads;
-    this.#buffer = reads === undefined ? Buffer.allocUnsafe(READ_BUFFER_BYTES) : reads.take();
+    this.#small = reads === undefined ? Buffer.allocUnsafe(READ_BUFFER_BYTES) : reads.take();
+    this.#buffer = this.#small;
     this.#backlogReadBytes = reads === undefined ? backlogReadBytes : READ_BUFFER_BYTES;
     this.#resolve = resolve;
     this.#reject = reject;
@@ -270,15 +273,15 @@ class WatchStream {
 
   /** One socket read of `count` bytes into `into`. Returns false to pause the socket. */
   #read(count: number, into: Buffer): boolean {
-    // A full read: the server has more ready than a read takes. A quiet one into a grown buffer: the
-    // backlog is over. Either way the pieces of this read keep `into`; only the next read goes elsewhere.
+    // A full read: the server has more ready than a read takes. A part-empty read into the grown
+    // buffer: the socket had no more, the backlog is over. Either way the pieces of this read keep
+    // `into`, and the buffer the next read goes to has no piece left in it (they were handed out and
+    // the reader asked for more before this read came).
     if (count === into.length && into.length < this.#backlogReadBytes) {
-      this.#buffer = this.#grown?.deref() ?? Buffer.allocUnsafe(this.#backlogReadBytes);
-      this.#grown = undefined;
-    } else if (into.length > READ_BUFFER_BYTES && count <= READ_BUFFER_BYTES / 2) {
-      this.#grown = new WeakRef(into);
-      this.#buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-    }
+      const grown = this.#grown?.deref() ?? Buffer.allocUnsafe(this.#backlogReadBytes);
+      this.#grown = new WeakRef(grown);
+      this.#buffer = grown;
+    } else if (count < into.length && into !== this.#small) this.#buffer = this.#small;
     try {
       let from = 0;
       if (this.#framer === undefined) {
