@@ -115,7 +115,8 @@ type Attribution<P> = P | readonly P[];
  * The store never mutates, copies or freezes the objects it is given; it replaces them on upsert.
  */
 export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
-  // Invariant, kept by #place and #remove (the only writers):
+  // Invariant, kept by #place and #remove (the general writers) and by the short paths of the
+  // one-parent case (#upsertOne, #delete's first branch), which do the same writes for one parent:
   //   k is cached ⇔ #parentsOf.has(k);
   //   p ∈ parents(#parentsOf.get(k)) ⇔ #members.get(p).has(k), and then it holds k's object;
   //   #parentsOf.get(k) is NONE ⇔ #unparented.has(k), which then holds k's object;
@@ -129,6 +130,11 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
   readonly #parentsOf = new Map<ObjectKey, Attribution<P>>();
   readonly #members = new Map<P, Map<ObjectKey, T>>();
   readonly #unparented = new Map<ObjectKey, T>();
+  /**
+   * The key map failures of the event being applied, logged once it is applied; created on the first
+   * failure, so an event that maps cleanly allocates no list.
+   */
+  #failures: Failure[] | undefined;
   readonly #keyMap: KeyMap<T, P>;
   readonly #keep: boolean;
   readonly #remap: boolean;
@@ -193,22 +199,23 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
    */
   apply(event: SourceEvent<T>): ReadonlySet<P> {
     const affected = new Set<P>();
-    const failures: Failure[] = [];
+    // Left by an earlier apply that threw (a throwing logger): they belonged to that event.
+    this.#failures = undefined;
     switch ((event as { type?: unknown } | null)?.type) {
       case 'upsert': {
         const { key, object } = event as UpsertEvent<T>;
         assertObjectKey(event, key);
-        this.#upsert(key, object, affected, failures);
+        this.#upsert(key, object, affected);
         break;
       }
       case 'delete': {
         const { key } = event as DeleteEvent;
         assertObjectKey(event, key);
-        this.#delete(key, affected, failures);
+        this.#delete(key, affected);
         break;
       }
       case 'replace':
-        this.#replace(event as ReplaceEvent<T>, affected, failures);
+        this.#replace(event as ReplaceEvent<T>, affected);
         break;
       case 'release':
         this.#release(event as ReleaseEvent<T>, affected);
@@ -217,7 +224,11 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
         throw new InvalidSourceEventError(event, `type must be 'upsert', 'delete', 'replace' or 'release'`);
     }
     // Logged after the store is consistent, so a throwing logger cannot leave it half-applied.
-    for (const failure of failures) this.#log(failure);
+    const failures = this.#failures as Failure[] | undefined; // written by #map, which TypeScript cannot see
+    if (failures !== undefined) {
+      this.#failures = undefined;
+      for (const failure of failures) this.#log(failure);
+    }
     return affected;
   }
 
@@ -297,7 +308,7 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     return (at.length === 0 ? this.#unparented : this.#members.get(at[0]!)!).get(key)!;
   }
 
-  #replace(event: ReplaceEvent<T>, affected: Set<P>, failures: Failure[]): void {
+  #replace(event: ReplaceEvent<T>, affected: Set<P>): void {
     const world = event.objects as ReadonlyMap<unknown, T> | undefined;
     if (
       world === null ||
@@ -311,13 +322,13 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     // Validated before the first write, so a bad key leaves the store untouched.
     for (const key of world.keys()) assertObjectKey(event, key);
     const typedWorld = world as ReadonlyMap<ObjectKey, T>;
-    for (const [key, object] of typedWorld) this.#upsert(key, object, affected, failures);
+    for (const [key, object] of typedWorld) this.#upsert(key, object, affected);
     // Deletion synthesis: a cached object missing from the world was deleted while we were not
     // watching — unless the source keeps it (it exists, only its new version is unusable).
     // Deleting the current entry while iterating a Map is well-defined.
     const keep = event.keep;
     for (const key of this.#parentsOf.keys()) {
-      if (!typedWorld.has(key) && keep?.has(key) !== true) this.#delete(key, affected, failures);
+      if (!typedWorld.has(key) && keep?.has(key) !== true) this.#delete(key, affected);
     }
   }
 
@@ -332,22 +343,28 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     for (const key of released) this.#remove(key, affected);
   }
 
-  #upsert(key: ObjectKey, object: T, affected: Set<P>, failures: Failure[]): void {
+  #upsert(key: ObjectKey, object: T, affected: Set<P>): void {
     const before = this.#parentsOf.get(key);
+    // Without `remap` the key map reads the object alone, so it may run before the write.
+    let after = this.#remap ? undefined : this.#map(object, key, 'new');
+    if (after !== undefined && !many(after) && !many(before)) {
+      this.#upsertOne(key, object, before as P | undefined, after, affected);
+      return;
+    }
     const previous = before === undefined || !this.#readsPrevious ? undefined : this.#objectAt(key, before);
     // Where the store holds `key` when the key map runs, and the object its indexes hold.
     let held = before;
     let indexed = previous;
-    if (this.#remap) {
-      // The key map may read this store: it runs once the store holds the event (as upstream's
-      // handlers run after the indexer update), the object still under the parents it had.
+    if (after === undefined) {
+      // `remap`: the key map may read this store: it runs once the store holds the event (as
+      // upstream's handlers run after the indexer update), the object still under the parents it had.
       held = before ?? NONE;
       indexed = object;
       this.#place(key, previous, object, before, held);
+      after = this.#map(object, key, 'new');
     }
-    const after = this.#map(object, key, failures, 'new');
     // The old object's parents: with `remap` as the key map answers now, else those recorded.
-    const oldNow = this.#remap && before !== undefined ? this.#map(previous as T, key, failures, 'old') : before;
+    const oldNow = this.#remap && before !== undefined ? this.#map(previous as T, key, 'old') : before;
     if (after === NONE && !this.#keep) {
       // Evicted (or never cached): the parents it left are re-driven, unjudged (a change of membership).
       if (held !== undefined) this.#remove(key, affected);
@@ -364,19 +381,51 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
   }
 
   /**
+   * The short path of #upsert, the same writes and the same answer as the general one (the
+   * one-store property test holds both to one model): no `remap`, one parent or none cached before
+   * (`undefined`: not cached), one after. No array, no attribution to compare: a primary's store and
+   * an owned object with one owner pay the map reads and writes of the old one-parent store
+   * (BENCHMARKS.md (24s)).
+   */
+  #upsertOne(key: ObjectKey, object: T, before: P | undefined, after: P, affected: Set<P>): void {
+    const previous = before === undefined || !this.#readsPrevious ? undefined : this.#members.get(before)!.get(key);
+    if (this.#indexes.size > 0 && previous !== object) this.#indexes.update(key, previous, object);
+    this.#parentsOf.set(key, after);
+    let members = this.#members.get(after);
+    if (members === undefined) this.#members.set(after, (members = new Map()));
+    members.set(key, object);
+    if (before !== undefined && !sameValueZero(before, after)) {
+      // Moved: a change of membership, never judged by `admit`.
+      this.#leave(before, key);
+      affected.add(before);
+    } else if (!this.#admits(previous, object, key)) {
+      return;
+    }
+    // Unmoved, `before` is `after` (a Set compares as SameValueZero): one add re-drives it.
+    affected.add(after);
+  }
+
+  /**
    * A delete (or a relist's synthesised one): the parents it was cached under, plus with `remap` the
    * key map's answer on the last known object now; none when `admit` refuses the last known object.
    */
-  #delete(key: ObjectKey, affected: Set<P>, failures: Failure[]): void {
+  #delete(key: ObjectKey, affected: Set<P>): void {
     const at = this.#parentsOf.get(key);
     if (at === undefined) return;
+    if (!this.#readsPrevious && !many(at)) {
+      // The short path: no `admit`, `remap` or index to consult; one parent to leave.
+      this.#parentsOf.delete(key);
+      this.#leave(at, key);
+      affected.add(at);
+      return;
+    }
     const last = this.#readsPrevious ? this.#objectAt(key, at) : undefined;
     if (!this.#admits(last, undefined, key)) {
       this.#remove(key, undefined, at);
       return;
     }
     this.#remove(key, affected, at);
-    if (this.#remap) addAll(affected, this.#map(last as T, key, failures, 'old'));
+    if (this.#remap) addAll(affected, this.#map(last as T, key, 'old'));
   }
 
   /**
@@ -436,17 +485,17 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
    * as a frozen array, none as {@link NONE}. A failure, or no parent under `'evict'`, becomes a
    * pending {@link UnmappableObjectError}.
    */
-  #map(object: T, key: ObjectKey, failures: Failure[], which: 'new' | 'old'): Attribution<P> {
+  #map(object: T, key: ObjectKey, which: 'new' | 'old'): Attribution<P> {
     let result: unknown;
     try {
       result = this.#keyMap(object, key);
     } catch (cause) {
-      failures.push({ error: new UnmappableObjectError(key, { cause }), which });
+      (this.#failures ??= []).push({ error: new UnmappableObjectError(key, { cause }), which });
       return NONE;
     }
     if (isParentKey(result)) return result as P;
     if (result === undefined || (Array.isArray(result) && result.length === 0)) {
-      if (!this.#keep && which === 'new') failures.push({ error: new UnmappableObjectError(key), which });
+      if (!this.#keep && which === 'new') (this.#failures ??= []).push({ error: new UnmappableObjectError(key), which });
       return NONE;
     }
     const bad = Array.isArray(result) ? result.findIndex((parent) => !isParentKey(parent)) : -1;
@@ -455,7 +504,7 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
       const cause = new TypeError(
         `key map returned ${got}; expected a parent key (string, number, bigint, boolean), an array of them, or undefined`,
       );
-      failures.push({ error: new UnmappableObjectError(key, { cause }), which });
+      (this.#failures ??= []).push({ error: new UnmappableObjectError(key, { cause }), which });
       return NONE;
     }
     const parents = result as readonly P[];
@@ -501,7 +550,7 @@ interface Failure {
 const NONE: readonly never[] = Object.freeze([]);
 const ALL = (): boolean => true;
 
-function many<P>(at: Attribution<P>): at is readonly P[] {
+function many<P>(at: Attribution<P> | undefined): at is readonly P[] {
   return Array.isArray(at);
 }
 

@@ -92,14 +92,22 @@ const stepsArb = fc.array(stepArb, { minLength: 1, maxLength: 40 });
 const admit = (previous: Obj | undefined, next: Obj | undefined): boolean =>
   previous === undefined ? next!.n % 2 === 0 : next === undefined ? previous.n % 3 !== 0 : previous.n !== next.n;
 
-type Config = Pick<ObjectStoreOptions<Obj, string>, 'unmapped' | 'remap' | 'admit'>;
+type Config = Pick<ObjectStoreOptions<Obj, string>, 'unmapped' | 'remap' | 'admit' | 'indexers'>;
+const indexed = { indexers: { label: (o: Obj) => o.label } };
+/**
+ * With an index, `admit` or `remap` a write reads the object it replaces; without any (a primary's
+ * store) it does not, and a one-parent write or delete takes the store's short path: both kinds are here.
+ */
 const CONFIGS: Record<string, Config> = {
-  'one parent, evict (a primary)': {},
-  'evict with a filter (a filtered primary)': { admit },
-  'keep unmapped (an owned kind)': { unmapped: 'keep' },
-  'keep with a filter': { unmapped: 'keep', admit },
-  'keep, remap, filter (a kind mapped by a function)': { unmapped: 'keep', remap: true, admit },
-  'evict with remap': { remap: true },
+  'one parent, evict (a primary)': { ...indexed },
+  'evict with a filter (a filtered primary)': { admit, ...indexed },
+  'keep unmapped (an owned kind)': { unmapped: 'keep', ...indexed },
+  'keep with a filter': { unmapped: 'keep', admit, ...indexed },
+  'keep, remap, filter (a kind mapped by a function)': { unmapped: 'keep', remap: true, admit, ...indexed },
+  'evict with remap': { remap: true, ...indexed },
+  'evict, no index (a primary: the short paths read no previous object)': {},
+  'keep unmapped, no index': { unmapped: 'keep' },
+  'evict with a filter, no index': { admit },
 };
 
 interface Entry {
@@ -112,7 +120,11 @@ interface Entry {
  * `config`, checking after each one; returns how often objects moved to other parents, and how
  * many cached objects had none or several (for the not-vacuous counts).
  */
-function run(config: Config, steps: readonly Step[], built: Config = config): { moves: number; kept: number; many: number } {
+function run(
+  config: Config,
+  steps: readonly Step[],
+  built: Config = config,
+): { moves: number; kept: number; many: number; short: number; general: number } {
   const routes = new Map<Label, Route>([
     ['a', 'p1'],
     ['b', 'p1+p2'],
@@ -121,12 +133,12 @@ function run(config: Config, steps: readonly Step[], built: Config = config): { 
   ]);
   const keyMap: KeyMap<Obj, string> = (object) => answer(routes.get(object.label)!);
   const logger = spyLogger();
-  const store = new ObjectStore<Obj, string>({ keyMap, logger, indexers: { label: (o) => o.label }, ...built });
+  const store = new ObjectStore<Obj, string>({ keyMap, logger, ...built });
   const keep = config.unmapped === 'keep';
   const remap = config.remap === true;
   const admits = (previous: Obj | undefined, next: Obj | undefined): boolean => config.admit?.(previous, next, '') ?? true;
   const model = new Map<string, Entry>();
-  const counts = { moves: 0, kept: 0, many: 0 };
+  const counts = { moves: 0, kept: 0, many: 0, short: 0, general: 0 };
 
   for (const step of steps) {
     if (step.type === 'reroute') {
@@ -145,6 +157,9 @@ function run(config: Config, steps: readonly Step[], built: Config = config): { 
       const previous = model.get(key);
       const after = map(object, 'new');
       const oldNow = remap && previous !== undefined ? map(previous.object, 'old') : (previous?.parents ?? []);
+      // The store's short path: no remap, one parent (or not cached) before, one after.
+      if (!remap && (previous === undefined || previous.parents.length === 1) && after.length === 1) counts.short++;
+      else counts.general++;
       if (after.length === 0 && !keep) {
         model.delete(key);
         for (const p of [...(previous?.parents ?? []), ...oldNow]) expected.add(p);
@@ -182,7 +197,7 @@ function run(config: Config, steps: readonly Step[], built: Config = config): { 
     const affected = store.apply(step);
     expect([step.type, [...affected].sort()]).toEqual([step.type, [...expected].sort()]);
     expect(logger.entries().length - before).toBe(logs);
-    checkAgainst(store, model);
+    checkAgainst(store, model, built.indexers !== undefined);
     for (const entry of model.values()) {
       if (entry.parents.length === 0) counts.kept++;
       if (entry.parents.length > 1) counts.many++;
@@ -196,7 +211,7 @@ function same(a: readonly string[], b: readonly string[]): boolean {
 }
 
 /** Every read of the store equals the model's answer. */
-function checkAgainst(store: ObjectStore<Obj, string>, model: ReadonlyMap<string, Entry>): void {
+function checkAgainst(store: ObjectStore<Obj, string>, model: ReadonlyMap<string, Entry>, index: boolean): void {
   expect(store.keys()).toEqual([...model.keys()]);
   expect(store.size).toBe(model.size);
   const members = new Map<string, Map<string, Obj>>();
@@ -219,7 +234,7 @@ function checkAgainst(store: ObjectStore<Obj, string>, model: ReadonlyMap<string
   }
   for (const p of ['p1', 'p2', 'p3']) if (!members.has(p)) expect(store.hasMembers(p)).toBe(false);
   expect(store.snapshot()).toEqual(new Map([...model].map(([k, e]) => [k, e.object])));
-  for (const label of LABELS) {
+  for (const label of index ? LABELS : []) {
     const want = [...model].filter(([, e]) => e.object.label === label).map(([k]) => k);
     expect(new Set(store.indexKeys('label', label))).toEqual(new Set(want));
   }
@@ -252,6 +267,20 @@ describe('object_store: one store for every source', () => {
     expect(totals.moves).toBeGreaterThan(20);
     expect(totals.kept).toBeGreaterThan(50);
     expect(totals.many).toBeGreaterThan(50);
+  });
+
+  it('[object_store: One store] the short path is not vacuous: on a fixed sample, with and without an index, both the one-parent short path and the general write run often', () => {
+    const sample = fc.sample(stepsArb, { seed: 24, numRuns: 60 });
+    for (const name of ['keep unmapped (an owned kind)', 'keep unmapped, no index']) {
+      const totals = { short: 0, general: 0 };
+      for (const steps of sample) {
+        const counts = run(CONFIGS[name]!, steps);
+        totals.short += counts.short;
+        totals.general += counts.general;
+      }
+      expect(totals.short).toBeGreaterThan(100);
+      expect(totals.general).toBeGreaterThan(100);
+    }
   });
 
   it('[object_store: One store] the model can fail: a store built with another policy than the model is caught on the same sample', () => {
