@@ -158,7 +158,7 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     );
   });
 
-  it('[kube_client: watch socket] a backlog over, the reads go back to 128 KiB: a read that leaves the grown buffer part empty sends the next to 128 KiB; a new backlog grows them again; every piece arrives intact', async () => {
+  it('[kube_client: watch socket] a backlog over, the reads go back to 128 KiB: a read that leaves the grown buffer part empty sends the next to 128 KiB and its memory leaves every view of it; a new backlog grows them again; every piece arrives intact', async () => {
     const backlog = Buffer.alloc(3 * 1024 * 1024);
     for (let i = 0; i < backlog.length; i += 4) backlog.writeUInt32LE(i, i);
     const small = (i: number): Buffer => Buffer.from(`small ${String(i).padStart(4, '0')};`.repeat(10));
@@ -196,10 +196,10 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     );
     const response = await openWatchStream(watchRequest(url), {});
     headSeen();
-    const pieces: { bytes: Uint8Array; copy: Buffer; bufferBytes: number }[] = [];
+    const pieces: { view: Uint8Array; copy: Buffer; bufferBytes: number }[] = [];
     for await (const piece of response.body) {
       const bytes = piece as Uint8Array;
-      pieces.push({ bytes, copy: Buffer.from(bytes), bufferBytes: bytes.buffer.byteLength });
+      pieces.push({ view: bytes, copy: Buffer.from(bytes), bufferBytes: bytes.buffer.byteLength });
       // Slower than the server: the kernel's buffers fill while this reader waits (a backlog).
       await new Promise((resolve) => setTimeout(resolve, 1));
       received += bytes.length;
@@ -212,7 +212,7 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
     const expected: number[] = [];
     for (const piece of pieces) {
       expected.push(size);
-      const full = piece.bytes.length === size;
+      const full = piece.copy.length === size;
       if (full && size < BACKLOG_READ_BYTES) size = BACKLOG_READ_BYTES;
       else if (!full && size > READ_BUFFER_BYTES) size = READ_BUFFER_BYTES;
     }
@@ -224,6 +224,10 @@ describe('[kube_client: watch socket] a watch read off a bare socket', () => {
       Array(quiet - 1).fill(READ_BUFFER_BYTES),
     );
     expect(pieces.slice(firstSmall + quiet).some((p) => p.bufferBytes === BACKLOG_READ_BYTES)).toBe(true);
+    // The first backlog's grown buffer was let go: its memory moved out, so the views of it this
+    // test kept (as a suspended reader's frame would) hold none of it.
+    const grownViews = pieces.slice(0, firstSmall + 1).filter((p) => p.bufferBytes === BACKLOG_READ_BYTES);
+    expect(grownViews.map((p) => p.view.byteLength)).toEqual(grownViews.map(() => 0));
   });
 
   it('[kube_client: LIST page buffer] a whole-body read never grows its reads and hands its read buffer to a read already counted when it closes; the last one keeps none', async () => {

@@ -41,8 +41,13 @@ export const READ_BUFFER_BYTES = 128 * 1024;
  * Why not keep it: the socket holds the buffer of its next read for as long as no data comes, a
  * watch stays open for minutes to hours, and a controller holds one per kind (and per shard range),
  * so 1 MiB kept per watch after one burst was most of the heap a sharded replica held beyond its
- * share of the store (BENCHMARKS.md (27)). Why weakly: a backlog that comes back before a
- * collection reads into the same buffer, so reads that alternate between the sizes allocate nothing.
+ * share of the store (BENCHMARKS.md (27)). Let go means its memory moved out of every view of it
+ * (`ArrayBuffer.prototype.transfer`) once the reader is done with its pieces, and then held only
+ * weakly: a suspended generator or async function keeps the values of its dead locals (V8 saves its
+ * registers whole), so the last chunk, batch and frame of a burst stay referenced by the readers'
+ * frames for as long as the watch is quiet, and each would keep the whole buffer alive. A backlog
+ * that comes back before a collection reads into the same memory: reads that alternate between the
+ * sizes allocate nothing.
  */
 export const BACKLOG_READ_BYTES = 1024 * 1024;
 
@@ -207,8 +212,10 @@ class WatchStream {
   readonly #backlogReadBytes: number;
   /** The {@link READ_BUFFER_BYTES} buffer (or the whole-body read's): where reads go outside a backlog. */
   readonly #small: Buffer;
-  /** The grown buffer, held only weakly: by the socket while it is the next read's, else until a collection. */
-  #grown: WeakRef<Buffer> | undefined;
+  /** The grown buffer's memory, let go ({@link BACKLOG_READ_BYTES}): until a collection or the next backlog. */
+  #grown: WeakRef<ArrayBuffer> | undefined;
+  /** The grown buffer after a part-empty read into it: let go once the reader is done with that read's pieces. */
+  #retiring: Buffer | undefined;
   /** Where {@link #buffer} came from and goes back to on close (a whole-body read); reads then never grow. */
   readonly #reads: ReadBuffers | undefined;
   #resolve: ((response: TransportResponse) => void) | undefined;
@@ -277,11 +284,16 @@ class WatchStream {
     // buffer: the socket had no more, the backlog is over. Either way the pieces of this read keep
     // `into`, and the buffer the next read goes to has no piece left in it (they were handed out and
     // the reader asked for more before this read came).
+    // A read comes only once every piece of the reads before it was handed out and asked past.
+    this.#retire();
     if (count === into.length && into.length < this.#backlogReadBytes) {
-      const grown = this.#grown?.deref() ?? Buffer.allocUnsafe(this.#backlogReadBytes);
-      this.#grown = new WeakRef(grown);
-      this.#buffer = grown;
-    } else if (count < into.length && into !== this.#small) this.#buffer = this.#small;
+      const memory = this.#grown?.deref();
+      this.#grown = undefined;
+      this.#buffer = memory === undefined ? Buffer.allocUnsafe(this.#backlogReadBytes) : Buffer.from(memory);
+    } else if (count < into.length && into !== this.#small) {
+      this.#buffer = this.#small;
+      this.#retiring = into;
+    }
     try {
       let from = 0;
       if (this.#framer === undefined) {
@@ -339,7 +351,10 @@ class WatchStream {
         this.#waiter = { resolve, reject };
         this.#wake();
         // Nothing left to hand out: the reader is done with every piece of the last read, so the buffer may be written again.
-        if (this.#waiter !== undefined) this.#socket.resume();
+        if (this.#waiter !== undefined) {
+          this.#retire();
+          this.#socket.resume();
+        }
       });
     const close = (): void => this.#close();
     const iterator: AsyncIterator<Uint8Array> = {
@@ -407,6 +422,18 @@ class WatchStream {
     this.#stopReading();
     // The reader is done with every piece (it closes once it has copied them) and the socket, destroyed, reads no more.
     this.#reads?.give(this.#buffer);
+  }
+
+  /**
+   * Lets the retiring grown buffer go: its memory moves to an `ArrayBuffer` held only weakly, and
+   * every view of it left anywhere (a reader's suspended frame) reads as empty. Called only when the
+   * reader is done with every piece of that buffer; the socket reads into the small buffer by then.
+   */
+  #retire(): void {
+    const retiring = this.#retiring;
+    if (retiring === undefined) return;
+    this.#retiring = undefined;
+    this.#grown = new WeakRef((retiring.buffer as ArrayBuffer & { transfer(): ArrayBuffer }).transfer());
   }
 
   #stopReading(): void {
