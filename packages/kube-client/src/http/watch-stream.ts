@@ -207,7 +207,7 @@ export function openWatchStream(
 /** One connection, one response: the reader of the head, then of the body. */
 class WatchStream {
   readonly #socket: net.Socket;
-  /** Where the next socket read goes: replaced by a larger one once a read fills it (see {@link BACKLOG_READ_BYTES}). */
+  /** Where the next socket read goes: {@link #small}, or a grown buffer during a backlog (see {@link BACKLOG_READ_BYTES}). */
   #buffer: Buffer;
   readonly #backlogReadBytes: number;
   /** The {@link READ_BUFFER_BYTES} buffer (or the whole-body read's): where reads go outside a backlog. */
@@ -280,12 +280,13 @@ class WatchStream {
 
   /** One socket read of `count` bytes into `into`. Returns false to pause the socket. */
   #read(count: number, into: Buffer): boolean {
-    // A full read: the server has more ready than a read takes. A part-empty read into the grown
-    // buffer: the socket had no more, the backlog is over. Either way the pieces of this read keep
-    // `into`, and the buffer the next read goes to has no piece left in it (they were handed out and
-    // the reader asked for more before this read came).
-    // A read comes only once every piece of the reads before it was handed out and asked past.
+    // A read comes only once every piece of the reads before it was handed out and asked past, so a
+    // retiring buffer may go now.
     this.#retire();
+    // A full read: the server has more ready than a read takes, so the next read grows. A part-empty
+    // read into the grown buffer: the socket had no more, the backlog is over, so the next read goes
+    // to the small buffer and the grown one retires once this read's pieces are done. Either way the
+    // pieces of this read keep `into`; only the next read goes elsewhere.
     if (count === into.length && into.length < this.#backlogReadBytes) {
       const memory = this.#grown?.deref();
       this.#grown = undefined;
