@@ -490,12 +490,12 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     try {
       result = this.#keyMap(object, key);
     } catch (cause) {
-      (this.#failures ??= []).push({ error: new UnmappableObjectError(key, { cause }), which });
+      this.#failed(new UnmappableObjectError(key, { cause }), which);
       return NONE;
     }
     if (isParentKey(result)) return result as P;
     if (result === undefined || (Array.isArray(result) && result.length === 0)) {
-      if (!this.#keep && which === 'new') (this.#failures ??= []).push({ error: new UnmappableObjectError(key), which });
+      if (!this.#keep && which === 'new') this.#failed(new UnmappableObjectError(key), which);
       return NONE;
     }
     const bad = Array.isArray(result) ? result.findIndex((parent) => !isParentKey(parent)) : -1;
@@ -504,7 +504,7 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
       const cause = new TypeError(
         `key map returned ${got}; expected a parent key (string, number, bigint, boolean), an array of them, or undefined`,
       );
-      (this.#failures ??= []).push({ error: new UnmappableObjectError(key, { cause }), which });
+      this.#failed(new UnmappableObjectError(key, { cause }), which);
       return NONE;
     }
     const parents = result as readonly P[];
@@ -515,6 +515,11 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
   }
 
   /** `admit`, or `true` without one; a throw admits (never lose a change), logged. */
+  /** Keeps a key map failure of the event being applied, for `apply` to log once the store is consistent. */
+  #failed(error: UnmappableObjectError, which: 'new' | 'old'): void {
+    (this.#failures ??= []).push({ error, which });
+  }
+
   #admits(previous: T | undefined, next: T | undefined, key: ObjectKey): boolean {
     if (this.#admit === undefined) return true;
     try {
