@@ -4,9 +4,12 @@
  * benchmarks' one memory method (`lib/memory.ts`: each sync cold in a child process of its own;
  * heap in use = `heapUsed + external`, its peak read at every GC's start and by a 2 ms timer; the
  * store after forced GCs) for the heap the store keeps per cached object and the initial-sync peak
- * of the paged LIST (the default) and of the streaming watch-list. Medians of 5 runs are compared
- * with the committed baseline (`bench/memory-baseline.json`, per Node major: heap sizes move with V8)
- * and the gate fails above 110 % of it. Timing is never gated.
+ * of the paged LIST (the default) and of the streaming watch-list. Every child runs under the
+ * method's container limit (512 MiB): in a memory cgroup where one can be made, else with V8 flags
+ * approximating it, and each has its own baseline (`26` and `26-flags`), since the young
+ * generation, and so the held peak, differs between them. Medians of 5 runs are compared with the
+ * committed baseline (`bench/memory-baseline.json`, per Node major: heap sizes move with V8) and the
+ * gate fails above 110 % of it. Timing is never gated.
  *
  *   pnpm --filter @reconcile-loop/bench memory-gate              # check (exit 1 above 110 %)
  *   pnpm --filter @reconcile-loop/bench memory-gate -- --update  # re-baseline this Node major
@@ -16,14 +19,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { INITIAL_SYNC_PATHS } from './benchmarks/initial-sync.js';
 import { ApiServerProcess } from './lib/apiserver-process.js';
-import { measureInChild, type MemoryReading } from './lib/memory.js';
+import { CONTAINER_MB, measureInChild, type MemoryReading } from './lib/memory.js';
 import { summarize } from './lib/stats.js';
 
 const PODS = 2_000;
 const RUNS = 5;
 /** A measurement above this fraction of its baseline fails the gate. */
 export const GATE_RATIO = 1.1;
-const WORKLOAD = `${PODS} realistic pods (bench makePod), embedded apiserver in a child process, one cold sync per child process, medians of ${RUNS}; heap in use = heapUsed + external (lib/memory.ts)`;
+const WORKLOAD = `${PODS} realistic pods (bench makePod), embedded apiserver in a child process, one cold sync per child process under a ${CONTAINER_MB} MiB memory limit, medians of ${RUNS}; heap in use = heapUsed + external (lib/memory.ts)`;
 
 /** The gated metrics, in bytes. */
 interface Metrics {
@@ -54,7 +57,7 @@ try {
   const list: MemoryReading[] = [];
   const watchList: MemoryReading[] = [];
   // The paths alternate; every sync is the first of its own process (no warm-up: a cold start is what is measured).
-  const job = { kind: 'reflector', kubeconfig: server.kubeconfig, pods: PODS } as const;
+  const job = { kind: 'reflector', kubeconfig: server.kubeconfig, pods: PODS, containerMb: CONTAINER_MB } as const;
   for (let r = 0; r < RUNS; r++) {
     list.push(await measureInChild({ ...job, ...INITIAL_SYNC_PATHS.list }));
     await server.dropWatches();
@@ -66,8 +69,21 @@ try {
     listPeakBytes: summarize(list.map((s) => s.peakHeapBytes)).median,
     watchListPeakBytes: summarize(watchList.map((s) => s.peakHeapBytes)).median,
   };
+  const limitedBy = list[0]?.limitedBy ?? 'none';
+  const expectedLimit = CONTAINER_MB * 2 ** 20;
+  for (const r of [...list, ...watchList]) {
+    if (r.limitedBy !== limitedBy)
+      throw new Error(`memory gate: children ran under different limits (${r.limitedBy} and ${limitedBy})`);
+    // Node must have read the cgroup's limit: else the heap was sized by the machine, not the limit.
+    if (limitedBy === 'cgroup' && r.containerLimitBytes !== expectedLimit)
+      throw new Error(`memory gate: a child saw a memory limit of ${String(r.containerLimitBytes)} bytes, not ${expectedLimit}`);
+  }
+  // A cgroup and the flags approximating it size the young generation differently: one baseline each.
+  const key = limitedBy === 'cgroup' ? major : `${major}-${limitedBy}`;
   const spread = (xs: number[]): string => `${Math.round(Math.min(...xs))}..${Math.round(Math.max(...xs))}`;
-  console.log(`memory gate: ${PODS} pods, medians of ${RUNS}, one cold sync per child process, node ${process.version}`);
+  console.log(
+    `memory gate: ${PODS} pods, medians of ${RUNS}, one cold sync per child process, ${CONTAINER_MB} MiB limit by ${limitedBy}, node ${process.version}`,
+  );
   console.log(
     `  runs: heap/object ${spread(list.map((s) => s.storeHeapBytes / PODS))} B, LIST peak ${spread(list.map((s) => s.peakHeapBytes))} B, watch-list peak ${spread(watchList.map((s) => s.peakHeapBytes))} B`,
   );
@@ -77,19 +93,19 @@ try {
   );
   if (update) {
     // Baselines taken by another method are not comparable: an update under this method drops them.
-    if (baselines.workload !== WORKLOAD) for (const key of Object.keys(baselines.byNodeMajor)) delete baselines.byNodeMajor[key];
+    if (baselines.workload !== WORKLOAD) for (const k of Object.keys(baselines.byNodeMajor)) delete baselines.byNodeMajor[k];
     baselines.workload = WORKLOAD;
-    baselines.byNodeMajor[major] = { ...measured, node: process.version, date: new Date().toISOString() };
+    baselines.byNodeMajor[key] = { ...measured, node: process.version, date: new Date().toISOString() };
     await writeFile(file, `${JSON.stringify(baselines, null, 2)}\n`);
-    console.log(`  baseline for Node ${major} written to ${file}`);
+    console.log(`  baseline ${key} written to ${file}`);
   } else {
-    const baseline = baselines.workload === WORKLOAD ? baselines.byNodeMajor[major] : undefined;
+    const baseline = baselines.workload === WORKLOAD ? baselines.byNodeMajor[key] : undefined;
     if (baselines.workload !== WORKLOAD) {
       console.error(`  FAIL: ${file} was taken by another method (${baselines.workload}); re-baseline with --update`);
       code = 1;
     } else if (baseline === undefined) {
       console.error(
-        `  FAIL: no baseline for Node ${major} in ${file}; create it with: pnpm --filter @reconcile-loop/bench memory-gate -- --update`,
+        `  FAIL: no baseline ${key} in ${file}; create it with: pnpm --filter @reconcile-loop/bench memory-gate -- --update${limitedBy === 'cgroup' ? '' : ` (with RL_BENCH_CONTAINER=${limitedBy})`}`,
       );
       code = 1;
     } else {

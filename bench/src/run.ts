@@ -220,10 +220,9 @@ const required: Array<[string, boolean]> = [
     ['pods', 'syncMs', 'peakHeapToStoreRatio', 'heapPerPodBytes', 'clientNode.syncMs', 'clientNode.heapPerPodBytes'] as const
   ).map((key): [string, boolean] => [`scale.${key}`, selectedSet.has('scale')]),
   ...(['list', 'watchList'] as const).flatMap((path) =>
-    (['peakBytes', 'storeBytes', 'peakToStoreRatio', 'peakRssBytes'] as const).map((key): [string, boolean] => [
-      `initialSync.${path}.${key}`,
-      selectedSet.has('initial-sync'),
-    ]),
+    (['peakBytes', 'livePeakBytes', 'storeBytes', 'peakToStoreRatio', 'livePeakToStoreRatio', 'peakRssBytes'] as const).map(
+      (key): [string, boolean] => [`initialSync.${path}.${key}`, selectedSet.has('initial-sync')],
+    ),
   ),
 ];
 for (const [path, needed] of required) {

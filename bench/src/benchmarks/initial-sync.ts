@@ -10,7 +10,7 @@ import { DEFAULT_LIST_PAGE_SIZE } from '@reconcile-loop/reflector';
 import { ApiServerProcess } from '../lib/apiserver-process.js';
 import type { BenchContext } from '../lib/context.js';
 import type { InitialSyncPath } from '../lib/initial-sync.js';
-import { measureInChild, type MemoryReading } from '../lib/memory.js';
+import { CONTAINER_MB, measureInChild, type MemoryReading } from '../lib/memory.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
 /** The paths measured, by the key they get in `latest.json` (`initialSync.<key>.*`). */
@@ -27,8 +27,14 @@ export type InitialSyncPathName = keyof typeof INITIAL_SYNC_PATHS;
 
 /** One path at one size: medians, in bytes (and the ratio of the medians). */
 export interface InitialSyncPathResult {
-  /** Peak heap in use during the sync over the base (`heapUsed + external`). */
+  /** Peak heap in use during the sync over the base (`heapUsed + external`), garbage included. */
   peakBytes: number;
+  /** Peak live heap: the most heap in use right after a GC of the sync, over the base. */
+  livePeakBytes: number;
+  /** `livePeakBytes / storeBytes`: what the ≤ 1.5× target is judged on. */
+  livePeakToStoreRatio: number;
+  /** The largest young generation (new space) V8 had during the sync. */
+  youngGenerationBytes: number;
   /** Heap in use the synced store keeps, over the base. */
   storeBytes: number;
   peakToStoreRatio: number;
@@ -45,8 +51,11 @@ export interface InitialSyncSizeResult {
 }
 
 export interface InitialSyncResult {
-  /** How the figures were read (one line; BENCHMARKS.md (28c) has the method). */
+  /** How the figures were read (one line; BENCHMARKS.md (28c), (28f) have the method). */
   method: string;
+  /** The memory limit every measuring child ran under, MiB, and how: a cgroup, or V8 flags approximating one. */
+  containerMb: number;
+  limitedBy: 'cgroup' | 'flags' | 'none' | 'mixed';
   /** The first size, flattened: `initialSync.list.peakBytes` and so on. */
   list: InitialSyncPathResult;
   list500: InitialSyncPathResult;
@@ -57,14 +66,46 @@ export interface InitialSyncResult {
 }
 
 export const MEMORY_METHOD =
-  'one cold sync per child process; peak = max heapUsed+external (every GC start via GCProfiler, 2 ms timer) over the settled base; store = heapUsed+external after forced GCs; peak RSS = VmHWM reset at sync start';
+  'one cold sync per child process, in a memory cgroup (containerMb); live peak = max heapUsed+external right after every GC (GCProfiler), judged against the store; peak = max heapUsed+external (every GC start, 2 ms timer); both over the settled base; store = heapUsed+external after forced GCs; peak RSS = VmHWM reset at sync start';
 
-/** Medians of `readings` as one path's result. */
-export function pathResult(readings: readonly MemoryReading[]): InitialSyncPathResult {
+/** How every one of `readings` was limited, or 'mixed'. */
+export function limitOf(readings: readonly MemoryReading[]): InitialSyncResult['limitedBy'] {
+  const first = readings[0]?.limitedBy ?? 'none';
+  return readings.every((r) => (r.limitedBy ?? 'none') === first) ? first : 'mixed';
+}
+
+/** One run of a path: the held child's reading and the live child's (`lib/memory.ts`). */
+export interface PathRun {
+  readonly held: MemoryReading;
+  readonly live: MemoryReading;
+}
+
+/** Measures one run of `path`: the held child, then the live child, each cold in its own process. */
+export async function measurePath(
+  server: Pick<ApiServerProcess, 'kubeconfig' | 'dropWatches'>,
+  pods: number,
+  path: InitialSyncPath,
+  containerMb = CONTAINER_MB,
+): Promise<PathRun> {
+  const job = { kind: 'reflector', kubeconfig: server.kubeconfig, pods, ...path, containerMb } as const;
+  const held = await measureInChild(job);
+  await server.dropWatches();
+  const live = await measureInChild({ ...job, live: true });
+  await server.dropWatches();
+  return { held, live };
+}
+
+/** Medians of `runs` as one path's result. */
+export function pathResult(runs: readonly PathRun[]): InitialSyncPathResult {
+  const readings = runs.map((r) => r.held);
   const peak = summarize(readings.map((x) => x.peakHeapBytes));
   const store = summarize(readings.map((x) => x.storeHeapBytes)).median;
+  const live = summarize(runs.map((r) => r.live.livePeakBytes ?? Number.NaN)).median;
   return {
     peakBytes: peak.median,
+    livePeakBytes: live,
+    livePeakToStoreRatio: live / store,
+    youngGenerationBytes: summarize(readings.map((x) => x.youngGenerationBytes)).median,
     storeBytes: store,
     peakToStoreRatio: peak.median / store,
     peakRssBytes: summarize(readings.map((x) => x.peakRssBytes)).median,
@@ -78,21 +119,16 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
   const sizes = (ctx.smoke ? [200] : [5_000, 20_000]).filter((n) => ctx.pods === undefined || ctx.pods.has(n));
   const names = Object.keys(INITIAL_SYNC_PATHS) as InitialSyncPathName[];
   const out: InitialSyncSizeResult[] = [];
+  const containers: Array<InitialSyncResult['limitedBy']> = [];
   for (const pods of sizes) {
     const server = await ApiServerProcess.start(pods + 100);
     try {
       await server.seed(pods);
-      const samples = Object.fromEntries(names.map((n) => [n, [] as MemoryReading[]])) as Record<
-        InitialSyncPathName,
-        MemoryReading[]
-      >;
+      const samples = Object.fromEntries(names.map((n) => [n, [] as PathRun[]])) as Record<InitialSyncPathName, PathRun[]>;
       const runs = ctx.smoke ? 1 : Math.max(3, Math.min(ctx.runs, 5));
       for (let r = 0; r < runs; r++) {
         for (const name of names) {
-          samples[name].push(
-            await measureInChild({ kind: 'reflector', kubeconfig: server.kubeconfig, pods, ...INITIAL_SYNC_PATHS[name] }),
-          );
-          await server.dropWatches();
+          samples[name].push(await measurePath(server, pods, INITIAL_SYNC_PATHS[name]));
         }
       }
       const paths = Object.fromEntries(names.map((name) => [name, pathResult(samples[name])])) as Record<
@@ -101,19 +137,26 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
       >;
       out.push({ pods, paths });
       const mb = (b: number): string => (b / 1e6).toFixed(1);
-      console.log(`\ninitial sync, ${pods} pods (medians of ${runs}, one cold child process per sync):`);
-      console.log('  path          peak MB   store MB   peak/store   peak RSS MB (over base)   sync ms');
+      const limit = limitOf(names.flatMap((n) => samples[n].flatMap((r) => [r.held, r.live])));
+      console.log(
+        `\ninitial sync, ${pods} pods (medians of ${runs}, one cold child process per sync, ${CONTAINER_MB} MiB memory limit by ${limit}):`,
+      );
+      console.log(
+        '  path          live MB   peak MB   store MB   live/store   peak/store   young MB   peak RSS MB (over base)   sync ms',
+      );
       for (const name of names) {
         const p = paths[name];
         console.log(
-          `  ${name.padEnd(12)}  ${mb(p.peakBytes).padStart(7)}   ${mb(p.storeBytes).padStart(8)}   ${p.peakToStoreRatio.toFixed(2).padStart(10)}   ${mb(p.peakRssBytes).padStart(11)} (${mb(p.peakRssOverBaseBytes)})   ${p.syncMs.toFixed(0).padStart(7)}`,
+          `  ${name.padEnd(12)}  ${mb(p.livePeakBytes).padStart(7)}   ${mb(p.peakBytes).padStart(7)}   ${mb(p.storeBytes).padStart(8)}   ${p.livePeakToStoreRatio.toFixed(2).padStart(10)}   ${p.peakToStoreRatio.toFixed(2).padStart(10)}   ${mb(p.youngGenerationBytes).padStart(8)}   ${mb(p.peakRssBytes).padStart(11)} (${mb(p.peakRssOverBaseBytes)})   ${p.syncMs.toFixed(0).padStart(7)}`,
         );
       }
+      containers.push(limit);
     } finally {
       await server.close();
     }
   }
   const first = out[0];
   if (first === undefined) throw new Error('initial-sync: no size selected');
-  return { method: MEMORY_METHOD, ...first.paths, pods: first.pods, sizes: out };
+  const limitedBy = containers.every((c) => c === containers[0]) ? (containers[0] ?? 'none') : 'mixed';
+  return { method: MEMORY_METHOD, containerMb: CONTAINER_MB, limitedBy, ...first.paths, pods: first.pods, sizes: out };
 }

@@ -10,6 +10,11 @@ function gcFunction(): Gc {
   return gc;
 }
 
+/** One full, synchronous GC. */
+export function fullGc(): void {
+  gcFunction()();
+}
+
 /** Full GC, repeated across turns of the event loop so finalizers and weak maps settle. */
 export async function settleHeap(): Promise<void> {
   const gc = gcFunction();

@@ -6,14 +6,16 @@ import { syncClientNode, syncReflector } from './initial-sync.js';
 import { measureSync, type MemoryReading, type SyncJob } from './memory.js';
 
 process.once('message', (job: SyncJob) => {
-  measureSync(() =>
-    job.kind === 'client-node'
-      ? syncClientNode(job.kubeconfig, job.pods)
-      : syncReflector(job.kubeconfig, job.pods, {
-          initialList: job.initialList,
-          listPageSize: job.listPageSize,
-          ...(job.listTimeoutMs !== undefined && { listTimeoutMs: job.listTimeoutMs }),
-        }),
+  measureSync(
+    () =>
+      job.kind === 'client-node'
+        ? syncClientNode(job.kubeconfig, job.pods)
+        : syncReflector(job.kubeconfig, job.pods, {
+            initialList: job.initialList,
+            listPageSize: job.listPageSize,
+            ...(job.listTimeoutMs !== undefined && { listTimeoutMs: job.listTimeoutMs }),
+          }),
+    job.live === true,
   ).then(
     (reading: MemoryReading) => {
       if (reading.objects !== job.pods) throw new Error(`synced ${reading.objects} of ${job.pods} objects`);
