@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
   ApiextensionsV1Api,
+  CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   EventsV1Api,
@@ -14,9 +15,22 @@ import {
   type V1CustomResourceDefinition,
   type V1Role,
 } from '@kubernetes/client-node';
+import type { ShardGate } from '@reconcile-loop/loop';
+import { inShardRanges, shardHash } from '@reconcile-loop/primitives';
+import { ShardMember } from '@reconcile-loop/sharding';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER, GROUP, PLURAL } from '../../examples/cellset/src/api.js';
-import { runController } from '../../examples/cellset/demo/run.js';
+import { createCellSetController, type CellSetController } from '../../examples/cellset/src/controller.js';
+import {
+  DEFAULT_WRITE_BURST,
+  DEFAULT_WRITE_QPS,
+  describeDecision,
+  runController,
+  stderrLogger,
+  stopController,
+} from '../../examples/cellset/demo/run.js';
+import { RING, SHARD_TIMINGS } from '../../examples/cellset/demo/shard-config.js';
+import { tappedClient } from '../../examples/cellset/demo/tap.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 import { eventually, uniqueNamespace, withToken } from '../src/index.js';
 
@@ -98,6 +112,138 @@ class ControllerProcess {
   }
 }
 
+/** One request as the replica's client saw it answered. */
+interface WireCall {
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly status: number;
+}
+
+/** The RBAC verb of a request on a collection or a named object (no subresources here). */
+function rbacVerb({ method, path, query }: WireCall, collection: string): string {
+  const named = path !== collection;
+  if (method === 'GET') return named ? 'get' : query.get('watch') === 'true' || query.get('watch') === '1' ? 'watch' : 'list';
+  return { POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: named ? 'delete' : 'deletecollection' }[method] ?? method;
+}
+
+/** Settles with `promise`, or rejects naming `what` after `ms`: no wait without a deadline. */
+async function within<T>(what: string, ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * One replica of the CellSet controller scaled out, in this process, the way demo/shard-replica.ts
+ * builds one (the example's tapped client, ring and timings; the stderr logger of the controller
+ * mode): `createCellSetController({ shardGate })` with a `ShardMember` on its own Lease, through a
+ * kubeconfig for the bound ServiceAccount only. The gate is the member, its admissions recorded.
+ */
+class ShardReplica {
+  readonly wire: WireCall[] = [];
+  readonly errors: string[] = [];
+  readonly decisions: string[] = [];
+  /** Every hash the member admitted (`enter` returned a release). */
+  readonly admitted = new Set<string>();
+  readonly member: ShardMember;
+  readonly controller: CellSetController;
+  readonly #stop = new AbortController();
+  readonly identity: string;
+  #running: Promise<void> | undefined;
+  #stopped: Promise<void> | undefined;
+
+  constructor(identity: string, namespace: string, kubeconfig: string) {
+    this.identity = identity;
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(kubeconfig);
+    const client = tappedClient(
+      kubeConfig,
+      {
+        afterResponse: (method, url, status) =>
+          void this.wire.push({ method, path: url.pathname, query: url.searchParams, status }),
+      },
+      { rateLimit: { qps: DEFAULT_WRITE_QPS, burst: DEFAULT_WRITE_BURST } },
+    );
+    const logger = stderrLogger((l) => this.errors.push(l), identity);
+    // expectedMembers: both replicas start together, so the ring settles on seeing both. The demo's
+    // timings but a longer Lease (10 s / 8 s, still client-go's order): the converge test asserts a
+    // ring that never changed, which a loaded machine's pause past a 4 s Lease would break.
+    this.member = new ShardMember({
+      client,
+      namespace,
+      ring: RING,
+      identity,
+      ...SHARD_TIMINGS,
+      leaseDurationMs: 10_000,
+      renewDeadlineMs: 8_000,
+      expectedMembers: 2,
+      logger,
+    });
+    const member = this.member;
+    const gate: ShardGate = {
+      get ranges() {
+        return member.ranges;
+      },
+      onRangesChanged: (listener) => member.onRangesChanged(listener),
+      admits: (hash) => member.admits(hash),
+      enter: (hash) => {
+        const release = member.enter(hash);
+        if (release !== undefined) this.admitted.add(hash);
+        return release;
+      },
+      onLost: (listener) => member.onLost(listener),
+      status: () => member.status(),
+    };
+    this.controller = createCellSetController({
+      client,
+      namespace,
+      eventsClient: client.withLane('events'),
+      shardGate: gate,
+      rebuildDelaysMs: [0, 250, 1_250, 7_500],
+      sourceRetry: { initialMs: 300, maxMs: 5_000 },
+      logger,
+      onDecision: (d) => this.decisions.push(describeDecision(d)),
+    });
+  }
+
+  /** The member joins the ring and the loop syncs its caches (as shard-replica.ts starts them). */
+  async start(): Promise<void> {
+    this.#running = this.member.run(this.#stop.signal);
+    await within(`${this.identity}: the loop's caches synced`, 60_000, this.controller.loop.start());
+  }
+
+  /** The graceful stop: the loop stopped, the member drained and its Lease released. Idempotent. */
+  stop(): Promise<void> {
+    this.#stopped ??= (async () => {
+      this.#stop.abort();
+      await within(`${this.identity}: stopped`, 30_000, stopController(this.controller, { graceMs: 5_000 }));
+      await within(`${this.identity}: its member stopped`, 30_000, this.#running ?? Promise.resolve());
+    })();
+    return this.#stopped;
+  }
+
+  /** Whether this replica's member owns `hash` now. */
+  owns(hash: string): boolean {
+    return inShardRanges(hash, this.member.ranges);
+  }
+
+  state(): unknown {
+    return {
+      identity: this.identity,
+      member: this.member.status(),
+      errors: this.errors.slice(-10),
+      decisions: this.decisions.slice(-10),
+    };
+  }
+}
+
 describe.skipIf(!availability.run)(
   'the CellSet controller against the real kube-apiserver (RBAC on, least-privilege Role)',
   () => {
@@ -108,6 +254,7 @@ describe.skipIf(!availability.run)(
     let objects: CustomObjectsApi;
     const namespaces: string[] = [];
     const children: ControllerProcess[] = [];
+    const replicas: ShardReplica[] = [];
     const tmp = mkdtempSync(join(tmpdir(), 'cellset-e2e-'));
 
     beforeAll(async () => {
@@ -134,6 +281,7 @@ describe.skipIf(!availability.run)(
 
     afterAll(async () => {
       for (const child of children) child.kill('SIGKILL');
+      await Promise.allSettled(replicas.map((r) => r.stop()));
       for (const ns of namespaces) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
       rmSync(tmp, { recursive: true, force: true });
     });
@@ -425,6 +573,184 @@ describe.skipIf(!availability.run)(
         stop.abort();
       }
       expect(await running).toBe(0);
+    }, 180_000);
+
+    /** Two replicas scaled out in `ns`, started together (their Leases in the ring `RING`). */
+    async function startReplicas(ns: string, kubeconfig: string): Promise<ShardReplica[]> {
+      const started = ['replica-0', 'replica-1'].map((id) => new ShardReplica(id, ns, kubeconfig));
+      replicas.push(...started);
+      await Promise.all(started.map((r) => r.start()));
+      return started;
+    }
+    const leasesPath = (ns: string) => `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`;
+    const onLeases = (ns: string, call: WireCall) => call.path === leasesPath(ns) || call.path.startsWith(`${leasesPath(ns)}/`);
+
+    it("[cellset: e2e RBAC] scaled out (two replicas, each a ShardMember as shardGate) as the ServiceAccount bound to the shipped Role only: the ring settles, every CellSet converges, each admitted by exactly one replica, the lease verbs used are exactly the Role's, no 403", async () => {
+      const { ns, kubeconfig } = await boundNamespace('e2e-cellset-shards');
+      const [a, b] = await startReplicas(ns, kubeconfig);
+      const pair = [a!, b!];
+      const state = () => pair.map((r) => r.state());
+      try {
+        await eventually(
+          'both members settled on a ring of two, its handover done',
+          () =>
+            pair.every((r) => {
+              const s = r.member.status();
+              return (
+                s.holdsLease && s.settled && s.members.length === 2 && s.acknowledged.length === 2 && s.handover === undefined
+              );
+            }),
+          state,
+          60_000,
+        );
+        // Six CellSets, more until each replica owns at least one (the uid decides): both do real work.
+        const sets: Array<{ name: string; hash: string }> = [];
+        while (sets.length < 6 || !pair.every((r) => sets.some((s) => r.owns(s.hash)))) {
+          if (sets.length === 16) throw new Error(`16 CellSets and one replica owns none: ${JSON.stringify(state())}`);
+          const name = `cell-${String(sets.length).padStart(2, '0')}`;
+          const created = (await objects.createNamespacedCustomObject({
+            group: GROUP,
+            version: 'v1',
+            namespace: ns,
+            plural: PLURAL,
+            body: cellSet(ns, name, 2),
+          })) as CellSetObject;
+          sets.push({ name, hash: shardHash(created.metadata.uid!) });
+        }
+        const listSets = async () =>
+          (
+            (await objects.listNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL })) as {
+              items: CellSetObject[];
+            }
+          ).items;
+        await eventually(
+          'every CellSet converged: two pods each, status at generation 1',
+          async () => {
+            const listed = await listSets();
+            const pods = (await core.listNamespacedPod({ namespace: ns })).items;
+            return sets.every(({ name }) => {
+              const status = listed.find((set) => set.metadata.name === name)?.status;
+              const owned = pods.filter((p) => p.metadata?.ownerReferences?.some((o) => o.controller && o.name === name));
+              return status?.replicas === 2 && status.observedGeneration === 1 && owned.length === 2;
+            });
+          },
+          state,
+          90_000,
+        );
+        // The ring never changed meanwhile (so "exactly one" is the claim to check, not a handover).
+        for (const r of pair) expect(r.member.status().members, r.identity).toEqual(['replica-0', 'replica-1']);
+        for (const { name, hash } of sets) {
+          const owners = pair.filter((r) => r.owns(hash)).map((r) => r.identity);
+          expect(owners, `${name}: owned by exactly one replica`).toHaveLength(1);
+          expect(
+            pair.filter((r) => r.admitted.has(hash)).map((r) => r.identity),
+            `${name}: admitted by its owner only`,
+          ).toEqual(owners);
+          expect((await getSet(ns, name))!.metadata.finalizers).toEqual([FINALIZER]);
+          expect((await podsOf(ns, name)).map((p) => p.metadata!.name).sort()).toEqual([`${name}-0`, `${name}-1`]);
+        }
+        for (const r of pair)
+          expect(
+            r.decisions.some((d) => d.startsWith('event CreatedPod')),
+            r.identity,
+          ).toBe(true);
+
+        // The finalizer's cleanup, scaled out: each set's owner deletes its pods and lifts its finalizer.
+        for (const { name } of sets)
+          await objects.deleteNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name });
+        await eventually(
+          'every CellSet gone with its pods',
+          async () => (await listSets()).length === 0 && (await core.listNamespacedPod({ namespace: ns })).items.length === 0,
+          state,
+          60_000,
+        );
+      } finally {
+        await Promise.all(pair.map((r) => r.stop()));
+      }
+      // Released on the graceful stop (a PUT with no holder): the other members drop it at once.
+      const leases = await admin.makeApiClient(CoordinationV1Api).listNamespacedLease({ namespace: ns });
+      expect(leases.items.map((l) => [l.metadata!.name, l.spec?.holderIdentity ?? ''])).toEqual([
+        [`${RING}-replica-0`, ''],
+        [`${RING}-replica-1`, ''],
+      ]);
+
+      // Nothing refused, and what the replicas did on leases is exactly what the Role grants there.
+      const role = (loadAllYaml(deploy('rbac.yaml')) as V1Role[]).find((d) => d.kind === 'Role')!;
+      const granted = role.rules!.find((r) => r.resources?.includes('leases'))!.verbs;
+      for (const r of pair) {
+        expect(
+          r.wire.filter((c) => c.status === 403).map((c) => `${c.method} ${c.path}`),
+          r.identity,
+        ).toEqual([]);
+        expect(
+          r.errors.filter((l) => /forbidden/i.test(l)),
+          r.identity,
+        ).toEqual([]);
+        const used = new Set(r.wire.filter((c) => onLeases(ns, c)).map((c) => rbacVerb(c, leasesPath(ns))));
+        expect([...used].sort(), r.identity).toEqual([...granted].sort());
+        // The ring's LIST is by the ring's label, never a watch.
+        const lists = r.wire.filter((c) => c.path === leasesPath(ns) && c.method === 'GET');
+        expect(lists.length, r.identity).toBeGreaterThan(0);
+        expect(new Set(lists.map((c) => c.query.get('labelSelector'))), r.identity).toEqual(
+          new Set([`sharding.reconcile-loop.dev/ring=${RING}`]),
+        );
+      }
+    }, 240_000);
+
+    it("[cellset: e2e RBAC] scaled out, a Role without `list` on leases fails loudly: each replica logs the 403 on the ring's LIST (verb, resource, user, namespace) every retry period, holds its own Lease but admits nothing, and stops cleanly", async () => {
+      const { ns, kubeconfig, user } = await boundNamespace('e2e-cellset-shards-rbac', (role) => {
+        const leases = role.rules!.find((r) => r.resources?.includes('leases'))!;
+        leases.verbs = leases.verbs.filter((v) => v !== 'list');
+      });
+      const [a, b] = await startReplicas(ns, kubeconfig);
+      const pair = [a!, b!];
+      const state = () => pair.map((r) => r.state());
+      const refused = (r: ShardReplica) => r.errors.filter((l) => l.includes('cannot list resource "leases"'));
+      try {
+        await objects.createNamespacedCustomObject({
+          group: GROUP,
+          version: 'v1',
+          namespace: ns,
+          plural: PLURAL,
+          body: cellSet(ns, 'web', 1),
+        });
+        const created = Date.now();
+        // Loud: a warning per ring read (every retry period, 0.5 s here), each with the apiserver's answer;
+        // and in the 3 s after the CellSet was created, nothing admitted.
+        await eventually(
+          'five refused ring reads logged by each replica, 3 s after the CellSet was created',
+          () => Date.now() - created >= 3_000 && pair.every((r) => refused(r).length >= 5),
+          state,
+          30_000,
+        );
+        for (const r of pair) {
+          const line = refused(r)[0]!;
+          expect(line).toContain(`${r.identity}: warn failed to read the ring; keeping the last view: `);
+          expect(line).toContain(
+            `HTTP 403 Forbidden: leases.coordination.k8s.io is forbidden: User "${user}" cannot list resource "leases" in API group "coordination.k8s.io" in the namespace "${ns}"`,
+          );
+          // On the wire: every 403 is the ring's LIST (its own Lease's get/create/update are granted).
+          const forbidden = r.wire.filter((c) => c.status === 403);
+          expect(forbidden.length).toBeGreaterThanOrEqual(5);
+          for (const c of forbidden) {
+            expect(rbacVerb(c, leasesPath(ns))).toBe('list');
+            expect(c.path).toBe(leasesPath(ns));
+            expect(c.query.get('labelSelector')).toBe(`sharding.reconcile-loop.dev/ring=${RING}`);
+          }
+          // Safe while refused: it never saw the ring, so it claims no range and admits nothing.
+          const status = r.member.status();
+          expect(status).toMatchObject({ holdsLease: true, settled: false, ranges: [], inFlight: 0 });
+          expect(r.controller.loop.health().shard?.gate).toMatchObject({ settled: false });
+          expect(r.admitted.size).toBe(0);
+          expect(r.decisions).toEqual([]);
+        }
+        // Nobody reconciled the set: no finalizer, no pod.
+        expect((await getSet(ns, 'web'))!.metadata.finalizers ?? []).toEqual([]);
+        expect(await podsOf(ns, 'web')).toEqual([]);
+      } finally {
+        await Promise.all(pair.map((r) => r.stop()));
+      }
+      await objects.deleteNamespacedCustomObject({ group: GROUP, version: 'v1', namespace: ns, plural: PLURAL, name: 'web' });
     }, 180_000);
   },
 );

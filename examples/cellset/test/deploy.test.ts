@@ -38,7 +38,7 @@ describe('the shipped manifests', () => {
       'cells.reconcile-loop.dev/cellsets/finalizers': ['update'],
       '/pods': ['create', 'delete', 'get', 'list', 'watch'],
       'events.k8s.io/events': ['create', 'patch'],
-      'coordination.k8s.io/leases': ['create', 'get', 'update'],
+      'coordination.k8s.io/leases': ['create', 'get', 'list', 'update'],
     });
   });
 });
