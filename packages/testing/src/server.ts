@@ -285,9 +285,13 @@ export class ApiServer implements AsyncDisposable {
   /** Creates a pod as a client POST would (namespace default `default`, one pause container if none). */
   createPod(pod: PodInput): ApiServerPod {
     this.#assertOpen();
-    const body = structuredClone(pod) as ApiServerPod;
-    body.spec ??= {};
-    if (body.spec.containers === undefined) body.spec.containers = [{ name: 'main', image: DEFAULT_IMAGE }];
+    // The engine copies the body it stores, so only the levels changed here are copied: the caller's
+    // object is never written to (a deep copy here too cost a third of a create's CPU).
+    const input = pod as ApiServerPod;
+    const body: ApiServerPod =
+      input.spec?.containers === undefined
+        ? { ...input, spec: { ...input.spec, containers: [{ name: 'main', image: DEFAULT_IMAGE }] } }
+        : input;
     return this.createObject(POD_REF, body) as ApiServerPod;
   }
 

@@ -548,3 +548,27 @@ describe('kubeconfig, auth, lifecycle', () => {
     await expect(fetch(`${url}/version`)).rejects.toThrow();
   });
 });
+
+describe('typed controls', () => {
+  it("[testing: typed controls] createPod never writes to the caller's object nor aliases it: the store keeps its own copy, the caller gets another", async () => {
+    const s = await start();
+    // No containers: the default container is added to the stored pod, not to the input.
+    const bare = { metadata: { name: 'bare', labels: { app: 'a' } } };
+    const created = s.createPod(bare);
+    expect(bare).toEqual({ metadata: { name: 'bare', labels: { app: 'a' } } });
+    expect(created.spec?.containers?.map((c) => c.name)).toEqual(['main']);
+    // With containers: changing the input, or the returned pod, after the create changes nothing stored.
+    const input = { metadata: { name: 'full', labels: { app: 'b' } }, spec: { containers: [{ name: 'c', image: 'i:1' }] } };
+    const returned = s.createPod(input);
+    input.metadata.labels.app = 'changed';
+    input.spec.containers[0]!.image = 'changed';
+    returned.metadata.labels!['app'] = 'changed too';
+    returned.spec!.containers![0]!.image = 'changed too';
+    const stored = s.getPod('default', 'full')!;
+    expect(stored.metadata.labels).toEqual({ app: 'b' });
+    expect(stored.spec?.containers?.[0]?.image).toBe('i:1');
+    expect(s.getPod('default', 'bare')?.spec?.containers?.map((c) => c.image)).toEqual(
+      created.spec?.containers?.map((c) => c.image),
+    );
+  });
+});
