@@ -288,10 +288,7 @@ export class LeaderElector {
       this.#reportTransition();
       this.#logger?.info({ lock: this.#lock.describe() }, 'released the leader lease');
     } catch (error) {
-      this.#logger?.error(
-        { lock: this.#lock.describe(), error: (error as Error)?.message },
-        'failed to release the leader lease; it will expire',
-      );
+      this.#logger?.error({ lock: this.#lock.describe(), err: error }, 'failed to release the leader lease; it will expire');
     }
   }
 
@@ -342,10 +339,7 @@ export class LeaderElector {
         return { ok: true, sentAt };
       } catch (error) {
         if (signal.aborted) return fail;
-        this.#logger?.warn(
-          { ...log, error: (error as Error)?.message },
-          'failed to update the lease optimistically, falling back to a read',
-        );
+        this.#logger?.warn({ ...log, err: error }, 'failed to update the lease optimistically, falling back to a read');
       }
     }
     // 2. Read (or create) the record.
@@ -368,10 +362,7 @@ export class LeaderElector {
         return { ok: true, sentAt };
       } catch (error) {
         if (!signal.aborted)
-          this.#logger?.[isAlreadyExists(error) ? 'info' : 'error'](
-            { ...log, error: (error as Error)?.message },
-            'error creating the lease',
-          );
+          this.#logger?.[isAlreadyExists(error) ? 'info' : 'error']({ ...log, err: error }, 'error creating the lease');
         return fail;
       }
     }
@@ -395,10 +386,7 @@ export class LeaderElector {
     } catch (error) {
       if (!signal.aborted) {
         // 409: another candidate wrote first; it won this round.
-        this.#logger?.[isConflict(error) ? 'info' : 'error'](
-          { ...log, error: (error as Error)?.message },
-          'failed to update the lease',
-        );
+        this.#logger?.[isConflict(error) ? 'info' : 'error']({ ...log, err: error }, 'failed to update the lease');
       }
       return fail;
     }
@@ -436,8 +424,7 @@ export class LeaderElector {
       const result = this.#options.onStartedLeading?.(term.controller.signal);
       if (result !== undefined && typeof (result as Promise<unknown>).then === 'function') {
         const work = Promise.resolve(result).catch((error: unknown) => {
-          if (!term.controller.signal.aborted)
-            this.#logger?.error({ error: (error as Error)?.message }, 'onStartedLeading rejected while leading');
+          if (!term.controller.signal.aborted) this.#logger?.error({ err: error }, 'onStartedLeading rejected while leading');
         });
         this.track(work);
       }
@@ -481,7 +468,7 @@ export class LeaderElector {
     try {
       fn();
     } catch (error) {
-      this.#logger?.error({ error: (error as Error)?.message }, `${what} threw`);
+      this.#logger?.error({ err: error }, `${what} threw`);
     }
   }
 }

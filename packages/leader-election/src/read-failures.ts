@@ -24,13 +24,12 @@ export class ReadFailureLog {
 
   /** A read of the Lease failed. */
   failed(fields: Record<string, unknown>, error: unknown): void {
-    const message = (error as Error)?.message;
     if (this.#failures++ === 0) {
       this.#since = this.now();
-      this.logger?.error({ ...fields, error: message }, 'error retrieving the lease');
+      this.logger?.error({ ...fields, err: error }, 'error retrieving the lease');
     } else {
       this.logger?.debug(
-        { ...fields, error: message, failures: this.#failures },
+        { ...fields, err: error, failures: this.#failures },
         'error retrieving the lease (repeated; logged at error once per streak)',
       );
     }

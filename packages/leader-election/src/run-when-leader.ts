@@ -46,7 +46,7 @@ export async function runWhenLeader(options: RunWhenLeaderOptions): Promise<void
       try {
         await work;
       } catch (error) {
-        if (!both.aborted) logger?.error({ error: (error as Error)?.message }, 'leading work failed while still leading');
+        if (!both.aborted) logger?.error({ err: error }, 'leading work failed while still leading');
       }
       await aborted(both); // one start per term
     }

@@ -539,7 +539,10 @@ describe('[leader_election: gate] waitForLeadership, onLost, run', () => {
     );
     await advance(4_000);
     expect(a.elector.isLeader()).toBe(true);
-    expect(a.logger.lines.filter((l) => l.level === 'error').map((l) => l.fields['error'])).toEqual(['boom new', 'boom start']);
+    expect(a.logger.lines.filter((l) => l.level === 'error').map((l) => (l.fields['err'] as Error).message)).toEqual([
+      'boom new',
+      'boom start',
+    ]);
     a.controller.abort();
     await advance(0);
   });
@@ -579,7 +582,10 @@ describe("[leader_election: bounded waits] every request of an attempt has the a
     await advance(10_000);
     expect(
       a.logger.lines.some(
-        (l) => l.level === 'error' && /error retrieving the lease/.test(l.message) && /10000 ms/.test(String(l.fields['error'])),
+        (l) =>
+          l.level === 'error' &&
+          /error retrieving the lease/.test(l.message) &&
+          /10000 ms/.test((l.fields['err'] as Error).message),
       ),
     ).toBe(true);
     const took = await until(clock, () => a.elector.isLeader(), 30_000);

@@ -54,7 +54,11 @@ describe('[leader_election: warm standby] runWhenLeader starts the work once per
     });
     await clock.advanceAsync(20_000);
     expect(starts).toBe(1);
-    expect(a.logger.lines.some((l) => l.level === 'error' && l.fields['error'] === 'reconcile setup failed')).toBe(true);
+    expect(
+      a.logger.lines.some(
+        (l) => l.level === 'error' && (l.fields['err'] as Error | undefined)?.message === 'reconcile setup failed',
+      ),
+    ).toBe(true);
     a.controller.abort();
     await clock.advanceAsync(0);
     await run;

@@ -1,6 +1,8 @@
 /**
  * The logging surface every package writes to. pino's and console's methods both satisfy it:
- * structured fields first, then a message. Fields never carry credentials.
+ * structured fields first, then a message. Fields never carry credentials. An error goes under
+ * `err`, as the thrown value itself (pino's `err` serializer keeps its type, message, stack, code and
+ * cause; a message string would drop all but one), in every package.
  */
 export interface Logger {
   debug(fields: Record<string, unknown>, message: string): void;

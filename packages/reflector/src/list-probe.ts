@@ -24,7 +24,7 @@ export async function probeListLag<T extends KubernetesObjectView>(
       core.listLag.probed(list.resourceVersion, core.clock.now(), core.resourceVersion);
     } catch (error) {
       if (signal.aborted) return;
-      core.logger.debug(core.fields({ error }), 'list lag probe failed (the stream is not affected)');
+      core.logger.debug(core.fields({ err: error }), 'list lag probe failed (the stream is not affected)');
     }
   }
 }

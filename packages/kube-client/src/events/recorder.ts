@@ -410,18 +410,12 @@ export class EventRecorder {
       job.tries += 1;
       if (!transient(error)) {
         this.stats.droppedRejected += 1;
-        this.#logger?.warn(
-          { reason: snapshot.reason, error: (error as Error).message },
-          'event refused by the apiserver: dropped',
-        );
+        this.#logger?.warn({ reason: snapshot.reason, err: error }, 'event refused by the apiserver: dropped');
         return;
       }
       if (job.tries >= this.#maxTries || this.#closed) {
         this.stats.droppedRetriesExhausted += 1;
-        this.#logger?.warn(
-          { reason: snapshot.reason, tries: job.tries, error: (error as Error).message },
-          'event not written: retry limit reached',
-        );
+        this.#logger?.warn({ reason: snapshot.reason, tries: job.tries, err: error }, 'event not written: retry limit reached');
         return;
       }
       const handle = this.#clock.setTimeout(
