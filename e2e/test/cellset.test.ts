@@ -146,6 +146,13 @@ async function within<T>(what: string, ms: number, promise: Promise<T>): Promise
  * mode): `createCellSetController({ shardGate })` with a `ShardMember` on its own Lease, through a
  * kubeconfig for the bound ServiceAccount only. The gate is the member, its admissions recorded.
  */
+/**
+ * The replicas' default Lease: 10 s / 8 s (client-go's order), longer than the demo's 4 s: the
+ * converge test asserts a ring that never changed, which a loaded machine's pause past a 4 s Lease
+ * would break.
+ */
+const LONG_LEASE = Object.freeze({ leaseDurationMs: 10_000, renewDeadlineMs: 8_000 });
+
 class ShardReplica {
   readonly wire: WireCall[] = [];
   readonly errors: string[] = [];
@@ -159,7 +166,12 @@ class ShardReplica {
   #running: Promise<void> | undefined;
   #stopped: Promise<void> | undefined;
 
-  constructor(identity: string, namespace: string, kubeconfig: string) {
+  constructor(
+    identity: string,
+    namespace: string,
+    kubeconfig: string,
+    lease: { readonly leaseDurationMs: number; readonly renewDeadlineMs: number } = LONG_LEASE,
+  ) {
     this.identity = identity;
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(kubeconfig);
@@ -173,16 +185,14 @@ class ShardReplica {
     );
     const logger = stderrLogger((l) => this.errors.push(l), identity);
     // expectedMembers: both replicas start together, so the ring settles on seeing both. The demo's
-    // timings but a longer Lease (10 s / 8 s, still client-go's order): the converge test asserts a
-    // ring that never changed, which a loaded machine's pause past a 4 s Lease would break.
+    // timings but, by default, a longer Lease (LONG_LEASE).
     this.member = new ShardMember({
       client,
       namespace,
       ring: RING,
       identity,
       ...SHARD_TIMINGS,
-      leaseDurationMs: 10_000,
-      renewDeadlineMs: 8_000,
+      ...lease,
       expectedMembers: 2,
       logger,
     });
@@ -200,6 +210,7 @@ class ShardReplica {
       },
       onLost: (listener) => member.onLost(listener),
       status: () => member.status(),
+      ready: () => member.ready(),
     };
     this.controller = createCellSetController({
       client,
@@ -576,8 +587,12 @@ describe.skipIf(!availability.run)(
     }, 180_000);
 
     /** Two replicas scaled out in `ns`, started together (their Leases in the ring `RING`). */
-    async function startReplicas(ns: string, kubeconfig: string): Promise<ShardReplica[]> {
-      const started = ['replica-0', 'replica-1'].map((id) => new ShardReplica(id, ns, kubeconfig));
+    async function startReplicas(
+      ns: string,
+      kubeconfig: string,
+      lease?: ConstructorParameters<typeof ShardReplica>[3],
+    ): Promise<ShardReplica[]> {
+      const started = ['replica-0', 'replica-1'].map((id) => new ShardReplica(id, ns, kubeconfig, lease));
       replicas.push(...started);
       await Promise.all(started.map((r) => r.start()));
       return started;
@@ -639,6 +654,15 @@ describe.skipIf(!availability.run)(
         );
         // The ring never changed meanwhile (so "exactly one" is the claim to check, not a handover).
         for (const r of pair) expect(r.member.status().members, r.identity).toEqual(['replica-0', 'replica-1']);
+        // Its ring reads succeed: the gate's readiness check passes, and the replica is ready.
+        for (const r of pair) {
+          const ready = r.controller.loop.health().ready;
+          expect(
+            ready.checks.find((c) => c.name === 'shard'),
+            r.identity,
+          ).toMatchObject({ name: 'shard', ok: true });
+          expect(ready.ok, r.identity).toBe(true);
+        }
         for (const { name, hash } of sets) {
           const owners = pair.filter((r) => r.owns(hash)).map((r) => r.identity);
           expect(owners, `${name}: owned by exactly one replica`).toHaveLength(1);
@@ -697,12 +721,14 @@ describe.skipIf(!availability.run)(
       }
     }, 240_000);
 
-    it("[cellset: e2e RBAC] scaled out, a Role without `list` on leases fails loudly: each replica logs the 403 on the ring's LIST (verb, resource, user, namespace) every retry period, holds its own Lease but admits nothing, and stops cleanly", async () => {
+    it("[cellset: e2e RBAC] scaled out, a Role without `list` on leases fails loudly: each replica logs the 403 on the ring's LIST (verb, resource, user, namespace) every retry period, holds its own Lease but admits nothing, its readiness fails on the `shard` check naming the 403 once past the lease duration, and stops cleanly", async () => {
       const { ns, kubeconfig, user } = await boundNamespace('e2e-cellset-shards-rbac', (role) => {
         const leases = role.rules!.find((r) => r.resources?.includes('leases'))!;
         leases.verbs = leases.verbs.filter((v) => v !== 'list');
       });
-      const [a, b] = await startReplicas(ns, kubeconfig);
+      // The demo's 4 s Lease (the ring never settles here, so no pause can change it): readiness fails
+      // a lease duration after the first refused read, not 10 s.
+      const [a, b] = await startReplicas(ns, kubeconfig, SHARD_TIMINGS);
       const pair = [a!, b!];
       const state = () => pair.map((r) => r.state());
       const refused = (r: ShardReplica) => r.errors.filter((l) => l.includes('cannot list resource "leases"'));
@@ -747,6 +773,35 @@ describe.skipIf(!availability.run)(
         // Nobody reconciled the set: no finalizer, no pod.
         expect((await getSet(ns, 'web'))!.metadata.finalizers ?? []).toEqual([]);
         expect(await podsOf(ns, 'web')).toEqual([]);
+
+        // Readiness says so: once the ring reads failed for a lease duration (4 s), each replica's
+        // controller is not ready, the `shard` check naming the duration, the count and the 403; its
+        // caches synced, it is not ready for that reason only, and liveness stays green.
+        await eventually(
+          "each replica's readiness failing on its shard gate",
+          () => pair.every((r) => !r.controller.loop.health().ready.ok),
+          state,
+          30_000,
+        );
+        for (const r of pair) {
+          const health = r.controller.loop.health();
+          const failing = health.ready.checks.filter((c) => !c.ok);
+          expect(
+            failing.map((c) => c.name),
+            r.identity,
+          ).toEqual(['shard']);
+          const reason = failing[0]!.reason!;
+          expect(reason, r.identity).toMatch(new RegExp(`^reads of ring ${RING} failing for \\d+ s \\(\\d+ failures\\): `));
+          expect(reason, r.identity).toContain(
+            `HTTP 403 Forbidden: leases.coordination.k8s.io is forbidden: User "${user}" cannot list resource "leases" in API group "coordination.k8s.io" in the namespace "${ns}"`,
+          );
+          expect(health.alive.ok, r.identity).toBe(true);
+          const ringRead = r.member.status().ringRead;
+          expect(ringRead.consecutiveFailures, r.identity).toBeGreaterThanOrEqual(5);
+          expect(ringRead.failingForMs, r.identity).toBeGreaterThanOrEqual(SHARD_TIMINGS.leaseDurationMs);
+          expect(ringRead.lastError, r.identity).toContain('HTTP 403 Forbidden');
+          expect(r.admitted.size).toBe(0);
+        }
       } finally {
         await Promise.all(pair.map((r) => r.stop()));
       }

@@ -68,7 +68,7 @@ export interface LoopHealth<P extends Key> {
   readonly leader: boolean;
   /** With `shard.gate`: the ranges, keys owned, refusals, aborts and the gate's own `status()`; undefined without. */
   readonly shard?: ShardHealth | undefined;
-  /** Readiness: started, synced, no source failing past `sourceFailingMs`, no reconcile stuck. */
+  /** Readiness: started, synced, no source failing past `sourceFailingMs`, no reconcile stuck, the shard gate ready (when it says). */
   readonly ready: HealthVerdict;
   /** Liveness: not ended by a failure, no reconcile stuck, no source wedged or silent past its limit. */
   readonly alive: HealthVerdict;
@@ -86,6 +86,8 @@ export interface HealthInputs<P extends Key> {
   readonly parked?: number | undefined;
   /** With a leader gate: leading now. A standby stays ready; the `leader` check only says so. */
   readonly leader?: boolean | undefined;
+  /** With a shard gate that has `ready()`: its answer, the `shard` readiness check (undefined: no check). */
+  readonly shard?: { readonly ok: boolean; readonly reason?: string | undefined } | undefined;
 }
 
 const seconds = (ms: number): string => `${Math.round(ms / 1000)} s`;
@@ -151,6 +153,15 @@ export function verdicts<P extends Key>(input: HealthInputs<P>): { ready: Health
   // update must be able to wait for it, and a Service in front must not drop it.
   if (input.leader !== undefined) {
     ready.push({ name: 'leader', ok: true, reason: input.leader ? 'leading' : 'standby: caches warm, waiting for leadership' });
+  }
+  // A shard gate that cannot do its part (its ring reads failing past its limit, e.g. a 403) admits
+  // nothing or works from a stale share: not ready, as a source failing past sourceFailingMs.
+  if (input.shard !== undefined) {
+    ready.push(
+      input.shard.ok
+        ? { name: 'shard', ok: true, reason: input.shard.reason }
+        : { name: 'shard', ok: false, reason: input.shard.reason ?? 'the shard gate is not ready' },
+    );
   }
   alive.push(reconcileCheck('worker'));
   return { ready: verdict(ready), alive: verdict(alive) };

@@ -386,6 +386,7 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
       limits: this.#settings.health,
       parked,
       leader,
+      shard: this.#shard?.ready(),
     });
     const syncTimes = sources.map((s) => s.lastSyncAt);
     return {

@@ -22,7 +22,7 @@ import {
   type Logger,
   type ShardRange,
 } from '@reconcile-loop/primitives';
-import { ShardMovedError } from './errors.js';
+import { describeError, ShardMovedError } from './errors.js';
 import type { RangesFollowed, RangesFollower } from './shard-sources.js';
 
 /**
@@ -49,6 +49,13 @@ export interface ShardGate {
   onLost?(listener: (reason: unknown) => void): () => void;
   /** Optional: the gate's own report (a `ShardMember`'s `status()`), carried as is in `health().shard.gate`. */
   status?(): unknown;
+  /**
+   * Optional: whether the gate can do its part now, asked at every `health()`; the loop's readiness
+   * has a `shard` check failing with `reason` while `ok` is false (liveness is not affected: a
+   * restart does not heal what makes a gate unready, e.g. a Role without `list` on leases). A
+   * `ShardMember` implements it: not ok once its reads of the ring have failed for a lease duration.
+   */
+  ready?(): { readonly ok: boolean; readonly reason?: string | undefined };
 }
 
 /** After a refusal of a hash this replica holds (a handover in progress, its Lease not valid): ask again after 1 s. */
@@ -84,7 +91,7 @@ export function validateShardGate(gate: unknown): void {
     if (typeof g[method] !== 'function') throw new OptionsError('ReconcileLoop', `shard.gate.${method} must be a function`);
   }
   if (!Array.isArray(g.ranges)) throw new OptionsError('ReconcileLoop', 'shard.gate.ranges must be an array of ShardRange');
-  for (const method of ['onLost', 'status'] as const) {
+  for (const method of ['onLost', 'status', 'ready'] as const) {
     if (g[method] !== undefined && typeof g[method] !== 'function')
       throw new OptionsError('ReconcileLoop', `shard.gate.${method} must be a function when given`);
   }
@@ -262,6 +269,23 @@ export class ShardAdmission<P extends Key> implements RangesFollowed {
    */
   settled(key: P, owed: boolean): void {
     if (!owed && !this.#o.held(key)) this.#hashes.delete(key);
+  }
+
+  /**
+   * The gate's `ready()` for the `shard` readiness check; `undefined` when the gate has none. A throw
+   * or an answer without `ok: true` is not ready.
+   */
+  ready(): { readonly ok: boolean; readonly reason?: string | undefined } | undefined {
+    const gate = this.#o.gate;
+    if (gate.ready === undefined) return undefined;
+    try {
+      const answer = gate.ready();
+      const reason = typeof answer?.reason === 'string' ? answer.reason : undefined;
+      if (answer?.ok === true) return { ok: true, reason };
+      return { ok: false, reason: reason ?? 'shard.gate.ready() answered not ok' };
+    } catch (error) {
+      return { ok: false, reason: `shard.gate.ready() threw: ${describeError(error)}` };
+    }
   }
 
   health(): ShardHealth {

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, OptionsError, shardHash } from '@reconcile-loop/primitives';
-import { FakeLeaderGate, settle } from '@reconcile-loop/test-support';
-import { InProcessSource, ReconcileLoop, ShardMovedError } from '../src/index.js';
+import { FakeLeaderGate, httpGet, serveOnLoopback, settle } from '@reconcile-loop/test-support';
+import { healthHandler, InProcessSource, ReconcileLoop, ShardMovedError } from '../src/index.js';
+import { verdicts } from '../src/health.js';
 import { expectationsOf } from '../src/loop.js';
+import { DEFAULT_HEALTH_LIMITS } from '../src/options.js';
 import { ALL, FakeShardGate, NONE } from './fake-shard-gate.js';
 
 interface Obj {
@@ -249,7 +251,7 @@ describe('sharded dispatch behind a shard gate', () => {
     await h.loop.stop();
   });
 
-  it('[loop: Shard options] shard needs a gate with onRangesChanged, admits, enter and ranges; retryDelayMs is a positive duration (OptionsError)', () => {
+  it('[loop: Shard options] shard needs a gate with onRangesChanged, admits, enter and ranges (onLost, status and ready functions when given); retryDelayMs is a positive duration (OptionsError)', () => {
     const base = { source: new InProcessSource<Obj>('objs'), keyMap: (_o: Obj, k: string) => k, reconcile: async () => {} };
     const make = (shard: unknown) => () => new ReconcileLoop<Obj, string>({ ...base, shard } as never);
     expect(make({})).toThrow(OptionsError);
@@ -264,6 +266,92 @@ describe('sharded dispatch behind a shard gate', () => {
     expect(make({ gate: new FakeShardGate(), retryDelayMs: 0 })).toThrow(/shard\.retryDelayMs/);
     expect(make({ gate: new FakeShardGate(), other: 1 })).toThrow(/unknown option shard\.other/);
     expect(make({ gate: { ...noEnter, enter: () => undefined, onLost: 3 } })).toThrow(/shard\.gate\.onLost/);
+    expect(make({ gate: { ...noEnter, enter: () => undefined, ready: true } })).toThrow(
+      /shard\.gate\.ready must be a function when given/,
+    );
+    expect(make({ gate: { ...noEnter, enter: () => undefined, ready: () => ({ ok: true }) } })).not.toThrow();
     expect(make({ gate: new FakeShardGate() })).not.toThrow();
+  });
+
+  it('[loop: Shard readiness] verdicts: a gate whose ready() is not ok fails readiness with a `shard` check giving its reason; liveness is unchanged; no check without ready()', () => {
+    const base = {
+      state: 'running' as const,
+      now: 0,
+      inFlight: [],
+      sources: [],
+      error: undefined,
+      limits: DEFAULT_HEALTH_LIMITS,
+    };
+    const reason = 'reads of ring cells failing for 16 s (8 failures): list leases: HTTP 403 Forbidden: leases is forbidden';
+    const failing = verdicts({ ...base, shard: { ok: false, reason } });
+    expect(failing.ready.ok).toBe(false);
+    expect(failing.ready.checks.find((c) => c.name === 'shard')).toEqual({ name: 'shard', ok: false, reason });
+    expect(failing.alive.ok).toBe(true);
+    expect(failing.alive.checks.some((c) => c.name === 'shard')).toBe(false);
+    expect(verdicts({ ...base, shard: { ok: false } }).ready.checks.find((c) => c.name === 'shard')?.reason).toBe(
+      'the shard gate is not ready',
+    );
+    const passing = verdicts({ ...base, shard: { ok: true, reason: 'failing for 2 s' } });
+    expect(passing.ready.ok).toBe(true);
+    expect(passing.ready.checks.find((c) => c.name === 'shard')).toEqual({ name: 'shard', ok: true, reason: 'failing for 2 s' });
+    const without = verdicts(base);
+    expect(without.ready.ok).toBe(true);
+    expect(without.ready.checks.map((c) => c.name)).toEqual(['started', 'reconcile']);
+  });
+
+  it('[loop: Shard readiness] a loop whose gate says not ready: health().ready fails on `shard`, /readyz answers 500 with the [-]shard line; ready again when the gate is; a gate without ready() has no such check', async () => {
+    let answer: { ok: boolean; reason?: string } = { ok: true };
+    const gate = Object.assign(new FakeShardGate(), { ready: () => answer });
+    const h = harness(['a'], gate);
+    h.gate.admit('u-a');
+    await h.loop.start();
+    await settle();
+    const server = await serveOnLoopback(healthHandler(h.loop));
+    try {
+      expect(h.loop.health().ready.ok).toBe(true);
+      expect(h.loop.health().ready.checks.find((c) => c.name === 'shard')).toMatchObject({ name: 'shard', ok: true });
+      expect((await httpGet(`${server.url}/readyz`)).body).toBe('ok');
+
+      const reason =
+        'reads of ring cells failing for 16 s (8 failures): GET /apis/coordination.k8s.io/v1/namespaces/default/leases: HTTP 403 Forbidden';
+      answer = { ok: false, reason };
+      const health = h.loop.health();
+      expect(health.ready.ok).toBe(false);
+      expect(health.ready.checks.find((c) => c.name === 'shard')).toEqual({ name: 'shard', ok: false, reason });
+      expect(health.alive.ok).toBe(true);
+      let res = await httpGet(`${server.url}/readyz`);
+      expect(res.status).toBe(500);
+      expect(res.body).toBe(
+        '[+]started ok\n[+]source:objs ok\n[+]reconcile ok\n[-]shard failed: reason withheld\nreadyz check failed\n',
+      );
+      res = await httpGet(`${server.url}/readyz?verbose`);
+      expect(res.body).toContain(`[-]shard failed: ${reason}\n`);
+      expect((await httpGet(`${server.url}/healthz`)).status).toBe(200);
+
+      // A throwing ready() is not ready either.
+      gate.ready = () => {
+        throw new Error('broken gate');
+      };
+      expect(h.loop.health().ready.checks.find((c) => c.name === 'shard')).toEqual({
+        name: 'shard',
+        ok: false,
+        reason: 'shard.gate.ready() threw: broken gate',
+      });
+      gate.ready = () => answer;
+      answer = { ok: true };
+      expect((await httpGet(`${server.url}/readyz`)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+    await h.loop.stop();
+
+    // The same loop with a gate without ready(): no shard check, ready as before.
+    const plain = harness(['a']);
+    plain.gate.admit('u-a');
+    await plain.loop.start();
+    await settle();
+    expect(plain.loop.health().ready.ok).toBe(true);
+    expect(plain.loop.health().ready.checks.map((c) => c.name)).toEqual(['started', 'source:objs', 'reconcile']);
+    await plain.loop.stop();
   });
 });

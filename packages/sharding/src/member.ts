@@ -126,6 +126,7 @@ export class ShardMember {
   readonly #observer: ShardObserver | undefined;
   readonly #retryPeriodMs: number;
   readonly #readTimeoutMs: number;
+  readonly #leaseDurationMs: number;
   readonly #settleMs: number;
   readonly #expectedMembers: number | undefined;
   /**
@@ -160,6 +161,12 @@ export class ShardMember {
   #wake: AbortController | undefined;
   /** A term began while a read was in flight: that read started too early to count, so read again at once. */
   #readAgain = false;
+  /**
+   * Ring reads failed since the last successful one (an aborted read, at a stop, is not counted):
+   * how many, when the first of them was sent (this member's clock), the last one's message.
+   * Reset by a successful read.
+   */
+  #readFailures: { count: number; readonly since: number; lastError: string } | undefined;
 
   constructor(options: ShardMemberOptions) {
     if (options === null || typeof options !== 'object') throw new OptionsError('ShardMember', 'options are required');
@@ -204,6 +211,7 @@ export class ShardMember {
     });
     this.#retryPeriodMs = this.#elector.timings.retryPeriodMs;
     this.#readTimeoutMs = this.#elector.timings.renewDeadlineMs;
+    this.#leaseDurationMs = this.#elector.timings.leaseDurationMs;
     const expected = options.expectedMembers;
     if (expected !== undefined && (!Number.isSafeInteger(expected) || expected < 1))
       throw new OptionsError('ShardMember', `expectedMembers must be an integer >= 1, got ${String(expected)}`);
@@ -302,8 +310,19 @@ export class ShardMember {
     readonly acknowledged: readonly string[];
     readonly inFlight: number;
     readonly handover: { readonly sinceMs: number; readonly waitingFor: readonly HandoverWait[] } | undefined;
+    /**
+     * The reads of the ring since the last successful one: failures in a row, ms since the first of
+     * them was sent, the last one's message (e.g. the apiserver's 403); `0`, `undefined`,
+     * `undefined` after a successful read (or none yet).
+     */
+    readonly ringRead: {
+      readonly consecutiveFailures: number;
+      readonly failingForMs: number | undefined;
+      readonly lastError: string | undefined;
+    };
   } {
     const handover = this.#handover;
+    const failures = this.#readFailures;
     return {
       identity: this.identity,
       holdsLease: this.#elector.isLeader(),
@@ -314,7 +333,35 @@ export class ShardMember {
       acknowledged: this.#confirmed.ring.members,
       inFlight: [...this.#inFlight.values()].reduce((a, b) => a + b, 0),
       handover: handover && { sinceMs: this.#clock.now() - handover.since, waitingFor: [...this.#waitsNow()] },
+      ringRead: {
+        consecutiveFailures: failures?.count ?? 0,
+        failingForMs: failures && this.#clock.now() - failures.since,
+        lastError: failures?.lastError,
+      },
     };
+  }
+
+  /**
+   * Readiness (the loop's `shard` readiness check): not ok while the reads of the ring have failed
+   * without a break for at least the lease duration (15 s by default), measured from the send of
+   * the first failed read; the reason names that duration, the failure count and the last error
+   * (e.g. the apiserver's 403 when the Role lacks `list` on leases). The threshold is the lease
+   * duration because past it this member's view is older than any peer's Lease: a member that
+   * joined since is missing from it and one that left may have expired, so the share it computes,
+   * and what its sources list, may be wrong; below it, a read or two failing is a blip the next
+   * retry period heals. One successful read makes it ready again. A member that has not settled
+   * yet, or not read yet, with no failure is ready: like a starting source, the loop's sources
+   * already gate start-up.
+   */
+  ready(): { readonly ok: boolean; readonly reason?: string | undefined } {
+    const failures = this.#readFailures;
+    if (failures === undefined) return { ok: true };
+    const failingMs = this.#clock.now() - failures.since;
+    const ok = failingMs < this.#leaseDurationMs;
+    const reason =
+      `reads of ring ${this.ring} failing for ${Math.round(failingMs / 1000)} s (${failures.count} failures)` +
+      `${ok ? `, under the lease duration (${Math.round(this.#leaseDurationMs / 1000)} s)` : ''}: ${failures.lastError}`;
+    return { ok, reason };
   }
 
   /** The elector's health rule on the member Lease (client-go's `HealthzAdaptor`). */
@@ -371,15 +418,18 @@ export class ShardMember {
       items = (await this.#leases.list({ labelSelector: `${RING_LABEL}=${this.ring}`, signal, timeoutMs: this.#readTimeoutMs }))
         .items;
     } catch (error) {
-      if (!signal.aborted)
-        this.#logger?.warn(
-          { ring: this.ring, error: (error as Error)?.message },
-          'failed to read the ring; keeping the last view',
-        );
+      if (!signal.aborted) {
+        const message = errorMessage(error);
+        this.#logger?.warn({ ring: this.ring, error: message }, 'failed to read the ring; keeping the last view');
+        if (this.#readFailures === undefined) this.#readFailures = { count: 0, since: startedAt, lastError: message };
+        this.#readFailures.count += 1;
+        this.#readFailures.lastError = message;
+      }
       return;
     } finally {
       if (this.#reading === claims) this.#reading = undefined;
     }
+    this.#readFailures = undefined;
     const now = this.#clock.now();
     const peers = new Map<string, Peer>();
     for (const lease of items) {
@@ -593,4 +643,9 @@ export class ShardMember {
       this.#logger?.error({ error: (error as Error)?.message }, 'a sharding observer or listener threw');
     }
   }
+}
+
+/** An error's message for logs and `status()` (a thrown non-Error as text). */
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

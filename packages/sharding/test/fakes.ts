@@ -25,6 +25,8 @@ export function replica(
     faults?: (method: string, url: URL) => Fault;
     member?: Partial<ShardMemberOptions>;
     onCommit?: (method: string, url: URL) => void;
+    /** Answers a request in place of the server when it returns a status and a body (e.g. a 403 Status). */
+    refuse?: (method: string, url: URL) => { status: number; body: unknown } | undefined;
   } = {},
 ): Replica {
   const clock = new ReplicaClock(server.clock);
@@ -36,7 +38,10 @@ export function replica(
     rateLimit: false,
     clock,
     requestTimeoutMs: 30_000,
-    transport: server.transport(clock, { faults: options.faults, dead: () => self.dead, onCommit: options.onCommit }),
+    transport: refusing(
+      server.transport(clock, { faults: options.faults, dead: () => self.dead, onCommit: options.onCommit }),
+      options.refuse,
+    ),
   });
   self.member = new ShardMember({
     client,
@@ -51,6 +56,28 @@ export function replica(
     ...options.member,
   });
   return self;
+}
+
+type Transport = ReturnType<FakeLeaseServer['transport']>;
+
+/** `transport`, except for the requests `refuse` answers itself (at once, never reaching the server). */
+function refusing(
+  transport: Transport,
+  refuse: ((method: string, url: URL) => { status: number; body: unknown } | undefined) | undefined,
+): Transport {
+  if (refuse === undefined) return transport;
+  return async (request) => {
+    const answer = refuse(request.method, request.url);
+    if (answer === undefined) return transport(request);
+    return {
+      status: answer.status,
+      header: (name) => (name.toLowerCase() === 'content-type' ? 'application/json' : undefined),
+      body: (async function* () {
+        yield JSON.stringify(answer.body);
+      })(),
+      close() {},
+    };
+  };
 }
 
 export function start(r: Replica): Replica {

@@ -322,6 +322,63 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     await stopAll(clock, two);
   });
 
+  it('[sharding: readiness] ring reads failing (a 403 on the LIST) make ready() false once they failed for a lease duration, naming the 403 and the count; one successful read makes it ready again', async () => {
+    const { clock, server } = setup();
+    const forbidden =
+      'leases.coordination.k8s.io is forbidden: User "system:serviceaccount:default:demo" cannot list resource "leases" in API group "coordination.k8s.io" in the namespace "default"';
+    let forbid = true;
+    const a = start(
+      replica(server, 'a', {
+        refuse: (method, url) =>
+          forbid && method === 'GET' && url.pathname.endsWith('/leases')
+            ? {
+                status: 403,
+                body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403, message: forbidden },
+              }
+            : undefined,
+      }),
+    );
+    const startedAt = clock.now();
+    // Before any read: no failure, ready (a starting member is ready; the loop's sources gate start-up).
+    expect(a.member.ready()).toEqual({ ok: true });
+    expect(a.member.status().ringRead).toEqual({ consecutiveFailures: 0, failingForMs: undefined, lastError: undefined });
+    // Every read fails; short of the lease duration the member stays ready, the reason already says why.
+    while (clock.now() - startedAt < TIMINGS.leaseDurationMs - TIMINGS.retryPeriodMs) {
+      await clock.advanceAsync(100);
+      expect(a.member.ready().ok).toBe(true);
+    }
+    const before = a.member.status().ringRead;
+    expect(before.consecutiveFailures).toBeGreaterThanOrEqual(6);
+    expect(before.lastError).toContain(forbidden);
+    expect(before.failingForMs).toBeLessThan(TIMINGS.leaseDurationMs);
+    expect(a.member.ready().reason).toContain('under the lease duration');
+    // Past the lease duration: not ready, the reason names the duration, the count and the 403.
+    await clock.advanceAsync(TIMINGS.retryPeriodMs + 100);
+    const ringRead = a.member.status().ringRead;
+    expect(ringRead.failingForMs).toBeGreaterThanOrEqual(TIMINGS.leaseDurationMs);
+    expect(ringRead.consecutiveFailures).toBeGreaterThan(before.consecutiveFailures);
+    expect(ringRead.lastError).toMatch(/HTTP 403 Forbidden/);
+    const notReady = a.member.ready();
+    expect(notReady.ok).toBe(false);
+    expect(notReady.reason).toBe(
+      `reads of ring demo failing for ${Math.round(ringRead.failingForMs! / 1000)} s (${ringRead.consecutiveFailures} failures): ${ringRead.lastError}`,
+    );
+    expect(notReady.reason).toContain(forbidden);
+    expect(a.member.status().settled).toBe(false);
+    expect(a.member.status().holdsLease).toBe(true); // its own Lease is fine: only the ring read fails
+    // The Role is fixed: the next read succeeds and the member is ready again, the counters reset.
+    forbid = false;
+    await clock.advanceAsync(TIMINGS.retryPeriodMs);
+    expect(a.member.ready()).toEqual({ ok: true });
+    expect(a.member.status().ringRead).toEqual({ consecutiveFailures: 0, failingForMs: undefined, lastError: undefined });
+    // A new streak is timed from its own first failure, not the old one.
+    forbid = true;
+    await clock.advanceAsync(TIMINGS.retryPeriodMs);
+    expect(a.member.status().ringRead.consecutiveFailures).toBe(1);
+    expect(a.member.ready().ok).toBe(true);
+    await stopAll(clock, [a]);
+  });
+
   it('[sharding: options] bad options are an OptionsError; Lease names are DNS labels for any identity', () => {
     const client = new KubeClient({ server: 'https://fake.invalid', rateLimit: false });
     const base = { client, namespace: 'default', ring: 'demo', identity: 'a' };
