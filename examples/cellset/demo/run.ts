@@ -77,14 +77,10 @@ export function describeDecision(d: Decision): string {
   return `${d.type === 'Warning' ? 'Warning' : 'event'} ${d.reason} ${d.cellSet}${d.pod === undefined ? '' : ` ${d.pod}`}: ${d.note}`;
 }
 
-/**
- * A logger printing warnings and errors (with the apiserver's Status) on stderr. The loop logs the
- * error as `err`; leader election and sharding log its message as `error` (a 403 on the Lease or on
- * the ring's LIST), printed the same way.
- */
+/** A logger printing warnings and errors (with the apiserver's Status: the `err` field) on stderr. */
 export function stderrLogger(printError: (line: string) => void, prefix = 'cellset-controller'): Logger {
   const line = (level: string) => (fields: Record<string, unknown>, message: string) => {
-    const err = fields['err'] ?? fields['error'];
+    const err = fields['err'];
     const key = typeof fields['parentKey'] === 'string' ? ` ${fields['parentKey']}:` : '';
     printError(`${prefix}: ${level}${key} ${message}${err === undefined ? '' : `: ${describeError(err)}`}`);
   };

@@ -63,7 +63,7 @@ const client = tappedClient(
 const log =
   (level: string) =>
   (fields: Record<string, unknown>, message: string): void => {
-    const err = fields['err'] ?? fields['error'];
+    const err = fields['err'];
     emit('log', {
       level,
       message: `${message}${err === undefined ? '' : `: ${err instanceof Error ? err.message : String(err)}`}`,
@@ -117,6 +117,7 @@ const recordingGate: ShardGate = {
   },
   onLost: (listener) => member.onLost(listener),
   status: () => member.status(),
+  ready: () => member.ready(),
 };
 
 const stop = new AbortController();

@@ -420,7 +420,7 @@ export class ShardMember {
     } catch (error) {
       if (!signal.aborted) {
         const message = errorMessage(error);
-        this.#logger?.warn({ ring: this.ring, error: message }, 'failed to read the ring; keeping the last view');
+        this.#logger?.warn({ ring: this.ring, err: error }, 'failed to read the ring; keeping the last view');
         if (this.#readFailures === undefined) this.#readFailures = { count: 0, since: startedAt, lastError: message };
         this.#readFailures.count += 1;
         this.#readFailures.lastError = message;
@@ -640,12 +640,12 @@ export class ShardMember {
     try {
       fn();
     } catch (error) {
-      this.#logger?.error({ error: (error as Error)?.message }, 'a sharding observer or listener threw');
+      this.#logger?.error({ err: error }, 'a sharding observer or listener threw');
     }
   }
 }
 
-/** An error's message for logs and `status()` (a thrown non-Error as text). */
+/** An error's message for `status()` and `ready()` (a thrown non-Error as text). */
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
