@@ -15,7 +15,6 @@ import {
   type V1CustomResourceDefinition,
   type V1Role,
 } from '@kubernetes/client-node';
-import type { ShardGate } from '@reconcile-loop/loop';
 import { inShardRanges, shardHash } from '@reconcile-loop/primitives';
 import { ShardMember } from '@reconcile-loop/sharding';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,6 +30,7 @@ import {
 } from '../../examples/cellset/demo/run.js';
 import { RING, SHARD_TIMINGS } from '../../examples/cellset/demo/shard-config.js';
 import { tappedClient } from '../../examples/cellset/demo/tap.js';
+import { observedGate } from '../../examples/cellset/demo/observed-gate.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 import { eventually, uniqueNamespace, withToken } from '../src/index.js';
 
@@ -197,21 +197,7 @@ class ShardReplica {
       logger,
     });
     const member = this.member;
-    const gate: ShardGate = {
-      get ranges() {
-        return member.ranges;
-      },
-      onRangesChanged: (listener) => member.onRangesChanged(listener),
-      admits: (hash) => member.admits(hash),
-      enter: (hash) => {
-        const release = member.enter(hash);
-        if (release !== undefined) this.admitted.add(hash);
-        return release;
-      },
-      onLost: (listener) => member.onLost(listener),
-      status: () => member.status(),
-      ready: () => member.ready(),
-    };
+    const gate = observedGate(member, { admitted: (hash) => this.admitted.add(hash) });
     this.controller = createCellSetController({
       client,
       namespace,

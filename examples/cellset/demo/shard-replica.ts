@@ -27,6 +27,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { ShardGate } from '@reconcile-loop/loop';
 import { shardMetrics } from '@reconcile-loop/metrics';
 import { ShardMember, type ShardObserver } from '@reconcile-loop/sharding';
+import { observedGate } from './observed-gate.js';
 import { Registry } from 'prom-client';
 import { createCellSetController, type CellSetController } from '../src/controller.js';
 import { DEFAULT_WRITE_BURST, DEFAULT_WRITE_QPS, stopController } from './run.js';
@@ -99,26 +100,10 @@ const gate: ShardGate = member satisfies ShardGate;
  * The member as the gate, each admission told as an interval that encloses the member's own: its
  * start read before `enter`, its end after the release (overlaps.ts checks these across replicas).
  */
-const recordingGate: ShardGate = {
-  get ranges() {
-    return gate.ranges;
-  },
-  onRangesChanged: (listener) => gate.onRangesChanged(listener),
-  admits: (hash) => gate.admits(hash),
-  enter: (hash) => {
-    const t = Date.now();
-    const release = gate.enter(hash);
-    if (release === undefined) return undefined;
-    emit('enter', { h: hash, t });
-    return () => {
-      release();
-      emit('release', { h: hash });
-    };
-  },
-  onLost: (listener) => member.onLost(listener),
-  status: () => member.status(),
-  ready: () => member.ready(),
-};
+const recordingGate = observedGate(gate, {
+  admitted: (h, t) => emit('enter', { h, t }),
+  released: (h) => emit('release', { h }),
+});
 
 const stop = new AbortController();
 process.on('SIGTERM', () => stop.abort());
