@@ -28,7 +28,7 @@ import {
   stderrLogger,
   stopController,
 } from '../../examples/cellset/demo/run.js';
-import { RING, SHARD_TIMINGS } from '../../examples/cellset/demo/shard-config.js';
+import { REPLICA_PACE, RING, SHARD_TIMINGS } from '../../examples/cellset/demo/shard-config.js';
 import { tappedClient } from '../../examples/cellset/demo/tap.js';
 import { observedGate } from '../../examples/cellset/demo/observed-gate.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
@@ -203,8 +203,7 @@ class ShardReplica {
       namespace,
       eventsClient: client.withLane('events'),
       shardGate: gate,
-      rebuildDelaysMs: [0, 250, 1_250, 7_500],
-      sourceRetry: { initialMs: 300, maxMs: 5_000 },
+      ...REPLICA_PACE,
       logger,
       onDecision: (d) => this.decisions.push(describeDecision(d)),
     });
@@ -249,6 +248,15 @@ describe.skipIf(!availability.run)(
     let core: CoreV1Api;
     let rbac: RbacAuthorizationV1Api;
     let objects: CustomObjectsApi;
+    /** Creates the CellSet `name` with `replicas` in `ns`, as the admin. */
+    const createCellSet = async (ns: string, name: string, replicas: number): Promise<CellSetObject> =>
+      (await objects.createNamespacedCustomObject({
+        group: GROUP,
+        version: 'v1',
+        namespace: ns,
+        plural: PLURAL,
+        body: cellSet(ns, name, replicas),
+      })) as CellSetObject;
     const namespaces: string[] = [];
     const children: ControllerProcess[] = [];
     const replicas: ShardReplica[] = [];
@@ -380,13 +388,7 @@ describe.skipIf(!availability.run)(
           state,
           60_000,
         );
-        await objects.createNamespacedCustomObject({
-          group: GROUP,
-          version: 'v1',
-          namespace: ns,
-          plural: PLURAL,
-          body: cellSet(ns, 'web', 3),
-        });
+        await createCellSet(ns, 'web', 3);
         await eventually(
           'three pods and status',
           async () => (await podsOf(ns, 'web')).length === 3 && (await getSet(ns, 'web'))?.status?.replicas === 3,
@@ -456,13 +458,7 @@ describe.skipIf(!availability.run)(
         '--retry-period',
         '0.5',
       ];
-      await objects.createNamespacedCustomObject({
-        group: GROUP,
-        version: 'v1',
-        namespace: ns,
-        plural: PLURAL,
-        body: cellSet(ns, 'web', 3),
-      });
+      await createCellSet(ns, 'web', 3);
 
       const first = new ControllerProcess(args, { CELLSET_PAUSE_AFTER_CREATES: '2' });
       children.push(first);
@@ -540,13 +536,7 @@ describe.skipIf(!availability.run)(
         printError: (l) => errors.push(l),
       });
       try {
-        await objects.createNamespacedCustomObject({
-          group: GROUP,
-          version: 'v1',
-          namespace: ns,
-          plural: PLURAL,
-          body: cellSet(ns, 'web', 1),
-        });
+        await createCellSet(ns, 'web', 1);
         const line = await eventually(
           'a forbidden create on stderr',
           () => errors.find((l) => l.includes('cannot create resource "pods"')),
@@ -609,13 +599,7 @@ describe.skipIf(!availability.run)(
         while (sets.length < 6 || !pair.every((r) => sets.some((s) => r.owns(s.hash)))) {
           if (sets.length === 16) throw new Error(`16 CellSets and one replica owns none: ${JSON.stringify(state())}`);
           const name = `cell-${String(sets.length).padStart(2, '0')}`;
-          const created = (await objects.createNamespacedCustomObject({
-            group: GROUP,
-            version: 'v1',
-            namespace: ns,
-            plural: PLURAL,
-            body: cellSet(ns, name, 2),
-          })) as CellSetObject;
+          const created = await createCellSet(ns, name, 2);
           sets.push({ name, hash: shardHash(created.metadata.uid!) });
         }
         const listSets = async () =>
@@ -719,13 +703,7 @@ describe.skipIf(!availability.run)(
       const state = () => pair.map((r) => r.state());
       const refused = (r: ShardReplica) => r.errors.filter((l) => l.includes('cannot list resource "leases"'));
       try {
-        await objects.createNamespacedCustomObject({
-          group: GROUP,
-          version: 'v1',
-          namespace: ns,
-          plural: PLURAL,
-          body: cellSet(ns, 'web', 1),
-        });
+        await createCellSet(ns, 'web', 1);
         const created = Date.now();
         // Loud: a warning per ring read (every retry period, 0.5 s here), each with the apiserver's answer;
         // and in the 3 s after the CellSet was created, nothing admitted.

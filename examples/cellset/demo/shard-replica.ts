@@ -31,7 +31,7 @@ import { observedGate } from './observed-gate.js';
 import { Registry } from 'prom-client';
 import { createCellSetController, type CellSetController } from '../src/controller.js';
 import { DEFAULT_WRITE_BURST, DEFAULT_WRITE_QPS, stopController } from './run.js';
-import { ENV, RING, SHARD_TIMINGS } from './shard-config.js';
+import { ENV, REPLICA_PACE, RING, SHARD_TIMINGS } from './shard-config.js';
 import { tappedClient } from './tap.js';
 
 const env = (name: string): string => {
@@ -125,8 +125,7 @@ const controller = createCellSetController({
   registry,
   eventsClient: client.withLane('events'),
   shardGate: recordingGate,
-  rebuildDelaysMs: [0, 250, 1_250, 7_500],
-  sourceRetry: { initialMs: 300, maxMs: 5_000 },
+  ...REPLICA_PACE,
   logger,
 });
 loop = controller.loop;
