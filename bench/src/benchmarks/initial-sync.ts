@@ -119,7 +119,7 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
   const sizes = (ctx.smoke ? [200] : [5_000, 20_000]).filter((n) => ctx.pods === undefined || ctx.pods.has(n));
   const names = Object.keys(INITIAL_SYNC_PATHS) as InitialSyncPathName[];
   const out: InitialSyncSizeResult[] = [];
-  const containers: Array<InitialSyncResult['limitedBy']> = [];
+  const readings: MemoryReading[] = [];
   for (const pods of sizes) {
     const server = await ApiServerProcess.start(pods + 100);
     try {
@@ -137,7 +137,9 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
       >;
       out.push({ pods, paths });
       const mb = (b: number): string => (b / 1e6).toFixed(1);
-      const limit = limitOf(names.flatMap((n) => samples[n].flatMap((r) => [r.held, r.live])));
+      const sized = names.flatMap((n) => samples[n].flatMap((r) => [r.held, r.live]));
+      readings.push(...sized);
+      const limit = limitOf(sized);
       console.log(
         `\ninitial sync, ${pods} pods (medians of ${runs}, one cold child process per sync, ${CONTAINER_MB} MiB memory limit by ${limit}):`,
       );
@@ -150,13 +152,18 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
           `  ${name.padEnd(12)}  ${mb(p.livePeakBytes).padStart(7)}   ${mb(p.peakBytes).padStart(7)}   ${mb(p.storeBytes).padStart(8)}   ${p.livePeakToStoreRatio.toFixed(2).padStart(10)}   ${p.peakToStoreRatio.toFixed(2).padStart(10)}   ${mb(p.youngGenerationBytes).padStart(8)}   ${mb(p.peakRssBytes).padStart(11)} (${mb(p.peakRssOverBaseBytes)})   ${p.syncMs.toFixed(0).padStart(7)}`,
         );
       }
-      containers.push(limit);
     } finally {
       await server.close();
     }
   }
   const first = out[0];
   if (first === undefined) throw new Error('initial-sync: no size selected');
-  const limitedBy = containers.every((c) => c === containers[0]) ? (containers[0] ?? 'none') : 'mixed';
-  return { method: MEMORY_METHOD, containerMb: CONTAINER_MB, limitedBy, ...first.paths, pods: first.pods, sizes: out };
+  return {
+    method: MEMORY_METHOD,
+    containerMb: CONTAINER_MB,
+    limitedBy: limitOf(readings),
+    ...first.paths,
+    pods: first.pods,
+    sizes: out,
+  };
 }
