@@ -19,7 +19,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { INITIAL_SYNC_PATHS } from './benchmarks/initial-sync.js';
 import { ApiServerProcess } from './lib/apiserver-process.js';
-import { CONTAINER_MB, measureInChild, type MemoryReading } from './lib/memory.js';
+import { CONTAINER_MB, limitOf, measureInChild, type MemoryReading } from './lib/memory.js';
 import { summarize } from './lib/stats.js';
 
 const PODS = 2_000;
@@ -69,11 +69,10 @@ try {
     listPeakBytes: summarize(list.map((s) => s.peakHeapBytes)).median,
     watchListPeakBytes: summarize(watchList.map((s) => s.peakHeapBytes)).median,
   };
-  const limitedBy = list[0]?.limitedBy ?? 'none';
+  const limitedBy = limitOf([...list, ...watchList]);
+  if (limitedBy === 'mixed') throw new Error('memory gate: children ran under different limits (a cgroup for some, not others)');
   const expectedLimit = CONTAINER_MB * 2 ** 20;
   for (const r of [...list, ...watchList]) {
-    if (r.limitedBy !== limitedBy)
-      throw new Error(`memory gate: children ran under different limits (${r.limitedBy} and ${limitedBy})`);
     // Node must have read the cgroup's limit: else the heap was sized by the machine, not the limit.
     if (limitedBy === 'cgroup' && r.containerLimitBytes !== expectedLimit)
       throw new Error(`memory gate: a child saw a memory limit of ${String(r.containerLimitBytes)} bytes, not ${expectedLimit}`);

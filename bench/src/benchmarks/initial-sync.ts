@@ -10,7 +10,7 @@ import { DEFAULT_LIST_PAGE_SIZE } from '@reconcile-loop/reflector';
 import { ApiServerProcess } from '../lib/apiserver-process.js';
 import type { BenchContext } from '../lib/context.js';
 import type { InitialSyncPath } from '../lib/initial-sync.js';
-import { CONTAINER_MB, measureInChild, type MemoryReading } from '../lib/memory.js';
+import { CONTAINER_MB, limitOf, measureInChild, type MemoryReading } from '../lib/memory.js';
 import { summarize, type Summary } from '../lib/stats.js';
 
 /** The paths measured, by the key they get in `latest.json` (`initialSync.<key>.*`). */
@@ -29,7 +29,7 @@ export type InitialSyncPathName = keyof typeof INITIAL_SYNC_PATHS;
 export interface InitialSyncPathResult {
   /** Peak heap in use during the sync over the base (`heapUsed + external`), garbage included. */
   peakBytes: number;
-  /** Peak live heap: the most heap in use right after a GC of the sync, over the base. */
+  /** Peak live heap, from the live child (a full GC every 2 ms of its sync: `lib/memory.ts`), over its base. */
   livePeakBytes: number;
   /** `livePeakBytes / storeBytes`: what the ≤ 1.5× target is judged on. */
   livePeakToStoreRatio: number;
@@ -55,7 +55,7 @@ export interface InitialSyncResult {
   method: string;
   /** The memory limit every measuring child ran under, MiB, and how: a cgroup, or V8 flags approximating one. */
   containerMb: number;
-  limitedBy: 'cgroup' | 'flags' | 'none' | 'mixed';
+  limitedBy: ReturnType<typeof limitOf>;
   /** The first size, flattened: `initialSync.list.peakBytes` and so on. */
   list: InitialSyncPathResult;
   list500: InitialSyncPathResult;
@@ -65,14 +65,13 @@ export interface InitialSyncResult {
   sizes: InitialSyncSizeResult[];
 }
 
+/** How `scale` and each path's held child read memory (one line; BENCHMARKS.md (28c), (28f)). */
 export const MEMORY_METHOD =
-  'one cold sync per child process, in a memory cgroup (containerMb); live peak = max heapUsed+external right after every GC (GCProfiler), judged against the store; peak = max heapUsed+external (every GC start, 2 ms timer); both over the settled base; store = heapUsed+external after forced GCs; peak RSS = VmHWM reset at sync start';
+  'one cold sync per child process, under a memory limit (containerMb: a cgroup, or V8 flags approximating one); peak = max heapUsed+external (every GC start, 2 ms timer) over the settled base; store = heapUsed+external after forced GCs; peak RSS = VmHWM reset at sync start';
 
-/** How every one of `readings` was limited, or 'mixed'. */
-export function limitOf(readings: readonly MemoryReading[]): InitialSyncResult['limitedBy'] {
-  const first = readings[0]?.limitedBy ?? 'none';
-  return readings.every((r) => (r.limitedBy ?? 'none') === first) ? first : 'mixed';
-}
+/** What initial-sync adds: the live peak, judged against the store. */
+const LIVE_PEAK_METHOD =
+  'live peak = max heapUsed+external right after a forced full GC every 2 ms (and after every other GC) in a second child per run, over its settled base; the ≤ 1.5× target is livePeakToStoreRatio';
 
 /** One run of a path: the held child's reading and the live child's (`lib/memory.ts`). */
 export interface PathRun {
@@ -159,7 +158,7 @@ export async function runInitialSync(ctx: BenchContext): Promise<InitialSyncResu
   const first = out[0];
   if (first === undefined) throw new Error('initial-sync: no size selected');
   return {
-    method: MEMORY_METHOD,
+    method: `${MEMORY_METHOD}; ${LIVE_PEAK_METHOD}`,
     containerMb: CONTAINER_MB,
     limitedBy: limitOf(readings),
     ...first.paths,

@@ -20,7 +20,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export interface Container {
-  readonly limitBytes: number;
   /** Passed to `fork` as `execPath`: joins the cgroup, then execs this Node with the same arguments. */
   readonly execPath: string;
   /** Merged into the child's environment: where to join and which Node to exec. */
@@ -97,7 +96,6 @@ export function openContainer(limitMb: number): Container | string {
     return `cannot make a memory cgroup under ${parent.dir}: ${(error as Error).message}`;
   }
   return {
-    limitBytes,
     execPath: join(scratch, 'node'),
     env: { RL_BENCH_CGROUP: dir, RL_BENCH_NODE: process.execPath },
     oomKilled() {

@@ -204,8 +204,6 @@ export type SyncJob = (
     }
   | { readonly kind: 'client-node'; readonly kubeconfig: string; readonly pods: number }
 ) & {
-  /** `--max-old-space-size` for the child; Node's default (by the machine's memory) when absent. */
-  readonly heapLimitMb?: number;
   /**
    * The child's container memory limit in MiB (`lib/container.ts`); none when absent or 0. Where
    * no cgroup can be made the child gets V8 flags approximating it (`limitedBy: 'flags'`).
@@ -225,7 +223,7 @@ export function measureInChild(job: SyncJob, timeoutMs = 600_000): Promise<Memor
     (a) => !a.startsWith('--cpu-prof') && !a.startsWith('--max-old-space-size') && a !== '--gc-global' && a !== '--expose-gc',
   );
   let container: Container | undefined;
-  let flags: string[] = job.heapLimitMb === undefined ? [] : [`--max-old-space-size=${job.heapLimitMb}`];
+  let flags: string[] = [];
   let limitedBy: MemoryReading['limitedBy'] = 'none';
   if (job.containerMb) {
     const opened = openContainer(job.containerMb);
@@ -267,6 +265,12 @@ export function measureInChild(job: SyncJob, timeoutMs = 600_000): Promise<Memor
       else reject(new Error(`measuring child (${job.kind}): ${failure ?? `exited with code ${String(code ?? signal)}`}`));
     });
   });
+}
+
+/** How every one of `readings` was limited (`measureInChild`'s `limitedBy`), or 'mixed'. */
+export function limitOf(readings: readonly MemoryReading[]): 'cgroup' | 'flags' | 'none' | 'mixed' {
+  const first = readings[0]?.limitedBy ?? 'none';
+  return readings.every((r) => (r.limitedBy ?? 'none') === first) ? first : 'mixed';
 }
 
 let warned = false;
