@@ -17,6 +17,7 @@ import {
 } from '@kubernetes/client-node';
 import { inShardRanges, shardHash } from '@reconcile-loop/primitives';
 import { ShardMember } from '@reconcile-loop/sharding';
+import { within } from '@reconcile-loop/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER, GROUP, PLURAL } from '../../examples/cellset/src/api.js';
 import { createCellSetController, type CellSetController } from '../../examples/cellset/src/controller.js';
@@ -127,19 +128,6 @@ function rbacVerb({ method, path, query }: WireCall, collection: string): string
   return { POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: named ? 'delete' : 'deletecollection' }[method] ?? method;
 }
 
-/** Settles with `promise`, or rejects naming `what` after `ms`: no wait without a deadline. */
-async function within<T>(what: string, ms: number, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /**
  * One replica of the CellSet controller scaled out, in this process, the way demo/shard-replica.ts
  * builds one (the example's tapped client, ring and timings; the stderr logger of the controller
@@ -212,15 +200,15 @@ class ShardReplica {
   /** The member joins the ring and the loop syncs its caches (as shard-replica.ts starts them). */
   async start(): Promise<void> {
     this.#running = this.member.run(this.#stop.signal);
-    await within(`${this.identity}: the loop's caches synced`, 60_000, this.controller.loop.start());
+    await within(this.controller.loop.start(), `${this.identity}: the loop's caches synced`, 60_000);
   }
 
   /** The graceful stop: the loop stopped, the member drained and its Lease released. Idempotent. */
   stop(): Promise<void> {
     this.#stopped ??= (async () => {
       this.#stop.abort();
-      await within(`${this.identity}: stopped`, 30_000, stopController(this.controller, { graceMs: 5_000 }));
-      await within(`${this.identity}: its member stopped`, 30_000, this.#running ?? Promise.resolve());
+      await within(stopController(this.controller, { graceMs: 5_000 }), `${this.identity}: stopped`, 30_000);
+      await within(this.#running ?? Promise.resolve(), `${this.identity}: its member stopped`, 30_000);
     })();
     return this.#stopped;
   }
