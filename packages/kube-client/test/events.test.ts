@@ -1,5 +1,5 @@
 import { ManualClock } from '@reconcile-loop/primitives';
-import { settle } from '@reconcile-loop/test-support';
+import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { EventRecorder, KubeClient, microTime, type EventRecorderOptions } from './all.js';
 import { SimilarEventAggregator } from '../src/events/aggregator.js';
@@ -276,12 +276,15 @@ describe('[kube_client: EventRecorder retries] transient failures retried (12 tr
     expect(fake.requests.length).toBe(3 + 12);
   });
 
-  it('a 4xx refusal is dropped at once; a series write answered 404 creates the Event with its series', async () => {
-    const { fake, recorder } = setup();
+  it('a 4xx refusal is dropped at once, logged with the error under err; a series write answered 404 creates the Event with its series', async () => {
+    const logger = recordingLogger();
+    const { fake, recorder } = setup({ logger });
     fake.next({ status: 422, body: statusBody(422, 'Invalid', 'bad event') });
     recorder.event(cellset, { type: 'Normal', reason: 'R', action: 'A', note: 'one' });
     await recorder.flush();
     expect(recorder.stats.droppedRejected).toBe(1);
+    const dropped = logger.entries.find((e) => e.message === 'event refused by the apiserver: dropped');
+    expect((dropped?.fields['err'] as Error | undefined)?.message).toContain('bad event');
     recorder.event(cellset, { type: 'Normal', reason: 'R', action: 'A', note: 'two' });
     await recorder.flush();
     fake.next({ status: 404, body: statusBody(404, 'NotFound', 'gone') });
