@@ -1,17 +1,19 @@
 /**
  * owned-metadata: heap per owned pod when a controller caches owned pods as full views (podSchema)
  * versus metadata only (`metadataReflector`: PartialObjectMetadata over the wire), and how close
- * the reflector's running `health().cache.bytesEstimate` comes to that heap. The apiserver runs in
- * a child process, so only the client's heap is measured, as the one memory method reads a store
- * (`lib/memory.ts`: heap in use = `heapUsed + external`, after forced GCs): a settled heap before
- * the listing, the store filled by one listing, the stream closed (the reflector's buffers gone), a
- * settled heap with the store and its reflector held (what a controller holds per owned pod: the
- * view, the store's entry and the reflector's cache ledger entry), the listing's event let go. Measured in this process after an unmeasured round of
- * each mode, so a per-pod figure carries no first-run cost (code, decoder tables). Modes alternate round by round so drift hits both alike.
+ * the store's running `CacheMeter` estimate (a loop's `health().sources[name].cache.bytesEstimate`)
+ * comes to that heap. The apiserver runs in a child process, so only the client's heap is measured,
+ * as the one memory method reads a store (`lib/memory.ts`: heap in use = `heapUsed + external`,
+ * after forced GCs): a settled heap before the listing, the store filled by one listing through its
+ * meter (as a loop writes every store), the stream closed (the reflector's buffers gone), a settled
+ * heap with the store, its meter and the reflector held (what a controller holds per owned pod: the
+ * view, the store's entries), the listing's event let go. Measured in this process after an
+ * unmeasured round of each mode, so a per-pod figure carries no first-run cost (code, decoder
+ * tables). Modes alternate round by round so drift hits both alike.
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
-import { ObjectStore } from '@reconcile-loop/object-store';
+import { CacheMeter, ObjectStore } from '@reconcile-loop/object-store';
 import { metadataReflector, podReflector, type Reflector } from '@reconcile-loop/reflector';
 import { ApiServerProcess } from '../lib/apiserver-process.js';
 import type { BenchContext } from '../lib/context.js';
@@ -27,7 +29,7 @@ export interface OwnedMetadataResult {
   readonly fullBytesPerPod: number;
   /** Heap per owned pod held as PartialObjectMetadata (median over rounds), bytes. */
   readonly metadataBytesPerPod: number;
-  /** The reflector's `health().cache.bytesEstimate` per pod, and its ratio to the measured heap. */
+  /** The store's `CacheMeter` estimate per pod (`cache.bytesEstimate`), and its ratio to the measured heap. */
   readonly estimate: {
     readonly fullBytesPerPod: number;
     readonly metadataBytesPerPod: number;
@@ -50,26 +52,26 @@ async function measure(server: ApiServerProcess, mode: Mode, pods: number): Prom
           resource: podResource,
         }) as unknown as Reflector<KubernetesObjectView>);
   const store = new ObjectStore<KubernetesObjectView, string>({ keyMap: () => 'all' });
-  await fill(reflector, store);
+  const meter = new CacheMeter(store);
+  await fill(reflector, meter);
   if (store.size !== pods) throw new Error(`owned-metadata: ${mode} listing held ${store.size} of ${pods} pods`);
-  const estimate = reflector.health().cache?.bytesEstimate ?? Number.NaN;
+  const estimate = meter.cost().bytesEstimate;
   const after = await settledHeapInUse();
-  // The store and its reflector (whose cache ledger keeps a size per key) are held across the
-  // second measurement, as a controller holds them.
-  if (store.size === 0 || reflector.health() === undefined) throw new Error('unreachable');
+  // The store, its meter and the reflector are held across the second measurement, as a controller holds them.
+  if (store.size === 0 || meter.cost().objects === 0 || reflector.health() === undefined) throw new Error('unreachable');
   return { heap: (after - before) / pods, estimate: estimate / pods };
 }
 
 /**
- * Lists every pod into `store` and closes the stream. In a function of its own so that nothing is
+ * Lists every pod into the store through `meter` and closes the stream. In a function of its own so that nothing is
  * left holding the listing's replace event (and its map of every object by key, ≈ 46 B a pod at
  * 20,000) when the heap is read: a controller applies it and lets it go; a loop variable of the
  * measuring function kept it alive until 2026-12-02, and the per-pod figures before then include it.
  */
-async function fill(reflector: Reflector<KubernetesObjectView>, store: ObjectStore<KubernetesObjectView, string>): Promise<void> {
+async function fill(reflector: Reflector<KubernetesObjectView>, meter: CacheMeter<KubernetesObjectView, string>): Promise<void> {
   const controller = new AbortController();
   for await (const event of reflector.open(controller.signal)) {
-    store.apply(event);
+    meter.apply(event);
     if (event.type === 'replace') break; // ends the stream: the WATCH is never opened
   }
   controller.abort();

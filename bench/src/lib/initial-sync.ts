@@ -8,7 +8,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { ObjectStore } from '@reconcile-loop/object-store';
+import { CacheMeter, ObjectStore } from '@reconcile-loop/object-store';
 import { KubeApiClient, Reflector, type InitialListMode } from '@reconcile-loop/reflector';
 import { startClientNode } from './pipelines.js';
 import { NAMESPACE, PARENT_LABEL } from './pods.js';
@@ -52,7 +52,8 @@ export async function syncReflector(kubeconfig: string, pods: number, path: Init
     const first = await iterator.next();
     if (first.done || first.value.type !== 'replace')
       throw new Error(`initial sync (${path.initialList}): expected a replace first`);
-    store.apply(first.value);
+    // Through the store's meter, as a loop writes every store (its recount walks the listing once).
+    new CacheMeter(store).apply(first.value);
     if (store.size !== pods)
       throw new Error(`initial sync (${path.initialList}): the store holds ${store.size} pods, expected ${pods}`);
     const expected = path.initialList === 'watch-list' ? { watchLists: 1, lists: 0 } : { watchLists: 0, lists: 1 };

@@ -1,6 +1,7 @@
 /**
  * The two pipelines under test, each started against the same apiserver and stopped cleanly:
- * (a) ours — Reflector (through client-node's KubeConfig auth) → StreamDriver → ObjectStore → WorkQueue;
+ * (a) ours — Reflector (through client-node's KubeConfig auth) → StreamDriver → CacheMeter → ObjectStore → WorkQueue
+ *     (the store written through its meter, as a loop writes every store);
  * (b) client-node's own informer — `ListWatch` + `Watch`, exactly what `makeInformer` builds.
  *
  * Both count the frames they have fully processed, so a run ends the moment the last one is in the
@@ -8,7 +9,7 @@
  */
 import { CoreV1Api, KubeConfig, ListWatch, Watch, type KubernetesObject, type V1PodList } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
-import { ObjectStore } from '@reconcile-loop/object-store';
+import { CacheMeter, ObjectStore } from '@reconcile-loop/object-store';
 import { httpTransport, KubeClient } from '@reconcile-loop/kube-client';
 import { KubeApiClient, Reflector, type ListWatchClient } from '@reconcile-loop/reflector';
 import { StreamDriver } from '@reconcile-loop/stream-driver';
@@ -149,7 +150,7 @@ export function startOurs(options: PipelineOptions): Pipeline & { store: ObjectS
   const target = options.frames;
   const driver = new StreamDriver<Pod, string>({
     source: reflector,
-    store,
+    store: new CacheMeter(store),
     onAffected: (parents) => {
       for (const parent of parents) queue.add(parent);
       // The first event is the listing (a replace); every later one is one watch frame.

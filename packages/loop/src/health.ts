@@ -4,6 +4,7 @@
  * past a limit; alive = nothing wedged (the worker, a source) and no failure ended the loop.
  */
 
+import type { CacheCost } from '@reconcile-loop/object-store';
 import type { StreamDriverHealth } from '@reconcile-loop/stream-driver';
 import { describeError } from './errors.js';
 import type { ResolvedHealthLimits } from './options.js';
@@ -14,10 +15,12 @@ import type { ShardHealth } from './shard.js';
 /** Lifecycle: `idle → starting → running → stopping → stopped`; a loop runs once. */
 export type ReconcileLoopState = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
 
-/** One source as the loop reports it: the stream driver's view plus the time since its last frame. */
+/** One source as the loop reports it: the stream driver's view, the time since its last frame, and what its store costs. */
 export interface SourceStatus extends StreamDriverHealth {
   /** Clock ms since the last event or frame; undefined when none arrived yet. */
   readonly msSinceLastEvent: number | undefined;
+  /** What the source's store holds and its estimated bytes, and the source's `memoryBudgetBytes` (object-store's `CacheMeter`). */
+  readonly cache: CacheCost;
 }
 
 /** One named check, as in controller-runtime's `[+]name ok` / `[-]name failed: reason` lines. */
@@ -126,7 +129,7 @@ export function verdicts<P extends Key>(input: HealthInputs<P>): { ready: Health
       alive.push({ name, ok: false, reason });
       continue;
     }
-    const overBudget = source.sourceHealth?.cache?.refused ? source.sourceHealth.cache.reason : undefined;
+    const overBudget = source.cache.refused > 0 ? source.cache.reason : undefined;
     if (!source.synced)
       ready.push({ name, ok: false, reason: `not synced yet${source.consecutiveFailures > 0 ? `; ${failing}` : ''}` });
     else if (failingMs > limits.sourceFailingMs) ready.push({ name, ok: false, reason: failing });

@@ -370,9 +370,10 @@ export class ReconcileLoop<T, P extends Key, S = Record<never, never>> implement
    */
   health(): LoopHealth<P> {
     const now = this.#clock.now();
-    const sources: SourceStatus[] = this.#sources.map(({ driver }) => {
+    const sources: SourceStatus[] = this.#sources.map(({ driver, cost }) => {
       const health = driver.health();
-      return { ...health, msSinceLastEvent: health.lastEventAt === undefined ? undefined : now - health.lastEventAt };
+      const msSinceLastEvent = health.lastEventAt === undefined ? undefined : now - health.lastEventAt;
+      return { ...health, msSinceLastEvent, cache: cost() };
     });
     const inFlight = this.#runner.inFlight();
     const parked = this.#scheduler.parkedCount;

@@ -9,7 +9,7 @@
  * Invariant: a hook never changes what the loop does. A throwing hook is logged (error level) and
  * the loop carries on, exactly as if no observer were set.
  */
-import type { SourceCacheCost, SourceListLag, SourceShard } from '@reconcile-loop/object-store';
+import type { CacheCost, SourceListLag, SourceShard } from '@reconcile-loop/object-store';
 import type { Logger, Key } from '@reconcile-loop/primitives';
 import type { RetrySchedulerObserver } from '@reconcile-loop/retry-scheduler';
 import type { UnfinishedWork, WorkQueueObserver } from '@reconcile-loop/work-queue';
@@ -70,8 +70,8 @@ export interface SourceSnapshot {
    * `relists`, `healRelists`, `watches`, …), read structurally; undefined for sources without it.
    */
   readonly stats: Readonly<Record<string, number>> | undefined;
-  /** What the source reports its objects cost (`health().cache`: a reflector's), undefined for sources without it. */
-  readonly cache?: SourceCacheCost | undefined;
+  /** What the source's store holds and costs, and its memory budget (`health().sources[name].cache`); a loop always sets it. */
+  readonly cache?: CacheCost | undefined;
   /** How far the source's stream is behind a LIST (`health().listLag`: a reflector's with `listLagProbeIntervalMs`), undefined otherwise. */
   readonly listLag?: SourceListLag | undefined;
   /** Clock ms since the newest probe LIST the stream caught up with was taken (`listLag.caughtUpAt`): a bound on the cache's staleness. */

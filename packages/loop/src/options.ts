@@ -67,6 +67,8 @@ export interface SecondarySource<U, P extends Key, C = unknown> {
   indexers?: Indexers<U> | undefined;
   /** Coalesce this source's bursts per parent key, never delaying one longer than `maxWaitMs`. Default: none. */
   debounce?: Debounce | undefined;
+  /** Estimated bytes this source's store may hold; see the top-level `memoryBudgetBytes`. Default: none. */
+  memoryBudgetBytes?: number | undefined;
 }
 
 /**
@@ -153,6 +155,15 @@ export interface ReconcileLoopOptions<T, P extends Key, S = Record<never, never>
   indexers?: Indexers<T> | undefined;
   /** Coalesce the primary source's bursts per parent key, never delaying one longer than `maxWaitMs`. Default: none. */
   debounce?: Debounce | undefined;
+  /**
+   * Estimated heap bytes the primary source's store may hold (`health().sources[name].cache`, counted
+   * by object-store's `CacheMeter`). At 80 % a warning is logged; past it, an object whose key the
+   * store does not hold is not cached (a held object's newer version always is), `cache.refused`
+   * counts them and the source turns not ready with `cache.reason`, instead of the process growing
+   * until it is OOM-killed. A refused object enters once it fits and changes again, or at the next
+   * listing. Default: none.
+   */
+  memoryBudgetBytes?: number | undefined;
   /** The controller: its name, its workers and the limits of one reconcile (controller-runtime's `controller.Options`). */
   controller?:
     | {
@@ -334,6 +345,7 @@ const TOP_LEVEL = [
   'deleteFilter',
   'indexers',
   'debounce',
+  'memoryBudgetBytes',
   'controller',
   'queue',
   'sources',
@@ -409,6 +421,7 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
   validateIndexers('indexers', options.indexers);
   validateSecondaries(source, options.secondary as Record<string, SecondarySource<unknown, P>> | undefined);
   validateDebounce('debounce', options.debounce);
+  validateBudget('memoryBudgetBytes', options.memoryBudgetBytes);
   const queue = group('queue', options.queue, ['priority', 'agingMs']);
   if (queue.priority !== undefined && typeof queue.priority !== 'boolean')
     throw new OptionsError('ReconcileLoop', 'queue.priority must be a boolean');
@@ -490,6 +503,13 @@ export function validateLoopOptions<T, P extends Key, S>(options: ReconcileLoopO
   };
 }
 
+/** A memory budget is a finite number of bytes above 0, or absent. */
+function validateBudget(path: string, value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
+    throw new OptionsError('ReconcileLoop', `${path} must be a finite number > 0, got ${String(value)}`);
+}
+
 /** Every source needs an `open`, a distinct name (health and logs are keyed by it) and exactly one mapping. */
 function validateSecondaries<P extends Key>(
   primary: { name?: unknown },
@@ -501,8 +521,12 @@ function validateSecondaries<P extends Key>(
   const names = new Set<unknown>([primary.name]);
   for (const [name, spec] of Object.entries(secondary)) {
     const where = `secondary.${name}`;
-    group(where, spec, ['source', 'owner', 'keyMap', 'updateFilter', 'createFilter', 'deleteFilter', 'indexers', 'debounce']);
+    group(where, spec, [
+      ...['source', 'owner', 'keyMap', 'updateFilter', 'createFilter', 'deleteFilter', 'indexers', 'debounce'],
+      'memoryBudgetBytes',
+    ]);
     validateDebounce(`${where}.debounce`, spec.debounce);
+    validateBudget(`${where}.memoryBudgetBytes`, spec.memoryBudgetBytes);
     if (typeof spec?.source?.open !== 'function')
       throw new OptionsError('ReconcileLoop', `${where}.source must have an open(signal) method`);
     if (names.has(spec.source.name)) {

@@ -61,7 +61,7 @@ export function snapshotOf<T, P extends Key, S>(parts: SnapshotParts<T, P, S>): 
       msSinceLastFrame: health.lastEventAt === undefined ? undefined : now - health.lastEventAt,
       opens: health.opens,
       stats: numericStats(parts.sources[i]),
-      cache: health.sourceHealth?.cache,
+      cache: wired.cost(),
       listLag: health.sourceHealth?.listLag,
       msBehindList: lagSince(health.sourceHealth?.listLag?.caughtUpAt, now),
       ...(health.sourceHealth?.shard !== undefined && { shard: health.sourceHealth.shard }),

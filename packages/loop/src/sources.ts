@@ -3,7 +3,15 @@
  * secondary ones, each a stream driver over its own store. Stores never share a driver, so a relist
  * (a replace) of one source rewrites only its own store.
  */
-import { ObjectStore, type KeyMap, type ObjectKey, type SourceEvent, type StoreReader } from '@reconcile-loop/object-store';
+import {
+  CacheMeter,
+  ObjectStore,
+  type CacheCost,
+  type KeyMap,
+  type ObjectKey,
+  type SourceEvent,
+  type StoreReader,
+} from '@reconcile-loop/object-store';
 import type { Clock, Logger, Key } from '@reconcile-loop/primitives';
 import { StreamDriver, type StoreWriter } from '@reconcile-loop/stream-driver';
 import type { MapCaches, SecondaryReaders } from './context.js';
@@ -19,6 +27,8 @@ export interface WiredSource<P extends Key> {
   readonly driver: StreamDriver<unknown, P>;
   /** Parent keys with at least one object in this source's store (what resync re-drives). */
   parents(): P[];
+  /** What this source's store holds and costs, and its memory budget (the store's `CacheMeter`). */
+  cost(): CacheCost;
   /** Settles when the driver's run ends (undefined before `start()`). */
   run: Promise<void> | undefined;
   done: boolean;
@@ -138,6 +148,7 @@ export function wireSources<T, P extends Key, S>(
   const wire = <U>(
     given: ReconcileLoopOptions<U, P>['source'],
     givenStore: StoreWriter<U, P>,
+    meter: CacheMeter<U, P>,
     parents: () => P[],
     shard?: Parameters<typeof sharded<U>>[2],
   ): WiredSource<P> => {
@@ -151,11 +162,16 @@ export function wireSources<T, P extends Key, S>(
       onAffected: (affected, type) =>
         type === 'release' ? ctx.onReleased(affected, source.name) : ctx.onAffected(affected, source.name, type === 'replace'),
     });
-    return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, run: undefined, done: false };
+    const cost = () => meter.cost();
+    return { name: source.name, driver: driver as StreamDriver<unknown, P>, parents, cost, run: undefined, done: false };
   };
   const { primary } = stores;
+  // Every store is written through its meter, so what it holds is counted where it is held.
+  const meterOf = <U>(store: ObjectStore<U, P>, name: string, budgetBytes: number | undefined) =>
+    new CacheMeter<U, P>(store, { budgetBytes, logger, name });
+  const primaryMeter = meterOf(primary, options.source.name, options.memoryBudgetBytes);
   const sources: WiredSource<P>[] = [
-    wire(options.source, primary, () => primary.parents(), {
+    wire(options.source, primaryMeter, primaryMeter, () => primary.parents(), {
       valueOf: primaryShardValue(field),
       reshard: true,
       has: (key) => primary.get(key) !== undefined,
@@ -164,10 +180,11 @@ export function wireSources<T, P extends Key, S>(
   type AnySecondary = SecondarySource<unknown, P, MapCaches<T, P, S>>;
   for (const [name, spec] of Object.entries((options.secondary ?? {}) as Record<string, AnySecondary>)) {
     const store = stores.secondaries.get(name)!;
+    const meter = meterOf(store, spec.source.name, spec.memoryBudgetBytes);
     const observed: StoreWriter<unknown, P> = {
       apply: (event) => {
         const deleted = event.type === 'delete' && ctx.wantsDeleted() ? store.get(event.key) : undefined;
-        const affected = store.apply(event);
+        const affected = meter.apply(event);
         const ready = ctx.onApplied(name, event, deleted);
         return ready.length === 0 ? affected : new Set([...affected, ...ready]);
       },
@@ -181,7 +198,7 @@ export function wireSources<T, P extends Key, S>(
             reshard: field === 'namespace',
             has: (key: ObjectKey) => store.get(key) !== undefined,
           };
-    sources.push(wire(spec.source, observed, () => store.parents(), shard));
+    sources.push(wire(spec.source, observed, meter, () => store.parents(), shard));
   }
   return { sources, primary, secondaries: stores.secondaries, readers: stores.readers };
 }

@@ -1,52 +1,75 @@
 import { describe, expect, it } from 'vitest';
-import type { SourceHealth } from '@reconcile-loop/object-store';
-import { ManualClock } from '@reconcile-loop/primitives';
-import { healthySource, ControlledSource, settle } from '@reconcile-loop/test-support';
-import { ReconcileLoop, replaceEvent } from '../src/index.js';
+import { ManualClock, type Logger } from '@reconcile-loop/primitives';
+import { recordingLogger, settle } from '@reconcile-loop/test-support';
+import { InProcessSource, ReconcileLoop } from '../src/index.js';
 
 interface Cell {
   pool: string;
+  data: string;
 }
 
-/** A source that reports its health, cache cost included, as a reflector with `memoryBudgetBytes` does. */
-class BudgetedSource extends ControlledSource<Cell> {
-  report: SourceHealth = healthySource({
-    cache: { objects: 2, bytesEstimate: 900, budgetBytes: 1_000, refused: 0, reason: undefined },
+const cell = (pool: string): Cell => ({ pool, data: 'x'.repeat(200) });
+
+function loopOver(source: InProcessSource<Cell>, memoryBudgetBytes?: number, logger?: Logger) {
+  const reconciled: string[] = [];
+  const loop = new ReconcileLoop<Cell, string>({
+    source,
+    keyMap: (c) => c.pool,
+    reconcile: (key) => void reconciled.push(key),
+    clock: new ManualClock(),
+    memoryBudgetBytes,
+    logger,
   });
-  health(): SourceHealth {
-    return this.report;
-  }
+  return { loop, reconciled };
 }
 
-describe('loop.health() with a source over its memory budget', () => {
-  it('[loop: Cache budget health] a source whose cache its memory budget holds incomplete turns readiness red with the reason, stays alive, and turns ready again once it fits', async () => {
-    const source = new BudgetedSource();
-    const clock = new ManualClock();
-    const loop = new ReconcileLoop<Cell, string>({ source, keyMap: (c) => c.pool, reconcile: () => {}, clock });
-    const started = loop.start();
-    await settle();
-    source.last.push(replaceEvent([['a', { pool: 'p' }]]));
-    await started;
+describe('loop.health() with a store over its memory budget', () => {
+  it('[loop: Cache budget health] a store its memory budget holds incomplete turns the source not ready with the reason, stays alive, reconciles nothing it refused, and turns ready again once it fits', async () => {
+    // One object's cost, from an unbudgeted loop over the same objects.
+    const probe = loopOver(new InProcessSource<Cell>('cells', [['a', cell('p')]]));
+    await probe.loop.start();
+    const one = probe.loop.health().sources.cells!.cache.bytesEstimate;
+    await probe.loop.stop();
+
+    const source = new InProcessSource<Cell>('cells', [['a', cell('p')]]);
+    const logger = recordingLogger();
+    const { loop, reconciled } = loopOver(source, Math.floor(one * 1.5), logger);
+    await loop.start();
     await settle();
     expect(loop.health().ready.ok).toBe(true);
+    expect(loop.health().sources.cells!.cache).toMatchObject({ objects: 1, bytesEstimate: one, refused: 0 });
 
-    const reason = 'memory budget of 1000 bytes full (900 held): 3 objects not cached';
-    source.report = { ...source.report, cache: { objects: 2, bytesEstimate: 900, budgetBytes: 1_000, refused: 3, reason } };
+    source.upsert('b', cell('q'));
+    await settle();
     const red = loop.health();
     expect(red.ready.ok).toBe(false);
-    expect(red.ready.checks.find((c) => c.name === `source:${source.name}`)).toEqual({
-      name: `source:${source.name}`,
-      ok: false,
-      reason,
-    });
+    const check = red.ready.checks.find((c) => c.name === 'source:cells');
+    expect(check?.ok).toBe(false);
+    expect(check?.reason).toMatch(/^memory budget of \d+ bytes full \(\d+ held\): 1 objects not cached$/);
     expect(red.alive.ok).toBe(true);
-    expect(red.sources[source.name]?.sourceHealth?.cache?.refused).toBe(3);
+    expect(red.sources.cells!.cache).toMatchObject({ objects: 1, refused: 1 });
+    expect(reconciled).not.toContain('q');
+    expect(logger.entries.filter((e) => e.level === 'error' && /memory budget full/.test(e.message))).toHaveLength(1);
 
-    source.report = {
-      ...source.report,
-      cache: { objects: 2, bytesEstimate: 900, budgetBytes: 1_000, refused: 0, reason: undefined },
-    };
+    // Deleted on the server: nothing is missing any more.
+    source.delete('b');
+    await settle();
     expect(loop.health().ready.ok).toBe(true);
+    expect(loop.health().sources.cells!.cache.reason).toBeUndefined();
     await loop.stop();
+  });
+
+  it('[loop: Cache budget health] memoryBudgetBytes must be a finite number above 0, at the top level and in a secondary source', () => {
+    const source = new InProcessSource<Cell>('cells', []);
+    const base = { source, keyMap: (c: Cell) => c.pool, reconcile: () => {} };
+    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '1000']) {
+      expect(() => new ReconcileLoop<Cell, string>({ ...base, memoryBudgetBytes: bad as number })).toThrow(
+        /memoryBudgetBytes must be a finite number > 0/,
+      );
+      const secondary = {
+        pods: { source: new InProcessSource<Cell>('pods', []), keyMap: () => 'x', memoryBudgetBytes: bad as number },
+      };
+      expect(() => new ReconcileLoop<Cell, string>({ ...base, secondary })).toThrow(/secondary\.pods\.memoryBudgetBytes must be/);
+    }
   });
 });

@@ -233,6 +233,7 @@ describe('loop.health()', () => {
           permanentError: s.permanent ? new Error('permanent') : undefined,
           quarantined: [],
           sourceHealth: s.reports ? ({} as SourceHealth) : undefined,
+          cache: { objects: 0, bytesEstimate: 0, budgetBytes: undefined, refused: 0, reason: undefined },
         }));
         const inFlight = i.ages.map((ageMs) => ({ parentKey: 'k', startedAt: now - ageMs, ageMs, timedOut: false }));
         const { ready, alive } = verdicts({

@@ -26,13 +26,14 @@ export {
   type ReplaceEvent,
   type ReleaseEvent,
 } from './events.js';
+// What a store's objects cost, counted by the writer in front of it, and its optional memory budget.
+export { CacheMeter, estimateBytes, type CacheCost, type CacheMeterOptions } from './cache-cost.js';
 // The source contract: what a stream driver opens, how it is retried, and how it reports its health.
 export { DEFAULT_SOURCE_RETRY, type Source } from './source.js';
 export {
   reportsHealth,
   isPermanentSourceError,
   type SourceHealth,
-  type SourceCacheCost,
   type SourceListLag,
   type SourceShard,
   type QuarantinedObject,

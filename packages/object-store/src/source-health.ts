@@ -34,8 +34,6 @@ export interface SourceHealth {
   readonly consecutiveFailures: number;
   /** Objects whose newest version failed validation: the store holds their last good version, if they had one. */
   readonly quarantined: readonly QuarantinedObject[];
-  /** Optional: what the source's objects cost the store, and its memory budget (a reflector reports it). */
-  readonly cache?: SourceCacheCost | undefined;
   /** Optional: how far the stream is behind a LIST (a reflector with `listLagProbeIntervalMs` reports it). */
   readonly listLag?: SourceListLag | undefined;
   /** Optional: the slice of the kind a sharded source holds (a reflector with the `shard` option reports it). */
@@ -65,7 +63,7 @@ export interface SourceListLag {
 
 /**
  * What a sharded source holds and who enforces it (Kubernetes' sharded LIST/WATCH, KEP-5866). The
- * objects it holds are `cache.objects`.
+ * objects its store holds are a loop's `objects` and `cache.objects` for the source.
  */
 export interface SourceShard {
   /** The object field hashed (FNV-1a 64). */
@@ -84,20 +82,6 @@ export interface SourceShard {
   readonly reshards: number;
   /** Objects that arrived outside the ranges and were dropped on the client. */
   readonly dropped: number;
-}
-
-/** What a source's objects cost the store it feeds (see the reflector's `memoryBudgetBytes`). */
-export interface SourceCacheCost {
-  /** Objects handed on and not deleted since. */
-  readonly objects: number;
-  /** Estimated heap bytes those objects hold (the source says how it estimates). */
-  readonly bytesEstimate: number;
-  /** The source's memory budget in bytes; undefined without one. */
-  readonly budgetBytes: number | undefined;
-  /** Objects that exist but were not handed on because the budget was full; above 0 the cache is incomplete. */
-  readonly refused: number;
-  /** Why the cache is incomplete (set while `refused > 0`), one line. */
-  readonly reason: string | undefined;
 }
 
 /** A source that can report its health. Optional: in-process sources need not. */

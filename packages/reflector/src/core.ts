@@ -7,7 +7,6 @@ import { isKubeApiError } from '@reconcile-loop/kube-client';
 import type { ResolvedOptions } from './options.js';
 import { ListTimeoutError } from './errors.js';
 import { Quarantine } from './quarantine.js';
-import { CacheLedger } from './cache-cost.js';
 import { ListLag } from './list-lag.js';
 import type { ShardState } from './shard.js';
 
@@ -96,8 +95,6 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   readonly logger: Logger;
   readonly random: () => number;
   readonly quarantine = new Quarantine();
-  /** What the objects handed on cost, and the memory budget; written where a phase hands an event on. */
-  readonly cache: CacheLedger;
   /** The probe LISTs' results against the resourceVersions the stream delivered (`listLagProbeIntervalMs`). */
   readonly listLag = new ListLag();
   /** Retry delay for failures. Reset only by a healthy watch (a frame applied, or ended on time). */
@@ -161,7 +158,6 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     this.clock = parts.clock;
     this.logger = parts.logger;
     this.random = parts.random;
-    this.cache = new CacheLedger(options.memoryBudgetBytes, parts.logger, (extra) => this.fields(extra));
     // Only proof of health resets these; a policy's `resetAfterMs` measures on the reflector's clock.
     this.#backoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
     this.#healBackoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
@@ -456,7 +452,6 @@ export class ReflectorCore<T extends KubernetesObjectView> {
       lastError: this.#lastError,
       consecutiveFailures: this.#consecutiveFailures,
       quarantined: this.quarantine.list(),
-      cache: this.cache.cost(),
       listLag: this.listLag.read(this.#resourceVersion),
       ...(this.shard !== undefined && { shard: this.shard.health() }),
     };

@@ -27,7 +27,6 @@ export type {
   WatchRequest,
 } from './client.js';
 
-// What the cached objects cost (health().cache) and the memory budget's warning threshold.
 // How a failed WATCH is read: relist (expired, too large, rejected resourceVersion) or retry.
 export { watchVerdict } from './classify.js';
 

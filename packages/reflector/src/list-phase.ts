@@ -1,7 +1,7 @@
 import { isInvalidObjectError, objectKey, type InvalidObjectError, type KubernetesObjectView } from '@reconcile-loop/k8s-types';
 import { parseObject, type ListItem } from '@reconcile-loop/k8s-types/internal';
 import { isCursorExpired } from './classify.js';
-import { isPermanentSourceError, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
+import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import { linkSignals, raceAbort } from '@reconcile-loop/primitives';
 import type { ListReason, ReflectorCore } from './core.js';
 import { isKubeApiError, KubeProtocolError } from '@reconcile-loop/kube-client';
@@ -51,7 +51,7 @@ export async function* listPhase<T extends KubernetesObjectView>(
   const { objects, poison, resourceVersion } = result;
   core.listed('list', why, resourceVersion, poison, core.clock.now());
   core.logger.debug(core.fields({ objects: objects.size, quarantined: core.quarantine.size, why }), 'listed');
-  yield core.cache.replace(objects, core.quarantine.keys());
+  yield replaceEvent(objects, core.quarantine.keys());
   return { kind: 'listed', resourceVersion };
 }
 

@@ -88,14 +88,6 @@ export interface ReflectorOptions<T extends KubernetesObjectView> extends ListWa
    */
   maxFrameBytes?: number | undefined;
   /**
-   * Estimated heap bytes this reflector's objects may hold in the consumer's store (see
-   * `health().cache`). At 80% a warning is logged; past it, new objects are not handed on (a cached
-   * object's newer version always is), `health().cache.refused` counts them and the loop's
-   * readiness goes red with the reason, instead of the process growing until it is OOM-killed. A
-   * refused object enters once it fits again and it changes, or at the next relist. Default none.
-   */
-  memoryBudgetBytes?: number | undefined;
-  /**
    * Every this many ms while a watch is open, a LIST of the reflector's scope with `limit=1` and no
    * `resourceVersion` (a consistent read of the current revision) measures how far the stream is
    * behind it: `health().listLag` (see `list-lag.ts` for what is compared and why it is valid). A
@@ -130,7 +122,6 @@ export interface ResolvedOptions {
   readonly maxFrameBytes: number;
   readonly initialList: InitialListMode;
   readonly listPageSize: number;
-  readonly memoryBudgetBytes: number | undefined;
   readonly listLagProbeIntervalMs: number | undefined;
 }
 
@@ -147,6 +138,13 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
     throw new OptionsError('Reflector', 'client must have list(request) and watch(request) methods');
   }
   if (typeof options.schema?.safeParse !== 'function') throw new OptionsError('Reflector', 'schema must be a zod schema');
+  if ((options as { memoryBudgetBytes?: unknown }).memoryBudgetBytes !== undefined) {
+    // Moved: the budget bounds a store, and a stream shared by several controllers feeds one store each.
+    throw new OptionsError(
+      'Reflector',
+      "memoryBudgetBytes is a loop option now (beside `source`, or in a secondary source's entry), where the store it bounds is",
+    );
+  }
   const resolved: ResolvedOptions = {
     name: options.name ?? 'reflector',
     watchTimeoutSeconds: positive('watchTimeoutSeconds', options.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT_SECONDS, false),
@@ -156,8 +154,6 @@ export function resolveOptions<T extends KubernetesObjectView>(options: Reflecto
     maxFrameBytes: positive('maxFrameBytes', options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, false),
     initialList: options.initialList ?? 'list',
     listPageSize: positive('listPageSize', options.listPageSize ?? DEFAULT_LIST_PAGE_SIZE, true),
-    memoryBudgetBytes:
-      options.memoryBudgetBytes === undefined ? undefined : positive('memoryBudgetBytes', options.memoryBudgetBytes, false),
     listLagProbeIntervalMs:
       options.listLagProbeIntervalMs === undefined
         ? undefined

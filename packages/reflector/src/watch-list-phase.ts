@@ -7,7 +7,7 @@ import {
   type KubernetesObjectView,
   type WatchFrame,
 } from '@reconcile-loop/k8s-types';
-import { isPermanentSourceError, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
+import { isPermanentSourceError, replaceEvent, type ObjectKey, type SourceEvent } from '@reconcile-loop/object-store';
 import type { ListReason, ReflectorCore } from './core.js';
 import { isKubeApiError, WatchFrameTooLargeError } from '@reconcile-loop/kube-client';
 import { ListTimeoutError } from './errors.js';
@@ -154,7 +154,7 @@ export async function* watchListPhase<T extends KubernetesObjectView>(
           core.fields({ objects: objects.size, quarantined: core.quarantine.size, why }),
           'watch-list: initial events complete',
         );
-        yield core.cache.replace(objects, core.quarantine.keys());
+        yield replaceEvent(objects, core.quarantine.keys());
         return { kind: 'synced', resourceVersion: frame.resourceVersion, session };
       }
       // A watch-list has no list metadata to echo the shard selector: every initial object is checked here.

@@ -107,10 +107,7 @@ export async function* watchPhase<T extends KubernetesObjectView>(
         appliedOne();
         if (error.resourceVersion !== undefined) advance(error.resourceVersion);
         const held = quarantineFrame(core, error, now, () => open.scheduleHeal());
-        if (held !== undefined) {
-          core.cache.delete(held);
-          yield deleteEvent(held);
-        }
+        if (held !== undefined) yield deleteEvent(held);
         continue;
       }
       if (frame.type === 'ERROR')
@@ -133,10 +130,7 @@ export async function* watchPhase<T extends KubernetesObjectView>(
           frame.type === 'DELETED' ? 'quarantined object deleted; released' : 'quarantine lifted: the object validates again';
         core.logger.info(core.fields({ key, resourceVersion: frame.resourceVersion, frameType: frame.type }), why);
       }
-      if (frame.type === 'DELETED') {
-        core.cache.delete(key);
-        yield deleteEvent(key);
-      } else if (core.cache.admit(key, frame.object)) yield upsertEvent(key, frame.object);
+      yield frame.type === 'DELETED' ? deleteEvent(key) : upsertEvent(key, frame.object);
     }
   } catch (error) {
     if (signal.aborted) return ABORTED;

@@ -5,7 +5,7 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import type { ApiResource, KubernetesObjectView } from '@reconcile-loop/k8s-types';
-import { ObjectStore, type SourceEvent } from '@reconcile-loop/object-store';
+import { CacheMeter, ObjectStore, type CacheMeterOptions, type SourceEvent } from '@reconcile-loop/object-store';
 import { startApiServer, type ApiServer, type ApiServerOptions } from '@reconcile-loop/testing';
 import { scaledClock, within as withinMs } from '@reconcile-loop/test-support';
 import { expect } from 'vitest';
@@ -25,17 +25,20 @@ export class Tap<T extends KubernetesObjectView> {
   readonly events: SourceEvent<T>[] = [];
   /** What a consumer's store holds after every event so far. */
   readonly store = new ObjectStore<T, string>({ keyMap: () => 'all' });
+  /** The writer in front of the store, as a loop wires one per source: what the store costs, its budget. */
+  readonly meter: CacheMeter<T, string>;
   error: unknown;
   ended = false;
   readonly done: Promise<void>;
   #taken = 0;
   #wake: (() => void) | undefined;
 
-  constructor(stream: AsyncIterable<SourceEvent<T>>) {
+  constructor(stream: AsyncIterable<SourceEvent<T>>, meter?: CacheMeterOptions) {
+    const writer = (this.meter = new CacheMeter(this.store, meter));
     this.done = (async () => {
       try {
         for await (const event of stream) {
-          this.store.apply(event);
+          writer.apply(event);
           this.events.push(event);
           this.#wake?.();
         }
@@ -96,9 +99,12 @@ export async function server(options: ApiServerOptions = {}): Promise<ApiServer>
 }
 
 /** Starts a stream and registers its teardown (abort, then wait for the stream to end). */
-export function tapOf<T extends KubernetesObjectView>(source: { open(signal: AbortSignal): AsyncIterable<SourceEvent<T>> }) {
+export function tapOf<T extends KubernetesObjectView>(
+  source: { open(signal: AbortSignal): AsyncIterable<SourceEvent<T>> },
+  meter?: CacheMeterOptions,
+) {
   const controller = new AbortController();
-  const tap = new Tap<T>(source.open(controller.signal));
+  const tap = new Tap<T>(source.open(controller.signal), meter);
   cleanups.push(async () => {
     controller.abort();
     await within(tap.done, 'the stream to end at teardown');

@@ -519,7 +519,6 @@ describe('Reflector: health', () => {
       lastError: undefined,
       consecutiveFailures: 0,
       quarantined: [],
-      cache: { objects: 0, bytesEstimate: 0, budgetBytes: undefined, refused: 0, reason: undefined },
     });
     const controller = new AbortController();
     const stream = consume(reflector.open(controller.signal));
@@ -532,7 +531,6 @@ describe('Reflector: health', () => {
       lastError: undefined,
       consecutiveFailures: 0,
       quarantined: [],
-      cache: { objects: 1, bytesEstimate: expect.any(Number), budgetBytes: undefined, refused: 0, reason: undefined },
     });
     clock.advance(2_500);
     client.watch0.push(bookmark('5'));

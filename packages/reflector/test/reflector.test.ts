@@ -510,4 +510,13 @@ describe('Reflector: options', () => {
       expect.objectContaining({ code: 'RL_INVALID_OPTIONS' }),
     );
   });
+
+  it('[k8s_reflector: deviation, options] memoryBudgetBytes, moved to the loop where the store it bounds is, is a typed error naming where it went', () => {
+    const client = new FakeClient();
+    const moved = { client, schema: podSchema, memoryBudgetBytes: 1_000_000 } as unknown as ConstructorParameters<
+      typeof Reflector<Pod>
+    >[0];
+    expect(() => new Reflector<Pod>(moved)).toThrow(OptionsError);
+    expect(() => new Reflector<Pod>(moved)).toThrow(/memoryBudgetBytes is a loop option now/);
+  });
 });
