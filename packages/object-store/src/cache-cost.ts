@@ -165,7 +165,13 @@ export class CacheMeter<T, P extends Key> {
       case 'upsert': {
         const { key, object } = event as Extract<SourceEvent<T>, { type: 'upsert' }>;
         const before = store.get(key);
-        if (before === undefined && this.#budget !== undefined && this.#bytes + entryBytes(key, object) > this.#budget) {
+        // Refused only if the store would hold it: an object its key map evicts is not missing.
+        if (
+          before === undefined &&
+          this.#budget !== undefined &&
+          this.#bytes + entryBytes(key, object) > this.#budget &&
+          store.wouldCache(object, key)
+        ) {
           this.#refused.add(key);
           this.#checked();
           return new Set<P>();
@@ -205,8 +211,8 @@ export class CacheMeter<T, P extends Key> {
 
   /**
    * A listing under a budget: the objects `keep` names that the store holds count first (their last
-   * good version stays), then the listing's objects in order until the next would not fit; the rest
-   * are refused. The event is rebuilt only when something is cut.
+   * good version stays), then the listing's objects the store would hold, in order, until the next
+   * would not fit; the rest of those are refused. The event is rebuilt only when something is cut.
    */
   #cut(listing: Extract<SourceEvent<T>, { type: 'replace' }>): SourceEvent<T> {
     const budget = this.#budget!;
@@ -215,6 +221,8 @@ export class CacheMeter<T, P extends Key> {
     this.#refused = new Set();
     let fitting: Map<ObjectKey, T> | undefined;
     for (const [key, object] of listing.objects) {
+      // An object the store would evict costs nothing and is never refused.
+      if (!this.#store.wouldCache(object, key)) continue;
       const size = entryBytes(key, object);
       if (bytes + size > budget) {
         fitting ??= new Map(listing.objects);

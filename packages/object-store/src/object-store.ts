@@ -244,6 +244,24 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
     return this.#parentsOf.has(key);
   }
 
+  /**
+   * Whether an upsert of `object` under `key` would be cached now: the store keeps unmapped objects,
+   * or its key map gives the object at least one parent. Runs the key map (a throw or a value that
+   * is not parent keys reads as no parent) and logs nothing; the store is unchanged. What a memory
+   * budget asks before it refuses an object (object-store's `CacheMeter`): one the store would evict
+   * anyway is not missing from the cache.
+   */
+  wouldCache(object: T, key: ObjectKey): boolean {
+    if (this.#keep) return true;
+    let result: unknown;
+    try {
+      result = this.#keyMap(object, key);
+    } catch {
+      return false;
+    }
+    return isParentKey(result) || (Array.isArray(result) && result.length > 0 && result.every(isParentKey));
+  }
+
   /** Number of cached objects (attributed to a parent or not). */
   get size(): number {
     return this.#parentsOf.size;

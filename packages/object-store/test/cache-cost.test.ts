@@ -131,6 +131,21 @@ describe('[object_store: Memory budget] a store that refuses to grow past its bu
     expect(logger.entries().filter((e) => e.level === 'info' && /fits its memory budget again/.test(e.message))).toHaveLength(1);
   });
 
+  it('never refuses an object the store would not hold anyway (its key map gives no parent): nothing is missing', () => {
+    const { store, meter } = metered(Math.floor(ONE * 1.5));
+    meter.apply(upsertEvent('k0', obj('p', 100)));
+    meter.apply(upsertEvent('stray', obj(undefined, 100)));
+    expect(meter.cost()).toMatchObject({ objects: 1, refused: 0, reason: undefined });
+    meter.apply(
+      replaceEvent<Obj>([['k0', obj('p', 100)], ...[1, 2, 3].map((i): [string, Obj] => [`stray${i}`, obj(undefined, 100)])]),
+    );
+    expect(meter.cost()).toMatchObject({ objects: 1, refused: 0 });
+    expect(store.keys()).toEqual(['k0']);
+    // One it would hold is refused as before.
+    meter.apply(upsertEvent('k1', obj('p', 100)));
+    expect(meter.cost().refused).toBe(1);
+  });
+
   it('cuts a listing at the budget before the store sees it, counting the kept keys first; a refused key enters once it fits', () => {
     const { store, meter } = metered(Math.floor(ONE * 3.5));
     meter.apply(upsertEvent('kept', obj('p', 100)));

@@ -20,6 +20,22 @@ function newStore(keyMap: KeyMap<Cell, string> = byPool) {
 }
 
 describe('object_store: Store', () => {
+  it('[object_store: Store] wouldCache says whether an upsert would be cached, without writing or logging: a parent, or unmapped kept', () => {
+    const keyMap: KeyMap<Cell, string> = (c) => {
+      if (c.labels.pool === 'boom') throw new Error('boom');
+      return c.labels.pool === 'bad' ? (['p', 7n, {}] as unknown as string[]) : c.labels.pool;
+    };
+    const { store, logger } = newStore(keyMap);
+    expect(store.wouldCache(cell('p1'), 'ns/a')).toBe(true);
+    expect(store.wouldCache(cell(undefined), 'ns/b')).toBe(false);
+    expect(store.wouldCache(cell('boom'), 'ns/c')).toBe(false);
+    expect(store.wouldCache(cell('bad'), 'ns/d')).toBe(false);
+    expect(store.size).toBe(0);
+    expect(logger.entries()).toEqual([]);
+    const keeping = new ObjectStore<Cell, string>({ keyMap, unmapped: 'keep' });
+    expect(keeping.wouldCache(cell(undefined), 'ns/b')).toBe(true);
+  });
+
   it('[object_store: Store] a plain Map by object key: get/has/size/keys follow upsert and delete', () => {
     const { store } = newStore();
     const a = cell('p1');
