@@ -145,4 +145,151 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     expect(h.calls.every((c) => c.present)).toBe(true);
     await h.loop.stop();
   });
+
+  it('keeps a parked parent it released while parked: a release() by hand is turned away, not run as a deletion', async () => {
+    const clock = new ManualClock();
+    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
+    const calls: Array<{ key: string; present: boolean }> = [];
+    const loop = new ReconcileLoop<Item, string>({
+      source,
+      keyMap: (_item, key) => key,
+      clock,
+      retry: { budget: { delaysMs: [] } }, // the first failure parks
+      reconcile: (key, ctx) => {
+        calls.push({ key, present: ctx.store.get(key) !== undefined });
+        throw new Error('bad');
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
+    const releases = releasesOf(loop)!;
+    source.release(() => false);
+    await settle();
+    // A park is a copy that release() or a new leadership term queues again: kept for it.
+    expect(releases.held).toBe(1);
+    expect(loop.release('b1')).toBe(true);
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    expect(calls).toEqual([{ key: 'b1', present: true }]);
+    expect(releases.held).toBe(0);
+    expect(loop.parked()).toEqual([]);
+    await loop.stop();
+  });
+
+  it('a copy turned away while the parent is still parked does not let it go: the park can still bring another', async () => {
+    const clock = new ManualClock();
+    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
+    const calls: Array<{ key: string; present: boolean }> = [];
+    let fail!: () => void;
+    const loop = new ReconcileLoop<Item, string>({
+      source,
+      keyMap: (_item, key) => key,
+      clock,
+      retry: { budget: { delaysMs: [] } }, // the first failure parks
+      reconcile: (key, ctx) => {
+        calls.push({ key, present: ctx.store.get(key) !== undefined });
+        return new Promise<void>((_, reject) => (fail = () => reject(new Error('bad'))));
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    loop.enqueue('b1'); // while held: dirty, queued again when the call settles
+    source.release(() => false);
+    await settle();
+    const releases = releasesOf(loop)!;
+    fail(); // parks b1; its dirty copy reaches a worker and is turned away
+    await settle();
+    expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
+    expect(releases.held).toBe(1);
+    expect(loop.release('b1')).toBe(true);
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    expect(calls).toEqual([{ key: 'b1', present: true }]);
+    expect(releases.held).toBe(0);
+    await loop.stop();
+  });
+
+  it('keeps a parent released during a reconcile that timed out until the call itself settles, and lets it go then when nothing is owed', async () => {
+    const clock = new ManualClock();
+    const gate = new FakeLeaderGate();
+    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
+    let finish!: () => void;
+    const loop = new ReconcileLoop<Item, string>({
+      source,
+      keyMap: (_item, key) => key,
+      clock,
+      leadership: { gate },
+      controller: { reconcileTimeoutMs: 100 },
+      // Ignores its signal: the call outlives its timeout.
+      reconcile: () => new Promise<void>((resolve) => (finish = resolve)),
+    });
+    await loop.start();
+    gate.grant();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    const releases = releasesOf(loop)!;
+    source.release(() => false);
+    await settle();
+    gate.revoke(); // the term ends: the timeout that follows books nothing (no retry, no park)
+    await settle();
+    await clock.advanceAsync(200);
+    await settle();
+    // Booked, but the call still runs and holds its key: the set keeps it as long as the runner does.
+    expect(loop.health().inFlight).toMatchObject([{ parentKey: 'b1', timedOut: true }]);
+    expect(releases.held).toBe(1);
+    finish();
+    await settle();
+    expect(loop.health().inFlight).toEqual([]);
+    expect(releases.held).toBe(0);
+    await loop.stop();
+  });
+
+  it('a timed-out, parked, released parent is kept while its call hangs, then while it is parked; a release() by hand is turned away', async () => {
+    const clock = new ManualClock();
+    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
+    const calls: Array<{ key: string; present: boolean }> = [];
+    let finish!: () => void;
+    const loop = new ReconcileLoop<Item, string>({
+      source,
+      keyMap: (_item, key) => key,
+      clock,
+      controller: { reconcileTimeoutMs: 100 },
+      retry: { budget: { delaysMs: [] } }, // the timeout is the first failure: it parks
+      reconcile: (key, ctx) => {
+        calls.push({ key, present: ctx.store.get(key) !== undefined });
+        return new Promise<void>((resolve) => (finish = resolve));
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    const releases = releasesOf(loop)!;
+    source.release(() => false);
+    await settle();
+    await clock.advanceAsync(200);
+    await settle();
+    expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
+    expect(loop.health().inFlight).toMatchObject([{ parentKey: 'b1', timedOut: true }]);
+    expect(releases.held).toBe(1); // bounded by the hung call: one entry, as long as the runner records it
+    finish();
+    await settle();
+    expect(loop.health().inFlight).toEqual([]);
+    expect(releases.held).toBe(1); // then by the park
+    expect(loop.release('b1')).toBe(true);
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    expect(calls).toEqual([{ key: 'b1', present: true }]);
+    expect(releases.held).toBe(0);
+    await loop.stop();
+  });
 });
