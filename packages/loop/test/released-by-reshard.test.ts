@@ -3,6 +3,7 @@ import { FakeLeaderGate, recordingLogger, settle } from '@reconcile-loop/test-su
 import { describe, expect, it } from 'vitest';
 import { InProcessSource, ReconcileLoop } from '../src/index.js';
 import { releasesOf } from '../src/loop.js';
+import { ALL, FakeShardGate, NONE } from './fake-shard-gate.js';
 
 interface Item {
   shard: 'a' | 'b';
@@ -144,6 +145,59 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     expect(h.calls.slice(before).map((c) => c.key)).not.toContain('b1');
     expect(h.calls.every((c) => c.present)).toBe(true);
     await h.loop.stop();
+  });
+
+  it('keeps a parent released between its call settling and its outcome being booked: the retry that outcome leaves is turned away, not run as a deletion', async () => {
+    // The queue marks the key done when the call settles, and the runner books its outcome a
+    // microtask later. The gate's ranges change from the queue's onDone hook, so the release (which
+    // a ranges change applies synchronously) lands in exactly that gap: the key is neither queued nor
+    // held, and its retry is not scheduled yet. The gate still admits the hash (admission and ranges
+    // are separate answers of a gate) and a keyMap secondary still maps an object to b1 (so the
+    // admission still knows its hash): nothing but the releases set stands between the retry and a
+    // reconcile that finds no parent.
+    const clock = new ManualClock();
+    const gate = new FakeShardGate();
+    gate.ranges = ALL;
+    gate.admit('u-b1');
+    const source = new InProcessSource<{ metadata: { uid: string } }>('sets', [['b1', { metadata: { uid: 'u-b1' } }]]);
+    const configs = new InProcessSource<{ parent: string }>('configs', [['cfg-b1', { parent: 'b1' }]]);
+    const calls: Array<{ key: string; present: boolean }> = [];
+    let reshardAtDone = true;
+    const loop = new ReconcileLoop<{ metadata: { uid: string } }, string, { configs: { parent: string } }>({
+      source,
+      keyMap: (_object, key) => key,
+      secondary: { configs: { source: configs, keyMap: (config) => config.parent } },
+      shard: { gate },
+      sources: { resyncPeriodMs: 0 },
+      clock,
+      retry: { backoff: { initialMs: 1_000, maxMs: 1_000 } },
+      observer: {
+        queue: {
+          onDone: ({ key }) => {
+            if (!reshardAtDone || key !== 'b1') return;
+            reshardAtDone = false;
+            gate.setRanges(NONE);
+          },
+        },
+      },
+      reconcile: (key, ctx) => {
+        calls.push({ key, present: ctx.parent !== undefined });
+        throw new Error('transient');
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    const releases = releasesOf(loop)!;
+    expect(calls).toEqual([{ key: 'b1', present: true }]);
+    expect(loop.store.keys()).toEqual([]); // released while the call's outcome was not booked yet
+    expect(releases.held).toBe(1); // that outcome left a retry
+    await clock.advanceAsync(5_000);
+    await settle();
+    expect(calls).toEqual([{ key: 'b1', present: true }]); // the retry was turned away
+    expect(releases.held).toBe(0);
+    await loop.stop();
   });
 
   it('keeps a parked parent it released while parked: a release() by hand is turned away, not run as a deletion', async () => {
