@@ -68,7 +68,9 @@ exclusive() { local g="$1" id; shift; for id in "$@"; do C_GROUP[$id]="$g"; done
 # rehearsal. When a slot frees, the scheduler starts a ready cell of the other kind than the one still
 # running if there is one, so a waiting cell runs beside a computing one (on a fresh machine: beside
 # the Go builds); two waiting cells side by side left a core idle. Unmarked cells compute. (The e2e
-# cells wait too; they have a lane of their own, see `lane`.)
+# cells wait too; they have a lane of their own, see `lane`.) Two mechanisms, not one: a lane for the
+# waiting cells would run a fourth cell beside the two slots and the control plane, and the e2e cells as
+# waiting cells would hold a slot again (the 46-min run `lane` describes).
 declare -A C_WAITS
 waiting() { local id; for id in "$@"; do C_WAITS[$id]=1; done; }
 vitest_cmd() { echo "pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=$OUT/$1.json ${*:2}"; }

@@ -13,7 +13,10 @@
  *   - reflector: a `Reflector` over a client that hands the same frames over as bytes in batches of
  *     64 (as kube-client hands a socket read over), one upsert yielded per frame;
  *   - object-store: an `ObjectStore` keyed by each pod's ReplicaSet (one parent per object, the
- *     primary's shape) applying the pods' create, update and delete events (issue 24's one store type).
+ *     primary's shape) applying the pods' create, update and delete events (issue 24's one store type);
+ *   - loop: a started `ReconcileLoop` over an `InProcessSource` of `--parents` objects, one worker and a
+ *     no-op reconcile, every parent enqueued and reconciled once per pass: the worker path's own cost
+ *     per reconcile (queue, admission, context, runner, booking).
  *
  *   git worktree add --detach ../base <commit> && (cd ../base && pnpm install --frozen-lockfile)
  *   node --conditions=@reconcile-loop/source --import tsx bench/src/checkout-ab.ts --base=../base [--rounds=11] [--repeat=4] [--only=store]
@@ -39,6 +42,7 @@ const listPods = Number(arg('list-pods', '2000'));
 const rounds = Number(arg('rounds', '11'));
 // Passes per sample: the thread CPU clock ticks in milliseconds (4 ms here), so a sample must be long.
 const repeat = Number(arg('repeat', '4'));
+const parents = Number(arg('parents', '5000'));
 
 interface Decoder {
   readonly podSchema: object;
@@ -100,7 +104,44 @@ interface StoreModule {
 type PodLike = { metadata: { namespace?: string; name: string; ownerReferences?: readonly { name: string }[] } };
 const storeKeyMap = (pod: PodLike): string | undefined => pod.metadata.ownerReferences?.[0]?.name;
 
-async function load(root: string): Promise<{ decoder: Decoder; stream: Stream; store: StoreModule }> {
+interface LoopModule {
+  InProcessSource: new (name: string, objects: Iterable<readonly [string, unknown]>) => object;
+  ReconcileLoop: new (options: {
+    source: object;
+    keyMap: (object: unknown, key: string) => string;
+    reconcile: () => void;
+    sources: { resyncPeriodMs: number };
+  }) => { start(): Promise<void>; enqueue(key: string): void };
+}
+const parentKeys = Array.from({ length: parents }, (_, i) => `ns/p${i}`);
+/** A started loop and one pass of it: every parent enqueued, resolved once each was reconciled. */
+async function loopPass(module: LoopModule): Promise<() => Promise<void>> {
+  let left = parents;
+  let wake = (): void => {};
+  const source = new module.InProcessSource(
+    'parents',
+    parentKeys.map((key) => [key, { metadata: { namespace: 'ns', name: key.slice(3) } }] as const),
+  );
+  const loop = new module.ReconcileLoop({
+    source,
+    keyMap: (_object, key) => key,
+    reconcile: () => {
+      if (--left === 0) wake();
+    },
+    sources: { resyncPeriodMs: 0 },
+  });
+  const listed = new Promise<void>((resolve) => (wake = resolve)); // the listing queues every parent once
+  await loop.start();
+  await listed;
+  return async () => {
+    left = parents;
+    const done = new Promise<void>((resolve) => (wake = resolve));
+    for (const key of parentKeys) loop.enqueue(key);
+    await done;
+  };
+}
+
+async function load(root: string): Promise<{ decoder: Decoder; stream: Stream; store: StoreModule; loop: () => Promise<void> }> {
   const types = await import(`${root}/packages/k8s-types/src/index.ts`);
   const internal = await import(`${root}/packages/k8s-types/src/internal.ts`);
   const { Reflector } = await import(`${root}/packages/reflector/src/index.ts`);
@@ -109,7 +150,8 @@ async function load(root: string): Promise<{ decoder: Decoder; stream: Stream; s
   if ((await stream.next()).value?.type !== 'replace') throw new Error(`${root}: the stream did not start with a replace`);
   const store = (await import(`${root}/packages/object-store/src/index.ts`)) as StoreModule;
   const decoder = { podSchema: types.podSchema, partialObjectMetadataSchema: types.partialObjectMetadataSchema, ...internal };
-  return { decoder: decoder as Decoder, stream, store };
+  const loop = await loopPass((await import(`${root}/packages/loop/src/index.ts`)) as LoopModule);
+  return { decoder: decoder as Decoder, stream, store, loop };
 }
 const sides = { base: await load(base), here: await load(here) };
 type Side = keyof typeof sides;
@@ -147,6 +189,7 @@ const readFrames = (side: Side, list: readonly Buffer[], view: 'podSchema' | 'pa
 };
 const cases: { name: string; wasm: boolean; per: number; run: (side: Side) => Promise<void> | void }[] = [
   { name: 'object-store create, update, delete', wasm: true, per: pods * 3, run: storeCycle },
+  { name: 'loop reconcile, no-op, one worker', wasm: true, per: parents, run: (side) => sides[side].loop() },
   { name: 'k8s-types parseWatchFrame, WebAssembly', wasm: true, per: pods, run: (side) => readFrames(side, frames, 'podSchema') },
   { name: 'k8s-types parseWatchFrame, JavaScript', wasm: false, per: pods, run: (side) => readFrames(side, frames, 'podSchema') },
   { name: `k8s-types parseListPage, WebAssembly`, wasm: true, per: listPods, run: (side) => readList(sides[side].decoder) },

@@ -192,13 +192,13 @@ export class Workers<T, P extends Key, S> {
         const admitted = this.#admit(taken);
         if (admitted === undefined) continue;
         handedOver = true;
-        // From here until its outcome is booked, a reshard that releases the key keeps it in the
-        // releases set (the outcome may leave a retry); awaited here, so no promise is added.
-        this.#o.releases.started(taken.key);
+        // Until the call has settled and its outcome is booked, a release keeps the key (see
+        // Releases.started); awaited here, so no promise is added.
+        const ended = this.#o.releases.started(taken.key);
         try {
-          await this.#run(taken, admitted, signal);
+          await this.#run(taken, admitted, signal, ended);
         } finally {
-          this.#o.releases.finished(taken.key);
+          ended();
         }
       } catch (error) {
         // Only a throwing logger gets here; the worker must outlive it.
@@ -288,13 +288,14 @@ export class Workers<T, P extends Key, S> {
 
   /**
    * Run: hands the call to the runner (timeout and outcome booking are its), aborted by the loop's
-   * stop or the term's end; the key is released when the call itself settles. Returns the runner's
-   * promise as it is (no async wrapper: one promise fewer per reconcile).
+   * stop or the term's end; the key is released when the call itself settles, and `onSettled` called
+   * after that. Returns the runner's promise as it is (no async wrapper: one promise fewer per reconcile).
    */
   #run(
     { key, term }: Taken<P>,
     { fingerprint, controller, context, shard: entry }: Admitted<T, P, S>,
     signal: AbortSignal,
+    onSettled: () => void,
   ): Promise<void> {
     const { leadership, gate } = this.#o;
     const onStop = (): void => controller.abort(signal.reason);
@@ -311,6 +312,7 @@ export class Workers<T, P extends Key, S> {
       gate.done(key);
       this.#o.expectations.close(); // opened by #contextFor
       settled?.();
+      onSettled();
     });
     return sharded === undefined ? running : running.finally(sharded.booked);
   }

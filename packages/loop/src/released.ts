@@ -15,7 +15,7 @@ export interface ReleasesOptions<T, P extends Key> {
   /** The offer gate's `dropQueued` (dispatch.ts's `Gate`; structural, so the two files do not import each other). */
   readonly gate: { dropQueued(drop: (key: P) => boolean): number };
   /** The work queue: a key queued or held by a worker (a held one may be re-added: dirty). */
-  readonly queue: { has(key: P): boolean; isProcessing(key: P): boolean };
+  readonly queue: { has(key: P): boolean; isProcessing(key: P): boolean; isDirty(key: P): boolean };
   readonly scheduler: RetryScheduler<P>;
   readonly expectations: Expectations<P>;
   /** The sources' debouncers: a key waiting in a burst is offered when the burst ends. */
@@ -24,20 +24,25 @@ export interface ReleasesOptions<T, P extends Key> {
 }
 
 /**
- * Invariant: a key is in the set while it was released, is absent from the primary store, neither
- * came back (a source event offered it again) nor was turned away by a worker since, and a copy of
- * it may still reach a worker: queued or held (dirty), a retry scheduled, expectations pending, a
- * debouncer's burst, or a reconcile that has not booked its outcome yet (from `started` to
- * `finished`, which the workers call around the runner). A release drops the queued copies, the
- * retry state and the expectations of the parents the primary store no longer holds; the set
- * catches the copies that outlived it. A released key with no copy left is not kept, and a kept
- * one leaves once its last copy is turned away or its reconcile finishes without leaving one, so
- * the set holds at most the released keys with a copy in flight, not every parent that ever left
- * this replica (it did before: across many reshards that approached the kind's parent count).
+ * Invariant: a key is in the set while it was released, is absent from the primary store, has not
+ * come back (a source event offered it again), and a copy of it may still reach a worker: queued or
+ * held (dirty), a retry scheduled, parked (`release()` or a new term queues a parked key again),
+ * expectations pending, a debouncer's burst, or a reconcile that has not ended (from `started`
+ * until the call has both settled and booked its outcome: a timed-out call books first and settles
+ * later). A release drops the queued copies, the retry state and the expectations of the parents
+ * the primary store no longer holds; the set catches the copies that outlived it. A released key
+ * with no copy left is not kept, and a kept one leaves once a worker turns away its last copy or
+ * its reconcile ends leaving none, so the set holds at most the released keys with a copy in
+ * flight, not every parent that ever left this replica (it did before: across many reshards that
+ * approached the kind's parent count). Bounds that follow: a reconcile that never settles keeps its
+ * key here for as long as the runner records it in flight and the queue holds it (one entry per
+ * hung call, which `health().inFlight` names); a parked key stays for as long as the scheduler
+ * keeps it parked (`health().parked` counts it), because a release by hand would otherwise run it
+ * as deleted.
  */
 export class Releases<T, P extends Key> {
   readonly #released = new Set<P>();
-  /** Keys whose reconcile is between `started` and `finished` (its outcome not booked yet). */
+  /** Keys whose reconcile has not both settled and booked its outcome (see {@link started}). */
   readonly #running = new Set<P>();
   readonly #o: ReleasesOptions<T, P>;
   #total = 0;
@@ -82,31 +87,52 @@ export class Releases<T, P extends Key> {
     this.#released.delete(parent);
   }
 
-  /** A worker hands `parent` to the runner: until {@link finished}, its outcome may leave a copy. */
-  started(parent: P): void {
+  /**
+   * A worker hands `parent` to the runner. Returns `ended`, for the worker to call once when the call
+   * settles (the queue's hold released: a dirty re-add is queued again) and once when its outcome is
+   * booked (a retry or a park left), in either order: a call settles and then books, a timed-out one
+   * books first and settles later, or never. Until both, the call or its outcome may leave a copy;
+   * after both, a released parent with no copy left is let go.
+   */
+  started(parent: P): () => void {
     this.#running.add(parent);
+    let ends = 2;
+    return () => {
+      if (--ends === 0) this.#finished(parent);
+    };
   }
 
-  /** The runner booked `parent`'s outcome: a released parent with no copy left is let go. */
-  finished(parent: P): void {
+  /** Both ends of `parent`'s call reached: a released parent with no copy left is let go. */
+  #finished(parent: P): void {
     this.#running.delete(parent);
     if (this.#released.has(parent) && !this.#mayComeBack(parent)) this.#released.delete(parent);
   }
 
-  /** For a worker holding `parent`: true (and forgotten) when it was released and the primary store still lacks it. */
+  /**
+   * For a worker holding `parent`: true when it was released and the primary store still lacks it.
+   * Its retry state is forgotten; it stays in the set while another copy may still come (a park, or
+   * a re-add while held: dirty, queued again at the worker's `done`); the hold itself is not one.
+   */
   turnAway(parent: P): boolean {
     if (!this.#released.has(parent)) return false;
-    this.#released.delete(parent);
-    if (this.#o.primary.hasMembers(parent)) return false;
+    if (this.#o.primary.hasMembers(parent)) {
+      this.#released.delete(parent);
+      return false;
+    }
     this.#o.scheduler.forget(parent);
+    if (!this.#mayComeBack(parent, false)) this.#released.delete(parent);
     return true;
   }
 
-  /** Whether a copy of `parent` may still reach a worker (see the class invariant). */
-  #mayComeBack(parent: P): boolean {
+  /**
+   * Whether a copy of `parent` may still reach a worker (see the class invariant). `held` false: for
+   * the worker holding it, whose hold is no copy but whose `done` re-queues a dirty key.
+   */
+  #mayComeBack(parent: P, held = true): boolean {
     const { queue, scheduler, expectations, debouncers } = this.#o;
-    if (this.#running.has(parent) || queue.has(parent) || queue.isProcessing(parent)) return true;
-    if (scheduler.deadline(parent) !== undefined || !expectations.satisfied(parent)) return true;
+    if (this.#running.has(parent) || queue.has(parent)) return true;
+    if (held ? queue.isProcessing(parent) : queue.isDirty(parent)) return true;
+    if (scheduler.deadline(parent) !== undefined || scheduler.isParked(parent) || !expectations.satisfied(parent)) return true;
     for (const debouncer of debouncers) if (debouncer.holds(parent)) return true;
     return false;
   }

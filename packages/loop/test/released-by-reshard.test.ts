@@ -3,6 +3,7 @@ import { FakeLeaderGate, recordingLogger, settle } from '@reconcile-loop/test-su
 import { describe, expect, it } from 'vitest';
 import { InProcessSource, ReconcileLoop } from '../src/index.js';
 import { releasesOf } from '../src/loop.js';
+import { ALL, FakeShardGate, NONE } from './fake-shard-gate.js';
 
 interface Item {
   shard: 'a' | 'b';
@@ -144,5 +145,205 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     expect(h.calls.slice(before).map((c) => c.key)).not.toContain('b1');
     expect(h.calls.every((c) => c.present)).toBe(true);
     await h.loop.stop();
+  });
+
+  it('keeps a parent released between its call settling and its outcome being booked: the retry that outcome leaves is turned away, not run as a deletion', async () => {
+    // The queue marks the key done when the call settles, and the runner books its outcome a
+    // microtask later. The gate's ranges change from the queue's onDone hook, so the release (which
+    // a ranges change applies synchronously) lands in exactly that gap: the key is neither queued nor
+    // held, and its retry is not scheduled yet. The gate still admits the hash (admission and ranges
+    // are separate answers of a gate) and a keyMap secondary still maps an object to b1 (so the
+    // admission still knows its hash): nothing but the releases set stands between the retry and a
+    // reconcile that finds no parent.
+    const clock = new ManualClock();
+    const gate = new FakeShardGate();
+    gate.ranges = ALL;
+    gate.admit('u-b1');
+    const source = new InProcessSource<{ metadata: { uid: string } }>('sets', [['b1', { metadata: { uid: 'u-b1' } }]]);
+    const configs = new InProcessSource<{ parent: string }>('configs', [['cfg-b1', { parent: 'b1' }]]);
+    const calls: Array<{ key: string; present: boolean }> = [];
+    let reshardAtDone = true;
+    const loop = new ReconcileLoop<{ metadata: { uid: string } }, string, { configs: { parent: string } }>({
+      source,
+      keyMap: (_object, key) => key,
+      secondary: { configs: { source: configs, keyMap: (config) => config.parent } },
+      shard: { gate },
+      sources: { resyncPeriodMs: 0 },
+      clock,
+      retry: { backoff: { initialMs: 1_000, maxMs: 1_000 } },
+      observer: {
+        queue: {
+          onDone: ({ key }) => {
+            if (!reshardAtDone || key !== 'b1') return;
+            reshardAtDone = false;
+            gate.setRanges(NONE);
+          },
+        },
+      },
+      reconcile: (key, ctx) => {
+        calls.push({ key, present: ctx.parent !== undefined });
+        throw new Error('transient');
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    const releases = releasesOf(loop)!;
+    expect(calls).toEqual([{ key: 'b1', present: true }]);
+    expect(loop.store.keys()).toEqual([]); // released while the call's outcome was not booked yet
+    expect(releases.held).toBe(1); // that outcome left a retry
+    await clock.advanceAsync(5_000);
+    await settle();
+    expect(calls).toEqual([{ key: 'b1', present: true }]); // the retry was turned away
+    expect(releases.held).toBe(0);
+    await loop.stop();
+  });
+
+  it('keeps a parked parent it released while parked: a release() by hand is turned away, not run as a deletion', async () => {
+    const clock = new ManualClock();
+    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
+    const calls: Array<{ key: string; present: boolean }> = [];
+    const loop = new ReconcileLoop<Item, string>({
+      source,
+      keyMap: (_item, key) => key,
+      clock,
+      retry: { budget: { delaysMs: [] } }, // the first failure parks
+      reconcile: (key, ctx) => {
+        calls.push({ key, present: ctx.store.get(key) !== undefined });
+        throw new Error('bad');
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
+    const releases = releasesOf(loop)!;
+    source.release(() => false);
+    await settle();
+    // A park is a copy that release() or a new leadership term queues again: kept for it.
+    expect(releases.held).toBe(1);
+    expect(loop.release('b1')).toBe(true);
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    expect(calls).toEqual([{ key: 'b1', present: true }]);
+    expect(releases.held).toBe(0);
+    expect(loop.parked()).toEqual([]);
+    await loop.stop();
+  });
+
+  it('a copy turned away while the parent is still parked does not let it go: the park can still bring another', async () => {
+    const clock = new ManualClock();
+    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
+    const calls: Array<{ key: string; present: boolean }> = [];
+    let fail!: () => void;
+    const loop = new ReconcileLoop<Item, string>({
+      source,
+      keyMap: (_item, key) => key,
+      clock,
+      retry: { budget: { delaysMs: [] } }, // the first failure parks
+      reconcile: (key, ctx) => {
+        calls.push({ key, present: ctx.store.get(key) !== undefined });
+        return new Promise<void>((_, reject) => (fail = () => reject(new Error('bad'))));
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    loop.enqueue('b1'); // while held: dirty, queued again when the call settles
+    source.release(() => false);
+    await settle();
+    const releases = releasesOf(loop)!;
+    fail(); // parks b1; its dirty copy reaches a worker and is turned away
+    await settle();
+    expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
+    expect(releases.held).toBe(1);
+    expect(loop.release('b1')).toBe(true);
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    expect(calls).toEqual([{ key: 'b1', present: true }]);
+    expect(releases.held).toBe(0);
+    await loop.stop();
+  });
+
+  it('keeps a parent released during a reconcile that timed out until the call itself settles, and lets it go then when nothing is owed', async () => {
+    const clock = new ManualClock();
+    const gate = new FakeLeaderGate();
+    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
+    let finish!: () => void;
+    const loop = new ReconcileLoop<Item, string>({
+      source,
+      keyMap: (_item, key) => key,
+      clock,
+      leadership: { gate },
+      controller: { reconcileTimeoutMs: 100 },
+      // Ignores its signal: the call outlives its timeout.
+      reconcile: () => new Promise<void>((resolve) => (finish = resolve)),
+    });
+    await loop.start();
+    gate.grant();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    const releases = releasesOf(loop)!;
+    source.release(() => false);
+    await settle();
+    gate.revoke(); // the term ends: the timeout that follows books nothing (no retry, no park)
+    await settle();
+    await clock.advanceAsync(200);
+    await settle();
+    // Booked, but the call still runs and holds its key: the set keeps it as long as the runner does.
+    expect(loop.health().inFlight).toMatchObject([{ parentKey: 'b1', timedOut: true }]);
+    expect(releases.held).toBe(1);
+    finish();
+    await settle();
+    expect(loop.health().inFlight).toEqual([]);
+    expect(releases.held).toBe(0);
+    await loop.stop();
+  });
+
+  it('a timed-out, parked, released parent is kept while its call hangs, then while it is parked; a release() by hand is turned away', async () => {
+    const clock = new ManualClock();
+    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
+    const calls: Array<{ key: string; present: boolean }> = [];
+    let finish!: () => void;
+    const loop = new ReconcileLoop<Item, string>({
+      source,
+      keyMap: (_item, key) => key,
+      clock,
+      controller: { reconcileTimeoutMs: 100 },
+      retry: { budget: { delaysMs: [] } }, // the timeout is the first failure: it parks
+      reconcile: (key, ctx) => {
+        calls.push({ key, present: ctx.store.get(key) !== undefined });
+        return new Promise<void>((resolve) => (finish = resolve));
+      },
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    const releases = releasesOf(loop)!;
+    source.release(() => false);
+    await settle();
+    await clock.advanceAsync(200);
+    await settle();
+    expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
+    expect(loop.health().inFlight).toMatchObject([{ parentKey: 'b1', timedOut: true }]);
+    expect(releases.held).toBe(1); // bounded by the hung call: one entry, as long as the runner records it
+    finish();
+    await settle();
+    expect(loop.health().inFlight).toEqual([]);
+    expect(releases.held).toBe(1); // then by the park
+    expect(loop.release('b1')).toBe(true);
+    await settle();
+    await clock.advanceAsync(10);
+    await settle();
+    expect(calls).toEqual([{ key: 'b1', present: true }]);
+    expect(releases.held).toBe(0);
+    await loop.stop();
   });
 });
