@@ -59,6 +59,24 @@ describe('loop.health() with a store over its memory budget', () => {
     await loop.stop();
   });
 
+  it('[loop: Cache budget health] objects the primary key map evicts (a pod tracker’s unlabelled pods) are neither counted nor refused: the source stays ready', async () => {
+    const probe = loopOver(new InProcessSource<Cell>('cells', [['a', cell('p')]]));
+    await probe.loop.start();
+    const one = probe.loop.health().sources.cells!.cache.bytesEstimate;
+    await probe.loop.stop();
+
+    const source = new InProcessSource<Cell>('cells', [['a', cell('p')]]);
+    const { loop } = loopOver(source, Math.floor(one * 1.5));
+    await loop.start();
+    await settle();
+    for (const key of ['stray-1', 'stray-2', 'stray-3']) source.upsert(key, { data: 'y'.repeat(200) } as Cell);
+    await settle();
+    expect(loop.store.keys()).toEqual(['a']);
+    expect(loop.health().sources.cells!.cache).toMatchObject({ objects: 1, bytesEstimate: one, refused: 0 });
+    expect(loop.health().ready.ok).toBe(true);
+    await loop.stop();
+  });
+
   it('[loop: Cache budget health] memoryBudgetBytes must be a finite number above 0, at the top level and in a secondary source', () => {
     const source = new InProcessSource<Cell>('cells', []);
     const base = { source, keyMap: (c: Cell) => c.pool, reconcile: () => {} };
