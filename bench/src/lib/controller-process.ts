@@ -52,6 +52,8 @@ export class ContainedNode {
   readonly #container: Container;
   readonly #scratch: string;
   readonly #probeFile: string;
+  /** The cgroup's last word, read just before {@link stop} removes it (an OOM kill is counted there only). */
+  #final: { oomKilled: boolean; memory: CgroupMemory } | undefined;
 
   /** Throws when no memory cgroup can be made here: this benchmark measures the kernel's limit, not an approximation. */
   constructor(limitMb: number, args: readonly string[], env: Readonly<Record<string, string>> = {}) {
@@ -117,11 +119,11 @@ export class ContainedNode {
   }
 
   oomKilled(): boolean {
-    return this.#container.oomKilled();
+    return this.#final?.oomKilled ?? this.#container.oomKilled();
   }
 
   cgroup(): CgroupMemory {
-    return this.#container.memory();
+    return this.#final?.memory ?? this.#container.memory();
   }
 
   /** SIGTERM, SIGKILL after `graceMs`; then the cgroup and scratch files go. Safe to call twice. */
@@ -139,6 +141,7 @@ export class ContainedNode {
     ]);
     clearTimeout(timer);
     await this.exited;
+    this.#final ??= { oomKilled: this.#container.oomKilled(), memory: this.#container.memory() };
     this.#container.close();
     rmSync(this.#scratch, { recursive: true, force: true });
   }
