@@ -26,8 +26,45 @@ export interface Container {
   readonly env: Readonly<Record<string, string>>;
   /** Whether the kernel killed a process of this cgroup for going over the limit. */
   oomKilled(): boolean;
+  /**
+   * The cgroup's memory now: its high-water usage since it was made (v1 `memory.max_usage_in_bytes`,
+   * v2 `memory.peak`, kernel ≥ 5.19), its usage, and the anonymous and file-backed parts of it from
+   * `memory.stat`. Usage is what the limit is enforced on; its file part is page cache the kernel
+   * reclaims before it kills, so a process is killed only when the anonymous part cannot fit.
+   * Undefined fields: the kernel has no such file.
+   */
+  memory(): CgroupMemory;
   /** Removes the cgroup (its processes must have exited) and the wrapper. */
   close(): void;
+}
+
+/** One reading of a memory cgroup's own accounting, bytes. */
+export interface CgroupMemory {
+  readonly peakBytes?: number;
+  readonly usageBytes?: number;
+  /** v1 `rss` (anonymous, this cgroup alone), v2 `anon`. */
+  readonly anonBytes?: number;
+  /** v1 `cache`, v2 `file`: page cache charged to this cgroup. */
+  readonly fileBytes?: number;
+}
+
+/**
+ * The `name value` lines of a cgroup counter file (`memory.stat`, `memory.events`,
+ * `memory.oom_control`) as numbers; lines of another shape are skipped.
+ */
+export function parseCgroupCounters(text: string): Map<string, number> {
+  const counters = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^(\w+) (\d+)$/.exec(line.trim());
+    if (m !== null) counters.set(m[1]!, Number(m[2]));
+  }
+  return counters;
+}
+
+/** A single-number cgroup file (`memory.peak`, `memory.usage_in_bytes`); `max` and anything else: undefined. */
+export function parseCgroupBytes(text: string): number | undefined {
+  const t = text.trim();
+  return /^\d+$/.test(t) ? Number(t) : undefined;
 }
 
 const WRAPPER = `#!/bin/sh
@@ -102,11 +139,35 @@ export function openContainer(limitMb: number): Container | string {
       try {
         // v1: memory.oom_control has "oom_kill N"; v2: memory.events has "oom_kill N".
         const file = parent.limitFile === 'memory.max' ? 'memory.events' : 'memory.oom_control';
-        const n = /^oom_kill (\d+)$/m.exec(readFileSync(join(dir, file), 'utf8'))?.[1];
-        return n !== undefined && Number(n) > 0;
+        return (parseCgroupCounters(readFileSync(join(dir, file), 'utf8')).get('oom_kill') ?? 0) > 0;
       } catch {
         return false;
       }
+    },
+    memory() {
+      const v2 = parent.limitFile === 'memory.max';
+      const read = (file: string): string | undefined => {
+        try {
+          return readFileSync(join(dir, file), 'utf8');
+        } catch {
+          return undefined;
+        }
+      };
+      const bytes = (file: string): number | undefined => {
+        const text = read(file);
+        return text === undefined ? undefined : parseCgroupBytes(text);
+      };
+      const stat = parseCgroupCounters(read('memory.stat') ?? '');
+      const peakBytes = bytes(v2 ? 'memory.peak' : 'memory.max_usage_in_bytes');
+      const usageBytes = bytes(v2 ? 'memory.current' : 'memory.usage_in_bytes');
+      const anonBytes = stat.get(v2 ? 'anon' : 'rss');
+      const fileBytes = stat.get(v2 ? 'file' : 'cache');
+      return {
+        ...(peakBytes !== undefined && { peakBytes }),
+        ...(usageBytes !== undefined && { usageBytes }),
+        ...(anonBytes !== undefined && { anonBytes }),
+        ...(fileBytes !== undefined && { fileBytes }),
+      };
     },
     close() {
       rmSync(scratch, { recursive: true, force: true });
