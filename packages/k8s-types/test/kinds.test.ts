@@ -27,6 +27,10 @@ describe('built-in kinds', () => {
     expect(kinds.Pod.schema).toBe(podSchema);
     expect({ ...kinds.Pod.resource, kind: undefined }).toEqual({ ...podResource, kind: undefined });
     expect(Object.isFrozen(kinds) && Object.isFrozen(kinds.Service) && Object.isFrozen(kinds.Service.resource)).toBe(true);
+    // Built on first read and kept: one instance per kind, also through a spread.
+    expect(kinds.Node.schema).toBe(kinds.Node.schema);
+    expect({ ...kinds.Service }.schema).toBe(kinds.Service.schema);
+    expect(Object.keys(kinds.Service)).toEqual(['resource', 'schema']);
     expectTypeOf<KindView<'Pod'>>().toEqualTypeOf<Pod>();
   });
 
