@@ -42,8 +42,12 @@ export interface ReleasesOptions<T, P extends Key> {
  */
 export class Releases<T, P extends Key> {
   readonly #released = new Set<P>();
-  /** Keys whose reconcile has not both settled and booked its outcome (see {@link started}). */
-  readonly #running = new Set<P>();
+  /**
+   * Per key, the reconciles that have not both settled and booked their outcome (see {@link started}).
+   * A count, not a set: once a call settles the queue may hand the key to another worker before the
+   * first call's outcome is booked, so two calls of one key can be between `started` and their end.
+   */
+  readonly #running = new Map<P, number>();
   readonly #o: ReleasesOptions<T, P>;
   #total = 0;
 
@@ -95,7 +99,7 @@ export class Releases<T, P extends Key> {
    * after both, a released parent with no copy left is let go.
    */
   started(parent: P): () => void {
-    this.#running.add(parent);
+    this.#running.set(parent, (this.#running.get(parent) ?? 0) + 1);
     let ends = 2;
     return () => {
       if (--ends === 0) this.#finished(parent);
@@ -104,6 +108,11 @@ export class Releases<T, P extends Key> {
 
   /** Both ends of `parent`'s call reached: a released parent with no copy left is let go. */
   #finished(parent: P): void {
+    const running = this.#running.get(parent)! - 1;
+    if (running > 0) {
+      this.#running.set(parent, running);
+      return;
+    }
     this.#running.delete(parent);
     if (this.#released.has(parent) && !this.#mayComeBack(parent)) this.#released.delete(parent);
   }

@@ -1,8 +1,10 @@
-import { ManualClock } from '@reconcile-loop/primitives';
+import { ObjectStore } from '@reconcile-loop/object-store';
+import { ManualClock, silentLogger } from '@reconcile-loop/primitives';
 import { FakeLeaderGate, recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { InProcessSource, ReconcileLoop } from '../src/index.js';
 import { releasesOf } from '../src/loop.js';
+import { Releases } from '../src/released.js';
 import { ALL, FakeShardGate, NONE } from './fake-shard-gate.js';
 
 interface Item {
@@ -345,5 +347,30 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     expect(calls).toEqual([{ key: 'b1', present: true }]);
     expect(releases.held).toBe(0);
     await loop.stop();
+  });
+});
+
+describe('[loop: Released by a reshard] the running count', () => {
+  it('keeps a released parent while a second call of it runs, after the first call settled and booked (concurrency above 1)', () => {
+    const releases = new Releases<Item, string>({
+      primary: new ObjectStore<Item, string>({ keyMap: (_item, key) => key }),
+      gate: { dropQueued: () => 0 },
+      // Neither queued nor held by the queue: the key sits between a call's settle and its booking.
+      queue: { has: () => false, isProcessing: () => false, isDirty: () => false },
+      scheduler: { forget: () => {}, deadline: () => undefined, isParked: () => false } as never,
+      expectations: { forget: () => {}, satisfied: () => true } as never,
+      debouncers: [],
+      logger: silentLogger,
+    });
+    const first = releases.started('b1');
+    // Once the first call settles, the queue hands b1 to a second worker before the first books.
+    first();
+    const second = releases.started('b1');
+    first(); // the first call's outcome booked: its end is reached, the second still runs
+    releases.release(new Set(['b1']), 'sets');
+    expect(releases.held).toBe(1); // the second call may still leave a retry: kept to turn it away
+    second();
+    second();
+    expect(releases.held).toBe(0);
   });
 });
