@@ -23,13 +23,18 @@ function loopOver(source: InProcessSource<Cell>, memoryBudgetBytes?: number, log
   return { loop, reconciled };
 }
 
+/** One cell's estimated cost, read from an unbudgeted loop over one. */
+async function oneCellCost(): Promise<number> {
+  const { loop } = loopOver(new InProcessSource<Cell>('cells', [['a', cell('p')]]));
+  await loop.start();
+  const one = loop.health().sources.cells!.cache.bytesEstimate;
+  await loop.stop();
+  return one;
+}
+
 describe('loop.health() with a store over its memory budget', () => {
   it('[loop: Cache budget health] a store its memory budget holds incomplete turns the source not ready with the reason, stays alive, reconciles nothing it refused, and turns ready again once it fits', async () => {
-    // One object's cost, from an unbudgeted loop over the same objects.
-    const probe = loopOver(new InProcessSource<Cell>('cells', [['a', cell('p')]]));
-    await probe.loop.start();
-    const one = probe.loop.health().sources.cells!.cache.bytesEstimate;
-    await probe.loop.stop();
+    const one = await oneCellCost();
 
     const source = new InProcessSource<Cell>('cells', [['a', cell('p')]]);
     const logger = recordingLogger();
@@ -60,10 +65,7 @@ describe('loop.health() with a store over its memory budget', () => {
   });
 
   it('[loop: Cache budget health] objects the primary key map evicts (a pod tracker’s unlabelled pods) are neither counted nor refused: the source stays ready', async () => {
-    const probe = loopOver(new InProcessSource<Cell>('cells', [['a', cell('p')]]));
-    await probe.loop.start();
-    const one = probe.loop.health().sources.cells!.cache.bytesEstimate;
-    await probe.loop.stop();
+    const one = await oneCellCost();
 
     const source = new InProcessSource<Cell>('cells', [['a', cell('p')]]);
     const { loop } = loopOver(source, Math.floor(one * 1.5));

@@ -37,6 +37,37 @@ function harness(fail = false) {
   return { clock, gate, logger, source, calls, loop };
 }
 
+/**
+ * One parent, `b1`, whose first failure parks it (a budget with no retries), reconciled by `body`;
+ * started, with its first call taken. `calls` records each call and whether it saw its parent.
+ */
+async function parkingLoop(body: () => unknown, controller?: { reconcileTimeoutMs: number }) {
+  const clock = new ManualClock();
+  const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
+  const calls: Array<{ key: string; present: boolean }> = [];
+  const loop = new ReconcileLoop<Item, string>({
+    source,
+    keyMap: (_item, key) => key,
+    clock,
+    ...(controller !== undefined && { controller }),
+    retry: { budget: { delaysMs: [] } },
+    reconcile: (key, ctx) => {
+      calls.push({ key, present: ctx.store.get(key) !== undefined });
+      return body() as Promise<void> | void;
+    },
+  });
+  await loop.start();
+  await ticks(clock, 10);
+  return { clock, source, calls, loop, releases: releasesOf(loop)! };
+}
+
+/** Lets every pending callback run, advances the clock by `ms`, and lets those run too. */
+async function ticks(clock: ManualClock, ms: number): Promise<void> {
+  await settle();
+  await clock.advanceAsync(ms);
+  await settle();
+}
+
 describe('[loop: Released by a reshard] a release removes parents from the store without reconciling them as deleted', () => {
   it('released parents are dropped from the queue and never offered; a reconcile never sees a released parent as missing', async () => {
     const h = harness();
@@ -203,33 +234,16 @@ describe('[loop: Released by a reshard] a release removes parents from the store
   });
 
   it('keeps a parked parent it released while parked: a release() by hand is turned away, not run as a deletion', async () => {
-    const clock = new ManualClock();
-    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
-    const calls: Array<{ key: string; present: boolean }> = [];
-    const loop = new ReconcileLoop<Item, string>({
-      source,
-      keyMap: (_item, key) => key,
-      clock,
-      retry: { budget: { delaysMs: [] } }, // the first failure parks
-      reconcile: (key, ctx) => {
-        calls.push({ key, present: ctx.store.get(key) !== undefined });
-        throw new Error('bad');
-      },
+    const { clock, source, calls, loop, releases } = await parkingLoop(() => {
+      throw new Error('bad');
     });
-    await loop.start();
-    await settle();
-    await clock.advanceAsync(10);
-    await settle();
     expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
-    const releases = releasesOf(loop)!;
     source.release(() => false);
     await settle();
     // A park is a copy that release() or a new leadership term queues again: kept for it.
     expect(releases.held).toBe(1);
     expect(loop.release('b1')).toBe(true);
-    await settle();
-    await clock.advanceAsync(10);
-    await settle();
+    await ticks(clock, 10);
     expect(calls).toEqual([{ key: 'b1', present: true }]);
     expect(releases.held).toBe(0);
     expect(loop.parked()).toEqual([]);
@@ -237,36 +251,19 @@ describe('[loop: Released by a reshard] a release removes parents from the store
   });
 
   it('a copy turned away while the parent is still parked does not let it go: the park can still bring another', async () => {
-    const clock = new ManualClock();
-    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
-    const calls: Array<{ key: string; present: boolean }> = [];
     let fail!: () => void;
-    const loop = new ReconcileLoop<Item, string>({
-      source,
-      keyMap: (_item, key) => key,
-      clock,
-      retry: { budget: { delaysMs: [] } }, // the first failure parks
-      reconcile: (key, ctx) => {
-        calls.push({ key, present: ctx.store.get(key) !== undefined });
-        return new Promise<void>((_, reject) => (fail = () => reject(new Error('bad'))));
-      },
-    });
-    await loop.start();
-    await settle();
-    await clock.advanceAsync(10);
-    await settle();
+    const { clock, source, calls, loop, releases } = await parkingLoop(
+      () => new Promise<void>((_, reject) => (fail = () => reject(new Error('bad')))),
+    );
     loop.enqueue('b1'); // while held: dirty, queued again when the call settles
     source.release(() => false);
     await settle();
-    const releases = releasesOf(loop)!;
     fail(); // parks b1; its dirty copy reaches a worker and is turned away
     await settle();
     expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
     expect(releases.held).toBe(1);
     expect(loop.release('b1')).toBe(true);
-    await settle();
-    await clock.advanceAsync(10);
-    await settle();
+    await ticks(clock, 10);
     expect(calls).toEqual([{ key: 'b1', present: true }]);
     expect(releases.held).toBe(0);
     await loop.stop();
@@ -309,30 +306,13 @@ describe('[loop: Released by a reshard] a release removes parents from the store
   });
 
   it('a timed-out, parked, released parent is kept while its call hangs, then while it is parked; a release() by hand is turned away', async () => {
-    const clock = new ManualClock();
-    const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
-    const calls: Array<{ key: string; present: boolean }> = [];
     let finish!: () => void;
-    const loop = new ReconcileLoop<Item, string>({
-      source,
-      keyMap: (_item, key) => key,
-      clock,
-      controller: { reconcileTimeoutMs: 100 },
-      retry: { budget: { delaysMs: [] } }, // the timeout is the first failure: it parks
-      reconcile: (key, ctx) => {
-        calls.push({ key, present: ctx.store.get(key) !== undefined });
-        return new Promise<void>((resolve) => (finish = resolve));
-      },
+    // The timeout is the first failure: it parks.
+    const { clock, source, calls, loop, releases } = await parkingLoop(() => new Promise<void>((resolve) => (finish = resolve)), {
+      reconcileTimeoutMs: 100,
     });
-    await loop.start();
-    await settle();
-    await clock.advanceAsync(10);
-    await settle();
-    const releases = releasesOf(loop)!;
     source.release(() => false);
-    await settle();
-    await clock.advanceAsync(200);
-    await settle();
+    await ticks(clock, 200);
     expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
     expect(loop.health().inFlight).toMatchObject([{ parentKey: 'b1', timedOut: true }]);
     expect(releases.held).toBe(1); // bounded by the hung call: one entry, as long as the runner records it
@@ -341,9 +321,7 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     expect(loop.health().inFlight).toEqual([]);
     expect(releases.held).toBe(1); // then by the park
     expect(loop.release('b1')).toBe(true);
-    await settle();
-    await clock.advanceAsync(10);
-    await settle();
+    await ticks(clock, 10);
     expect(calls).toEqual([{ key: 'b1', present: true }]);
     expect(releases.held).toBe(0);
     await loop.stop();
