@@ -165,13 +165,10 @@ export class CacheMeter<T, P extends Key> {
       case 'upsert': {
         const { key, object } = event as Extract<SourceEvent<T>, { type: 'upsert' }>;
         const before = store.get(key);
+        // A new key under a budget is walked once, here, and the size kept for the count below.
+        const size = before === undefined && this.#budget !== undefined ? entryBytes(key, object) : undefined;
         // Refused only if the store would hold it: an object its key map evicts is not missing.
-        if (
-          before === undefined &&
-          this.#budget !== undefined &&
-          this.#bytes + entryBytes(key, object) > this.#budget &&
-          store.wouldCache(object, key)
-        ) {
+        if (size !== undefined && this.#bytes + size > this.#budget! && store.wouldCache(object, key)) {
           this.#refused.add(key);
           this.#checked();
           return new Set<P>();
@@ -179,8 +176,8 @@ export class CacheMeter<T, P extends Key> {
         const affected = store.apply(event);
         this.#refused.delete(key);
         // The store holds the object it is given, never a copy, unless its key map evicted it.
-        const after = store.has(key) ? object : undefined;
-        if (after !== before) this.#bytes += entryBytes(key, after) - entryBytes(key, before);
+        if (!store.has(key)) this.#bytes -= entryBytes(key, before);
+        else if (object !== before) this.#bytes += (size ?? entryBytes(key, object)) - entryBytes(key, before);
         this.#checked();
         return affected;
       }
