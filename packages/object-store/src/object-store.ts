@@ -253,13 +253,11 @@ export class ObjectStore<T, P extends Key> implements StoreReader<T, P> {
    */
   wouldCache(object: T, key: ObjectKey): boolean {
     if (this.#keep) return true;
-    let result: unknown;
-    try {
-      result = this.#keyMap(object, key);
-    } catch {
-      return false;
-    }
-    return isParentKey(result) || (Array.isArray(result) && result.length > 0 && result.every(isParentKey));
+    // The one reading of a key map's answer (#map); what it would log is dropped: a question, not an event.
+    const failures = this.#failures;
+    const parents = this.#map(object, key, 'new');
+    this.#failures = failures;
+    return parents !== NONE;
   }
 
   /** Number of cached objects (attributed to a parent or not). */
