@@ -13,15 +13,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { KubeApiClient, Reflector } from '@reconcile-loop/reflector';
+import { collectLines, EXAMPLE, terminate } from './cellset-child.js';
 import { percentiles } from './stats.js';
 
-const EXAMPLE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'examples', 'cellset');
 const CELLSETS = { group: 'cells.reconcile-loop.dev', version: 'v1', plural: 'cellsets', kind: 'CellSet' } as const;
 const SET_LABEL = 'cells.reconcile-loop.dev/cellset';
 
@@ -84,18 +83,7 @@ export class Replica {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...env, POD_NAME: name },
     });
-    const collect = (stream: NodeJS.ReadableStream | null, tag: string): void => {
-      let rest = '';
-      stream?.setEncoding('utf8');
-      stream?.on('data', (chunk: string) => {
-        const parts = (rest + chunk).split('\n');
-        rest = parts.pop()!;
-        const now = performance.now();
-        for (const line of parts) this.lines.push(`${now.toFixed(1)} ${tag} ${line}`);
-      });
-    };
-    collect(this.#child.stdout, 'out');
-    collect(this.#child.stderr, 'err');
+    collectLines(this.#child, this.lines, () => performance.now().toFixed(1));
     this.exited = new Promise((resolve) => this.#child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
   }
 
@@ -122,25 +110,12 @@ export class Replica {
   }
 }
 
-/** Polls `ok` every 20 ms until it holds; throws naming `what` after `timeoutMs`. */
 /** SIGTERM every replica; one still running after `graceMs` (default 20 s) is SIGKILLed, so the caller's cleanup always ends. */
 export async function stopReplicas(replicas: readonly Replica[], graceMs = 20_000): Promise<void> {
-  for (const r of replicas) r.signal('SIGTERM');
-  await Promise.all(
-    replicas.map((r) =>
-      Promise.race([
-        r.exited,
-        new Promise((resolve) =>
-          setTimeout(() => {
-            r.signal('SIGKILL');
-            resolve(undefined);
-          }, graceMs).unref(),
-        ),
-      ]),
-    ),
-  );
+  await Promise.all(replicas.map((r) => terminate((signal) => r.signal(signal), r.exited, graceMs)));
 }
 
+/** Polls `ok` every 20 ms until it holds; throws naming `what` after `timeoutMs`. */
 export async function until(what: string, ok: () => boolean, timeoutMs: number, detail?: () => string): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while (!ok()) {

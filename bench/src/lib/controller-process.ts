@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type CgroupMemory, type Container, openContainer } from './container.js';
+import { collectLines, EXAMPLE, terminate } from './cellset-child.js';
 import type { ProbeReading } from './memory-probe.js';
 
-export const EXAMPLE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'examples', 'cellset');
 const PROBE = join(dirname(fileURLToPath(import.meta.url)), 'memory-probe.ts');
 
 /**
@@ -70,18 +70,7 @@ export class ContainedNode {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...base, ...container.env, ...env, RL_PROBE_OUT: this.#probeFile },
     });
-    for (const [stream, tag] of [
-      [this.#child.stdout, 'out'],
-      [this.#child.stderr, 'err'],
-    ] as const) {
-      let rest = '';
-      stream?.setEncoding('utf8');
-      stream?.on('data', (chunk: string) => {
-        const parts = (rest + chunk).split('\n');
-        rest = parts.pop()!;
-        for (const line of parts) this.lines.push(`${tag} ${line}`);
-      });
-    }
+    collectLines(this.#child, this.lines);
     this.exited = new Promise((resolve) => this.#child.once('exit', (code, signal) => resolve({ code, signal })));
   }
 
@@ -128,19 +117,7 @@ export class ContainedNode {
 
   /** SIGTERM, SIGKILL after `graceMs`; then the cgroup and scratch files go. Safe to call twice. */
   async stop(graceMs = 20_000): Promise<void> {
-    this.signal('SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.exited,
-      new Promise((resolve) => {
-        timer = setTimeout(() => {
-          this.signal('SIGKILL');
-          resolve(undefined);
-        }, graceMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    await this.exited;
+    await terminate((signal) => this.signal(signal), this.exited, graceMs);
     this.#final ??= { oomKilled: this.#container.oomKilled(), memory: this.#container.memory() };
     this.#container.close();
     rmSync(this.#scratch, { recursive: true, force: true });

@@ -145,6 +145,10 @@ export function wireSources<T, P extends Key, S>(
     });
     return [follower.source, follower.writer];
   };
+  /**
+   * `givenStore` is what the driver writes (the primary's meter itself; for a secondary, `observed`
+   * around its meter); `meter` is read for the source's `cache`.
+   */
   const wire = <U>(
     given: ReconcileLoopOptions<U, P>['source'],
     givenStore: StoreWriter<U, P>,
