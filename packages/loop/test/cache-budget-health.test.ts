@@ -79,6 +79,30 @@ describe('loop.health() with a store over its memory budget', () => {
     await loop.stop();
   });
 
+  it('[loop: Cache budget health] a secondary source’s own memoryBudgetBytes bounds its store, not the primary’s', async () => {
+    const one = await oneCellCost();
+    const source = new InProcessSource<Cell>('cells', [['a', cell('p')]]);
+    const pods = new InProcessSource<Cell>('pods', [['pod-1', cell('p')]]);
+    const loop = new ReconcileLoop<Cell, string, { pods: Cell }>({
+      source,
+      keyMap: (c) => c.pool,
+      reconcile: () => {},
+      clock: new ManualClock(),
+      secondary: { pods: { source: pods, keyMap: (c) => c.pool, memoryBudgetBytes: Math.floor(one * 1.5) } },
+    });
+    await loop.start();
+    await settle();
+    source.upsert('b', cell('q')); // the primary has no budget: cached
+    pods.upsert('pod-2', cell('q')); // past the secondary's budget: refused
+    await settle();
+    const health = loop.health();
+    expect(health.sources.cells!.cache).toMatchObject({ objects: 2, refused: 0, budgetBytes: undefined });
+    expect(health.sources.pods!.cache).toMatchObject({ objects: 1, refused: 1, budgetBytes: Math.floor(one * 1.5) });
+    expect(health.ready.checks.find((c) => c.name === 'source:pods')?.ok).toBe(false);
+    expect(health.ready.checks.find((c) => c.name === 'source:cells')?.ok).toBe(true);
+    await loop.stop();
+  });
+
   it('[loop: Cache budget health] memoryBudgetBytes must be a finite number above 0, at the top level and in a secondary source', () => {
     const source = new InProcessSource<Cell>('cells', []);
     const base = { source, keyMap: (c: Cell) => c.pool, reconcile: () => {} };
