@@ -304,6 +304,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       problems = await converged();
     }
     violations.push(...problems);
+    if (problems.length > 0) {
+      // What each replica said about the sets that did not converge, and every line it wrote on stderr:
+      // a failed settle is read from this, the RNG's start value replays the actions but not the timing.
+      const named = new Set(problems.flatMap((p) => /^(?:set|missing pod|extra pod|pod) ([a-z])\b/.exec(p)?.[1] ?? []));
+      const about = (line: string) =>
+        / err /.test(line) || [...named].some((n) => new RegExp(`${namespace}/${n}\\b| ${n}-\\d`).test(line));
+      for (const r of replicas) log(`--- ${r.name} on ${[...named].join(', ')}\n${r.lines.filter(about).join('\n')}`);
+    }
 
     // No decision by a replica that did not lead: in each replica's own output, every decision line
     // lies in a term (after "leading as", before "stopped leading"); a resumed replica's first line

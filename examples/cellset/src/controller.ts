@@ -85,16 +85,16 @@ export function createCellSetController(options: CellSetControllerOptions) {
       if (step.do === 'addFinalizer' && !(await addFinalizer(cells, name, FINALIZER, { signal }).catch(gone))) return;
       if (step.do === 'removeFinalizer') await removeFinalizer(cells, name, FINALIZER, { signal }); // NotFound is success
       if (step.do === 'create') {
-        const body = podForSlot(set, step.slot);
-        made = (await createIfAbsent(pods, body, { signal })).created; // false: an earlier process made it
-        // Read your writes: the set is not reconciled again until the pod cache holds the pod.
-        expect('pods').creations(`${namespace}/${body.metadata.name}`);
+        const { object, created } = await createIfAbsent(pods, podForSlot(set, step.slot), { signal });
+        made = created; // false: an earlier process made it
+        // Read your writes: the set is not reconciled again until the pod cache holds the pod (by uid).
+        expect('pods').creations(object);
       }
       if (step.do === 'delete') {
         const { name: pod, uid } = step.pod.metadata;
         // Pinned to the UID the cache showed: a newer pod under the same name is left alone.
         await deleteIfPresent(pods, pod, { signal, ...(uid !== undefined && { preconditions: { uid } }) });
-        expect('pods').deletions(`${namespace}/${pod}`);
+        expect('pods').deletions(step.pod); // until the cache drops this uid (a newer pod of the name gates nothing)
         if (step.rebuild !== undefined) counts.podRebuilds.inc({ ...labels, reason: step.rebuild });
       }
       if (made && step.counts !== undefined) counts[step.counts].inc(labels);

@@ -60,17 +60,25 @@ export interface ExpectationRecorder {
    */
   creations(...written: Written[]): void;
   /**
-   * Objects this reconcile deleted (after the delete returned, or NotFound): wait until the cache
-   * drops each or holds it with `metadata.deletionTimestamp` set (graceful deletion seen, as the
-   * ReplicaSet controller's `DeletionObserved` counts it). An object with its uid is also observed
-   * by a delete event of that uid since the reconcile began.
+   * Objects this reconcile deleted (after the delete returned, NotFound, or a failed uid
+   * precondition): wait until the cache drops each or holds it with `metadata.deletionTimestamp`
+   * set (graceful deletion seen, as the ReplicaSet controller's `DeletionObserved` counts it). Pass
+   * the object the reconcile read, uid and all: it is then also observed once the cache holds
+   * another uid under its name (a newer object re-created meanwhile), or by a delete event of that
+   * uid since the reconcile began. A bare key waits for the name to be gone, whoever holds it.
    */
   deletions(...written: Written[]): void;
 }
 
+/**
+ * One unobserved write: a creation waits for the key's presence; a deletion for its absence, or,
+ * with the uid of the object deleted, for the cache to stop holding that uid under the key.
+ */
+type Write = { readonly created: true } | { readonly created: false; readonly uid: string | undefined };
+
 interface Pending {
-  /** `source\0key` → true for a creation (wait for presence), false for a deletion (wait for absence). */
-  readonly keys: Map<string, boolean>;
+  /** `source\0key` → the write waited for. */
+  readonly keys: Map<string, Write>;
   /** TTL timer handle; the parent runs anyway when it fires. */
   timer: unknown;
   readonly since: number;
@@ -152,9 +160,10 @@ export class Expectations<P extends Key> {
     const add = (created: boolean, written: Written[]): void => {
       for (const item of written) {
         const [key, uid] = this.#named(source, item);
+        const write: Write = created ? { created } : { created, uid };
         // Already observed (the watch beat the write's response): nothing to wait for.
-        if (this.#observed(source, key, created) || this.#seenSince(source, key, uid, created, since)) continue;
-        this.#entry(parent).keys.set(source + SEP + key, created);
+        if (this.#observed(source, key, write) || this.#seenSince(source, key, uid, created, since)) continue;
+        this.#entry(parent).keys.set(source + SEP + key, write);
       }
     };
     return Object.freeze({
@@ -265,18 +274,27 @@ export class Expectations<P extends Key> {
   }
 
   #sweep(parent: P, pending: Pending): void {
-    for (const [id, created] of pending.keys) {
+    for (const [id, write] of pending.keys) {
       const at = id.indexOf(SEP);
-      if (this.#observed(id.slice(0, at), id.slice(at + 1), created)) pending.keys.delete(id);
+      if (this.#observed(id.slice(0, at), id.slice(at + 1), write)) pending.keys.delete(id);
     }
     if (pending.keys.size === 0) this.forget(parent);
   }
 
-  /** A create is observed once the key is cached; a delete once it is gone or terminating. */
-  #observed(source: string, key: ObjectKey, created: boolean): boolean {
+  /**
+   * A create is observed once the key is cached; a delete once it is gone, terminating, or (its uid
+   * known) cached as another object. Without that last rule a delete whose object the cache saw
+   * replaced before the record (DELETED and a newer ADDED of the same name, e.g. another replica's
+   * re-create during a leader handover) would hold its parent for the whole TTL, while the newer
+   * object waits on exactly that parent's reconcile to be deleted in turn.
+   */
+  #observed(source: string, key: ObjectKey, write: Write): boolean {
     const object = this.#o.stores.get(source)!.get(key);
-    if (created) return object !== undefined;
-    return object === undefined || (object as { metadata?: { deletionTimestamp?: unknown } }).metadata?.deletionTimestamp != null;
+    if (write.created) return object !== undefined;
+    if (object === undefined) return true;
+    if ((object as { metadata?: { deletionTimestamp?: unknown } }).metadata?.deletionTimestamp != null) return true;
+    const cached = uidOf(object);
+    return write.uid !== undefined && cached !== undefined && cached !== write.uid;
   }
 
   #expire(parent: P): void {
@@ -287,7 +305,7 @@ export class Expectations<P extends Key> {
       {
         parentKey: String(parent),
         ttlMs: this.#o.ttlMs,
-        unobserved: [...pending.keys].map(([id, created]) => `${created ? 'create' : 'delete'} ${id.replace(SEP, ':')}`),
+        unobserved: [...pending.keys].map(([id, write]) => `${write.created ? 'create' : 'delete'} ${id.replace(SEP, ':')}`),
       },
       'expectations expired before the cache observed every write; reconciling anyway',
     );

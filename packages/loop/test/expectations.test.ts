@@ -293,6 +293,74 @@ describe('read your writes (expectations)', () => {
     await loop.stop();
   });
 
+  it('[loop: Read your writes] a delete whose pod the cache saw replaced by a newer one of the same name before the record (another writer re-created it) does not hold the parent for the TTL: the next event reconciles it', async () => {
+    const clock = new ManualClock();
+    const sets = named(new ControlledSource<CocoonSet>(), 'cocoonsets');
+    const pods = named(new ControlledSource<Pod>(), 'pods');
+    const [podKey, old] = podOf('a-0', 'a', { uid: 'uid-old' });
+    const [, newer] = podOf('a-0', 'a', { uid: 'uid-newer', resourceVersion: '2' });
+    const seen: string[][] = [];
+    let respond: (() => void) | undefined;
+    const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({
+      source: sets,
+      keyMap: (_, key) => key,
+      secondary: { pods: { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' } } },
+      clock,
+      logger: recordingLogger(),
+      reconcile: async (_key, ctx) => {
+        const owned = [...ctx.owned('pods').values()];
+        seen.push(owned.map((p) => p.metadata.uid!));
+        if (seen.length > 1) return;
+        await new Promise<void>((resolve) => (respond = resolve)); // the delete's response (or its 409), late
+        ctx.expect('pods').deletions(owned[0]!); // the pod this reconcile read and deleted, uid and all
+      },
+    });
+    const starting = loop.start();
+    await settle();
+    sets.last.push(replaceEvent([setOf('a', 1)]));
+    pods.last.push(replaceEvent([[podKey, old]]));
+    await starting;
+    await settle();
+    expect(respond).toBeDefined();
+    // Before the record: the old pod's DELETED and a newer pod's ADDED under the same name.
+    pods.last.push({ type: 'delete', key: podKey });
+    pods.last.push({ type: 'upsert', key: podKey, object: newer });
+    await settle();
+    respond!();
+    await settle();
+    // The parent is not gated: the pod events queued during the call run it now, and so does a set
+    // event after, long before the 5 min TTL (the cache still holds a pod under the deleted name).
+    expect(seen).toEqual([['uid-old'], ['uid-newer']]);
+    sets.last.push({ type: 'upsert', key: `${NS}/a`, object: setOf('a', 1, 2)[1] });
+    await settle();
+    expect(seen).toHaveLength(3);
+    await loop.stop();
+  });
+
+  it('[loop: Read your writes] a delete recorded with its object is observed once the cache holds another uid under the name; a bare key waits for the name to be gone', () => {
+    const [, newer] = podOf('a-0', 'a', { uid: 'uid-newer' });
+    const [, old] = podOf('a-0', 'a', { uid: 'uid-old' });
+    const store = new Map<string, unknown>([['ns/a-0', newer]]);
+    const e = new Expectations<string>({
+      stores: new Map([['pods', store]]),
+      clock: new ManualClock(),
+      logger: recordingLogger(),
+      ttlMs: DEFAULT_EXPECTATIONS_TTL_MS,
+      onReady: () => {},
+    });
+    const since = e.open();
+    e.recorder('ns/a', 'pods', since).deletions(old); // observed: the cache holds uid-newer, not uid-old
+    e.recorder('ns/b', 'pods', since).deletions(newer); // waits: its own uid is still cached
+    e.recorder('ns/c', 'pods', since).deletions('ns/a-0'); // waits: a bare key cannot tell the two apart
+    expect([e.satisfied('ns/a'), e.satisfied('ns/b'), e.satisfied('ns/c')]).toEqual([true, false, false]);
+    store.set('ns/a-0', old); // the cache goes back to the deleted uid (a relist of a stale view): b now observed
+    expect([e.satisfied('ns/b'), e.satisfied('ns/c')]).toEqual([true, false]);
+    store.delete('ns/a-0');
+    expect(e.satisfied('ns/c')).toBe(true);
+    e.close();
+    e.clear();
+  });
+
   it('[loop: Read your writes] an event of the same name but another uid is not this create: a bare key or an older object deleted during the call keeps presence alone', () => {
     const e = podExpectations();
     const since = e.open();
