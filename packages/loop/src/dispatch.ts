@@ -192,14 +192,7 @@ export class Workers<T, P extends Key, S> {
         const admitted = this.#admit(taken);
         if (admitted === undefined) continue;
         handedOver = true;
-        // Until the call has settled and its outcome is booked, a release keeps the key (see
-        // Releases.started); awaited here, so no promise is added.
-        const ended = this.#o.releases.started(taken.key);
-        try {
-          await this.#run(taken, admitted, signal, ended);
-        } finally {
-          ended();
-        }
+        await this.#run(taken, admitted, signal);
       } catch (error) {
         // Only a throwing logger gets here; the worker must outlive it.
         try {
@@ -288,16 +281,16 @@ export class Workers<T, P extends Key, S> {
 
   /**
    * Run: hands the call to the runner (timeout and outcome booking are its), aborted by the loop's
-   * stop or the term's end; the key is released when the call itself settles, and `onSettled` called
-   * after that. Returns the runner's promise as it is (no async wrapper: one promise fewer per reconcile).
+   * stop or the term's end; the key is released once the call has settled and its outcome is
+   * booked, and then a released parent it was the last copy of is let go (`Releases.settled`).
+   * Returns the runner's promise as it is (no async wrapper: one promise fewer per reconcile).
    */
   #run(
     { key, term }: Taken<P>,
     { fingerprint, controller, context, shard: entry }: Admitted<T, P, S>,
     signal: AbortSignal,
-    onSettled: () => void,
   ): Promise<void> {
-    const { leadership, gate } = this.#o;
+    const { leadership, gate, releases } = this.#o;
     const onStop = (): void => controller.abort(signal.reason);
     const onTermEnd = (): void => controller.abort(term!.reason);
     signal.addEventListener('abort', onStop, { once: true });
@@ -312,17 +305,17 @@ export class Workers<T, P extends Key, S> {
       gate.done(key);
       this.#o.expectations.close(); // opened by #contextFor
       settled?.();
-      onSettled();
+      releases.settled(key);
     });
     return sharded === undefined ? running : running.finally(sharded.booked);
   }
 
   /**
    * A sharded call: aborted when its hash stops being admitted; its release called once, when the
-   * call itself settles (every path: success, throw, abort, a timed-out call's late end). Once it
-   * settled AND its outcome was booked (the runner books after the settle, or before it for a
-   * timeout), a call aborted by a shard move is asked again or dropped, and the hash of a gone
-   * parent with no retry owed is forgotten.
+   * runner lets the key go (the call settled and its outcome booked: every path, success, throw,
+   * abort, a timed-out call's late end). Once that AND the runner's promise resolved (booked: at
+   * the settle, or at the timeout), a call aborted by a shard move is asked again or dropped, and
+   * the hash of a gone parent with no retry owed is forgotten.
    */
   #shardTracking(key: P, entry: ShardEntry, controller: AbortController): { settled: () => void; booked: () => void } {
     const { scheduler } = this.#o;

@@ -27,27 +27,22 @@ export interface ReleasesOptions<T, P extends Key> {
  * Invariant: a key is in the set while it was released, is absent from the primary store, has not
  * come back (a source event offered it again), and a copy of it may still reach a worker: queued or
  * held (dirty), a retry scheduled, parked (`release()` or a new term queues a parked key again),
- * expectations pending, a debouncer's burst, or a reconcile that has not ended (from `started`
- * until the call has both settled and booked its outcome: a timed-out call books first and settles
- * later). A release drops the queued copies, the retry state and the expectations of the parents
- * the primary store no longer holds; the set catches the copies that outlived it. A released key
- * with no copy left is not kept, and a kept one leaves once a worker turns away its last copy or
- * its reconcile ends leaving none, so the set holds at most the released keys with a copy in
- * flight, not every parent that ever left this replica (it did before: across many reshards that
- * approached the kind's parent count). Bounds that follow: a reconcile that never settles keeps its
- * key here for as long as the runner records it in flight and the queue holds it (one entry per
- * hung call, which `health().inFlight` names); a parked key stays for as long as the scheduler
- * keeps it parked (`health().parked` counts it), because a release by hand would otherwise run it
- * as deleted.
+ * expectations pending, or a debouncer's burst. A key handed to a reconcile is held by the queue
+ * until its call has settled and its outcome is booked (the runner books a call that settles in time
+ * before it lets the key go, and a timed-out one at its timeout), so "held" covers every reconcile
+ * that has not ended, and its outcome is a copy the checks above see. A release drops the queued
+ * copies, the retry state and the expectations of the parents the primary store no longer holds;
+ * the set catches the copies that outlived it. A released key with no copy left is not kept, and a
+ * kept one leaves once a worker turns away its last copy or its reconcile ends leaving none, so the
+ * set holds at most the released keys with a copy in flight, not every parent that ever left this
+ * replica (it did before: across many reshards that approached the kind's parent count). Bounds that
+ * follow: a reconcile that never settles keeps its key here for as long as the queue holds it (one
+ * entry per hung call, which `health().inFlight` names); a parked key stays for as long as the
+ * scheduler keeps it parked (`health().parked` counts it), because a release by hand would
+ * otherwise run it as deleted.
  */
 export class Releases<T, P extends Key> {
   readonly #released = new Set<P>();
-  /**
-   * Per key, the reconciles that have not both settled and booked their outcome (see {@link started}).
-   * A count, not a set: once a call settles the queue may hand the key to another worker before the
-   * first call's outcome is booked, so two calls of one key can be between `started` and their end.
-   */
-  readonly #running = new Map<P, number>();
   readonly #o: ReleasesOptions<T, P>;
   #total = 0;
 
@@ -92,29 +87,13 @@ export class Releases<T, P extends Key> {
   }
 
   /**
-   * A worker hands `parent` to the runner. Returns `ended`, for the worker to call once when the call
-   * settles (the queue's hold released: a dirty re-add is queued again) and once when its outcome is
-   * booked (a retry or a park left), in either order: a call settles and then books, a timed-out one
-   * books first and settles later, or never. Until both, the call or its outcome may leave a copy;
-   * after both, a released parent with no copy left is let go.
+   * A reconcile of `parent` ended: its call settled, its outcome was booked and the queue let go of
+   * the key (a dirty re-add queued again). A released parent with no copy left is let go. One read
+   * of the set's size per reconcile in a loop that has released nothing.
    */
-  started(parent: P): () => void {
-    this.#running.set(parent, (this.#running.get(parent) ?? 0) + 1);
-    let ends = 2;
-    return () => {
-      if (--ends === 0) this.#finished(parent);
-    };
-  }
-
-  /** Both ends of `parent`'s call reached: a released parent with no copy left is let go. */
-  #finished(parent: P): void {
-    const running = this.#running.get(parent)! - 1;
-    if (running > 0) {
-      this.#running.set(parent, running);
-      return;
-    }
-    this.#running.delete(parent);
-    if (this.#released.has(parent) && !this.#mayComeBack(parent)) this.#released.delete(parent);
+  settled(parent: P): void {
+    if (this.#released.size === 0 || !this.#released.has(parent)) return;
+    if (!this.#mayComeBack(parent)) this.#released.delete(parent);
   }
 
   /**
@@ -139,7 +118,7 @@ export class Releases<T, P extends Key> {
    */
   #mayComeBack(parent: P, held = true): boolean {
     const { queue, scheduler, expectations, debouncers } = this.#o;
-    if (this.#running.has(parent) || queue.has(parent)) return true;
+    if (queue.has(parent)) return true;
     if (held ? queue.isProcessing(parent) : queue.isDirty(parent)) return true;
     if (scheduler.deadline(parent) !== undefined || scheduler.isParked(parent) || !expectations.satisfied(parent)) return true;
     for (const debouncer of debouncers) if (debouncer.holds(parent)) return true;

@@ -116,6 +116,48 @@ describe('retry budget and dead-letter', () => {
     await loop.stop();
   });
 
+  it('[loop: Retry budget] the queue lets a key go only once its outcome is booked: at its done the park is counted, and a dirty re-add of the parked key is turned away (with and without a reconcile timeout)', async () => {
+    for (const reconcileTimeoutMs of [undefined, 60_000]) {
+      const clock = new ManualClock();
+      const source = new InProcessSource<{ metadata: { generation: number; resourceVersion: string } }>('sets', [
+        ['a', { metadata: { generation: 1, resourceVersion: '1' } }],
+      ]);
+      const calls: number[] = [];
+      const atDone: Array<{ failed: number; parked: number }> = [];
+      let fail!: (error: Error) => void;
+      const loop: ReconcileLoop<{ metadata: { generation: number; resourceVersion: string } }, string> = new ReconcileLoop({
+        source,
+        keyMap: (_object, key) => key,
+        clock,
+        sources: { resyncPeriodMs: 0 },
+        controller: { concurrency: 2, reconcileTimeoutMs },
+        retry: { budget: { delaysMs: [] } }, // the first failure parks
+        observer: {
+          queue: { onDone: () => void atDone.push({ failed: loop.health().reconciles.failed, parked: loop.health().parked }) },
+        },
+        reconcile: () => {
+          calls.push(clock.now());
+          return new Promise<void>((_resolve, reject) => (fail = reject));
+        },
+      });
+      await loop.start();
+      await settle();
+      expect(calls).toHaveLength(1);
+      // A status write while the call runs: a dirty re-add of the key at the same generation.
+      source.upsert('a', { metadata: { generation: 1, resourceVersion: '2' } });
+      await settle();
+      fail(new Error('a webhook rewrites every pod'));
+      await settle();
+      const where = `reconcileTimeoutMs ${reconcileTimeoutMs}`;
+      // Booked before the key was let go (before, done came first and the booking a microtask later).
+      expect(atDone[0], where).toEqual({ failed: 1, parked: 1 });
+      // The re-add reached the idle worker with the park already booked: same fingerprint, turned away.
+      expect(calls, where).toHaveLength(1);
+      expect(loop.parked().map((p) => p.key)).toEqual(['a']);
+      await loop.stop();
+    }
+  });
+
   it('[loop: Retry budget] property: any budget runs its exact schedule, parks after it, and only a fingerprint change releases', async () => {
     await fc.assert(
       fc.asyncProperty(

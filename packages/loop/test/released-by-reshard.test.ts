@@ -180,14 +180,15 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     await h.loop.stop();
   });
 
-  it('keeps a parent released between its call settling and its outcome being booked: the retry that outcome leaves is turned away, not run as a deletion', async () => {
-    // The queue marks the key done when the call settles, and the runner books its outcome a
-    // microtask later. The gate's ranges change from the queue's onDone hook, so the release (which
-    // a ranges change applies synchronously) lands in exactly that gap: the key is neither queued nor
-    // held, and its retry is not scheduled yet. The gate still admits the hash (admission and ranges
-    // are separate answers of a gate) and a keyMap secondary still maps an object to b1 (so the
-    // admission still knows its hash): nothing but the releases set stands between the retry and a
-    // reconcile that finds no parent.
+  it('a parent released as the queue lets its call go (the outcome already booked, a retry scheduled): the release forgets that retry, it never runs as a deletion', async () => {
+    // The runner books a call's outcome before the queue marks its key done, so a release that lands
+    // at the queue's onDone (a ranges change applied synchronously from the hook) finds the retry
+    // already scheduled and forgets it with the rest of the parent's state. The gate still admits
+    // the hash (admission and ranges are separate answers of a gate) and a keyMap secondary still
+    // maps an object to b1 (so the admission still knows its hash): were the retry left, nothing
+    // would stand between it and a reconcile that finds no parent. (Before, done came first and the
+    // booking a microtask later: the release found nothing to forget, and the set had to keep b1
+    // through that gap to turn the retry away.)
     const clock = new ManualClock();
     const gate = new FakeShardGate();
     gate.ranges = ALL;
@@ -224,12 +225,13 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     await settle();
     const releases = releasesOf(loop)!;
     expect(calls).toEqual([{ key: 'b1', present: true }]);
-    expect(loop.store.keys()).toEqual([]); // released while the call's outcome was not booked yet
-    expect(releases.held).toBe(1); // that outcome left a retry
+    expect(loop.store.keys()).toEqual([]); // released at the call's done
+    expect(loop.health().reconciles.failed).toBe(1); // booked before it
+    expect(loop.health().retriesPending).toBe(0); // and its retry forgotten by the release
+    expect(releases.held).toBe(0); // no copy left: nothing kept
     await clock.advanceAsync(5_000);
     await settle();
-    expect(calls).toEqual([{ key: 'b1', present: true }]); // the retry was turned away
-    expect(releases.held).toBe(0);
+    expect(calls).toEqual([{ key: 'b1', present: true }]); // nothing ran b1 as deleted
     await loop.stop();
   });
 
@@ -328,27 +330,30 @@ describe('[loop: Released by a reshard] a release removes parents from the store
   });
 });
 
-describe('[loop: Released by a reshard] the running count', () => {
-  it('keeps a released parent while a second call of it runs, after the first call settled and booked (concurrency above 1)', () => {
+describe('[loop: Released by a reshard] the end of a reconcile', () => {
+  it('a parent released while its reconcile held it is kept until that reconcile ends, then let go unless it left a copy (a retry)', () => {
+    let held = true;
+    let retryAt: number | undefined;
     const releases = new Releases<Item, string>({
       primary: new ObjectStore<Item, string>({ keyMap: (_item, key) => key }),
       gate: { dropQueued: () => 0 },
-      // Neither queued nor held by the queue: the key sits between a call's settle and its booking.
-      queue: { has: () => false, isProcessing: () => false, isDirty: () => false },
-      scheduler: { forget: () => {}, deadline: () => undefined, isParked: () => false } as never,
+      queue: { has: () => false, isProcessing: () => held, isDirty: () => false },
+      scheduler: { forget: () => {}, deadline: () => retryAt, isParked: () => false } as never,
       expectations: { forget: () => {}, satisfied: () => true } as never,
       debouncers: [],
       logger: silentLogger,
     });
-    const first = releases.started('b1');
-    // Once the first call settles, the queue hands b1 to a second worker before the first books.
-    first();
-    const second = releases.started('b1');
-    first(); // the first call's outcome booked: its end is reached, the second still runs
-    releases.release(new Set(['b1']), 'sets');
-    expect(releases.held).toBe(1); // the second call may still leave a retry: kept to turn it away
-    second();
-    second();
-    expect(releases.held).toBe(0);
+    releases.release(new Set(['b1', 'b2']), 'sets');
+    expect(releases.held).toBe(2); // both held by a worker
+    // b1's reconcile failed: its retry is booked before the queue lets it go.
+    retryAt = 1_000;
+    held = false;
+    releases.settled('b1');
+    expect(releases.held).toBe(2); // the retry is a copy: kept, to be turned away when it comes
+    retryAt = undefined;
+    releases.settled('b2');
+    expect(releases.held).toBe(1); // b2 left nothing: let go
+    releases.settled('other'); // never released: nothing to do
+    expect(releases.held).toBe(1);
   });
 });
