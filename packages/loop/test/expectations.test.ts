@@ -30,6 +30,43 @@ function podExpectations(): Expectations<string> {
   });
 }
 
+/**
+ * A loop whose first reconcile of `ns/a` waits for its write's response (`respond()`) and then
+ * records it with `write(ctx, ownedAtCall)`; the pods source is driven by hand meanwhile, so the
+ * watch can beat the response. `seen`: the owned pods each call found.
+ */
+async function lateResponse(
+  initialPods: Array<[ObjectKey, Pod]>,
+  write: (ctx: ReconcileContext<CocoonSet, string, { pods: Pod }>, owned: Pod[]) => void,
+) {
+  const sets = named(new ControlledSource<CocoonSet>(), 'cocoonsets');
+  const pods = named(new ControlledSource<Pod>(), 'pods');
+  const seen: Pod[][] = [];
+  let respond: (() => void) | undefined;
+  const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({
+    source: sets,
+    keyMap: (_, key) => key,
+    secondary: { pods: { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' } } },
+    clock: new ManualClock(),
+    logger: recordingLogger(),
+    reconcile: async (_key, ctx) => {
+      const owned = [...ctx.owned('pods').values()];
+      seen.push(owned);
+      if (seen.length > 1) return;
+      await new Promise<void>((resolve) => (respond = resolve)); // the write's response, late
+      write(ctx, owned);
+    },
+  });
+  const starting = loop.start();
+  await settle();
+  sets.last.push(replaceEvent([setOf('a', 1)]));
+  pods.last.push(replaceEvent(initialPods));
+  await starting;
+  await settle();
+  expect(respond).toBeDefined();
+  return { loop, sets, pods, seen, respond: () => respond!() };
+}
+
 function harness(
   options: {
     expect?: boolean;
@@ -255,86 +292,40 @@ describe('read your writes (expectations)', () => {
   });
 
   it('[loop: Read your writes] a create the watch reported, and then a delete of it, both before the create returned: no expectation, the delete re-drives the parent at once', async () => {
-    const clock = new ManualClock();
-    const sets = named(new ControlledSource<CocoonSet>(), 'cocoonsets');
-    const pods = named(new ControlledSource<Pod>(), 'pods');
     const [podKey, pod] = podOf('a-0', 'a', { uid: 'uid-ours' });
-    const ownedAtCall: number[] = [];
-    let respond: (() => void) | undefined;
-    const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({
-      source: sets,
-      keyMap: (_, key) => key,
-      secondary: { pods: { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' } } },
-      clock,
-      logger: recordingLogger(),
-      reconcile: async (_key, ctx) => {
-        ownedAtCall.push(ctx.owned('pods').size);
-        if (ownedAtCall.length > 1) return;
-        await new Promise<void>((resolve) => (respond = resolve)); // the create's response, late
-        ctx.expect('pods').creations(pod); // the object the create returned, uid and all
-      },
-    });
-    const starting = loop.start();
-    await settle();
-    sets.last.push(replaceEvent([setOf('a', 1)]));
-    pods.last.push(replaceEvent([]));
-    await starting;
-    await settle();
-    expect(respond).toBeDefined();
+    // The object the create returned, uid and all.
+    const h = await lateResponse([], (ctx) => ctx.expect('pods').creations(pod));
     // The watch beats the response: ADDED, then someone else's DELETE, both applied before the record.
-    pods.last.push({ type: 'upsert', key: podKey, object: pod });
-    pods.last.push({ type: 'delete', key: podKey });
+    h.pods.last.push({ type: 'upsert', key: podKey, object: pod });
+    h.pods.last.push({ type: 'delete', key: podKey });
     await settle();
-    respond!();
+    h.respond();
     await settle();
     // Presence alone would wait 5 min for a pod that came and went; the events logged since the
     // context was built show this uid observed, so the queued delete runs now.
-    expect(ownedAtCall).toEqual([0, 0]);
-    await loop.stop();
+    expect(h.seen.map((owned) => owned.length)).toEqual([0, 0]);
+    await h.loop.stop();
   });
 
   it('[loop: Read your writes] a delete whose pod the cache saw replaced by a newer one of the same name before the record (another writer re-created it) does not hold the parent for the TTL: the next event reconciles it', async () => {
-    const clock = new ManualClock();
-    const sets = named(new ControlledSource<CocoonSet>(), 'cocoonsets');
-    const pods = named(new ControlledSource<Pod>(), 'pods');
     const [podKey, old] = podOf('a-0', 'a', { uid: 'uid-old' });
     const [, newer] = podOf('a-0', 'a', { uid: 'uid-newer', resourceVersion: '2' });
-    const seen: string[][] = [];
-    let respond: (() => void) | undefined;
-    const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({
-      source: sets,
-      keyMap: (_, key) => key,
-      secondary: { pods: { source: pods, owner: { kind: 'CocoonSet', apiVersion: 'example.com/v1' } } },
-      clock,
-      logger: recordingLogger(),
-      reconcile: async (_key, ctx) => {
-        const owned = [...ctx.owned('pods').values()];
-        seen.push(owned.map((p) => p.metadata.uid!));
-        if (seen.length > 1) return;
-        await new Promise<void>((resolve) => (respond = resolve)); // the delete's response (or its 409), late
-        ctx.expect('pods').deletions(owned[0]!); // the pod this reconcile read and deleted, uid and all
-      },
-    });
-    const starting = loop.start();
-    await settle();
-    sets.last.push(replaceEvent([setOf('a', 1)]));
-    pods.last.push(replaceEvent([[podKey, old]]));
-    await starting;
-    await settle();
-    expect(respond).toBeDefined();
+    // The pod this reconcile read and deleted (its delete, or its 409, answered late), uid and all.
+    const h = await lateResponse([[podKey, old]], (ctx, owned) => ctx.expect('pods').deletions(owned[0]!));
     // Before the record: the old pod's DELETED and a newer pod's ADDED under the same name.
-    pods.last.push({ type: 'delete', key: podKey });
-    pods.last.push({ type: 'upsert', key: podKey, object: newer });
+    h.pods.last.push({ type: 'delete', key: podKey });
+    h.pods.last.push({ type: 'upsert', key: podKey, object: newer });
     await settle();
-    respond!();
+    h.respond();
     await settle();
     // The parent is not gated: the pod events queued during the call run it now, and so does a set
     // event after, long before the 5 min TTL (the cache still holds a pod under the deleted name).
-    expect(seen).toEqual([['uid-old'], ['uid-newer']]);
-    sets.last.push({ type: 'upsert', key: `${NS}/a`, object: setOf('a', 1, 2)[1] });
+    const uids = () => h.seen.map((owned) => owned.map((p) => p.metadata.uid));
+    expect(uids()).toEqual([['uid-old'], ['uid-newer']]);
+    h.sets.last.push({ type: 'upsert', key: `${NS}/a`, object: setOf('a', 1, 2)[1] });
     await settle();
-    expect(seen).toHaveLength(3);
-    await loop.stop();
+    expect(uids()).toHaveLength(3);
+    await h.loop.stop();
   });
 
   it('[loop: Read your writes] a delete recorded with its object is observed once the cache holds another uid under the name; a bare key waits for the name to be gone', () => {
