@@ -24,10 +24,16 @@ export interface ReleasesOptions<T, P extends Key> {
 }
 
 /**
+ * A released parent keeps no retry state here: the release drops its failures, its pending retry
+ * and its park (the park was this replica's verdict on a parent another replica owns now: left, it
+ * stayed in `parked()` and the dead-letter gauge of a replica that cannot act on it, and a parent
+ * coming back unchanged stayed parked without a try), and the end of a reconcile of it that was
+ * running drops whatever that call booked. The new owner starts the parent with a whole budget.
+ *
  * Invariant: a key is in the set while it was released, is absent from the primary store, has not
  * come back (a source event offered it again), and a copy of it may still reach a worker: queued or
- * held (dirty), a retry scheduled, parked (`release()` or a new term queues a parked key again),
- * expectations pending, or a debouncer's burst. A key handed to a reconcile is held by the queue
+ * held (dirty), a retry scheduled or a park (only while a timed-out call that booked one still
+ * runs), expectations pending, or a debouncer's burst. A key handed to a reconcile is held by the queue
  * until its call has settled and its outcome is booked (the runner books a call that settles in time
  * before it lets the key go, and a timed-out one at its timeout), so "held" covers every reconcile
  * that has not ended, and its outcome is a copy the checks above see. A release drops the queued
@@ -73,7 +79,7 @@ export class Releases<T, P extends Key> {
       if (primary.hasMembers(parent)) continue;
       gone.add(parent);
       expectations.forget(parent);
-      scheduler.forget(parent);
+      scheduler.drop(parent);
     }
     this.#total += gone.size;
     const dropped = gone.size === 0 ? 0 : gate.dropQueued((key) => gone.has(key));
@@ -88,18 +94,25 @@ export class Releases<T, P extends Key> {
 
   /**
    * A reconcile of `parent` ended: its call settled, its outcome was booked and the queue let go of
-   * the key (a dirty re-add queued again). A released parent with no copy left is let go. One read
-   * of the set's size per reconcile in a loop that has released nothing.
+   * the key (a dirty re-add queued again). For a released parent still absent, what that call booked
+   * (a retry, a park) is dropped, and the parent is let go when no copy is left. One read of the
+   * set's size per reconcile in a loop that has released nothing.
    */
   settled(parent: P): void {
     if (this.#released.size === 0 || !this.#released.has(parent)) return;
+    if (this.#o.primary.hasMembers(parent)) {
+      this.#released.delete(parent);
+      return;
+    }
+    this.#o.scheduler.drop(parent);
     if (!this.#mayComeBack(parent)) this.#released.delete(parent);
   }
 
   /**
    * For a worker holding `parent`: true when it was released and the primary store still lacks it.
-   * Its retry state is forgotten; it stays in the set while another copy may still come (a park, or
-   * a re-add while held: dirty, queued again at the worker's `done`); the hold itself is not one.
+   * Its retry state is dropped; it stays in the set while another copy may still come (a re-add
+   * while held: dirty, queued again at the worker's `done`; a timed-out call still running); the
+   * hold itself is not one.
    */
   turnAway(parent: P): boolean {
     if (!this.#released.has(parent)) return false;
@@ -107,7 +120,7 @@ export class Releases<T, P extends Key> {
       this.#released.delete(parent);
       return false;
     }
-    this.#o.scheduler.forget(parent);
+    this.#o.scheduler.drop(parent);
     if (!this.#mayComeBack(parent, false)) this.#released.delete(parent);
     return true;
   }

@@ -116,7 +116,7 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     await h.loop.stop();
   });
 
-  it('keeps a parent released while its reconcile runs until that reconcile books its outcome; a retry it leaves is turned away', async () => {
+  it('keeps a parent released while its reconcile runs until that reconcile ends; the retry its failure booked is dropped then, so nothing is kept and nothing runs it as deleted', async () => {
     const clock = new ManualClock();
     const source = new InProcessSource<Item>('sets', [['b1', { shard: 'b' }]]);
     let finish: ((fail: boolean) => void) | undefined;
@@ -140,15 +140,16 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     const releases = releasesOf(loop)!;
     source.release(() => false);
     await settle();
-    expect(releases.held).toBe(1); // its outcome may still leave a retry
-    finish!(true); // it does: a failure, retried in 1 s
+    expect(releases.held).toBe(1); // held by its worker: its outcome is not booked yet
+    finish!(true); // a failure: booked as a retry in 1 s, then dropped as the call ends
     await settle();
-    expect(releases.held).toBe(1);
+    expect(loop.health().reconciles.failed).toBe(1);
+    expect(loop.health().retriesPending).toBe(0);
+    expect(releases.held).toBe(0);
     await clock.advanceAsync(5_000);
     await settle();
-    expect(calls).toEqual(['b1']); // the retry was turned away, not reconciled as a deletion
-    expect(releases.held).toBe(0);
-    // A running reconcile that ends well leaves no copy: let go at once.
+    expect(calls).toEqual(['b1']); // no retry came, and nothing reconciled b1 as a deletion
+    // A running reconcile that ends well leaves no copy either: let go at once.
     source.upsert('b1', { shard: 'b' });
     await settle();
     await clock.advanceAsync(10);
@@ -162,7 +163,6 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     expect(releases.held).toBe(0);
     await loop.stop();
   });
-
   it('a retry scheduled before the release is turned away when it comes due', async () => {
     const h = harness(true);
     await h.loop.start();
@@ -235,42 +235,43 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     await loop.stop();
   });
 
-  it('keeps a parked parent it released while parked: a release() by hand is turned away, not run as a deletion', async () => {
+  it("a parked parent it releases leaves parked() with it: the park was this replica's verdict on a parent it no longer owns; release() by hand finds nothing, and the parent coming back gets a whole budget", async () => {
     const { clock, source, calls, loop, releases } = await parkingLoop(() => {
       throw new Error('bad');
     });
     expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
     source.release(() => false);
     await settle();
-    // A park is a copy that release() or a new leadership term queues again: kept for it.
-    expect(releases.held).toBe(1);
-    expect(loop.release('b1')).toBe(true);
-    await ticks(clock, 10);
-    expect(calls).toEqual([{ key: 'b1', present: true }]);
-    expect(releases.held).toBe(0);
     expect(loop.parked()).toEqual([]);
+    expect(loop.health().parked).toBe(0); // the dead-letter gauge of a replica that cannot act on it
+    expect(releases.held).toBe(0); // no copy left to turn away
+    expect(loop.release('b1')).toBe(false);
+    // Back on this replica, unchanged: tried again (and parked again after its budget), not left parked.
+    source.upsert('b1', { shard: 'b' });
+    await ticks(clock, 10);
+    expect(calls).toEqual([
+      { key: 'b1', present: true },
+      { key: 'b1', present: true },
+    ]);
+    expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
     await loop.stop();
   });
-
-  it('a copy turned away while the parent is still parked does not let it go: the park can still bring another', async () => {
+  it('a parent released while its call runs, which then parks it: the park is dropped as the call ends and its dirty copy is turned away', async () => {
     let fail!: () => void;
     const { clock, source, calls, loop, releases } = await parkingLoop(
       () => new Promise<void>((_, reject) => (fail = () => reject(new Error('bad')))),
     );
-    loop.enqueue('b1'); // while held: dirty, queued again when the call settles
+    loop.enqueue('b1'); // while held: dirty, queued again when the call ends
     source.release(() => false);
     await settle();
-    fail(); // parks b1; its dirty copy reaches a worker and is turned away
-    await settle();
-    expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
-    expect(releases.held).toBe(1);
-    expect(loop.release('b1')).toBe(true);
+    fail(); // booked as a park; dropped as the call ends; the dirty copy reaches a worker and is turned away
     await ticks(clock, 10);
-    expect(calls).toEqual([{ key: 'b1', present: true }]);
+    expect(loop.parked()).toEqual([]);
     expect(releases.held).toBe(0);
+    expect(loop.release('b1')).toBe(false);
+    expect(calls).toEqual([{ key: 'b1', present: true }]);
     await loop.stop();
   });
-
   it('keeps a parent released during a reconcile that timed out until the call itself settles, and lets it go then when nothing is owed', async () => {
     const clock = new ManualClock();
     const gate = new FakeLeaderGate();
@@ -307,7 +308,7 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     await loop.stop();
   });
 
-  it('a timed-out, parked, released parent is kept while its call hangs, then while it is parked; a release() by hand is turned away', async () => {
+  it('a timed-out, parked, released parent is kept while its call hangs (the park its timeout booked with it), then let go with that park dropped once the call settles', async () => {
     let finish!: () => void;
     // The timeout is the first failure: it parks.
     const { clock, source, calls, loop, releases } = await parkingLoop(() => new Promise<void>((resolve) => (finish = resolve)), {
@@ -315,44 +316,49 @@ describe('[loop: Released by a reshard] a release removes parents from the store
     });
     source.release(() => false);
     await ticks(clock, 200);
-    expect(loop.parked().map((p) => p.key)).toEqual(['b1']);
     expect(loop.health().inFlight).toMatchObject([{ parentKey: 'b1', timedOut: true }]);
+    expect(loop.parked().map((p) => p.key)).toEqual(['b1']); // booked at the timeout, while the call still holds its key
     expect(releases.held).toBe(1); // bounded by the hung call: one entry, as long as the runner records it
     finish();
     await settle();
     expect(loop.health().inFlight).toEqual([]);
-    expect(releases.held).toBe(1); // then by the park
-    expect(loop.release('b1')).toBe(true);
+    expect(loop.parked()).toEqual([]);
+    expect(releases.held).toBe(0);
+    expect(loop.release('b1')).toBe(false);
     await ticks(clock, 10);
     expect(calls).toEqual([{ key: 'b1', present: true }]);
-    expect(releases.held).toBe(0);
     await loop.stop();
   });
 });
 
 describe('[loop: Released by a reshard] the end of a reconcile', () => {
-  it('a parent released while its reconcile held it is kept until that reconcile ends, then let go unless it left a copy (a retry)', () => {
+  it('a parent released while its reconcile held it is kept until that reconcile ends, then its booked retry is dropped and it is let go unless a copy is left (a dirty re-add)', () => {
     let held = true;
-    let retryAt: number | undefined;
+    let dirty = false;
+    const retries = new Set<string>();
     const releases = new Releases<Item, string>({
       primary: new ObjectStore<Item, string>({ keyMap: (_item, key) => key }),
       gate: { dropQueued: () => 0 },
-      queue: { has: () => false, isProcessing: () => held, isDirty: () => false },
-      scheduler: { forget: () => {}, deadline: () => retryAt, isParked: () => false } as never,
+      queue: { has: (key) => dirty && key === 'b1', isProcessing: () => held, isDirty: () => false },
+      scheduler: {
+        drop: (key: string) => retries.delete(key),
+        deadline: (key: string) => (retries.has(key) ? 1_000 : undefined),
+        isParked: () => false,
+      } as never,
       expectations: { forget: () => {}, satisfied: () => true } as never,
       debouncers: [],
       logger: silentLogger,
     });
     releases.release(new Set(['b1', 'b2']), 'sets');
     expect(releases.held).toBe(2); // both held by a worker
-    // b1's reconcile failed: its retry is booked before the queue lets it go.
-    retryAt = 1_000;
+    // Both calls failed: each booked a retry before the queue let its key go; b1 was re-added meanwhile.
+    retries.add('b1').add('b2');
     held = false;
+    dirty = true;
     releases.settled('b1');
-    expect(releases.held).toBe(2); // the retry is a copy: kept, to be turned away when it comes
-    retryAt = undefined;
     releases.settled('b2');
-    expect(releases.held).toBe(1); // b2 left nothing: let go
+    expect([...retries]).toEqual([]); // what a released parent's call booked is dropped
+    expect(releases.held).toBe(1); // b1's dirty copy is queued: kept, to be turned away when it comes
     releases.settled('other'); // never released: nothing to do
     expect(releases.held).toBe(1);
   });

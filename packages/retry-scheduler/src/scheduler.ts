@@ -258,6 +258,21 @@ export class RetryScheduler<K extends Key> {
     return true;
   }
 
+  /**
+   * Drops everything kept for `key`, a park included: its failures, its pending retry or requeue,
+   * its parked entry. For a key that is no longer this scheduler's to retry (its parent moved to
+   * another replica): not a release of a park, so no observer hook runs and nothing is counted.
+   * Returns whether anything was kept.
+   */
+  drop(key: K): boolean {
+    const state = this.#keys.get(key);
+    if (state === undefined) return false;
+    this.#timer.clear(key);
+    this.#parked.delete(key);
+    this.#keys.delete(key);
+    return true;
+  }
+
   /** Whether `key` is parked (dead-lettered): not retried, and turned away by `offer` at its fingerprint. */
   isParked(key: K): boolean {
     return this.#keys.get(key)?.parkedAt !== undefined;

@@ -131,6 +131,31 @@ describe('RetryScheduler retry budget', () => {
     expect(failAndWait(s, 'cell', 7, 1)).toEqual([{ action: 'retry', delayMs: 0, failures: 1 }]);
   });
 
+  it("[retry_scheduler: retry budget] drop(key) forgets a key entirely, a park or a pending retry included, with no observer hook: the key is no longer this scheduler's", () => {
+    const s = setup();
+    failAndWait(s, 'cell', 7, 5); // parked
+    s.scheduler.fail('other', { fingerprint: 1 }); // a retry due at once (0 ms)
+    s.scheduler.fail('other', { fingerprint: 1 }); // failed again: the next retry in 1 s
+    const events = s.events.length;
+    const fired = s.fired.length;
+    expect([s.scheduler.parkedCount, s.scheduler.pending]).toEqual([1, 1]);
+    expect(s.scheduler.drop('cell')).toBe(true);
+    expect(s.scheduler.drop('other')).toBe(true);
+    expect(s.scheduler.drop('never')).toBe(false);
+    expect([s.scheduler.parkedCount, s.scheduler.pending, s.scheduler.parked()]).toEqual([0, 0, []]);
+    expect([s.scheduler.isParked('cell'), s.scheduler.failures('cell'), s.scheduler.deadline('other')]).toEqual([
+      false,
+      0,
+      undefined,
+    ]);
+    s.clock.advance(60_000);
+    expect(s.fired).toHaveLength(fired); // the dropped retry never fires
+    expect(s.events).toHaveLength(events); // not a release: no hook
+    // Back later: a fresh key, with a whole budget.
+    expect(s.scheduler.offer('cell', 7)).toBe(true);
+    expect(failAndWait(s, 'cell', 7, 1)).toEqual([{ action: 'retry', delayMs: 0, failures: 1 }]);
+  });
+
   it('[retry_scheduler: retry budget] success resets the budget; parked keys are listed oldest first; shutdown drops them', () => {
     const s = setup();
     failAndWait(s, 'a', 1, 3);

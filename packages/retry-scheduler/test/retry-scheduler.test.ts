@@ -384,6 +384,7 @@ describe('RetryScheduler scope', () => {
     // The budget and requeue-after calls added public members; none of them is a queue or a read-back of fired keys.
     expect(publicNames).toEqual([
       'deadline',
+      'drop',
       'fail',
       'failures',
       'forget',
