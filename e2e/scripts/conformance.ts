@@ -1,6 +1,7 @@
 /**
- * `pnpm --filter @reconcile-loop/testing conformance`: the raw-API conformance report, embedded
- * server vs a real kube-apiserver, SAME/DIFF per case and personality.
+ * `pnpm --filter @reconcile-loop/e2e conformance`: the raw-API conformance report of
+ * @reconcile-loop/testing (its `conformance/` cases), embedded server vs a real kube-apiserver,
+ * SAME/DIFF per case and personality. Here, not in testing, because it provisions the control plane.
  *
  *   conformance                                   # provisions etcd + both apiservers from the e2e layer
  *   conformance --kubeconfig KC [--uncached-kubeconfig KC2]   # any cluster (cached; KC2 with --watch-cache=false)
@@ -9,9 +10,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { ApiServer } from '../src/index.js';
-import { conforms, embeddedTarget, realTarget, report, reportLine, runConformance, type Pair } from './runner.js';
-import { accessFromKubeconfig, type Access } from './target.js';
+import type { ApiServer } from '@reconcile-loop/testing';
+import {
+  conforms,
+  embeddedTarget,
+  realTarget,
+  report,
+  reportLine,
+  runConformance,
+  type Pair,
+} from '../../packages/testing/conformance/runner.js';
+import { accessFromKubeconfig, type Access } from '../../packages/testing/conformance/target.js';
+import { ControlPlane } from '../src/index.js';
 
 // `pnpm … conformance -- --kubeconfig KC` forwards the `--`; drop it so both spellings work.
 const argv = process.argv.slice(2).filter((a, i) => !(i === 0 && a === '--'));
@@ -30,8 +40,6 @@ try {
     if (values['uncached-kubeconfig'] !== undefined)
       real.push({ personality: 'uncached', access: accessFromKubeconfig(readFileSync(values['uncached-kubeconfig'], 'utf8')) });
   } else {
-    const e2e = '../../../e2e/src/index.js';
-    const { ControlPlane } = (await import(e2e)) as typeof import('../../../e2e/src/index.js');
     process.stderr.write('starting etcd and two kube-apiservers (e2e layer)…\n');
     const cp = await ControlPlane.start({ onProgress: (l: string) => process.stderr.write(`${l}\n`) });
     teardown = () => cp.teardown();
