@@ -35,6 +35,7 @@ export const HOMES = [
   { concept: 'timer limit', names: ['MAX_TIMER_MS', 'MAX_TIMER_DELAY_MS'], home: PRIMITIVES, literal: '2 ** 31 - 1' },
   { concept: 'backoff policy', names: ['BackoffPolicy'], home: PRIMITIVES },
   { concept: 'backoff', names: ['Backoff', 'SourceBackoff'], home: PRIMITIVES },
+  { concept: 'failure streak', names: ['FailureStreak', 'ReadFailureLog'], home: PRIMITIVES },
   { concept: 'error base', names: ['ReconcileLoopError'], home: PRIMITIVES },
   {
     concept: 'Kubernetes Status',

@@ -4,9 +4,8 @@ import { ElectorAlreadyRunningError, LeadershipLostError, LeadershipWaitTimeoutE
 import type { ResourceLock } from './lease-lock.js';
 import { checkOptions, JITTER_FACTOR, resolveTimings, type LeaderElectorOptions, type ResolvedTimings } from './options.js';
 import { formatMicroTime, LeaseObservation, type LeaderElectionRecord } from './record.js';
-import { abortReason, sleep, systemClock, type Logger, type TimerOptions } from '@reconcile-loop/primitives';
+import { abortReason, FailureStreak, sleep, systemClock, type Logger, type TimerOptions } from '@reconcile-loop/primitives';
 import { settledWithin } from './wait.js';
-import { ReadFailureLog } from './read-failures.js';
 
 /** How a leader's health probe reads (client-go's `HealthzAdaptor`). */
 export interface LeaderHealth {
@@ -62,7 +61,11 @@ export class LeaderElector {
   readonly #wallClock: () => number;
   readonly #random: () => number;
   readonly #logger: Logger | undefined;
-  readonly #readFailures: ReadFailureLog;
+  /**
+   * The failed Lease reads of one outage, as one streak: the first at error, the repeats at debug,
+   * the first successful request after them once at info (`the lease can be read again`).
+   */
+  readonly #readFailures: FailureStreak;
   readonly #releaseOnCancel: boolean;
   readonly #options: LeaderElectorOptions;
   /** The record as last observed and when it last changed, on this replica's clock: the only base of expiry. */
@@ -82,7 +85,12 @@ export class LeaderElector {
     this.#wallClock = options.wallClock ?? Date.now;
     this.#random = options.random ?? Math.random;
     this.#logger = options.logger;
-    this.#readFailures = new ReadFailureLog(options.logger, () => this.#clock.now());
+    this.#readFailures = new FailureStreak({
+      logger: options.logger,
+      clock: this.#clock,
+      failure: 'error retrieving the lease',
+      recovery: 'the lease can be read again',
+    });
     this.#releaseOnCancel = options.releaseOnCancel ?? true;
   }
 
@@ -350,7 +358,7 @@ export class LeaderElector {
       current = await this.#lock.get(options);
       this.#readFailures.succeeded(log);
     } catch (error) {
-      if (!signal.aborted) this.#readFailures.failed(log, error);
+      if (!signal.aborted) this.#readFailures.failed(error, log);
       return fail;
     }
     if (current === undefined) {

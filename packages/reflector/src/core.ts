@@ -1,6 +1,6 @@
 import type { InvalidObjectError, KubernetesObjectView, ObjectSchema } from '@reconcile-loop/k8s-types';
-import type { SourceHealth } from '@reconcile-loop/object-store';
-import { Backoff, type Clock, type Logger } from '@reconcile-loop/primitives';
+import { isPermanentSourceError, type SourceHealth } from '@reconcile-loop/object-store';
+import { Backoff, FailureStreak, type Clock, type Logger } from '@reconcile-loop/primitives';
 import { failureSignature, retryAfterMs } from './classify.js';
 import type { ListWatchClient, ListWatchScope } from './client.js';
 import { isKubeApiError } from '@reconcile-loop/kube-client';
@@ -51,6 +51,8 @@ export type MutableStats = { -readonly [K in keyof ReflectorStats]: ReflectorSta
 
 /** Log level of a failure that starts or changes. */
 function levelOf(error: unknown): 'info' | 'warn' | 'error' {
+  // The stream ends on it: nothing heals it but a human.
+  if (isPermanentSourceError(error)) return 'error';
   if (isKubeApiError(error)) {
     // Needs a human (credentials, RBAC, a missing CRD) even though it may heal by itself.
     if (error.statusCode === 401 || error.statusCode === 403 || error.statusCode === 404) return 'error';
@@ -129,14 +131,16 @@ export class ReflectorCore<T extends KubernetesObjectView> {
   #streaming = false;
   #lastListAt: number | undefined;
   #lastEventAt: number | undefined;
-  #lastError: unknown;
-  #consecutiveFailures = 0;
+  /**
+   * The failures since the last success (`health()`'s `lastError` and `consecutiveFailures`): logged
+   * at warn/error when one starts or its kind (what failed, and how) changes, at debug when it
+   * repeats, the recovery once at info; a 410 (info) is routine and logged each time.
+   */
+  readonly #failures: FailureStreak;
   /** Watch-lists in a row that ended before their initial-events-end bookmark; reset by a completed one. */
   #watchListIncomplete = 0;
   /** Why this reflector no longer tries watch-list (the server refused it, or too many incomplete streams); undefined while it may. */
   #watchListOff: string | undefined;
-  /** Signature of the failure last logged at warn/error, so a repeat is logged at debug only. */
-  #loggedFailure: string | undefined;
 
   constructor(
     options: ResolvedOptions,
@@ -158,6 +162,15 @@ export class ReflectorCore<T extends KubernetesObjectView> {
     this.clock = parts.clock;
     this.logger = parts.logger;
     this.random = parts.random;
+    this.#failures = new FailureStreak({
+      logger: parts.logger,
+      clock: parts.clock,
+      // Every call names what failed or recovered (`LIST failed`, `recovered: listed`).
+      failure: 'a request failed',
+      recovery: 'recovered',
+      level: levelOf,
+      signature: failureSignature,
+    });
     // Only proof of health resets these; a policy's `resetAfterMs` measures on the reflector's clock.
     this.#backoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
     this.#healBackoff = new Backoff(options.retry, { clock: parts.clock, random: parts.random });
@@ -393,52 +406,34 @@ export class ReflectorCore<T extends KubernetesObjectView> {
    * it repeats: a 403 retried for an hour is one error line, not 200.
    */
   #fail(error: unknown, what: string, extra: Record<string, unknown> = {}): number {
-    this.#consecutiveFailures++;
-    this.#lastError = error;
     const delay = this.#backoff.next(retryAfterMs(error));
-    const signature = `${what}|${failureSignature(error)}`;
-    const level = signature === this.#loggedFailure ? 'debug' : levelOf(error);
-    if (level !== 'debug' && level !== 'info') this.#loggedFailure = signature;
     const status = isKubeApiError(error)
       ? error.status
       : (error as { status?: { code?: number; reason?: string; message?: string } } | null)?.status;
-    this.logger[level](
-      this.fields({
-        err: error,
-        code: isKubeApiError(error) ? error.statusCode : status?.code,
-        reason: status?.reason,
-        message: status?.message,
-        request: isKubeApiError(error) ? `${error.verb.toUpperCase()} ${error.path}` : undefined,
-        consecutiveFailures: this.#consecutiveFailures,
-        retryDelayMs: delay,
-        ...extra,
-      }),
-      what,
-    );
+    const fields = this.fields({
+      code: isKubeApiError(error) ? error.statusCode : status?.code,
+      reason: status?.reason,
+      message: status?.message,
+      request: isKubeApiError(error) ? `${error.verb.toUpperCase()} ${error.path}` : undefined,
+      retryDelayMs: delay,
+      ...extra,
+    });
+    this.#failures.failed(error, fields, { failure: what });
     return delay;
   }
 
   /** Records a success (a listing, or a frame applied): clears the last error, logs a recovery once. */
   #succeed(what: string): void {
-    if (this.#loggedFailure !== undefined) {
-      this.logger.info(this.fields({ after: this.#consecutiveFailures }), `recovered: ${what}`);
-      this.#loggedFailure = undefined;
-    }
-    this.#consecutiveFailures = 0;
-    this.#lastError = undefined;
+    this.#failures.succeeded(this.fields(), { recovery: `recovered: ${what}` });
   }
 
   /** Records a failure no retry heals (the stream is about to throw it), logs it at error, and returns it. */
   failPermanently<E>(error: E): E {
-    this.#consecutiveFailures++;
-    this.#lastError = error;
     this.#listed = false;
     this.#streaming = false;
     const message = error instanceof Error ? error.message : String(error);
-    this.logger.error(
-      this.fields({ err: error, code: (error as { code?: unknown } | null)?.code }),
-      `${message}; the stream ends (permanent)`,
-    );
+    const fields = this.fields({ code: (error as { code?: unknown } | null)?.code });
+    this.#failures.failed(error, fields, { failure: `${message}; the stream ends (permanent)` });
     return error;
   }
 
@@ -449,8 +444,8 @@ export class ReflectorCore<T extends KubernetesObjectView> {
       streaming: this.#streaming,
       lastListAt: this.#lastListAt,
       lastEventAt: this.#lastEventAt,
-      lastError: this.#lastError,
-      consecutiveFailures: this.#consecutiveFailures,
+      lastError: this.#failures.lastError,
+      consecutiveFailures: this.#failures.failures,
       quarantined: this.quarantine.list(),
       listLag: this.listLag.read(this.#resourceVersion),
       ...(this.shard !== undefined && { shard: this.shard.health() }),

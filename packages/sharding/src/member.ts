@@ -1,4 +1,11 @@
-import type { KubeClient, KubeObject, RateLimiter, RateLimitOptions, ResourceClient } from '@reconcile-loop/kube-client';
+import {
+  isKubeApiError,
+  type KubeClient,
+  type KubeObject,
+  type RateLimiter,
+  type RateLimitOptions,
+  type ResourceClient,
+} from '@reconcile-loop/kube-client';
 import {
   LeaderElector,
   LeaseLock,
@@ -8,6 +15,7 @@ import {
   type ResourceLock,
 } from '@reconcile-loop/leader-election';
 import {
+  FailureStreak,
   OptionsError,
   sleep,
   systemClock,
@@ -163,10 +171,11 @@ export class ShardMember {
   #readAgain = false;
   /**
    * Ring reads failed since the last successful one (an aborted read, at a stop, is not counted):
-   * how many, when the first of them was sent (this member's clock), the last one's message.
+   * how many, when the first of them was sent (this member's clock), the last error; logged once per
+   * outage (a read fails every retry period, so a warn per read was thousands of lines an hour).
    * Reset by a successful read.
    */
-  #readFailures: { count: number; readonly since: number; lastError: string } | undefined;
+  readonly #ringReads: FailureStreak;
 
   constructor(options: ShardMemberOptions) {
     if (options === null || typeof options !== 'object') throw new OptionsError('ShardMember', 'options are required');
@@ -180,6 +189,14 @@ export class ShardMember {
     this.virtualNodes = options.virtualNodes ?? DEFAULT_VIRTUAL_NODES;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
+    this.#ringReads = new FailureStreak({
+      logger: options.logger,
+      clock: this.#clock,
+      failure: 'failed to read the ring; keeping the last view',
+      recovery: 'the ring can be read again',
+      level: ringReadLevel,
+      signature: ringReadKind,
+    });
     this.#observer = options.observer;
     // Nothing until the first read: the member does not know the ring yet.
     this.#view = claimOf([], this.virtualNodes);
@@ -322,7 +339,7 @@ export class ShardMember {
     };
   } {
     const handover = this.#handover;
-    const failures = this.#readFailures;
+    const reads = this.#ringReads;
     return {
       identity: this.identity,
       holdsLease: this.#elector.isLeader(),
@@ -334,9 +351,9 @@ export class ShardMember {
       inFlight: [...this.#inFlight.values()].reduce((a, b) => a + b, 0),
       handover: handover && { sinceMs: this.#clock.now() - handover.since, waitingFor: [...this.#waitsNow()] },
       ringRead: {
-        consecutiveFailures: failures?.count ?? 0,
-        failingForMs: failures && this.#clock.now() - failures.since,
-        lastError: failures?.lastError,
+        consecutiveFailures: reads.failures,
+        failingForMs: reads.since === undefined ? undefined : this.#clock.now() - reads.since,
+        lastError: reads.failures === 0 ? undefined : errorMessage(reads.lastError),
       },
     };
   }
@@ -354,13 +371,13 @@ export class ShardMember {
    * already gate start-up.
    */
   ready(): { readonly ok: boolean; readonly reason?: string | undefined } {
-    const failures = this.#readFailures;
-    if (failures === undefined) return { ok: true };
-    const failingMs = this.#clock.now() - failures.since;
+    const reads = this.#ringReads;
+    if (reads.since === undefined) return { ok: true };
+    const failingMs = this.#clock.now() - reads.since;
     const ok = failingMs < this.#leaseDurationMs;
     const reason =
-      `reads of ring ${this.ring} failing for ${Math.round(failingMs / 1000)} s (${failures.count} failures)` +
-      `${ok ? `, under the lease duration (${Math.round(this.#leaseDurationMs / 1000)} s)` : ''}: ${failures.lastError}`;
+      `reads of ring ${this.ring} failing for ${Math.round(failingMs / 1000)} s (${reads.failures} failures)` +
+      `${ok ? `, under the lease duration (${Math.round(this.#leaseDurationMs / 1000)} s)` : ''}: ${errorMessage(reads.lastError)}`;
     return { ok, reason };
   }
 
@@ -418,18 +435,12 @@ export class ShardMember {
       items = (await this.#leases.list({ labelSelector: `${RING_LABEL}=${this.ring}`, signal, timeoutMs: this.#readTimeoutMs }))
         .items;
     } catch (error) {
-      if (!signal.aborted) {
-        const message = errorMessage(error);
-        this.#logger?.warn({ ring: this.ring, err: error }, 'failed to read the ring; keeping the last view');
-        if (this.#readFailures === undefined) this.#readFailures = { count: 0, since: startedAt, lastError: message };
-        this.#readFailures.count += 1;
-        this.#readFailures.lastError = message;
-      }
+      if (!signal.aborted) this.#ringReads.failed(error, { ring: this.ring }, { sentAt: startedAt });
       return;
     } finally {
       if (this.#reading === claims) this.#reading = undefined;
     }
-    this.#readFailures = undefined;
+    this.#ringReads.succeeded({ ring: this.ring });
     const now = this.#clock.now();
     const peers = new Map<string, Peer>();
     for (const lease of items) {
@@ -643,6 +654,25 @@ export class ShardMember {
       this.#logger?.error({ err: error }, 'a sharding observer or listener threw');
     }
   }
+}
+
+/**
+ * A failed ring read that needs a human is logged at error: 401, 403 (a Role without `list` on
+ * leases), 404; anything else (a timeout, a 5xx, a refused connection) is an outage the next retry
+ * period may heal, at warn.
+ */
+function ringReadLevel(error: unknown): 'warn' | 'error' {
+  return isKubeApiError(error) && [401, 403, 404].includes(error.statusCode) ? 'error' : 'warn';
+}
+
+/**
+ * The kind of a failed ring read: its HTTP status, else its code (`RL_KUBE_REQUEST_TIMEOUT`,
+ * `ECONNREFUSED`) or class; a new kind in one outage is logged again (a 403 after a run of timeouts).
+ */
+function ringReadKind(error: unknown): string {
+  if (isKubeApiError(error)) return `HTTP ${error.statusCode}`;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : error instanceof Error ? error.name : typeof error;
 }
 
 /** An error's message for `status()` and `ready()` (a thrown non-Error as text). */

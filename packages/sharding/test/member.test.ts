@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ShardMember, type ShardObserver } from '../src/index.js';
 import { memberLeaseName } from '../src/claim.js';
-import { FakeLeaseServer } from '@reconcile-loop/test-support';
+import { FakeLeaseServer, recordingLogger } from '@reconcile-loop/test-support';
 import { replica, start, TIMINGS, type Replica } from './fakes.js';
 import { KubeClient } from '@reconcile-loop/kube-client';
 
@@ -376,6 +376,75 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     await clock.advanceAsync(TIMINGS.retryPeriodMs);
     expect(a.member.status().ringRead.consecutiveFailures).toBe(1);
     expect(a.member.ready().ok).toBe(true);
+    await stopAll(clock, [a]);
+  });
+
+  it('[sharding: quiet ring-read outage] 20 failed ring reads are one line above debug, the repeats at debug; the first good read logs one recovery', async () => {
+    const { clock, server } = setup();
+    const logger = recordingLogger();
+    let refused = 0;
+    const a = start(
+      replica(server, 'a', {
+        member: { logger },
+        refuse: (method, url) => {
+          if (method !== 'GET' || !url.pathname.endsWith('/leases') || refused === 20) return undefined;
+          refused++;
+          return {
+            status: 503,
+            body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'ServiceUnavailable', code: 503 },
+          };
+        },
+      }),
+    );
+    const ringRead = (level: string) =>
+      logger.entries.filter((e) => e.level === level && e.message.startsWith('failed to read the ring'));
+    const recoveries = () => logger.entries.filter((e) => e.message === 'the ring can be read again');
+    while (refused < 20) await clock.advanceAsync(100);
+    await clock.advanceAsync(100);
+    expect(a.member.status().ringRead.consecutiveFailures).toBe(20);
+    expect(ringRead('warn')).toHaveLength(1);
+    expect(ringRead('warn')[0]?.fields).toMatchObject({ ring: 'demo', consecutiveFailures: 1 });
+    expect(ringRead('debug')).toHaveLength(19);
+    expect(ringRead('debug').at(-1)?.fields).toMatchObject({ consecutiveFailures: 20 });
+    expect(logger.entries.filter((e) => e.level === 'warn' || e.level === 'error')).toHaveLength(1);
+    expect(recoveries()).toHaveLength(0);
+    // The apiserver answers again: one recovery line at info, with the count and how long it lasted.
+    await until(clock, [a], () => a.member.status().ringRead.consecutiveFailures === 0, 10_000);
+    await clock.advanceAsync(10 * TIMINGS.retryPeriodMs); // healthy reads after it log nothing more
+    expect(recoveries()).toHaveLength(1);
+    expect(recoveries()[0]).toMatchObject({ level: 'info', fields: { ring: 'demo', failures: 20 } });
+    // From the send of the first failed read: 20 reads a retry period apart (the first two back to back, a term began).
+    expect(recoveries()[0]?.fields['downMs']).toBeGreaterThanOrEqual(19 * TIMINGS.retryPeriodMs);
+    expect(ringRead('warn')).toHaveLength(1);
+    await stopAll(clock, [a]);
+  });
+
+  it('[sharding: quiet ring-read outage] a 403 in the middle of an outage of timeouts is logged again, at error', async () => {
+    const { clock, server } = setup();
+    const logger = recordingLogger();
+    let refused = 0;
+    const a = start(
+      replica(server, 'a', {
+        member: { logger },
+        refuse: (method, url) => {
+          if (method !== 'GET' || !url.pathname.endsWith('/leases') || refused === 6) return undefined;
+          refused++;
+          return refused <= 3
+            ? {
+                status: 503,
+                body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'ServiceUnavailable', code: 503 },
+              }
+            : { status: 403, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403 } };
+        },
+      }),
+    );
+    await until(clock, [a], () => refused === 6 && a.member.status().ringRead.consecutiveFailures === 0, 30_000);
+    const loud = logger.entries.filter((e) => e.level !== 'debug' && /ring can be read|failed to read the ring/.test(e.message));
+    expect(loud.map((e) => [e.level, e.fields['consecutiveFailures'] ?? e.fields['failures']])).toEqual([
+      ['warn', 1],
+      ['error', 4],
+      ['info', 6],
+    ]);
     await stopAll(clock, [a]);
   });
 
