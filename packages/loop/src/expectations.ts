@@ -76,6 +76,13 @@ export interface ExpectationRecorder {
  */
 type Write = { readonly created: true } | { readonly created: false; readonly uid: string | undefined };
 
+/** Parents whose recorded writes the cache has not observed yet, and the oldest one's wait. */
+export interface ExpectationsReading {
+  readonly pending: number;
+  /** How long the oldest has waited (ms); undefined when none waits. */
+  readonly oldestMs: number | undefined;
+}
+
 interface Pending {
   /** `source\0key` → the write waited for. */
   readonly keys: Map<string, Write>;
@@ -123,6 +130,17 @@ export class Expectations<P extends Key> {
   /** Parents with unsatisfied expectations (for health and tests). */
   get size(): number {
     return this.#pending.size;
+  }
+
+  /**
+   * For health and the observer's snapshot: the parents waiting for the cache to observe their
+   * writes, and how long the oldest has waited (`now` on the loop's clock). A wait that nears the TTL
+   * is an event the cache never got, or a write recorded by a key another object now holds.
+   */
+  reading(now: number): ExpectationsReading {
+    let since: number | undefined;
+    for (const pending of this.#pending.values()) if (since === undefined || pending.since < since) since = pending.since;
+    return { pending: this.#pending.size, oldestMs: since === undefined ? undefined : now - since };
   }
 
   /**

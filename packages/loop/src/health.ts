@@ -6,6 +6,7 @@
 
 import type { CacheCost } from '@reconcile-loop/object-store';
 import type { StreamDriverHealth } from '@reconcile-loop/stream-driver';
+import type { ExpectationsReading } from './expectations.js';
 import { describeError } from './errors.js';
 import type { ResolvedHealthLimits } from './options.js';
 import type { InFlightReconcile, ReconcileCounters } from './runner.js';
@@ -54,6 +55,8 @@ export interface LoopHealth<P extends Key> {
   readonly retriesPending: number;
   /** Parent keys parked (dead-lettered) by an exhausted retry budget; `loop.parked()` lists them. */
   readonly parked: number;
+  /** Parent keys held back until the cache observes the writes their reconciles recorded (`ctx.expect`), and the oldest one's wait. */
+  readonly expectations: ExpectationsReading;
   /** The configured number of workers. */
   readonly concurrency: number;
   /** Cumulative reconcile outcomes (succeeded, requeued, failed, terminal, parked, released). */

@@ -9,6 +9,7 @@
  * Invariant: a hook never changes what the loop does. A throwing hook is logged (error level) and
  * the loop carries on, exactly as if no observer were set.
  */
+import type { ExpectationsReading } from './expectations.js';
 import type { CacheCost, SourceListLag, SourceShard } from '@reconcile-loop/object-store';
 import type { Logger, Key } from '@reconcile-loop/primitives';
 import type { RetrySchedulerObserver } from '@reconcile-loop/retry-scheduler';
@@ -109,6 +110,8 @@ export interface LoopSnapshot {
   readonly retriesPending: number;
   /** Parent keys parked (dead-lettered). */
   readonly parked: number;
+  /** Parent keys held back until the cache observes their recorded writes, and the oldest one's wait (ms). */
+  readonly expectations: ExpectationsReading;
   /** Every source, primary first. */
   readonly sources: readonly SourceSnapshot[];
 }

@@ -8,6 +8,7 @@ import type { Key } from '@reconcile-loop/primitives';
 import type { RetryScheduler } from '@reconcile-loop/retry-scheduler';
 import type { WorkQueue } from '@reconcile-loop/work-queue';
 import { controllerName, type LoopSnapshot, type SourceSnapshot } from './observer.js';
+import type { Expectations } from './expectations.js';
 import type { ReconcileLoopOptions } from './options.js';
 import type { ReconcileRunner } from './runner.js';
 import type { Wiring } from './sources.js';
@@ -20,6 +21,7 @@ export interface SnapshotParts<T, P extends Key, S> {
   /** The `queue.priority` setting: the snapshot then reports each priority's depth and oldest wait. */
   readonly prioritized: boolean;
   readonly scheduler: RetryScheduler<P>;
+  readonly expectations: Expectations<P>;
   readonly runner: ReconcileRunner<T, P, S>;
   readonly wiring: Wiring<T, P, S>;
   /** The source objects, in the wiring's order (primary first, then the secondaries in option order). */
@@ -76,6 +78,7 @@ export function snapshotOf<T, P extends Key, S>(parts: SnapshotParts<T, P, S>): 
     unfinishedWork: parts.queue.unfinishedWork(),
     retriesPending: parts.scheduler.pending,
     parked: parts.scheduler.parkedCount,
+    expectations: parts.expectations.reading(parts.now()),
     sources,
   };
 }

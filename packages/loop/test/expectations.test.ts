@@ -3,7 +3,15 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '@reconcile-loop/primitives';
 import { ControlledSource, recordingLogger, settle } from '@reconcile-loop/test-support';
-import { ReconcileLoop, replaceEvent, type ObjectKey, type ReconcileContext, type SourceEvent } from '../src/index.js';
+import {
+  ReconcileLoop,
+  replaceEvent,
+  type LoopSnapshot,
+  type ObjectKey,
+  type ReconcileContext,
+  type ReconcileLoopObserver,
+  type SourceEvent,
+} from '../src/index.js';
 import { DEFAULT_EXPECTATIONS_TTL_MS, Expectations } from '../src/expectations.js';
 import { NS, podOf, setOf, type CocoonSet, type Pod } from './controller-fixtures.js';
 
@@ -73,6 +81,7 @@ function harness(
     replicas?: number;
     expectationsTtlMs?: number | undefined;
     probe?: (ctx: ReconcileContext<CocoonSet, string, { pods: Pod }>) => void;
+    observer?: ReconcileLoopObserver<string> | undefined;
   } = {},
 ) {
   const clock = new ManualClock();
@@ -92,6 +101,7 @@ function harness(
     clock,
     logger,
     controller: { expectationsTtlMs: options.expectationsTtlMs },
+    observer: options.observer,
     reconcile: (key, ctx) => {
       options.probe?.(ctx);
       const owned = ctx.owned('pods');
@@ -203,6 +213,20 @@ describe('read your writes (expectations)', () => {
       ttlMs: 300_000,
       unobserved: ['create pods:ns/a-0', 'create pods:ns/a-1'],
     });
+    await h.loop.stop();
+  });
+
+  it("[loop: Read your writes] health() and the observer's snapshot show the parents held back by unobserved writes and the oldest one's wait", async () => {
+    let snapshot!: () => LoopSnapshot;
+    const h = harness({ observer: { bind: (binding) => void (snapshot = binding.snapshot) } });
+    expect(h.loop.health().expectations).toEqual({ pending: 0, oldestMs: undefined });
+    await h.start(); // a's two creates recorded at t=0, not yet in the pod cache
+    await h.clock.advanceAsync(2_000);
+    expect(h.loop.health().expectations).toEqual({ pending: 1, oldestMs: 2_000 });
+    expect(snapshot().expectations).toEqual({ pending: 1, oldestMs: 2_000 });
+    await h.deliver(); // the cache observes both
+    expect(h.loop.health().expectations).toEqual({ pending: 0, oldestMs: undefined });
+    expect(snapshot().expectations).toEqual({ pending: 0, oldestMs: undefined });
     await h.loop.stop();
   });
 

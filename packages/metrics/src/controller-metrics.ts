@@ -269,6 +269,8 @@ function instrumentsFor(registry: Registry): Instruments {
   gauge(LOOP_METRICS.objectsCached, (set, s) => perSource(s, (l, src) => set(l, src.objects)));
   gauge(LOOP_METRICS.quarantined, (set, s) => perSource(s, (l, src) => set(l, src.quarantined)));
   gauge(LOOP_METRICS.deadLettered, (set, s) => set(c(s), s.parked));
+  gauge(LOOP_METRICS.expectationsPending, (set, s) => set(c(s), s.expectations.pending));
+  gauge(LOOP_METRICS.expectationsOldest, (set, s) => set(c(s), (s.expectations.oldestMs ?? 0) / 1000));
   gauge(LOOP_METRICS.sinceLastFrame, (set, s) =>
     perSource(s, (l, src) => {
       if (src.msSinceLastFrame !== undefined) set(l, src.msSinceLastFrame / 1000);

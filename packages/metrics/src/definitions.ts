@@ -144,6 +144,18 @@ export const LOOP_METRICS = Object.freeze({
     C,
     'Parent keys parked (dead-lettered) after exhausting their retry budget',
   ),
+  expectationsPending: def(
+    'gauge',
+    'reconcile_loop_expectations_pending_keys',
+    C,
+    'Parent keys held back until the cache observes the writes their reconciles recorded (read your writes)',
+  ),
+  expectationsOldest: def(
+    'gauge',
+    'reconcile_loop_expectations_oldest_seconds',
+    C,
+    'How long the oldest parent key held back by unobserved writes has waited (0 when none)',
+  ),
   relists: def(
     'counter',
     'reconcile_loop_relists_total',

@@ -1,4 +1,6 @@
-import { InProcessSource, TerminalError, type SourceEvent } from '@reconcile-loop/loop';
+import { InProcessSource, ManualClock, ReconcileLoop, TerminalError, type SourceEvent } from '@reconcile-loop/loop';
+import { Registry } from 'prom-client';
+import { controllerMetrics } from '../src/index.js';
 import { recordingLogger, settle } from '@reconcile-loop/test-support';
 import { describe, expect, it } from 'vitest';
 import { metricsHarness, thing, metricValue, type Thing } from './harness.js';
@@ -154,6 +156,32 @@ describe('reconcile metrics from a running loop', () => {
     expect(await metricValue(registry, 'reconcile_loop_dead_lettered_keys', C)).toBe(0);
     expect(await metricValue(registry, 'controller_runtime_reconcile_total', { ...C, result: 'error' })).toBe(3);
     await loop.stop();
+  });
+
+  it('[metrics: Read your writes] a parent held back by a write the cache has not observed shows in reconcile_loop_expectations_pending_keys, its wait in reconcile_loop_expectations_oldest_seconds', async () => {
+    const clock = new ManualClock();
+    const registry = new Registry();
+    const pods = new InProcessSource<Thing>('pods');
+    const loop = new ReconcileLoop<Thing, string, { pods: Thing }>({
+      source: new InProcessSource<Thing>('things', [thing('a')]),
+      keyMap: (_, key) => key,
+      secondary: { pods: { source: pods, keyMap: (pod) => `ns/${pod.metadata.name.split('-')[0]}` } },
+      clock,
+      observer: controllerMetrics<string>({ registry }),
+      controller: { name: 'thing-controller' },
+      sources: { resyncPeriodMs: 0 },
+      reconcile: (_key, ctx) => ctx.expect('pods').creations('ns/a-0'), // created; not in the pod cache yet
+    });
+    await loop.start();
+    await settle();
+    await clock.advanceAsync(3_000);
+    expect(await metricValue(registry, 'reconcile_loop_expectations_pending_keys', C)).toBe(1);
+    expect(await metricValue(registry, 'reconcile_loop_expectations_oldest_seconds', C)).toBe(3);
+    pods.upsert(...thing('a-0')); // the cache observes it
+    await settle();
+    expect(await metricValue(registry, 'reconcile_loop_expectations_pending_keys', C)).toBe(0);
+    expect(await metricValue(registry, 'reconcile_loop_expectations_oldest_seconds', C)).toBe(0);
+    await stopNow(loop, clock);
   });
 
   it('[metrics: Stopped not counted] a reconcile ended by stop() is neither an error nor a duration sample', async () => {
