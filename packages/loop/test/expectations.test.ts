@@ -82,6 +82,8 @@ function harness(
     expectationsTtlMs?: number | undefined;
     probe?: (ctx: ReconcileContext<CocoonSet, string, { pods: Pod }>) => void;
     observer?: ReconcileLoopObserver<string> | undefined;
+    /** Record the objects written (each create a new uid) instead of their keys. */
+    objects?: boolean;
   } = {},
 ) {
   const clock = new ManualClock();
@@ -93,6 +95,7 @@ function harness(
   const calls: Array<{ key: string; parent: number | undefined; pods: string[] }> = [];
   const writes: string[] = [];
   let conflicts = 0;
+  let uids = 0;
   const useExpectations = options.expect ?? true;
   const loop = new ReconcileLoop<CocoonSet, string, { pods: Pod }>({
     source: sets,
@@ -110,7 +113,7 @@ function harness(
       const name = ctx.parent.metadata.name;
       const replicas = ctx.parent.spec.replicas;
       for (let i = 0; i < replicas; i++) {
-        const [podKey, pod] = podOf(`${name}-${i}`, name);
+        const [podKey, pod] = podOf(`${name}-${i}`, name, options.objects ? { uid: `uid-${++uids}` } : {});
         if (owned.has(podKey)) continue;
         writes.push(`create ${podKey}`);
         if (world.has(podKey)) conflicts += 1;
@@ -118,7 +121,7 @@ function harness(
           world.set(podKey, pod);
           inFlight.push({ type: 'upsert', key: podKey, object: pod });
         }
-        if (useExpectations) ctx.expect('pods').creations(podKey);
+        if (useExpectations) ctx.expect('pods').creations(options.objects ? pod : podKey);
       }
       for (const [podKey, pod] of owned) {
         if ((pod.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined) continue; // on its way out
@@ -129,7 +132,7 @@ function harness(
           world.delete(podKey);
           inFlight.push({ type: 'delete', key: podKey });
         }
-        if (useExpectations) ctx.expect('pods').deletions(podKey);
+        if (useExpectations) ctx.expect('pods').deletions(options.objects ? pod : podKey);
       }
     },
   });
@@ -437,36 +440,42 @@ describe('read your writes (expectations)', () => {
     e.clear();
   });
 
-  it('[loop: Read your writes] never a create of an existing pod nor a delete of a gone one, across arbitrary interleavings of parent events, scale changes and cache delays', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(
-          fc.oneof(
-            fc.constant({ op: 'touch' as const }),
-            fc.record({ op: fc.constant('scale' as const), replicas: fc.integer({ min: 0, max: 4 }) }),
-            fc.record({ op: fc.constant('deliver' as const), n: fc.integer({ min: 1, max: 3 }) }),
+  it.each([
+    ['keys', false],
+    ['objects (uids)', true],
+  ])(
+    '[loop: Read your writes] never a create of an existing pod nor a delete of a gone one, across arbitrary interleavings of parent events, scale changes and cache delays: writes recorded by %s',
+    async (_how, objects) => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(
+            fc.oneof(
+              fc.constant({ op: 'touch' as const }),
+              fc.record({ op: fc.constant('scale' as const), replicas: fc.integer({ min: 0, max: 4 }) }),
+              fc.record({ op: fc.constant('deliver' as const), n: fc.integer({ min: 1, max: 3 }) }),
+            ),
+            { maxLength: 25 },
           ),
-          { maxLength: 25 },
+          async (steps) => {
+            const h = harness({ objects });
+            await h.start();
+            let replicas = 2;
+            let generation = 1;
+            for (const step of steps) {
+              if (step.op === 'touch') await h.touchSet(replicas, generation);
+              else if (step.op === 'scale') await h.touchSet((replicas = step.replicas), ++generation);
+              else await h.deliver(step.n);
+            }
+            await h.deliver();
+            await h.touchSet(replicas, generation); // a final event: the loop must converge, not stay deferred
+            await h.deliver();
+            expect(h.conflicts()).toBe(0);
+            expect([...h.world.keys()].sort()).toEqual(Array.from({ length: replicas }, (_, i) => `ns/a-${i}`).sort());
+            await h.loop.stop();
+          },
         ),
-        async (steps) => {
-          const h = harness();
-          await h.start();
-          let replicas = 2;
-          let generation = 1;
-          for (const step of steps) {
-            if (step.op === 'touch') await h.touchSet(replicas, generation);
-            else if (step.op === 'scale') await h.touchSet((replicas = step.replicas), ++generation);
-            else await h.deliver(step.n);
-          }
-          await h.deliver();
-          await h.touchSet(replicas, generation); // a final event: the loop must converge, not stay deferred
-          await h.deliver();
-          expect(h.conflicts()).toBe(0);
-          expect([...h.world.keys()].sort()).toEqual(Array.from({ length: replicas }, (_, i) => `ns/a-${i}`).sort());
-          await h.loop.stop();
-        },
-      ),
-      { numRuns: 60 },
-    );
-  });
+        { numRuns: 60 },
+      );
+    },
+  );
 });
