@@ -3,7 +3,7 @@
  * whose reconcile is `apply(plan(set, pods))`. Reads come from the reflectors' caches; writes go through
  * one `KubeClient`'s idempotent helpers; every decision is an `events.k8s.io/v1` Event and metrics.
  */
-import { podResource, podSchema, type Pod } from '@reconcile-loop/k8s-types';
+import { podResource, podSchema, setStatusCondition, type Condition, type Pod } from '@reconcile-loop/k8s-types';
 import { addFinalizer, createIfAbsent, deleteIfPresent, removeFinalizer, updateStatus } from '@reconcile-loop/kube-client';
 import { EventRecorder, type KubeClient } from '@reconcile-loop/kube-client';
 import { isNotFound } from '@reconcile-loop/kube-client/errors';
@@ -19,7 +19,6 @@ import { DEFAULT_REBUILD_DELAYS_MS, plan, type Note, type Plan } from './plan.js
 export const REPORTING_CONTROLLER = 'cells.reconcile-loop.dev/cellset-controller';
 export const DEFAULT_WORKERS = 4; // reconciles wait on writes, not CPU: 4 measured against 1, 2 and 8 (BENCHMARKS.md (30))
 export type Decision = Note & { readonly cellSet: string };
-type Condition = { type?: string; status?: string; lastTransitionTime?: string };
 type Ctx = ReconcileContext<CellSet, string, { pods: Pod }>;
 
 export interface CellSetControllerOptions {
@@ -118,15 +117,10 @@ export function createCellSetController(options: CellSetControllerOptions) {
   const statusOf = (set: CellSet, observed: NonNullable<Plan['status']>) => (object: Record<string, unknown>) => {
     if ((object['metadata'] as { uid?: string }).uid !== set.metadata.uid) return false; // recreated: not ours to describe
     const status = (object['status'] ??= {}) as { conditions?: Condition[] };
-    const before = Array.isArray(status.conditions) ? status.conditions : [];
-    const now = new Date(wallClock()).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    // A condition keeps its lastTransitionTime while its status is unchanged (metav1's SetStatusCondition).
-    const ours = observed.conditions.map((c) => {
-      const was = before.find((b) => b?.type === c.type);
-      return { ...c, lastTransitionTime: was?.status === c.status && was.lastTransitionTime ? was.lastTransitionTime : now };
-    });
-    const theirs = before.filter((b) => !ours.some((c) => c.type === b?.type));
-    Object.assign(status, observed, { conditions: [...ours, ...theirs] });
+    const now = wallClock(); // one time for the whole write
+    let conditions = status.conditions; // ours keep their lastTransitionTime while their status holds
+    for (const c of observed.conditions) conditions = setStatusCondition(conditions, c, now).conditions;
+    Object.assign(status, observed, { conditions });
   };
 
   const reflect = { kubeClient: client, namespace, clock, retry: options.sourceRetry, logger };

@@ -3,6 +3,7 @@
  * cache (the watch stalled), the status write racing a real concurrent writer over HTTP, the Events
  * it records (events.k8s.io/v1) and the metrics it exposes.
  */
+import type { Condition } from '@reconcile-loop/k8s-types';
 import { KubeClient } from '@reconcile-loop/kube-client';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
@@ -71,11 +72,34 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
 
     expect(raced).toBe(true);
     const types = (h.get('web')!.status!['conditions'] as Array<{ type: string }>).map((c) => c.type);
-    expect(types).toEqual(['Ready', 'SlotsDeadLettered', 'Reviewed']);
+    // Keyed by type: the dashboard's condition keeps its place and ours are appended, as SetStatusCondition does.
+    expect(types).toEqual(['Reviewed', 'Ready', 'SlotsDeadLettered']);
     expect(await h.controller.registry.getSingleMetricAsString('cellset_status_write_conflicts_total')).toContain(
       'cellset_status_write_conflicts_total{namespace="default",cellset="web"} 1',
     );
     expect(h.controller.loop.health().reconciles.failed).toBe(0);
+  });
+
+  it('[cellset: condition times] a condition keeps its lastTransitionTime while its status holds (a new message, a new generation) and moves when the status changes', async () => {
+    let wall = Date.UTC(2026, 0, 1, 12, 0, 0);
+    const h = await harness({ controller: { wallClock: () => wall } });
+    const ready = () => (h.get('web')?.status?.['conditions'] as Condition[] | undefined)?.find((c) => c.type === 'Ready');
+    const generation = () => h.get('web')?.status?.['observedGeneration'];
+    h.server.createObject(ref, cellSet('web', 1));
+    await h.controller.loop.start();
+    await until('Ready False at generation 1', () => ready()?.status === 'False' && generation() === 1);
+    expect(ready()?.lastTransitionTime).toBe('2026-01-01T12:00:00Z');
+
+    wall += 60_000; // no kubelet: the pods stay Pending, Ready stays False
+    h.server.updateObject(ref, NS, 'web', (o) => void ((o['spec'] as { replicas: number }).replicas = 2));
+    await until('status at generation 2', () => generation() === 2 && ready()?.message === '0/2 pods ready');
+    expect(ready()).toMatchObject({ status: 'False', observedGeneration: 2, lastTransitionTime: '2026-01-01T12:00:00Z' });
+
+    wall += 60_000;
+    const kubelet = startKubelet({ server: h.server, namespace: NS });
+    onCleanup(async () => kubelet.stop());
+    await until('Ready True', () => ready()?.status === 'True');
+    expect(ready()?.lastTransitionTime).toBe('2026-01-01T12:02:00Z');
   });
 
   it('[cellset: events] every decision is an events.k8s.io/v1 Event regarding the CellSet, related to the pod, from the controller', async () => {

@@ -56,6 +56,17 @@ export {
   InvalidOwnerError,
 } from './owner-references.js';
 
+// Status conditions: set, find and remove `metav1.Condition`s in a new list (apimachinery's api/meta).
+export {
+  setStatusCondition,
+  findStatusCondition,
+  removeStatusCondition,
+  isStatusConditionTrue,
+  isStatusConditionFalse,
+  InvalidConditionError,
+  type Condition,
+} from './conditions.js';
+
 // The Kubernetes Status object, and the watch frames that carry objects or a Status.
 export { statusSchema } from './watch.js';
 export type { Status, StatusCause, WatchFrame } from './watch-frame.js';
