@@ -1,6 +1,7 @@
 /**
- * Status conditions (apimachinery's `meta.SetStatusCondition`, `FindStatusCondition`,
- * `RemoveStatusCondition`, `IsStatusConditionTrue`/`False` over `[]metav1.Condition`): the list a
+ * Status conditions (apimachinery's `meta.SetStatusCondition`, `FindStatusCondition` and
+ * `RemoveStatusCondition` over `[]metav1.Condition`; its `IsStatusConditionTrue`/`False` are
+ * `findStatusCondition(list, type)?.status === 'True'` here, not two more names): the list a
  * controller writes to `status.conditions`, one entry per `type`. Pure: upstream edits the slice it is
  * given; here every write returns a new array and never touches the one passed in (a fresh read is the
  * caller's, but a cached view is shared and frozen).
@@ -129,17 +130,4 @@ export function removeStatusCondition(conditions: readonly Condition[] | null | 
   const list = copyOf(conditions);
   const kept = list.filter((c) => c?.type !== type);
   return { conditions: kept, changed: kept.length !== list.length };
-}
-
-/** Whether the first condition of `type` is there with status `True` (apimachinery's `IsStatusConditionTrue`). */
-export function isStatusConditionTrue(conditions: readonly Condition[] | null | undefined, type: string): boolean {
-  return findStatusCondition(conditions, type)?.status === 'True';
-}
-
-/**
- * Whether the first condition of `type` is there with status `False` (apimachinery's
- * `IsStatusConditionFalse`): an absent condition is neither true nor false.
- */
-export function isStatusConditionFalse(conditions: readonly Condition[] | null | undefined, type: string): boolean {
-  return findStatusCondition(conditions, type)?.status === 'False';
 }

@@ -61,8 +61,6 @@ export {
   setStatusCondition,
   findStatusCondition,
   removeStatusCondition,
-  isStatusConditionTrue,
-  isStatusConditionFalse,
   InvalidConditionError,
   type Condition,
 } from './conditions.js';

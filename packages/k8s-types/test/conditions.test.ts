@@ -4,8 +4,6 @@ import { ReconcileLoopError } from '@reconcile-loop/primitives';
 import {
   InvalidConditionError,
   findStatusCondition,
-  isStatusConditionFalse,
-  isStatusConditionTrue,
   removeStatusCondition,
   setStatusCondition,
   type Condition,
@@ -115,15 +113,6 @@ describe('status conditions', () => {
     expect(removeStatusCondition(twice, 'Ready')).toEqual({ conditions: [reviewed], changed: true });
     expect(removeStatusCondition(twice, 'Absent')).toEqual({ conditions: twice, changed: false });
     expect(removeStatusCondition(undefined, 'Ready')).toEqual({ conditions: [], changed: false });
-  });
-
-  it('[k8s_types: Status conditions] isStatusConditionTrue and isStatusConditionFalse read the first entry of a type; an absent or Unknown one is neither', () => {
-    const list: Condition[] = [ready, reviewed, { ...reviewed, type: 'Synced', status: 'Unknown' }, { ...ready, status: 'True' }];
-    expect([isStatusConditionTrue(list, 'Ready'), isStatusConditionFalse(list, 'Ready')]).toEqual([false, true]);
-    expect([isStatusConditionTrue(list, 'Reviewed'), isStatusConditionFalse(list, 'Reviewed')]).toEqual([true, false]);
-    expect([isStatusConditionTrue(list, 'Synced'), isStatusConditionFalse(list, 'Synced')]).toEqual([false, false]);
-    expect([isStatusConditionTrue(list, 'Absent'), isStatusConditionFalse(list, 'Absent')]).toEqual([false, false]);
-    expect([isStatusConditionTrue(undefined, 'Ready'), isStatusConditionFalse(null, 'Ready')]).toEqual([false, false]);
   });
 
   it('[k8s_types: Status conditions] a condition without a type or with a status other than True, False, Unknown throws InvalidConditionError (RL_TYPES_CONDITION_INVALID)', () => {
