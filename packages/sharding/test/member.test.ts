@@ -379,27 +379,31 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
     await stopAll(clock, [a]);
   });
 
-  it('[sharding: quiet ring-read outage] 20 failed ring reads are one line above debug, the repeats at debug; the first good read logs one recovery', async () => {
+  /** Replica `a` with a recording logger whose first `count` ring reads the server answers with `code(n)` (n from 1). */
+  const refusingRingReads = (count: number, code: (n: number) => 503 | 403) => {
     const { clock, server } = setup();
     const logger = recordingLogger();
-    let refused = 0;
+    const refusals = { made: 0 };
+    const reasons = { 503: 'ServiceUnavailable', 403: 'Forbidden' } as const;
     const a = start(
       replica(server, 'a', {
         member: { logger },
         refuse: (method, url) => {
-          if (method !== 'GET' || !url.pathname.endsWith('/leases') || refused === 20) return undefined;
-          refused++;
-          return {
-            status: 503,
-            body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'ServiceUnavailable', code: 503 },
-          };
+          if (method !== 'GET' || !url.pathname.endsWith('/leases') || refusals.made === count) return undefined;
+          const status = code(++refusals.made);
+          return { status, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: reasons[status], code: status } };
         },
       }),
     );
+    return { clock, logger, refusals, a };
+  };
+
+  it('[sharding: quiet ring-read outage] 20 failed ring reads are one line above debug, the repeats at debug; the first good read logs one recovery', async () => {
+    const { clock, logger, refusals, a } = refusingRingReads(20, () => 503);
     const ringRead = (level: string) =>
       logger.entries.filter((e) => e.level === level && e.message.startsWith('failed to read the ring'));
     const recoveries = () => logger.entries.filter((e) => e.message === 'the ring can be read again');
-    while (refused < 20) await clock.advanceAsync(100);
+    while (refusals.made < 20) await clock.advanceAsync(100);
     await clock.advanceAsync(100);
     expect(a.member.status().ringRead.consecutiveFailures).toBe(20);
     expect(ringRead('warn')).toHaveLength(1);
@@ -420,25 +424,8 @@ describe('[sharding: membership] members on Leases, on a fake apiserver and a ma
   });
 
   it('[sharding: quiet ring-read outage] a 403 in the middle of an outage of timeouts is logged again, at error', async () => {
-    const { clock, server } = setup();
-    const logger = recordingLogger();
-    let refused = 0;
-    const a = start(
-      replica(server, 'a', {
-        member: { logger },
-        refuse: (method, url) => {
-          if (method !== 'GET' || !url.pathname.endsWith('/leases') || refused === 6) return undefined;
-          refused++;
-          return refused <= 3
-            ? {
-                status: 503,
-                body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'ServiceUnavailable', code: 503 },
-              }
-            : { status: 403, body: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403 } };
-        },
-      }),
-    );
-    await until(clock, [a], () => refused === 6 && a.member.status().ringRead.consecutiveFailures === 0, 30_000);
+    const { clock, logger, refusals, a } = refusingRingReads(6, (n) => (n <= 3 ? 503 : 403));
+    await until(clock, [a], () => refusals.made === 6 && a.member.status().ringRead.consecutiveFailures === 0, 30_000);
     const loud = logger.entries.filter((e) => e.level !== 'debug' && /ring can be read|failed to read the ring/.test(e.message));
     expect(loud.map((e) => [e.level, e.fields['consecutiveFailures'] ?? e.fields['failures']])).toEqual([
       ['warn', 1],
