@@ -10,6 +10,8 @@ import { httpTransport, KubeClient, type KubeClientOptions, type KubeConfigAuth 
 export interface Taps {
   /** A pod create (POST …/pods) was answered 201; `count` numbers this client's creates. Before the caller sees the answer. */
   afterPodCreate?(pod: string, count: number): void | Promise<void>;
+  /** A pod delete (DELETE …/pods/NAME) is about to be sent: after the cache read it was decided from. */
+  beforePodDelete?(pod: string): void | Promise<void>;
   /** A CellSet status write (PUT …/cellsets/NAME/status) is about to be sent: after the read it was computed from. */
   beforeStatusWrite?(cellSet: string): void | Promise<void>;
   /** That write was answered with `code` (409: someone wrote in between; the controller re-reads and retries). */
@@ -19,6 +21,7 @@ export interface Taps {
 }
 
 const POD_CREATE = /^\/api\/v1\/namespaces\/[^/]+\/pods$/;
+const POD_DELETE = /^\/api\/v1\/namespaces\/[^/]+\/pods\/([^/]+)$/;
 const STATUS_WRITE = /\/cellsets\/([^/]+)\/status$/;
 
 /** A client over `kubeConfig` whose requests pass `taps` (the same transport a plain client uses, wrapped). */
@@ -36,6 +39,8 @@ export function tappedClient(
       const path = request.url.pathname;
       const status = request.method === 'PUT' ? STATUS_WRITE.exec(path)?.[1] : undefined;
       if (status !== undefined) await taps.beforeStatusWrite?.(status);
+      const deleted = request.method === 'DELETE' ? POD_DELETE.exec(path)?.[1] : undefined;
+      if (deleted !== undefined) await taps.beforePodDelete?.(deleted);
       const sentAt = Date.now();
       const response = await send(request);
       taps.afterResponse?.(request.method, request.url, response.status, sentAt);

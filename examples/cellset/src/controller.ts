@@ -91,10 +91,11 @@ export function createCellSetController(options: CellSetControllerOptions) {
       }
       if (step.do === 'delete') {
         const { name: pod, uid } = step.pod.metadata;
-        // Pinned to the UID the cache showed: a newer pod under the same name is left alone.
-        await deleteIfPresent(pods, pod, { signal, ...(uid !== undefined && { preconditions: { uid } }) });
+        // Pinned to the UID the cache showed: a newer pod under the same name is left alone (and not told).
+        const { outcome } = await deleteIfPresent(pods, pod, { signal, ...(uid !== undefined && { preconditions: { uid } }) });
+        made = outcome === 'deleted';
         expect('pods').deletions(step.pod); // until the cache drops this uid (a newer pod of the name gates nothing)
-        if (step.rebuild !== undefined) counts.podRebuilds.inc({ ...labels, reason: step.rebuild });
+        if (made && step.rebuild !== undefined) counts.podRebuilds.inc({ ...labels, reason: step.rebuild });
       }
       if (made && step.counts !== undefined) counts[step.counts].inc(labels);
       if (made && step.tell !== undefined) tell(set, step.tell);

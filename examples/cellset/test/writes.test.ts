@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { REPORTING_CONTROLLER } from '../src/controller.js';
 import { startKubelet } from '../demo/kubelet.js';
 import { stopController } from '../demo/run.js';
-import { NS, cellSet, harness, onCleanup, ref, until } from './helpers.js';
+import { NS, cellSet, harness, onCleanup, ref, until, type Harness } from './helpers.js';
 
 describe('CellSet controller: writes (embedded apiserver)', () => {
   it('[cellset: no double-create] a reconcile triggered while the pod cache has not seen the creates does not run until it has: each slot is created once', async () => {
@@ -36,6 +36,32 @@ describe('CellSet controller: writes (embedded apiserver)', () => {
     await until('status written from the cache that saw both pods', () => h.get('web')?.status?.['replicas'] === 2);
     expect(h.decided('CreatedPod')).toHaveLength(2);
     expect(h.podNames('web')).toEqual(['web-0', 'web-1']);
+  });
+
+  it("[cellset: rebuild told only when made] a failed pod another writer deletes first: the controller's delete finds nothing (404), so no PodFailed Event and no rebuild counted, and the slot is rebuilt from the pod's DELETED event", async () => {
+    let server: Harness['server'] | undefined;
+    const h = await harness({
+      taps: { beforePodDelete: (pod) => void server?.deletePod(NS, pod, { gracePeriodSeconds: 0 }) }, // someone else was faster
+    });
+    server = h.server;
+    const failed = new Set<string>();
+    const kubelet = startKubelet({
+      server: h.server,
+      namespace: NS,
+      intervalMs: 5,
+      fate: (pod) => (failed.size === 0 && failed.add(pod.metadata.uid ?? '') ? 'fail' : 'ready'), // the first pod fails
+    });
+    onCleanup(async () => kubelet.stop());
+    h.server.createObject(ref, cellSet('web', 1));
+    await h.controller.loop.start();
+    await until('web-0 rebuilt and ready', () => {
+      const pod = h.pods('web').find((p) => p.metadata.name === 'web-0');
+      return pod !== undefined && !failed.has(pod.metadata.uid ?? '') && h.get('web')?.status?.['readyReplicas'] === 1;
+    });
+    expect(h.decided('PodFailed')).toEqual([]);
+    expect(h.decided('CreatedPod')).toHaveLength(2);
+    const text = await h.controller.registry.metrics();
+    expect(text).not.toMatch(/cellset_pod_rebuilds_total\{[^}]*\} [1-9]/);
   });
 
   it("[cellset: status conflict retry] a concurrent writer changes the status between the controller's read and write: 409, re-read, re-applied; both writes survive", async () => {
