@@ -13,8 +13,7 @@ import { parseArgs } from 'node:util';
 import type { ApiServer } from '@reconcile-loop/testing';
 import {
   conforms,
-  embeddedTarget,
-  realTarget,
+  pairAgainst,
   report,
   reportLine,
   runConformance,
@@ -48,13 +47,9 @@ try {
   }
   const pairs: Pair[] = [];
   for (const r of real) {
-    const e = await embeddedTarget(r.personality);
-    servers.push(e.server);
-    pairs.push({
-      personality: r.personality,
-      embedded: e.target,
-      real: realTarget(`kube-apiserver (${r.personality})`, r.access),
-    });
+    const { pair, server } = await pairAgainst(r.personality, r.access);
+    servers.push(server);
+    pairs.push(pair);
   }
   const results = await runConformance(pairs, undefined, (r) => process.stdout.write(`${reportLine(r)}\n`));
   process.stdout.write(`\n${report(results).split('\n').slice(results.length).join('\n')}\n`);

@@ -1,13 +1,6 @@
 import type { ApiServer } from '@reconcile-loop/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  conforms,
-  embeddedTarget,
-  realTarget,
-  report,
-  runConformance,
-  type Pair,
-} from '../../packages/testing/conformance/runner.js';
+import { conforms, pairAgainst, report, runConformance, type Pair } from '../../packages/testing/conformance/runner.js';
 import { accessFromKubeconfig } from '../../packages/testing/conformance/target.js';
 import { e2eAvailability, useE2eEnvironment } from '../src/environment.js';
 import { readVersions } from '../src/index.js';
@@ -38,13 +31,9 @@ describe.skipIf(!availability.run)(`conformance: embedded apiserver vs kube-apis
           ];
     const pairs: Pair[] = [];
     for (const r of real) {
-      const emb = await embeddedTarget(r.personality);
-      started.push(emb.server);
-      pairs.push({
-        personality: r.personality,
-        embedded: emb.target,
-        real: realTarget(`kube-apiserver (${r.personality})`, accessFromKubeconfig(r.kubeconfig)),
-      });
+      const { pair, server } = await pairAgainst(r.personality, accessFromKubeconfig(r.kubeconfig));
+      started.push(server);
+      pairs.push(pair);
     }
     const results = await runConformance(pairs);
     const against = e.mode === 'external' ? 'an external cluster' : `kube-apiserver ${versions.kubernetes}`;

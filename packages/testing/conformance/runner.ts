@@ -50,6 +50,15 @@ export async function embeddedTarget(
   return { server, target: realTarget(`embedded (${personality})`, { server: server.url, token: EMBEDDED_TOKEN }) };
 }
 
+/**
+ * One personality's pair: an embedded server started in it (the caller closes `server`) against the
+ * real kube-apiserver at `access`.
+ */
+export async function pairAgainst(personality: Personality, access: Access): Promise<{ pair: Pair; server: ApiServer }> {
+  const { server, target } = await embeddedTarget(personality);
+  return { server, pair: { personality, embedded: target, real: realTarget(`kube-apiserver (${personality})`, access) } };
+}
+
 /** A server as a target; binding goes through the pods/binding subresource, as the scheduler's does. */
 export function realTarget(name: string, access: Access): Target {
   const t: Target = new Target(name, access, async (ns, pod, node) => {
