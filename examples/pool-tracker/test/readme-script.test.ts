@@ -58,14 +58,23 @@ async function runScript(server: ApiServer, serverUrl: string) {
   return { child, exited, stderr: () => stderr };
 }
 
-/** A loopback proxy to the apiserver that holds every pod LIST until `release()`. */
-async function slowListProxy(
-  target: string,
-): Promise<{ url: string; held: Promise<void>; release: () => void; close: () => Promise<void> }> {
+/**
+ * A loopback proxy to the apiserver that holds every pod LIST until `release()`. `abandoned` resolves
+ * once the client closed a held LIST's connection (the script's stop aborted it).
+ */
+async function slowListProxy(target: string): Promise<{
+  url: string;
+  held: Promise<void>;
+  abandoned: Promise<void>;
+  release: () => void;
+  close: () => Promise<void>;
+}> {
   let releaseAll!: () => void;
   const released = new Promise<void>((resolve) => (releaseAll = resolve));
   let heldOne!: () => void;
   const held = new Promise<void>((resolve) => (heldOne = resolve));
+  let abandonedOne!: () => void;
+  const abandoned = new Promise<void>((resolve) => (abandonedOne = resolve));
   const forward = (req: IncomingMessage, res: ServerResponse): void => {
     const upstream = request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -78,6 +87,7 @@ async function slowListProxy(
     const url = new URL(req.url ?? '/', 'http://proxy.invalid');
     if (req.method === 'GET' && url.pathname.endsWith('/pods') && url.searchParams.get('watch') !== 'true') {
       heldOne();
+      res.once('close', () => void (res.writableEnded || abandonedOne()));
       void released.then(() => forward(req, res));
       return;
     }
@@ -87,6 +97,7 @@ async function slowListProxy(
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     held,
+    abandoned,
     release: releaseAll,
     close: () => {
       server.closeAllConnections();
@@ -118,7 +129,11 @@ describe('[readme: long-running script] SIGTERM before the first sync ends the R
     const script = await runScript(server, proxy.url);
     await within(proxy.held, 'the script to send its LIST', SPAWN_MS);
     script.child.kill('SIGTERM');
-    proxy.release(); // the LIST now answers; a script that had not stopped would sync and then wait forever
+    // The LIST answers only once the script has handled the SIGTERM: its stop closes the LIST (or, were
+    // the LIST not aborted, after a while no handler takes). Released at once, the answer could beat the
+    // signal's delivery on a loaded machine: a sync, then a clean stop, exit 0, a race and not the case.
+    await Promise.race([proxy.abandoned, new Promise((resolve) => setTimeout(resolve, 3_000))]);
+    proxy.release(); // a script that had not stopped would sync now and then wait forever
     const code = await within(script.exited, 'the script to exit after SIGTERM (slow LIST)', EXIT_MS);
     expect(code).toBe(1);
     expect(script.stderr()).toMatch(/^pool-tracker: .*stop/m);
